@@ -1,0 +1,35 @@
+"""bert_tf: the whole BERT life cycle on TensorFlow 2.21 / Keras 3."""
+
+import glob
+
+import setuptools
+
+setuptools.setup(
+    name="bert_tf",
+    version="0.1.0",
+    description="BERT for TensorFlow / Keras 3: vocabulary, pretraining, "
+    "checkpoint import, fine-tuning, distributed training and export.",
+    packages=setuptools.find_packages(include=["bert_tf", "bert_tf.*"]),
+    # Model presets; bert_tf.config finds them beside the checkout or here.
+    data_files=[("share/bert_tf/configs", sorted(glob.glob("configs/*.json")))],
+    python_requires=">=3.10",
+    install_requires=[
+        "tensorflow>=2.21,<2.22",
+        "tensorflow-text>=2.21,<2.22",
+        "keras>=3.15.1,<4",
+        "absl-py>=2.1",
+        "tensorflow-datasets>=4.9",
+        "safetensors>=0.4",
+        "tokenizers>=0.19",
+        "numpy>=1.26",
+    ],
+    extras_require={
+        # Peers and tools used only by tests and benchmarks.
+        "test": ["pytest>=8", "pytest-xdist>=3.5", "keras-hub>=0.32"],
+    },
+    entry_points={
+        "console_scripts": [
+            "bert-tf-convert=bert_tf.apps.convert:run",
+        ],
+    },
+)
