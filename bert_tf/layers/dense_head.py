@@ -1,0 +1,40 @@
+"""DenseHead: dropout and a float32 dense projection, for NSP and task logits."""
+
+import keras
+
+
+class DenseHead(keras.layers.Layer):
+    """`[..., H] -> [..., units]` float32 logits, with dropout before the projection.
+
+    Used for NSP (`units=2` on the pooled output), sentence classification or
+    regression (pooled output), token tagging and span start/end (sequence output).
+    """
+
+    def __init__(self, units, dropout=0.0, initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        if units <= 0:
+            raise ValueError(f"`units` must be positive. Received: units={units}")
+        self.units = units
+        self.dropout = dropout
+        self.initializer_range = initializer_range
+
+        # === Layers ===
+        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
+        self.dense = keras.layers.Dense(
+            units, kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+            dtype="float32", name="logits")
+
+    def build(self, input_shape):
+        self.dense.build(input_shape)
+        self.built = True
+
+    def call(self, x, training=None):
+        return self.dense(self.dropout_layer(x, training=training))
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape[:-1]) + (self.units,)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"units": self.units, "dropout": self.dropout, "initializer_range": self.initializer_range})
+        return config

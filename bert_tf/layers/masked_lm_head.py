@@ -1,0 +1,73 @@
+"""MaskedLMHead: transform + LayerNorm + logits tied to the word embeddings."""
+
+import keras
+from keras import ops
+
+from bert_tf.layers.activations import get_activation
+
+
+class MaskedLMHead(keras.layers.Layer):
+    """Predicts word pieces at `mask_positions` only.
+
+    `logits = LN(act(dense(h[mask_positions]))) @ E^T + b`, where `E` `[V, H]`
+    is the encoder's word-embedding table (the same variable, not a copy).
+
+    Args:
+        token_embedding: the encoder's `keras.layers.Embedding` (`encoder.token_embedding`).
+        hidden_act: activation of the transform dense, as in the encoder.
+    Call args:
+        sequence_output: `[B, T, H]`.
+        mask_positions: int `[B, P]`, indices into T.
+    Returns:
+        float32 logits `[B, P, V]`.
+    """
+
+    def __init__(self, token_embedding, hidden_act="gelu", initializer_range=0.02,
+                 layer_norm_epsilon=1e-12, **kwargs):
+        super().__init__(**kwargs)
+        if not isinstance(token_embedding, keras.layers.Embedding):
+            raise ValueError("`token_embedding` must be the encoder's keras.layers.Embedding. "
+                             f"Received: token_embedding={token_embedding!r}")
+        self.token_embedding = token_embedding
+        self.hidden_act = hidden_act
+        self.initializer_range = initializer_range
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self._activation = get_activation(hidden_act)
+        vocabulary_size, hidden_dim = token_embedding.input_dim, token_embedding.output_dim
+        self.vocabulary_size = vocabulary_size
+        self.hidden_dim = hidden_dim
+
+        # === Layers ===
+        self.transform_dense = keras.layers.Dense(
+            hidden_dim, kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+            dtype=self.dtype_policy, name="transform_dense")
+        self.layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_epsilon, dtype="float32", name="transform_layer_norm")
+
+    def build(self, sequence_output_shape, mask_positions_shape=None):
+        self.transform_dense.build((None, None, self.hidden_dim))
+        self.layer_norm.build((None, None, self.hidden_dim))
+        self.output_bias = self.add_weight(name="output_bias", shape=(self.vocabulary_size,), initializer="zeros")
+        self.built = True
+
+    def call(self, sequence_output, mask_positions):
+        gathered = ops.take_along_axis(
+            sequence_output, ops.cast(mask_positions, "int32")[:, :, None], axis=1)  # [B, P, H]
+        x = self._activation(self.transform_dense(gathered))
+        x = ops.cast(self.layer_norm(x), self.compute_dtype)
+        table = ops.cast(self.token_embedding.embeddings, self.compute_dtype)  # [V, H]
+        logits = ops.einsum("bph,vh->bpv", x, table)  # [B, P, V]
+        return ops.cast(logits, "float32") + self.output_bias
+
+    def compute_output_shape(self, sequence_output_shape, mask_positions_shape):
+        return tuple(mask_positions_shape) + (self.vocabulary_size,)
+
+    def get_config(self):
+        # `token_embedding` is not serialized: the task model passes its encoder's.
+        config = super().get_config()
+        config.update({
+            "hidden_act": self.hidden_act,
+            "initializer_range": self.initializer_range,
+            "layer_norm_epsilon": self.layer_norm_epsilon,
+        })
+        return config

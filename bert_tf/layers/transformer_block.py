@@ -1,0 +1,94 @@
+"""TransformerBlock: one BERT encoder layer, post-LN (original) or pre-LN."""
+
+import keras
+from keras import ops
+
+from bert_tf.layers.activations import get_activation
+from bert_tf.layers.multi_head_attention import BertSelfAttention
+
+
+class TransformerBlock(keras.layers.Layer):
+    """Self-attention and a feed-forward network, each with a residual and LayerNorm.
+
+    Post-LN (BERT): `x = LN(x + Attn(x)); x = LN(x + FFN(x))`.
+    Pre-LN: `x = x + Attn(LN(x)); x = x + FFN(LN(x))` (the encoder adds a final LN).
+    LayerNorms run in float32 under mixed precision.
+
+    Call args:
+        x: `[B, T, H]`.
+        padding_mask: int `[B, T]`, 1 for real tokens.
+    Returns:
+        `[B, T, H]` in the compute dtype.
+    """
+
+    def __init__(self, num_heads, hidden_dim, intermediate_dim, hidden_act="gelu", dropout=0.1,
+                 attention_dropout=0.1, initializer_range=0.02, layer_norm_epsilon=1e-12,
+                 pre_layer_norm=False, **kwargs):
+        super().__init__(**kwargs)
+        self.num_heads = num_heads
+        self.hidden_dim = hidden_dim
+        self.intermediate_dim = intermediate_dim
+        self.hidden_act = hidden_act
+        self.dropout = dropout
+        self.attention_dropout = attention_dropout
+        self.initializer_range = initializer_range
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.pre_layer_norm = pre_layer_norm
+        self._activation = get_activation(hidden_act)
+
+        # === Layers ===
+        initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
+        self.attention = BertSelfAttention(
+            num_heads, hidden_dim, dropout=attention_dropout, initializer_range=initializer_range,
+            dtype=self.dtype_policy, name="attention")
+        self.attention_layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_epsilon, dtype="float32", name="attention_layer_norm")
+        self.intermediate_dense = keras.layers.Dense(
+            intermediate_dim, kernel_initializer=initializer, dtype=self.dtype_policy, name="intermediate")
+        self.output_dense = keras.layers.Dense(
+            hidden_dim, kernel_initializer=initializer, dtype=self.dtype_policy, name="output")
+        self.output_layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_epsilon, dtype="float32", name="output_layer_norm")
+        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
+
+    def build(self, x_shape, padding_mask_shape=None):
+        self.attention.build(x_shape)
+        self.attention_layer_norm.build(x_shape)
+        self.intermediate_dense.build(x_shape)
+        self.output_dense.build(tuple(x_shape[:-1]) + (self.intermediate_dim,))
+        self.output_layer_norm.build(x_shape)
+        self.built = True
+
+    def _norm(self, layer_norm, x):
+        return ops.cast(layer_norm(x), self.compute_dtype)
+
+    def _feed_forward(self, x, training):
+        hidden = self._activation(self.intermediate_dense(x))  # [B, T, I]
+        return self.dropout_layer(self.output_dense(hidden), training=training)  # [B, T, H]
+
+    def call(self, x, padding_mask, training=None):
+        if self.pre_layer_norm:
+            attended = self.attention(self._norm(self.attention_layer_norm, x), padding_mask, training=training)
+            x = x + self.dropout_layer(attended, training=training)
+            return x + self._feed_forward(self._norm(self.output_layer_norm, x), training)
+        attended = self.dropout_layer(self.attention(x, padding_mask, training=training), training=training)
+        x = self._norm(self.attention_layer_norm, x + attended)
+        return self._norm(self.output_layer_norm, x + self._feed_forward(x, training))
+
+    def compute_output_shape(self, x_shape, padding_mask_shape=None):
+        return x_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "num_heads": self.num_heads,
+            "hidden_dim": self.hidden_dim,
+            "intermediate_dim": self.intermediate_dim,
+            "hidden_act": self.hidden_act,
+            "dropout": self.dropout,
+            "attention_dropout": self.attention_dropout,
+            "initializer_range": self.initializer_range,
+            "layer_norm_epsilon": self.layer_norm_epsilon,
+            "pre_layer_norm": self.pre_layer_norm,
+        })
+        return config

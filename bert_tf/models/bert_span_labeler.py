@@ -1,0 +1,40 @@
+"""BertSpanLabeler: extractive QA start/end logits on the sequence output."""
+
+import keras
+from keras import ops
+
+from bert_tf.layers.dense_head import DenseHead
+from bert_tf.models.task import EncoderTask, encoder_inputs
+
+# Logit given to padding positions so no span starts or ends there.
+_PADDING_LOGIT = -1e4
+
+
+class _SplitSpanLogits(keras.layers.Layer):
+    """`[B, T, 2]` logits and `[B, T]` padding mask -> masked start and end logits `[B, T]`."""
+
+    def call(self, logits, padding_mask):
+        penalty = (1.0 - ops.cast(padding_mask, "float32")) * _PADDING_LOGIT
+        return {"start_logits": logits[:, :, 0] + penalty, "end_logits": logits[:, :, 1] + penalty}
+
+    def compute_output_shape(self, logits_shape, padding_mask_shape):
+        return {"start_logits": tuple(logits_shape[:2]), "end_logits": tuple(logits_shape[:2])}
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class BertSpanLabeler(EncoderTask):
+    """Outputs dict `start_logits`, `end_logits`, each float32 `[B, T]`.
+
+    Padding positions get a large negative logit. Train each output with
+    `SparseCategoricalCrossentropy(from_logits=True)` on the start/end token index.
+    """
+
+    def __init__(self, encoder, dropout=0.0, **kwargs):
+        head = DenseHead(2, dropout=dropout, initializer_range=encoder.initializer_range,
+                         dtype=encoder.dtype_policy, name="span_head")
+        split = _SplitSpanLogits(dtype="float32", name="span_logits")
+        inputs = encoder_inputs()
+        logits = head(encoder(inputs)["sequence_output"])  # [B, T, 2]
+        outputs = split(logits, inputs["padding_mask"])
+        super().__init__(inputs, outputs, encoder, {"dropout": dropout}, **kwargs)
+        self.head = head

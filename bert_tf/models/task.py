@@ -1,0 +1,36 @@
+"""EncoderTask: the shared base of the task models that wrap a BertEncoder."""
+
+import keras
+
+
+def encoder_inputs():
+    """Fresh symbolic encoder inputs: dict of int32 `[B, T]`."""
+    return {name: keras.Input(shape=(None,), dtype="int32", name=name)
+            for name in ("token_ids", "segment_ids", "padding_mask")}
+
+
+class EncoderTask(keras.Model):
+    """A functional model over `encoder`, serialized with the encoder inside its config.
+
+    Subclasses build their graph, call `super().__init__(inputs=..., outputs=...,
+    encoder=encoder, **config)` and list their constructor arguments in `config`.
+    """
+
+    def __init__(self, inputs, outputs, encoder, task_config, **kwargs):
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        self.encoder = encoder
+        self._task_config = dict(task_config)
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "encoder": keras.saving.serialize_keras_object(self.encoder),
+            **self._task_config,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
+        return cls(**config)

@@ -1,0 +1,146 @@
+"""Task models: outputs, fit with plain Keras losses, .keras round trips, weight tying."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf.models import BertClassifier, BertPretrainer, BertSpanLabeler, BertTokenClassifier
+from tests.helpers import pretraining_batch, random_inputs, tiny_encoder
+
+SPARSE_CE = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+
+def _pretrainer_compiled(encoder, **kwargs):
+    model = BertPretrainer(encoder, **kwargs)
+    model.compile(optimizer=keras.optimizers.AdamW(1e-3), loss={"mlm": SPARSE_CE, "nsp": SPARSE_CE},
+                  weighted_metrics={"mlm": ["accuracy"], "nsp": ["accuracy"]})
+    return model
+
+
+def _max_diff(a, b):
+    return max(float(np.max(np.abs(np.asarray(x) - np.asarray(y))))
+               for x, y in zip(tf.nest.flatten(a), tf.nest.flatten(b)))
+
+
+def test_pretrainer_outputs_and_tying():
+    encoder = tiny_encoder()
+    model = BertPretrainer(encoder)
+    features, _, _ = pretraining_batch(batch=4, length=8, predictions=3)
+    outputs = model(features)
+    assert set(outputs) == {"mlm", "nsp"}
+    assert outputs["mlm"].shape == (4, 3, 30) and outputs["mlm"].dtype == tf.float32
+    assert outputs["nsp"].shape == (4, 2)
+    assert model.mlm_head.token_embedding.embeddings is encoder.token_embedding.embeddings
+    # No separate output matrix: the only [V, H] weight is the embedding table.
+    vocab_by_hidden = [w for w in model.weights if tuple(w.shape) == (30, 16)]
+    assert len(vocab_by_hidden) == 1
+
+
+def test_pretrainer_logits_only_at_mask_positions():
+    model = BertPretrainer(tiny_encoder(dropout=0.0, attention_dropout=0.0))
+    features, _, _ = pretraining_batch(batch=2, length=8, predictions=4)
+    every_position = dict(features, mask_positions=np.tile(np.arange(8, dtype="int32"), (2, 1)))
+    all_logits = np.asarray(model(every_position)["mlm"])  # [B, T, V]
+    chosen = np.array([[1, 2, 3, 7], [4, 3, 0, 1]], "int32")
+    logits = np.asarray(model(dict(features, mask_positions=chosen))["mlm"])  # [B, P, V]
+    np.testing.assert_allclose(logits, np.take_along_axis(all_logits, chosen[:, :, None], axis=1), atol=1e-5)
+
+
+def test_pretrainer_fit_reduces_loss_on_a_repeated_batch():
+    keras.utils.set_random_seed(0)
+    model = _pretrainer_compiled(tiny_encoder())
+    batch = pretraining_batch()
+    dataset = tf.data.Dataset.from_tensors(batch).repeat(30)
+    history = model.fit(dataset, epochs=1, verbose=0)
+    first = model.evaluate(tf.data.Dataset.from_tensors(batch), verbose=0, return_dict=True)
+    assert np.isfinite(history.history["loss"][0])
+    model.fit(tf.data.Dataset.from_tensors(batch).repeat(30), epochs=1, verbose=0)
+    second = model.evaluate(tf.data.Dataset.from_tensors(batch), verbose=0, return_dict=True)
+    assert second["loss"] < first["loss"]
+
+
+def test_pretrainer_without_nsp():
+    model = BertPretrainer(tiny_encoder(), nsp=False)
+    features, _, _ = pretraining_batch()
+    assert set(model(features)) == {"mlm"}
+
+
+def test_pretrainer_one_step_fit_under_mirrored_strategy():
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    with strategy.scope():
+        model = _pretrainer_compiled(tiny_encoder())
+    assert strategy.num_replicas_in_sync == 2
+    history = model.fit(tf.data.Dataset.from_tensors(pretraining_batch(batch=4)), epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"][0])
+    assert np.isfinite(history.history["mlm_accuracy"][0])
+
+
+TASKS = [
+    (BertClassifier, {"num_classes": 3}, {"logits": (3, 3)}),
+    (BertClassifier, {"num_classes": 1}, {"logits": (3, 1)}),
+    (BertTokenClassifier, {"num_classes": 5}, {"logits": (3, 7, 5)}),
+    (BertSpanLabeler, {}, {"start_logits": (3, 7), "end_logits": (3, 7)}),
+]
+
+
+@pytest.mark.parametrize("cls,kwargs,shapes", TASKS, ids=lambda x: getattr(x, "__name__", None))
+def test_task_model_shapes(cls, kwargs, shapes):
+    model = cls(tiny_encoder(), **kwargs)
+    outputs = model(random_inputs())
+    outputs = outputs if isinstance(outputs, dict) else {"logits": outputs}
+    assert {k: tuple(v.shape) for k, v in outputs.items()} == shapes
+    assert all(v.dtype == tf.float32 for v in outputs.values())
+
+
+@pytest.mark.parametrize("cls,kwargs,shapes", TASKS + [(BertPretrainer, {}, None)],
+                         ids=lambda x: getattr(x, "__name__", None))
+def test_keras_file_round_trip(tmp_path, cls, kwargs, shapes):
+    model = cls(tiny_encoder(), **kwargs)
+    inputs = pretraining_batch()[0] if cls is BertPretrainer else random_inputs(lengths=[7, 4, 2])
+    path = str(tmp_path / "model.keras")
+    model.save(path)
+    restored = keras.models.load_model(path)
+    assert type(restored) is cls
+    assert restored.get_config() == model.get_config()
+    assert _max_diff(model(inputs), restored(inputs)) == 0.0
+    if cls is BertPretrainer:
+        assert restored.mlm_head.token_embedding.embeddings is restored.encoder.token_embedding.embeddings
+
+
+def test_classifier_fit_with_plain_losses():
+    keras.utils.set_random_seed(0)
+    inputs = random_inputs(batch=8, length=6)
+    labels = np.arange(8) % 2
+    classifier = BertClassifier(tiny_encoder(), num_classes=2)
+    classifier.compile(optimizer=keras.optimizers.Adam(3e-3), loss=SPARSE_CE, metrics=["accuracy"])
+    history = classifier.fit(inputs, labels, epochs=15, batch_size=8, verbose=0)
+    assert history.history["accuracy"][-1] == 1.0
+    regressor = BertClassifier(tiny_encoder(), num_classes=1)
+    regressor.compile(optimizer="adam", loss="mse")
+    assert np.isfinite(regressor.fit(inputs, labels.astype("float32"), verbose=0).history["loss"][0])
+
+
+def test_token_classifier_loss_ignores_zero_weighted_pieces():
+    model = BertTokenClassifier(tiny_encoder(), num_classes=4)
+    model.compile(optimizer="adam", loss=SPARSE_CE)
+    inputs = random_inputs(batch=2, length=6, lengths=[6, 3])
+    weights = inputs["padding_mask"].astype("float32")
+    labels = np.ones((2, 6), "int32")
+    other = labels.copy()
+    other[weights == 0] = 3  # differs only where the weight is zero
+    loss = model.evaluate(inputs, labels, sample_weight=weights, verbose=0)
+    assert loss == pytest.approx(model.evaluate(inputs, other, sample_weight=weights, verbose=0), abs=1e-6)
+    unweighted = model.evaluate(inputs, other, verbose=0)
+    assert unweighted != pytest.approx(loss, abs=1e-3)
+    assert np.isfinite(model.fit(inputs, labels, sample_weight=weights, verbose=0).history["loss"][0])
+
+
+def test_span_labeler_masks_padding_and_trains():
+    model = BertSpanLabeler(tiny_encoder())
+    inputs = random_inputs(batch=2, length=6, lengths=[6, 3])
+    outputs = model(inputs)
+    assert float(np.max(np.asarray(outputs["start_logits"])[1, 3:])) < -1e3
+    model.compile(optimizer="adam", loss={"start_logits": SPARSE_CE, "end_logits": SPARSE_CE})
+    labels = {"start_logits": np.array([1, 1]), "end_logits": np.array([2, 2])}
+    assert np.isfinite(model.fit(inputs, labels, verbose=0).history["loss"][0])
