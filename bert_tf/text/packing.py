@@ -1,0 +1,76 @@
+"""BertPacker: trims one or two segments, then packs `[CLS] A [SEP] B [SEP]`.
+
+Trimming happens before packing, so the final `[SEP]` always survives.
+Shapes: B batch, T = sequence_length.
+"""
+
+import tensorflow as tf
+import tensorflow_text as text
+
+TRUNCATIONS = ("round_robin", "longest_first")
+
+
+def _keep_first(segment, lengths):
+    """The first `lengths[i]` pieces of each row of a ragged `[B, (n)]`."""
+    keep = tf.ragged.range(segment.row_lengths()) < tf.expand_dims(lengths, 1)
+    return tf.ragged.boolean_mask(segment, keep)
+
+
+class BertPacker:
+    """Packs ragged word-piece segments into fixed-length encoder inputs.
+
+    Args:
+        sequence_length: T, including `[CLS]` and the `[SEP]`s.
+        cls_id, sep_id, pad_id: special-token ids (from the tokenizer).
+        truncation: "round_robin" (take one piece from each segment in turn,
+            as tensorflow-text's RoundRobinTrimmer) or "longest_first" (drop
+            the last piece of the longer segment until it fits; ties trim the
+            second segment, as the original `run_classifier.py` does).
+        max_sequence_length: the model's number of positions; a longer
+            `sequence_length` is refused.
+    """
+
+    def __init__(self, sequence_length, cls_id, sep_id, pad_id=0, truncation="round_robin",
+                 max_sequence_length=None):
+        if truncation not in TRUNCATIONS:
+            raise ValueError(f"`truncation` must be one of {TRUNCATIONS}. Received: truncation={truncation!r}")
+        if sequence_length < 3:
+            raise ValueError(f"`sequence_length` must be at least 3. Received: sequence_length={sequence_length}")
+        if max_sequence_length is not None and sequence_length > max_sequence_length:
+            raise ValueError(
+                f"`sequence_length` ({sequence_length}) exceeds the model's max_position_embeddings "
+                f"({max_sequence_length}). Received: sequence_length={sequence_length}")
+        self.sequence_length = sequence_length
+        self.cls_id, self.sep_id, self.pad_id = cls_id, sep_id, pad_id
+        self.truncation = truncation
+
+    def _trim(self, segments):
+        budget = self.sequence_length - 1 - len(segments)  # [CLS] and one [SEP] per segment
+        if len(segments) == 1 or self.truncation == "round_robin":
+            return text.RoundRobinTrimmer(budget).trim(segments)
+        first, second = segments
+        len_a, len_b = first.row_lengths(), second.row_lengths()
+        excess = tf.maximum(len_a + len_b - budget, 0)
+        # Longest-first: cut the longer one down towards the other, then alternate (ties cut B).
+        gap = tf.abs(len_a - len_b)
+        from_longer = tf.minimum(excess, gap)
+        rest = excess - from_longer
+        cut_a = tf.where(len_a > len_b, from_longer, 0) + rest // 2
+        cut_b = tf.where(len_a > len_b, 0, from_longer) + rest - rest // 2
+        return [_keep_first(first, len_a - cut_a), _keep_first(second, len_b - cut_b)]
+
+    def __call__(self, *segments):
+        """Packs one or two int ragged segments `[B, (n)]` into a dict of int32 `[B, T]`.
+
+        Returns `token_ids`, `segment_ids` and `padding_mask` (1 on real tokens).
+        """
+        if len(segments) not in (1, 2):
+            raise ValueError(f"BertPacker takes one or two segments. Received: {len(segments)} segments")
+        segments = [tf.cast(s, tf.int32) for s in segments]
+        trimmed = self._trim(segments)
+        ids, segment_ids = text.combine_segments(trimmed, start_of_sequence_id=self.cls_id,
+                                                 end_of_segment_id=self.sep_id)
+        token_ids, padding_mask = text.pad_model_inputs(ids, self.sequence_length, pad_value=self.pad_id)
+        segment_ids, _ = text.pad_model_inputs(segment_ids, self.sequence_length, pad_value=0)
+        return {"token_ids": token_ids, "segment_ids": segment_ids,
+                "padding_mask": tf.cast(padding_mask, tf.int32)}
