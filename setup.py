@@ -30,6 +30,7 @@ setuptools.setup(
     entry_points={
         "console_scripts": [
             "bert-tf-convert=bert_tf.apps.convert:run",
+            "bert-tf-vocab=bert_tf.apps.vocab:run",
         ],
     },
 )

@@ -1,0 +1,106 @@
+"""WordPiece vocabulary builder (Hugging Face `tokenizers` trainer underneath).
+
+Reads text files, decodes every line as UTF-8 with replacement (a line with
+invalid bytes is counted, never fatal) and writes `vocab.txt` with `[PAD]` at
+id 0, then `[UNK]`, `[CLS]`, `[SEP]`, `[MASK]`, then the learned pieces.
+"""
+
+import dataclasses
+import glob
+import os
+import time
+
+SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
+
+@dataclasses.dataclass
+class VocabSummary:
+    files: int
+    lines: int
+    bytes: int
+    replaced_lines: int  # lines that held invalid UTF-8, decoded with U+FFFD
+    vocab_size: int
+    seconds: float
+    output: str
+
+    def __str__(self):
+        return (f"Wrote {self.vocab_size} pieces to {self.output} from {self.files} files "
+                f"({self.lines} lines, {self.bytes / 1e6:.1f} MB; {self.replaced_lines} lines with invalid "
+                f"UTF-8 decoded with replacement) in {self.seconds:.1f} s")
+
+
+def expand_inputs(patterns):
+    """Files matching comma-separated or listed globs; error naming a pattern that matches nothing."""
+    if isinstance(patterns, str):
+        patterns = [p for p in patterns.split(",") if p]
+    files = []
+    for pattern in patterns:
+        matched = sorted(p for p in glob.glob(pattern, recursive=True) if os.path.isfile(p))
+        if not matched:
+            raise FileNotFoundError(f"No file matches input pattern {pattern!r}")
+        files.extend(matched)
+    return files
+
+
+class _LineReader:
+    """Iterates decoded lines of files and counts what it read."""
+
+    def __init__(self, files):
+        self.files = files
+        self.lines = self.bytes = self.replaced_lines = 0
+
+    def __iter__(self):
+        for path in self.files:
+            with open(path, "rb") as f:
+                for raw in f:
+                    self.lines += 1
+                    self.bytes += len(raw)
+                    try:
+                        line = raw.decode("utf-8")
+                    except UnicodeDecodeError:
+                        line = raw.decode("utf-8", errors="replace")
+                        self.replaced_lines += 1
+                    yield line
+
+
+def build_vocab(inputs, output, vocab_size=30522, lowercase=True, strip_accents=None, min_frequency=2,
+                limit_alphabet=1000, show_progress=True):
+    """Trains a WordPiece vocabulary and writes it to `output`.
+
+    Args:
+        inputs: file paths or globs (a list, or one comma-separated string).
+        output: path of the `vocab.txt` to write.
+        vocab_size: size of the vocabulary, special tokens included.
+        lowercase: uncased vocabulary (accents stripped unless `strip_accents=False`).
+        min_frequency: pieces seen fewer times are not added.
+    Returns:
+        A `VocabSummary`.
+    """
+    from tokenizers import BertWordPieceTokenizer  # imported here: only the builder needs it
+
+    if vocab_size <= len(SPECIAL_TOKENS):
+        raise ValueError(f"`vocab_size` must exceed the {len(SPECIAL_TOKENS)} special tokens. "
+                         f"Received: vocab_size={vocab_size}")
+    if min_frequency < 1:
+        raise ValueError(f"`min_frequency` must be at least 1. Received: min_frequency={min_frequency}")
+    files = expand_inputs(inputs)
+    start = time.time()
+    reader = _LineReader(files)
+    tokenizer = BertWordPieceTokenizer(clean_text=True, handle_chinese_chars=True,
+                                       strip_accents=strip_accents, lowercase=lowercase)
+    tokenizer.train_from_iterator(reader, vocab_size=vocab_size, min_frequency=min_frequency,
+                                  limit_alphabet=limit_alphabet, special_tokens=list(SPECIAL_TOKENS),
+                                  show_progress=show_progress)
+    vocab = sorted(tokenizer.get_vocab().items(), key=lambda item: item[1])
+    pieces = [piece for piece, _ in vocab]
+    if tuple(pieces[:len(SPECIAL_TOKENS)]) != SPECIAL_TOKENS:
+        raise RuntimeError(f"Trainer did not put the special tokens first: {pieces[:len(SPECIAL_TOKENS)]}")
+    directory = os.path.dirname(os.path.abspath(output))
+    os.makedirs(directory, exist_ok=True)
+    temporary = output + ".tmp"
+    with open(temporary, "w", encoding="utf-8") as f:
+        f.write("\n".join(pieces) + "\n")
+    os.replace(temporary, output)
+    return VocabSummary(files=len(files), lines=reader.lines, bytes=reader.bytes,
+                        replaced_lines=reader.replaced_lines, vocab_size=len(pieces),
+                        seconds=time.time() - start, output=output)
