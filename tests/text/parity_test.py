@@ -1,0 +1,244 @@
+"""Parity of `bert_tf.text.BertTokenizer` ids with the reference tokenizer.
+
+The reference is Hugging Face `tokenizers.BertWordPieceTokenizer` with the
+same vocabulary and settings (`clean_text=True`, `handle_chinese_chars=True`),
+`encode_batch(lines, add_special_tokens=False)`. Every line of every text file
+under ../shared/data is compared, uncased and cased, plus the edge cases of
+`edge_cases.py` and a sweep over every Unicode code point. Input bytes go to
+our tokenizer as they are; the reference gets
+`line.decode("utf-8", errors="replace")`.
+"""
+
+import glob
+import json
+import os
+
+import pytest
+import tensorflow as tf
+
+from bert_tf.text import BertTokenizer
+from bert_tf.text import tokenizer as tokenizer_lib
+from tests.text.edge_cases import EDGE_CASES
+
+tokenizers = pytest.importorskip("tokenizers")
+
+DATA_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data")
+BATCH_SIZE = 4096
+
+# (lowercase, strip_accents): uncased BERT and cased BERT.
+SETTINGS = {"uncased": (True, True), "cased": (False, False)}
+
+
+def _data_path(*parts):
+    return os.path.normpath(os.path.join(DATA_DIR, *parts))
+
+
+def _lines_of(path):
+    with open(path, "rb") as f:
+        return f.read().split(b"\n")
+
+
+def _conll_sentences(path):
+    sentences, words = [], []
+    for line in _lines_of(path):
+        fields = line.split()
+        if not fields or fields[0] == b"-DOCSTART-":
+            if words:
+                sentences.append(b" ".join(words))
+            words = []
+        else:
+            words.append(fields[0])
+    if words:
+        sentences.append(b" ".join(words))
+    return sentences
+
+
+def _squad_texts(path):
+    with open(path, "rb") as f:
+        data = json.load(f)["data"]
+    texts = []
+    for article in data:
+        for paragraph in article["paragraphs"]:
+            texts.append(paragraph["context"])
+            texts.extend(qa["question"] for qa in paragraph["qas"])
+    return [t.encode("utf-8") for t in texts]
+
+
+def _corpora():
+    """{name: [bytes lines]} of every data file (whole lines for TSVs)."""
+    corpora = {}
+    text_files = (
+        glob.glob(_data_path("corpus", "*", "*"))
+        + glob.glob(_data_path("glue", "*", "*.tsv"))
+        + glob.glob(_data_path("multilingual", "udhr", "*"))
+    )
+    for path in sorted(text_files):
+        corpora[os.path.relpath(path, _data_path())] = lambda p=path: _lines_of(p)
+    for path in sorted(glob.glob(_data_path("conll2003", "eng.*"))):
+        corpora[os.path.relpath(path, _data_path())] = (
+            lambda p=path: _conll_sentences(p)
+        )
+    squad = _data_path("squad", "xquad.en.json")
+    if os.path.exists(squad):
+        corpora["squad/xquad.en.json"] = lambda: _squad_texts(squad)
+    return corpora
+
+
+CORPORA = _corpora()
+
+
+def _reference(vocab, lowercase, strip_accents, encode_special_tokens=True):
+    ref = tokenizers.BertWordPieceTokenizer(
+        vocab,
+        lowercase=lowercase,
+        strip_accents=strip_accents,
+        clean_text=True,
+        handle_chinese_chars=True,
+    )
+    # Literal "[MASK]" as plain text, as BertTokenizer(split_special_tokens=True).
+    ref._tokenizer.encode_special_tokens = encode_special_tokens
+    return ref
+
+
+def _mismatches(ours_fn, ref, lines):
+    """Indices of lines whose ids differ, comparing in batches."""
+    bad = []
+    for begin in range(0, len(lines), BATCH_SIZE):
+        batch = lines[begin : begin + BATCH_SIZE]
+        ours = ours_fn(tf.constant(batch, tf.string)).to_list()
+        theirs = ref.encode_batch(
+            [line.decode("utf-8", errors="replace") for line in batch],
+            add_special_tokens=False,
+        )
+        bad.extend(
+            begin + i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b.ids
+        )
+    return bad
+
+
+def _report(name, lines, bad):
+    examples = [lines[i][:120] for i in bad[:5]]
+    return f"{name}: {len(bad)} of {len(lines)} lines differ, e.g. {examples}"
+
+
+@pytest.fixture(scope="module", params=sorted(SETTINGS))
+def pair(request, minilm_vocab):
+    lowercase, strip_accents = SETTINGS[request.param]
+    ours = BertTokenizer(
+        minilm_vocab, lowercase=lowercase, strip_accents=strip_accents
+    )
+    ref = _reference(minilm_vocab, lowercase, strip_accents)
+    return request.param, tf.function(ours.tokenize), ref
+
+
+def test_data_files_found():
+    assert len(CORPORA) >= 30, sorted(CORPORA)
+
+
+@pytest.mark.parametrize("name", sorted(CORPORA))
+def test_corpus_parity(pair, name):
+    setting, ours, ref = pair
+    lines = CORPORA[name]()
+    bad = _mismatches(ours, ref, lines)
+    print(f"[{setting}] {_report(name, lines, bad)}")
+    assert not bad, _report(name, lines, bad)
+
+
+def test_edge_case_parity(pair):
+    setting, ours, ref = pair
+    bad = _mismatches(ours, ref, EDGE_CASES)
+    assert not bad, [(EDGE_CASES[i], ours(tf.constant([EDGE_CASES[i]]))) for i in bad]
+
+
+@pytest.mark.parametrize("setting", sorted(SETTINGS))
+def test_special_tokens_kept_parity(minilm_vocab, setting):
+    """split_special_tokens=False matches the reference's default."""
+    lowercase, strip_accents = SETTINGS[setting]
+    ours = BertTokenizer(
+        minilm_vocab,
+        lowercase=lowercase,
+        strip_accents=strip_accents,
+        split_special_tokens=False,
+    )
+    ref = _reference(
+        minilm_vocab, lowercase, strip_accents, encode_special_tokens=False
+    )
+    lines = EDGE_CASES + CORPORA["glue/SST-2/dev.tsv"]()
+    assert not _mismatches(ours.tokenize, ref, lines)
+    assert not _mismatches(lambda x: ours.tokenize_with_offsets(x)[0], ref, lines)
+
+
+@pytest.mark.parametrize("setting", sorted(SETTINGS))
+def test_offsets_path_ids_parity(minilm_vocab, setting):
+    """tokenize_with_offsets gives the same ids as tokenize."""
+    lowercase, strip_accents = SETTINGS[setting]
+    ours = BertTokenizer(minilm_vocab, lowercase=lowercase, strip_accents=strip_accents)
+    ref = _reference(minilm_vocab, lowercase, strip_accents)
+    lines = EDGE_CASES
+    for name in sorted(CORPORA):
+        if name.startswith("multilingual") or name.startswith("squad"):
+            lines = lines + CORPORA[name]()
+    fn = tf.function(lambda x: ours.tokenize_with_offsets(x)[0])
+    assert not _mismatches(fn, ref, lines)
+
+
+# (lowercase, strip_accents) for the code point sweep: uncased, cased, and
+# lowercase without accent stripping.
+SWEEP_SETTINGS = [(True, True), (False, False), (True, False), (False, True)]
+
+
+@pytest.mark.parametrize("lowercase,strip_accents", SWEEP_SETTINGS)
+def test_every_code_point_normalizes_and_splits_like_reference(
+    lowercase, strip_accents
+):
+    """Normalization and word splitting of each code point, vocab-free.
+
+    Each line holds 64 probes "A<c>b " so that removal, whitespace,
+    punctuation, CJK, accents and case of every code point show in the
+    reference's words.
+    """
+    normalizer = tokenizers.normalizers.BertNormalizer(
+        clean_text=True,
+        handle_chinese_chars=True,
+        strip_accents=strip_accents,
+        lowercase=lowercase,
+    )
+    pre_tokenizer = tokenizers.pre_tokenizers.BertPreTokenizer()
+    code_points = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
+    lines = [
+        "".join("A%sb " % chr(c) for c in code_points[i : i + 64])
+        for i in range(0, len(code_points), 64)
+    ]
+    theirs = [
+        [w for w, _ in pre_tokenizer.pre_tokenize_str(normalizer.normalize_str(l))]
+        for l in lines
+    ]
+
+    @tf.function
+    def split(batch):
+        normalized = tokenizer_lib.normalize(batch, lowercase, strip_accents)
+        return tokenizer_lib.split_words(normalized)[0]
+
+    bad = []
+    for begin in range(0, len(lines), BATCH_SIZE):
+        batch = [l.encode("utf-8") for l in lines[begin : begin + BATCH_SIZE]]
+        ours = split(tf.constant(batch)).to_list()
+        for i, words in enumerate(ours):
+            words = [w.decode("utf-8") for w in words]
+            if words != theirs[begin + i]:
+                bad.append((lines[begin + i], words, theirs[begin + i]))
+    assert not bad, f"{len(bad)} lines differ, first: {bad[:1]}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("setting", sorted(SETTINGS))
+def test_ten_megabyte_line_parity(minilm_vocab, setting):
+    lowercase, strip_accents = SETTINGS[setting]
+    ours = BertTokenizer(minilm_vocab, lowercase=lowercase, strip_accents=strip_accents)
+    ref = _reference(minilm_vocab, lowercase, strip_accents)
+    sample = b" ".join(EDGE_CASES[:60]) + b" " + b" ".join(
+        CORPORA["multilingual/udhr/Russian-UTF8"]()
+    )
+    line = (sample * (10_000_000 // len(sample) + 1))[:10_000_000]
+    unspaced = b"x" * 10_000_000  # one word, far too long: one [UNK]
+    assert not _mismatches(ours.tokenize, ref, [line, unspaced])
