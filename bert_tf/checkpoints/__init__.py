@@ -1,1 +1,19 @@
-"""bert_tf.checkpoints."""
+"""bert_tf.checkpoints: import and export of TF1, Hugging Face and bert_tf checkpoints.
+
+    encoder = bert_tf.checkpoints.load_encoder("path/to/uncased_L-12_H-768_A-12")  # or an HF dir
+    bert_tf.checkpoints.save_model_dir(encoder, "my_model", vocab_file=".../vocab.txt")
+    bert_tf.checkpoints.save_hf(encoder, "my_model_hf")
+
+Every tensor name of every format lives in `name_table.py`.
+"""
+
+from bert_tf.checkpoints.api import (has_pretraining_heads, load_config, load_encoder, load_pretrainer,
+                                     model_tensors, restore_weights, save_hf, save_model_dir, save_tf1)
+from bert_tf.checkpoints.readers import CheckpointError, detect_format, vocab_file
+from bert_tf.checkpoints.settings import SETTINGS_FILE, infer_settings, read_settings, write_settings
+
+__all__ = [
+    "CheckpointError", "SETTINGS_FILE", "detect_format", "has_pretraining_heads", "infer_settings",
+    "load_config", "load_encoder", "load_pretrainer", "model_tensors", "read_settings", "restore_weights",
+    "save_hf", "save_model_dir", "save_tf1", "vocab_file", "write_settings",
+]

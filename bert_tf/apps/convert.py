@@ -1,0 +1,90 @@
+"""bert-tf-convert: convert a BERT checkpoint to a bert_tf model directory or a Hugging Face directory.
+
+    bert-tf-convert --input=PATH --output=DIR [--to=bert_tf|hf] [--overwrite] [--allow_pickle]
+
+`--input` is a Hugging Face BERT directory, an original Google TF1 checkpoint
+(directory or `model.ckpt-N` prefix) or a bert_tf model directory; its format
+is detected. Pretraining heads (`cls/*`) are converted when present.
+"""
+
+import os
+import sys
+
+from absl import app, flags
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_string("input", None, "Checkpoint to convert: Hugging Face BERT directory, TF1 checkpoint "
+                    "directory or prefix, or bert_tf model directory (format detected).")
+flags.DEFINE_string("output", None, "Directory to write; must be empty or absent unless --overwrite.")
+flags.DEFINE_enum("to", "bert_tf", ["bert_tf", "hf"], "Output format: a bert_tf model directory "
+                  "(TF1-named checkpoint, readable by Google's original code) or a Hugging Face "
+                  "safetensors directory.")
+flags.DEFINE_bool("overwrite", False, "Write into a non-empty --output directory.")
+flags.DEFINE_bool("allow_pickle", False, "UNSAFE: read a Hugging Face pytorch_model.bin (pickle; needs torch). "
+                  "Only for files you trust.")
+
+
+def _validate_flags():
+    """Checks every flag before any side effect; raises app.UsageError naming the bad one."""
+    if not FLAGS.input:
+        raise app.UsageError("--input is required. Received: --input=None")
+    if not os.path.exists(FLAGS.input) and not os.path.exists(FLAGS.input + ".index"):
+        raise app.UsageError(f"--input does not exist. Received: --input={FLAGS.input}")
+    if not FLAGS.output:
+        raise app.UsageError("--output is required. Received: --output=None")
+    if os.path.exists(FLAGS.output):
+        if not os.path.isdir(FLAGS.output):
+            raise app.UsageError(f"--output must be a directory. Received: --output={FLAGS.output}")
+        if os.path.isdir(FLAGS.input) and os.path.samefile(FLAGS.input, FLAGS.output):
+            raise app.UsageError(f"--output must differ from --input. Received: --output={FLAGS.output}")
+        if os.listdir(FLAGS.output) and not FLAGS.overwrite:
+            raise app.UsageError(f"--output is not empty; pass --overwrite to write into it. "
+                                 f"Received: --output={FLAGS.output}")
+
+
+def convert(input_path, output, to="bert_tf", allow_pickle=False):
+    """Loads `input_path` (encoder, plus pretraining heads when present) and writes it to `output`.
+
+    Returns:
+        (detected input format, number of tensors written, model class name).
+    """
+    from bert_tf import checkpoints
+
+    fmt = checkpoints.detect_format(input_path)
+    if checkpoints.has_pretraining_heads(input_path, allow_pickle=allow_pickle):
+        model = checkpoints.load_pretrainer(input_path, allow_pickle=allow_pickle)
+    else:
+        model = checkpoints.load_encoder(input_path, allow_pickle=allow_pickle)
+    encoder = getattr(model, "encoder", model)
+    settings = checkpoints.infer_settings(input_path, encoder.max_sequence_length)
+    vocab = checkpoints.vocab_file(input_path)
+    if to == "hf":
+        count = checkpoints.save_hf(model, output, vocab_file=vocab, lowercase=settings["lowercase"])
+    else:
+        count = checkpoints.save_model_dir(model, output, vocab_file=vocab, settings=settings)
+    return fmt, count, type(model).__name__
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"Unexpected positional arguments. Received: {argv[1:]}")
+    _validate_flags()
+    from bert_tf.checkpoints import CheckpointError
+    from bert_tf.config import ConfigError
+
+    try:
+        fmt, count, kind = convert(FLAGS.input, FLAGS.output, FLAGS.to, FLAGS.allow_pickle)
+    except (CheckpointError, ConfigError) as e:
+        print(f"bert-tf-convert: error: {e}", file=sys.stderr)
+        return 1
+    print(f"Converted {fmt} checkpoint {FLAGS.input} ({kind}, {count} tensors) to {FLAGS.to} at {FLAGS.output}")
+    return 0
+
+
+def run():
+    app.run(main)
+
+
+if __name__ == "__main__":
+    run()

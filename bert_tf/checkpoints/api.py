@@ -1,0 +1,283 @@
+"""Loading models from any checkpoint format and saving them in ours, TF1 or Hugging Face.
+
+Every tensor goes through the one name table (`name_table.py`) with a shape
+check: a missing tensor is an error naming it and the file, a mis-shaped one
+an error naming it with the expected and found shapes. Nothing is assigned
+until every tensor has been found and checked, so a failed load leaves the
+model untouched.
+"""
+
+import dataclasses
+import json
+import logging
+import os
+import shutil
+
+import numpy as np
+
+from bert_tf.checkpoints import name_table, readers, settings as settings_lib, writers
+from bert_tf.checkpoints.readers import CheckpointError
+from bert_tf.config import BertConfig
+
+_HF_BASE_PREFIX = "bert."
+# Hugging Face `architectures` for each model type we export.
+_HF_ARCHITECTURES = {
+    "BertEncoder": "BertModel",
+    "BertClassifier": "BertForSequenceClassification",
+    "BertTokenClassifier": "BertForTokenClassification",
+    "BertSpanLabeler": "BertForQuestionAnswering",
+}
+# Our activation names that Hugging Face spells differently.
+_HF_ACTIVATIONS = {"gelu_tanh": "gelu_new"}
+
+
+# --- loading ---
+
+def load_config(path, hidden_act=None):
+    """The `BertConfig` of the checkpoint at `path` (any format), `hidden_act` overriding the file's."""
+    fmt = readers.detect_format(path)
+    config = BertConfig.from_json_file(readers.config_file(path, fmt))
+    if hidden_act is not None:
+        config = dataclasses.replace(config, hidden_act=hidden_act)  # Validates the name.
+    return config
+
+
+def load_encoder(path, dtype=None, hidden_act=None, allow_pickle=False):
+    """A `BertEncoder` with the weights of the checkpoint at `path`.
+
+    Args:
+        path: a bert_tf model directory, a Hugging Face BERT directory, an
+            original TF1 checkpoint directory or checkpoint prefix; detected
+            by `detect_format`.
+        dtype: the encoder's dtype policy (e.g. "mixed_float16"); variables stay float32.
+        hidden_act: overrides the config's activation, e.g. "gelu_tanh" to
+            reproduce the original TF1 code's tanh GELU on a Google checkpoint.
+        allow_pickle: read a Hugging Face `pytorch_model.bin` (unsafe; needs torch).
+    """
+    from bert_tf.models import BertEncoder
+
+    config = load_config(path, hidden_act)
+    encoder = BertEncoder.from_bert_config(config, dtype=dtype)
+    restore_weights(encoder, path, allow_pickle=allow_pickle)
+    return encoder
+
+
+def load_pretrainer(path, dtype=None, hidden_act=None, nsp=None, allow_missing_heads=False, allow_pickle=False):
+    """A `BertPretrainer` with encoder and `cls/*` heads from the checkpoint at `path`.
+
+    Args:
+        nsp: include the next-sentence head; None includes it when the
+            checkpoint has `cls/seq_relationship/*` (HF `cls.seq_relationship.*`).
+        allow_missing_heads: keep the fresh initialisation of head tensors the
+            checkpoint lacks (to continue pretraining from a bare encoder);
+            False raises an error naming them.
+        Other args as in `load_encoder`.
+    """
+    from bert_tf.models import BertEncoder, BertPretrainer
+
+    config = load_config(path, hidden_act)
+    fmt = readers.detect_format(path)
+    source = readers.open_source(path, fmt, allow_pickle)
+    if nsp is None:
+        nsp = all(_stored_name(entry, source) is not None for entry in name_table.nsp_head_table())
+    encoder = BertEncoder.from_bert_config(config, dtype=dtype)
+    pretrainer = BertPretrainer(encoder, nsp=nsp)
+    heads = name_table.mlm_head_table() + (name_table.nsp_head_table() if nsp else [])
+    _restore(pretrainer, name_table.model_table(pretrainer)[1], source,
+             optional={entry.ours for entry in heads} if allow_missing_heads else ())
+    return pretrainer
+
+
+def has_pretraining_heads(path, allow_pickle=False):
+    """True when the checkpoint at `path` holds the masked-LM head (`cls/predictions/*`)."""
+    source = readers.open_source(path, readers.detect_format(path), allow_pickle)
+    return all(_stored_name(entry, source) is not None for entry in name_table.mlm_head_table())
+
+
+def restore_weights(model, path, allow_pickle=False):
+    """Loads every variable of a built `model` (encoder or task model) from the checkpoint at `path`.
+
+    Returns:
+        the number of tensors loaded.
+    """
+    source = readers.open_source(path, readers.detect_format(path), allow_pickle)
+    return _restore(model, name_table.model_table(model)[1], source)
+
+
+def _hf_base_prefix(source):
+    """"bert." when the base-model tensors carry the task-model prefix, else ""."""
+    return _HF_BASE_PREFIX if f"{_HF_BASE_PREFIX}embeddings.word_embeddings.weight" in source.shapes else ""
+
+
+def _candidates(entry, source):
+    """(stored names to try, transposed?) for `entry` in `source`'s format."""
+    if source.format == "tf1":
+        return [entry.tf1], entry.tf1_transpose
+    if entry.hf is None:
+        return [], entry.hf_transpose
+    prefix = _hf_base_prefix(source) if entry.hf_in_base else ""
+    return [prefix + name for name in (entry.hf, *entry.hf_aliases)], entry.hf_transpose
+
+
+def _stored_name(entry, source):
+    names, _ = _candidates(entry, source)
+    return next((name for name in names if name in source.shapes), None)
+
+
+def _restore(model, entries, source, optional=()):
+    """Checks every entry's tensor in `source` (presence, shape), then assigns them all."""
+    variables = {variable.path: variable for variable in model.weights}
+    plan, missing, skipped = [], [], []
+    for entry in entries:
+        variable = variables.get(entry.ours)
+        if variable is None:
+            raise CheckpointError(f"{type(model).__name__} has no variable `{entry.ours}` from the name table. "
+                                  f"Received: variables={sorted(variables)}")
+        names, transpose = _candidates(entry, source)
+        if not names:
+            raise CheckpointError(f"Variable `{entry.ours}` has no name in the {source.format} format, "
+                                  f"so it cannot be read from {source.path}.")
+        name = next((n for n in names if n in source.shapes), None)
+        if name is None:
+            if entry.ours in optional:
+                skipped.append(entry.ours)
+            else:
+                missing.append(f"`{names[0]}` (for `{entry.ours}`)")
+            continue
+        expected = tuple(variable.shape)
+        expected_stored = expected[::-1] if transpose else expected
+        if source.shapes[name] != expected_stored:
+            raise CheckpointError(
+                f"Tensor `{name}` in {source.path} has the wrong shape for `{entry.ours}`: expected "
+                f"{list(expected_stored)}, found {list(source.shapes[name])}. "
+                f"Received: shape={list(source.shapes[name])}")
+        plan.append((variable, name, transpose))
+    if missing:
+        raise CheckpointError(f"Missing {len(missing)} tensor(s) in {source.path}: {', '.join(missing[:10])}"
+                              + (" ..." if len(missing) > 10 else ""))
+    if skipped:
+        logging.warning("Not in %s, left freshly initialised: %s", source.path, ", ".join(skipped))
+    for variable, name, transpose in plan:
+        value = source.read(name)
+        variable.assign((value.T if transpose else value).astype(variable.dtype))
+    return len(plan)
+
+
+# --- saving ---
+
+def model_tensors(model, fmt):
+    """`{stored name: float32 array}` of every variable of `model` in format "tf1" or "hf"."""
+    encoder, entries = name_table.model_table(model)
+    variables = {variable.path: variable for variable in model.weights}
+    unmapped = sorted(set(variables) - {entry.ours for entry in entries})
+    if unmapped:
+        raise CheckpointError(f"No checkpoint name for variable(s) {unmapped} of {type(model).__name__}.")
+    prefix = "" if model is encoder else _HF_BASE_PREFIX
+    arrays = {}
+    for entry in entries:
+        value = np.asarray(variables[entry.ours].numpy(), dtype=np.float32)
+        if fmt == "tf1":
+            name, transpose = entry.tf1, entry.tf1_transpose
+        elif fmt == "hf":
+            if entry.hf is None:
+                raise CheckpointError(f"Variable `{entry.ours}` has no Hugging Face equivalent; save this model "
+                                      "as a bert_tf model directory (save_model_dir) instead.")
+            name, transpose = (prefix if entry.hf_in_base else "") + entry.hf, entry.hf_transpose
+        else:
+            raise ValueError(f"`fmt` must be 'tf1' or 'hf'. Received: fmt={fmt!r}")
+        arrays[name] = value.T if transpose else value
+    return arrays
+
+
+def save_tf1(model, path, vocab_file=None):
+    """Writes an original-format TF1 checkpoint directory.
+
+    `path/bert_config.json`, `path/bert_model.ckpt.{index,data-00000-of-00001}`
+    with Google's variable names, and `path/vocab.txt` copied from `vocab_file`.
+    Returns the number of tensors written.
+    """
+    encoder, _ = name_table.model_table(model)
+    arrays = model_tensors(model, "tf1")
+    _check_vocab(vocab_file)  # Every check before the first file is written.
+    os.makedirs(path, exist_ok=True)
+    encoder.bert_config().to_json_file(os.path.join(path, readers.BERT_CONFIG_FILE))
+    writers.write_tf1_checkpoint(os.path.join(path, readers.CHECKPOINT_PREFIX), arrays)
+    _copy_vocab(vocab_file, path)
+    return len(arrays)
+
+
+def save_model_dir(model, path, vocab_file=None, settings=None):
+    """Writes a bert_tf model directory: a TF1 checkpoint directory (`save_tf1`) plus `bert_tf.json`.
+
+    Args:
+        model: a BertEncoder, BertPretrainer or fine-tuned task model.
+        vocab_file: copied to `path/vocab.txt` when given.
+        settings: dict for `bert_tf.json` (see `settings.py`); missing keys
+            take defaults, `max_seq_length` defaulting to the model's positions.
+    Returns:
+        the number of tensors written.
+    """
+    encoder, _ = name_table.model_table(model)
+    settings = {"max_seq_length": encoder.max_sequence_length, **(settings or {})}
+    settings = settings_lib.validate_settings(settings, source="save_model_dir(settings=...)")
+    count = save_tf1(model, path, vocab_file)
+    settings_lib.write_settings(path, settings)
+    return count
+
+
+def save_hf(model, path, vocab_file=None, lowercase=None):
+    """Writes a Hugging Face BERT directory: `config.json`, `model.safetensors` (+ `vocab.txt`).
+
+    An encoder becomes a `BertModel` (names without prefix), a pretrainer a
+    `BertForPreTraining` (`BertForMaskedLM` without NSP) with `bert.`-prefixed
+    base names; the masked-LM decoder stays tied to the word embeddings. A
+    pre-LN encoder is refused: Hugging Face BERT has no final LayerNorm.
+    With `lowercase` given, `tokenizer_config.json` records `do_lower_case`.
+    Returns the number of tensors written.
+    """
+    encoder, _ = name_table.model_table(model)
+    if encoder.pre_layer_norm:
+        raise CheckpointError(
+            "A pre-LN encoder (pre_layer_norm=True) has a final LayerNorm "
+            f"(`{name_table.FINAL_LAYER_NORM_TF1}`) with no Hugging Face BERT equivalent; save it as a "
+            "bert_tf model directory (save_model_dir) instead.")
+    arrays = model_tensors(model, "hf")  # Raises before any file is written.
+    _check_vocab(vocab_file)
+    kind = type(model).__name__
+    architecture = _HF_ARCHITECTURES.get(kind)
+    if kind == "BertPretrainer":
+        architecture = "BertForPreTraining" if model.nsp else "BertForMaskedLM"
+    config = encoder.bert_config().to_hf_dict()
+    config["architectures"] = [architecture]
+    config["hidden_act"] = _HF_ACTIVATIONS.get(config["hidden_act"], config["hidden_act"])
+    if kind in ("BertClassifier", "BertTokenClassifier"):
+        config["id2label"] = {str(i): f"LABEL_{i}" for i in range(model.num_classes)}
+        config["label2id"] = {f"LABEL_{i}": i for i in range(model.num_classes)}
+    os.makedirs(path, exist_ok=True)
+    _write_json(os.path.join(path, readers.HF_CONFIG_FILE), config)
+    writers.write_safetensors(os.path.join(path, readers.SAFETENSORS_FILE), arrays)
+    _copy_vocab(vocab_file, path)
+    if lowercase is not None:
+        _write_json(os.path.join(path, "tokenizer_config.json"),
+                    {"do_lower_case": bool(lowercase), "tokenizer_class": "BertTokenizer",
+                     "model_max_length": encoder.max_sequence_length})
+    return len(arrays)
+
+
+def _check_vocab(vocab_file):
+    if vocab_file is not None and not os.path.isfile(vocab_file):
+        raise CheckpointError(f"Vocabulary file not found. Received: vocab_file={vocab_file!r}")
+
+
+def _copy_vocab(vocab_file, directory):
+    if vocab_file is None:
+        return
+    target = os.path.join(directory, readers.VOCAB_FILE)
+    if not (os.path.exists(target) and os.path.samefile(vocab_file, target)):
+        shutil.copyfile(vocab_file, target)
+
+
+def _write_json(path, data):
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=2, sort_keys=True)
+        f.write("\n")

@@ -1,0 +1,106 @@
+"""`bert_tf.json`: the small settings file of a model directory.
+
+Holds what the weights and `bert_config.json` do not say but every app needs
+to reproduce the model's inputs:
+
+    {"lowercase": true, "strip_accents": null, "max_seq_length": 512, "labels": null}
+
+- `lowercase`: the tokenizer lowercases (an "uncased" model).
+- `strip_accents`: true/false, or null to follow `lowercase` (the reference rule).
+- `max_seq_length`: the sequence length the model is used with (<= its positions).
+- `labels`: label names of a fine-tuned task in class-index order, or null.
+Other keys are kept as they are, for apps that need more.
+"""
+
+import json
+import os
+
+from bert_tf.config import ConfigError
+
+SETTINGS_FILE = "bert_tf.json"
+
+DEFAULTS = {"lowercase": True, "strip_accents": None, "max_seq_length": 512, "labels": None}
+
+
+def validate_settings(settings, source="settings"):
+    """Returns a copy of `settings` with defaults filled in; ConfigError names a bad field and `source`."""
+    if not isinstance(settings, dict):
+        raise ConfigError(f"{source}: expected a JSON object. Received: {type(settings).__name__}")
+    merged = {**DEFAULTS, **settings}
+    if not isinstance(merged["lowercase"], bool):
+        raise ConfigError(f"{source}: field `lowercase` must be true or false. "
+                          f"Received: lowercase={merged['lowercase']!r}")
+    if merged["strip_accents"] is not None and not isinstance(merged["strip_accents"], bool):
+        raise ConfigError(f"{source}: field `strip_accents` must be true, false or null. "
+                          f"Received: strip_accents={merged['strip_accents']!r}")
+    length = merged["max_seq_length"]
+    if isinstance(length, bool) or not isinstance(length, int) or length < 2:
+        raise ConfigError(f"{source}: field `max_seq_length` must be an integer >= 2. "
+                          f"Received: max_seq_length={length!r}")
+    labels = merged["labels"]
+    if labels is not None and (not isinstance(labels, list) or not all(isinstance(x, str) for x in labels)):
+        raise ConfigError(f"{source}: field `labels` must be a list of strings or null. Received: labels={labels!r}")
+    return merged
+
+
+def write_settings(model_dir, settings):
+    """Writes `model_dir/bert_tf.json`; returns the validated settings."""
+    path = os.path.join(model_dir, SETTINGS_FILE)
+    settings = validate_settings(settings, source=path)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(settings, f, indent=2, sort_keys=True)
+        f.write("\n")
+    return settings
+
+
+def read_settings(model_dir):
+    """Reads `model_dir/bert_tf.json` (defaults filled in); ConfigError names a bad field and the file."""
+    path = os.path.join(model_dir, SETTINGS_FILE)
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except FileNotFoundError:
+        raise ConfigError(f"Settings file not found: {path}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{path}: not valid JSON ({e}).") from None
+    return validate_settings(data, source=path)
+
+
+def infer_settings(path, max_position_embeddings):
+    """Best-effort settings for a checkpoint without `bert_tf.json` (HF or TF1 directory).
+
+    `lowercase` comes from a Hugging Face `tokenizer_config.json` (`do_lower_case`)
+    when present, else from the vocabulary: a vocabulary with no upper-case
+    word piece (outside `[CLS]`-style specials) is uncased.
+    """
+    directory = path if os.path.isdir(path) else os.path.dirname(path) or "."
+    if os.path.isfile(os.path.join(directory, SETTINGS_FILE)):
+        return read_settings(directory)
+    settings = dict(DEFAULTS, max_seq_length=max_position_embeddings)
+    tokenizer_config = os.path.join(directory, "tokenizer_config.json")
+    data = {}
+    if os.path.isfile(tokenizer_config):
+        try:
+            with open(tokenizer_config, encoding="utf-8") as f:
+                data = json.load(f)
+        except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+            data = {}
+    if isinstance(data.get("do_lower_case"), bool):
+        settings["lowercase"] = data["do_lower_case"]
+    elif os.path.isfile(os.path.join(directory, "vocab.txt")):
+        settings["lowercase"] = _vocab_is_uncased(os.path.join(directory, "vocab.txt"))
+    if isinstance(data.get("strip_accents"), bool):
+        settings["strip_accents"] = data["strip_accents"]
+    length = data.get("model_max_length")
+    if isinstance(length, int) and 2 <= length < max_position_embeddings:
+        settings["max_seq_length"] = length
+    return settings
+
+
+def _vocab_is_uncased(vocab_path):
+    with open(vocab_path, encoding="utf-8") as f:
+        for line in f:
+            piece = line.rstrip("\n")
+            if not (piece.startswith("[") and piece.endswith("]")) and piece != piece.lower():
+                return False
+    return True
