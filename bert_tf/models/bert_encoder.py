@@ -126,6 +126,8 @@ class BertEncoder(keras.Model):
             dtype=dtype,
             **kwargs,
         )
+        # Functional models keep a float32 policy whatever `dtype` says; report the layers' policy.
+        self.dtype_policy = self.embeddings.dtype_policy
 
         # === Config ===
         self.vocabulary_size = vocabulary_size

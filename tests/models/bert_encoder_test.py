@@ -130,3 +130,13 @@ def test_built_and_run_inside_mirrored_strategy():
 def test_bad_arguments_are_named():
     with pytest.raises(ValueError, match="hidden_dim"):
         BertEncoder(**{**TINY, "hidden_dim": 15, "num_heads": 2})
+
+
+def test_dtype_policy_survives_config_and_keras_file(tmp_path):
+    encoder = tiny_encoder(dtype="mixed_bfloat16")
+    assert encoder.dtype_policy.name == "mixed_bfloat16"
+    path = str(tmp_path / "encoder.keras")
+    encoder.save(path)
+    for clone in (BertEncoder.from_config(encoder.get_config()), keras.models.load_model(path)):
+        assert clone.transformer_layers[0].intermediate_dense.compute_dtype == "bfloat16"
+        assert clone.transformer_layers[0].attention_layer_norm.compute_dtype == "float32"
