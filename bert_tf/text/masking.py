@@ -102,7 +102,7 @@ class MaskedLMMasker:
             token_ids: int32 `[B, T]`.
             padding_mask: int `[B, T]`, 1 on real tokens.
             example_index: int `[B]`, the global index of each example in its epoch.
-            epoch: int scalar.
+            epoch: int scalar, or int `[B]` (the epoch of each example).
         Returns:
             dict: `token_ids` `[B, T]` (corrupted), `mask_positions` `[B, P]`,
             `mask_ids` `[B, P]` (original ids, the labels), `mask_weights`

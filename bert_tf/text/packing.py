@@ -55,8 +55,9 @@ class BertPacker:
         gap = tf.abs(len_a - len_b)
         from_longer = tf.minimum(excess, gap)
         rest = excess - from_longer
-        cut_a = tf.where(len_a > len_b, from_longer, 0) + rest // 2
-        cut_b = tf.where(len_a > len_b, 0, from_longer) + rest - rest // 2
+        none = tf.zeros_like(from_longer)
+        cut_a = tf.where(len_a > len_b, from_longer, none) + rest // 2
+        cut_b = tf.where(len_a > len_b, none, from_longer) + rest - rest // 2
         return [_keep_first(first, len_a - cut_a), _keep_first(second, len_b - cut_b)]
 
     def __call__(self, *segments):

@@ -1,0 +1,271 @@
+"""Pretraining data in tf.data: raw text to masked `(features, labels, sample_weights)` batches.
+
+Everything runs in-graph: reading, document grouping, tokenization, pair
+building with next-sentence labels, packing and dynamic masking. Randomness is
+stateless (a hash of seed, epoch and indices) or a seeded shuffle buffer, so
+runs are reproducible, masks change every epoch and the iterator can be saved
+in a `tf.train.Checkpoint`.
+
+Corpus formats:
+- "lines": one sentence per line, a blank line between documents (the
+  format of the original `create_pretraining_data.py`);
+- "paragraphs": one paragraph (document) per line, split into sentences at
+  `.`, `!` or `?` followed by whitespace.
+
+How pairs are made, per group of `group_size` documents: each document is cut
+into chunks of about `target` pieces (`target` is `seq_length - 3`, or with
+probability `short_seq_prob` a shorter random length, drawn per document); a
+chunk of m sentences splits at a random sentence boundary into A and B; with
+probability 1/2 (always when m = 1) B is replaced by a run of pieces from a
+random other document of the group, and the NSP label is 1 ("random next").
+Pairs longer than the sequence are trimmed longest-first before packing.
+
+Shapes: B batch, T seq_length, P max_predictions_per_seq.
+"""
+
+import glob
+import os
+
+import tensorflow as tf
+
+from bert_tf.text.masking import MaskedLMMasker, example_keys, uniform
+from bert_tf.text.packing import BertPacker
+
+FORMATS = ("lines", "paragraphs")
+# Random streams of the pair builder (the masker uses 1-3).
+_SPLIT, _RANDOM_NEXT, _OTHER_DOC, _OTHER_START, _SHORT, _SHORT_LENGTH = 11, 12, 13, 14, 15, 16
+_SENTENCE_END = r"([.!?][\"')\]]*)\s+"
+
+
+def expand_files(patterns):
+    """Sorted files matching comma-separated or listed globs; error naming a pattern with no match."""
+    if isinstance(patterns, str):
+        patterns = [p for p in patterns.split(",") if p]
+    files = []
+    for pattern in patterns:
+        matched = sorted(p for p in glob.glob(pattern, recursive=True) if os.path.isfile(p))
+        if not matched:
+            raise FileNotFoundError(f"No file matches corpus pattern {pattern!r}")
+        files.extend(matched)
+    return files
+
+
+def _file_lines(path):
+    """Lines of one file with a trailing blank line, so its last document always ends."""
+    return tf.data.TextLineDataset(path).concatenate(tf.data.Dataset.from_tensors(tf.constant("")))
+
+
+def _documents(lines, corpus_format):
+    """tf.string `[S]` sentence vectors, one per document."""
+    if corpus_format == "paragraphs":
+        paragraphs = lines.filter(lambda line: tf.logical_not(tf.strings.regex_full_match(line, r"\s*")))
+        return paragraphs.map(lambda line: tf.strings.split(
+            tf.strings.regex_replace(tf.strings.strip(line), _SENTENCE_END, "\\1\n"), "\n"))
+
+    def step(sentences, line):
+        blank = tf.strings.regex_full_match(line, r"\s*")
+        finished = tf.logical_and(blank, tf.size(sentences) > 0)
+        kept = tf.cond(blank, lambda: sentences, lambda: tf.concat([sentences, [line]], 0))
+        new_state = tf.cond(finished, lambda: tf.zeros([0], tf.string), lambda: kept)
+        return new_state, (finished, sentences)
+
+    grouped = lines.scan(tf.zeros([0], tf.string), step)
+    return grouped.filter(lambda finished, _: finished).map(lambda _, sentences: sentences)
+
+
+class PairBuilder:
+    """Turns a group of tokenized documents into NSP sentence pairs (see the module docstring)."""
+
+    def __init__(self, seq_length, short_seq_prob=0.1, nsp=True, seed=0):
+        if not 0.0 <= short_seq_prob <= 1.0:
+            raise ValueError(f"`short_seq_prob` must be in [0, 1]. Received: short_seq_prob={short_seq_prob}")
+        self.max_tokens = seq_length - 3
+        self.short_seq_prob = short_seq_prob
+        self.nsp = nsp
+        self.seed = seed
+
+    def __call__(self, documents, group_index, epoch):
+        """Pairs from one group.
+
+        Args:
+            documents: int ragged `[D, (S), (n)]` pieces per sentence per document.
+            group_index: int64 scalar, the group's number in the epoch.
+            epoch: int64 scalar.
+        Returns:
+            `(first, second, label)`: ragged `[C, (a)]`, ragged `[C, (b)]`, int32 `[C]`.
+        """
+        documents = documents.with_row_splits_dtype(tf.int64)
+        num_docs = documents.nrows()
+        nonempty = documents.values.row_lengths() > 0  # blank lines carry no sentence
+        sentences = tf.ragged.boolean_mask(documents.values, nonempty)  # [N, (n)]
+        doc_of_sentence = tf.boolean_mask(documents.value_rowids(), nonempty)  # [N]
+        lengths = sentences.row_lengths()  # [N]
+        keys = example_keys(self.seed, epoch, group_index * 1_000_003 + tf.range(num_docs))  # per doc
+        doc_positions = tf.zeros([num_docs, 1], tf.int64)
+        short = uniform(keys, doc_positions, _SHORT)[:, 0] < self.short_seq_prob
+        short_length = 2 + tf.cast(uniform(keys, doc_positions, _SHORT_LENGTH)[:, 0] * (self.max_tokens - 1), tf.int64)
+        target = tf.where(short, tf.minimum(short_length, self.max_tokens), self.max_tokens)  # [D]
+
+        # Chunks: sentences whose start offset in the document falls in the same multiple of target.
+        ends = tf.cumsum(lengths)
+        doc_first = tf.math.unsorted_segment_min(tf.range(tf.size(lengths), dtype=tf.int64), doc_of_sentence, num_docs)
+        doc_base = tf.gather(ends - lengths, tf.maximum(doc_first, 0))  # offset of each doc's first sentence
+        offset = ends - lengths - tf.gather(doc_base, doc_of_sentence)  # [N] start offset within its document
+        chunk_key = doc_of_sentence * (1 << 32) + offset // tf.gather(target, doc_of_sentence)
+        _, chunk = tf.unique(chunk_key)  # [N] chunk number, in order
+        chunk = tf.cast(chunk, tf.int64)
+        num_chunks = tf.reduce_max(tf.concat([chunk, [-1]], 0)) + 1
+        chunk_size = tf.math.bincount(chunk, minlength=num_chunks, maxlength=num_chunks, dtype=tf.int64)  # [C]
+        chunk_first = tf.cumsum(chunk_size, exclusive=True)
+        index_in_chunk = tf.range(tf.size(chunk), dtype=tf.int64) - tf.gather(chunk_first, chunk)
+        chunk_doc = tf.gather(doc_of_sentence, chunk_first)  # [C]
+
+        chunk_keys = example_keys(self.seed, epoch, group_index * 1_000_003 + 500_000 + tf.range(num_chunks))
+        at_zero = tf.zeros([num_chunks, 1], tf.int64)
+        draw = lambda stream: uniform(chunk_keys, at_zero, stream)[:, 0]  # noqa: E731
+        split = 1 + tf.cast(draw(_SPLIT) * tf.cast(tf.maximum(chunk_size - 1, 1), tf.float32), tf.int64)
+        split = tf.minimum(split, tf.maximum(chunk_size - 1, 1))  # [C] sentences in A
+        if self.nsp:
+            random_next = tf.logical_and(draw(_RANDOM_NEXT) < 0.5, num_docs > 1)  # needs another document
+        else:
+            random_next = tf.zeros([num_chunks], tf.bool)
+            split = chunk_size  # one segment: the whole chunk
+        in_first = index_in_chunk < tf.gather(split, chunk)
+        first = _concat_rows(sentences, chunk, in_first, num_chunks)
+        second = _concat_rows(sentences, chunk, tf.logical_not(in_first), num_chunks)
+        if self.nsp:
+            # A one-sentence chunk with a true next segment splits mid-sentence.
+            whole = _concat_rows(sentences, chunk, tf.ones_like(in_first), num_chunks)
+            half = whole.row_lengths() // 2
+            one_sentence = tf.logical_and(chunk_size == 1, tf.logical_not(random_next))
+            first = _choose_rows(one_sentence, _slice_rows(whole, tf.zeros_like(half), half), first)
+            second = _choose_rows(one_sentence, _slice_rows(whole, half, whole.row_lengths()), second)
+
+        # Random next: a run of pieces from another document, from a random sentence on.
+        doc_tokens = documents.merge_dims(1, 2)  # [D, (tokens)]
+        other = (chunk_doc + 1 + tf.cast(draw(_OTHER_DOC) * tf.cast(tf.maximum(num_docs - 1, 1), tf.float32),
+                                         tf.int64)) % num_docs
+        other_sentences = tf.gather(documents.row_lengths(), other)  # sentences in that doc (incl. empty)
+        start_sentence = tf.cast(draw(_OTHER_START) * tf.cast(other_sentences, tf.float32), tf.int64)
+        sentence_offsets = tf.cumsum(documents.values.row_lengths(), exclusive=True)  # flat offset of each sentence
+        start = tf.gather(sentence_offsets, tf.gather(documents.row_splits, other) + start_sentence)
+        other_end = doc_tokens.row_splits[1:]
+        want = tf.maximum(tf.gather(target, chunk_doc) - first.row_lengths(), 1)
+        stop = tf.minimum(start + want, tf.gather(other_end, other))
+        stop = tf.where(random_next, stop, start)
+        random_second = tf.RaggedTensor.from_row_lengths(
+            tf.gather(doc_tokens.values, tf.ragged.range(start, stop).values), stop - start)
+        second = _choose_rows(random_next, random_second, second)
+        keep = tf.logical_and(first.row_lengths() > 0, second.row_lengths() > 0) if self.nsp else \
+            first.row_lengths() > 0
+        label = tf.cast(random_next, tf.int32)
+        return (tf.ragged.boolean_mask(first, keep), tf.ragged.boolean_mask(second, keep),
+                tf.boolean_mask(label, keep))
+
+
+def _concat_rows(sentences, chunk, selected, num_chunks):
+    """Concatenates the selected sentences of each chunk: ragged `[C, (pieces)]`."""
+    rows = tf.ragged.boolean_mask(sentences, selected)  # [N', (n)]
+    row_chunk = tf.boolean_mask(chunk, selected)
+    lengths = tf.math.unsorted_segment_sum(rows.row_lengths(), row_chunk, num_chunks)
+    return tf.RaggedTensor.from_row_lengths(rows.values, lengths)
+
+
+def _slice_rows(rows, begin, end):
+    """`rows[i, begin[i]:end[i]]` for a ragged `[C, (n)]`."""
+    offsets = rows.row_starts()
+    index = tf.ragged.range(offsets + begin, offsets + end)
+    return tf.RaggedTensor.from_row_lengths(tf.gather(rows.values, index.values), end - begin)
+
+
+def _choose_rows(condition, if_true, if_false):
+    """Row-wise choice between two ragged `[C, (n)]` tensors by a bool `[C]`."""
+    rows = tf.concat([tf.ragged.boolean_mask(if_true, condition),
+                      tf.ragged.boolean_mask(if_false, tf.logical_not(condition))], 0)
+    source = tf.concat([tf.where(condition)[:, 0], tf.where(tf.logical_not(condition))[:, 0]], 0)
+    return tf.gather(rows, tf.argsort(source))
+
+
+def continuation_ids(vocab_file):
+    """Ids of the `##` pieces of a vocabulary (for whole-word masking)."""
+    with tf.io.gfile.GFile(vocab_file, "r") as f:
+        return [i for i, line in enumerate(f.read().split("\n")) if line.startswith("##")]
+
+
+def pretraining_dataset(corpus, tokenizer, seq_length=128, max_predictions_per_seq=20, masking_rate=0.15,
+                        whole_word_masking=False, nsp=True, short_seq_prob=0.1, batch_size=32, seed=0,
+                        corpus_format="lines", group_size=64, shuffle_buffer=10_000, epochs=None,
+                        input_context=None, max_position_embeddings=None):
+    """Masked `(features, labels, sample_weights)` pretraining batches from raw text files.
+
+    Args:
+        corpus: text files or globs (a list or one comma-separated string).
+        tokenizer: a `bert_tf.text.BertTokenizer`.
+        seq_length: T, tokens per packed pair.
+        batch_size: examples per batch (per input pipeline when sharded).
+        corpus_format: "lines" or "paragraphs" (see the module docstring).
+        group_size: documents per pair-building group (random next sentences
+            come from the same group).
+        epochs: number of passes; None repeats forever. Each pass reads the
+            files in a new order and masks anew.
+        input_context: a `tf.distribute.InputContext`; files are sharded by
+            input pipeline when there are enough of them, else examples are.
+        max_position_embeddings: the model's positions; a longer `seq_length`
+            is refused.
+    Returns:
+        A `tf.data.Dataset` of `(features, labels, sample_weights)`: features
+        `token_ids`, `segment_ids`, `padding_mask` `[B, T]` and
+        `mask_positions` `[B, P]`; labels `mlm` `[B, P]` and `nsp` `[B]`;
+        weights `mlm` `[B, P]` (0 on unused slots) and `nsp` `[B]`. Without
+        NSP the `nsp` entries are absent.
+    """
+    if corpus_format not in FORMATS:
+        raise ValueError(f"`corpus_format` must be one of {FORMATS}. Received: corpus_format={corpus_format!r}")
+    if batch_size <= 0 or group_size <= 0:
+        raise ValueError(f"`batch_size` and `group_size` must be positive. "
+                         f"Received: batch_size={batch_size}, group_size={group_size}")
+    files = expand_files(corpus)
+    packer = BertPacker(seq_length, tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id,
+                        truncation="longest_first", max_sequence_length=max_position_embeddings)
+    specials = [tokenizer.pad_id, tokenizer.unk_id, tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id]
+    masker = MaskedLMMasker(tokenizer.vocab_size, tokenizer.mask_id, specials, masking_rate=masking_rate,
+                            max_predictions_per_seq=max_predictions_per_seq, whole_word_masking=whole_word_masking,
+                            continuation_ids=continuation_ids(tokenizer.vocab_file) if whole_word_masking else None,
+                            seed=seed)
+    builder = PairBuilder(seq_length, short_seq_prob=short_seq_prob, nsp=nsp, seed=seed)
+    shard_files = input_context is not None and len(files) >= input_context.num_input_pipelines
+    if shard_files:
+        files = files[input_context.input_pipeline_id::input_context.num_input_pipelines]
+    file_tensor = tf.constant(files)
+
+    def to_batch(epoch, index, first, second, label):
+        inputs = packer(first, second) if nsp else packer(first)
+        masked = masker(inputs["token_ids"], inputs["padding_mask"], index, epoch)
+        features = dict(inputs, token_ids=masked["token_ids"], mask_positions=masked["mask_positions"])
+        labels, weights = {"mlm": masked["mask_ids"]}, {"mlm": masked["mask_weights"]}
+        if nsp:
+            labels["nsp"] = label
+            weights["nsp"] = tf.ones_like(label, tf.float32)
+        return features, labels, weights
+
+    def one_epoch(epoch):
+        file_keys = example_keys(seed, epoch, tf.zeros([1], tf.int64))
+        order = tf.argsort(uniform(file_keys, tf.range(tf.size(file_tensor))[None, :], _SPLIT)[0])
+        lines = tf.data.Dataset.from_tensor_slices(tf.gather(file_tensor, order)).flat_map(_file_lines)
+        groups = _documents(lines, corpus_format).ragged_batch(group_size).enumerate()
+        pairs = groups.map(
+            lambda index, docs: builder(docs.with_flat_values(tokenizer.tokenize(docs.flat_values)), index, epoch),
+            num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        examples = pairs.unbatch().enumerate()
+        if input_context is not None and not shard_files:
+            examples = examples.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+        return examples.map(lambda index, example: (epoch, index, example))
+
+    epoch_numbers = tf.data.Dataset.range(epochs) if epochs is not None else tf.data.Dataset.range(1 << 62)
+    # The shuffle sits outside flat_map: a shuffle inside it cannot be saved in a checkpoint.
+    examples = epoch_numbers.flat_map(one_epoch)
+    if shuffle_buffer > 1:
+        examples = examples.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=False)
+    batches = examples.ragged_batch(batch_size, drop_remainder=True)
+    return batches.map(lambda epoch, index, example: to_batch(epoch, index, *example),
+                       num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(tf.data.AUTOTUNE)
