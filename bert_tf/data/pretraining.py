@@ -207,7 +207,7 @@ def pretraining_dataset(corpus, tokenizer, seq_length=128, max_predictions_per_s
         group_size: documents per pair-building group (random next sentences
             come from the same group).
         epochs: number of passes; None repeats forever. Each pass reads the
-            files in a new order and masks anew.
+            files in a new order, pairs and masks anew.
         input_context: a `tf.distribute.InputContext`; files are sharded by
             input pipeline when there are enough of them, else examples are.
         max_position_embeddings: the model's positions; a longer `seq_length`
@@ -219,12 +219,76 @@ def pretraining_dataset(corpus, tokenizer, seq_length=128, max_predictions_per_s
         weights `mlm` `[B, P]` (0 on unused slots) and `nsp` `[B]`. Without
         NSP the `nsp` entries are absent.
     """
+    _check_documents(corpus_format, group_size)
+    files, input_context = shard_files(expand_files(corpus), input_context)
+    builder = PairBuilder(seq_length, short_seq_prob=short_seq_prob, nsp=nsp, seed=seed)
+
+    def one_epoch(epoch):
+        return document_pairs(files_in_epoch_order(files, seed, epoch), tokenizer, builder, corpus_format,
+                              group_size, epoch)
+
+    return masked_batches(one_epoch, tokenizer, seq_length=seq_length,
+                          max_predictions_per_seq=max_predictions_per_seq, masking_rate=masking_rate,
+                          whole_word_masking=whole_word_masking, nsp=nsp, batch_size=batch_size, seed=seed,
+                          shuffle_buffer=shuffle_buffer, epochs=epochs, input_context=input_context,
+                          max_position_embeddings=max_position_embeddings)
+
+
+def _check_documents(corpus_format, group_size):
     if corpus_format not in FORMATS:
         raise ValueError(f"`corpus_format` must be one of {FORMATS}. Received: corpus_format={corpus_format!r}")
-    if batch_size <= 0 or group_size <= 0:
-        raise ValueError(f"`batch_size` and `group_size` must be positive. "
-                         f"Received: batch_size={batch_size}, group_size={group_size}")
-    files = expand_files(corpus)
+    if group_size <= 0:
+        raise ValueError(f"`group_size` must be positive. Received: group_size={group_size}")
+
+
+def document_pairs(file_names, tokenizer, builder, corpus_format, group_size, epoch):
+    """`(first, second, label)` pairs from a dataset of file names, in file order.
+
+    Args:
+        file_names: a dataset of tf.string file names.
+        builder: a `PairBuilder`.
+        epoch: int64 scalar; the pairing is drawn from it.
+    """
+    _check_documents(corpus_format, group_size)
+    lines = file_names.flat_map(_file_lines)
+    groups = _documents(lines, corpus_format).ragged_batch(group_size).enumerate()
+    pairs = groups.map(
+        lambda index, docs: builder(docs.with_flat_values(tokenizer.tokenize(docs.flat_values)), index, epoch),
+        num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    return pairs.unbatch()
+
+
+def shard_files(files, input_context):
+    """Files of this input pipeline, and the context left for example sharding (None if files were sharded)."""
+    if input_context is None or len(files) < input_context.num_input_pipelines:
+        return files, input_context
+    return files[input_context.input_pipeline_id::input_context.num_input_pipelines], None
+
+
+def files_in_epoch_order(files, seed, epoch):
+    """A dataset of file names in an order drawn from `(seed, epoch)`."""
+    names = tf.constant(files)
+    keys = example_keys(seed, epoch, tf.zeros([1], tf.int64))
+    order = tf.argsort(uniform(keys, tf.range(tf.size(names))[None, :], _SPLIT)[0])
+    return tf.data.Dataset.from_tensor_slices(tf.gather(names, order))
+
+
+def masked_batches(epoch_examples, tokenizer, seq_length=128, max_predictions_per_seq=20, masking_rate=0.15,
+                   whole_word_masking=False, nsp=True, batch_size=32, seed=0, shuffle_buffer=10_000, epochs=None,
+                   input_context=None, max_position_embeddings=None):
+    """Shuffles, batches, packs and masks `(first, second, label)` examples.
+
+    Args:
+        epoch_examples: a function of the epoch (int64 scalar tensor) returning
+            a dataset of `(first int ragged [(a)], second int ragged [(b)],
+            label int32)` for that epoch.
+        input_context: shard examples by input pipeline (None: no sharding).
+        Other args as in `pretraining_dataset`.
+    Returns:
+        The dataset of `pretraining_dataset`.
+    """
+    if batch_size <= 0:
+        raise ValueError(f"`batch_size` must be positive. Received: batch_size={batch_size}")
     packer = BertPacker(seq_length, tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id,
                         truncation="longest_first", max_sequence_length=max_position_embeddings)
     specials = [tokenizer.pad_id, tokenizer.unk_id, tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id]
@@ -232,11 +296,12 @@ def pretraining_dataset(corpus, tokenizer, seq_length=128, max_predictions_per_s
                             max_predictions_per_seq=max_predictions_per_seq, whole_word_masking=whole_word_masking,
                             continuation_ids=continuation_ids(tokenizer.vocab_file) if whole_word_masking else None,
                             seed=seed)
-    builder = PairBuilder(seq_length, short_seq_prob=short_seq_prob, nsp=nsp, seed=seed)
-    shard_files = input_context is not None and len(files) >= input_context.num_input_pipelines
-    if shard_files:
-        files = files[input_context.input_pipeline_id::input_context.num_input_pipelines]
-    file_tensor = tf.constant(files)
+
+    def numbered(epoch):
+        examples = epoch_examples(epoch).enumerate()
+        if input_context is not None:
+            examples = examples.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+        return examples.map(lambda index, example: (epoch, index, example))
 
     def to_batch(epoch, index, first, second, label):
         inputs = packer(first, second) if nsp else packer(first)
@@ -248,22 +313,9 @@ def pretraining_dataset(corpus, tokenizer, seq_length=128, max_predictions_per_s
             weights["nsp"] = tf.ones_like(label, tf.float32)
         return features, labels, weights
 
-    def one_epoch(epoch):
-        file_keys = example_keys(seed, epoch, tf.zeros([1], tf.int64))
-        order = tf.argsort(uniform(file_keys, tf.range(tf.size(file_tensor))[None, :], _SPLIT)[0])
-        lines = tf.data.Dataset.from_tensor_slices(tf.gather(file_tensor, order)).flat_map(_file_lines)
-        groups = _documents(lines, corpus_format).ragged_batch(group_size).enumerate()
-        pairs = groups.map(
-            lambda index, docs: builder(docs.with_flat_values(tokenizer.tokenize(docs.flat_values)), index, epoch),
-            num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-        examples = pairs.unbatch().enumerate()
-        if input_context is not None and not shard_files:
-            examples = examples.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
-        return examples.map(lambda index, example: (epoch, index, example))
-
     epoch_numbers = tf.data.Dataset.range(epochs) if epochs is not None else tf.data.Dataset.range(1 << 62)
     # The shuffle sits outside flat_map: a shuffle inside it cannot be saved in a checkpoint.
-    examples = epoch_numbers.flat_map(one_epoch)
+    examples = epoch_numbers.flat_map(numbered)
     if shuffle_buffer > 1:
         examples = examples.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=False)
     batches = examples.ragged_batch(batch_size, drop_remainder=True)
