@@ -21,6 +21,7 @@ setuptools.setup(
         "tensorflow-datasets>=4.9",
         "safetensors>=0.4",
         "tokenizers>=0.19",
+        "tensorboard>=2.19",
         "numpy>=1.26",
     ],
     extras_require={

@@ -1,0 +1,54 @@
+"""tf.distribute strategies from a flag value."""
+
+import json
+import os
+
+import tensorflow as tf
+
+STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
+
+
+def create_strategy(name="one_device", tpu=None, devices=None):
+    """A `tf.distribute.Strategy`.
+
+    Args:
+        name: one of STRATEGIES. "multi_worker_mirrored" reads the cluster from
+            the `TF_CONFIG` environment variable; "tpu" connects to `tpu`
+            (a name or grpc:// address; "" or "local" for a local TPU VM).
+        devices: for "mirrored", the devices (default: every GPU, else the CPU);
+            for "one_device", the one device.
+    """
+    if name not in STRATEGIES:
+        raise ValueError(f"`strategy` must be one of {STRATEGIES}. Received: strategy={name!r}")
+    gpus = tf.config.list_logical_devices("GPU")
+    if name == "one_device":
+        return tf.distribute.OneDeviceStrategy(devices[0] if devices else ("/gpu:0" if gpus else "/cpu:0"))
+    if name == "mirrored":
+        return tf.distribute.MirroredStrategy(devices)
+    if name == "multi_worker_mirrored":
+        if "TF_CONFIG" in os.environ:
+            try:
+                json.loads(os.environ["TF_CONFIG"])
+            except json.JSONDecodeError as e:
+                raise ValueError(f"TF_CONFIG is not valid JSON ({e}). Received: TF_CONFIG={os.environ['TF_CONFIG']!r}")
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    # TPU: a thin branch of the same training loop; it cannot run on this project's CI machines.
+    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu or "")
+    tf.config.experimental_connect_to_cluster(resolver)
+    tf.tpu.experimental.initialize_tpu_system(resolver)
+    return tf.distribute.TPUStrategy(resolver)
+
+
+def is_chief(strategy):
+    """True on the worker that writes checkpoints, summaries and the model directory."""
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is None or not resolver.task_type:
+        return True
+    if "chief" in resolver.cluster_spec().as_dict():
+        return resolver.task_type == "chief"
+    return resolver.task_type == "worker" and resolver.task_id == 0
+
+
+def worker_index(strategy):
+    resolver = getattr(strategy, "cluster_resolver", None)
+    return resolver.task_id if resolver is not None and resolver.task_id is not None else 0
