@@ -195,7 +195,7 @@ def continuation_ids(vocab_file):
 def pretraining_dataset(corpus, tokenizer, seq_length=128, max_predictions_per_seq=20, masking_rate=0.15,
                         whole_word_masking=False, nsp=True, short_seq_prob=0.1, batch_size=32, seed=0,
                         corpus_format="lines", group_size=64, shuffle_buffer=10_000, epochs=None,
-                        input_context=None, max_position_embeddings=None):
+                        input_context=None, max_position_embeddings=None, split="all"):
     """Masked `(features, labels, sample_weights)` pretraining batches from raw text files.
 
     Args:
@@ -212,6 +212,8 @@ def pretraining_dataset(corpus, tokenizer, seq_length=128, max_predictions_per_s
             input pipeline when there are enough of them, else examples are.
         max_position_embeddings: the model's positions; a longer `seq_length`
             is refused.
+        split: "all"; "train" skips and "eval" keeps only every
+            `HOLDOUT_EVERY`-th group of documents (a held-out slice).
     Returns:
         A `tf.data.Dataset` of `(features, labels, sample_weights)`: features
         `token_ids`, `segment_ids`, `padding_mask` `[B, T]` and
@@ -225,7 +227,7 @@ def pretraining_dataset(corpus, tokenizer, seq_length=128, max_predictions_per_s
 
     def one_epoch(epoch):
         return document_pairs(files_in_epoch_order(files, seed, epoch), tokenizer, builder, corpus_format,
-                              group_size, epoch)
+                              group_size, epoch, split)
 
     return masked_batches(one_epoch, tokenizer, seq_length=seq_length,
                           max_predictions_per_seq=max_predictions_per_seq, masking_rate=masking_rate,
@@ -241,17 +243,29 @@ def _check_documents(corpus_format, group_size):
         raise ValueError(f"`group_size` must be positive. Received: group_size={group_size}")
 
 
-def document_pairs(file_names, tokenizer, builder, corpus_format, group_size, epoch):
+SPLITS = ("all", "train", "eval")
+# With split="train"/"eval", every HOLDOUT_EVERY-th group of documents (the 20th, 40th, ...) is held
+# out for evaluation; a corpus of fewer groups has no held-out slice.
+HOLDOUT_EVERY = 20
+
+
+def document_pairs(file_names, tokenizer, builder, corpus_format, group_size, epoch, split="all"):
     """`(first, second, label)` pairs from a dataset of file names, in file order.
 
     Args:
         file_names: a dataset of tf.string file names.
         builder: a `PairBuilder`.
         epoch: int64 scalar; the pairing is drawn from it.
+        split: "all", or "train"/"eval" to drop/keep only the held-out groups.
     """
     _check_documents(corpus_format, group_size)
+    if split not in SPLITS:
+        raise ValueError(f"`split` must be one of {SPLITS}. Received: split={split!r}")
     lines = file_names.flat_map(_file_lines)
     groups = _documents(lines, corpus_format).ragged_batch(group_size).enumerate()
+    if split != "all":
+        held_out = split == "eval"
+        groups = groups.filter(lambda index, _: tf.equal(index % HOLDOUT_EVERY == HOLDOUT_EVERY - 1, held_out))
     pairs = groups.map(
         lambda index, docs: builder(docs.with_flat_values(tokenizer.tokenize(docs.flat_values)), index, epoch),
         num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
