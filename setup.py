@@ -32,6 +32,7 @@ setuptools.setup(
         "console_scripts": [
             "bert-tf-convert=bert_tf.apps.convert:run",
             "bert-tf-vocab=bert_tf.apps.vocab:run",
+            "bert-tf-pretrain=bert_tf.apps.pretrain:run",
         ],
     },
 )

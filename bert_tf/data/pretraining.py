@@ -50,6 +50,10 @@ def expand_files(patterns):
     return files
 
 
+class EmptyCorpusError(ValueError):
+    """The corpus (or the asked split of it) gives no examples."""
+
+
 def _file_lines(path):
     """Lines of one file with a trailing blank line, so its last document always ends."""
     return tf.data.TextLineDataset(path).concatenate(tf.data.Dataset.from_tensors(tf.constant("")))
@@ -310,6 +314,11 @@ def masked_batches(epoch_examples, tokenizer, seq_length=128, max_predictions_pe
                             max_predictions_per_seq=max_predictions_per_seq, whole_word_masking=whole_word_masking,
                             continuation_ids=continuation_ids(tokenizer.vocab_file) if whole_word_masking else None,
                             seed=seed)
+
+    # An empty epoch would make the endless epoch loop below spin forever: refuse it up front.
+    if not any(True for _ in epoch_examples(tf.constant(0, tf.int64)).take(1)):
+        raise EmptyCorpusError("The corpus gives no pretraining examples (for a held-out split: it has fewer "
+                               f"than {HOLDOUT_EVERY} groups of documents).")
 
     def numbered(epoch):
         examples = epoch_examples(epoch).enumerate()

@@ -109,7 +109,11 @@ class PretrainingLoop:
         if not optimizer.built:
             with strategy.scope():  # slots are created here, not inside the compiled loop
                 optimizer.build(model.trainable_variables)
-        self.checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
+        # Dropout draws from per-layer seed states that tf.train.Checkpoint does not reach through the model:
+        # saving them is what makes a resumed run draw the same dropout masks as an uninterrupted one.
+        seed_states = [generator.state for layer in model._flatten_layers(include_self=True, recursive=True)
+                       for generator in getattr(layer, "_seed_generators", [])]
+        self.checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, dropout_seeds=seed_states)
         self.data_checkpoint = tf.train.Checkpoint(iterator=self.train_iterator)
         self._train_loop = tf.function(self._loop, reduce_retracing=True)
         self._eval_batch = tf.function(self._evaluate_batch)
@@ -259,7 +263,7 @@ class PretrainingLoop:
             try:
                 self.checkpoint.read(path).assert_existing_objects_matched()
                 self.data_checkpoint.read(self._data_prefix(step)).assert_consumed()
-            except (tf.errors.OpError, AssertionError, ValueError) as e:
+            except Exception as e:  # noqa: BLE001 (any unreadable file: OpError, IndexError, ...)
                 errors.append(f"{path}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
                 logging.warning("Checkpoint %s is unreadable (%s); trying the previous one.", path, errors[-1])
                 continue

@@ -1,0 +1,146 @@
+"""bert-tf-pretrain: a run end to end, kill -9 and exact resume, refused resumes, corrupt checkpoints, NaN."""
+
+import glob
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.conftest import DATA_DIR
+
+CORPUS = os.path.join(DATA_DIR, "corpus", "gutenberg", "austen-persuasion.txt")
+BASE = ["--model=tiny", "--corpus=" + CORPUS, "--global_batch_size=8", "--max_seq_length=32",
+        "--max_predictions_per_seq=5", "--steps_per_loop=2", "--checkpoint_steps=4", "--eval_steps=0",
+        "--warmup_steps=2", "--learning_rate=1e-3", "--deterministic", "--fill_mask="]
+
+
+VOCAB = []  # set by the `vocab` fixture: one vocabulary for every run (the trainer breaks ties at random)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def vocab(tmp_path_factory):
+    from bert_tf.text.vocab import build_vocab
+
+    path = str(tmp_path_factory.mktemp("vocab") / "vocab.txt")
+    build_vocab(CORPUS, path, vocab_size=2000, show_progress=False)
+    VOCAB[:] = [f"--vocab={path}"]
+    return path
+
+
+def _command(model_dir, *extra):
+    return [sys.executable, "-m", "bert_tf.apps.pretrain", f"--model_dir={model_dir}", *BASE, *VOCAB, *extra]
+
+
+def _run(model_dir, *extra, timeout=600):
+    return subprocess.run(_command(model_dir, *extra), capture_output=True, text=True, timeout=timeout)
+
+
+def _weights(model_dir):
+    reader = tf.train.load_checkpoint(os.path.join(model_dir, "bert_model.ckpt"))
+    return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
+
+
+def _logged_steps(model_dir):
+    steps = []
+    for path in sorted(glob.glob(os.path.join(model_dir, "logs", "train", "*"))):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for value in event.summary.value:
+                if value.tag == "loss":
+                    steps.append(event.step)
+    return steps
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    model_dir = tmp_path_factory.mktemp("uninterrupted")
+    result = _run(model_dir, "--train_steps=12")
+    assert result.returncode == 0, result.stderr[-3000:]
+    return model_dir, result
+
+
+def test_run_writes_a_model_directory(uninterrupted):
+    model_dir, result = uninterrupted
+    for name in ("bert_config.json", "vocab.txt", "bert_tf.json", "bert_model.ckpt.index", "training_settings.json"):
+        assert (model_dir / name).exists(), name
+    assert "Final: loss" in result.stdout
+    assert _logged_steps(model_dir) == [2, 4, 6, 8, 10, 12]
+    from bert_tf.checkpoints import load_pretrainer
+    assert load_pretrainer(str(model_dir)).encoder.num_layers == 2
+
+
+@pytest.mark.slow
+def test_kill_9_then_resume_gives_identical_weights(uninterrupted, tmp_path):
+    reference_dir, _ = uninterrupted
+    model_dir = tmp_path / "killed"
+    process = subprocess.Popen(_command(model_dir, "--train_steps=12"), stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    deadline = time.time() + 400
+    while not glob.glob(str(model_dir / "checkpoints" / "ckpt-4.index")):
+        assert process.poll() is None and time.time() < deadline, "the run ended before its first checkpoint"
+        time.sleep(0.2)
+    time.sleep(np.random.default_rng().uniform(0, 3))
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    resumed = _run(model_dir, "--train_steps=12")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "Resumed from step" in resumed.stdout or not os.path.exists(model_dir / "bert_model.ckpt.index")
+    expected, actual = _weights(reference_dir), _weights(model_dir)
+    assert expected.keys() == actual.keys()
+    for name in expected:
+        np.testing.assert_array_equal(actual[name], expected[name], err_msg=name)
+    steps = _logged_steps(model_dir)
+    assert sorted(set(steps)) == [2, 4, 6, 8, 10, 12]
+
+
+def _copy_run(source, target):
+    subprocess.run(["cp", "-r", str(source), str(target)], check=True)
+    return target
+
+
+def test_incompatible_resume_is_refused_with_the_differences(uninterrupted, tmp_path):
+    model_dir = _copy_run(uninterrupted[0], tmp_path / "copy")
+    result = _run(model_dir, "--train_steps=14", "--max_seq_length=48")
+    assert result.returncode == 1
+    assert "incompatible settings" in result.stderr and "max_seq_length: checkpoint has 32, this run has 48" in \
+        result.stderr
+
+
+def test_corrupt_newest_checkpoint_falls_back_to_the_previous(uninterrupted, tmp_path):
+    model_dir = _copy_run(uninterrupted[0], tmp_path / "copy")
+    newest = sorted(glob.glob(str(model_dir / "checkpoints" / "ckpt-12.data-*")))[0]
+    with open(newest, "r+b") as f:
+        f.truncate(10)
+    result = _run(model_dir, "--train_steps=14")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Resumed from step 8" in result.stdout
+    assert "ckpt-12" in result.stderr and "unreadable" in result.stderr
+
+
+def test_garbage_checkpoint_state_is_an_error_not_a_restart(uninterrupted, tmp_path):
+    model_dir = _copy_run(uninterrupted[0], tmp_path / "copy")
+    (model_dir / "checkpoints" / "checkpoint").write_text("\x00garbage{{{")
+    result = _run(model_dir, "--train_steps=14")
+    assert result.returncode == 1
+    assert "Refusing to restart from step 0" in result.stderr and "checkpoints/checkpoint" in result.stderr
+
+
+def test_non_finite_loss_stops_with_the_step_and_keeps_the_checkpoint(tmp_path):
+    model_dir = tmp_path / "nan"
+    result = _run(model_dir, "--train_steps=12", "--learning_rate=1e30", "--warmup_steps=0", "--clip_norm=0")
+    assert result.returncode == 1
+    assert "Non-finite loss" in result.stderr and "steps" in result.stderr
+    assert glob.glob(str(model_dir / "checkpoints" / "ckpt-0.index"))
+
+
+def test_bad_flags_exit_before_any_side_effect(tmp_path):
+    model_dir = tmp_path / "never"
+    for extra in (["--masking_rate=2"], ["--warmup_steps=50", "--train_steps=10"], ["--model=huge"],
+                  ["--corpus=/nonexistent/*.txt"]):
+        result = _run(model_dir, *extra)
+        assert result.returncode != 0, extra
+    assert not model_dir.exists()
