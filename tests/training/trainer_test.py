@@ -1,0 +1,122 @@
+"""The training loop: one device, MirroredStrategy, gradient accumulation and multi-worker give the same run."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf.models import BertEncoder, BertPretrainer
+from bert_tf.training.optimization import create_optimizer
+from bert_tf.training.trainer import LoopConfig, PretrainingLoop, ResumeError
+from tests.helpers import pretraining_batch
+
+GLOBAL_BATCH, STEPS = 8, 10
+
+
+def dataset_fn(context):
+    """The same global batches for any number of workers: worker i takes its slice of each batch."""
+    batches = [pretraining_batch(batch=GLOBAL_BATCH, seed=i) for i in range(STEPS)]
+    per_worker = GLOBAL_BATCH // context.num_input_pipelines
+    start = context.input_pipeline_id * per_worker
+    merged = tf.nest.map_structure(lambda *parts: np.concatenate([p[start:start + per_worker] for p in parts]),
+                                   *batches)
+    return tf.data.Dataset.from_tensor_slices(merged).batch(per_worker).repeat()
+
+
+def train(strategy, model_dir, grad_accum_steps=1, clip_norm=1.0):
+    keras.utils.set_random_seed(1)
+    with strategy.scope():
+        model = BertPretrainer(BertEncoder(vocabulary_size=30, num_layers=2, num_heads=2, hidden_dim=16,
+                                           intermediate_dim=32, dropout=0.0, attention_dropout=0.0))
+        optimizer = create_optimizer(learning_rate=1e-2, total_steps=STEPS, clip_norm=0)
+    loop = PretrainingLoop(strategy, model, optimizer, dataset_fn, GLOBAL_BATCH, str(model_dir),
+                           LoopConfig(train_steps=STEPS, steps_per_loop=5, checkpoint_steps=5,
+                                      grad_accum_steps=grad_accum_steps, clip_norm=clip_norm),
+                           settings={"model": "tiny-test"})
+    metrics = loop.train(log=lambda message: None)
+    return metrics["loss"], model.get_weights()
+
+
+@pytest.fixture(scope="module")
+def one_device(tmp_path_factory):
+    return train(tf.distribute.OneDeviceStrategy("/cpu:0"), tmp_path_factory.mktemp("one"))
+
+
+def _assert_same_run(result, reference):
+    loss, weights = result
+    assert loss == pytest.approx(reference[0], rel=1e-4)
+    assert max(float(np.max(np.abs(a - b))) for a, b in zip(weights, reference[1])) < 1e-4
+
+
+def test_mirrored_two_replicas_equals_one_device(one_device, tmp_path):
+    _assert_same_run(train(tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]), tmp_path), one_device)
+
+
+def test_gradient_accumulation_equals_one_device(one_device, tmp_path):
+    _assert_same_run(train(tf.distribute.OneDeviceStrategy("/cpu:0"), tmp_path, grad_accum_steps=2), one_device)
+
+
+def test_clipping_is_applied_to_the_global_gradient(tmp_path):
+    clipped = train(tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]), tmp_path / "m", clip_norm=1e-3)
+    reference = train(tf.distribute.OneDeviceStrategy("/cpu:0"), tmp_path / "o", clip_norm=1e-3)
+    _assert_same_run(clipped, reference)
+
+
+def test_batch_not_divisible_by_replicas_and_accumulation_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="global_batch_size"):
+        train(tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]), tmp_path, grad_accum_steps=3)
+
+
+def test_changed_settings_are_refused(one_device, tmp_path):
+    train(tf.distribute.OneDeviceStrategy("/cpu:0"), tmp_path)
+    with open(tmp_path / "training_settings.json", "w") as f:
+        json.dump({"model": "another"}, f)
+    with pytest.raises(ResumeError, match="model: checkpoint has 'another', this run has 'tiny-test'"):
+        train(tf.distribute.OneDeviceStrategy("/cpu:0"), tmp_path)
+
+
+def _free_ports(count):
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+@pytest.mark.slow
+def test_multi_worker_mirrored_two_processes_equals_one_device(one_device, tmp_path):
+    workers = [f"127.0.0.1:{port}" for port in _free_ports(2)]
+    script = textwrap.dedent(f"""
+        import sys, numpy as np, tensorflow as tf
+        strategy = tf.distribute.MultiWorkerMirroredStrategy()
+        from tests.training.trainer_test import train
+        loss, weights = train(strategy, {str(tmp_path / 'run')!r})
+        np.savez(sys.argv[1], loss=loss, *weights)
+    """)
+    processes = []
+    for index in range(2):
+        env = dict(os.environ, PYTHONPATH=os.getcwd(), TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="",
+                   TF_CONFIG=json.dumps({"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}))
+        processes.append(subprocess.Popen([sys.executable, "-c", script, str(tmp_path / f"worker{index}.npz")],
+                                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    for process in processes:
+        try:
+            _, stderr = process.communicate(timeout=400)
+        except subprocess.TimeoutExpired:
+            for p in processes:
+                p.kill()
+            raise
+        assert process.returncode == 0, stderr[-3000:]
+    for index in range(2):
+        saved = np.load(tmp_path / f"worker{index}.npz")
+        weights = [saved[f"arr_{i}"] for i in range(len(one_device[1]))]
+        _assert_same_run((float(saved["loss"]), weights), one_device)
