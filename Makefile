@@ -7,7 +7,13 @@ STAMP := $(VENV)/.installed
 # TensorFlow's C++ start-up notices (CPU features, no CUDA) are noise here.
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: demo test test-fast setup clean
+.PHONY: demo tour test test-fast setup clean
+
+# The main job: pretrain a tiny BERT on the offline default corpus (Python's own documentation), with a
+# vocabulary built on the fly, held-out evaluation and fill-mask predictions at the end. Re-running it
+# continues from the newest checkpoint in runs/main.
+DEMO_FLAGS ?= --model_dir=runs/main --model=tiny --train_steps=600 --max_seq_length=128 --global_batch_size=32 \
+	--learning_rate=5e-4 --warmup_steps=60 --checkpoint_steps=200 --eval_interval=200 --eval_steps=5 --steps_per_loop=25
 
 $(STAMP): setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +27,10 @@ $(STAMP): setup.py
 setup: $(STAMP)
 
 demo: $(STAMP)
+	$(PY) -m bert_tf.apps.pretrain $(DEMO_FLAGS)
+
+# A tour of the library: vocabulary, in-graph batches, model.fit, export/reload, real MiniLM embeddings.
+tour: $(STAMP)
 	$(PY) -m bert_tf.apps.demo
 
 test: $(STAMP)
