@@ -71,7 +71,7 @@ def _validate():
         raise app.UsageError("--strategy=tpu needs --tpu (a name, grpc:// address, or 'local').")
     if FLAGS.model not in ("tiny", "mini", "small", "medium", "base", "large") and not os.path.isfile(FLAGS.model):
         raise app.UsageError(f"--model must be a preset or a bert_config.json path. Received: --model={FLAGS.model}")
-    from bert_tf.data.pretraining import expand_files
+    from bert_tf.text.vocab import expand_files
     try:
         expand_files(FLAGS.corpus) if FLAGS.corpus else None
     except FileNotFoundError as e:
@@ -81,8 +81,7 @@ def _validate():
 def _corpus_and_vocab(chief):
     """Corpus files and vocab path, building the default corpus and the vocab when needed."""
     from bert_tf.data.default_corpus import write_default_corpus
-    from bert_tf.data.pretraining import expand_files
-    from bert_tf.text.vocab import build_vocab
+    from bert_tf.text.vocab import build_vocab, expand_files
 
     os.makedirs(FLAGS.model_dir, exist_ok=True)
     corpus_format = FLAGS.corpus_format

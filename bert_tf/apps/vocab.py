@@ -7,7 +7,7 @@ import sys
 
 from absl import app, flags
 
-from bert_tf.text.vocab import build_vocab, expand_inputs
+from bert_tf.text.vocab import build_vocab, expand_files
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("input", None, "Text files or globs, comma-separated (one sentence or paragraph per line).")
@@ -26,7 +26,7 @@ def main(argv):
     if not FLAGS.output:
         raise app.UsageError("--output is required (path of vocab.txt).")
     try:
-        expand_inputs(FLAGS.input)
+        expand_files(FLAGS.input)
     except FileNotFoundError as e:
         raise app.UsageError(f"--input: {e}")
     summary = build_vocab(FLAGS.input, FLAGS.output, vocab_size=FLAGS.vocab_size, lowercase=FLAGS.lowercase,

@@ -23,31 +23,16 @@ Pairs longer than the sequence are trimmed longest-first before packing.
 Shapes: B batch, T seq_length, P max_predictions_per_seq.
 """
 
-import glob
-import os
-
 import tensorflow as tf
 
 from bert_tf.text.masking import MaskedLMMasker, example_keys, uniform
 from bert_tf.text.packing import BertPacker
+from bert_tf.text.vocab import expand_files
 
 FORMATS = ("lines", "paragraphs")
 # Random streams of the pair builder (the masker uses 1-3).
 _SPLIT, _RANDOM_NEXT, _OTHER_DOC, _OTHER_START, _SHORT, _SHORT_LENGTH = 11, 12, 13, 14, 15, 16
 _SENTENCE_END = r"([.!?][\"')\]]*)\s+"
-
-
-def expand_files(patterns):
-    """Sorted files matching comma-separated or listed globs; error naming a pattern with no match."""
-    if isinstance(patterns, str):
-        patterns = [p for p in patterns.split(",") if p]
-    files = []
-    for pattern in patterns:
-        matched = sorted(p for p in glob.glob(pattern, recursive=True) if os.path.isfile(p))
-        if not matched:
-            raise FileNotFoundError(f"No file matches corpus pattern {pattern!r}")
-        files.extend(matched)
-    return files
 
 
 class EmptyCorpusError(ValueError):

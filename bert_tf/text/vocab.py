@@ -29,15 +29,15 @@ class VocabSummary:
                 f"UTF-8 decoded with replacement) in {self.seconds:.1f} s")
 
 
-def expand_inputs(patterns):
-    """Files matching comma-separated or listed globs; error naming a pattern that matches nothing."""
+def expand_files(patterns):
+    """Sorted files matching comma-separated or listed globs; error naming a pattern that matches nothing."""
     if isinstance(patterns, str):
         patterns = [p for p in patterns.split(",") if p]
     files = []
     for pattern in patterns:
         matched = sorted(p for p in glob.glob(pattern, recursive=True) if os.path.isfile(p))
         if not matched:
-            raise FileNotFoundError(f"No file matches input pattern {pattern!r}")
+            raise FileNotFoundError(f"No file matches pattern {pattern!r}")
         files.extend(matched)
     return files
 
@@ -83,7 +83,7 @@ def build_vocab(inputs, output, vocab_size=30522, lowercase=True, strip_accents=
                          f"Received: vocab_size={vocab_size}")
     if min_frequency < 1:
         raise ValueError(f"`min_frequency` must be at least 1. Received: min_frequency={min_frequency}")
-    files = expand_inputs(inputs)
+    files = expand_files(inputs)
     start = time.time()
     reader = _LineReader(files)
     tokenizer = BertWordPieceTokenizer(clean_text=True, handle_chinese_chars=True,
