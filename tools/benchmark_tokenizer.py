@@ -3,15 +3,27 @@
 Prints a markdown table of MB/s (input UTF-8 bytes per second) on the same
 lines for:
   * bert_tf.text.BertTokenizer.tokenize inside a tf.function, batched;
+  * bert_tf.text.BertTokenizer.tokenize_with_offsets, likewise;
   * tokenizers.BertWordPieceTokenizer.encode_batch (the reference);
   * keras_hub.tokenizers.BertTokenizer, batched.
 
+The sides run interleaved, `--repeats` rounds of one pass each, so that load
+from other processes hits them alike; the table gives medians, and "x HF" is
+the median over rounds of (reference seconds / row seconds) in the same round.
+
+With `--pipeline_corpus`, it also times pretraining batches made from raw text
+by `bert_tf.data.pretraining.pretraining_dataset` (seq_length 128, batch 32,
+"paragraphs" format): examples/s over `--pipeline_batches` batches after
+`--pipeline_warmup_batches`, median of `--repeats` consecutive windows.
+
 Usage:
-  python tools/benchmark_tokenizer.py --vocab=path/to/vocab.txt \
-      --input='../shared/data/corpus/gutenberg/*.txt' --batch_size=4096
+  python tools/benchmark_tokenizer.py --vocab=path/to/vocab.txt \\
+      --input='../shared/data/corpus/*/*' --batch_size=4096 \\
+      --pipeline_corpus=../shared/data/corpus/wikitext2/wiki.test.raw
 """
 
 import glob
+import statistics
 import time
 
 from absl import app
@@ -23,17 +35,39 @@ flags.DEFINE_string("input", None, "Glob of text files (one example a line).",
                     required=True)
 flags.DEFINE_integer("batch_size", 4096, "Lines per call.")
 flags.DEFINE_boolean("lowercase", True, "Uncased (True) or cased (False).")
-flags.DEFINE_integer("repeats", 3, "Timed passes; the best is reported.")
+flags.DEFINE_integer("repeats", 5, "Timed rounds; medians are reported.")
+flags.DEFINE_string("pipeline_corpus", None,
+                    "Text file(s) for the pretraining pipeline row "
+                    "(corpus_format='paragraphs'); unset: no pipeline row.")
+flags.DEFINE_integer("pipeline_warmup_batches", 20,
+                     "Pipeline batches skipped before timing.")
+flags.DEFINE_integer("pipeline_batches", 100, "Pipeline batches per window.")
 
 
-def _best_seconds(fn, repeats):
-    fn()  # warm-up (tracing, caches)
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
+def _seconds(fn):
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def _pipeline_examples_per_second(tokenizer):
+    """Median examples/s of pretraining batches over `--repeats` windows."""
+    from bert_tf.data.pretraining import pretraining_dataset
+
+    batch_size = 32
+    dataset = pretraining_dataset(
+        FLAGS.pipeline_corpus, tokenizer, seq_length=128,
+        batch_size=batch_size, corpus_format="paragraphs",
+        shuffle_buffer=1000, epochs=None)
+    iterator = iter(dataset)
+    for _ in range(FLAGS.pipeline_warmup_batches):
+        next(iterator)
+    rates = []
+    for _ in range(FLAGS.repeats):
+        seconds = _seconds(
+            lambda: [next(iterator) for _ in range(FLAGS.pipeline_batches)])
+        rates.append(FLAGS.pipeline_batches * batch_size / seconds)
+    return statistics.median(rates)
 
 
 def main(argv):
@@ -48,6 +82,9 @@ def main(argv):
     if FLAGS.batch_size < 1:
         raise app.UsageError(
             f"--batch_size must be positive. Received: {FLAGS.batch_size}")
+    if FLAGS.repeats < 1:
+        raise app.UsageError(
+            f"--repeats must be positive. Received: {FLAGS.repeats}")
     lines = []
     for path in paths:
         with open(path, "rb") as f:
@@ -70,9 +107,10 @@ def main(argv):
         for batch in batches:
             with_offsets(batch)[0].flat_values.numpy()
 
-    rows.append(("bert_tf BertTokenizer (tf.function)", run_ours))
+    rows.append(("bert_tf BertTokenizer.tokenize (tf.function)", run_ours))
     rows.append(("bert_tf BertTokenizer.tokenize_with_offsets", run_ours_offsets))
 
+    reference_name = None
     try:
         import tokenizers
 
@@ -84,8 +122,8 @@ def main(argv):
             for i in range(0, len(texts), size):
                 reference.encode_batch(texts[i:i + size], add_special_tokens=False)
 
-        rows.append(("HF tokenizers BertWordPieceTokenizer.encode_batch",
-                     run_reference))
+        reference_name = "HF tokenizers BertWordPieceTokenizer.encode_batch"
+        rows.append((reference_name, run_reference))
     except ImportError:
         print("tokenizers is not installed: skipped")
 
@@ -104,13 +142,33 @@ def main(argv):
     except ImportError:
         print("keras-hub is not installed: skipped")
 
+    for _, fn in rows:
+        fn()  # warm-up (tracing, caches)
+    seconds = {name: [] for name, _ in rows}
+    for _ in range(FLAGS.repeats):
+        for name, fn in rows:
+            seconds[name].append(_seconds(fn))
+
     print(f"\n{len(lines)} lines, {megabytes:.1f} MB, batch_size={size}, "
-          f"lowercase={FLAGS.lowercase}\n")
-    print("| tokenizer | seconds | MB/s |")
-    print("|---|---:|---:|")
-    for name, fn in rows:
-        seconds = _best_seconds(fn, FLAGS.repeats)
-        print(f"| {name} | {seconds:.2f} | {megabytes / seconds:.1f} |")
+          f"lowercase={FLAGS.lowercase}, median of {FLAGS.repeats} "
+          "interleaved rounds\n")
+    print("| tokenizer | seconds | MB/s | x HF |")
+    print("|---|---:|---:|---:|")
+    for name, _ in rows:
+        median = statistics.median(seconds[name])
+        if reference_name is None:
+            ratio = "-"
+        else:
+            ratio = "%.1f" % statistics.median(
+                r / s for r, s in zip(seconds[reference_name], seconds[name]))
+        print(f"| {name} | {median:.2f} | {megabytes / median:.1f} | {ratio} |")
+
+    if FLAGS.pipeline_corpus:
+        rate = _pipeline_examples_per_second(ours)
+        print(f"\n| pretraining_dataset (seq 128, batch 32, paragraphs) "
+              f"on {FLAGS.pipeline_corpus} | examples/s |")
+        print("|---|---:|")
+        print(f"| bert_tf BertTokenizer | {rate:.0f} |")
 
 
 if __name__ == "__main__":

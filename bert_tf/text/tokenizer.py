@@ -29,6 +29,13 @@ tables were measured against the reference on every code point, and
 case mapping or NFD (used for speed) disagree with the reference on a
 character, a per-character fix-up runs, only on batches that contain one.
 
+Speed: rows of plain ASCII (printable, tab, newline, carriage return; most
+real text) need no cleaning, NFD or special tables: they are lowercased and go
+to tensorflow-text's end-to-end WordPiece, whose BERT pretokenization splits
+ASCII exactly as the reference does. Only the other rows take the pipeline
+above, and only the non-ASCII characters of those are normalized one at a time
+for offsets.
+
 Shape legend: `N` strings, `W` words, `P` pieces.
 """
 
@@ -183,6 +190,18 @@ def _contains_re(table):
     return "(?s).*" + _regex_class(table) + ".*"
 
 
+_NFD_KEEP_CONTAINS_RE = _contains_re(_NFD_KEEP)
+
+# Rows of printable ASCII, tab, newline and carriage return: normalization
+# only lowercases them, and tensorflow-text's own BERT pretokenization
+# (whitespace, ASCII punctuation) splits them exactly as the reference does.
+_PLAIN_ASCII_RE = "[\\t\\n\\r\\x20-\\x7e]*"
+
+# Valid UTF-8 (no surrogates, overlong forms or code points past U+10FFFF):
+# RE2 matches its classes against well-formed UTF-8 only.
+_VALID_UTF8_RE = "[\\x{0}-\\x{D7FF}\\x{E000}-\\x{10FFFF}]*"
+
+
 def _lowercase_fix_tables():
     keys, values = _code_point_map(_LOWERCASE_FIXES)
     spans = " ".join("%X" % k for k in keys)
@@ -239,15 +258,22 @@ def normalize(strings, lowercase=True, strip_accents=None):
     strings = tf.strings.regex_replace(strings, _REMOVED_RE, "")
     if strip_accents:
         keys, placeholders = _nfd_keep_map()
-        contains = _contains_re(_NFD_KEEP)
-        strings = _map_if_any(strings, contains, keys, placeholders)
-        strings = tf_text.normalize_utf8(strings, "NFD")
         back = sorted(zip(placeholders, keys))
-        strings = _map_if_any(
-            strings,
-            "(?s).*[\\x{%X}-\\x{%X}].*" % (back[0][0], back[-1][0]),
-            [p for p, _ in back],
-            [k for _, k in back],
+
+        def protected_nfd():
+            # Placeholders keep _NFD_KEEP characters whole through ICU's NFD.
+            protected = _map_code_points(strings, keys, placeholders)
+            decomposed = tf_text.normalize_utf8(protected, "NFD")
+            return _map_code_points(
+                decomposed, [p for p, _ in back], [k for _, k in back]
+            )
+
+        # One check for both fix-ups: the placeholders only exist if it hit.
+        rare = tf.strings.regex_full_match(strings, _NFD_KEEP_CONTAINS_RE)
+        strings = tf.cond(
+            tf.reduce_any(rare),
+            protected_nfd,
+            lambda: tf_text.normalize_utf8(strings, "NFD"),
         )
         strings = tf.strings.regex_replace(strings, _NONSPACING_MARKS_RE, "")
     if lowercase:
@@ -391,6 +417,8 @@ class BertTokenizer(keras.layers.Layer):
         self._token_to_id = last
         self._vocab_size = len(vocab)
         self._specials = {t: last[t] for t in _SPECIAL_TOKENS if t in last}
+        self._specials_re = "|".join(_escape(t) for t in self._specials)
+        self._specials_contains_re = "(?s).*(?:%s).*" % self._specials_re
         # Words longer than the limit never reach WordPiece (they are [UNK]).
         self._wordpiece = tf_text.FastWordpieceTokenizer(
             vocab=pieces,
@@ -399,6 +427,17 @@ class BertTokenizer(keras.layers.Layer):
             token_out_type=tf.int32,
             unknown_token="[UNK]",
             no_pretokenization=True,
+        )
+        # Plain ASCII rows (see _PLAIN_ASCII_RE) in one op: tensorflow-text's
+        # BERT pretokenization and WordPiece. One byte per character, so the
+        # byte limit is the character limit.
+        self._plain_wordpiece = tf_text.FastWordpieceTokenizer(
+            vocab=pieces,
+            suffix_indicator="##",
+            max_bytes_per_word=self.max_input_chars_per_word,
+            token_out_type=tf.int32,
+            unknown_token="[UNK]",
+            no_pretokenization=False,
         )
         # id -> token for detokenize, initialized from the file: the file is
         # an asset of any SavedModel that holds this layer.
@@ -486,8 +525,7 @@ class BertTokenizer(keras.layers.Layer):
             starts = tf.zeros_like(segments, tf.int64)
             special = tf.fill(tf.shape(segments.flat_values), -1)
             return segments, starts, segments.with_flat_values(special)
-        pattern = "|".join(
-_escape(t) for t in self._specials)
+        pattern = self._specials_re
         segments, starts, _ = tf_text.regex_split_with_offsets(
             strings, pattern, keep_delim_regex_pattern=pattern
         )
@@ -507,13 +545,76 @@ _escape(t) for t in self._specials)
                 "`inputs` must be a tf.string scalar or vector [N]. "
                 f"Received: inputs.shape={strings.shape}"
             )
+        # Rows of plain ASCII take the one-op path, the others the general
+        # one; the results go back to the input order.
+        plain = tf.strings.regex_full_match(strings, _PLAIN_ASCII_RE)  # [N]
+        if not self.split_special_tokens and self._specials:
+            plain = tf.logical_and(
+                plain,
+                tf.logical_not(
+                    tf.strings.regex_full_match(strings, self._specials_contains_re)
+                ),
+            )
+        plain_rows = tf.where(plain)[:, 0]
+        other_rows = tf.where(tf.logical_not(plain))[:, 0]
+        plain_out = self._unless_empty(
+            self._tokenize_plain, tf.gather(strings, plain_rows), with_offsets
+        )
+        other_out = self._unless_empty(
+            self._tokenize_general, tf.gather(strings, other_rows), with_offsets
+        )
+        if not with_offsets:
+            plain_out, other_out = (plain_out,), (other_out,)
+        order = tf.math.invert_permutation(tf.concat([plain_rows, other_rows], 0))
+        outputs = tuple(
+            tf.gather(tf.concat([a, b], axis=0), order)
+            for a, b in zip(plain_out, other_out)
+        )
+        if scalar:
+            outputs = tuple(x[0] for x in outputs)
+        return outputs if with_offsets else outputs[0]
+
+    def _unless_empty(self, tokenize, strings, with_offsets):
+        """`tokenize(strings, with_offsets)`, its ops skipped for no rows."""
+
+        def empty():
+            ids = tf.RaggedTensor.from_row_splits(
+                tf.zeros([0], tf.int32), tf.zeros([1], tf.int64), validate=False
+            )
+            if not with_offsets:
+                return ids
+            offsets = ids.with_values(tf.zeros([0], tf.int64))
+            return ids, offsets, offsets
+
+        return tf.cond(
+            tf.size(strings) > 0, lambda: tokenize(strings, with_offsets), empty
+        )
+
+    def _tokenize_plain(self, strings, with_offsets):
+        """Tokenizes rows of plain ASCII (see `_PLAIN_ASCII_RE`).
+
+        Their normalization is lowercasing alone, which keeps every byte in
+        place, so the offsets into the lowercased text are the input's.
+        """
+        if self.lowercase:
+            strings = tf.strings.lower(strings)
+        if with_offsets:
+            return self._plain_wordpiece.tokenize_with_offsets(strings)
+        return self._plain_wordpiece.tokenize(strings)
+
+    def _tokenize_general(self, strings, with_offsets):
+        """Tokenizes any rows `[N]` with the full reference normalization."""
         # Invalid UTF-8 -> U+FFFD, removed by normalize().
-        valid = tf.strings.unicode_transcode(
-            strings,
-            "UTF-8",
-            "UTF-8",
-            errors="replace",
-            replacement_char=0xFFFD,
+        valid = tf.cond(
+            tf.reduce_all(tf.strings.regex_full_match(strings, _VALID_UTF8_RE)),
+            lambda: tf.identity(strings),
+            lambda: tf.strings.unicode_transcode(
+                strings,
+                "UTF-8",
+                "UTF-8",
+                errors="replace",
+                replacement_char=0xFFFD,
+            ),
         )
         # tensorflow-text's regex ops stop at NUL; U+0001 is removed by
         # cleaning just as NUL is, and has the same length.
@@ -542,7 +643,7 @@ _escape(t) for t in self._specials)
         )
         ids = segments.with_flat_values(ids).merge_dims(1, 2)  # [N, (P)]
         if not with_offsets:
-            return ids[0] if scalar else ids
+            return ids
         starts, ends = self._offsets(
             strings,
             valid,
@@ -556,8 +657,6 @@ _escape(t) for t in self._specials)
             piece_ends,
             is_special,
         )
-        if scalar:
-            return ids[0], starts[0], ends[0]
         return ids, starts, ends
 
     def _offsets(
@@ -585,16 +684,12 @@ _escape(t) for t in self._specials)
         p_start = word_starts + piece_starts.values  # [P']
         p_end = word_starts + piece_ends.values
         # Normalized bytes owned by each character of each segment.
-        chars, c_starts = tf.strings.unicode_split_with_offsets(
+        code_points, c_starts = tf.strings.unicode_decode_with_offsets(
             flat_segments, "UTF-8"
         )  # [S, (C)]
-        c_ends = c_starts.with_values(
-            c_starts.values + tf.cast(tf.strings.length(chars.values), tf.int64)
-        )
-        c_norm = tf.strings.length(
-            normalize(chars.flat_values, self.lowercase, self.strip_accents)
-        )  # [C']
-        c_norm = tf.cast(c_norm, tf.int64)
+        flat_cp = code_points.flat_values  # [C']
+        c_ends = c_starts.flat_values + _utf8_length(flat_cp)
+        c_norm = self._char_normalized_lengths(flat_cp)  # [C']
         # Global coordinates: segment k's normalized bytes start at base[k].
         seg_norm_len = tf.cast(tf.strings.length(normalized), tf.int64)  # [S]
         base = tf.cumsum(seg_norm_len, exclusive=True)
@@ -615,7 +710,7 @@ _escape(t) for t in self._specials)
             tf.maximum(tf.searchsorted(nz_starts, p_end_g - 1, side="right") - 1, 0),
         )
         starts = tf.gather(c_starts.flat_values, first)  # segment bytes
-        ends = tf.gather(c_ends.flat_values, last)
+        ends = tf.gather(c_ends, last)
         # Back to [S, (P)], special segments spanning themselves.
         seg_of_piece = p_rows
         row_lengths = tf.math.unsorted_segment_sum(
@@ -637,29 +732,75 @@ _escape(t) for t in self._specials)
         # they differ only where invalid UTF-8 was replaced.
         return self._to_original_bytes(strings, valid, starts, ends)
 
-    def _to_original_bytes(self, strings, valid, starts, ends):
-        _, orig_starts = tf.strings.unicode_decode_with_offsets(
-            strings, "UTF-8", errors="replace"
+    def _char_normalized_lengths(self, code_points):
+        """Bytes each character normalizes to, on its own.
+
+        Args:
+            code_points: int32 `[C]`, valid, NUL already replaced by U+0001.
+
+        Returns:
+            int64 `[C]`.
+        """
+        # ASCII stays one byte (lowercasing included) unless cleaning removes
+        # it: controls other than tab, newline and carriage return.
+        kept_control = tf.logical_or(
+            tf.logical_or(code_points == 0x09, code_points == 0x0A),
+            code_points == 0x0D,
         )
-        _, valid_starts = tf.strings.unicode_decode_with_offsets(valid, "UTF-8")
-        orig_len = tf.cast(tf.strings.length(strings), tf.int64)
-        valid_len = tf.cast(tf.strings.length(valid), tf.int64)
-        # Character boundaries including the end: [N, (C + 1)].
-        orig_bounds = tf.concat([orig_starts, orig_len[:, None]], axis=1)
-        valid_bounds = tf.concat([valid_starts, valid_len[:, None]], axis=1)
-        # Global (row-shifted) positions keep searchsorted one-dimensional.
-        valid_shift = tf.cumsum(valid_len + 1, exclusive=True)
-        bounds_g = valid_bounds + valid_shift[:, None]
-        bounds_g = bounds_g.flat_values
+        removed = tf.logical_or(
+            tf.logical_and(code_points < 0x20, tf.logical_not(kept_control)),
+            code_points == 0x7F,
+        )
+        kept = tf.logical_not(removed)
+        lengths = tf.cast(kept, tf.int64)
+        # Other characters are normalized one at a time.
+        other = tf.where(code_points >= 0x80)[:, 0]
+        chars = tf.strings.unicode_encode(
+            tf.gather(code_points, other)[:, None], "UTF-8"
+        )
+        other_lengths = tf.strings.length(
+            normalize(chars, self.lowercase, self.strip_accents)
+        )
+        return tf.tensor_scatter_nd_update(
+            lengths, other[:, None], tf.cast(other_lengths, tf.int64)
+        )
 
-        def convert(offsets):
-            shifted = offsets.values + tf.gather(
-                valid_shift, offsets.value_rowids()
+    def _to_original_bytes(self, strings, valid, starts, ends):
+        """Byte offsets into the valid (transcoded) rows -> original rows.
+
+        They differ only where invalid UTF-8 was replaced.
+        """
+
+        def identity():
+            return tf.identity(starts.values), tf.identity(ends.values)
+
+        def convert():
+            _, orig_starts = tf.strings.unicode_decode_with_offsets(
+                strings, "UTF-8", errors="replace"
             )
-            index = tf.searchsorted(bounds_g, shifted)
-            return offsets.with_values(tf.gather(orig_bounds.flat_values, index))
+            _, valid_starts = tf.strings.unicode_decode_with_offsets(valid, "UTF-8")
+            orig_len = tf.cast(tf.strings.length(strings), tf.int64)
+            valid_len = tf.cast(tf.strings.length(valid), tf.int64)
+            # Character boundaries including the end: [N, (C + 1)].
+            orig_bounds = tf.concat([orig_starts, orig_len[:, None]], axis=1)
+            valid_bounds = tf.concat([valid_starts, valid_len[:, None]], axis=1)
+            # Global (row-shifted) positions keep searchsorted one-dimensional.
+            valid_shift = tf.cumsum(valid_len + 1, exclusive=True)
+            bounds_g = (valid_bounds + valid_shift[:, None]).flat_values
 
-        return convert(starts), convert(ends)
+            def one(offsets):
+                shifted = offsets.values + tf.gather(
+                    valid_shift, offsets.value_rowids()
+                )
+                index = tf.searchsorted(bounds_g, shifted)
+                return tf.gather(orig_bounds.flat_values, index)
+
+            return one(starts), one(ends)
+
+        starts_values, ends_values = tf.cond(
+            tf.reduce_all(tf.equal(strings, valid)), identity, convert
+        )
+        return starts.with_values(starts_values), ends.with_values(ends_values)
 
     def tokenize(self, inputs):
         """Tokenizes strings into WordPiece ids, without special tokens.
@@ -736,6 +877,16 @@ _escape(t) for t in self._specials)
             }
         )
         return config
+
+
+def _utf8_length(code_points):
+    """UTF-8 byte length (int64) of each valid code point."""
+    return (
+        1
+        + tf.cast(code_points >= 0x80, tf.int64)
+        + tf.cast(code_points >= 0x800, tf.int64)
+        + tf.cast(code_points >= 0x10000, tf.int64)
+    )
 
 
 def _escape(token):
