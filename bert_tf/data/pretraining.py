@@ -44,22 +44,33 @@ def _file_lines(path):
     return tf.data.TextLineDataset(path).concatenate(tf.data.Dataset.from_tensors(tf.constant("")))
 
 
-def _documents(lines, corpus_format):
-    """tf.string `[S]` sentence vectors, one per document."""
+def _document_groups(lines, corpus_format, group_size):
+    """Groups of documents: tf.string ragged `[D, (S)]` sentences, up to `group_size` documents each."""
     if corpus_format == "paragraphs":
-        paragraphs = lines.filter(lambda line: tf.logical_not(tf.strings.regex_full_match(line, r"\s*")))
-        return paragraphs.map(lambda line: tf.strings.split(
-            tf.strings.regex_replace(tf.strings.strip(line), _SENTENCE_END, "\\1\n"), "\n"))
+        def split(batch):  # vectorized over a batch of lines
+            paragraphs = tf.boolean_mask(batch, tf.logical_not(tf.strings.regex_full_match(batch, r"\s*")))
+            return tf.strings.split(tf.strings.regex_replace(tf.strings.strip(paragraphs), _SENTENCE_END, "\\1\n"),
+                                    "\n")
+        groups = lines.batch(group_size).map(split, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        return groups.filter(lambda docs: docs.nrows() > 0)
 
-    def step(sentences, line):
-        blank = tf.strings.regex_full_match(line, r"\s*")
-        finished = tf.logical_and(blank, tf.size(sentences) > 0)
-        kept = tf.cond(blank, lambda: sentences, lambda: tf.concat([sentences, [line]], 0))
-        new_state = tf.cond(finished, lambda: tf.zeros([0], tf.string), lambda: kept)
-        return new_state, (finished, sentences)
+    def step(leftover, batch):
+        """Complete documents of `leftover + batch` lines, and the lines of the unfinished one."""
+        lines = tf.concat([leftover, batch], 0)
+        blank = tf.strings.regex_full_match(lines, r"\s*")
+        positions = tf.range(tf.size(lines))
+        last_blank = tf.reduce_max(tf.concat([[-1], tf.boolean_mask(positions, blank)], 0))
+        keep = tf.logical_and(positions < last_blank, tf.logical_not(blank))
+        document = tf.cumsum(tf.cast(blank, tf.int64), exclusive=True)  # a blank line ends a document
+        documents = tf.RaggedTensor.from_value_rowids(
+            tf.boolean_mask(lines, keep), tf.boolean_mask(document, keep),
+            nrows=tf.reduce_sum(tf.cast(blank, tf.int64)))
+        documents = tf.ragged.boolean_mask(documents, documents.row_lengths() > 0)  # runs of blank lines
+        return lines[last_blank + 1:], documents
 
-    grouped = lines.scan(tf.zeros([0], tf.string), step)
-    return grouped.filter(lambda finished, _: finished).map(lambda _, sentences: sentences)
+    # Lines in batches: one scan step per 1024 lines, not per line.
+    documents = lines.batch(1024).scan(tf.zeros([0], tf.string), step).unbatch()
+    return documents.ragged_batch(group_size)
 
 
 class PairBuilder:
@@ -251,7 +262,7 @@ def document_pairs(file_names, tokenizer, builder, corpus_format, group_size, ep
     if split not in SPLITS:
         raise ValueError(f"`split` must be one of {SPLITS}. Received: split={split!r}")
     lines = file_names.flat_map(_file_lines)
-    groups = _documents(lines, corpus_format).ragged_batch(group_size).enumerate()
+    groups = _document_groups(lines, corpus_format, group_size).enumerate()
     if split != "all":
         held_out = split == "eval"
         groups = groups.filter(lambda index, _: tf.equal(index % HOLDOUT_EVERY == HOLDOUT_EVERY - 1, held_out))
