@@ -813,22 +813,31 @@ class BertTokenizer(keras.layers.Layer):
         """
         return self._tokenize(inputs, with_offsets=False)
 
-    def tokenize_with_offsets(self, inputs):
+    def tokenize_with_offsets(self, inputs, unit="byte"):
         """Tokenizes strings and locates every piece in its input.
 
-        Offsets are UTF-8 byte offsets into each original input string (as
-        tensorflow-text gives): `inputs[i][starts[i, j]:ends[i, j]]` is the
-        text piece j came from (for a `##` continuation, the part of the word
-        it covers; for a word too long for WordPiece, the whole word).
+        `inputs[i][starts[i, j]:ends[i, j]]` is the text piece j came from
+        (for a `##` continuation, the part of the word it covers; for a word
+        too long for WordPiece, the whole word).
 
         Args:
             inputs: tf.string `[N]` (or a scalar).
+            unit: "byte" for UTF-8 byte offsets into each input (as
+                tensorflow-text gives), or "char" for character (code point)
+                offsets, i.e. indices into the Python `str` the bytes decode
+                to (invalid bytes count one character each, as
+                `bytes.decode("utf-8", errors="replace")` does for isolated ones).
 
         Returns:
             `(ids, starts, ends)`: ragged int32 `[N, (P)]` and two ragged
             int64 `[N, (P)]`.
         """
-        return self._tokenize(inputs, with_offsets=True)
+        if unit not in ("byte", "char"):
+            raise ValueError(f"`unit` must be 'byte' or 'char'. Received: unit={unit!r}")
+        ids, starts, ends = self._tokenize(inputs, with_offsets=True)
+        if unit == "char":
+            starts, ends = _bytes_to_chars(inputs, starts), _bytes_to_chars(inputs, ends)
+        return ids, starts, ends
 
     def call(self, inputs):
         return self.tokenize(inputs)
@@ -892,3 +901,22 @@ def _utf8_length(code_points):
 def _escape(token):
     """RE2 pattern matching `token` literally."""
     return "".join("\\" + c if not c.isalnum() else c for c in token)
+
+
+def _bytes_to_chars(strings, offsets):
+    """Byte offsets ragged `[N, (P)]` (or `[P]` for a scalar string) into character offsets.
+
+    A character offset is the number of characters that start before the byte offset.
+    """
+    strings = tf.convert_to_tensor(strings, tf.string)
+    scalar = strings.shape.rank == 0
+    if scalar:
+        strings, offsets = strings[None], tf.RaggedTensor.from_tensor(offsets[None])
+    _, char_starts = tf.strings.unicode_decode_with_offsets(
+        strings, "UTF-8", errors="replace", replacement_char=0xFFFD)  # [N, (C)] byte start of each character
+    big = tf.int64.max
+    dense_starts = char_starts.to_tensor(default_value=big)  # [N, C]
+    dense_offsets = offsets.to_tensor(default_value=0)  # [N, P]
+    chars = tf.searchsorted(dense_starts, dense_offsets, side="left")
+    result = tf.RaggedTensor.from_tensor(tf.cast(chars, tf.int64), lengths=offsets.row_lengths())
+    return result[0] if scalar else result

@@ -216,3 +216,20 @@ def test_vocab_without_unk_rejected(tmp_path):
 def test_rank_two_input_rejected(vocab_file):
     with pytest.raises(ValueError, match="Received: inputs.shape="):
         BertTokenizer(vocab_file).tokenize(tf.constant([["a"]]))
+
+
+def test_character_offsets_index_the_decoded_string(minilm_vocab):
+    tokenizer = BertTokenizer(minilm_vocab)
+    raw = ["Zürich 東京 café, naïve São Paulo 😀!".encode(), b"ascii only", b"", b"bad \xff bytes \xc3\xa9 ok"]
+    ids, starts, ends = tokenizer.tokenize_with_offsets(tf.constant(raw), unit="char")
+    assert ids.to_list() == tokenizer.tokenize(tf.constant(raw)).to_list()
+    pieces = [[text.decode("utf-8", errors="replace")[a:b] for a, b in zip(s, e)]
+              for text, s, e in zip(raw, starts.to_list(), ends.to_list())]
+    assert pieces[0] == ["Zürich", "東", "京", "café", ",", "naïve", "São", "Paulo", "😀", "!"]
+    assert pieces[1] == ["as", "ci", "i", "only"]  # "ascii" is as ##ci ##i
+    assert pieces[2] == []
+    assert pieces[3] == ["bad", "bytes", "é", "ok"]
+    scalar = tokenizer.tokenize_with_offsets(tf.constant(raw[0]), unit="char")[1]
+    assert scalar.numpy().tolist() == starts[0].numpy().tolist()
+    with pytest.raises(ValueError, match="unit='word'"):
+        tokenizer.tokenize_with_offsets(tf.constant(raw), unit="word")
