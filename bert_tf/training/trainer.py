@@ -115,6 +115,8 @@ class PretrainingLoop:
                        for generator in getattr(layer, "_seed_generators", [])]
         self.checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, dropout_seeds=seed_states)
         self.data_checkpoint = tf.train.Checkpoint(iterator=self.train_iterator)
+        self._compiled_micro_step = (tf.function(self._micro_step, jit_compile=True) if config.jit_compile
+                                     else self._micro_step)
         self._train_loop = tf.function(self._loop, reduce_retracing=True)
         self._eval_batch = tf.function(self._evaluate_batch)
 
@@ -150,6 +152,15 @@ class PretrainingLoop:
         nsp = context.all_reduce("sum", tf.reduce_sum(weights["nsp"])) if "nsp" in weights else tf.constant(1.0)
         return tf.maximum(mlm, 1.0), tf.maximum(nsp, 1.0)
 
+    def _micro_step(self, part, mlm_total, nsp_total):
+        """Gradients and statistics of one micro-batch (XLA-compiled with `jit_compile`)."""
+        variables = self.model.trainable_variables
+        with tf.GradientTape() as tape:
+            outputs = self.model(part[0], training=True)
+            loss, stats = self._losses(outputs, part[1], part[2], mlm_total, nsp_total)
+            scaled = self.optimizer.scale_loss(loss) if hasattr(self.optimizer, "scale_loss") else loss
+        return tape.gradient(scaled, variables), {k: tf.cast(stats[k], tf.float32) for k in _STATS}
+
     def _replica_step(self, batch):
         features, labels, weights = batch
         mlm_total, nsp_total = self._global_totals(weights)
@@ -160,12 +171,9 @@ class PretrainingLoop:
         totals = {k: tf.constant(0.0) for k in _STATS}
         for i in range(micro):
             part = tf.nest.map_structure(lambda t: t[i * size:(i + 1) * size], (features, labels, weights))
-            with tf.GradientTape() as tape:
-                outputs = self.model(part[0], training=True)
-                loss, stats = self._losses(outputs, part[1], part[2], mlm_total, nsp_total)
-                scaled = self.optimizer.scale_loss(loss) if hasattr(self.optimizer, "scale_loss") else loss
-            grads = [g + d for g, d in zip(grads, tape.gradient(scaled, variables))]
-            totals = {k: totals[k] + tf.cast(stats[k], tf.float32) for k in _STATS}
+            micro_grads, stats = self._compiled_micro_step(part, mlm_total, nsp_total)
+            grads = [g + d for g, d in zip(grads, micro_grads)]
+            totals = {k: totals[k] + stats[k] for k in _STATS}
         self.optimizer.apply_gradients(zip(self._clip(grads), variables))
         return totals
 

@@ -120,3 +120,18 @@ def test_multi_worker_mirrored_two_processes_equals_one_device(one_device, tmp_p
         saved = np.load(tmp_path / f"worker{index}.npz")
         weights = [saved[f"arr_{i}"] for i in range(len(one_device[1]))]
         _assert_same_run((float(saved["loss"]), weights), one_device)
+
+
+def test_jit_compiled_steps_match(one_device, tmp_path):
+    keras.utils.set_random_seed(1)
+    strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
+    with strategy.scope():
+        model = BertPretrainer(BertEncoder(vocabulary_size=30, num_layers=2, num_heads=2, hidden_dim=16,
+                                           intermediate_dim=32, dropout=0.0, attention_dropout=0.0))
+        optimizer = create_optimizer(learning_rate=1e-2, total_steps=STEPS, clip_norm=0)
+    loop = PretrainingLoop(strategy, model, optimizer, dataset_fn, GLOBAL_BATCH, str(tmp_path),
+                           LoopConfig(train_steps=STEPS, steps_per_loop=5, checkpoint_steps=5, jit_compile=True),
+                           settings={"model": "tiny-test"})
+    loss = loop.train(log=lambda message: None)["loss"]
+    assert loss == pytest.approx(one_device[0], rel=1e-4)
+    assert max(float(np.max(np.abs(a - b))) for a, b in zip(model.get_weights(), one_device[1])) < 1e-4
