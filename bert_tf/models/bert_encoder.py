@@ -150,25 +150,12 @@ class BertEncoder(keras.Model):
         return self.embeddings.token_embedding
 
     def get_config(self):
-        config = {
+        return {
             "name": self.name,
             "trainable": self.trainable,
             "dtype": keras.dtype_policies.serialize(self.dtype_policy),
-            "vocabulary_size": self.vocabulary_size,
-            "num_layers": self.num_layers,
-            "num_heads": self.num_heads,
-            "hidden_dim": self.hidden_dim,
-            "intermediate_dim": self.intermediate_dim,
-            "hidden_act": self.hidden_act,
-            "dropout": self.dropout,
-            "attention_dropout": self.attention_dropout,
-            "max_sequence_length": self.max_sequence_length,
-            "type_vocab_size": self.type_vocab_size,
-            "initializer_range": self.initializer_range,
-            "layer_norm_epsilon": self.layer_norm_epsilon,
-            "pre_layer_norm": self.pre_layer_norm,
+            **{ours: getattr(self, ours) for ours, _ in _CONFIG_FIELDS},
         }
-        return config
 
     @classmethod
     def from_config(cls, config):
@@ -182,37 +169,26 @@ class BertEncoder(keras.Model):
     @classmethod
     def from_bert_config(cls, bert_config, **kwargs):
         """Builds an encoder from a `BertConfig`; kwargs (e.g. dtype, name) pass through."""
-        return cls(
-            vocabulary_size=bert_config.vocab_size,
-            num_layers=bert_config.num_hidden_layers,
-            num_heads=bert_config.num_attention_heads,
-            hidden_dim=bert_config.hidden_size,
-            intermediate_dim=bert_config.intermediate_size,
-            hidden_act=bert_config.hidden_act,
-            dropout=bert_config.hidden_dropout_prob,
-            attention_dropout=bert_config.attention_probs_dropout_prob,
-            max_sequence_length=bert_config.max_position_embeddings,
-            type_vocab_size=bert_config.type_vocab_size,
-            initializer_range=bert_config.initializer_range,
-            layer_norm_epsilon=bert_config.layer_norm_eps,
-            pre_layer_norm=bert_config.pre_layer_norm,
-            **kwargs,
-        )
+        return cls(**{ours: getattr(bert_config, theirs) for ours, theirs in _CONFIG_FIELDS}, **kwargs)
 
     def bert_config(self):
         """The `BertConfig` of this encoder's architecture."""
-        return BertConfig(
-            vocab_size=self.vocabulary_size,
-            hidden_size=self.hidden_dim,
-            num_hidden_layers=self.num_layers,
-            num_attention_heads=self.num_heads,
-            intermediate_size=self.intermediate_dim,
-            hidden_act=self.hidden_act,
-            hidden_dropout_prob=self.dropout,
-            attention_probs_dropout_prob=self.attention_dropout,
-            max_position_embeddings=self.max_sequence_length,
-            type_vocab_size=self.type_vocab_size,
-            initializer_range=self.initializer_range,
-            layer_norm_eps=self.layer_norm_epsilon,
-            pre_layer_norm=self.pre_layer_norm,
-        )
+        return BertConfig(**{theirs: getattr(self, ours) for ours, theirs in _CONFIG_FIELDS})
+
+
+# Constructor argument <-> BertConfig field (original bert_config.json names).
+_CONFIG_FIELDS = (
+    ("vocabulary_size", "vocab_size"),
+    ("num_layers", "num_hidden_layers"),
+    ("num_heads", "num_attention_heads"),
+    ("hidden_dim", "hidden_size"),
+    ("intermediate_dim", "intermediate_size"),
+    ("hidden_act", "hidden_act"),
+    ("dropout", "hidden_dropout_prob"),
+    ("attention_dropout", "attention_probs_dropout_prob"),
+    ("max_sequence_length", "max_position_embeddings"),
+    ("type_vocab_size", "type_vocab_size"),
+    ("initializer_range", "initializer_range"),
+    ("layer_norm_epsilon", "layer_norm_eps"),
+    ("pre_layer_norm", "pre_layer_norm"),
+)
