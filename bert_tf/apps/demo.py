@@ -66,56 +66,6 @@ By seven there is a queue of people waiting for fresh bread.
 """
 
 
-def _documents():
-    return [[line for line in block.splitlines() if line.strip()] for block in CORPUS.strip().split("\n\n")]
-
-
-def _sentence_pairs(documents, seed):
-    """(first, second, is_random_next) triples: half true next sentences, half from another document."""
-    import random
-
-    rng = random.Random(seed)
-    pairs = []
-    for d, document in enumerate(documents):
-        for i in range(len(document) - 1):
-            if rng.random() < 0.5:
-                pairs.append((document[i], document[i + 1], 0))
-            else:
-                other = rng.choice([o for o in range(len(documents)) if o != d])
-                pairs.append((document[i], rng.choice(documents[other]), 1))
-    return pairs
-
-
-def pretraining_dataset(tokenizer, pairs, batch_size, max_seq_length, max_predictions, seed):
-    """Endless `(features, labels, sample_weights)` batches, masked anew each epoch."""
-    import tensorflow as tf
-
-    from bert_tf.text.masking import MaskedLMMasker
-    from bert_tf.text.packing import BertPacker
-
-    packer = BertPacker(max_seq_length, tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
-    masker = MaskedLMMasker(tokenizer.vocab_size, tokenizer.mask_id,
-                            [tokenizer.pad_id, tokenizer.unk_id, tokenizer.cls_id, tokenizer.sep_id,
-                             tokenizer.mask_id], max_predictions_per_seq=max_predictions, seed=seed)
-    first, second, labels = (list(column) for column in zip(*pairs))
-
-    def to_batch(epoch, index, batch):
-        inputs = packer(tokenizer.tokenize(batch["first"]), tokenizer.tokenize(batch["second"]))
-        masked = masker(inputs["token_ids"], inputs["padding_mask"], index, epoch)
-        features = dict(inputs, token_ids=masked["token_ids"], mask_positions=masked["mask_positions"])
-        nsp = batch["label"]
-        return (features, {"mlm": masked["mask_ids"], "nsp": nsp},
-                {"mlm": masked["mask_weights"], "nsp": tf.ones_like(nsp, tf.float32)})
-
-    one_epoch = tf.data.Dataset.from_tensor_slices({"first": first, "second": second, "label": labels})
-    epochs = tf.data.Dataset.range(1 << 30).flat_map(
-        lambda epoch: one_epoch.enumerate().shuffle(len(pairs), seed=seed).map(
-            lambda index, example: (epoch, index, example)))
-    return (epochs.batch(batch_size, drop_remainder=True)
-            .map(lambda e, i, b: to_batch(e[0], i, b), num_parallel_calls=tf.data.AUTOTUNE)
-            .prefetch(tf.data.AUTOTUNE))
-
-
 def _max_diff(a, b):
     import numpy as np
 
@@ -157,6 +107,7 @@ def main(argv):
 
     from bert_tf import BertConfig
     from bert_tf.checkpoints import load_encoder, save_hf, save_model_dir
+    from bert_tf.data.pretraining import pretraining_dataset
     from bert_tf.models import BertEncoder, BertPretrainer
     from bert_tf.text import BertTokenizer
     from bert_tf.text.packing import BertPacker
@@ -173,8 +124,10 @@ def main(argv):
 
     keras.utils.set_random_seed(FLAGS.seed)
     tokenizer = BertTokenizer(vocab_file)
-    pairs = _sentence_pairs(_documents(), FLAGS.seed)
-    dataset = pretraining_dataset(tokenizer, pairs, FLAGS.batch_size, FLAGS.max_seq_length, 8, FLAGS.seed)
+    # The corpus file is in the "lines" format: a sentence a line, a blank line between documents.
+    dataset = pretraining_dataset(corpus_file, tokenizer, seq_length=FLAGS.max_seq_length,
+                                  max_predictions_per_seq=8, batch_size=FLAGS.batch_size, seed=FLAGS.seed,
+                                  group_size=8, shuffle_buffer=64)
     config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=64, num_hidden_layers=2,
                         num_attention_heads=2, intermediate_size=256, max_position_embeddings=64,
                         hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
@@ -182,8 +135,8 @@ def main(argv):
     loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     pretrainer.compile(optimizer=keras.optimizers.AdamW(2e-3, weight_decay=0.01), loss={"mlm": loss, "nsp": loss},
                        weighted_metrics={"mlm": ["accuracy"], "nsp": ["accuracy"]})
-    print(f"2-3. pretraining {pretrainer.count_params():,} parameters on {len(pairs)} sentence pairs "
-          f"for {FLAGS.steps} steps (in-graph tokenize, pack, mask):")
+    print(f"2-3. pretraining {pretrainer.count_params():,} parameters for {FLAGS.steps} steps on pairs built, "
+          "packed and masked in tf.data (re-paired and re-masked every pass):")
     history = pretrainer.fit(dataset, steps_per_epoch=max(FLAGS.steps // 4, 1), epochs=4, verbose=2,
                              shuffle=False)
     losses = history.history["mlm_loss"]
