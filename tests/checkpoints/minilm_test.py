@@ -73,8 +73,8 @@ def test_matches_transformers_one_by_one(encoder, reference, kind):
         assert errors.max() <= TOLERANCE, (example.get("text") or example["text_a"], errors)
 
 
-def test_matches_transformers_padded_batch(encoder, reference):
-    examples = reference["single"]
+def _padded_batch(examples):
+    """Reference token and segment ids right-padded into int32 `[B, T]` arrays, with the padding mask."""
     length = max(len(example["token_ids"]) for example in examples)
     token_ids = np.zeros((len(examples), length), "int32")
     segment_ids = np.zeros_like(token_ids)
@@ -83,6 +83,12 @@ def test_matches_transformers_padded_batch(encoder, reference):
         n = len(example["token_ids"])
         token_ids[row, :n], segment_ids[row, :n], padding_mask[row, :n] = (
             example["token_ids"], example["segment_ids"], 1)
+    return token_ids, segment_ids, padding_mask
+
+
+def test_matches_transformers_padded_batch(encoder, reference):
+    examples = reference["single"]
+    token_ids, segment_ids, padding_mask = _padded_batch(examples)
     assert padding_mask.min() == 0  # The batch really is padded.
     errors = _max_errors(encoder(_inputs(token_ids, segment_ids, padding_mask)), examples, padding_mask)
     assert errors.max() <= TOLERANCE, errors
@@ -90,14 +96,7 @@ def test_matches_transformers_padded_batch(encoder, reference):
 
 def test_tf1_and_hf_round_trips_are_exact(encoder, reference, minilm_dir, minilm_vocab, tmp_path):
     examples = reference["single"][:3] + reference["pairs"]
-    length = max(len(example["token_ids"]) for example in examples)
-    token_ids = np.zeros((len(examples), length), "int32")
-    segment_ids = np.zeros_like(token_ids)
-    padding_mask = np.zeros_like(token_ids)
-    for row, example in enumerate(examples):
-        n = len(example["token_ids"])
-        token_ids[row, :n], segment_ids[row, :n], padding_mask[row, :n] = (
-            example["token_ids"], example["segment_ids"], 1)
+    token_ids, segment_ids, padding_mask = _padded_batch(examples)
     inputs = _inputs(token_ids, segment_ids, padding_mask)
     expected = encoder(inputs)
 
