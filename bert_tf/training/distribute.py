@@ -24,7 +24,7 @@ def create_strategy(name="one_device", tpu=None, devices=None):
     if name == "one_device":
         return tf.distribute.OneDeviceStrategy(devices[0] if devices else ("/gpu:0" if gpus else "/cpu:0"))
     if name == "mirrored":
-        return tf.distribute.MirroredStrategy(devices)
+        return mirrored_strategy(devices)
     if name == "multi_worker_mirrored":
         if "TF_CONFIG" in os.environ:
             try:
@@ -37,6 +37,22 @@ def create_strategy(name="one_device", tpu=None, devices=None):
     tf.config.experimental_connect_to_cluster(resolver)
     tf.tpu.experimental.initialize_tpu_system(resolver)
     return tf.distribute.TPUStrategy(resolver)
+
+
+_KEY_RANGE = 100_000
+
+
+def mirrored_strategy(devices=None):
+    """A `tf.distribute.MirroredStrategy` whose collectives cannot collide with an earlier one's.
+
+    Every MirroredStrategy in a process numbers its collective ops from the same
+    group and instance keys, and the runtime caches each key's shape: a second
+    strategy in the same process (a notebook, a test session, fine-tuning after
+    pretraining) then fails with "Shape mismatch in the collective instance".
+    Each strategy made here gets its own key range.
+    """
+    tf.distribute.MirroredStrategy._collective_key_base += _KEY_RANGE
+    return tf.distribute.MirroredStrategy(devices)
 
 
 def is_chief(strategy):

@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from bert_tf import BertConfig
 from bert_tf.models import BertEncoder
+from bert_tf.training.distribute import mirrored_strategy
 from tests.helpers import TINY, random_inputs, tiny_encoder
 
 
@@ -114,7 +115,7 @@ def test_mixed_bfloat16_keeps_layer_norm_and_softmax_in_float32():
 
 
 def test_built_and_run_inside_mirrored_strategy():
-    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    strategy = mirrored_strategy(["/cpu:0", "/cpu:1"])
     with strategy.scope():
         encoder = tiny_encoder()
     assert all(isinstance(w.value, tf.distribute.DistributedValues) for w in encoder.weights)

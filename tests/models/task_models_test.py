@@ -6,6 +6,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.models import BertClassifier, BertPretrainer, BertSpanLabeler, BertTokenClassifier
+from bert_tf.training.distribute import mirrored_strategy
 from tests.helpers import pretraining_batch, random_inputs, tiny_encoder
 
 SPARSE_CE = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
@@ -67,7 +68,7 @@ def test_pretrainer_without_nsp():
 
 
 def test_pretrainer_one_step_fit_under_mirrored_strategy():
-    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    strategy = mirrored_strategy(["/cpu:0", "/cpu:1"])
     with strategy.scope():
         model = _pretrainer_compiled(tiny_encoder())
     assert strategy.num_replicas_in_sync == 2

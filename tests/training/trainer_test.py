@@ -15,6 +15,7 @@ import tensorflow as tf
 from bert_tf.models import BertEncoder, BertPretrainer
 from bert_tf.training.optimization import create_optimizer
 from bert_tf.training.trainer import LoopConfig, PretrainingLoop, ResumeError
+from bert_tf.training.distribute import mirrored_strategy
 from tests.helpers import pretraining_batch
 
 GLOBAL_BATCH, STEPS = 8, 10
@@ -56,7 +57,7 @@ def _assert_same_run(result, reference):
 
 
 def test_mirrored_two_replicas_equals_one_device(one_device, tmp_path):
-    _assert_same_run(train(tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]), tmp_path), one_device)
+    _assert_same_run(train(mirrored_strategy(["/cpu:0", "/cpu:1"]), tmp_path), one_device)
 
 
 def test_gradient_accumulation_equals_one_device(one_device, tmp_path):
@@ -64,14 +65,14 @@ def test_gradient_accumulation_equals_one_device(one_device, tmp_path):
 
 
 def test_clipping_is_applied_to_the_global_gradient(tmp_path):
-    clipped = train(tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]), tmp_path / "m", clip_norm=1e-3)
+    clipped = train(mirrored_strategy(["/cpu:0", "/cpu:1"]), tmp_path / "m", clip_norm=1e-3)
     reference = train(tf.distribute.OneDeviceStrategy("/cpu:0"), tmp_path / "o", clip_norm=1e-3)
     _assert_same_run(clipped, reference)
 
 
 def test_batch_not_divisible_by_replicas_and_accumulation_is_refused(tmp_path):
     with pytest.raises(ValueError, match="global_batch_size"):
-        train(tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]), tmp_path, grad_accum_steps=3)
+        train(mirrored_strategy(["/cpu:0", "/cpu:1"]), tmp_path, grad_accum_steps=3)
 
 
 def test_changed_settings_are_refused(one_device, tmp_path):
