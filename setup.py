@@ -33,6 +33,7 @@ setuptools.setup(
             "bert-tf-convert=bert_tf.apps.convert:run",
             "bert-tf-vocab=bert_tf.apps.vocab:run",
             "bert-tf-pretrain=bert_tf.apps.pretrain:run",
+            "bert-tf-finetune=bert_tf.apps.finetune:run",
         ],
     },
 )

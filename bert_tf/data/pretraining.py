@@ -23,6 +23,8 @@ Pairs longer than the sequence are trimmed longest-first before packing.
 Shapes: B batch, T seq_length, P max_predictions_per_seq.
 """
 
+import os
+
 import tensorflow as tf
 
 from bert_tf.text.masking import MaskedLMMasker, example_keys, uniform
@@ -222,7 +224,9 @@ def pretraining_dataset(corpus, tokenizer, seq_length=128, max_predictions_per_s
         NSP the `nsp` entries are absent.
     """
     _check_documents(corpus_format, group_size)
-    files, input_context = shard_files(expand_files(corpus), input_context)
+    # Absolute paths: the saved iterator position names the files, and a resumed run may start elsewhere.
+    files = [f if "://" in f else os.path.abspath(f) for f in expand_files(corpus)]
+    files, input_context = shard_files(files, input_context)
     builder = PairBuilder(seq_length, short_seq_prob=short_seq_prob, nsp=nsp, seed=seed)
 
     def one_epoch(epoch):

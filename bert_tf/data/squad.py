@@ -24,12 +24,14 @@ Shapes: N windows, B batch, T seq_length.
 import collections
 import dataclasses
 import json
-import re
-import string
 
 import numpy as np
 import tensorflow as tf
 from absl import logging
+
+# Evaluation lives in bert_tf.metrics; these names stay importable from here.
+from bert_tf.metrics import normalize_answer  # noqa: F401
+from bert_tf.metrics import squad_metrics as evaluate  # noqa: F401
 
 
 @dataclasses.dataclass
@@ -425,41 +427,3 @@ def extract_answers(windows, start_logits, end_logits, n_best=20, max_answer_len
         else:
             answers[example.id] = example.context[windows.char_starts[n, first]:windows.char_ends[n, last]]
     return answers
-
-
-# === Evaluation ===
-
-
-def normalize_answer(text):
-    """SQuAD's answer normalization: lowercase, no punctuation, no articles, single spaces."""
-    text = "".join(c for c in text.lower() if c not in set(string.punctuation))
-    text = re.sub(r"\b(a|an|the)\b", " ", text)
-    return " ".join(text.split())
-
-
-def _f1(prediction, gold):
-    predicted, expected = normalize_answer(prediction).split(), normalize_answer(gold).split()
-    if not predicted or not expected:
-        return float(predicted == expected)
-    common = sum((collections.Counter(predicted) & collections.Counter(expected)).values())
-    if common == 0:
-        return 0.0
-    precision, recall = common / len(predicted), common / len(expected)
-    return 2 * precision * recall / (precision + recall)
-
-
-def evaluate(examples, answers):
-    """SQuAD exact match and F1 (percent), best over each example's gold answers.
-
-    Unanswerable examples have the single gold answer "". An example missing
-    from `answers` counts as answered "".
-    """
-    exact = f1 = 0.0
-    for example in examples:
-        golds = [a["text"] for a in example.answers] if not example.is_impossible else [""]
-        golds = golds or [""]
-        prediction = answers.get(example.id, "")
-        exact += max(float(normalize_answer(prediction) == normalize_answer(g)) for g in golds)
-        f1 += max(_f1(prediction, g) for g in golds)
-    count = max(len(examples), 1)
-    return {"exact_match": 100.0 * exact / count, "f1": 100.0 * f1 / count}

@@ -31,9 +31,8 @@ import tensorflow as tf
 from bert_tf.training.distribute import is_chief, worker_index
 
 SETTINGS_FILE = "training_settings.json"
-# Settings whose change makes an existing checkpoint unusable.
+# Pretraining settings whose change makes an existing checkpoint unusable.
 INCOMPATIBLE = ("model", "vocab_sha256", "max_seq_length", "max_predictions_per_seq", "global_batch_size", "nsp")
-_STATS = ("loss", "mlm_loss", "nsp_loss", "mlm_correct", "mlm_count", "nsp_correct", "nsp_count")
 
 
 class ResumeError(RuntimeError):
@@ -58,20 +57,101 @@ class LoopConfig:
     nonfinite_retries: int = 0  # restore the last checkpoint and skip the batch this many times
 
 
-def _weighted_ce(labels, logits, weights):
-    """Sum of weighted cross-entropy and of weighted correct predictions."""
-    ce = keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True)
-    correct = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), tf.cast(labels, tf.int32)), tf.float32)
-    return tf.reduce_sum(ce * weights), tf.reduce_sum(correct * weights)
+@dataclasses.dataclass(frozen=True)
+class Head:
+    """One model output the loss covers.
+
+    Attributes:
+        output: the model's output key; labels and sample weights use the same key.
+        name: prefix of its statistics ("mlm" -> mlm_loss, mlm_acc; "" -> acc).
+        kind: "ce" (sparse softmax cross-entropy on logits) or "mse" (squared
+            error on a single regression output `[B, 1]`).
+        weight: its share of the total loss.
+    """
+
+    output: str
+    name: str = ""
+    kind: str = "ce"
+    weight: float = 1.0
+
+    def key(self, what):
+        return f"{self.name}_{what}" if self.name else what
 
 
-class PretrainingLoop:
-    """Trains a `BertPretrainer` with `strategy`; see the module docstring.
+class Objective:
+    """The loss: a weighted mean over the GLOBAL batch per head, summed over heads.
+
+    Each head's loss is sum(loss * sample_weight) over all replicas divided by
+    sum(sample_weight) over all replicas, so any strategy, replica count or
+    accumulation gives the same update as one device on the whole batch.
+    Batches are `(features, labels, sample_weights)` with labels and weights
+    dicts keyed by `Head.output`.
+    """
+
+    def __init__(self, heads):
+        self.heads = tuple(heads)
+        for head in self.heads:
+            if head.kind not in ("ce", "mse"):
+                raise ValueError(f"Head kind must be 'ce' or 'mse'. Received: kind={head.kind!r}")
+        self.stat_names = ("loss",) + tuple(h.key(s) for h in self.heads for s in ("loss", "correct", "count"))
+
+    @classmethod
+    def pretraining(cls, nsp=True):
+        """Masked LM (+ next-sentence prediction), as `BertPretrainer` outputs them."""
+        return cls([Head("mlm", "mlm")] + ([Head("nsp", "nsp")] if nsp else []))
+
+    def global_totals(self, weights):
+        """Per head: the global sum of its sample weights this step (replica context)."""
+        context = tf.distribute.get_replica_context()
+        return {h.output: tf.maximum(context.all_reduce("sum", tf.reduce_sum(weights[h.output])), 1e-9)
+                for h in self.heads}
+
+    def losses(self, outputs, labels, weights, totals):
+        """(loss, statistics) of one replica's (micro-)batch."""
+        if not isinstance(outputs, dict):  # a one-output Keras model returns the bare tensor
+            outputs = {self.heads[0].output: outputs}
+        stats, loss = {}, 0.0
+        for head in self.heads:
+            logits, target, weight = outputs[head.output], labels[head.output], weights[head.output]
+            if head.kind == "ce":
+                per_example = keras.losses.sparse_categorical_crossentropy(target, logits, from_logits=True)
+                predicted = tf.argmax(logits, -1, output_type=tf.int32)
+                correct = tf.cast(tf.equal(predicted, tf.cast(target, tf.int32)), tf.float32)
+            else:
+                per_example = tf.square(tf.cast(target, tf.float32) - tf.reshape(tf.cast(logits, tf.float32),
+                                                                                 tf.shape(target)))
+                correct = tf.zeros_like(per_example)
+            weight = tf.cast(weight, tf.float32)
+            head_loss = tf.reduce_sum(per_example * weight) / totals[head.output]
+            stats.update({head.key("loss"): head_loss, head.key("correct"): tf.reduce_sum(correct * weight),
+                          head.key("count"): tf.reduce_sum(weight)})
+            loss = loss + head.weight * head_loss
+        stats["loss"] = loss
+        return loss, stats
+
+    def summary(self, totals, steps):
+        """Per-step means of the losses and accuracies from summed statistics."""
+        summary = {"loss": totals["loss"] / steps}
+        for head in self.heads:
+            if not totals[head.key("count")]:
+                continue
+            summary[head.key("loss")] = totals[head.key("loss")] / steps
+            if head.kind == "ce":
+                summary[head.key("acc")] = totals[head.key("correct")] / totals[head.key("count")]
+        return summary
+
+    @property
+    def progress_metrics(self):
+        return ["loss"] + [h.key("acc") for h in self.heads if h.kind == "ce"]
+
+
+class TrainingLoop:
+    """Trains a model on an `Objective` with `strategy`; see the module docstring.
 
     Args:
         strategy: a `tf.distribute.Strategy`; model and optimizer must have been
             created inside `strategy.scope()`.
-        model: a `BertPretrainer`.
+        model: a Keras model with dict outputs (`BertPretrainer` or a task model).
         optimizer: a Keras optimizer (a `LossScaleOptimizer` for float16)
             without clipping of its own: the loop clips (`LoopConfig.clip_norm`).
         train_dataset_fn: function of a `tf.distribute.InputContext` returning
@@ -81,12 +161,20 @@ class PretrainingLoop:
         model_dir: checkpoints (`model_dir/checkpoints`) and TensorBoard logs
             (`model_dir/logs`) go here.
         settings: dict written to `training_settings.json`; a resume with a
-            different value of any INCOMPATIBLE key is refused.
+            different value of any `incompatible` key is refused.
+        objective: the loss (default: masked LM + NSP).
+        incompatible: settings keys that must match to resume.
+        evaluate_fn: optional function of the loop returning a dict of metrics,
+            called every `eval_interval` steps and at the end instead of the
+            held-out loss evaluation (fine-tuning computes its task metrics here).
     """
 
     def __init__(self, strategy, model, optimizer, train_dataset_fn, global_batch_size, model_dir, config,
-                 eval_dataset_fn=None, settings=None):
+                 eval_dataset_fn=None, settings=None, objective=None, incompatible=INCOMPATIBLE, evaluate_fn=None):
         self.strategy = strategy
+        self.objective = objective or Objective.pretraining(nsp="nsp" in model.output)
+        self.incompatible = tuple(incompatible)
+        self.evaluate_fn = evaluate_fn
         self.model = model
         self.optimizer = optimizer
         self.config = config
@@ -130,50 +218,30 @@ class PretrainingLoop:
             return tf.nest.map_structure(lambda t: t[index * size:(index + 1) * size], batch)
         return self.strategy.experimental_distribute_values_from_function(value_fn)
 
-    def _losses(self, outputs, labels, weights, mlm_total, nsp_total):
-        mlm_sum, mlm_correct = _weighted_ce(labels["mlm"], outputs["mlm"], weights["mlm"])
-        stats = {"mlm_loss": mlm_sum / mlm_total, "mlm_correct": mlm_correct,
-                 "mlm_count": tf.reduce_sum(weights["mlm"])}
-        loss = stats["mlm_loss"]
-        if "nsp" in outputs:
-            nsp_sum, nsp_correct = _weighted_ce(labels["nsp"], outputs["nsp"], weights["nsp"])
-            stats.update(nsp_loss=nsp_sum / nsp_total, nsp_correct=nsp_correct,
-                         nsp_count=tf.reduce_sum(weights["nsp"]))
-            loss = loss + stats["nsp_loss"]
-        else:
-            stats.update(nsp_loss=0.0, nsp_correct=0.0, nsp_count=0.0)
-        stats["loss"] = loss
-        return loss, stats
-
-    def _global_totals(self, weights):
-        """Global sums of the MLM and NSP weights of this step (all replicas)."""
-        context = tf.distribute.get_replica_context()
-        mlm = context.all_reduce("sum", tf.reduce_sum(weights["mlm"]))
-        nsp = context.all_reduce("sum", tf.reduce_sum(weights["nsp"])) if "nsp" in weights else tf.constant(1.0)
-        return tf.maximum(mlm, 1.0), tf.maximum(nsp, 1.0)
-
-    def _micro_step(self, part, mlm_total, nsp_total):
+    def _micro_step(self, part, global_totals):
         """Gradients and statistics of one micro-batch (XLA-compiled with `jit_compile`)."""
         variables = self.model.trainable_variables
         with tf.GradientTape() as tape:
             outputs = self.model(part[0], training=True)
-            loss, stats = self._losses(outputs, part[1], part[2], mlm_total, nsp_total)
+            loss, stats = self.objective.losses(outputs, part[1], part[2], global_totals)
             scaled = self.optimizer.scale_loss(loss) if hasattr(self.optimizer, "scale_loss") else loss
-        return tape.gradient(scaled, variables), {k: tf.cast(stats[k], tf.float32) for k in _STATS}
+        grads = tape.gradient(scaled, variables)
+        grads = [tf.zeros_like(v) if g is None else g for g, v in zip(grads, variables)]  # e.g. an unused pooler
+        return grads, {k: tf.cast(stats[k], tf.float32) for k in self.objective.stat_names}
 
     def _replica_step(self, batch):
         features, labels, weights = batch
-        mlm_total, nsp_total = self._global_totals(weights)
+        global_totals = self.objective.global_totals(weights)
         variables = self.model.trainable_variables
         micro = self.config.grad_accum_steps
         size = tf.shape(features["token_ids"])[0] // micro
         grads = [tf.zeros_like(v) for v in variables]
-        totals = {k: tf.constant(0.0) for k in _STATS}
+        totals = {k: tf.constant(0.0) for k in self.objective.stat_names}
         for i in range(micro):
             part = tf.nest.map_structure(lambda t: t[i * size:(i + 1) * size], (features, labels, weights))
-            micro_grads, stats = self._compiled_micro_step(part, mlm_total, nsp_total)
+            micro_grads, stats = self._compiled_micro_step(part, global_totals)
             grads = [g + d for g, d in zip(grads, micro_grads)]
-            totals = {k: totals[k] + stats[k] for k in _STATS}
+            totals = {k: totals[k] + stats[k] for k in self.objective.stat_names}
         self.optimizer.apply_gradients(zip(self._clip(grads), variables))
         return totals
 
@@ -195,19 +263,21 @@ class PretrainingLoop:
         return [g / self.strategy.num_replicas_in_sync for g in grads]
 
     def _loop(self, iterator, steps):
-        totals = {k: tf.constant(0.0) for k in _STATS}
+        names = self.objective.stat_names
+        totals = {k: tf.constant(0.0) for k in names}
         for _ in tf.range(steps):
             stats = self.strategy.run(self._replica_step, args=(self._replica_share(next(iterator)),))
-            totals = {k: totals[k] + self.strategy.reduce("sum", stats[k], axis=None) for k in _STATS}
+            totals = {k: totals[k] + self.strategy.reduce("sum", stats[k], axis=None) for k in names}
         return totals
 
     def _evaluate_batch(self, batch):
         def step(part):
             features, labels, weights = part
-            mlm_total, nsp_total = self._global_totals(weights)
-            return self._losses(self.model(features, training=False), labels, weights, mlm_total, nsp_total)[1]
+            totals = self.objective.global_totals(weights)
+            stats = self.objective.losses(self.model(features, training=False), labels, weights, totals)[1]
+            return {k: tf.cast(stats[k], tf.float32) for k in self.objective.stat_names}
         stats = self.strategy.run(step, args=(self._replica_share(batch),))
-        return {k: self.strategy.reduce("sum", stats[k], axis=None) for k in _STATS}
+        return {k: self.strategy.reduce("sum", stats[k], axis=None) for k in self.objective.stat_names}
 
     # === Checkpoints ===
 
@@ -286,7 +356,7 @@ class PretrainingLoop:
             with open(path, encoding="utf-8") as f:
                 saved = json.load(f)
             differences = [f"  {key}: checkpoint has {saved.get(key)!r}, this run has {self.settings.get(key)!r}"
-                           for key in INCOMPATIBLE if saved.get(key) != self.settings.get(key)]
+                           for key in self.incompatible if saved.get(key) != self.settings.get(key)]
             if differences:
                 raise ResumeError(f"{self.model_dir} holds a run with incompatible settings; use a new --model_dir "
                                   "or the old settings:\n" + "\n".join(differences))
@@ -298,11 +368,18 @@ class PretrainingLoop:
     # === The loop ===
 
     def evaluate(self):
-        totals = {k: 0.0 for k in _STATS}
+        """`evaluate_fn`'s metrics, else the objective's on `eval_steps` held-out batches."""
+        if self.evaluate_fn is not None:
+            return self.evaluate_fn(self)
+        totals = {k: 0.0 for k in self.objective.stat_names}
         for batch in self.eval_dataset.take(self.config.eval_steps):
             for k, v in self._eval_batch(batch).items():
                 totals[k] += float(v)
-        return _summary(totals, max(self.config.eval_steps, 1))
+        return self.objective.summary(totals, max(self.config.eval_steps, 1))
+
+    @property
+    def _evaluates(self):
+        return self.evaluate_fn is not None or (self.eval_dataset is not None and self.config.eval_steps > 0)
 
     def train(self, log=print):
         """Runs to `config.train_steps`, resuming first; returns the last logged metrics."""
@@ -315,14 +392,14 @@ class PretrainingLoop:
             else tf.summary.create_noop_writer()
         eval_writer = tf.summary.create_file_writer(os.path.join(self.model_dir, "logs", "eval")) if self.chief \
             else tf.summary.create_noop_writer()
-        progress = keras.utils.Progbar(self.config.train_steps, stateful_metrics=[
-            "loss", "mlm_acc", "nsp_acc", "lr", "examples/s"], verbose=1 if self.chief else 0)
+        progress = keras.utils.Progbar(self.config.train_steps, stateful_metrics=self.objective.progress_metrics + [
+            "lr", "examples/s"], verbose=1 if self.chief else 0)
         progress.update(start)
         metrics, retries = {}, 0
         while self.step < self.config.train_steps:
             step = self.step
             boundaries = [self.config.train_steps, (step // self.config.checkpoint_steps + 1) * self.config.checkpoint_steps]
-            if self.eval_dataset is not None and self.config.eval_steps:
+            if self._evaluates:
                 boundaries.append((step // self.config.eval_interval + 1) * self.config.eval_interval)
             steps = min(self.config.steps_per_loop, min(boundaries) - step)
             began = time.time()
@@ -340,7 +417,7 @@ class PretrainingLoop:
                 self.resume()
                 self.data_checkpoint.read(position)
                 continue
-            metrics = _summary(totals, steps)
+            metrics = self.objective.summary(totals, steps)
             metrics["lr"] = float(self.optimizer.learning_rate.numpy()) if hasattr(
                 self.optimizer.learning_rate, "numpy") else float(self.optimizer.learning_rate)
             metrics["examples/s"] = steps * self.global_batch_size / max(elapsed, 1e-9)
@@ -350,7 +427,7 @@ class PretrainingLoop:
             progress.update(self.step, [(k, v) for k, v in metrics.items() if k in progress.stateful_metrics])
             if self.step % self.config.checkpoint_steps == 0 or self.step >= self.config.train_steps:
                 self.save()
-            if self.eval_dataset is not None and self.config.eval_steps and self.step % self.config.eval_interval == 0:
+            if self._evaluates and (self.step % self.config.eval_interval == 0 or self.step >= self.config.train_steps):
                 results = self.evaluate()
                 with eval_writer.as_default(step=self.step):
                     for name, value in results.items():
@@ -361,15 +438,8 @@ class PretrainingLoop:
         return metrics
 
 
-def _summary(totals, steps):
-    summary = {
-        "loss": totals["loss"] / steps,
-        "mlm_loss": totals["mlm_loss"] / steps,
-        "mlm_acc": totals["mlm_correct"] / max(totals["mlm_count"], 1.0),
-    }
-    if totals["nsp_count"]:
-        summary.update(nsp_loss=totals["nsp_loss"] / steps, nsp_acc=totals["nsp_correct"] / totals["nsp_count"])
-    return summary
+# The name the pretraining app and user code know.
+PretrainingLoop = TrainingLoop
 
 
-__all__ = ["LoopConfig", "NonFiniteLossError", "PretrainingLoop", "ResumeError"]
+__all__ = ["Head", "LoopConfig", "NonFiniteLossError", "Objective", "PretrainingLoop", "ResumeError", "TrainingLoop"]

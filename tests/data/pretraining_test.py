@@ -130,13 +130,14 @@ def test_missing_corpus_is_named(corpus):
 
 
 def test_iterator_restored_in_a_new_process_continues_identically(corpus, tmp_path):
+    """The restoring process starts in another directory and names the corpus differently (same files)."""
     root, _ = corpus
     script = textwrap.dedent(f"""
         import sys, numpy as np, tensorflow as tf
         from bert_tf.data.pretraining import pretraining_dataset
         from bert_tf.text import BertTokenizer
         tokenizer = BertTokenizer({str(root / 'vocab' / 'vocab.txt')!r})
-        dataset = pretraining_dataset({str(root / '*.txt')!r}, tokenizer, seq_length=24, max_predictions_per_seq=4,
+        dataset = pretraining_dataset(sys.argv[3], tokenizer, seq_length=24, max_predictions_per_seq=4,
                                       batch_size=8, seed=3, shuffle_buffer=50)
         iterator = iter(dataset)
         checkpoint = tf.train.Checkpoint(iterator=iterator)
@@ -150,8 +151,8 @@ def test_iterator_restored_in_a_new_process_continues_identically(corpus, tmp_pa
         np.save(sys.argv[2], np.stack([b[0]["token_ids"].numpy() for b in batches]))
     """)
     env = dict(os.environ, PYTHONPATH=os.getcwd())
-    for mode in ("save", "restore"):
-        result = subprocess.run([sys.executable, "-c", script, mode, str(tmp_path / f"{mode}.npy")],
-                                capture_output=True, text=True, timeout=300, env=env)
+    for mode, cwd, pattern in (("save", root, "*.txt"), ("restore", tmp_path, str(root / "*.txt"))):
+        result = subprocess.run([sys.executable, "-c", script, mode, str(tmp_path / f"{mode}.npy"), pattern],
+                                capture_output=True, text=True, timeout=300, env=env, cwd=cwd)
         assert result.returncode == 0, result.stderr[-3000:]
     np.testing.assert_array_equal(np.load(tmp_path / "save.npy"), np.load(tmp_path / "restore.npy"))

@@ -111,7 +111,8 @@ def test_v2_impossible_question(tmp_path, tokenizer):
     start[windows.example_index == 1, 0] = end[windows.example_index == 1, 0] = 1.0
     assert extract_answers(windows, start, end, null_threshold=0.0) == {"no": "", "yes": "1066"}
     assert extract_answers(windows, start, end)["no"] != ""  # v1.1 rule: always a span
-    assert evaluate(examples, {"no": "", "yes": "1066"}) == {"exact_match": 100.0, "f1": 100.0}
+    scores = evaluate(examples, {"no": "", "yes": "1066"})
+    assert (scores["exact_match"], scores["f1"], scores["NoAns_total"], scores["HasAns_total"]) == (100.0, 100.0, 1, 1)
 
 
 def test_answer_mismatch_is_reported(tmp_path):

@@ -1,0 +1,184 @@
+"""bert-tf-finetune end to end on tiny models and files: each task trains, scores, keeps its best model."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+from absl import flags
+from absl.testing import flagsaver
+
+from bert_tf.apps import finetune as app
+from bert_tf.checkpoints import load_encoder, save_model_dir
+from bert_tf.checkpoints.settings import read_settings
+from bert_tf.models import BertEncoder
+
+WORDS = ("good great fine bad awful poor movie film plot actor john smith paris london went to the a was is "
+         "who where what did see in it , . ? !").split()
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("tiny_bert")
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS
+    with open(directory / "vocab.txt", "w") as f:
+        f.write("\n".join(vocab) + "\n")
+    encoder = BertEncoder(vocabulary_size=len(vocab), num_layers=1, num_heads=2, hidden_dim=16, intermediate_dim=32,
+                          max_sequence_length=64)
+    save_model_dir(encoder, str(directory), settings={"lowercase": True, "max_seq_length": 64})
+    return str(directory)
+
+
+def _run(**overrides):
+    """Runs the app's main() in this process with the given flags; returns its exit code."""
+    values = dict(max_seq_length=32, global_batch_size=8, learning_rate=1e-2, steps_per_loop=5, warmup_proportion=0.0)
+    values.update(overrides)
+    argv = ["finetune"] + [f"--{k}={v}" for k, v in values.items()]
+    with flagsaver.flagsaver():
+        flags.FLAGS.unparse_flags()
+        flags.FLAGS(argv)
+        return app.main(argv[:1])
+
+
+def _write(path, text):
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    return str(path)
+
+
+def _sentiment_tsv(path, n=48, seed=0):
+    rng = np.random.default_rng(seed)
+    rows = ["sentence\tlabel"]
+    for _ in range(n):
+        label = int(rng.integers(2))
+        word = rng.choice(["good", "great", "fine"] if label else ["bad", "awful", "poor"])
+        rows.append(f"the movie was {word} .\t{label}")
+    return _write(path, "\n".join(rows) + "\n")
+
+
+def test_classification_learns_and_keeps_the_best_model(tiny_dir, tmp_path):
+    train = _sentiment_tsv(tmp_path / "train.tsv", seed=0)
+    dev = _sentiment_tsv(tmp_path / "dev.tsv", n=24, seed=1)
+    out = tmp_path / "run"
+    assert _run(task="classification", init=tiny_dir, train_file=train, eval_file=dev, glue_task="sst2",
+                epochs=12.0, model_dir=str(out)) == 0
+    results = json.loads((out / "eval_results.json").read_text())
+    assert {"accuracy", "f1", "mcc", "precision", "recall", "step"} <= set(results)
+    assert results["accuracy"] == 1.0  # the sentiment word decides the label
+    rows = (out / "predictions.tsv").read_text().splitlines()
+    assert rows[0].split("\t")[:2] == ["index", "prediction"] and len(rows) == 25
+    assert read_settings(str(out))["labels"] == ["0", "1"]
+    assert load_encoder(str(out)).count_params() > 0
+
+
+def test_regression_reports_pearson_and_spearman(tiny_dir, tmp_path):
+    score = {"good": 4.5, "fine": 2.5, "bad": 0.5}  # the first segment's word decides
+    rows = ["a\tb\tscore"] + [f"the {w} film\tit was {v}\t{score[w]}" for w in score for v in score] * 3
+    train = _write(tmp_path / "train.tsv", "\n".join(rows) + "\n")
+    out = tmp_path / "run"
+    assert _run(task="regression", init=tiny_dir, train_file=train, eval_file=train, text_column="a",
+                text_pair_column="b", label_column="score", train_steps=60, model_dir=str(out)) == 0
+    results = json.loads((out / "eval_results.json").read_text())
+    assert {"pearson", "spearman"} <= set(results) and results["pearson"] > 0.5
+
+
+def _conll(path, n=40, seed=0):
+    rng = np.random.default_rng(seed)
+    lines = ["-DOCSTART- -X- -X- O", ""]
+    for _ in range(n):
+        if rng.integers(2):
+            lines += ["john NNP B-NP B-PER", "smith NNP I-NP I-PER", "went VBD B-VP O", "to TO B-PP O",
+                      "paris NNP B-NP B-LOC", ". . O O", ""]
+        else:
+            lines += ["the DT B-NP O", "actor NN I-NP O", "went VBD B-VP O", "to TO B-PP O",
+                      "london NNP B-NP B-LOC", ". . O O", ""]
+    return _write(path, "\n".join(lines) + "\n")
+
+
+def test_ner_scores_entities_and_writes_conlleval_predictions(tiny_dir, tmp_path):
+    train = _conll(tmp_path / "train.txt")
+    dev = _conll(tmp_path / "dev.txt", n=10, seed=1)
+    out = tmp_path / "run"
+    assert _run(task="ner", init=tiny_dir, train_file=train, eval_file=dev, epochs=15.0, model_dir=str(out)) == 0
+    results = json.loads((out / "eval_results.json").read_text())
+    assert {"precision", "recall", "f1", "accuracy"} <= set(results)
+    assert results["f1"] == 1.0
+    lines = (out / "predictions.conll").read_text().splitlines()
+    assert lines[0].split()[0] in ("john", "the") and len(lines[0].split()) == 3
+    assert read_settings(str(out))["labels"][0] == "O"
+
+
+def _squad(path, n=12):
+    paragraphs = []
+    for i in range(n):
+        who = ["john smith", "the actor"][i % 2]
+        where = ["paris", "london"][i // 2 % 2]
+        context = f"{who} went to {where} . it was a good film ."
+        paragraphs.append({"context": context, "qas": [
+            {"id": f"q{i}w", "question": "where did the actor go ?",
+             "answers": [{"text": where, "answer_start": context.index(where)}]},
+            {"id": f"q{i}s", "question": "who went to the film ?",
+             "answers": [{"text": who, "answer_start": 0}]}]})
+    data = {"version": "1.1", "data": [{"title": f"article {i}", "paragraphs": [p]} for i, p in enumerate(paragraphs)]}
+    return _write(path, json.dumps(data))
+
+
+def test_squad_holds_out_articles_and_scores_answers(tiny_dir, tmp_path):
+    train = _squad(tmp_path / "train.json")
+    out = tmp_path / "run"
+    assert _run(task="squad", init=tiny_dir, train_file=train, eval_every_nth_article=4, doc_stride=8,
+                max_query_length=8, epochs=10.0, model_dir=str(out)) == 0
+    results = json.loads((out / "eval_results.json").read_text())
+    assert {"exact_match", "f1"} <= set(results)
+    answers = json.loads((out / "predictions.json").read_text())
+    assert sorted(answers) == sorted(f"q{i}{k}" for i in (3, 7, 11) for k in "ws")  # articles 4, 8, 12 held out
+    contexts = {p["qas"][0]["id"][:-1]: p["context"] for a in json.loads(open(train).read())["data"]
+                for p in a["paragraphs"]}
+    assert all(text in contexts[qid[:-1]] for qid, text in answers.items())
+
+
+def test_unknown_eval_label_names_file_and_line(tiny_dir, tmp_path, capsys):
+    train = _sentiment_tsv(tmp_path / "train.tsv")
+    dev = _write(tmp_path / "dev.tsv", "sentence\tlabel\nthe film was good .\t1\nthe film was bad .\t7\n")
+    assert _run(task="classification", init=tiny_dir, train_file=train, eval_file=dev, glue_task="sst2",
+                train_steps=1, model_dir=str(tmp_path / "run")) == 1
+    assert f"{dev}:3: unknown label '7'" in capsys.readouterr().err
+
+
+def test_malformed_tsv_row_names_file_and_line(tiny_dir, tmp_path, capsys):
+    train = _write(tmp_path / "train.tsv", "sentence\tlabel\ngood film\t1\nbad film\t0\textra\n")
+    assert _run(task="classification", init=tiny_dir, train_file=train, text_column="sentence",
+                label_column="label", train_steps=1, model_dir=str(tmp_path / "run")) == 1
+    assert f"{train}:3" in capsys.readouterr().err
+
+
+def test_conll_line_with_wrong_column_count_names_file_and_line(tiny_dir, tmp_path, capsys):
+    train = _write(tmp_path / "train.txt", "john NNP B-NP B-PER\nsmith NNP I-PER\n\n")
+    assert _run(task="ner", init=tiny_dir, train_file=train, train_steps=1, model_dir=str(tmp_path / "run")) == 1
+    assert f"{train}:2" in capsys.readouterr().err
+
+
+def test_squad_answer_not_at_its_offset_names_the_question(tiny_dir, tmp_path, capsys):
+    data = {"version": "1.1", "data": [{"title": "t", "paragraphs": [{"context": "john went to paris .", "qas": [
+        {"id": "bad1", "question": "where ?", "answers": [{"text": "paris", "answer_start": 2}]}]}]}]}
+    train = _write(tmp_path / "train.json", json.dumps(data))
+    assert _run(task="squad", init=tiny_dir, train_file=train, train_steps=1, max_query_length=8, doc_stride=8,
+                model_dir=str(tmp_path / "run")) == 1
+    assert "bad1" in capsys.readouterr().err
+
+
+def test_missing_required_flag_is_a_usage_error(tmp_path):
+    with pytest.raises(Exception, match="--init is required"):
+        _run(task="ner", train_file=str(tmp_path), model_dir=str(tmp_path / "run"))
+
+
+def test_helpfull_documents_canonical_flags():
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-m", "bert_tf.apps.finetune", "--helpfull"], capture_output=True,
+                         text=True, env=dict(os.environ, CUDA_VISIBLE_DEVICES=""), timeout=120).stdout
+    for name in ("task", "init", "train_file", "eval_file", "text_column", "text_pair_column", "label_column",
+                 "max_seq_length", "doc_stride", "max_query_length", "epochs", "train_steps", "global_batch_size",
+                 "learning_rate", "warmup_proportion", "weight_decay", "dtype", "jit_compile", "strategy", "seed",
+                 "model_dir"):
+        assert f"--{name}" in out or f"--[no]{name}" in out
