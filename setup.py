@@ -23,6 +23,7 @@ setuptools.setup(
         "tokenizers>=0.19",
         "tensorboard>=2.19",
         "numpy>=1.26",
+        "matplotlib>=3.8",  # PNG charts of the report and benchmark tools
     ],
     extras_require={
         # Peers and tools used only by tests and benchmarks.

@@ -67,6 +67,7 @@ flags.DEFINE_enum("strategy", "one_device", ["one_device", "mirrored", "multi_wo
 flags.DEFINE_string("tpu", None, "TPU name or grpc:// address for --strategy=tpu.")
 flags.DEFINE_integer("steps_per_loop", 50, "Steps per compiled loop call (between progress updates).",
                      lower_bound=1)
+flags.DEFINE_integer("evals_per_epoch", 1, "Evaluations (and checkpoints) per epoch.", lower_bound=1)
 flags.DEFINE_integer("eval_batch_size", 64, "Batch size of evaluation.", lower_bound=1)
 flags.DEFINE_string("tfds_data_dir", None, "TensorFlow Datasets data directory for tfds: inputs.")
 flags.DEFINE_integer("seed", 0, "Seed for initialization, shuffling and dropout.")
@@ -81,10 +82,11 @@ def _validate():
         value = FLAGS[name].value
         if value and not value.startswith("tfds:") and not os.path.exists(value):
             raise app.UsageError(f"--{name} does not exist. Received: --{name}={value}")
-    if FLAGS.task in ("classification", "regression") and not (FLAGS.glue_task or FLAGS.text_column):
+    tfds = FLAGS.train_file.startswith("tfds:")  # TFDS GLUE configs know their columns
+    if FLAGS.task in ("classification", "regression") and not (FLAGS.glue_task or FLAGS.text_column or tfds):
         raise app.UsageError(f"--task={FLAGS.task} needs --text_column (and --label_column) or --glue_task.")
     if FLAGS.task in ("classification", "regression") and not FLAGS.glue_task and not FLAGS.label_column \
-            and not FLAGS.train_file.startswith("tfds:"):
+            and not tfds:
         raise app.UsageError("--label_column is required for training (or use --glue_task).")
     if FLAGS.strategy == "tpu" and FLAGS.tpu is None:
         raise app.UsageError("--strategy=tpu needs --tpu (a name, grpc:// address, or 'local').")

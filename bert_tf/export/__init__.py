@@ -1,1 +1,20 @@
-"""bert_tf.export."""
+"""bert_tf.export: SavedModels that take raw strings and return answers.
+
+    from bert_tf.export import export_saved_model
+    export_saved_model("runs/conll", "serving/ner/1")  # kind from the directory's bert_tf.json
+
+The SavedModel loads with `import tensorflow_text` then `tf.saved_model.load`
+(or in TF Serving with the tensorflow-text ops); see `README_SECTION.md`.
+"""
+
+from bert_tf.export.classifier_module import ClassifierModule
+from bert_tf.export.encoder_module import EncoderModule
+from bert_tf.export.saved_model import METADATA_FILE, export_saved_model, load_task_model, save_module, serving_module
+from bert_tf.export.serving_module import ServingModule
+from bert_tf.export.span_module import SpanModule
+from bert_tf.export.tagger_module import TaggerModule
+
+__all__ = [
+    "ClassifierModule", "EncoderModule", "METADATA_FILE", "ServingModule", "SpanModule", "TaggerModule",
+    "export_saved_model", "load_task_model", "save_module", "serving_module",
+]

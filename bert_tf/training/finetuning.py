@@ -78,6 +78,7 @@ class FinetuneConfig:
     jit_compile: bool = False
     seed: int = 0
     steps_per_loop: int = 50
+    evals_per_epoch: int = 1  # evaluations (and checkpoints) per epoch
     eval_batch_size: int = 64
     tfds_data_dir: str = None
 
@@ -183,8 +184,9 @@ class _SentenceTask:
         if tfds_inputs.is_tfds(path):
             name, split = tfds_inputs.parse_spec(path, split)
             return tfds_inputs.load_classification(
-                "tfds:" + name, split, task=self.config.task, label_names=kwargs.get("label_names"),
-                data_dir=self.config.tfds_data_dir)
+                "tfds:" + name, split, task=self.config.task, text_key=self.config.text_column or None,
+                text_pair_key=self.config.text_pair_column or None, label_key=self.config.label_column or "label",
+                label_names=kwargs.get("label_names"), data_dir=self.config.tfds_data_dir)
         return classification.read_examples(path, **kwargs)
 
     @property
@@ -448,8 +450,9 @@ def finetune(config, strategy=None, log=print):
                 json.dump(best["metrics"], f, indent=2, sort_keys=True)
         return results
 
-    loop_config = LoopConfig(train_steps=train_steps, steps_per_loop=min(config.steps_per_loop, steps_per_epoch),
-                             checkpoint_steps=steps_per_epoch, keep_checkpoints=2, eval_interval=steps_per_epoch,
+    interval = max(steps_per_epoch // max(config.evals_per_epoch, 1), 1)
+    loop_config = LoopConfig(train_steps=train_steps, steps_per_loop=min(config.steps_per_loop, interval),
+                             checkpoint_steps=interval, keep_checkpoints=2, eval_interval=interval,
                              clip_norm=config.clip_norm, jit_compile=config.jit_compile)
     settings = {"task": config.task, "init": os.path.abspath(config.init), "labels": task.label_names,
                 "max_seq_length": config.max_seq_length, "global_batch_size": config.global_batch_size,

@@ -182,3 +182,18 @@ def test_helpfull_documents_canonical_flags():
                  "learning_rate", "warmup_proportion", "weight_decay", "dtype", "jit_compile", "strategy", "seed",
                  "model_dir"):
         assert f"--{name}" in out or f"--[no]{name}" in out
+
+
+def test_tfds_inputs_offline_under_mock_data(tiny_dir, tmp_path):
+    from tests.data.tfds_inputs_test import _mock
+
+    rows = [{"idx": i, "sentence": f"the film was {w} .", "label": int(w in ("good", "great"))}
+            for i, w in enumerate(["good", "bad", "great", "awful"] * 4)]
+    calls, mock = _mock({"glue/sst2": {"train": rows, "validation": rows[:8]}})
+    out = tmp_path / "run"
+    with mock:
+        assert _run(task="classification", init=tiny_dir, train_file="tfds:glue/sst2",
+                    eval_file="tfds:glue/sst2", text_column="sentence", train_steps=2, model_dir=str(out)) == 0
+    assert ("glue/sst2", "train") in calls and ("glue/sst2", "validation") in calls
+    assert read_settings(str(out))["labels"] == ["negative", "positive"]  # the dataset's own label names
+    assert len((out / "predictions.tsv").read_text().splitlines()) == 9

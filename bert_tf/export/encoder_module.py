@@ -1,0 +1,129 @@
+"""EncoderModule: embeddings (and fill-mask for a pretrained model) from raw strings.
+
+Shape legend: B inputs, T tokens, H hidden, M `[MASK]`s per input, K top_k, V vocabulary.
+"""
+
+import tensorflow as tf
+
+from bert_tf.export import graph_ops
+from bert_tf.export.serving_module import IDS, TEXT, TEXT_PAIR, ServingModule
+
+
+class EncoderModule(ServingModule):
+    """Serves a `BertEncoder` (and a `BertPretrainer`'s masked-LM head when given).
+
+    Signatures:
+        `serving_default`, `single`: `text` `[B]`; `pair`: `text`, `text_pair`
+            `[B]`; `ids`: `token_ids`, `segment_ids`, `padding_mask` int32
+            `[B, T]`. Each returns `pooled_output` `[B, H]`,
+            `sentence_embedding` `[B, H]` (mean over real tokens, `[CLS]` and
+            `[SEP]` included, L2-normalized), `sequence_output` `[B, T, H]`,
+            `padding_mask` and `token_ids` `[B, T]` (T: the batch's longest
+            row).
+        `fill_mask` (with a pretrainer): `text` `[B]` with literal `[MASK]`
+            tokens -> `mask_positions` int32 `[B, M]` (token index, -1 past
+            `num_masks`), `top_tokens` string `[B, M, K]`, `top_ids` int32
+            `[B, M, K]`, `top_probabilities` float32 `[B, M, K]`,
+            `num_masks` int32 `[B]`, `token_ids` `[B, T]`.
+
+    Args:
+        encoder: the `BertEncoder`.
+        tokenizer: its `BertTokenizer` (`split_special_tokens=True`: literal
+            special tokens are text, as in fine-tuning).
+        seq_length: T.
+        pretrainer: a `BertPretrainer` on `encoder`, for `fill_mask`.
+        mask_tokenizer: the tokenizer `fill_mask` uses; it must keep special
+            tokens (`split_special_tokens=False`) so that "[MASK]" in the text
+            becomes the mask id.
+        top_k: K, candidates per `[MASK]`.
+        max_input_bytes, truncation: see `ServingModule`.
+    """
+
+    def __init__(self, encoder, tokenizer, seq_length, pretrainer=None, mask_tokenizer=None, top_k=5,
+                 max_input_bytes=None, truncation="longest_first", name=None):
+        if pretrainer is not None and pretrainer.encoder is not encoder:
+            raise ValueError("`pretrainer` must be built on `encoder`.")
+        if pretrainer is not None and (mask_tokenizer is None or mask_tokenizer.split_special_tokens):
+            raise ValueError("`fill_mask` needs a `mask_tokenizer` with split_special_tokens=False, so that "
+                             f"'[MASK]' in the text is the mask token. Received: mask_tokenizer={mask_tokenizer!r}")
+        if pretrainer is not None and mask_tokenizer.mask_id is None:
+            raise ValueError("The vocabulary has no '[MASK]' token, so there is no fill_mask signature.")
+        if top_k < 1:
+            raise ValueError(f"`top_k` must be positive. Received: top_k={top_k}")
+        super().__init__(pretrainer if pretrainer is not None else encoder, tokenizer, seq_length,
+                         max_input_bytes=max_input_bytes, truncation=truncation, name=name)
+        self._encoder_only = pretrainer is None
+        if pretrainer is not None:
+            self.mask_tokenizer = mask_tokenizer
+        self.top_k = min(top_k, self.vocab_size)
+
+    @property
+    def encoder(self):
+        return self.model if self._encoder_only else self.model.encoder
+
+    def signatures(self):
+        single = self._function(self.embed_text, TEXT)
+        functions = {
+            "serving_default": single,
+            "single": single,
+            "pair": self._function(self.embed_pair, TEXT, TEXT_PAIR),
+            "ids": self._function(self.embed_ids, *IDS),
+        }
+        if not self._encoder_only:
+            functions["fill_mask"] = self._function(self.fill_mask, TEXT)
+        return functions
+
+    # --- signatures ---
+
+    def embed_text(self, text):
+        (text,) = self._strings(text)
+        return self._outputs(self._pack(self.tokenizer.tokenize(text)))
+
+    def embed_pair(self, text, text_pair):
+        text, text_pair = self._strings(text, text_pair)
+        return self._outputs(self._pack(self.tokenizer.tokenize(text), self.tokenizer.tokenize(text_pair)))
+
+    def embed_ids(self, token_ids, segment_ids, padding_mask):
+        return self._outputs(self._ids(token_ids, segment_ids, padding_mask))
+
+    def fill_mask(self, text):
+        (text,) = self._strings(text)
+        features = self._pack(self.mask_tokenizer.tokenize(text))
+        token_ids = features["token_ids"]  # [B, T]
+        is_mask = tf.equal(token_ids, self.mask_tokenizer.mask_id)
+        positions = tf.ragged.boolean_mask(tf.broadcast_to(tf.range(tf.shape(token_ids)[1]), tf.shape(token_ids)),
+                                           is_mask)  # [B, (M)]
+        num_masks = tf.cast(positions.row_lengths(), tf.int32)  # [B]
+        width = tf.reduce_max(tf.concat([num_masks, [0]], axis=0))  # M
+        # At least one prediction slot: the masked-LM head fails on an empty batch with none.
+        slots = positions.to_tensor(
+            default_value=0, shape=tf.cast(tf.stack([tf.shape(token_ids)[0], tf.maximum(width, 1)]), tf.int64))
+        logits = self.model(dict(features, mask_positions=slots), training=False)["mlm"][:, :width]  # [B, M, V]
+        mask_positions = slots[:, :width]  # [B, M]
+        top = tf.math.top_k(tf.nn.softmax(logits, axis=-1), k=self.top_k)  # [B, M, K]
+        shape = tf.shape(top.indices)
+        tokens = self.mask_tokenizer.detokenize(tf.reshape(top.indices, [-1, 1]))  # [B * M * K]
+        tokens = tf.reshape(tokens, shape)
+        used = tf.sequence_mask(num_masks, tf.shape(mask_positions)[1])  # [B, M]
+        used_k = tf.broadcast_to(used[:, :, None], shape)
+        return {
+            "mask_positions": tf.where(used, mask_positions, -1),
+            "top_tokens": tf.where(used_k, tokens, ""),
+            "top_ids": tf.where(used_k, top.indices, -1),
+            "top_probabilities": tf.where(used_k, top.values, 0.0),
+            "num_masks": num_masks,
+            "token_ids": token_ids,
+        }
+
+    # --- outputs ---
+
+    def _outputs(self, features):
+        outputs = self.encoder(features, training=False)
+        sequence = outputs["sequence_output"]  # [B, T, H]
+        return {
+            "pooled_output": outputs["pooled_output"],
+            "sentence_embedding": graph_ops.sentence_embedding(sequence, features["padding_mask"]),
+            "sequence_output": sequence,
+            "padding_mask": features["padding_mask"],
+            "token_ids": features["token_ids"],
+        }

@@ -1,0 +1,209 @@
+"""Exporting a model directory as a SavedModel that takes raw strings.
+
+    from bert_tf.export import export_saved_model
+    export_saved_model("runs/sst2", "serving/sst2/1")
+
+The kind of model comes from the directory: `task` in `bert_tf.json`
+(classification, regression, ner, squad) or, without one, the encoder (plus a
+`fill_mask` signature when the checkpoint holds the masked-LM head). The
+SavedModel needs only `tensorflow` and `tensorflow_text` to load; its
+vocabulary is an asset; `assets.extra/bert_tf_export.json` records the kind,
+the label names and every signature's inputs and outputs.
+"""
+
+import json
+import os
+import shutil
+import tempfile
+
+import tensorflow as tf
+
+METADATA_FILE = "bert_tf_export.json"  # In the SavedModel's assets.extra/.
+TASKS = ("classification", "regression", "ner", "squad")
+
+
+def load_task_model(path, dtype=None):
+    """The fine-tuned task model of a model directory, with its settings.
+
+    The task (`settings["task"]` of `bert_tf.json`) picks the class:
+    classification and regression -> `BertClassifier` (one class per label
+    name; regression: one output), ner -> `BertTokenClassifier`, squad ->
+    `BertSpanLabeler`. Encoder and head weights come from the checkpoint.
+
+    Args:
+        path: a model directory written by fine-tuning (`save_model_dir` with
+            `settings={"task": ..., "labels": ...}`).
+        dtype: the encoder's dtype policy.
+
+    Returns:
+        `(model, settings)`.
+    """
+    from bert_tf.checkpoints import api, settings as settings_lib
+    from bert_tf.config import ConfigError
+    from bert_tf.models import BertClassifier, BertEncoder, BertSpanLabeler, BertTokenClassifier
+
+    config = api.load_config(path)
+    settings = settings_lib.infer_settings(path, config.max_position_embeddings)
+    task, labels = settings.get("task"), settings["labels"]
+    if task not in TASKS:
+        raise ConfigError(f"{path}: `task` in {settings_lib.SETTINGS_FILE} must be one of {TASKS} for a task "
+                          f"model. Received: task={task!r}")
+    if task in ("classification", "ner") and not labels:
+        raise ConfigError(f"{path}: a {task} model needs its label names (`labels` in "
+                          f"{settings_lib.SETTINGS_FILE}). Received: labels={labels!r}")
+    encoder = BertEncoder.from_bert_config(config, dtype=dtype)
+    if task == "regression":
+        model = BertClassifier(encoder, num_classes=1)
+    elif task == "classification":
+        model = BertClassifier(encoder, num_classes=len(labels))
+    elif task == "ner":
+        model = BertTokenClassifier(encoder, num_classes=len(labels))
+    else:
+        model = BertSpanLabeler(encoder)
+    api.restore_weights(model, path)
+    return model, settings
+
+
+def serving_module(model_dir, encoder_only=False, text_pair=False, top_k=5, max_seq_length=None,
+                   max_input_bytes=None, doc_stride=128, max_query_length=64, max_answer_length=30):
+    """The serving module (a `tf.Module`) of the model at `model_dir`; see `export_saved_model` for the args."""
+    from bert_tf import checkpoints
+    from bert_tf.config import ConfigError
+    from bert_tf.export.classifier_module import ClassifierModule
+    from bert_tf.export.encoder_module import EncoderModule
+    from bert_tf.export.span_module import SpanModule
+    from bert_tf.export.tagger_module import TaggerModule
+    from bert_tf.text import BertTokenizer
+
+    config = checkpoints.load_config(model_dir)
+    settings = checkpoints.infer_settings(model_dir, config.max_position_embeddings)
+    vocab = checkpoints.vocab_file(model_dir)
+    if vocab is None:
+        raise ConfigError(f"{model_dir}: no vocab.txt; the SavedModel needs the vocabulary.")
+    seq_length = max_seq_length or settings["max_seq_length"]
+    if not 3 <= seq_length <= config.max_position_embeddings:
+        raise ConfigError(f"The sequence length must be in [3, {config.max_position_embeddings}] (the model's "
+                          f"positions). Received: max_seq_length={seq_length}")
+
+    def tokenizer(**kwargs):
+        return BertTokenizer(vocab, lowercase=settings["lowercase"], strip_accents=settings["strip_accents"],
+                             **kwargs)
+
+    task = None if encoder_only else settings.get("task")
+    common = dict(max_input_bytes=max_input_bytes)
+    if task is None:
+        if checkpoints.has_pretraining_heads(model_dir):
+            pretrainer = checkpoints.load_pretrainer(model_dir)
+            return EncoderModule(pretrainer.encoder, tokenizer(), seq_length, pretrainer=pretrainer,
+                                 mask_tokenizer=tokenizer(split_special_tokens=False), top_k=top_k, **common)
+        return EncoderModule(checkpoints.load_encoder(model_dir), tokenizer(), seq_length, **common)
+    model, settings = load_task_model(model_dir)
+    if task in ("classification", "regression"):
+        labels = None if task == "regression" else settings["labels"]
+        return ClassifierModule(model, tokenizer(), seq_length, labels=labels, pair_default=text_pair, **common)
+    if task == "ner":
+        return TaggerModule(model, tokenizer(), seq_length, settings["labels"], **common)
+    return SpanModule(model, tokenizer(), seq_length, doc_stride=doc_stride, max_query_length=max_query_length,
+                      max_answer_length=max_answer_length, **common)
+
+
+def kind_of(module):
+    """"encoder", "classification", "regression", "ner" or "squad"."""
+    from bert_tf.export.classifier_module import ClassifierModule
+    from bert_tf.export.span_module import SpanModule
+    from bert_tf.export.tagger_module import TaggerModule
+
+    if isinstance(module, ClassifierModule):
+        return "regression" if module.labels is None else "classification"
+    if isinstance(module, TaggerModule):
+        return "ner"
+    if isinstance(module, SpanModule):
+        return "squad"
+    return "encoder"
+
+
+def input_names(function):
+    """The input names of a concrete function (a bound method's or a loaded signature's), in order."""
+    args, kwargs = function.structured_input_signature
+    return [spec.name for spec in args] + sorted(kwargs)
+
+
+def check_output_dir(output_dir, overwrite=False):
+    """Raises `FileExistsError` unless `output_dir` is absent, empty, or `overwrite`."""
+    if os.path.exists(output_dir):
+        if not os.path.isdir(output_dir):
+            raise FileExistsError(f"The output path exists and is not a directory. Received: "
+                                  f"output_dir={output_dir}")
+        if os.listdir(output_dir) and not overwrite:
+            raise FileExistsError(f"The output directory is not empty (pass overwrite=True to replace it). "
+                                  f"Received: output_dir={output_dir}")
+
+
+def export_saved_model(model_dir, output_dir, overwrite=False, encoder_only=False, text_pair=False, top_k=5,
+                       max_seq_length=None, max_input_bytes=None, doc_stride=128, max_query_length=64,
+                       max_answer_length=30):
+    """Exports the model at `model_dir` as a SavedModel taking raw strings.
+
+    Args:
+        model_dir: a bert_tf model directory (pretrained, fine-tuned or
+            converted), a Hugging Face BERT directory or a TF1 checkpoint
+            directory with `vocab.txt`.
+        output_dir: the SavedModel directory to write (absent or empty, or
+            replaced with `overwrite`). It is written beside it first and
+            renamed when complete.
+        encoder_only: export the encoder (embeddings) even from a fine-tuned
+            directory.
+        text_pair: classification/regression: `serving_default` takes `text`
+            and `text_pair` (a pair task); the `single` and `pair`
+            signatures are there either way.
+        top_k: candidates per `[MASK]` of `fill_mask`.
+        max_seq_length: tokens per input (per window for ner/squad);
+            default: the directory's `max_seq_length`.
+        max_input_bytes: each input string is cut to this many bytes first;
+            default 100 per token of `max_seq_length`.
+        doc_stride, max_query_length, max_answer_length: squad windows and
+            answers (in word pieces).
+
+    Returns:
+        the metadata dict also written to `assets.extra/bert_tf_export.json`:
+        `kind`, `labels`, `max_seq_length`, `signatures` (inputs and outputs
+        of each).
+    """
+    check_output_dir(output_dir, overwrite)
+    module = serving_module(model_dir, encoder_only=encoder_only, text_pair=text_pair, top_k=top_k,
+                            max_seq_length=max_seq_length, max_input_bytes=max_input_bytes,
+                            doc_stride=doc_stride, max_query_length=max_query_length,
+                            max_answer_length=max_answer_length)
+    return save_module(module, output_dir, overwrite=overwrite)
+
+
+def save_module(module, output_dir, overwrite=False):
+    """Saves a serving module with its signatures and metadata; see `export_saved_model`."""
+    check_output_dir(output_dir, overwrite)
+    signatures = module.signatures()
+    metadata = {
+        "kind": kind_of(module),
+        "labels": list(module.labels) if getattr(module, "labels", None) is not None else None,
+        "max_seq_length": module.seq_length,
+        "max_input_bytes": module.max_input_bytes,
+        "signatures": {name: {"inputs": input_names(function),
+                              "outputs": sorted(function.structured_outputs)}
+                       for name, function in sorted(signatures.items())},
+    }
+    output_dir = os.path.abspath(output_dir)
+    parent = os.path.dirname(output_dir)
+    os.makedirs(parent, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=os.path.basename(output_dir) + ".partial-", dir=parent)
+    try:
+        tf.saved_model.save(module, staging, signatures=signatures)
+        os.makedirs(os.path.join(staging, "assets.extra"), exist_ok=True)
+        with open(os.path.join(staging, "assets.extra", METADATA_FILE), "w", encoding="utf-8") as f:
+            json.dump(metadata, f, indent=2, sort_keys=True)
+            f.write("\n")
+        if os.path.exists(output_dir):
+            shutil.rmtree(output_dir)
+        os.rename(staging, output_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return metadata

@@ -1,0 +1,101 @@
+"""ServingModule: the base of the exported modules (tokenizer + Keras model, raw strings in).
+
+Shape legend: B inputs, T tokens, H hidden.
+"""
+
+import tensorflow as tf
+
+from bert_tf.export import graph_ops
+from bert_tf.text.packing import BertPacker
+
+# Signature input specs: the names are the request keys of every signature.
+TEXT = tf.TensorSpec([None], tf.string, name="text")
+TEXT_PAIR = tf.TensorSpec([None], tf.string, name="text_pair")
+IDS = (tf.TensorSpec([None, None], tf.int32, name="token_ids"),
+       tf.TensorSpec([None, None], tf.int32, name="segment_ids"),
+       tf.TensorSpec([None, None], tf.int32, name="padding_mask"))
+
+# Bytes kept of each input string per token of `seq_length` (see ServingModule).
+BYTES_PER_TOKEN = 100
+
+
+class _Unsaved:
+    """Holds an object outside the SavedModel's object graph."""
+
+    def __init__(self, value):
+        self.value = value
+
+
+class ServingModule(tf.Module):
+    """A Keras model and its `BertTokenizer` behind `tf.function` signatures over raw strings.
+
+    Subclasses add their signatures (`signatures()`); this base holds the
+    shared state and the text -> packed-inputs path.
+
+    The Keras model is held outside the object graph; its variables are
+    tracked directly (`model_variables`). Saving a Keras 3 model object
+    writes every variable twice (the Keras variable and the `tf.Variable`
+    inside it), and a TF1-session loader (TF Serving, `saved_model_cli run`)
+    then restores the copy the functions do not read. The tokenizer is
+    tracked: its vocabulary file is the SavedModel's asset.
+
+    Args:
+        model: a built Keras model (`BertEncoder` or a task model on one).
+        tokenizer: the `BertTokenizer` of the model's vocabulary.
+        seq_length: T, tokens per packed input (`[CLS]` and `[SEP]`s included).
+        max_input_bytes: each input string is cut to this many bytes before
+            tokenizing (then the packer trims to `seq_length`), which bounds
+            the work a megabyte string costs. Default: `100 * seq_length`.
+        truncation: how a text pair is trimmed ("longest_first" as
+            fine-tuning does, or "round_robin").
+    """
+
+    def __init__(self, model, tokenizer, seq_length, max_input_bytes=None, truncation="longest_first",
+                 name=None):
+        super().__init__(name=name)
+        encoder = getattr(model, "encoder", model)
+        if max_input_bytes is None:
+            max_input_bytes = BYTES_PER_TOKEN * seq_length
+        if max_input_bytes < 1:
+            raise ValueError(f"`max_input_bytes` must be positive. Received: max_input_bytes={max_input_bytes}")
+        self.tokenizer = tokenizer
+        self.model_variables = [variable.value for variable in model.weights]
+        self._model = _Unsaved(model)
+        self.seq_length = seq_length
+        self.max_input_bytes = max_input_bytes
+        self.max_positions = encoder.max_sequence_length
+        self.vocab_size = encoder.vocabulary_size
+        self.type_vocab_size = encoder.type_vocab_size
+        self._packer = _Unsaved(BertPacker(seq_length, tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id,
+                                           truncation=truncation, max_sequence_length=encoder.max_sequence_length))
+
+    @property
+    def model(self):
+        """The Keras model (not part of the SavedModel's object graph)."""
+        return self._model.value
+
+    @property
+    def packer(self):
+        return self._packer.value
+
+    def signatures(self):
+        """`{name: concrete function}` for `tf.saved_model.save`; `serving_default` included."""
+        raise NotImplementedError
+
+    # --- shared in-graph steps ---
+
+    def _strings(self, *inputs):
+        """Checked and capped string inputs `[B]` (see `graph_ops.checked_strings`), all of one batch size."""
+        strings = [graph_ops.checked_strings(x, self.max_input_bytes) for x in inputs]
+        return [strings[0]] + [graph_ops.same_batch(strings[0], s) for s in strings[1:]]
+
+    def _pack(self, *segments):
+        """Ragged piece ids (one or two segments `[B, (P)]`) -> encoder inputs int32 `[B, T']`, trimmed."""
+        return graph_ops.trim_to_longest(self.packer(*segments))
+
+    def _ids(self, token_ids, segment_ids, padding_mask):
+        return graph_ops.checked_ids(token_ids, segment_ids, padding_mask, self.vocab_size,
+                                     self.type_vocab_size, self.max_positions)
+
+    def _function(self, method, *specs):
+        return tf.function(method, input_signature=list(specs), autograph=False).get_concrete_function()

@@ -1,0 +1,134 @@
+"""SpanModule: extractive question answering from raw question and context strings.
+
+Shape legend: B questions, N windows, T tokens, A max_answer_length.
+"""
+
+import tensorflow as tf
+
+from bert_tf.export import graph_ops
+from bert_tf.export.serving_module import IDS, ServingModule
+
+QUESTION = tf.TensorSpec([None], tf.string, name="question")
+CONTEXT = tf.TensorSpec([None], tf.string, name="context")
+
+
+class SpanModule(ServingModule):
+    """Serves a `BertSpanLabeler`: the best answer span of each context, over doc-stride windows.
+
+    Windows are built in-graph as in google-research/bert `run_squad.py` (and
+    `bert_tf.data.squad`): `[CLS] question [SEP] context window [SEP]`, the
+    question cut to `max_query_length` pieces, windows starting every
+    `doc_stride` pieces. The answer is the span of context tokens with the
+    highest start + end logit over all windows (at most `max_answer_length`
+    tokens, exhaustive search), returned as the exact context characters it
+    covers.
+
+    Signatures:
+        `serving_default`: `question`, `context` `[B]` -> `answer` string
+            `[B]`, `start`, `end` int64 `[B]` (character offsets into the
+            context: `context[start:end]` in Python is the answer),
+            `score` float32 `[B]` (start + end logit), `no_answer_score`
+            float32 `[B]` (the smallest `[CLS]` start + end logit over the
+            windows, for SQuAD 2.0-style thresholds: answer "" when it exceeds
+            `score` by your threshold), `num_windows` int32 `[B]`. A context
+            with no token answers "" with start = end = -1 and score -inf.
+        `ids`: encoder inputs int32 `[B, T]` -> `start_logits`, `end_logits`
+            float32 `[B, T]`.
+
+    Args:
+        model: the `BertSpanLabeler`.
+        tokenizer: its `BertTokenizer`.
+        seq_length: T.
+        doc_stride: context pieces between window starts.
+        max_query_length: question pieces kept.
+        max_answer_length: longest answer, in tokens.
+        max_input_bytes: see `ServingModule`.
+    """
+
+    def __init__(self, model, tokenizer, seq_length, doc_stride=128, max_query_length=64, max_answer_length=30,
+                 max_input_bytes=None, name=None):
+        if seq_length - 3 - max_query_length < 1:
+            raise ValueError("`seq_length` must leave room for a context piece after the question and 3 special "
+                             f"tokens. Received: seq_length={seq_length}, max_query_length={max_query_length}")
+        for arg, value in (("doc_stride", doc_stride), ("max_query_length", max_query_length),
+                           ("max_answer_length", max_answer_length)):
+            if value < 1:
+                raise ValueError(f"`{arg}` must be positive. Received: {arg}={value}")
+        super().__init__(model, tokenizer, seq_length, max_input_bytes=max_input_bytes, truncation="round_robin",
+                         name=name)
+        self.doc_stride = doc_stride
+        self.max_query_length = max_query_length
+        self.max_answer_length = max_answer_length
+
+    def signatures(self):
+        return {"serving_default": self._function(self.answer, QUESTION, CONTEXT),
+                "ids": self._function(self.span_ids, *IDS)}
+
+    def span_ids(self, token_ids, segment_ids, padding_mask):
+        outputs = self.model(self._ids(token_ids, segment_ids, padding_mask), training=False)
+        return {"start_logits": outputs["start_logits"], "end_logits": outputs["end_logits"]}
+
+    def answer(self, question, context):
+        question, context = self._strings(question, context)
+        batch = tf.shape(context, out_type=tf.int64)[0]
+        query = self.tokenizer.tokenize(question).with_row_splits_dtype(tf.int64)[:, :self.max_query_length]
+        pieces, byte_starts, byte_ends = self.tokenizer.tokenize_with_offsets(context)  # [B, (L)]
+        pieces = pieces.with_row_splits_dtype(tf.int64)
+        query_length = query.row_lengths()  # [B]
+        budgets = self.seq_length - 3 - query_length
+        row, start, size = graph_ops.window_spans(pieces.row_lengths(), budgets, self.doc_stride)  # [N]
+        features = self._pack(tf.gather(query, row), graph_ops.take_pieces(pieces, row, start, size))
+        outputs = self.model(features, training=False)
+        start_logits, end_logits = outputs["start_logits"], outputs["end_logits"]  # [N, T]
+
+        # Context tokens of each window: [offset, offset + size), after [CLS] question [SEP].
+        offset = tf.gather(query_length, row) + 2  # [N]
+        position = tf.range(tf.shape(start_logits, out_type=tf.int64)[1])[None, :]  # [1, T]
+        in_context = tf.logical_and(position >= offset[:, None], position < (offset + size)[:, None])  # [N, T]
+        span_score, first, last = _best_spans(start_logits, end_logits, in_context, self.max_answer_length)
+
+        # The best window of each question (the first one on ties).
+        best_score = tf.math.unsorted_segment_max(span_score, row, batch)  # [B]
+        window_index = tf.range(tf.size(row, out_type=tf.int64))
+        is_best = tf.equal(span_score, tf.gather(best_score, row))
+        window = tf.math.unsorted_segment_min(tf.where(is_best, window_index, tf.int64.max), row, batch)  # [B]
+        found = tf.math.is_finite(best_score)
+        window = tf.where(found, window, 0)
+        # Window tokens -> pieces of the context -> bytes.
+        base = pieces.row_starts() + tf.gather(start, window) - tf.gather(offset, window)
+        total = tf.maximum(tf.size(pieces.flat_values, out_type=tf.int64) - 1, 0)
+        first_piece = tf.clip_by_value(base + tf.gather(first, window), 0, total)
+        last_piece = tf.clip_by_value(base + tf.gather(last, window), 0, total)
+        byte_start = tf.where(found, tf.gather(byte_starts.flat_values, first_piece), 0)
+        byte_end = tf.where(found, tf.gather(byte_ends.flat_values, last_piece), 0)
+        chars = graph_ops.byte_to_char_offsets(context, tf.stack([byte_start, byte_end], axis=1))  # [B, 2]
+        null_score = tf.math.unsorted_segment_min(start_logits[:, 0] + end_logits[:, 0], row, batch)
+        return {
+            "answer": tf.strings.substr(context, byte_start, byte_end - byte_start),
+            "start": tf.where(found, chars[:, 0], -1),
+            "end": tf.where(found, chars[:, 1], -1),
+            "score": best_score,
+            "no_answer_score": null_score,
+            "num_windows": tf.math.bincount(tf.cast(row, tf.int32), minlength=tf.cast(batch, tf.int32),
+                                            maxlength=tf.cast(batch, tf.int32)),
+        }
+
+
+def _best_spans(start_logits, end_logits, allowed, max_answer_length):
+    """The best span of each window: `(score, first, last)`, float32 `[N]`, int64 `[N]`, int64 `[N]`.
+
+    A span runs from token `first` to `last` (inclusive), both `allowed`,
+    `first <= last < first + max_answer_length`; its score is
+    `start_logits[first] + end_logits[last]`. A window with no allowed
+    token scores -inf.
+    """
+    minus_inf = tf.constant(float("-inf"), start_logits.dtype)
+    starts = tf.where(allowed, start_logits, minus_inf)  # [N, T]
+    ends = tf.where(allowed, end_logits, minus_inf)
+    padded = tf.pad(ends, [[0, 0], [0, max_answer_length - 1]], constant_values=minus_inf)  # [N, T + A - 1]
+    ends_after = tf.signal.frame(padded, max_answer_length, 1, axis=1)  # [N, T, A]: ends[i + d]
+    scores = starts[:, :, None] + ends_after[:, :tf.shape(starts)[1]]  # [N, T, A]
+    flat = tf.reshape(scores, [tf.shape(scores)[0], -1])  # [N, T * A]
+    best = tf.argmax(flat, axis=1)  # [N]
+    first = best // max_answer_length
+    return tf.reduce_max(flat, axis=1), first, first + best % max_answer_length

@@ -1,0 +1,167 @@
+"""TaggerModule: named entities with character offsets from raw strings.
+
+Shape legend: B inputs, N windows, T tokens, C labels, P pieces and W words
+(flat over the batch), E entities (per input, padded).
+"""
+
+import numpy as np
+import tensorflow as tf
+
+from bert_tf.export import graph_ops
+from bert_tf.export.serving_module import IDS, TEXT, ServingModule
+
+
+def entity_scheme(labels):
+    """(types, type_of_label, begins) of BIO label names.
+
+    "B-X" begins an entity of type X, "I-X" continues one (or begins it after
+    an "O" or another type); "O" is outside; a label without a B-/I- prefix
+    other than "O" is an entity type of its own (IO scheme).
+
+    Returns:
+        types: entity type names in first-seen order.
+        type_of_label: per label, its index in `types` or -1 for "O".
+        begins: per label, whether it is a "B-" label.
+    """
+    types, type_of_label, begins = [], [], []
+    for label in labels:
+        if label == "O":
+            type_of_label.append(-1)
+            begins.append(False)
+            continue
+        prefix, kind = (label[0], label[2:]) if len(label) > 2 and label[1] == "-" and label[0] in "BI" \
+            else (None, label)
+        if kind not in types:
+            types.append(kind)
+        type_of_label.append(types.index(kind))
+        begins.append(prefix == "B")
+    return types, type_of_label, begins
+
+
+class TaggerModule(ServingModule):
+    """Serves a `BertTokenClassifier` (NER): entities with type, character span, text and score.
+
+    Text longer than one window is cut into windows of `seq_length - 2`
+    pieces without overlap (as fine-tuning does by default) and every piece is
+    tagged. Words are BERT's words (whitespace and punctuation split, as
+    Hugging Face's pipeline with `aggregation_strategy="first"`): a word's tag
+    is its first piece's most probable label; BIO tags then join words into
+    entities.
+
+    Signatures:
+        `serving_default`: `text` `[B]` -> `entity_type` string `[B, E]`,
+            `entity_start`, `entity_end` int64 `[B, E]` (character offsets:
+            `text[start:end]` in Python is the entity; -1 past `num_entities`),
+            `entity_text` string `[B, E]` (the exact input bytes),
+            `entity_score` float32 `[B, E]` (mean over the entity's words of
+            their tag's probability), `num_entities` int32 `[B]`.
+        `ids`: encoder inputs int32 `[B, T]` -> `logits` `[B, T, C]`,
+            `probabilities` `[B, T, C]`, `label_id` int32 `[B, T]`, `label`
+            string `[B, T]` per token.
+
+    Args:
+        model: the `BertTokenClassifier`.
+        tokenizer: its `BertTokenizer`.
+        seq_length: T.
+        labels: label names in class order (BIO).
+        max_input_bytes: see `ServingModule`.
+    """
+
+    def __init__(self, model, tokenizer, seq_length, labels, max_input_bytes=None, name=None):
+        if len(labels) != model.num_classes:
+            raise ValueError(f"The tagger has {model.num_classes} classes but {len(labels)} labels were given. "
+                             f"Received: labels={labels}")
+        super().__init__(model, tokenizer, seq_length, max_input_bytes=max_input_bytes, name=name)
+        self.labels = tuple(labels)
+        self.types, self.type_of_label, self.begins = (tuple(x) for x in entity_scheme(labels))
+        with tf.io.gfile.GFile(tokenizer.vocab_file, "rb") as f:
+            vocab = f.read().decode("utf-8").split("\n")
+        # Pieces that continue a word: "##" pieces, one flag per id.
+        self._continuation = np.array([token.startswith("##") for token in vocab[:tokenizer.vocab_size]], bool)
+
+    def signatures(self):
+        return {"serving_default": self._function(self.tag_text, TEXT),
+                "ids": self._function(self.tag_ids, *IDS)}
+
+    def tag_ids(self, token_ids, segment_ids, padding_mask):
+        logits = self.model(self._ids(token_ids, segment_ids, padding_mask), training=False)  # [B, T, C]
+        label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)
+        return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1), "label_id": label_id,
+                "label": tf.gather(tf.constant(self.labels, tf.string), label_id)}
+
+    def tag_text(self, text):
+        (text,) = self._strings(text)
+        batch = tf.shape(text, out_type=tf.int64)[0]
+        ids, byte_starts, byte_ends = self.tokenizer.tokenize_with_offsets(text)  # [B, (P)]
+        ids = ids.with_row_splits_dtype(tf.int64)
+        probabilities = self._piece_probabilities(ids)  # [P, C]
+
+        # Words: a piece starts one unless it is a "##" continuation.
+        flat_ids = ids.flat_values
+        piece_row = ids.value_rowids()
+        piece_index = tf.range(tf.size(flat_ids, out_type=tf.int64))
+        first_in_row = tf.equal(piece_index, tf.gather(ids.row_starts(), piece_row))
+        continuation = tf.gather(tf.constant(self._continuation), flat_ids)
+        begins_word = tf.logical_or(first_in_row, tf.logical_not(continuation))  # [P]
+        word_first = tf.where(begins_word)[:, 0]  # [W]
+        word_of_piece = tf.cumsum(tf.cast(begins_word, tf.int64)) - 1
+        num_words = tf.size(word_first, out_type=tf.int64)
+        word_last = tf.math.unsorted_segment_max(piece_index, word_of_piece, num_words)  # [W]
+        word_row = tf.gather(piece_row, word_first)
+        word_probabilities = tf.gather(probabilities, word_first)  # [W, C]
+        word_label = tf.argmax(word_probabilities, axis=-1, output_type=tf.int32)
+        word_score = tf.reduce_max(word_probabilities, axis=-1)
+        word_start = tf.gather(byte_starts.flat_values, word_first)
+        word_end = tf.gather(byte_ends.flat_values, word_last)
+
+        # BIO: an entity word begins an entity unless it continues the previous word's (same row and type, not B-).
+        kind = tf.gather(tf.constant(self.type_of_label, tf.int32), word_label)  # [W], -1 outside
+        begin = tf.gather(tf.constant(self.begins, tf.bool), word_label)
+        previous_kind = tf.concat([tf.constant([-1], tf.int32), kind[:-1]], axis=0)
+        previous_row = tf.concat([tf.constant([-1], tf.int64), word_row[:-1]], axis=0)
+        inside = kind >= 0
+        starts = tf.logical_and(inside, begin | tf.not_equal(previous_kind, kind) | tf.not_equal(previous_row, word_row))
+        entity_of_word = tf.cumsum(tf.cast(starts, tf.int64)) - 1
+        entity_words = tf.where(inside)[:, 0]
+        segment = tf.gather(entity_of_word, entity_words)
+        num_entities = tf.reduce_sum(tf.cast(starts, tf.int64))
+        first_words = tf.where(starts)[:, 0]  # [E']
+        entity_row = tf.gather(word_row, first_words)
+        byte_start = tf.math.unsorted_segment_min(tf.gather(word_start, entity_words), segment, num_entities)
+        byte_end = tf.math.unsorted_segment_max(tf.gather(word_end, entity_words), segment, num_entities)
+        score = tf.math.unsorted_segment_mean(tf.gather(word_score, entity_words), segment, num_entities)
+        surface = tf.strings.substr(tf.gather(text, entity_row), byte_start, byte_end - byte_start)
+        type_names = tf.gather(tf.constant(self.types or ("",), tf.string), tf.gather(kind, first_words))
+
+        pad = lambda values, default: graph_ops.pad_rows(values, entity_row, batch, default)  # noqa: E731
+        byte_spans = pad(tf.stack([byte_start, byte_end], axis=1), tf.constant(-1, tf.int64))  # [B, E, 2]
+        counts = tf.math.bincount(tf.cast(entity_row, tf.int32), minlength=tf.cast(batch, tf.int32),
+                                  maxlength=tf.cast(batch, tf.int32))
+        used = tf.sequence_mask(counts, tf.shape(byte_spans)[1])  # [B, E]
+        char_starts = graph_ops.byte_to_char_offsets(text, tf.maximum(byte_spans[:, :, 0], 0))
+        char_ends = graph_ops.byte_to_char_offsets(text, tf.maximum(byte_spans[:, :, 1], 0))
+        return {
+            "entity_type": pad(type_names, ""),
+            "entity_start": tf.where(used, char_starts, -1),
+            "entity_end": tf.where(used, char_ends, -1),
+            "entity_text": pad(surface, ""),
+            "entity_score": pad(score, 0.0),
+            "num_entities": counts,
+        }
+
+    def _piece_probabilities(self, ids):
+        """Label probabilities of every piece `[P, C]`, over windows of `seq_length - 2` pieces."""
+        budget = self.seq_length - 2
+        lengths = ids.row_lengths()  # [B]
+        row, start, size = graph_ops.window_spans(lengths, tf.fill(tf.shape(lengths), tf.cast(budget, tf.int64)),
+                                                  budget)
+        features = self._pack(graph_ops.take_pieces(ids, row, start, size))  # [N, T]
+        logits = self.model(features, training=False)  # [N, T, C]
+        # Piece k of a row is in the row's window k // budget, at token 1 + k % budget.
+        windows_before = tf.cumsum(tf.math.bincount(tf.cast(row, tf.int32), minlength=tf.size(lengths),
+                                                    maxlength=tf.size(lengths), dtype=tf.int64), exclusive=True)
+        piece_row = ids.value_rowids()
+        in_row = tf.range(tf.size(piece_row, out_type=tf.int64)) - tf.gather(ids.row_starts(), piece_row)
+        window = tf.gather(windows_before, piece_row) + in_row // budget
+        position = 1 + in_row % budget
+        return tf.nn.softmax(tf.gather_nd(logits, tf.stack([window, position], axis=1)), axis=-1)
