@@ -295,9 +295,6 @@ class _SquadTask:
 
     def __init__(self, config, tokenizer, max_positions):
         self.config, self.tokenizer, self.max_positions = config, tokenizer, max_positions
-        if config.max_seq_length > max_positions:
-            raise ValueError(f"max_seq_length ({config.max_seq_length}) exceeds the model's "
-                             f"max_position_embeddings ({max_positions}).")
         examples = self._read(config.train_file, "train")
         self.eval_examples = self._read(config.eval_file, "validation") if config.eval_file else None
         if self.eval_examples is None and config.eval_every_nth_article:
@@ -450,7 +447,7 @@ def finetune(config, strategy=None, log=print):
                 json.dump(best["metrics"], f, indent=2, sort_keys=True)
         return results
 
-    interval = max(steps_per_epoch // max(config.evals_per_epoch, 1), 1)
+    interval = max(math.ceil(steps_per_epoch / max(config.evals_per_epoch, 1)), 1)
     loop_config = LoopConfig(train_steps=train_steps, steps_per_loop=min(config.steps_per_loop, interval),
                              checkpoint_steps=interval, keep_checkpoints=2, eval_interval=interval,
                              clip_norm=config.clip_norm, jit_compile=config.jit_compile)
