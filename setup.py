@@ -35,6 +35,7 @@ setuptools.setup(
             "bert-tf-vocab=bert_tf.apps.vocab:run",
             "bert-tf-pretrain=bert_tf.apps.pretrain:run",
             "bert-tf-finetune=bert_tf.apps.finetune:run",
+            "bert-tf-export=bert_tf.apps.export:run",
         ],
     },
 )

@@ -20,6 +20,10 @@ import tensorflow as tf
 
 METADATA_FILE = "bert_tf_export.json"  # In the SavedModel's assets.extra/.
 TASKS = ("classification", "regression", "ner", "squad")
+# Ops of the exported SavedModels that core TensorFlow lacks: a serving binary must have them registered
+# (tensorflow_text's kernels). `op_names` lists every op of a SavedModel; these are those a process without
+# tensorflow_text does not know (tests/export/export_test.py checks it on every kind).
+TEXT_OPS = ("FastWordpieceTokenizeWithOffsets", "NormalizeUTF8", "RegexSplitWithOffsets", "TFText>RoundRobinTrim")
 
 
 def load_task_model(path, dtype=None):
@@ -207,3 +211,18 @@ def save_module(module, output_dir, overwrite=False):
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return metadata
+
+
+def op_names(saved_model_dir):
+    """Every op type of a SavedModel: its graphs and their function libraries (set of str)."""
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    saved_model = saved_model_pb2.SavedModel()
+    with tf.io.gfile.GFile(os.path.join(saved_model_dir, "saved_model.pb"), "rb") as f:
+        saved_model.ParseFromString(f.read())
+    names = set()
+    for meta_graph in saved_model.meta_graphs:
+        names.update(node.op for node in meta_graph.graph_def.node)
+        for function in meta_graph.graph_def.library.function:
+            names.update(node.op for node in function.node_def)
+    return names

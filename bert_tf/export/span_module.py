@@ -87,20 +87,16 @@ class SpanModule(ServingModule):
         in_context = tf.logical_and(position >= offset[:, None], position < (offset + size)[:, None])  # [N, T]
         span_score, first, last = _best_spans(start_logits, end_logits, in_context, self.max_answer_length)
 
-        # The best window of each question (the first one on ties).
-        best_score = tf.math.unsorted_segment_max(span_score, row, batch)  # [B]
-        window_index = tf.range(tf.size(row, out_type=tf.int64))
-        is_best = tf.equal(span_score, tf.gather(best_score, row))
-        window = tf.math.unsorted_segment_min(tf.where(is_best, window_index, tf.int64.max), row, batch)  # [B]
-        found = tf.math.is_finite(best_score)
-        window = tf.where(found, window, 0)
+        found, best_score, window = _best_windows(span_score, row, batch)  # [B]
         # Window tokens -> pieces of the context -> bytes.
         base = pieces.row_starts() + tf.gather(start, window) - tf.gather(offset, window)
-        total = tf.maximum(tf.size(pieces.flat_values, out_type=tf.int64) - 1, 0)
-        first_piece = tf.clip_by_value(base + tf.gather(first, window), 0, total)
-        last_piece = tf.clip_by_value(base + tf.gather(last, window), 0, total)
-        byte_start = tf.where(found, tf.gather(byte_starts.flat_values, first_piece), 0)
-        byte_end = tf.where(found, tf.gather(byte_ends.flat_values, last_piece), 0)
+        # Questions without an answer point at a padding piece (the batch may have no piece at all).
+        total = tf.size(pieces.flat_values, out_type=tf.int64)
+        first_piece = tf.where(found, base + tf.gather(first, window), total)
+        last_piece = tf.where(found, base + tf.gather(last, window), total)
+        zero = tf.zeros([1], tf.int64)
+        byte_start = tf.gather(tf.concat([byte_starts.flat_values, zero], 0), first_piece)
+        byte_end = tf.gather(tf.concat([byte_ends.flat_values, zero], 0), last_piece)
         chars = graph_ops.byte_to_char_offsets(context, tf.stack([byte_start, byte_end], axis=1))  # [B, 2]
         null_score = tf.math.unsorted_segment_min(start_logits[:, 0] + end_logits[:, 0], row, batch)
         return {
@@ -114,6 +110,27 @@ class SpanModule(ServingModule):
         }
 
 
+def _best_windows(span_score, row, batch):
+    """The best window of each question (the first one on ties).
+
+    Args:
+        span_score: float32 `[N]`, each window's best span score (-inf: none).
+        row: int64 `[N]`, each window's question.
+        batch: B.
+
+    Returns:
+        `(found, score, window)`, `[B]` each: whether a window has a span, the best score (-inf when not
+        found) and the window giving it (0 when not found).
+    """
+    # unsorted_segment_max starts from the lowest finite float, not -inf: "found" is counted apart.
+    found = tf.math.unsorted_segment_max(tf.cast(tf.math.is_finite(span_score), tf.int32), row, batch) > 0
+    score = tf.where(found, tf.math.unsorted_segment_max(span_score, row, batch), float("-inf"))
+    index = tf.range(tf.size(row, out_type=tf.int64))
+    is_best = tf.equal(span_score, tf.gather(score, row))
+    window = tf.math.unsorted_segment_min(tf.where(is_best, index, tf.int64.max), row, batch)
+    return found, score, tf.where(found, window, 0)
+
+
 def _best_spans(start_logits, end_logits, allowed, max_answer_length):
     """The best span of each window: `(score, first, last)`, float32 `[N]`, int64 `[N]`, int64 `[N]`.
 
@@ -122,12 +139,15 @@ def _best_spans(start_logits, end_logits, allowed, max_answer_length):
     `start_logits[first] + end_logits[last]`. A window with no allowed
     token scores -inf.
     """
-    minus_inf = tf.constant(float("-inf"), start_logits.dtype)
-    starts = tf.where(allowed, start_logits, minus_inf)  # [N, T]
-    ends = tf.where(allowed, end_logits, minus_inf)
-    padded = tf.pad(ends, [[0, 0], [0, max_answer_length - 1]], constant_values=minus_inf)  # [N, T + A - 1]
-    ends_after = tf.signal.frame(padded, max_answer_length, 1, axis=1)  # [N, T, A]: ends[i + d]
-    scores = starts[:, :, None] + ends_after[:, :tf.shape(starts)[1]]  # [N, T, A]
+    length = tf.shape(start_logits)[1]
+
+    def after(values):  # [N, T] -> [N, T, A]: values[:, i + d] (0 past the end)
+        padded = tf.pad(values, [[0, 0], [0, max_answer_length - 1]])
+        return tf.signal.frame(padded, max_answer_length, 1, axis=1)[:, :length]
+
+    ok = tf.logical_and(allowed[:, :, None], after(tf.cast(allowed, start_logits.dtype)) > 0)  # [N, T, A]
+    # Finite values only through `frame`, then -inf where not allowed.
+    scores = tf.where(ok, start_logits[:, :, None] + after(end_logits), float("-inf"))
     flat = tf.reshape(scores, [tf.shape(scores)[0], -1])  # [N, T * A]
     best = tf.argmax(flat, axis=1)  # [N]
     first = best // max_answer_length

@@ -94,60 +94,75 @@ class TaggerModule(ServingModule):
         batch = tf.shape(text, out_type=tf.int64)[0]
         ids, byte_starts, byte_ends = self.tokenizer.tokenize_with_offsets(text)  # [B, (P)]
         ids = ids.with_row_splits_dtype(tf.int64)
+        words = self._words(ids, byte_starts.flat_values, byte_ends.flat_values)
+        row, kind, byte_start, byte_end, score = self._entities(*words)  # [E'] (flat over the batch)
+
+        pad = lambda values, default: graph_ops.pad_rows(values, row, batch, default)  # noqa: E731
+        num_entities = tf.math.bincount(tf.cast(row, tf.int32), minlength=tf.cast(batch, tf.int32),
+                                        maxlength=tf.cast(batch, tf.int32))  # [B]
+        byte_spans = pad(tf.stack([byte_start, byte_end], axis=1), tf.constant(0, tf.int64))  # [B, E, 2]
+        width = tf.shape(byte_spans)[1]
+        chars = graph_ops.byte_to_char_offsets(text, tf.concat([byte_spans[:, :, 0], byte_spans[:, :, 1]], 1))
+        used = tf.sequence_mask(num_entities, width)  # [B, E]
+        return {
+            "entity_type": pad(tf.gather(tf.constant(self.types or ("",), tf.string), kind), ""),
+            "entity_start": tf.where(used, chars[:, :width], -1),
+            "entity_end": tf.where(used, chars[:, width:], -1),
+            "entity_text": pad(tf.strings.substr(tf.gather(text, row), byte_start, byte_end - byte_start), ""),
+            "entity_score": pad(score, 0.0),
+            "num_entities": num_entities,
+        }
+
+    def _words(self, ids, byte_starts, byte_ends):
+        """Tagged words (flat over the batch): a piece begins a word unless it is a "##" continuation.
+
+        Args:
+            ids: ragged int32 `[B, (P)]` pieces, int64 row splits.
+            byte_starts, byte_ends: int64 `[P]`, each piece's bytes in its input.
+
+        Returns:
+            `(row, label, score, start, end)`, each `[W]`: the word's input row, its first piece's most
+            probable label and that label's probability, and its bytes (first piece's start, last's end).
+        """
         probabilities = self._piece_probabilities(ids)  # [P, C]
-
-        # Words: a piece starts one unless it is a "##" continuation.
-        flat_ids = ids.flat_values
         piece_row = ids.value_rowids()
-        piece_index = tf.range(tf.size(flat_ids, out_type=tf.int64))
+        piece_index = tf.range(tf.size(piece_row, out_type=tf.int64))
         first_in_row = tf.equal(piece_index, tf.gather(ids.row_starts(), piece_row))
-        continuation = tf.gather(tf.constant(self._continuation), flat_ids)
+        continuation = tf.gather(tf.constant(self._continuation), ids.flat_values)
         begins_word = tf.logical_or(first_in_row, tf.logical_not(continuation))  # [P]
-        word_first = tf.where(begins_word)[:, 0]  # [W]
+        first = tf.where(begins_word)[:, 0]  # [W]
         word_of_piece = tf.cumsum(tf.cast(begins_word, tf.int64)) - 1
-        num_words = tf.size(word_first, out_type=tf.int64)
-        word_last = tf.math.unsorted_segment_max(piece_index, word_of_piece, num_words)  # [W]
-        word_row = tf.gather(piece_row, word_first)
-        word_probabilities = tf.gather(probabilities, word_first)  # [W, C]
-        word_label = tf.argmax(word_probabilities, axis=-1, output_type=tf.int32)
-        word_score = tf.reduce_max(word_probabilities, axis=-1)
-        word_start = tf.gather(byte_starts.flat_values, word_first)
-        word_end = tf.gather(byte_ends.flat_values, word_last)
+        last = tf.math.unsorted_segment_max(piece_index, word_of_piece, tf.size(first, out_type=tf.int64))
+        word_probabilities = tf.gather(probabilities, first)  # [W, C]
+        return (tf.gather(piece_row, first), tf.argmax(word_probabilities, axis=-1, output_type=tf.int32),
+                tf.reduce_max(word_probabilities, axis=-1), tf.gather(byte_starts, first),
+                tf.gather(byte_ends, last))
 
-        # BIO: an entity word begins an entity unless it continues the previous word's (same row and type, not B-).
+    def _entities(self, word_row, word_label, word_score, word_start, word_end):
+        """BIO decoding of tagged words `[W]` into entities `[E']` (flat over the batch, in row order).
+
+        A word with an entity label begins an entity unless it continues the previous word's: same row, same
+        type, and not a "B-" label.
+
+        Returns:
+            `(row, type index, byte start, byte end, score)`, each `[E']`; the score is the mean of the
+            entity's word scores.
+        """
         kind = tf.gather(tf.constant(self.type_of_label, tf.int32), word_label)  # [W], -1 outside
         begin = tf.gather(tf.constant(self.begins, tf.bool), word_label)
         previous_kind = tf.concat([tf.constant([-1], tf.int32), kind[:-1]], axis=0)
         previous_row = tf.concat([tf.constant([-1], tf.int64), word_row[:-1]], axis=0)
         inside = kind >= 0
-        starts = tf.logical_and(inside, begin | tf.not_equal(previous_kind, kind) | tf.not_equal(previous_row, word_row))
+        starts = inside & (begin | tf.not_equal(previous_kind, kind) | tf.not_equal(previous_row, word_row))
         entity_of_word = tf.cumsum(tf.cast(starts, tf.int64)) - 1
-        entity_words = tf.where(inside)[:, 0]
-        segment = tf.gather(entity_of_word, entity_words)
-        num_entities = tf.reduce_sum(tf.cast(starts, tf.int64))
+        members = tf.where(inside)[:, 0]  # words inside entities
+        segment = tf.gather(entity_of_word, members)
+        count = tf.reduce_sum(tf.cast(starts, tf.int64))
         first_words = tf.where(starts)[:, 0]  # [E']
-        entity_row = tf.gather(word_row, first_words)
-        byte_start = tf.math.unsorted_segment_min(tf.gather(word_start, entity_words), segment, num_entities)
-        byte_end = tf.math.unsorted_segment_max(tf.gather(word_end, entity_words), segment, num_entities)
-        score = tf.math.unsorted_segment_mean(tf.gather(word_score, entity_words), segment, num_entities)
-        surface = tf.strings.substr(tf.gather(text, entity_row), byte_start, byte_end - byte_start)
-        type_names = tf.gather(tf.constant(self.types or ("",), tf.string), tf.gather(kind, first_words))
-
-        pad = lambda values, default: graph_ops.pad_rows(values, entity_row, batch, default)  # noqa: E731
-        byte_spans = pad(tf.stack([byte_start, byte_end], axis=1), tf.constant(-1, tf.int64))  # [B, E, 2]
-        counts = tf.math.bincount(tf.cast(entity_row, tf.int32), minlength=tf.cast(batch, tf.int32),
-                                  maxlength=tf.cast(batch, tf.int32))
-        used = tf.sequence_mask(counts, tf.shape(byte_spans)[1])  # [B, E]
-        char_starts = graph_ops.byte_to_char_offsets(text, tf.maximum(byte_spans[:, :, 0], 0))
-        char_ends = graph_ops.byte_to_char_offsets(text, tf.maximum(byte_spans[:, :, 1], 0))
-        return {
-            "entity_type": pad(type_names, ""),
-            "entity_start": tf.where(used, char_starts, -1),
-            "entity_end": tf.where(used, char_ends, -1),
-            "entity_text": pad(surface, ""),
-            "entity_score": pad(score, 0.0),
-            "num_entities": counts,
-        }
+        return (tf.gather(word_row, first_words), tf.gather(kind, first_words),
+                tf.math.unsorted_segment_min(tf.gather(word_start, members), segment, count),
+                tf.math.unsorted_segment_max(tf.gather(word_end, members), segment, count),
+                tf.math.unsorted_segment_mean(tf.gather(word_score, members), segment, count))
 
     def _piece_probabilities(self, ids):
         """Label probabilities of every piece `[P, C]`, over windows of `seq_length - 2` pieces."""

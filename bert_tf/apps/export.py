@@ -1,0 +1,93 @@
+"""bert-tf-export: export a model directory as a SavedModel that takes raw strings.
+
+    bert-tf-export --model_dir=runs/sst2 --output_dir=serving/sst2/1
+
+The kind comes from the directory: a fine-tuned one (`task` in bert_tf.json)
+answers its task (classification, regression, ner, squad); a pretrained or
+converted one gives embeddings, plus a `fill_mask` signature when the
+checkpoint has the masked-LM head. The SavedModel loads with only tensorflow
+and tensorflow_text installed (`import tensorflow_text` before
+`tf.saved_model.load`) and serves in TF Serving.
+"""
+
+import os
+import sys
+
+from absl import app, flags
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_string("model_dir", None, "Model directory to export: bert_tf (pretrained, fine-tuned or converted), "
+                    "Hugging Face BERT or TF1 checkpoint directory with vocab.txt.")
+flags.DEFINE_string("output_dir", None, "SavedModel directory to write (for TF Serving: MODEL/VERSION, e.g. "
+                    "serving/sst2/1); must be absent or empty unless --overwrite.")
+flags.DEFINE_bool("overwrite", False, "Replace a non-empty --output_dir.")
+flags.DEFINE_bool("encoder_only", False, "Export the encoder (embeddings) even from a fine-tuned directory.")
+flags.DEFINE_bool("text_pair", False, "Classification/regression: serving_default takes text and text_pair (a "
+                  "pair task such as MNLI); the `single` and `pair` signatures exist either way.")
+flags.DEFINE_integer("top_k", 5, "fill_mask: candidates per [MASK].", lower_bound=1)
+flags.DEFINE_integer("max_seq_length", None, "Tokens per input (per window for ner/squad). Default: the "
+                     "directory's max_seq_length.", lower_bound=3)
+flags.DEFINE_integer("max_input_bytes", None, "Bytes kept of each input string before tokenizing. Default: 100 "
+                     "per token of max_seq_length.", lower_bound=1)
+flags.DEFINE_integer("doc_stride", 128, "squad: context pieces between window starts.", lower_bound=1)
+flags.DEFINE_integer("max_query_length", 64, "squad: question pieces kept.", lower_bound=1)
+flags.DEFINE_integer("max_answer_length", 30, "squad: longest answer, in pieces.", lower_bound=1)
+
+
+def _validate_flags():
+    """Checks every flag before any side effect; raises app.UsageError naming the bad one."""
+    if not FLAGS.model_dir:
+        raise app.UsageError("--model_dir is required. Received: --model_dir=None")
+    if not os.path.isdir(FLAGS.model_dir):
+        raise app.UsageError(f"--model_dir is not a directory. Received: --model_dir={FLAGS.model_dir}")
+    if not FLAGS.output_dir:
+        raise app.UsageError("--output_dir is required. Received: --output_dir=None")
+    from bert_tf.export.saved_model import check_output_dir
+
+    try:
+        check_output_dir(FLAGS.output_dir, FLAGS.overwrite)
+    except FileExistsError as e:
+        raise app.UsageError(f"--output_dir: {e}")
+    if os.path.abspath(FLAGS.output_dir) == os.path.abspath(FLAGS.model_dir):
+        raise app.UsageError(f"--output_dir must differ from --model_dir. Received: --output_dir={FLAGS.output_dir}")
+    from bert_tf.checkpoints import CheckpointError, detect_format
+
+    try:
+        detect_format(FLAGS.model_dir)
+    except CheckpointError as e:
+        raise app.UsageError(f"--model_dir: {e}")
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"Unexpected positional arguments. Received: {argv[1:]}")
+    _validate_flags()
+    from bert_tf.checkpoints import CheckpointError
+    from bert_tf.config import ConfigError
+    from bert_tf.export import export_saved_model
+
+    try:
+        metadata = export_saved_model(
+            FLAGS.model_dir, FLAGS.output_dir, overwrite=FLAGS.overwrite, encoder_only=FLAGS.encoder_only,
+            text_pair=FLAGS.text_pair, top_k=FLAGS.top_k, max_seq_length=FLAGS.max_seq_length,
+            max_input_bytes=FLAGS.max_input_bytes, doc_stride=FLAGS.doc_stride,
+            max_query_length=FLAGS.max_query_length, max_answer_length=FLAGS.max_answer_length)
+    except (CheckpointError, ConfigError, ValueError) as e:
+        print(f"bert-tf-export: error: {e}", file=sys.stderr)
+        return 1
+    print(f"Exported {metadata['kind']} model {FLAGS.model_dir} to {FLAGS.output_dir} "
+          f"(max_seq_length {metadata['max_seq_length']}); signatures:")
+    for name, spec in metadata["signatures"].items():
+        print(f"  {name}: {', '.join(spec['inputs'])} -> {', '.join(spec['outputs'])}")
+    return 0
+
+
+def run():
+    app.run(main)
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,110 @@
+"""bert-tf-export: main() exports a fine-tuned directory; bad flags exit non-zero before any side effect."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from absl import flags
+from absl.testing import flagsaver
+
+from bert_tf.apps import export as app
+from bert_tf.checkpoints import save_model_dir
+from bert_tf.export import METADATA_FILE, load_task_model
+from bert_tf.models import BertClassifier, BertEncoder
+from bert_tf.text import BertTokenizer
+from bert_tf.text.packing import BertPacker
+
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad", "movie", "the", "was", "."]
+
+
+@pytest.fixture(scope="module")
+def classifier_dir(tmp_path_factory):
+    directory = str(tmp_path_factory.mktemp("classifier"))
+    vocab = os.path.join(directory, "vocab.txt")
+    with open(vocab, "w", encoding="utf-8") as f:
+        f.write("\n".join(VOCAB) + "\n")
+    encoder = BertEncoder(vocabulary_size=len(VOCAB), num_layers=1, num_heads=2, hidden_dim=16, intermediate_dim=32,
+                          max_sequence_length=16)
+    save_model_dir(BertClassifier(encoder, num_classes=2), directory, vocab_file=vocab,
+                   settings={"max_seq_length": 12, "task": "classification", "labels": ["negative", "positive"]})
+    return directory
+
+
+def _run(**values):
+    """Runs the app's main() in this process with the given flags; returns its exit code."""
+    argv = ["export"] + [f"--{k}={v}" for k, v in values.items()]
+    with flagsaver.flagsaver():
+        flags.FLAGS.unparse_flags()
+        flags.FLAGS(argv)
+        return app.main(argv[:1])
+
+
+def test_main_exports_a_classifier(classifier_dir, tmp_path, capsys):
+    output = str(tmp_path / "serving" / "1")
+    assert _run(model_dir=classifier_dir, output_dir=output, text_pair=True) == 0
+    printed = capsys.readouterr().out
+    assert "Exported classification model" in printed and "pair: text, text_pair -> label" in printed
+    with open(os.path.join(output, "assets.extra", METADATA_FILE), encoding="utf-8") as f:
+        metadata = json.load(f)
+    assert metadata["max_seq_length"] == 12
+    assert metadata["signatures"]["serving_default"]["inputs"] == ["text", "text_pair"]  # --text_pair
+    assert not [name for name in os.listdir(tmp_path / "serving") if name != "1"]  # no staging folder left
+
+    texts, pairs = ["the movie was good .", "bad"], ["good", ""]
+    got = tf.saved_model.load(output).signatures["serving_default"](text=tf.constant(texts),
+                                                                     text_pair=tf.constant(pairs))
+    model, _ = load_task_model(classifier_dir)
+    tokenizer = BertTokenizer(os.path.join(classifier_dir, "vocab.txt"))
+    packed = BertPacker(12, tokenizer.cls_id, tokenizer.sep_id, truncation="longest_first")(
+        tokenizer.tokenize(tf.constant(texts)), tokenizer.tokenize(tf.constant(pairs)))
+    probabilities = tf.nn.softmax(model(packed)).numpy()
+    np.testing.assert_allclose(got["probabilities"], probabilities, atol=1e-5)
+    assert [x.decode() for x in got["label"].numpy()] == [["negative", "positive"][i] for i in probabilities.argmax(1)]
+
+
+def test_existing_output_needs_overwrite(classifier_dir, tmp_path):
+    output = tmp_path / "out"
+    output.mkdir()
+    (output / "keep.txt").write_text("x")
+    with pytest.raises(Exception, match="--output_dir: The output directory is not empty"):
+        _run(model_dir=classifier_dir, output_dir=str(output))
+    assert os.listdir(output) == ["keep.txt"]
+    assert _run(model_dir=classifier_dir, output_dir=str(output), overwrite=True, max_seq_length=8) == 0
+    assert os.path.isfile(output / "saved_model.pb") and not (output / "keep.txt").exists()
+
+
+def test_missing_model_dir_is_a_usage_error(tmp_path):
+    with pytest.raises(Exception, match="--model_dir is required"):
+        _run(output_dir=str(tmp_path / "out"))
+    with pytest.raises(Exception, match="--model_dir is not a directory"):
+        _run(model_dir=str(tmp_path / "absent"), output_dir=str(tmp_path / "out"))
+    assert not (tmp_path / "out").exists()
+
+
+def _subprocess(*args):
+    return subprocess.run([sys.executable, "-m", "bert_tf.apps.export", *args], capture_output=True, text=True,
+                          timeout=300, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+
+
+def test_bad_flags_exit_non_zero_before_writing(tmp_path):
+    not_a_model = tmp_path / "not_a_model"
+    not_a_model.mkdir()
+    output = tmp_path / "out"
+    result = _subprocess(f"--model_dir={not_a_model}", f"--output_dir={output}")
+    assert result.returncode != 0
+    assert "--model_dir: Unrecognised checkpoint" in result.stderr
+    assert not output.exists()
+    result = _subprocess(f"--model_dir={not_a_model}", f"--output_dir={output}", "--top_k=0")
+    assert result.returncode != 0 and "top_k" in result.stderr
+    assert not output.exists()
+
+
+def test_helpfull_documents_flags():
+    out = _subprocess("--helpfull").stdout
+    for name in ("model_dir", "output_dir", "overwrite", "encoder_only", "text_pair", "top_k", "max_seq_length",
+                 "max_input_bytes", "doc_stride", "max_query_length", "max_answer_length"):
+        assert f"--{name}" in out or f"--[no]{name}" in out, name
