@@ -15,7 +15,7 @@ def create_strategy(name="one_device", tpu=None, devices=None):
         name: one of STRATEGIES. "multi_worker_mirrored" reads the cluster from
             the `TF_CONFIG` environment variable; "tpu" connects to `tpu`
             (a name or grpc:// address; "" or "local" for a local TPU VM).
-        devices: for "mirrored", the devices (default: every GPU, else the CPU);
+        devices: for "mirrored", the devices (default: every GPU, else every logical CPU device);
             for "one_device", the one device.
     """
     if name not in STRATEGIES:
@@ -24,6 +24,8 @@ def create_strategy(name="one_device", tpu=None, devices=None):
     if name == "one_device":
         return tf.distribute.OneDeviceStrategy(devices[0] if devices else ("/gpu:0" if gpus else "/cpu:0"))
     if name == "mirrored":
+        if devices is None and not gpus:  # every logical CPU device (one, unless configured otherwise)
+            devices = [device.name for device in tf.config.list_logical_devices("CPU")]
         return mirrored_strategy(devices)
     if name == "multi_worker_mirrored":
         if "TF_CONFIG" in os.environ:

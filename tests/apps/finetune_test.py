@@ -197,3 +197,17 @@ def test_tfds_inputs_offline_under_mock_data(tiny_dir, tmp_path):
     assert ("glue/sst2", "train") in calls and ("glue/sst2", "validation") in calls
     assert read_settings(str(out))["labels"] == ["negative", "positive"]  # the dataset's own label names
     assert len((out / "predictions.tsv").read_text().splitlines()) == 9
+
+
+def test_mirrored_strategy_gives_the_one_device_result(tiny_dir, tmp_path):
+    """Two replicas (logical CPUs) and one device: the same steps give the same scores."""
+    train = _sentiment_tsv(tmp_path / "train.tsv", seed=0)
+    dev = _sentiment_tsv(tmp_path / "dev.tsv", n=24, seed=1)
+    results = {}
+    for strategy in ("one_device", "mirrored"):
+        out = tmp_path / strategy
+        assert _run(task="classification", init=tiny_dir, train_file=train, eval_file=dev, glue_task="sst2",
+                    train_steps=6, strategy=strategy, dropout=0.0, model_dir=str(out)) == 0
+        results[strategy] = json.loads((out / "eval_results.json").read_text())
+    assert results["mirrored"]["accuracy"] == results["one_device"]["accuracy"]
+    assert results["mirrored"]["mcc"] == pytest.approx(results["one_device"]["mcc"], abs=1e-6)
