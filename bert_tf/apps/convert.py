@@ -20,7 +20,8 @@ flags.DEFINE_string("output", None, "Directory to write; must be empty or absent
 flags.DEFINE_enum("to", "bert_tf", ["bert_tf", "hf"], "Output format: a bert_tf model directory "
                   "(TF1-named checkpoint, readable by Google's original code) or a Hugging Face "
                   "safetensors directory.")
-flags.DEFINE_bool("overwrite", False, "Write into a non-empty --output directory.")
+flags.DEFINE_bool("overwrite", False, "Write into a non-empty --output directory.",
+                  allow_override=True)  # bert-tf-export has the same flag; tests import both apps
 flags.DEFINE_bool("allow_pickle", False, "UNSAFE: read a Hugging Face pytorch_model.bin (pickle; needs torch). "
                   "Only for files you trust.")
 

@@ -23,7 +23,8 @@ flags.DEFINE_string("model_dir", None, "Model directory to export: bert_tf (pret
                     "Hugging Face BERT or TF1 checkpoint directory with vocab.txt.")
 flags.DEFINE_string("output_dir", None, "SavedModel directory to write (for TF Serving: MODEL/VERSION, e.g. "
                     "serving/sst2/1); must be absent or empty unless --overwrite.")
-flags.DEFINE_bool("overwrite", False, "Replace a non-empty --output_dir.")
+flags.DEFINE_bool("overwrite", False, "Replace a non-empty --output_dir.",
+                  allow_override=True)  # bert-tf-convert has the same flag; tests import both apps
 flags.DEFINE_bool("encoder_only", False, "Export the encoder (embeddings) even from a fine-tuned directory.")
 flags.DEFINE_bool("text_pair", False, "Classification/regression: serving_default takes text and text_pair (a "
                   "pair task such as MNLI); the `single` and `pair` signatures exist either way.")

@@ -2,16 +2,19 @@
 
 import json
 import os
+import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
-from absl import flags
-from absl.testing import flagsaver
+import keras
 
-from bert_tf.apps import finetune as app
 from bert_tf.checkpoints import load_encoder, save_model_dir
 from bert_tf.checkpoints.settings import read_settings
 from bert_tf.models import BertEncoder
+from bert_tf.training.distribute import create_strategy
+from bert_tf.training.finetuning import FinetuneConfig, finetune
 
 WORDS = ("good great fine bad awful poor movie film plot actor john smith paris london went to the a was is "
          "who where what did see in it , . ? !").split()
@@ -29,15 +32,21 @@ def tiny_dir(tmp_path_factory):
     return str(directory)
 
 
-def _run(**overrides):
-    """Runs the app's main() in this process with the given flags; returns its exit code."""
+def _run(strategy="one_device", **overrides):
+    """Fine-tunes with the library (the app's flags are FinetuneConfig's fields); returns the best metrics.
+
+    The app itself runs in subprocesses below: importing several apps into one
+    process would define their shared flag names twice.
+    """
     values = dict(max_seq_length=32, global_batch_size=8, learning_rate=1e-2, steps_per_loop=5, warmup_proportion=0.0)
     values.update(overrides)
-    argv = ["finetune"] + [f"--{k}={v}" for k, v in values.items()]
-    with flagsaver.flagsaver():
-        flags.FLAGS.unparse_flags()
-        flags.FLAGS(argv)
-        return app.main(argv[:1])
+    keras.utils.set_random_seed(values.get("seed", 0))
+    return finetune(FinetuneConfig(**values), strategy=create_strategy(strategy), log=lambda message: None)
+
+
+def _app(*argv):
+    return subprocess.run([sys.executable, "-m", "bert_tf.apps.finetune", *argv], capture_output=True, text=True,
+                          env=dict(os.environ, CUDA_VISIBLE_DEVICES=""), timeout=300)
 
 
 def _write(path, text):
@@ -60,8 +69,8 @@ def test_classification_learns_and_keeps_the_best_model(tiny_dir, tmp_path):
     train = _sentiment_tsv(tmp_path / "train.tsv", seed=0)
     dev = _sentiment_tsv(tmp_path / "dev.tsv", n=24, seed=1)
     out = tmp_path / "run"
-    assert _run(task="classification", init=tiny_dir, train_file=train, eval_file=dev, glue_task="sst2",
-                epochs=12.0, model_dir=str(out)) == 0
+    _run(task="classification", init=tiny_dir, train_file=train, eval_file=dev, glue_task="sst2",
+                epochs=12.0, model_dir=str(out))
     results = json.loads((out / "eval_results.json").read_text())
     assert {"accuracy", "f1", "mcc", "precision", "recall", "step"} <= set(results)
     assert results["accuracy"] == 1.0  # the sentiment word decides the label
@@ -76,8 +85,8 @@ def test_regression_reports_pearson_and_spearman(tiny_dir, tmp_path):
     rows = ["a\tb\tscore"] + [f"the {w} film\tit was {v}\t{score[w]}" for w in score for v in score] * 3
     train = _write(tmp_path / "train.tsv", "\n".join(rows) + "\n")
     out = tmp_path / "run"
-    assert _run(task="regression", init=tiny_dir, train_file=train, eval_file=train, text_column="a",
-                text_pair_column="b", label_column="score", train_steps=60, model_dir=str(out)) == 0
+    _run(task="regression", init=tiny_dir, train_file=train, eval_file=train, text_column="a",
+                text_pair_column="b", label_column="score", train_steps=60, model_dir=str(out))
     results = json.loads((out / "eval_results.json").read_text())
     assert {"pearson", "spearman"} <= set(results) and results["pearson"] > 0.5
 
@@ -99,7 +108,7 @@ def test_ner_scores_entities_and_writes_conlleval_predictions(tiny_dir, tmp_path
     train = _conll(tmp_path / "train.txt")
     dev = _conll(tmp_path / "dev.txt", n=10, seed=1)
     out = tmp_path / "run"
-    assert _run(task="ner", init=tiny_dir, train_file=train, eval_file=dev, epochs=15.0, model_dir=str(out)) == 0
+    _run(task="ner", init=tiny_dir, train_file=train, eval_file=dev, epochs=15.0, model_dir=str(out))
     results = json.loads((out / "eval_results.json").read_text())
     assert {"precision", "recall", "f1", "accuracy"} <= set(results)
     assert results["f1"] == 1.0
@@ -126,8 +135,8 @@ def _squad(path, n=12):
 def test_squad_holds_out_articles_and_scores_answers(tiny_dir, tmp_path):
     train = _squad(tmp_path / "train.json")
     out = tmp_path / "run"
-    assert _run(task="squad", init=tiny_dir, train_file=train, eval_every_nth_article=4, doc_stride=8,
-                max_query_length=8, epochs=10.0, model_dir=str(out)) == 0
+    _run(task="squad", init=tiny_dir, train_file=train, eval_every_nth_article=4, doc_stride=8,
+                max_query_length=8, epochs=10.0, model_dir=str(out))
     results = json.loads((out / "eval_results.json").read_text())
     assert {"exact_match", "f1"} <= set(results)
     answers = json.loads((out / "predictions.json").read_text())
@@ -137,39 +146,42 @@ def test_squad_holds_out_articles_and_scores_answers(tiny_dir, tmp_path):
     assert all(text in contexts[qid[:-1]] for qid, text in answers.items())
 
 
-def test_unknown_eval_label_names_file_and_line(tiny_dir, tmp_path, capsys):
+def test_unknown_eval_label_names_file_and_line(tiny_dir, tmp_path):
+    """Through the app: the error is printed with file and line and the exit status is 1."""
     train = _sentiment_tsv(tmp_path / "train.tsv")
     dev = _write(tmp_path / "dev.tsv", "sentence\tlabel\nthe film was good .\t1\nthe film was bad .\t7\n")
-    assert _run(task="classification", init=tiny_dir, train_file=train, eval_file=dev, glue_task="sst2",
-                train_steps=1, model_dir=str(tmp_path / "run")) == 1
-    assert f"{dev}:3: unknown label '7'" in capsys.readouterr().err
+    result = _app("--task=classification", f"--init={tiny_dir}", f"--train_file={train}", f"--eval_file={dev}",
+                  "--glue_task=sst2", "--train_steps=1", "--max_seq_length=32", f"--model_dir={tmp_path / 'run'}")
+    assert result.returncode == 1
+    assert f"{dev}:3: unknown label '7'" in result.stderr
 
 
-def test_malformed_tsv_row_names_file_and_line(tiny_dir, tmp_path, capsys):
+def test_malformed_tsv_row_names_file_and_line(tiny_dir, tmp_path):
     train = _write(tmp_path / "train.tsv", "sentence\tlabel\ngood film\t1\nbad film\t0\textra\n")
-    assert _run(task="classification", init=tiny_dir, train_file=train, text_column="sentence",
-                label_column="label", train_steps=1, model_dir=str(tmp_path / "run")) == 1
-    assert f"{train}:3" in capsys.readouterr().err
+    with pytest.raises(ValueError, match=re.escape(f"{train}:3")):
+        _run(task="classification", init=tiny_dir, train_file=train, text_column="sentence", label_column="label",
+             train_steps=1, model_dir=str(tmp_path / "run"))
 
 
-def test_conll_line_with_wrong_column_count_names_file_and_line(tiny_dir, tmp_path, capsys):
+def test_conll_line_with_wrong_column_count_names_file_and_line(tiny_dir, tmp_path):
     train = _write(tmp_path / "train.txt", "john NNP B-NP B-PER\nsmith NNP I-PER\n\n")
-    assert _run(task="ner", init=tiny_dir, train_file=train, train_steps=1, model_dir=str(tmp_path / "run")) == 1
-    assert f"{train}:2" in capsys.readouterr().err
+    with pytest.raises(ValueError, match=re.escape(f"{train}:2")):
+        _run(task="ner", init=tiny_dir, train_file=train, train_steps=1, model_dir=str(tmp_path / "run"))
 
 
-def test_squad_answer_not_at_its_offset_names_the_question(tiny_dir, tmp_path, capsys):
+def test_squad_answer_not_at_its_offset_names_the_question(tiny_dir, tmp_path):
     data = {"version": "1.1", "data": [{"title": "t", "paragraphs": [{"context": "john went to paris .", "qas": [
         {"id": "bad1", "question": "where ?", "answers": [{"text": "paris", "answer_start": 2}]}]}]}]}
     train = _write(tmp_path / "train.json", json.dumps(data))
-    assert _run(task="squad", init=tiny_dir, train_file=train, train_steps=1, max_query_length=8, doc_stride=8,
-                model_dir=str(tmp_path / "run")) == 1
-    assert "bad1" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="bad1"):
+        _run(task="squad", init=tiny_dir, train_file=train, train_steps=1, max_query_length=8, doc_stride=8,
+             model_dir=str(tmp_path / "run"))
 
 
 def test_missing_required_flag_is_a_usage_error(tmp_path):
-    with pytest.raises(Exception, match="--init is required"):
-        _run(task="ner", train_file=str(tmp_path), model_dir=str(tmp_path / "run"))
+    result = _app("--task=ner", f"--train_file={tmp_path}", f"--model_dir={tmp_path / 'run'}")
+    assert result.returncode != 0 and "--init is required" in result.stderr
+    assert not (tmp_path / "run").exists()
 
 
 def test_helpfull_documents_canonical_flags():
@@ -193,7 +205,7 @@ def test_tfds_inputs_offline_under_mock_data(tiny_dir, tmp_path):
     out = tmp_path / "run"
     with mock:
         assert _run(task="classification", init=tiny_dir, train_file="tfds:glue/sst2",
-                    eval_file="tfds:glue/sst2", text_column="sentence", train_steps=2, model_dir=str(out)) == 0
+                    eval_file="tfds:glue/sst2", text_column="sentence", train_steps=2, model_dir=str(out))
     assert ("glue/sst2", "train") in calls and ("glue/sst2", "validation") in calls
     assert read_settings(str(out))["labels"] == ["negative", "positive"]  # the dataset's own label names
     assert len((out / "predictions.tsv").read_text().splitlines()) == 9
@@ -206,8 +218,8 @@ def test_mirrored_strategy_gives_the_one_device_result(tiny_dir, tmp_path):
     results = {}
     for strategy in ("one_device", "mirrored"):
         out = tmp_path / strategy
-        assert _run(task="classification", init=tiny_dir, train_file=train, eval_file=dev, glue_task="sst2",
-                    train_steps=6, strategy=strategy, dropout=0.0, model_dir=str(out)) == 0
+        _run(task="classification", init=tiny_dir, train_file=train, eval_file=dev, glue_task="sst2",
+             train_steps=6, strategy=strategy, dropout=0.0, model_dir=str(out))
         results[strategy] = json.loads((out / "eval_results.json").read_text())
     assert results["mirrored"]["accuracy"] == results["one_device"]["accuracy"]
     assert results["mirrored"]["mcc"] == pytest.approx(results["one_device"]["mcc"], abs=1e-6)
