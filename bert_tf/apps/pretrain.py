@@ -175,7 +175,7 @@ def main(argv):
         vocab_sha = hashlib.sha256(f.read()).hexdigest()
     settings = {"model": config.to_dict(), "vocab_sha256": vocab_sha, "max_seq_length": FLAGS.max_seq_length,
                 "max_predictions_per_seq": FLAGS.max_predictions_per_seq, "global_batch_size": FLAGS.global_batch_size,
-                "nsp": FLAGS.nsp, "corpus": [os.path.abspath(f) for f in files], "seed": FLAGS.seed,
+                "nsp": FLAGS.nsp, "corpus": [os.path.relpath(f) for f in files], "seed": FLAGS.seed,
                 "corpus_format": corpus_format, "group_size": FLAGS.group_size, "masking_rate": FLAGS.masking_rate,
                 "whole_word_masking": FLAGS.whole_word_masking, "lowercase": FLAGS.lowercase}
     loop_config = LoopConfig(train_steps=FLAGS.train_steps, steps_per_loop=FLAGS.steps_per_loop,

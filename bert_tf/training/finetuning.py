@@ -451,7 +451,7 @@ def finetune(config, strategy=None, log=print):
     loop_config = LoopConfig(train_steps=train_steps, steps_per_loop=min(config.steps_per_loop, interval),
                              checkpoint_steps=interval, keep_checkpoints=2, eval_interval=interval,
                              clip_norm=config.clip_norm, jit_compile=config.jit_compile)
-    settings = {"task": config.task, "init": os.path.abspath(config.init), "labels": task.label_names,
+    settings = {"task": config.task, "init": os.path.relpath(config.init), "labels": task.label_names,
                 "max_seq_length": config.max_seq_length, "global_batch_size": config.global_batch_size,
                 "train_steps": train_steps, "seed": config.seed}
     log(f"{config.task}: {task.num_train} training {'windows' if config.task == 'squad' else 'examples'}, "
