@@ -227,6 +227,37 @@ def _sorted_labels(values):
     return unique
 
 
+def label_ids(labels, label_names, where):
+    """Maps classification labels to ids in the order of `label_names`.
+
+    Args:
+        labels: `(position, label)` pairs, the label a string and position
+            what `where` turns into the location an error names (a line
+            number, an example index).
+        label_names: labels in id order, or None to collect the labels,
+            sorted numerically when all are numbers, else as strings.
+        where: function of a position giving its location in error
+            messages (e.g. "train.tsv:12").
+
+    Returns:
+        `(ids, label_names)`: int ids, one per label, and the label names
+        (as str) they index.
+
+    Raises:
+        ValueError: a label not in `label_names`, naming its location.
+    """
+    if label_names is None:
+        label_names = _sorted_labels([value for _, value in labels])
+    label_names = [str(name) for name in label_names]
+    index = {name: i for i, name in enumerate(label_names)}
+    ids = []
+    for position, value in labels:
+        if value not in index:
+            raise ValueError(f"{where(position)}: unknown label {value!r}. Known labels: {label_names}")
+        ids.append(index[value])
+    return ids, label_names
+
+
 def read_examples(path, text_column, text_pair_column=None, label_column=None, task="classification",
                   file_format=None, has_header=None, label_names=None):
     """Reads classification or regression examples from a TSV, CSV or JSONL file.
@@ -294,16 +325,7 @@ def read_examples(path, text_column, text_pair_column=None, label_column=None, t
     if task == "regression":
         examples.labels = [_to_float(path, line, value) for line, value in raw_labels]
         return examples
-    if label_names is None:
-        label_names = _sorted_labels([value for _, value in raw_labels])
-    label_names = [str(name) for name in label_names]
-    ids = {name: i for i, name in enumerate(label_names)}
-    labels = []
-    for line, value in raw_labels:
-        if value not in ids:
-            raise ValueError(f"{path}:{line}: unknown label {value!r}. Known labels: {label_names}")
-        labels.append(ids[value])
-    examples.labels, examples.label_names = labels, label_names
+    examples.labels, examples.label_names = label_ids(raw_labels, label_names, lambda line: f"{path}:{line}")
     return examples
 
 

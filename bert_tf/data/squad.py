@@ -113,6 +113,62 @@ def _answers(raw, context, qid, mismatches):
     return answers
 
 
+def make_examples(questions, where, strict=True):
+    """`SquadExample`s from question records, with the checks of `read_squad`.
+
+    Question ids must be unique, and every answer and plausible answer must
+    be the context's text at its offset:
+    `context[answer_start:answer_start + len(text)]` must equal `text`.
+
+    Args:
+        questions: iterable of `(position, fields)`: `fields` a dict of
+            `SquadExample` keywords (`answers` and `plausible_answers` lists
+            of {"text", "answer_start"}, or None for none), `position` what
+            `where` turns into the location of an error.
+        where: function of a position, or of None for the whole input,
+            giving the location errors name (e.g. the file).
+        strict: raise `ValueError` listing the ids of mismatched answers; if
+            False, log them and keep the answers as given (their character
+            offsets still define the labels).
+
+    Returns:
+        list of `SquadExample`, in the order of `questions`.
+
+    Raises:
+        ValueError: a duplicate question id (when it is met), or, if
+            `strict`, answers that do not match their context (after all
+            questions).
+    """
+    examples, mismatches, seen = [], [], set()
+    for position, fields in questions:
+        qid = fields["id"]
+        if qid in seen:
+            raise ValueError(f"{where(position)}: duplicate question id {qid!r}")
+        seen.add(qid)
+        context = fields["context"]
+        examples.append(SquadExample(**dict(
+            fields, answers=_answers(fields.get("answers"), context, qid, mismatches),
+            plausible_answers=_answers(fields.get("plausible_answers"), context, qid, mismatches))))
+    if mismatches:
+        message = (f"{where(None)}: {len(mismatches)} answers do not match their context at answer_start: "
+                   + "; ".join(mismatches[:10]) + (" ..." if len(mismatches) > 10 else ""))
+        if strict:
+            raise ValueError(message)
+        logging.warning(message)
+    return examples
+
+
+def _file_questions(data):
+    """Yields `(None, fields)` for `make_examples` per question of a SQuAD file's JSON."""
+    for article in data["data"]:
+        for paragraph in article["paragraphs"]:
+            context = paragraph["context"]
+            for qa in paragraph["qas"]:
+                yield None, dict(id=str(qa["id"]), question=qa["question"], context=context,
+                                 answers=qa.get("answers"), is_impossible=bool(qa.get("is_impossible", False)),
+                                 plausible_answers=qa.get("plausible_answers"), title=article.get("title", ""))
+
+
 def read_squad(path, strict=True):
     """Reads a SQuAD v1.1 or v2.0 JSON file.
 
@@ -132,28 +188,7 @@ def read_squad(path, strict=True):
         data = json.loads(f.read().decode("utf-8-sig", errors="replace"))
     if not isinstance(data, dict) or "data" not in data:
         raise ValueError(f"{path}: not a SQuAD file: no top-level 'data' list")
-    examples, mismatches, seen = [], [], set()
-    for article in data["data"]:
-        for paragraph in article["paragraphs"]:
-            context = paragraph["context"]
-            for qa in paragraph["qas"]:
-                qid = str(qa["id"])
-                if qid in seen:
-                    raise ValueError(f"{path}: duplicate question id {qid!r}")
-                seen.add(qid)
-                examples.append(SquadExample(
-                    id=qid, question=qa["question"], context=context,
-                    answers=_answers(qa.get("answers"), context, qid, mismatches),
-                    is_impossible=bool(qa.get("is_impossible", False)),
-                    plausible_answers=_answers(qa.get("plausible_answers"), context, qid, mismatches),
-                    title=article.get("title", "")))
-    if mismatches:
-        message = (f"{path}: {len(mismatches)} answers do not match their context at answer_start: "
-                   + "; ".join(mismatches[:10]) + (" ..." if len(mismatches) > 10 else ""))
-        if strict:
-            raise ValueError(message)
-        logging.warning(message)
-    return examples
+    return make_examples(_file_questions(data), lambda position: path, strict=strict)
 
 
 # === Tokenization ===

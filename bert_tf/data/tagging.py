@@ -95,6 +95,29 @@ def iob1_to_bio(tags):
     return converted
 
 
+def to_bio(tags, scheme="auto"):
+    """Tags of a whole data set as BIO, and the scheme they were read as.
+
+    Args:
+        tags: one list of tags per sentence.
+        scheme: "BIO" (tags kept as they are), "IOB1" (converted to BIO) or
+            "auto": IOB1 when some I- tag opens an entity (after "O" or
+            another type), which BIO never does; otherwise BIO.
+
+    Returns:
+        `(tags, scheme)`: the tags in BIO, and "BIO" or "IOB1".
+    """
+    if scheme not in SCHEMES:
+        raise ValueError(f"`scheme` must be one of {SCHEMES}. Received: scheme={scheme!r}")
+    if scheme == "auto":
+        iob1 = any(_starts_entity_with_i(prev, tag) for sentence in tags
+                   for prev, tag in zip([None] + sentence[:-1], sentence))
+        scheme = "IOB1" if iob1 else "BIO"
+    if scheme == "IOB1":
+        tags = [iob1_to_bio(sentence) for sentence in tags]
+    return tags, scheme
+
+
 def _label_order(tag):
     prefix, kind = _split_tag(tag)
     return (tag != "O", kind, prefix or "")
@@ -162,12 +185,7 @@ def read_conll(path, column=-1, scheme="auto", word_column=0):
     if words:
         sentences.append(words)
         tags.append(sentence_tags)
-    if scheme == "auto":
-        iob1 = any(_starts_entity_with_i(prev, tag) for sentence in tags
-                   for prev, tag in zip([None] + sentence[:-1], sentence))
-        scheme = "IOB1" if iob1 else "BIO"
-    if scheme == "IOB1":
-        tags = [iob1_to_bio(sentence) for sentence in tags]
+    tags, scheme = to_bio(tags, scheme)
     return ConllData(sentences=sentences, tags=tags, label_names=sorted_label_names(tags), scheme=scheme,
                      path=path, lines=lines)
 

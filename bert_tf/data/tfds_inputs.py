@@ -20,9 +20,9 @@ import re
 
 import numpy as np
 
-from bert_tf.data.classification import TASKS, ClassificationExamples, _sorted_labels
-from bert_tf.data.squad import SquadExample, _answers
-from bert_tf.data.tagging import SCHEMES, ConllData, _starts_entity_with_i, iob1_to_bio, sorted_label_names
+from bert_tf.data.classification import TASKS, ClassificationExamples, label_ids
+from bert_tf.data.squad import make_examples
+from bert_tf.data.tagging import SCHEMES, ConllData, sorted_label_names, to_bio
 
 PREFIX = "tfds:"
 
@@ -233,16 +233,7 @@ def load_classification(spec, split, task="classification", text_key=None, text_
     else:
         values = [(index, _text(value, spec, split, index, label_key).strip() if isinstance(value, (bytes, str))
                    else str(value)) for index, value in raw_labels]
-        if label_names is None:
-            label_names = _sorted_labels([value for _, value in values])
-    label_names = [str(name) for name in label_names]
-    ids = {name: i for i, name in enumerate(label_names)}
-    labels = []
-    for index, value in values:
-        if value not in ids:
-            raise ValueError(f"{_where(spec, split, index)}: unknown label {value!r}. Known labels: {label_names}")
-        labels.append(ids[value])
-    examples.labels, examples.label_names = labels, label_names
+    examples.labels, examples.label_names = label_ids(values, label_names, lambda index: _where(spec, split, index))
     return examples
 
 
@@ -307,12 +298,7 @@ def load_conll(spec, split, tag_key="ner", data_dir=None, scheme="auto", word_ke
         sentences.append(words)
         tags.append(sentence_tags)
         lines.append(index)
-    if scheme == "auto":
-        iob1 = any(_starts_entity_with_i(prev, tag) for sentence in tags
-                   for prev, tag in zip([None] + sentence[:-1], sentence))
-        scheme = "IOB1" if iob1 else "BIO"
-    if scheme == "IOB1":
-        tags = [iob1_to_bio(sentence) for sentence in tags]
+    tags, scheme = to_bio(tags, scheme)
     label_tags = tags + [names] if names is not None else tags
     if names is not None and scheme == "IOB1":  # IOB1 names may lack the B- tags conversion creates
         label_tags = label_tags + [["B-" + name[2:] for name in names if name.startswith("I-")]]
@@ -351,31 +337,20 @@ def load_squad(spec, split, data_dir=None, strict=True):
     Returns:
         list of `SquadExample`, in the split's order.
     """
-    from absl import logging
-
     _, split, info, rows = _load(spec, split, data_dir)
     for key in ("id", "context", "question", "answers"):
         _feature(info, key, spec, split, "SQuAD feature")
     keys = set(info.features.keys())
-    examples, mismatches, seen = [], [], set()
-    for index, row in enumerate(rows, 1):
-        qid = _text(row["id"], spec, split, index, "id")
-        if qid in seen:
-            raise ValueError(f"{_where(spec, split, index)}: duplicate question id {qid!r}")
-        seen.add(qid)
-        context = _text(row["context"], spec, split, index, "context")
-        answers = _answer_list(row["answers"], spec, split, index, "answers")
-        plausible = _answer_list(row.get("plausible_answers"), spec, split, index, "plausible_answers")
-        examples.append(SquadExample(
-            id=qid, question=_text(row["question"], spec, split, index, "question"), context=context,
-            answers=_answers(answers, context, qid, mismatches),
-            is_impossible=bool(row["is_impossible"]) if "is_impossible" in keys else False,
-            plausible_answers=_answers(plausible, context, qid, mismatches),
-            title=_text(row["title"], spec, split, index, "title") if "title" in keys else ""))
-    if mismatches:
-        message = (f"{_where(spec, split)}: {len(mismatches)} answers do not match their context at answer_start: "
-                   + "; ".join(mismatches[:10]) + (" ..." if len(mismatches) > 10 else ""))
-        if strict:
-            raise ValueError(message)
-        logging.warning(message)
-    return examples
+
+    def questions():
+        for index, row in enumerate(rows, 1):
+            yield index, dict(
+                id=_text(row["id"], spec, split, index, "id"),
+                context=_text(row["context"], spec, split, index, "context"),
+                answers=_answer_list(row["answers"], spec, split, index, "answers"),
+                plausible_answers=_answer_list(row.get("plausible_answers"), spec, split, index, "plausible_answers"),
+                question=_text(row["question"], spec, split, index, "question"),
+                is_impossible=bool(row["is_impossible"]) if "is_impossible" in keys else False,
+                title=_text(row["title"], spec, split, index, "title") if "title" in keys else "")
+
+    return make_examples(questions(), lambda index: _where(spec, split, index), strict=strict)
