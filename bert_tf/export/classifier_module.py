@@ -60,7 +60,7 @@ class ClassifierModule(ServingModule):
         return self._outputs(self._ids(token_ids, segment_ids, padding_mask))
 
     def _outputs(self, features):
-        logits = self.model(features, training=False)  # [B, C]
+        logits = self.model.call_unpadded(features)  # [B, C]
         if self.labels is None:
             return {"score": logits[:, 0]}
         label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)  # [B]

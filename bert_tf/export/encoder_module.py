@@ -98,7 +98,7 @@ class EncoderModule(ServingModule):
         # At least one prediction slot: the masked-LM head fails on an empty batch with none.
         slots = positions.to_tensor(
             default_value=0, shape=tf.cast(tf.stack([tf.shape(token_ids)[0], tf.maximum(width, 1)]), tf.int64))
-        logits = self.model(dict(features, mask_positions=slots), training=False)["mlm"][:, :width]  # [B, M, V]
+        logits = self.model.call_unpadded(dict(features, mask_positions=slots))["mlm"][:, :width]  # [B, M, V]
         mask_positions = slots[:, :width]  # [B, M]
         top = tf.math.top_k(tf.nn.softmax(logits, axis=-1), k=self.top_k)  # [B, M, K]
         shape = tf.shape(top.indices)
@@ -118,7 +118,7 @@ class EncoderModule(ServingModule):
     # --- outputs ---
 
     def _outputs(self, features):
-        outputs = self.encoder(features, training=False)
+        outputs = self.encoder.call_unpadded(features)
         sequence = outputs["sequence_output"]  # [B, T, H]
         return {
             "pooled_output": outputs["pooled_output"],

@@ -65,7 +65,7 @@ class SpanModule(ServingModule):
                 "ids": self._function(self.span_ids, *IDS)}
 
     def span_ids(self, token_ids, segment_ids, padding_mask):
-        outputs = self.model(self._ids(token_ids, segment_ids, padding_mask), training=False)
+        outputs = self.model.call_unpadded(self._ids(token_ids, segment_ids, padding_mask))
         return {"start_logits": outputs["start_logits"], "end_logits": outputs["end_logits"]}
 
     def answer(self, question, context):
@@ -78,7 +78,7 @@ class SpanModule(ServingModule):
         budgets = self.seq_length - 3 - query_length
         row, start, size = graph_ops.window_spans(pieces.row_lengths(), budgets, self.doc_stride)  # [N]
         features = self._pack(tf.gather(query, row), graph_ops.take_pieces(pieces, row, start, size))
-        outputs = self.model(features, training=False)
+        outputs = self.model.call_unpadded(features)
         start_logits, end_logits = outputs["start_logits"], outputs["end_logits"]  # [N, T]
 
         # Context tokens of each window: [offset, offset + size), after [CLS] question [SEP].

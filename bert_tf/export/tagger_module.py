@@ -84,7 +84,7 @@ class TaggerModule(ServingModule):
                 "ids": self._function(self.tag_ids, *IDS)}
 
     def tag_ids(self, token_ids, segment_ids, padding_mask):
-        logits = self.model(self._ids(token_ids, segment_ids, padding_mask), training=False)  # [B, T, C]
+        logits = self.model.call_unpadded(self._ids(token_ids, segment_ids, padding_mask))  # [B, T, C]
         label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)
         return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1), "label_id": label_id,
                 "label": tf.gather(tf.constant(self.labels, tf.string), label_id)}
@@ -171,7 +171,7 @@ class TaggerModule(ServingModule):
         row, start, size = graph_ops.window_spans(lengths, tf.fill(tf.shape(lengths), tf.cast(budget, tf.int64)),
                                                   budget)
         features = self._pack(graph_ops.take_pieces(ids, row, start, size))  # [N, T]
-        logits = self.model(features, training=False)  # [N, T, C]
+        logits = self.model.call_unpadded(features)  # [N, T, C]
         # Piece k of a row is in the row's window k // budget, at token 1 + k % budget.
         windows_before = tf.cumsum(tf.math.bincount(tf.cast(row, tf.int32), minlength=tf.size(lengths),
                                                     maxlength=tf.size(lengths), dtype=tf.int64), exclusive=True)

@@ -1,6 +1,7 @@
 """MaskedLMHead: transform + LayerNorm + logits tied to the word embeddings."""
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 from bert_tf.layers.activations import get_activation
@@ -56,7 +57,9 @@ class MaskedLMHead(keras.layers.Layer):
         x = self._activation(self.transform_dense(gathered))
         x = ops.cast(self.layer_norm(x), self.compute_dtype)
         table = ops.cast(self.token_embedding.embeddings, self.compute_dtype)  # [V, H]
-        logits = ops.einsum("bph,vh->bpv", x, table)  # [B, P, V]
+        batch, predictions = ops.shape(x)[0], ops.shape(x)[1]
+        logits = tf.matmul(tf.reshape(x, (-1, self.hidden_dim)), table, transpose_b=True)  # [B*P, V]
+        logits = tf.reshape(logits, (batch, predictions, self.vocabulary_size))
         return ops.cast(logits, "float32") + self.output_bias
 
     def compute_output_shape(self, sequence_output_shape, mask_positions_shape):

@@ -6,6 +6,7 @@ Shapes: B batch, T tokens, H hidden, N heads, D = H / N head size.
 import math
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 # Added to the scores of padding keys; large enough for float32 softmax.
@@ -54,23 +55,46 @@ class BertSelfAttention(keras.layers.Layer):
             layer.build(x_shape)
         self.built = True
 
-    def _split_heads(self, x):
-        batch, length = ops.shape(x)[0], ops.shape(x)[1]
-        return ops.reshape(x, (batch, length, self.num_heads, self.head_dim))  # [B, T, N, D]
+    def _heads(self, tokens, batch, length):
+        """`[B*T, H]` -> `[B, N, T, D]`."""
+        return tf.transpose(tf.reshape(tokens, (batch, length, self.num_heads, self.head_dim)), (0, 2, 1, 3))
 
     def call(self, x, padding_mask, training=None):
-        query = self._split_heads(self.query_dense(x))
-        key = self._split_heads(self.key_dense(x))
-        value = self._split_heads(self.value_dense(x))
+        batch, length = ops.shape(x)[0], ops.shape(x)[1]
+        tokens = self.attend(tf.reshape(x, (-1, self.hidden_dim)), batch, length, padding_mask, training)
+        return tf.reshape(tokens, (batch, length, self.hidden_dim))
+
+    def attend(self, tokens, batch, length, padding_mask, training=None, token_index=None):
+        """Self-attention on a token matrix: `[M, H]` -> `[M, H]`.
+
+        The projections are 2-D matmuls with fused bias adds (one oneDNN
+        kernel each on CPU), and attention is a batched matmul over
+        `[B, N, T, D]`.
+
+        Args:
+            tokens: `[B*T, H]`, or with `token_index` the `[M, H]` real tokens
+                only (padding removed).
+            batch, length: B and T.
+            padding_mask: `[B, T]`, 1 for real tokens.
+            token_index: int32 `[M]` flat positions (`b * T + t`) of the rows
+                of `tokens`; the attention pads them back to `[B, T]` itself.
+        """
+        query, key, value = (dense_tokens(layer, tokens, self.compute_dtype)
+                             for layer in (self.query_dense, self.key_dense, self.value_dense))
+        if token_index is not None:
+            query, key, value = (scatter_tokens(t, token_index, batch * length) for t in (query, key, value))
+        query, key, value = (self._heads(t, batch, length) for t in (query, key, value))
         query = query * ops.cast(1.0 / math.sqrt(self.head_dim), query.dtype)
-        scores = ops.einsum("btnd,bsnd->bnts", query, key)  # [B, N, T, T]
+        scores = tf.matmul(query, key, transpose_b=True)  # [B, N, T, T]
         bias = (1.0 - ops.cast(padding_mask, "float32")) * _MASK_BIAS  # [B, T]
         scores = ops.cast(scores, "float32") + bias[:, None, None, :]
         probs = ops.softmax(scores, axis=-1)
         probs = self.dropout_layer(ops.cast(probs, self.compute_dtype), training=training)
-        context = ops.einsum("bnts,bsnd->btnd", probs, value)  # [B, T, N, D]
-        context = ops.reshape(context, (ops.shape(x)[0], ops.shape(x)[1], self.hidden_dim))  # [B, T, H]
-        return self.output_dense(context)
+        context = tf.transpose(tf.matmul(probs, value), (0, 2, 1, 3))  # [B, T, N, D]
+        context = tf.reshape(context, (-1, self.hidden_dim))  # [B*T, H]
+        if token_index is not None:
+            context = tf.gather(context, token_index)  # [M, H]
+        return dense_tokens(self.output_dense, context, self.compute_dtype)
 
     def compute_output_shape(self, x_shape, padding_mask_shape=None):
         return x_shape
@@ -84,3 +108,19 @@ class BertSelfAttention(keras.layers.Layer):
             "initializer_range": self.initializer_range,
         })
         return config
+
+
+def dense_tokens(layer, tokens, dtype, activation=None):
+    """A built `keras.layers.Dense` applied to a 2-D `[M, In]` matrix as matmul + bias_add (+ activation).
+
+    The 2-D form lets TensorFlow fuse the three into one oneDNN kernel on
+    CPU; a rank-3 input would take the slower batched-matmul path.
+    """
+    outputs = tf.matmul(tokens, ops.cast(layer.kernel, dtype))
+    outputs = tf.nn.bias_add(outputs, ops.cast(layer.bias, dtype))
+    return outputs if activation is None else activation(outputs)
+
+
+def scatter_tokens(tokens, token_index, size):
+    """`[M, H]` rows at flat positions `token_index` of a zero `[size, H]` matrix."""
+    return tf.scatter_nd(token_index[:, None], tokens, tf.stack([size, tf.shape(tokens)[1]]))

@@ -1,10 +1,11 @@
 """TransformerBlock: one BERT encoder layer, post-LN (original) or pre-LN."""
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 from bert_tf.layers.activations import get_activation
-from bert_tf.layers.multi_head_attention import BertSelfAttention
+from bert_tf.layers.multi_head_attention import BertSelfAttention, dense_tokens
 
 
 class TransformerBlock(keras.layers.Layer):
@@ -63,16 +64,29 @@ class TransformerBlock(keras.layers.Layer):
         return ops.cast(layer_norm(x), self.compute_dtype)
 
     def _feed_forward(self, x, training):
-        hidden = self._activation(self.intermediate_dense(x))  # [B, T, I]
-        return self.dropout_layer(self.output_dense(hidden), training=training)  # [B, T, H]
+        hidden = dense_tokens(self.intermediate_dense, x, self.compute_dtype, self._activation)  # [M, I]
+        return self.dropout_layer(dense_tokens(self.output_dense, hidden, self.compute_dtype), training=training)
 
     def call(self, x, padding_mask, training=None):
+        batch, length = ops.shape(x)[0], ops.shape(x)[1]
+        tokens = self.call_tokens(tf.reshape(x, (-1, self.hidden_dim)), batch, length, padding_mask, training)
+        return tf.reshape(tokens, (batch, length, self.hidden_dim))
+
+    def call_tokens(self, x, batch, length, padding_mask, training=None, token_index=None):
+        """The block on a token matrix `[M, H]` -> `[M, H]`.
+
+        `x` holds all `B*T` positions, or with `token_index` (int32 `[M]`,
+        flat positions `b * T + t`) only the real tokens: everything but the
+        attention scores then costs in proportion to the real tokens.
+        """
+        def attend(inputs):
+            return self.attention.attend(inputs, batch, length, padding_mask, training=training,
+                                         token_index=token_index)
+
         if self.pre_layer_norm:
-            attended = self.attention(self._norm(self.attention_layer_norm, x), padding_mask, training=training)
-            x = x + self.dropout_layer(attended, training=training)
+            x = x + self.dropout_layer(attend(self._norm(self.attention_layer_norm, x)), training=training)
             return x + self._feed_forward(self._norm(self.output_layer_norm, x), training)
-        attended = self.dropout_layer(self.attention(x, padding_mask, training=training), training=training)
-        x = self._norm(self.attention_layer_norm, x + attended)
+        x = self._norm(self.attention_layer_norm, x + self.dropout_layer(attend(x), training=training))
         return self._norm(self.output_layer_norm, x + self._feed_forward(x, training))
 
     def compute_output_shape(self, x_shape, padding_mask_shape=None):

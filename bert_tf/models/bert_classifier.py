@@ -23,3 +23,6 @@ class BertClassifier(EncoderTask):
         super().__init__(inputs, outputs, encoder, {"num_classes": num_classes, "dropout": dropout}, **kwargs)
         self.head = head
         self.num_classes = num_classes
+
+    def heads(self, encoded, inputs):
+        return self.head(encoded["pooled_output"], training=False)

@@ -4,10 +4,12 @@ Shape legend: B batch, T tokens, H hidden, N heads.
 """
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 from bert_tf.config import BertConfig
 from bert_tf.layers.bert_embeddings import BertEmbeddings
+from bert_tf.layers.multi_head_attention import scatter_tokens
 from bert_tf.layers.transformer_block import TransformerBlock
 
 
@@ -143,6 +145,42 @@ class BertEncoder(keras.Model):
         self.initializer_range = initializer_range
         self.layer_norm_epsilon = layer_norm_epsilon
         self.pre_layer_norm = pre_layer_norm
+
+    def call_unpadded(self, inputs, training=False):
+        """The encoder with padding removed: the same outputs at real tokens, for a fraction of the work.
+
+        Only the real tokens (`padding_mask == 1`) go through the dense
+        layers, LayerNorms and activations, as one `[M, H]` matrix; each
+        attention scatters them back to `[B, T]` for the scores. A batch of
+        short sentences padded to a long `T` costs in proportion to its real
+        tokens. Outputs as `call`, except that `sequence_output` and
+        `encoder_outputs` are 0 at padding (where `call` has values no one
+        should read). A TensorFlow-graph method: use it in a `tf.function`
+        or eagerly, not inside a Keras functional model.
+        """
+        token_ids = tf.convert_to_tensor(inputs["token_ids"])
+        padding_mask = tf.convert_to_tensor(inputs["padding_mask"])
+        batch, length = tf.shape(token_ids)[0], tf.shape(token_ids)[1]
+        token_index = tf.cast(tf.where(tf.reshape(padding_mask, [-1]) > 0)[:, 0], tf.int32)  # [M]
+        x = self.embeddings(token_ids, inputs["segment_ids"], training=training)  # [B, T, H]
+        x = tf.gather(tf.reshape(x, (-1, self.hidden_dim)), token_index)  # [M, H]
+        layer_outputs = []
+        for block in self.transformer_layers:
+            x = block.call_tokens(x, batch, length, padding_mask, training=training, token_index=token_index)
+            layer_outputs.append(x)
+        if self.final_layer_norm is not None:
+            x = layer_outputs[-1] = self.final_layer_norm(x)
+
+        def padded(tokens):  # [M, H] -> float32 [B, T, H]
+            tokens = scatter_tokens(tf.cast(tokens, tf.float32), token_index, batch * length)
+            return tf.reshape(tokens, (batch, length, self.hidden_dim))
+
+        sequence = padded(x)
+        return {
+            "sequence_output": sequence,
+            "pooled_output": tf.cast(self.pooler(sequence), tf.float32),
+            "encoder_outputs": [padded(h) for h in layer_outputs[:-1]] + [sequence],
+        }
 
     @property
     def token_embedding(self):

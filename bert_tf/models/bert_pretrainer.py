@@ -42,3 +42,9 @@ class BertPretrainer(EncoderTask):
         self.mlm_head = mlm_head
         self.nsp_head = nsp_head
         self.nsp = nsp
+
+    def heads(self, encoded, inputs):
+        outputs = {"mlm": self.mlm_head(encoded["sequence_output"], inputs["mask_positions"])}
+        if self.nsp:
+            outputs["nsp"] = self.nsp_head(encoded["pooled_output"], training=False)
+        return outputs

@@ -38,3 +38,7 @@ class BertSpanLabeler(EncoderTask):
         outputs = split(logits, inputs["padding_mask"])
         super().__init__(inputs, outputs, encoder, {"dropout": dropout}, **kwargs)
         self.head = head
+        self.span_logits = split
+
+    def heads(self, encoded, inputs):
+        return self.span_logits(self.head(encoded["sequence_output"], training=False), inputs["padding_mask"])

@@ -21,6 +21,18 @@ class EncoderTask(keras.Model):
         self.encoder = encoder
         self._task_config = dict(task_config)
 
+    def call_unpadded(self, inputs):
+        """Inference outputs (as `model(inputs, training=False)`) from the encoder's padding-free path.
+
+        See `BertEncoder.call_unpadded`: the work scales with the real tokens,
+        not with `B * T`. Values at padding positions may differ from `call`.
+        """
+        return self.heads(self.encoder.call_unpadded(inputs), inputs)
+
+    def heads(self, encoded, inputs):
+        """The task outputs from the encoder's outputs `encoded` (inference)."""
+        raise NotImplementedError(f"{type(self).__name__} has no padding-free inference path.")
+
     def get_config(self):
         return {
             "name": self.name,

@@ -1,0 +1,76 @@
+"""call_unpadded: the padding-free inference path equals the padded model at real tokens."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf.models import BertClassifier, BertPretrainer, BertSpanLabeler, BertTokenClassifier
+from tests.helpers import random_inputs, tiny_encoder
+
+LENGTHS = [9, 5, 1, 7]
+
+
+def _batch():
+    return random_inputs(batch=4, length=9, lengths=LENGTHS, seed=3)
+
+
+def _real(batch):
+    return np.asarray(batch["padding_mask"], bool)
+
+
+@pytest.mark.parametrize("pre_layer_norm", [False, True])
+@pytest.mark.parametrize("jit", [False, True])
+def test_encoder_equals_padded_at_real_tokens_and_is_zero_at_padding(pre_layer_norm, jit):
+    encoder = tiny_encoder(pre_layer_norm=pre_layer_norm, dropout=0.0, attention_dropout=0.0)
+    batch = _batch()
+    padded = encoder(batch, training=False)
+    unpadded = tf.function(encoder.call_unpadded, jit_compile=jit)(batch)
+    real = _real(batch)
+    for name in ("sequence_output",):
+        np.testing.assert_allclose(unpadded[name].numpy()[real], padded[name].numpy()[real], atol=1e-5)
+        assert not np.any(unpadded[name].numpy()[~real])
+    for ours, theirs in zip(unpadded["encoder_outputs"], padded["encoder_outputs"]):
+        np.testing.assert_allclose(ours.numpy()[real], theirs.numpy()[real], atol=1e-5)
+    np.testing.assert_allclose(unpadded["pooled_output"], padded["pooled_output"], atol=1e-5)
+    assert unpadded["sequence_output"].dtype == tf.float32
+
+
+def test_encoder_unpadded_under_mixed_bfloat16_is_close_and_float32():
+    encoder = tiny_encoder(dropout=0.0, attention_dropout=0.0, dtype="mixed_bfloat16")
+    batch = _batch()
+    padded = encoder(batch, training=False)
+    unpadded = encoder.call_unpadded(batch)
+    real = _real(batch)
+    assert unpadded["sequence_output"].dtype == tf.float32
+    np.testing.assert_allclose(unpadded["sequence_output"].numpy()[real], padded["sequence_output"].numpy()[real],
+                               atol=0.05)
+
+
+def test_encoder_unpadded_handles_a_batch_of_only_padding_rows_and_an_empty_batch():
+    encoder = tiny_encoder(dropout=0.0, attention_dropout=0.0)
+    batch = {k: np.zeros((2, 5), np.int32) for k in ("token_ids", "segment_ids", "padding_mask")}
+    outputs = encoder.call_unpadded(batch)
+    assert outputs["sequence_output"].shape == (2, 5, encoder.hidden_dim)
+    assert not np.any(outputs["sequence_output"].numpy())
+    empty = {k: np.zeros((0, 5), np.int32) for k in batch}
+    assert encoder.call_unpadded(empty)["pooled_output"].shape == (0, encoder.hidden_dim)
+
+
+@pytest.mark.parametrize("build", [
+    lambda e: BertClassifier(e, num_classes=3, dropout=0.0),
+    lambda e: BertTokenClassifier(e, num_classes=4, dropout=0.0),
+    lambda e: BertSpanLabeler(e),
+    lambda e: BertPretrainer(e),
+], ids=["classifier", "tagger", "span", "pretrainer"])
+def test_task_models_unpadded_equal_padded(build):
+    model = build(tiny_encoder(dropout=0.0, attention_dropout=0.0))
+    batch = _batch()
+    if isinstance(model, BertPretrainer):
+        batch["mask_positions"] = np.array([[1, 3], [2, 4], [0, 0], [6, 1]], np.int32)
+    padded = tf.nest.map_structure(lambda t: t.numpy(), model(batch, training=False))
+    unpadded = tf.nest.map_structure(lambda t: t.numpy(), tf.function(model.call_unpadded)(batch))
+    real = _real(batch)
+    for ours, theirs in zip(tf.nest.flatten(unpadded), tf.nest.flatten(padded)):
+        if ours.ndim >= 2 and ours.shape[:2] == real.shape:  # per-token outputs: compare real tokens
+            ours, theirs = ours[real], theirs[real]
+        np.testing.assert_allclose(ours, theirs, atol=1e-5)
