@@ -19,8 +19,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is impor
 
 FLAGS = flags.FLAGS
 
+# allow_override on model_dir, max_seq_length and the squad window flags: pretrain and finetune define these names
+# with their own help or default (a process importing several apps keeps the last definition; each bert-tf-*
+# command imports only its own app).
 flags.DEFINE_string("model_dir", None, "Model directory to export: bert_tf (pretrained, fine-tuned or converted), "
-                    "Hugging Face BERT or TF1 checkpoint directory with vocab.txt.")
+                    "Hugging Face BERT or TF1 checkpoint directory with vocab.txt.", allow_override=True)
 flags.DEFINE_string("output_dir", None, "SavedModel directory to write (for TF Serving: MODEL/VERSION, e.g. "
                     "serving/sst2/1); must be absent or empty unless --overwrite.")
 flags.DEFINE_bool("overwrite", False, "Replace a non-empty --output_dir.",
@@ -30,12 +33,14 @@ flags.DEFINE_bool("text_pair", False, "Classification/regression: serving_defaul
                   "pair task such as MNLI); the `single` and `pair` signatures exist either way.")
 flags.DEFINE_integer("top_k", 5, "fill_mask: candidates per [MASK].", lower_bound=1)
 flags.DEFINE_integer("max_seq_length", None, "Tokens per input (per window for ner/squad). Default: the "
-                     "directory's max_seq_length.", lower_bound=3)
+                     "directory's max_seq_length.", lower_bound=3, allow_override=True)
 flags.DEFINE_integer("max_input_bytes", None, "Bytes kept of each input string before tokenizing. Default: 100 "
                      "per token of max_seq_length.", lower_bound=1)
-flags.DEFINE_integer("doc_stride", 128, "squad: context pieces between window starts.", lower_bound=1)
-flags.DEFINE_integer("max_query_length", 64, "squad: question pieces kept.", lower_bound=1)
-flags.DEFINE_integer("max_answer_length", 30, "squad: longest answer, in pieces.", lower_bound=1)
+flags.DEFINE_integer("doc_stride", 128, "squad: context pieces between window starts.", lower_bound=1,
+                     allow_override=True)
+flags.DEFINE_integer("max_query_length", 64, "squad: question pieces kept.", lower_bound=1, allow_override=True)
+flags.DEFINE_integer("max_answer_length", 30, "squad: longest answer, in pieces.", lower_bound=1,
+                     allow_override=True)
 
 
 def _validate_flags():

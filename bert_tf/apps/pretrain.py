@@ -12,9 +12,13 @@ import sys
 
 from absl import app, flags, logging
 
+from bert_tf.apps import common_flags
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported
 
 FLAGS = flags.FLAGS
+common_flags.define_training_flags()
+flags.adopt_module_key_flags(common_flags)
 flags.DEFINE_list("corpus", [], "Text files or globs (comma-separated). Empty: the offline default corpus.")
 flags.DEFINE_enum("corpus_format", "lines", ["lines", "paragraphs"],
                   "lines: one sentence per line, blank line between documents; paragraphs: one document per line.")
@@ -24,36 +28,28 @@ flags.DEFINE_string("vocab", None, "vocab.txt; built from the corpus into model_
 flags.DEFINE_integer("vocab_size", 8000, "Size of a vocabulary built on the fly.", lower_bound=6)
 flags.DEFINE_bool("lowercase", True, "Uncased tokenization.")
 flags.DEFINE_string("model", "mini", "Preset (tiny, mini, small, medium, base, large) or a bert_config.json path.")
-flags.DEFINE_string("model_dir", None, "Checkpoints, logs and the final model directory go here.")
-flags.DEFINE_integer("max_seq_length", 128, "Tokens per example.", lower_bound=8)
+# allow_override: finetune and export define these names with their own help or default (a process importing
+# several apps keeps the last definition; each bert-tf-* command imports only its own app).
+flags.DEFINE_string("model_dir", None, "Checkpoints, logs and the final model directory go here.",
+                    allow_override=True)
+flags.DEFINE_integer("max_seq_length", 128, "Tokens per example.", lower_bound=8, allow_override=True)
 flags.DEFINE_integer("max_predictions_per_seq", 20, "Masked positions per example.", lower_bound=1)
 flags.DEFINE_float("masking_rate", 0.15, "Share of tokens masked.")
 flags.DEFINE_bool("whole_word_masking", False, "Mask all pieces of a word together.")
 flags.DEFINE_bool("nsp", True, "Next-sentence prediction.")
-flags.DEFINE_integer("global_batch_size", 32, "Examples per step over all replicas.", lower_bound=1)
-flags.DEFINE_integer("train_steps", 1000, "Total optimizer steps.", lower_bound=1)
-flags.DEFINE_float("learning_rate", 1e-4, "Peak learning rate.", lower_bound=0.0)
+flags.DEFINE_integer("train_steps", 1000, "Total optimizer steps.", lower_bound=1,
+                     allow_override=True)  # finetune: 0 (use --epochs)
+flags.DEFINE_float("learning_rate", 1e-4, "Peak learning rate.", lower_bound=0.0,
+                   allow_override=True)  # finetune: 5e-5
 flags.DEFINE_integer("warmup_steps", 100, "Linear warmup steps, then linear decay to zero.", lower_bound=0)
-flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "Optimizer.")
-flags.DEFINE_float("weight_decay", 0.01, "Decoupled weight decay (not on LayerNorm or biases).", lower_bound=0.0)
-flags.DEFINE_float("clip_norm", 1.0, "Global gradient-norm clip; 0 disables.", lower_bound=0.0)
 flags.DEFINE_integer("grad_accum_steps", 1, "Micro-batches per step.", lower_bound=1)
-flags.DEFINE_enum("dtype", "float32", ["float32", "bfloat16", "float16"], "Compute dtype (mixed precision; "
-                  "float16 adds dynamic loss scaling).")
-flags.DEFINE_bool("jit_compile", False, "XLA-compile the forward and backward pass.")
-flags.DEFINE_enum("strategy", "one_device", ["one_device", "mirrored", "multi_worker_mirrored", "tpu"],
-                  "Distribution strategy; multi_worker_mirrored reads TF_CONFIG.")
-flags.DEFINE_string("tpu", None, "TPU name or grpc:// address for --strategy=tpu.")
 flags.DEFINE_integer("checkpoint_steps", 500, "Steps between checkpoints.", lower_bound=1)
 flags.DEFINE_integer("keep_checkpoints", 3, "Checkpoints kept.", lower_bound=1)
 flags.DEFINE_integer("eval_steps", 20, "Held-out batches per evaluation (0: none).", lower_bound=0)
 flags.DEFINE_integer("eval_interval", 500, "Steps between evaluations.", lower_bound=1)
-flags.DEFINE_integer("steps_per_loop", 50, "Steps per compiled loop call (between progress updates).",
-                     lower_bound=1)
 flags.DEFINE_integer("nonfinite_retries", 0, "On a NaN/inf loss: restore the last checkpoint and skip the "
                      "batches this many times before stopping.", lower_bound=0)
-flags.DEFINE_integer("seed", 0, "Seed for initialization, data and masking.")
-flags.DEFINE_bool("deterministic", False, "Enable TensorFlow op determinism (reproducible runs, slower).")
+flags.DEFINE_integer("seed", 0, "Seed for initialization, data and masking.", allow_override=True)
 flags.DEFINE_list("fill_mask", ["The [MASK] of the function is returned.", "This module provides [MASK] for files."],
                   "Sentences with [MASK] to complete with the trained model at the end.")
 
@@ -67,8 +63,7 @@ def _validate():
         raise app.UsageError(f"--masking_rate must be in (0, 1]. Received: --masking_rate={FLAGS.masking_rate}")
     if FLAGS.warmup_steps > FLAGS.train_steps:
         raise app.UsageError(f"--warmup_steps ({FLAGS.warmup_steps}) exceeds --train_steps ({FLAGS.train_steps}).")
-    if FLAGS.strategy == "tpu" and FLAGS.tpu is None:
-        raise app.UsageError("--strategy=tpu needs --tpu (a name, grpc:// address, or 'local').")
+    common_flags.validate_training_flags()
     if FLAGS.model not in ("tiny", "mini", "small", "medium", "base", "large") and not os.path.isfile(FLAGS.model):
         raise app.UsageError(f"--model must be a preset or a bert_config.json path. Received: --model={FLAGS.model}")
     from bert_tf.text.vocab import expand_files
