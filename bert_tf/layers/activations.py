@@ -3,21 +3,45 @@
 
 import keras
 import tensorflow as tf
-from keras import ops
 
 
+_SQRT_HALF = 0.7071067811865476  # 1 / sqrt(2)
+_INV_SQRT_2PI = 0.3989422804014327  # 1 / sqrt(2 pi)
+_SQRT_2_OVER_PI = 0.7978845608028654  # sqrt(2 / pi)
+_TANH_CUBIC = 0.044715
+
+
+@tf.custom_gradient
 def gelu_tanh(x):
     """GELU with the tanh approximation (google-research/bert `modeling.gelu`):
-    `0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))`, which is what `tf.nn.gelu(approximate=True)` computes."""
-    return tf.nn.gelu(x, approximate=True)
+    `0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))`.
 
-
-def gelu_erf(x):
-    """Exact GELU with erf (Hugging Face `hidden_act="gelu"`).
-
-    `tf.nn.gelu` after a matmul + bias_add is fused into one oneDNN kernel on CPU.
+    The gradient is written out (a few fused element-wise ops) instead of
+    being derived op by op, which halves its cost on CPU.
     """
-    return tf.nn.gelu(x, approximate=False)
+    inner = _SQRT_2_OVER_PI * (x + _TANH_CUBIC * x * x * x)
+    t = tf.tanh(inner)
+
+    def grad(dy):
+        d_inner = _SQRT_2_OVER_PI * (1.0 + 3.0 * _TANH_CUBIC * x * x)
+        return dy * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * d_inner)
+
+    return 0.5 * x * (1.0 + t), grad
+
+
+@tf.custom_gradient
+def gelu_erf(x):
+    """Exact GELU with erf (Hugging Face `hidden_act="gelu"`): `x Phi(x)`, `Phi` the normal CDF.
+
+    The gradient `Phi(x) + x phi(x)` is written out instead of being derived
+    op by op.
+    """
+    cdf = 0.5 * (1.0 + tf.math.erf(x * _SQRT_HALF))
+
+    def grad(dy):
+        return dy * (cdf + x * tf.exp(-0.5 * x * x) * _INV_SQRT_2PI)
+
+    return x * cdf, grad
 
 
 _BY_NAME = {

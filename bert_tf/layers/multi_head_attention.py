@@ -55,10 +55,6 @@ class BertSelfAttention(keras.layers.Layer):
             layer.build(x_shape)
         self.built = True
 
-    def _heads(self, tokens, batch, length):
-        """`[B*T, H]` -> `[B, N, T, D]`."""
-        return tf.transpose(tf.reshape(tokens, (batch, length, self.num_heads, self.head_dim)), (0, 2, 1, 3))
-
     def call(self, x, padding_mask, training=None):
         batch, length = ops.shape(x)[0], ops.shape(x)[1]
         tokens = self.attend(tf.reshape(x, (-1, self.hidden_dim)), batch, length, padding_mask, training)
@@ -79,11 +75,15 @@ class BertSelfAttention(keras.layers.Layer):
             token_index: int32 `[M]` flat positions (`b * T + t`) of the rows
                 of `tokens`; the attention pads them back to `[B, T]` itself.
         """
-        query, key, value = (dense_tokens(layer, tokens, self.compute_dtype)
-                             for layer in (self.query_dense, self.key_dense, self.value_dense))
+        # One [H, 3H] matmul for the three projections (the variables stay separate, as in checkpoints).
+        projections = (self.query_dense, self.key_dense, self.value_dense)
+        kernel = tf.concat([ops.cast(layer.kernel, self.compute_dtype) for layer in projections], axis=1)
+        bias = tf.concat([ops.cast(layer.bias, self.compute_dtype) for layer in projections], axis=0)
+        qkv = tf.nn.bias_add(tf.matmul(tokens, kernel), bias)  # [M, 3H]
         if token_index is not None:
-            query, key, value = (scatter_tokens(t, token_index, batch * length) for t in (query, key, value))
-        query, key, value = (self._heads(t, batch, length) for t in (query, key, value))
+            qkv = scatter_tokens(qkv, token_index, batch * length)  # [B*T, 3H]
+        qkv = tf.reshape(qkv, (batch, length, 3, self.num_heads, self.head_dim))
+        query, key, value = tf.unstack(tf.transpose(qkv, (2, 0, 3, 1, 4)))  # each [B, N, T, D]
         query = query * ops.cast(1.0 / math.sqrt(self.head_dim), query.dtype)
         scores = tf.matmul(query, key, transpose_b=True)  # [B, N, T, T]
         bias = (1.0 - ops.cast(padding_mask, "float32")) * _MASK_BIAS  # [B, T]

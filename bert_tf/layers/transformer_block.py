@@ -64,7 +64,7 @@ class TransformerBlock(keras.layers.Layer):
         return ops.cast(layer_norm(x), self.compute_dtype)
 
     def _feed_forward(self, x, training):
-        hidden = dense_tokens(self.intermediate_dense, x, self.compute_dtype, self._activation)  # [M, I]
+        hidden = self._activation(dense_tokens(self.intermediate_dense, x, self.compute_dtype))  # [M, I]
         return self.dropout_layer(dense_tokens(self.output_dense, hidden, self.compute_dtype), training=training)
 
     def call(self, x, padding_mask, training=None):
