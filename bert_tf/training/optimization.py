@@ -6,11 +6,49 @@ linear warmup followed by linear decay to zero.
 """
 
 import keras
+import tensorflow as tf
 
 OPTIMIZERS = ("adamw", "lamb")
 # Substrings of Keras variable names that get no weight decay: LayerNorm
 # gamma/beta and every bias (Dense biases, the masked-LM output bias).
 NO_DECAY_NAMES = ("gamma", "beta", "bias")
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class FusedAdamW(keras.optimizers.AdamW):
+    """`keras.optimizers.AdamW` whose per-variable Adam update is one fused kernel.
+
+    Keras' AdamW updates each variable with about a dozen element-wise ops,
+    each a full pass over the variable and its two moments; for BERT's
+    30522 x H word-embedding table that was ~15% of a MiniLM-size training
+    step on CPU. Here the moment and variable updates are TensorFlow's
+    `ResourceApplyAdam` (one pass, the same formula:
+    `m = b1 m + (1 - b1) g`, `v = b2 v + (1 - b2) g^2`,
+    `var -= lr sqrt(1 - b2^t) / (1 - b1^t) * m / (sqrt(v) + eps)`).
+    Decoupled weight decay, its exclusions, clipping, loss scaling,
+    distribution and checkpoints are AdamW's own (same slot variables).
+    Sparse gradients are densified first, as AdamW's dense ops do.
+    """
+
+    def update_step(self, gradient, variable, learning_rate):
+        if self.amsgrad:
+            return super().update_step(gradient, variable, learning_rate)
+        dtype = variable.dtype
+        if isinstance(gradient, tf.IndexedSlices):
+            gradient = tf.convert_to_tensor(gradient)
+        index = self._get_variable_index(variable)
+        step = tf.cast(self.iterations + 1, dtype)
+        beta_1, beta_2 = tf.cast(self.beta_1, dtype), tf.cast(self.beta_2, dtype)
+        tf.raw_ops.ResourceApplyAdam(
+            var=_handle(variable), m=_handle(self._momentums[index]), v=_handle(self._velocities[index]),
+            beta1_power=tf.pow(beta_1, step), beta2_power=tf.pow(beta_2, step),
+            lr=tf.cast(learning_rate, dtype), beta1=beta_1, beta2=beta_2, epsilon=tf.cast(self.epsilon, dtype),
+            grad=tf.cast(gradient, dtype))
+
+
+def _handle(variable):
+    """The resource handle of a Keras or TensorFlow variable (the local copy inside a strategy update)."""
+    return (variable.value if isinstance(variable, keras.Variable) else variable).handle
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -57,7 +95,7 @@ def create_optimizer(name="adamw", learning_rate=1e-4, total_steps=10_000, warmu
     schedule = WarmupLinearDecay(learning_rate, warmup_steps, total_steps)
     common = dict(learning_rate=schedule, weight_decay=weight_decay or None, beta_1=beta_1, beta_2=beta_2,
                   epsilon=epsilon, global_clipnorm=clip_norm or None)
-    optimizer = keras.optimizers.AdamW(**common) if name == "adamw" else keras.optimizers.Lamb(**common)
+    optimizer = FusedAdamW(**common) if name == "adamw" else keras.optimizers.Lamb(**common)
     if weight_decay:
         optimizer.exclude_from_weight_decay(var_names=list(NO_DECAY_NAMES))
     if loss_scale:

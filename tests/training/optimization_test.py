@@ -42,3 +42,32 @@ def test_global_norm_clipping_and_loss_scaling():
     assert optimizer.global_clipnorm == 0.5
     scaled = create_optimizer(loss_scale=True, total_steps=10)
     assert isinstance(scaled, keras.optimizers.LossScaleOptimizer)
+
+
+def _adamw_run(optimizer_class, sparse=False):
+    import tensorflow as tf
+
+    kernel = keras.Variable(np.arange(12, dtype="float32").reshape(3, 4) / 10, name="kernel")
+    bias = keras.Variable(np.ones(4, "float32"), name="bias")
+    optimizer = optimizer_class(learning_rate=0.05, weight_decay=0.1, epsilon=1e-6)
+    optimizer.exclude_from_weight_decay(var_names=["bias"])
+
+    @tf.function
+    def step(i):
+        kernel_grad = tf.sin(kernel.value * (i + 1.0))
+        if sparse:  # rows 0 and 2 only, as an embedding lookup gives
+            kernel_grad = tf.IndexedSlices(tf.gather(kernel_grad, [0, 2]), tf.constant([0, 2]), tf.shape(kernel_grad))
+        optimizer.apply([kernel_grad, tf.cos(bias.value + i)], [kernel, bias])
+
+    for i in range(6):
+        step(tf.constant(float(i)))
+    return kernel.numpy(), bias.numpy()
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_fused_adamw_follows_keras_adamw(sparse):
+    from bert_tf.training.optimization import FusedAdamW
+
+    for ours, theirs in zip(_adamw_run(FusedAdamW, sparse), _adamw_run(keras.optimizers.AdamW, sparse)):
+        np.testing.assert_allclose(ours, theirs, atol=1e-5)
+    assert type(create_optimizer("adamw")).__name__ == "FusedAdamW"
