@@ -35,8 +35,9 @@ def tiny_dir(tmp_path_factory):
 def _run(strategy="one_device", **overrides):
     """Fine-tunes with the library (the app's flags are FinetuneConfig's fields); returns the best metrics.
 
-    The app itself runs in subprocesses below: importing several apps into one
-    process would define their shared flag names twice.
+    The app itself runs in subprocesses below, as a user runs it: its flag
+    defaults are its own there (apps imported into one process share flag
+    names, and the last one imported sets the shared defaults).
     """
     values = dict(max_seq_length=32, global_batch_size=8, learning_rate=1e-2, steps_per_loop=5, warmup_proportion=0.0)
     values.update(overrides)
