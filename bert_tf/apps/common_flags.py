@@ -37,6 +37,20 @@ def define_training_flags():
     _defined = True
 
 
+def training_strategy():
+    """Seeds Keras and TensorFlow from `--seed` (each app defines it), turns on op determinism for
+    `--deterministic` and returns the `--strategy` (with `--tpu`)."""
+    import keras
+    import tensorflow as tf
+
+    from bert_tf.training.distribute import create_strategy
+
+    keras.utils.set_random_seed(flags.FLAGS.seed)
+    if flags.FLAGS.deterministic:
+        tf.config.experimental.enable_op_determinism()
+    return create_strategy(flags.FLAGS.strategy, tpu=flags.FLAGS.tpu)
+
+
 def validate_training_flags():
     """Checks the shared flags' combinations; raises `app.UsageError` naming the bad one."""
     if flags.FLAGS.strategy == "tpu" and flags.FLAGS.tpu is None:

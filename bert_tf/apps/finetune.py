@@ -102,18 +102,11 @@ def main(argv):
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     _validate()
     logging.set_verbosity(logging.WARNING)
-    import keras
-    import tensorflow as tf
-
     from bert_tf.config import ConfigError
-    from bert_tf.training.distribute import create_strategy
     from bert_tf.training.finetuning import finetune
     from bert_tf.training.trainer import NonFiniteLossError, ResumeError
 
-    keras.utils.set_random_seed(FLAGS.seed)
-    if FLAGS.deterministic:
-        tf.config.experimental.enable_op_determinism()
-    strategy = create_strategy(FLAGS.strategy, tpu=FLAGS.tpu)
+    strategy = common_flags.training_strategy()
     try:
         results = finetune(_config(), strategy=strategy)
     except (ResumeError, NonFiniteLossError, ConfigError, ValueError, FileNotFoundError) as e:

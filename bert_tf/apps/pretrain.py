@@ -122,7 +122,6 @@ def main(argv):
     logging.set_verbosity(logging.WARNING)  # TensorFlow's per-save INFO lines are noise here
     import hashlib
 
-    import keras
     import tensorflow as tf
 
     from bert_tf import BertConfig
@@ -130,14 +129,11 @@ def main(argv):
     from bert_tf.data.pretraining import EmptyCorpusError, pretraining_dataset
     from bert_tf.models import BertEncoder, BertPretrainer
     from bert_tf.text import BertTokenizer
-    from bert_tf.training.distribute import create_strategy, is_chief
+    from bert_tf.training.distribute import is_chief
     from bert_tf.training.optimization import create_optimizer
     from bert_tf.training.trainer import LoopConfig, NonFiniteLossError, PretrainingLoop, ResumeError
 
-    keras.utils.set_random_seed(FLAGS.seed)
-    if FLAGS.deterministic:
-        tf.config.experimental.enable_op_determinism()
-    strategy = create_strategy(FLAGS.strategy, tpu=FLAGS.tpu)
+    strategy = common_flags.training_strategy()
     chief = is_chief(strategy)
     files, corpus_format, vocab_file = _corpus_and_vocab(chief)
     tokenizer = BertTokenizer(vocab_file, lowercase=FLAGS.lowercase)
