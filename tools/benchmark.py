@@ -41,7 +41,6 @@ Usage:
 import contextlib
 import dataclasses
 import glob
-import json
 import math
 import os
 import platform
@@ -169,9 +168,9 @@ def _hub_backbone(cfg, setting, dropout):
 
 def copy_encoder_to_hub(encoder, backbone):
     """Copies a `BertEncoder`'s weights into a keras-hub `BertBackbone` of the same shape."""
-    cfg_heads = encoder.num_heads
+    heads = encoder.num_heads
     hidden = encoder.hidden_dim
-    head_dim = hidden // cfg_heads
+    head_dim = hidden // heads
     ours = {v.path: v for v in encoder.weights}
     pairs = {
         "token_embedding/embeddings": "embeddings/token_embedding/embeddings",
@@ -198,9 +197,9 @@ def copy_encoder_to_hub(encoder, backbone):
             raise ValueError(f"No bert_tf weight for keras-hub weight {variable.path}")
         value = ours[pairs[variable.path]].numpy()
         if "attention_output/kernel" in variable.path:
-            value = value.reshape(cfg_heads, head_dim, hidden)
+            value = value.reshape(heads, head_dim, hidden)
         elif "attention_output/bias" not in variable.path and "self_attention_layer/" in variable.path:
-            value = value.reshape(value.shape[:-1] + (cfg_heads, head_dim))
+            value = value.reshape(value.shape[:-1] + (heads, head_dim))
         variable.assign(value)
 
 
@@ -336,8 +335,7 @@ def _pretrained_encoder(setting):
     from bert_tf.checkpoints import load_encoder
     if FLAGS.quick or not _weights_dir():
         return _ours_encoder(CONFIGS["tiny" if FLAGS.quick else "minilm"], setting, 0.0)
-    encoder = load_encoder(_weights_dir(), dtype=_policy(setting))
-    return encoder
+    return load_encoder(_weights_dir(), dtype=_policy(setting))
 
 
 def _hub_like(encoder, setting):
@@ -440,10 +438,9 @@ def _model_dir(workdir):
         with open(vocab, "w", encoding="utf-8") as f:
             f.write("\n".join(["[PAD]"] + [f"[unused{i}]" for i in range(99)] + ["[UNK]", "[CLS]", "[SEP]", "[MASK]"]
                               + [chr(c) for c in range(ord("a"), ord("z") + 1)]) + "\n")
-    encoder = _pretrained_encoder("float32")
-    if encoder.vocabulary_size != _count_lines(vocab):
-        from bert_tf.models import BertEncoder
-        encoder = BertEncoder(vocabulary_size=_count_lines(vocab), max_sequence_length=512, **CONFIGS["tiny"])
+    from bert_tf.models import BertEncoder
+    encoder = BertEncoder(vocabulary_size=_count_lines(vocab), max_sequence_length=512, dropout=0.0,
+                          attention_dropout=0.0, **CONFIGS["tiny"])
     directory = os.path.join(workdir, "model")
     save_model_dir(encoder, directory, vocab_file=vocab)
     return directory, vocab

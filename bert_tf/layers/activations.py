@@ -1,9 +1,7 @@
 """Activations selected by `hidden_act` in a BERT config."""
 
-
 import keras
 import tensorflow as tf
-
 
 _SQRT_HALF = 0.7071067811865476  # 1 / sqrt(2)
 _INV_SQRT_2PI = 0.3989422804014327  # 1 / sqrt(2 pi)

@@ -110,15 +110,15 @@ class BertSelfAttention(keras.layers.Layer):
         return config
 
 
-def dense_tokens(layer, tokens, dtype, activation=None):
-    """A built `keras.layers.Dense` applied to a 2-D `[M, In]` matrix as matmul + bias_add (+ activation).
+def dense_tokens(layer, tokens, dtype):
+    """A built `keras.layers.Dense` applied to a 2-D `[M, In]` matrix as matmul + bias_add.
 
-    The 2-D form lets TensorFlow fuse the three into one oneDNN kernel on
-    CPU; a rank-3 input would take the slower batched-matmul path.
+    The 2-D form lets TensorFlow fuse them (and a GELU after them) into one
+    oneDNN kernel on CPU; a rank-3 input would take the slower batched-matmul
+    path.
     """
     outputs = tf.matmul(tokens, ops.cast(layer.kernel, dtype))
-    outputs = tf.nn.bias_add(outputs, ops.cast(layer.bias, dtype))
-    return outputs if activation is None else activation(outputs)
+    return tf.nn.bias_add(outputs, ops.cast(layer.bias, dtype))
 
 
 def scatter_tokens(tokens, token_index, size):
