@@ -54,6 +54,10 @@ class MaskedLMHead(keras.layers.Layer):
     def call(self, sequence_output, mask_positions):
         gathered = ops.take_along_axis(
             sequence_output, ops.cast(mask_positions, "int32")[:, :, None], axis=1)  # [B, P, H]
+        return self.logits(gathered)
+
+    def logits(self, gathered):
+        """float32 logits `[B, P, V]` from the encoder outputs at the masked positions `[B, P, H]`."""
         x = self._activation(self.transform_dense(gathered))
         x = ops.cast(self.layer_norm(x), self.compute_dtype)
         table = ops.cast(self.token_embedding.embeddings, self.compute_dtype)  # [V, H]

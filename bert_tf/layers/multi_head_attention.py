@@ -75,26 +75,52 @@ class BertSelfAttention(keras.layers.Layer):
             token_index: int32 `[M]` flat positions (`b * T + t`) of the rows
                 of `tokens`; the attention pads them back to `[B, T]` itself.
         """
-        # One [H, 3H] matmul for the three projections (the variables stay separate, as in checkpoints).
-        projections = (self.query_dense, self.key_dense, self.value_dense)
-        kernel = tf.concat([ops.cast(layer.kernel, self.compute_dtype) for layer in projections], axis=1)
-        bias = tf.concat([ops.cast(layer.bias, self.compute_dtype) for layer in projections], axis=0)
-        qkv = tf.nn.bias_add(tf.matmul(tokens, kernel), bias)  # [M, 3H]
+        qkv = self._project(tokens, (self.query_dense, self.key_dense, self.value_dense))  # [M, 3H]
         if token_index is not None:
             qkv = scatter_tokens(qkv, token_index, batch * length)  # [B*T, 3H]
-        qkv = tf.reshape(qkv, (batch, length, 3, self.num_heads, self.head_dim))
-        query, key, value = tf.unstack(tf.transpose(qkv, (2, 0, 3, 1, 4)))  # each [B, N, T, D]
+        query, key, value = self._heads(qkv, batch, length, 3)  # each [B, N, T, D]
+        context = self._context(query, key, value, padding_mask, training)  # [B*T, H]
+        if token_index is not None:
+            context = tf.gather(context, token_index)  # [M, H]
+        return dense_tokens(self.output_dense, context, self.compute_dtype)
+
+    def attend_at(self, queries, tokens, batch, length, query_length, padding_mask, training=None):
+        """Attention outputs only for `queries`: `[B*P, H]` -> `[B*P, H]`.
+
+        `queries` are the inputs at P = `query_length` positions of each
+        sequence (row `b * P + p`); keys and values come from all `tokens` `[B*T, H]`. The
+        result equals `attend` at those positions for a fraction of the work
+        when P is much smaller than T (the last layer under a masked-LM or
+        `[CLS]` head).
+        """
+        query = self._heads(self._project(queries, (self.query_dense,)), batch, query_length, 1)[0]  # [B, N, P, D]
+        key, value = self._heads(self._project(tokens, (self.key_dense, self.value_dense)), batch, length, 2)
+        context = self._context(query, key, value, padding_mask, training)  # [B*P, H]
+        return dense_tokens(self.output_dense, context, self.compute_dtype)
+
+    def _project(self, tokens, layers):
+        """One matmul for several projections: `[M, H] -> [M, len(layers) * H]` (variables stay separate)."""
+        if len(layers) == 1:
+            return dense_tokens(layers[0], tokens, self.compute_dtype)
+        kernel = tf.concat([ops.cast(layer.kernel, self.compute_dtype) for layer in layers], axis=1)
+        bias = tf.concat([ops.cast(layer.bias, self.compute_dtype) for layer in layers], axis=0)
+        return tf.nn.bias_add(tf.matmul(tokens, kernel), bias)
+
+    def _heads(self, projected, batch, length, count):
+        """`[B*T, count * H]` -> `count` tensors `[B, N, T, D]`."""
+        projected = tf.reshape(projected, (batch, length, count, self.num_heads, self.head_dim))
+        return tf.unstack(tf.transpose(projected, (2, 0, 3, 1, 4)), num=count)
+
+    def _context(self, query, key, value, padding_mask, training):
+        """Scaled dot-product attention: `[B, N, Q, D]` queries over `[B, N, T, D]` -> `[B*Q, H]`."""
         query = query * ops.cast(1.0 / math.sqrt(self.head_dim), query.dtype)
-        scores = tf.matmul(query, key, transpose_b=True)  # [B, N, T, T]
+        scores = tf.matmul(query, key, transpose_b=True)  # [B, N, Q, T]
         bias = (1.0 - ops.cast(padding_mask, "float32")) * _MASK_BIAS  # [B, T]
         scores = ops.cast(scores, "float32") + bias[:, None, None, :]
         probs = ops.softmax(scores, axis=-1)
         probs = self.dropout_layer(ops.cast(probs, self.compute_dtype), training=training)
-        context = tf.transpose(tf.matmul(probs, value), (0, 2, 1, 3))  # [B, T, N, D]
-        context = tf.reshape(context, (-1, self.hidden_dim))  # [B*T, H]
-        if token_index is not None:
-            context = tf.gather(context, token_index)  # [M, H]
-        return dense_tokens(self.output_dense, context, self.compute_dtype)
+        context = tf.transpose(tf.matmul(probs, value), (0, 2, 1, 3))  # [B, Q, N, D]
+        return tf.reshape(context, (-1, self.hidden_dim))  # [B*Q, H]
 
     def compute_output_shape(self, x_shape, padding_mask_shape=None):
         return x_shape

@@ -83,6 +83,31 @@ class TransformerBlock(keras.layers.Layer):
             return self.attention.attend(inputs, batch, length, padding_mask, training=training,
                                          token_index=token_index)
 
+        return self._residuals(x, attend, training)
+
+    def call_at(self, x, positions, padding_mask, training=None):
+        """The block's outputs only at `positions`: `[B, T, H]`, int `[B, P]` -> `[B, P, H]`.
+
+        Keys and values come from every token; the queries, attention output,
+        feed-forward network and LayerNorms run at the P positions only. Equal
+        to `call(...)` gathered at `positions`, for the cost of the K/V
+        projections plus P/T of the rest: what the last layer needs when only
+        the masked positions or `[CLS]` are read.
+        """
+        batch, length = ops.shape(x)[0], ops.shape(x)[1]
+        tokens = tf.reshape(x, (-1, self.hidden_dim))  # [B*T, H]
+        rows = tf.reshape(ops.cast(positions, "int32") + tf.range(batch)[:, None] * length, [-1])  # [B*P]
+        keys = self._norm(self.attention_layer_norm, tokens) if self.pre_layer_norm else tokens
+
+        def attend(queries):
+            return self.attention.attend_at(queries, keys, batch, length, tf.shape(positions)[1], padding_mask,
+                                            training=training)
+
+        outputs = self._residuals(tf.gather(tokens, rows), attend, training)  # [B*P, H]
+        return tf.reshape(outputs, (batch, tf.shape(positions)[1], self.hidden_dim))
+
+    def _residuals(self, x, attend, training):
+        """Attention and feed-forward sublayers with their residuals and LayerNorms on rows `x`."""
         if self.pre_layer_norm:
             x = x + self.dropout_layer(attend(self._norm(self.attention_layer_norm, x)), training=training)
             return x + self._feed_forward(self._norm(self.output_layer_norm, x), training)

@@ -24,5 +24,10 @@ class BertClassifier(EncoderTask):
         self.head = head
         self.num_classes = num_classes
 
+    def call_selected(self, inputs, training=None):
+        # Sentence batches are mostly padding: the layers before the last skip it too.
+        pooled = self.encoder.call_at(inputs, None, training=training, pooled=True, unpadded=True)["pooled_output"]
+        return self.head(pooled, training=training)
+
     def heads(self, encoded, inputs):
         return self.head(encoded["pooled_output"], training=False)

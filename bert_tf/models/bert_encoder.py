@@ -158,16 +158,9 @@ class BertEncoder(keras.Model):
         should read). A TensorFlow-graph method: use it in a `tf.function`
         or eagerly, not inside a Keras functional model.
         """
-        token_ids = tf.convert_to_tensor(inputs["token_ids"])
-        padding_mask = tf.convert_to_tensor(inputs["padding_mask"])
-        batch, length = tf.shape(token_ids)[0], tf.shape(token_ids)[1]
-        token_index = tf.cast(tf.where(tf.reshape(padding_mask, [-1]) > 0)[:, 0], tf.int32)  # [M]
-        x = self.embeddings(token_ids, inputs["segment_ids"], training=training)  # [B, T, H]
-        x = tf.gather(tf.reshape(x, (-1, self.hidden_dim)), token_index)  # [M, H]
-        layer_outputs = []
-        for block in self.transformer_layers:
-            x = block.call_tokens(x, batch, length, padding_mask, training=training, token_index=token_index)
-            layer_outputs.append(x)
+        batch, length = tf.shape(inputs["token_ids"])[0], tf.shape(inputs["token_ids"])[1]
+        token_index, layer_outputs = self._unpadded_layers(inputs, self.transformer_layers, training)
+        x = layer_outputs[-1]
         if self.final_layer_norm is not None:
             x = layer_outputs[-1] = self.final_layer_norm(x)
 
@@ -181,6 +174,64 @@ class BertEncoder(keras.Model):
             "pooled_output": tf.cast(self.pooler(sequence), tf.float32),
             "encoder_outputs": [padded(h) for h in layer_outputs[:-1]] + [sequence],
         }
+
+    def call_at(self, inputs, positions, training=False, pooled=False, unpadded=False):
+        """The encoder's final outputs only where a head reads them.
+
+        Every layer but the last runs on all tokens (or only the real ones,
+        `unpadded`); the last runs its
+        queries, feed-forward network and LayerNorms only at `positions`
+        (and `[CLS]` when `pooled`), see `TransformerBlock.call_at`. Equal to
+        `call` at those positions (float32 round-off aside), for about P/T of
+        the last layer's work: what masked-LM pretraining (P = masked
+        positions) and sentence classification (`[CLS]` only) need.
+
+        Args:
+            inputs: the encoder inputs.
+            positions: int `[B, P]` indices into T (P may be 0), or None for none.
+            pooled: also return `pooled_output` (the pooler on `[CLS]`).
+            unpadded: run the layers before the last on the real tokens only,
+                as `call_unpadded` (for batches with much padding).
+        Returns:
+            dict: `selected_output` float32 `[B, P, H]` (row p is the output at
+            `positions[:, p]`) and, when `pooled`, `pooled_output` float32 `[B, H]`.
+        """
+        token_ids = tf.convert_to_tensor(inputs["token_ids"])
+        padding_mask = tf.convert_to_tensor(inputs["padding_mask"])
+        batch, length = tf.shape(token_ids)[0], tf.shape(token_ids)[1]
+        positions = (tf.zeros((batch, 0), tf.int32) if positions is None
+                     else tf.cast(tf.convert_to_tensor(positions), tf.int32))
+        if pooled:
+            positions = tf.concat([tf.zeros((batch, 1), tf.int32), positions], axis=1)
+        if unpadded:
+            token_index, layer_outputs = self._unpadded_layers(inputs, self.transformer_layers[:-1], training)
+            x = tf.reshape(scatter_tokens(layer_outputs[-1], token_index, batch * length),
+                           (batch, length, self.hidden_dim))  # 0 at padding
+        else:
+            x = self.embeddings(token_ids, inputs["segment_ids"], training=training)  # [B, T, H]
+            for block in self.transformer_layers[:-1]:
+                x = block(x, padding_mask, training=training)
+        x = self.transformer_layers[-1].call_at(x, positions, padding_mask, training=training)  # [B, P', H]
+        if self.final_layer_norm is not None:
+            x = self.final_layer_norm(x)
+        if not pooled:
+            return {"selected_output": tf.cast(x, tf.float32)}
+        return {"selected_output": tf.cast(x[:, 1:], tf.float32),
+                "pooled_output": tf.cast(self.pooler(x[:, :1]), tf.float32)}
+
+    def _unpadded_layers(self, inputs, blocks, training):
+        """Embeddings and `blocks` on the real tokens only: (token_index `[M]`, per-block `[M, H]` outputs)."""
+        token_ids = tf.convert_to_tensor(inputs["token_ids"])
+        padding_mask = tf.convert_to_tensor(inputs["padding_mask"])
+        batch, length = tf.shape(token_ids)[0], tf.shape(token_ids)[1]
+        token_index = tf.cast(tf.where(tf.reshape(padding_mask, [-1]) > 0)[:, 0], tf.int32)  # [M]
+        x = self.embeddings(token_ids, inputs["segment_ids"], training=training)  # [B, T, H]
+        x = tf.gather(tf.reshape(x, (-1, self.hidden_dim)), token_index)  # [M, H]
+        outputs = []
+        for block in blocks:
+            x = block.call_tokens(x, batch, length, padding_mask, training=training, token_index=token_index)
+            outputs.append(x)
+        return token_index, outputs or [x]
 
     @property
     def token_embedding(self):

@@ -43,6 +43,13 @@ class BertPretrainer(EncoderTask):
         self.nsp_head = nsp_head
         self.nsp = nsp
 
+    def call_selected(self, inputs, training=None):
+        encoded = self.encoder.call_at(inputs, inputs["mask_positions"], training=training, pooled=self.nsp)
+        outputs = {"mlm": self.mlm_head.logits(encoded["selected_output"])}
+        if self.nsp:
+            outputs["nsp"] = self.nsp_head(encoded["pooled_output"], training=training)
+        return outputs
+
     def heads(self, encoded, inputs):
         outputs = {"mlm": self.mlm_head(encoded["sequence_output"], inputs["mask_positions"])}
         if self.nsp:

@@ -21,6 +21,22 @@ class EncoderTask(keras.Model):
         self.encoder = encoder
         self._task_config = dict(task_config)
 
+    def call(self, inputs, training=None, mask=None):
+        """The functional graph, or `call_selected` where the task reads only some positions."""
+        if isinstance(inputs, dict) and not any(isinstance(v, keras.KerasTensor) for v in inputs.values()):
+            outputs = self.call_selected(inputs, training=training)
+            if outputs is not None:
+                return outputs
+        return super().call(inputs, training=training, mask=mask)
+
+    def call_selected(self, inputs, training=None):
+        """The outputs of `call` from `BertEncoder.call_at`, or None where every position is read.
+
+        Tasks whose heads read a few positions (masked-LM slots, `[CLS]`)
+        override this so that the last encoder layer runs only there.
+        """
+        return None
+
     def call_unpadded(self, inputs):
         """Inference outputs (as `model(inputs, training=False)`) from the encoder's padding-free path.
 

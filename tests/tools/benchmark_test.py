@@ -37,7 +37,8 @@ def test_quick_run_fills_every_section_and_writes_table_and_chart(tmp_path):
                 "| serve | SavedModel, SST-2 dev text -> embedding, batch 1", "| text | tokenizer"):
         cells = _cells(table, row)
         assert float(cells[3].replace(",", "")) > 0, row
-    for row in ("| train | tiny", "| infer | encoder forward", "| serve | SavedModel, SST-2 dev text -> embedding, batch 4"):
+    for row in ("| train | tiny", "| train | fine-tune tiny classifier, SST-2 dev text 4x32", "| infer | encoder forward",
+                "| serve | SavedModel, SST-2 dev text -> embedding, batch 4"):
         assert re.fullmatch(r"\d+\.\d\dx", _cells(table, row)[6]), row
     # The two sides really share weights: same outputs up to GELU's tanh approximation in keras-hub.
     assert float(_cells(table, "| infer | same weights")[3]) < 1e-3
