@@ -3,6 +3,8 @@
 import keras
 from keras import ops
 
+from bert_tf.layers.layer_norm import LayerNorm
+
 
 class BertEmbeddings(keras.layers.Layer):
     """Sums word, segment and absolute position embeddings, then LayerNorm and dropout.
@@ -38,7 +40,7 @@ class BertEmbeddings(keras.layers.Layer):
         self.segment_embedding = keras.layers.Embedding(
             type_vocab_size, hidden_dim, embeddings_initializer=initializer,
             dtype="float32", name="segment_embedding")
-        self.layer_norm = keras.layers.LayerNormalization(
+        self.layer_norm = LayerNorm(
             epsilon=layer_norm_epsilon, dtype="float32", name="layer_norm")
         self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
 

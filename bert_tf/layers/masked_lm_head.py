@@ -5,6 +5,7 @@ import tensorflow as tf
 from keras import ops
 
 from bert_tf.layers.activations import get_activation
+from bert_tf.layers.layer_norm import LayerNorm
 
 
 class MaskedLMHead(keras.layers.Layer):
@@ -42,7 +43,7 @@ class MaskedLMHead(keras.layers.Layer):
         self.transform_dense = keras.layers.Dense(
             hidden_dim, kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
             dtype=self.dtype_policy, name="transform_dense")
-        self.layer_norm = keras.layers.LayerNormalization(
+        self.layer_norm = LayerNorm(
             epsilon=layer_norm_epsilon, dtype="float32", name="transform_layer_norm")
 
     def build(self, sequence_output_shape, mask_positions_shape=None):
@@ -63,8 +64,10 @@ class MaskedLMHead(keras.layers.Layer):
         table = ops.cast(self.token_embedding.embeddings, self.compute_dtype)  # [V, H]
         batch, predictions = ops.shape(x)[0], ops.shape(x)[1]
         logits = tf.matmul(tf.reshape(x, (-1, self.hidden_dim)), table, transpose_b=True)  # [B*P, V]
-        logits = tf.reshape(logits, (batch, predictions, self.vocabulary_size))
-        return ops.cast(logits, "float32") + self.output_bias
+        # A 2-D bias_add in float32: fused into the matmul (float32 models) and a BiasAddGrad backward.
+        bias = tf.cast(tf.convert_to_tensor(self.output_bias), tf.float32)
+        logits = tf.nn.bias_add(tf.cast(logits, tf.float32), bias)
+        return tf.reshape(logits, (batch, predictions, self.vocabulary_size))
 
     def compute_output_shape(self, sequence_output_shape, mask_positions_shape):
         return tuple(mask_positions_shape) + (self.vocabulary_size,)

@@ -9,6 +9,9 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from bert_tf.layers.activations import fusable
+from bert_tf.layers.dropout import draw_seed, fused_pair, keep_mask, scale_kept
+
 # Added to the scores of padding keys; large enough for float32 softmax.
 _MASK_BIAS = -1e9
 
@@ -99,11 +102,20 @@ class BertSelfAttention(keras.layers.Layer):
         return dense_tokens(self.output_dense, context, self.compute_dtype)
 
     def _project(self, tokens, layers):
-        """One matmul for several projections: `[M, H] -> [M, len(layers) * H]` (variables stay separate)."""
-        if len(layers) == 1:
-            return dense_tokens(layers[0], tokens, self.compute_dtype)
-        kernel = tf.concat([ops.cast(layer.kernel, self.compute_dtype) for layer in layers], axis=1)
-        bias = tf.concat([ops.cast(layer.bias, self.compute_dtype) for layer in layers], axis=0)
+        """One matmul for several projections: `[M, H] -> [M, len(layers) * H]` (variables stay separate).
+
+        The query projection comes scaled by `1/sqrt(D)` (weights scaled in
+        float32, [H, H] work), so the scores need no pass over the queries.
+        """
+        def weights(layer):
+            kernel, bias = layer.kernel, layer.bias
+            if layer is self.query_dense:
+                kernel, bias = kernel * (1.0 / math.sqrt(self.head_dim)), bias * (1.0 / math.sqrt(self.head_dim))
+            return ops.cast(kernel, self.compute_dtype), ops.cast(bias, self.compute_dtype)
+
+        kernels, biases = zip(*[weights(layer) for layer in layers])
+        kernel = kernels[0] if len(layers) == 1 else tf.concat(kernels, axis=1)
+        bias = biases[0] if len(layers) == 1 else tf.concat(biases, axis=0)
         return tf.nn.bias_add(tf.matmul(tokens, kernel), bias)
 
     def _heads(self, projected, batch, length, count):
@@ -112,13 +124,15 @@ class BertSelfAttention(keras.layers.Layer):
         return tf.unstack(tf.transpose(projected, (2, 0, 3, 1, 4)), num=count)
 
     def _context(self, query, key, value, padding_mask, training):
-        """Scaled dot-product attention: `[B, N, Q, D]` queries over `[B, N, T, D]` -> `[B*Q, H]`."""
-        query = query * ops.cast(1.0 / math.sqrt(self.head_dim), query.dtype)
-        scores = tf.matmul(query, key, transpose_b=True)  # [B, N, Q, T]
+        """Dot-product attention: scaled `[B, N, Q, D]` queries over `[B, N, T, D]` -> `[B*Q, H]`."""
+        scores = tf.matmul(query, key, transpose_b=True)  # [B, N, Q, T] (query pre-scaled by 1/sqrt(D))
         bias = (1.0 - ops.cast(padding_mask, "float32")) * _MASK_BIAS  # [B, T]
-        scores = ops.cast(scores, "float32") + bias[:, None, None, :]
-        probs = ops.softmax(scores, axis=-1)
-        probs = self.dropout_layer(ops.cast(probs, self.compute_dtype), training=training)
+        scores = ops.cast(scores, "float32")
+        if training and self.dropout > 0:
+            probs = dropped_softmax(scores, bias, draw_seed(self.dropout_layer), self.dropout)
+            probs = ops.cast(probs, self.compute_dtype)
+        else:
+            probs = ops.cast(ops.softmax(scores + bias[:, None, None, :], axis=-1), self.compute_dtype)
         context = tf.transpose(tf.matmul(probs, value), (0, 2, 1, 3))  # [B, Q, N, D]
         return tf.reshape(context, (-1, self.hidden_dim))  # [B*Q, H]
 
@@ -150,3 +164,37 @@ def dense_tokens(layer, tokens, dtype):
 def scatter_tokens(tokens, token_index, size):
     """`[M, H]` rows at flat positions `token_index` of a zero `[size, H]` matrix."""
     return tf.scatter_nd(token_index[:, None], tokens, tf.stack([size, tf.shape(tokens)[1]]))
+
+
+def _dropped_softmax_forward(scores, bias, seed, rate, alg):
+    probs = tf.nn.softmax(scores + bias[:, None, None, :], axis=-1)
+    keep = keep_mask(tf.shape(scores), seed, rate, alg)
+    return scale_kept(keep, probs, rate), probs, keep
+
+
+def _dropped_softmax_backward(probs, keep, rate, grad):
+    grad = scale_kept(keep, grad, rate)
+    return probs * (grad - tf.reduce_sum(grad * probs, axis=-1, keepdims=True))
+
+
+_FORWARD, _BACKWARD = fused_pair(_dropped_softmax_forward, _dropped_softmax_backward)
+
+
+@tf.custom_gradient
+def dropped_softmax(scores, bias, seed, rate):
+    """Attention probabilities with dropout: `dropout(softmax(scores + bias))`, float32.
+
+    Args:
+        scores: float32 `[B, N, Q, T]`.
+        bias: `[B, T]`, added to every query's scores (large negative at padding).
+        seed: int32 `[2]` stateless seed of the dropout draws.
+        rate: python float in [0, 1); kept probabilities are scaled by `1 / (1 - rate)`.
+
+    Softmax, random draws, mask and scale are one pass forward and one
+    backward (XLA kernels where the shapes are static, see
+    `bert_tf.layers.dropout.dropout`) instead of about six element-wise ops
+    each way.
+    """
+    fused = fusable(scores)
+    dropped, probs, keep = _FORWARD[fused](scores, bias, seed, rate)
+    return dropped, lambda upstream: (_BACKWARD[fused](probs, keep, rate, upstream), None, None, None)

@@ -5,6 +5,8 @@ import tensorflow as tf
 from keras import ops
 
 from bert_tf.layers.activations import get_activation
+from bert_tf.layers.dropout import draw_seed, dropout
+from bert_tf.layers.layer_norm import LayerNorm
 from bert_tf.layers.multi_head_attention import BertSelfAttention, dense_tokens
 
 
@@ -42,13 +44,13 @@ class TransformerBlock(keras.layers.Layer):
         self.attention = BertSelfAttention(
             num_heads, hidden_dim, dropout=attention_dropout, initializer_range=initializer_range,
             dtype=self.dtype_policy, name="attention")
-        self.attention_layer_norm = keras.layers.LayerNormalization(
+        self.attention_layer_norm = LayerNorm(
             epsilon=layer_norm_epsilon, dtype="float32", name="attention_layer_norm")
         self.intermediate_dense = keras.layers.Dense(
             intermediate_dim, kernel_initializer=initializer, dtype=self.dtype_policy, name="intermediate")
         self.output_dense = keras.layers.Dense(
             hidden_dim, kernel_initializer=initializer, dtype=self.dtype_policy, name="output")
-        self.output_layer_norm = keras.layers.LayerNormalization(
+        self.output_layer_norm = LayerNorm(
             epsilon=layer_norm_epsilon, dtype="float32", name="output_layer_norm")
         self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
 
@@ -63,9 +65,14 @@ class TransformerBlock(keras.layers.Layer):
     def _norm(self, layer_norm, x):
         return ops.cast(layer_norm(x), self.compute_dtype)
 
+    def _dropout(self, x, training):
+        if not training or not self.dropout:
+            return x
+        return dropout(x, draw_seed(self.dropout_layer), self.dropout)
+
     def _feed_forward(self, x, training):
         hidden = self._activation(dense_tokens(self.intermediate_dense, x, self.compute_dtype))  # [M, I]
-        return self.dropout_layer(dense_tokens(self.output_dense, hidden, self.compute_dtype), training=training)
+        return self._dropout(dense_tokens(self.output_dense, hidden, self.compute_dtype), training)
 
     def call(self, x, padding_mask, training=None):
         batch, length = ops.shape(x)[0], ops.shape(x)[1]
@@ -109,9 +116,9 @@ class TransformerBlock(keras.layers.Layer):
     def _residuals(self, x, attend, training):
         """Attention and feed-forward sublayers with their residuals and LayerNorms on rows `x`."""
         if self.pre_layer_norm:
-            x = x + self.dropout_layer(attend(self._norm(self.attention_layer_norm, x)), training=training)
+            x = x + self._dropout(attend(self._norm(self.attention_layer_norm, x)), training)
             return x + self._feed_forward(self._norm(self.output_layer_norm, x), training)
-        x = self._norm(self.attention_layer_norm, x + self.dropout_layer(attend(x), training=training))
+        x = self._norm(self.attention_layer_norm, x + self._dropout(attend(x), training))
         return self._norm(self.output_layer_norm, x + self._feed_forward(x, training))
 
     def compute_output_shape(self, x_shape, padding_mask_shape=None):

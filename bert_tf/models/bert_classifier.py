@@ -29,5 +29,5 @@ class BertClassifier(EncoderTask):
         pooled = self.encoder.call_at(inputs, None, training=training, pooled=True, unpadded=True)["pooled_output"]
         return self.head(pooled, training=training)
 
-    def heads(self, encoded, inputs):
-        return self.head(encoded["pooled_output"], training=False)
+    def heads(self, encoded, inputs, training=False):
+        return self.head(encoded["pooled_output"], training=training)

@@ -9,6 +9,7 @@ from keras import ops
 
 from bert_tf.config import BertConfig
 from bert_tf.layers.bert_embeddings import BertEmbeddings
+from bert_tf.layers.layer_norm import LayerNorm
 from bert_tf.layers.multi_head_attention import scatter_tokens
 from bert_tf.layers.transformer_block import TransformerBlock
 
@@ -41,7 +42,7 @@ class _Pooler(keras.layers.Layer):
         return config
 
 
-class _FinalLayerNorm(keras.layers.LayerNormalization):
+class _FinalLayerNorm(LayerNorm):
     """The pre-LN encoder's last LayerNorm, returning the compute dtype of the model."""
 
     def __init__(self, output_dtype="float32", **kwargs):

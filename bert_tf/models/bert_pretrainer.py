@@ -50,8 +50,8 @@ class BertPretrainer(EncoderTask):
             outputs["nsp"] = self.nsp_head(encoded["pooled_output"], training=training)
         return outputs
 
-    def heads(self, encoded, inputs):
+    def heads(self, encoded, inputs, training=False):
         outputs = {"mlm": self.mlm_head(encoded["sequence_output"], inputs["mask_positions"])}
         if self.nsp:
-            outputs["nsp"] = self.nsp_head(encoded["pooled_output"], training=False)
+            outputs["nsp"] = self.nsp_head(encoded["pooled_output"], training=training)
         return outputs

@@ -24,5 +24,9 @@ class BertTokenClassifier(EncoderTask):
         self.head = head
         self.num_classes = num_classes
 
-    def heads(self, encoded, inputs):
-        return self.head(encoded["sequence_output"], training=False)
+    def call_selected(self, inputs, training=None):
+        # Every real token is read: skip the padding (outputs at padding carry no loss).
+        return self.heads(self.encoder.call_unpadded(inputs, training=training), inputs, training=training)
+
+    def heads(self, encoded, inputs, training=False):
+        return self.head(encoded["sequence_output"], training=training)

@@ -30,10 +30,13 @@ class EncoderTask(keras.Model):
         return super().call(inputs, training=training, mask=mask)
 
     def call_selected(self, inputs, training=None):
-        """The outputs of `call` from `BertEncoder.call_at`, or None where every position is read.
+        """The outputs of `call` by a cheaper path than the functional graph, or None for that graph.
 
-        Tasks whose heads read a few positions (masked-LM slots, `[CLS]`)
-        override this so that the last encoder layer runs only there.
+        Tasks whose heads read a few positions (masked-LM slots, `[CLS]`) run
+        the last encoder layer only there (`BertEncoder.call_at`); tasks that
+        read every token skip the padding (`BertEncoder.call_unpadded`), so
+        their outputs at padding positions (which carry no loss) differ from
+        the graph's.
         """
         return None
 
@@ -45,8 +48,8 @@ class EncoderTask(keras.Model):
         """
         return self.heads(self.encoder.call_unpadded(inputs), inputs)
 
-    def heads(self, encoded, inputs):
-        """The task outputs from the encoder's outputs `encoded` (inference)."""
+    def heads(self, encoded, inputs, training=False):
+        """The task outputs from the encoder's outputs `encoded`."""
         raise NotImplementedError(f"{type(self).__name__} has no padding-free inference path.")
 
     def get_config(self):

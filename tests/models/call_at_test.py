@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 from keras.src.models.functional import Functional
 
-from bert_tf.models import BertClassifier, BertPretrainer, BertSpanLabeler
+from bert_tf.models import BertClassifier, BertPretrainer, BertSpanLabeler, BertTokenClassifier
 from tests.helpers import random_inputs, tiny_encoder
 
 LENGTHS = [9, 5, 2, 7]
@@ -91,9 +91,32 @@ def test_task_call_equals_the_functional_graph_in_outputs_and_gradients(build, i
             np.testing.assert_allclose(a, b, atol=1e-5, err_msg=variable.path)
 
 
-def test_tasks_that_read_every_position_keep_the_functional_graph():
-    model = BertSpanLabeler(tiny_encoder())
-    assert model.call_selected(_batch()) is None
+@pytest.mark.parametrize("build", [
+    lambda e: BertTokenClassifier(e, num_classes=3, dropout=0.0),
+    lambda e: BertSpanLabeler(e, dropout=0.0),
+], ids=["token_classifier", "span_labeler"])
+def test_token_tasks_skip_padding_and_equal_the_graph_at_real_tokens(build):
+    model = build(tiny_encoder(dropout=0.0, attention_dropout=0.0))
+    batch = _batch()
+    real = tf.cast(batch["padding_mask"], tf.float32)
+
+    def loss_and_gradients(forward):
+        with tf.GradientTape() as tape:
+            outputs = forward(model, batch)
+            loss = sum(tf.reduce_sum(tf.square(value) * (real if value.shape.rank == 2 else real[:, :, None]))
+                       for value in tf.nest.flatten(outputs))
+        return outputs, [None if g is None else tf.convert_to_tensor(g)
+                         for g in tape.gradient(loss, model.trainable_variables)]
+
+    ours, our_gradients = loss_and_gradients(lambda m, b: m(b, training=True))
+    theirs, their_gradients = loss_and_gradients(lambda m, b: _functional(m, b, training=True))
+    mask = np.asarray(batch["padding_mask"], bool)
+    tf.nest.map_structure(lambda a, b: np.testing.assert_allclose(np.asarray(a)[mask], np.asarray(b)[mask],
+                                                                  atol=1e-5), ours, theirs)
+    for variable, a, b in zip(model.trainable_variables, our_gradients, their_gradients):
+        assert (a is None) == (b is None), variable.path  # the pooler gets none
+        if a is not None:
+            np.testing.assert_allclose(a, b, atol=1e-5, err_msg=variable.path)
 
 
 def test_pretrainer_with_dropout_trains_through_call_selected():
