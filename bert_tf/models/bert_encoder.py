@@ -180,12 +180,13 @@ class BertEncoder(keras.Model):
         """The encoder's final outputs only where a head reads them.
 
         Every layer but the last runs on all tokens (or only the real ones,
-        `unpadded`); the last runs its
-        queries, feed-forward network and LayerNorms only at `positions`
-        (and `[CLS]` when `pooled`), see `TransformerBlock.call_at`. Equal to
-        `call` at those positions (float32 round-off aside), for about P/T of
-        the last layer's work: what masked-LM pretraining (P = masked
-        positions) and sentence classification (`[CLS]` only) need.
+        `unpadded`); the last runs its queries, feed-forward network and
+        LayerNorms only at `positions` (and `[CLS]` when `pooled`), see
+        `TransformerBlock.call_at`. Equal to `call` at those positions
+        (float32 round-off aside), for about P/T of the last layer's work:
+        what masked-LM pretraining (P = masked positions) and sentence
+        classification (`[CLS]` only) need. With `unpadded`, positions that
+        are padding get other values than `call`'s (no one should read them).
 
         Args:
             inputs: the encoder inputs.

@@ -22,7 +22,7 @@ class EncoderTask(keras.Model):
         self._task_config = dict(task_config)
 
     def call(self, inputs, training=None, mask=None):
-        """The functional graph, or `call_selected` where the task reads only some positions."""
+        """`call_selected` where the task has a cheaper path for real tensors, else the functional graph."""
         if isinstance(inputs, dict) and not any(isinstance(v, keras.KerasTensor) for v in inputs.values()):
             outputs = self.call_selected(inputs, training=training)
             if outputs is not None:
