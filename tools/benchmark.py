@@ -305,23 +305,17 @@ def _sst2_batches(seq_length, batch_size):
     import tensorflow as tf
 
     from bert_tf.text import BertTokenizer
-    vocab = os.path.join(_weights_dir(), "vocab.txt")
-    with open(vocab, encoding="utf-8") as f:
-        ids = {token: i for i, token in enumerate(f.read().splitlines())}
-    with open(FLAGS.sst2, encoding="utf-8") as f:
-        rows = [line.split("\t") for line in f.read().splitlines()[1:]]
-    pieces = BertTokenizer(vocab).tokenize(tf.constant([row[0] for row in rows])).to_list()
-    token_ids = np.zeros((len(rows), seq_length), np.int32)
-    for i, row_pieces in enumerate(pieces):
-        row_ids = [ids["[CLS]"]] + row_pieces[:seq_length - 2] + [ids["[SEP]"]]
-        token_ids[i, :len(row_ids)] = row_ids
-    labels = np.array([int(row[1]) for row in rows], np.int32)
-    batches = []
-    for start in range(0, len(rows) - batch_size + 1, batch_size):
-        part = token_ids[start:start + batch_size]
-        features = {"token_ids": part, "segment_ids": np.zeros_like(part), "padding_mask": (part > 0).astype(np.int32)}
-        batches.append(({k: tf.constant(v) for k, v in features.items()}, tf.constant(labels[start:start + batch_size])))
-    real = float(np.mean(token_ids > 0))
+    from bert_tf.text.packing import BertPacker
+
+    sentences, labels = _sst2_dev()
+    tokenizer = BertTokenizer(os.path.join(_weights_dir(), "vocab.txt"))
+    packer = BertPacker(seq_length, tokenizer.cls_id, tokenizer.sep_id, pad_id=tokenizer.pad_id)
+    features = packer(tokenizer.tokenize(tf.constant(sentences)))
+    labels = tf.constant(labels, tf.int32)
+    batches = [({name: value[start:start + batch_size] for name, value in features.items()},
+                labels[start:start + batch_size])
+               for start in range(0, len(sentences) - batch_size + 1, batch_size)]
+    real = float(np.mean(features["padding_mask"].numpy()))
     return (batches[:4] if FLAGS.quick else batches), real
 
 
@@ -491,12 +485,18 @@ def _torch_forward(features, single):
 
 # --- serving ---
 
-def _sst2_sentences():
+def _sst2_dev():
+    """`--sst2`'s sentences and int labels (GLUE dev.tsv: header `sentence\\tlabel`)."""
     with open(FLAGS.sst2, encoding="utf-8") as f:
         lines = f.read().splitlines()
     if not lines or lines[0].split("\t")[0] != "sentence":
         raise ValueError(f"{FLAGS.sst2}: expected the GLUE SST-2 dev.tsv header 'sentence\\tlabel'")
-    sentences = [line.split("\t")[0] for line in lines[1:]]
+    rows = [line.split("\t") for line in lines[1:]]
+    return [row[0] for row in rows], [int(row[1]) for row in rows]
+
+
+def _sst2_sentences():
+    sentences = _sst2_dev()[0]
     return sentences[:64] if FLAGS.quick else sentences
 
 

@@ -4,7 +4,7 @@ import functools
 
 import tensorflow as tf
 
-from bert_tf.layers.activations import fusable
+from bert_tf.layers.fused import when_static
 
 
 def keep_mask(shape, seed, rate, alg):
@@ -22,15 +22,13 @@ def _forward(x, seed, rate, alg):
     return scale_kept(keep, x, rate), keep
 
 
-def fused_pair(forward, backward):
-    """`forward` and `backward` as XLA kernels (random bits by threefry, XLA's fast generator on CPU),
-    and as TensorFlow ops (philox) for shapes only known at run time."""
-    return ({True: tf.function(functools.partial(forward, alg="threefry"), jit_compile=True, autograph=False),
-             False: functools.partial(forward, alg="philox")},
-            {True: tf.function(backward, jit_compile=True, autograph=False), False: backward})
+def with_draws(forward):
+    """`forward(..., alg)` with its random draws by XLA's threefry (its fast generator on CPU) when it
+    runs as an XLA kernel, by TensorFlow's philox kernel otherwise (see `when_static`)."""
+    return when_static(functools.partial(forward, alg="threefry"), functools.partial(forward, alg="philox"))
 
 
-_FORWARD, _BACKWARD = fused_pair(_forward, scale_kept)
+_FORWARD, _BACKWARD = with_draws(_forward), when_static(scale_kept)
 
 
 @tf.custom_gradient
@@ -38,13 +36,12 @@ def dropout(x, seed, rate):
     """Inverted dropout of `x` at `rate` with the stateless int32 `[2]` `seed`.
 
     Draws, mask and scale are one XLA kernel forward and one backward where
-    the shapes are static (`fusable`), TensorFlow's ops otherwise; the
+    the shapes are static (`when_static`), TensorFlow's ops otherwise; the
     random streams of the two paths differ (threefry vs philox), their
     distribution does not.
     """
-    fused = fusable(x)
-    y, keep = _FORWARD[fused](x, seed, rate)
-    return y, lambda dy: (_BACKWARD[fused](keep, dy, rate), None, None)
+    y, keep = _FORWARD(x, seed, rate)
+    return y, lambda dy: (_BACKWARD(keep, dy, rate), None, None)
 
 
 def draw_seed(layer):

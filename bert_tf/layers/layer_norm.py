@@ -3,9 +3,10 @@
 import keras
 import tensorflow as tf
 
-from bert_tf.layers.activations import fusable
+from bert_tf.layers.fused import when_static
 
 
+@when_static
 def _forward(x, gamma, beta, epsilon):
     mean = tf.reduce_mean(x, axis=-1, keepdims=True)
     centered = x - mean
@@ -13,6 +14,7 @@ def _forward(x, gamma, beta, epsilon):
     return centered * inv_std * gamma + beta, mean, inv_std
 
 
+@when_static
 def _backward(x, mean, inv_std, gamma, dy):
     normalized = (x - mean) * inv_std
     rows = list(range(len(x.shape) - 1))
@@ -24,11 +26,6 @@ def _backward(x, mean, inv_std, gamma, dy):
     return dx, dgamma, dbeta
 
 
-# Forward and backward each as one XLA kernel (used where shapes are static, see `fusable`).
-_FUSED_FORWARD = tf.function(_forward, jit_compile=True, autograph=False)
-_FUSED_BACKWARD = tf.function(_backward, jit_compile=True, autograph=False)
-
-
 @tf.custom_gradient
 def layer_norm(x, gamma, beta, epsilon):
     """`(x - mean) / sqrt(var + epsilon) * gamma + beta` over the last axis of `x`.
@@ -37,12 +34,10 @@ def layer_norm(x, gamma, beta, epsilon):
     derived op by op; forward and backward each run as one XLA kernel where
     the shapes are static, TensorFlow's ops otherwise.
     """
-    fused = fusable(x)
-    y, mean, inv_std = (_FUSED_FORWARD if fused else _forward)(x, gamma, beta, epsilon)
+    y, mean, inv_std = _forward(x, gamma, beta, epsilon)
 
     def grad(dy):
-        dx, dgamma, dbeta = (_FUSED_BACKWARD if fused else _backward)(x, mean, inv_std, gamma, dy)
-        return dx, dgamma, dbeta, None
+        return (*_backward(x, mean, inv_std, gamma, dy), None)
 
     return y, grad
 

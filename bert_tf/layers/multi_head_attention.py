@@ -9,8 +9,8 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from bert_tf.layers.activations import fusable
-from bert_tf.layers.dropout import draw_seed, fused_pair, keep_mask, scale_kept
+from bert_tf.layers.dropout import draw_seed, keep_mask, scale_kept, with_draws
+from bert_tf.layers.fused import when_static
 
 # Added to the scores of padding keys; large enough for float32 softmax.
 _MASK_BIAS = -1e9
@@ -110,7 +110,8 @@ class BertSelfAttention(keras.layers.Layer):
         def weights(layer):
             kernel, bias = layer.kernel, layer.bias
             if layer is self.query_dense:
-                kernel, bias = kernel * (1.0 / math.sqrt(self.head_dim)), bias * (1.0 / math.sqrt(self.head_dim))
+                scale = 1.0 / math.sqrt(self.head_dim)
+                kernel, bias = kernel * scale, bias * scale
             return ops.cast(kernel, self.compute_dtype), ops.cast(bias, self.compute_dtype)
 
         kernels, biases = zip(*[weights(layer) for layer in layers])
@@ -177,7 +178,7 @@ def _dropped_softmax_backward(probs, keep, rate, grad):
     return probs * (grad - tf.reduce_sum(grad * probs, axis=-1, keepdims=True))
 
 
-_FORWARD, _BACKWARD = fused_pair(_dropped_softmax_forward, _dropped_softmax_backward)
+_FORWARD, _BACKWARD = with_draws(_dropped_softmax_forward), when_static(_dropped_softmax_backward)
 
 
 @tf.custom_gradient
@@ -195,6 +196,5 @@ def dropped_softmax(scores, bias, seed, rate):
     `bert_tf.layers.dropout.dropout`) instead of about six element-wise ops
     each way.
     """
-    fused = fusable(scores)
-    dropped, probs, keep = _FORWARD[fused](scores, bias, seed, rate)
-    return dropped, lambda upstream: (_BACKWARD[fused](probs, keep, rate, upstream), None, None, None)
+    dropped, probs, keep = _FORWARD(scores, bias, seed, rate)
+    return dropped, lambda upstream: (_BACKWARD(probs, keep, rate, upstream), None, None, None)

@@ -101,17 +101,16 @@ class TransformerBlock(keras.layers.Layer):
         projections plus P/T of the rest: what the last layer needs when only
         the masked positions or `[CLS]` are read.
         """
-        batch, length = ops.shape(x)[0], ops.shape(x)[1]
+        batch, length, count = ops.shape(x)[0], ops.shape(x)[1], tf.shape(positions)[1]
         tokens = tf.reshape(x, (-1, self.hidden_dim))  # [B*T, H]
         rows = tf.reshape(ops.cast(positions, "int32") + tf.range(batch)[:, None] * length, [-1])  # [B*P]
         keys = self._norm(self.attention_layer_norm, tokens) if self.pre_layer_norm else tokens
 
         def attend(queries):
-            return self.attention.attend_at(queries, keys, batch, length, tf.shape(positions)[1], padding_mask,
-                                            training=training)
+            return self.attention.attend_at(queries, keys, batch, length, count, padding_mask, training=training)
 
         outputs = self._residuals(tf.gather(tokens, rows), attend, training)  # [B*P, H]
-        return tf.reshape(outputs, (batch, tf.shape(positions)[1], self.hidden_dim))
+        return tf.reshape(outputs, (batch, count, self.hidden_dim))
 
     def _residuals(self, x, attend, training):
         """Attention and feed-forward sublayers with their residuals and LayerNorms on rows `x`."""
