@@ -1,0 +1,39 @@
+"""`when_static` picks the XLA kernel or TensorFlow ops by shape and by BERT_TF_XLA_KERNELS / core count."""
+
+import pytest
+import tensorflow as tf
+
+from bert_tf.layers import fused
+from bert_tf.layers.layer_norm import layer_norm
+
+
+def _compiled_calls(spec):
+    """How many XLA-compiled function calls the traced graph of one layer_norm holds."""
+    f = tf.function(lambda x: layer_norm(x, tf.ones([8]), tf.zeros([8]), tf.constant(1e-12)))
+    graph = f.get_concrete_function(spec).graph
+    return sum(1 for op in graph.get_operations()
+               if "_XlaMustCompile" in op.node_def.attr and op.get_attr("_XlaMustCompile"))
+
+
+@pytest.mark.parametrize("setting, threads, expected", [
+    ("1", 16, 1), ("on", 16, 1), ("0", 1, 0), ("off", 2, 0),
+    ("auto", 1, 1), ("auto", 2, 1), ("auto", 3, 0), ("auto", 16, 0)])
+def test_setting_and_thread_count_choose_the_kernel(monkeypatch, setting, threads, expected):
+    monkeypatch.setenv(fused.ENV_VAR, setting)
+    monkeypatch.setattr(fused, "cpu_threads", lambda: threads)
+    assert _compiled_calls(tf.TensorSpec([4, 8])) == expected
+    assert _compiled_calls(tf.TensorSpec([None, 8])) == 0  # shapes known only at run time: always TF ops
+
+
+def test_auto_is_the_default(monkeypatch):
+    monkeypatch.delenv(fused.ENV_VAR, raising=False)
+    monkeypatch.setattr(fused, "cpu_threads", lambda: 2)
+    assert fused.xla_kernels_enabled()
+    monkeypatch.setattr(fused, "cpu_threads", lambda: 8)
+    assert not fused.xla_kernels_enabled()
+
+
+def test_bad_setting_names_the_variable_and_value(monkeypatch):
+    monkeypatch.setenv(fused.ENV_VAR, "fast")
+    with pytest.raises(ValueError, match=r"BERT_TF_XLA_KERNELS must be auto, 1 or 0.*'fast'"):
+        fused.xla_kernels_enabled()
