@@ -679,8 +679,12 @@ def machine_line():
     with contextlib.suppress(OSError):
         with open("/proc/cpuinfo", encoding="utf-8") as f:
             model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), model)
+    from bert_tf.layers import fused
+    kernels = "on" if fused.xla_kernels_enabled() else "off"
     return (f"{model}, {os.cpu_count()} logical CPUs ({flags_line or 'no AVX-512'}); "
-            f"TensorFlow {tf.__version__}, Keras {keras.__version__}, keras-hub {keras_hub.__version__}")
+            f"TensorFlow {tf.__version__}, Keras {keras.__version__}, keras-hub {keras_hub.__version__}; "
+            f"bert_tf XLA element-wise kernels {kernels} ({fused.ENV_VAR}={os.environ.get(fused.ENV_VAR, 'auto')}, "
+            f"{fused.cpu_threads()} op threads)")
 
 
 def _format(value):
