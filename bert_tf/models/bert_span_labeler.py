@@ -42,7 +42,7 @@ class BertSpanLabeler(EncoderTask):
 
     def call_selected(self, inputs, training=None):
         # Every real token is read: skip the padding (outputs at padding carry no loss).
-        return self.heads(self.encoder.call_unpadded(inputs, training=training), inputs, training=training)
+        return self.call_unpadded(inputs, training=training)
 
     def heads(self, encoded, inputs, training=False):
         return self.span_logits(self.head(encoded["sequence_output"], training=training), inputs["padding_mask"])

@@ -40,13 +40,13 @@ class EncoderTask(keras.Model):
         """
         return None
 
-    def call_unpadded(self, inputs):
-        """Inference outputs (as `model(inputs, training=False)`) from the encoder's padding-free path.
+    def call_unpadded(self, inputs, training=False):
+        """The outputs of `model(inputs, training=training)` from the encoder's padding-free path.
 
         See `BertEncoder.call_unpadded`: the work scales with the real tokens,
         not with `B * T`. Values at padding positions may differ from `call`.
         """
-        return self.heads(self.encoder.call_unpadded(inputs), inputs)
+        return self.heads(self.encoder.call_unpadded(inputs, training=training), inputs, training=training)
 
     def heads(self, encoded, inputs, training=False):
         """The task outputs from the encoder's outputs `encoded`."""
