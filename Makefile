@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # TensorFlow's C++ start-up notices (CPU features, no CUDA) are noise here.
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: demo tour test test-fast setup clean
+.PHONY: demo tour test test-fast lint format setup clean
 
 # The main job: pretrain a tiny BERT on the offline default corpus (Python's own documentation), with a
 # vocabulary built on the fly, held-out evaluation and fill-mask predictions at the end. Re-running it
@@ -35,6 +35,15 @@ tour: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -n 2 tests
+
+# Lint and format check (ruff, configured in pyproject.toml); `make format` rewrites the tree.
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: $(STAMP)
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -n 2 -m "not slow" tests

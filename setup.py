@@ -27,7 +27,7 @@ setuptools.setup(
     ],
     extras_require={
         # Peers and tools used only by tests and benchmarks.
-        "test": ["pytest>=8", "pytest-xdist>=3.5", "keras-hub>=0.32"],
+        "test": ["pytest>=8", "pytest-xdist>=3.5", "keras-hub>=0.32", "ruff==0.17.6"],
     },
     entry_points={
         "console_scripts": [

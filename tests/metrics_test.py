@@ -9,8 +9,15 @@ import numpy as np
 import pytest
 
 from bert_tf import metrics
-from bert_tf.metrics import (conll_chunks, conll_metrics, glue_metrics, normalize_answer, squad_exact, squad_f1,
-                             squad_metrics)
+from bert_tf.metrics import (
+    conll_chunks,
+    conll_metrics,
+    glue_metrics,
+    normalize_answer,
+    squad_exact,
+    squad_f1,
+    squad_metrics,
+)
 
 HAVE_SKLEARN = importlib.util.find_spec("sklearn") is not None
 HAVE_SCIPY = importlib.util.find_spec("scipy") is not None

@@ -54,8 +54,7 @@ import sys
 import tempfile
 import time
 
-from absl import app
-from absl import flags
+from absl import app, flags
 
 FLAGS = flags.FLAGS
 flags.DEFINE_boolean("quick", False, "Smoke run: tiny model, short sequences, one repeat.")
@@ -378,9 +377,9 @@ def peak_rows():
     rows = []
     for dtype in ("float32", "bfloat16"):
         a = tf.cast(tf.random.normal((size, size)), dtype)
-        matmul = tf.function(lambda: tf.reduce_sum(tf.cast(tf.linalg.matmul(a, a), tf.float32)))
+        matmul = tf.function(lambda a=a: tf.reduce_sum(tf.cast(tf.linalg.matmul(a, a), tf.float32)))
         # The peak is the best repeat, not the median: the hardware's limit, not a typical call.
-        rate = _median_rates({dtype: lambda: matmul().numpy()}, 2 * size ** 3, 5, FLAGS.warmup,
+        rate = _median_rates({dtype: lambda matmul=matmul: matmul().numpy()}, 2 * size ** 3, 5, FLAGS.warmup,
                              max(3, FLAGS.repeats), reduce=max)[dtype]
         PEAKS[dtype] = rate
         rows.append(Row("peak", f"matmul {size}^3 {dtype}", "GFLOP/s", rate / 1e9))
@@ -607,8 +606,8 @@ def serve_rows(seq_length, batch_size):
 # --- text ---
 
 def text_rows():
-    import tensorflow as tf
     import keras_hub
+    import tensorflow as tf
 
     from bert_tf.text import BertTokenizer
 
@@ -664,9 +663,9 @@ def _pipeline_row(tokenizer, paths):
 # --- report ---
 
 def machine_line():
-    import tensorflow as tf
     import keras
     import keras_hub
+    import tensorflow as tf
     flags_line = ""
     with contextlib.suppress(OSError):
         with open("/proc/cpuinfo", encoding="utf-8") as f:

@@ -26,8 +26,7 @@ import glob
 import statistics
 import time
 
-from absl import app
-from absl import flags
+from absl import app, flags
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("vocab", None, "WordPiece vocab.txt.", required=True)

@@ -56,7 +56,7 @@ def _validate_flags():
     try:
         check_output_dir(FLAGS.output_dir, FLAGS.overwrite)
     except FileExistsError as e:
-        raise app.UsageError(f"--output_dir: {e}")
+        raise app.UsageError(f"--output_dir: {e}") from None
     if os.path.abspath(FLAGS.output_dir) == os.path.abspath(FLAGS.model_dir):
         raise app.UsageError(f"--output_dir must differ from --model_dir. Received: --output_dir={FLAGS.output_dir}")
     from bert_tf.checkpoints import CheckpointError, detect_format
@@ -64,7 +64,7 @@ def _validate_flags():
     try:
         detect_format(FLAGS.model_dir)
     except CheckpointError as e:
-        raise app.UsageError(f"--model_dir: {e}")
+        raise app.UsageError(f"--model_dir: {e}") from None
 
 
 def main(argv):

@@ -70,7 +70,7 @@ def _validate():
     try:
         expand_files(FLAGS.corpus) if FLAGS.corpus else None
     except FileNotFoundError as e:
-        raise app.UsageError(f"--corpus: {e}")
+        raise app.UsageError(f"--corpus: {e}") from None
 
 
 def _corpus_and_vocab(chief):

@@ -28,7 +28,7 @@ def main(argv):
     try:
         expand_files(FLAGS.input)
     except FileNotFoundError as e:
-        raise app.UsageError(f"--input: {e}")
+        raise app.UsageError(f"--input: {e}") from None
     summary = build_vocab(FLAGS.input, FLAGS.output, vocab_size=FLAGS.vocab_size, lowercase=FLAGS.lowercase,
                           strip_accents=None if FLAGS.lowercase else False,
                           min_frequency=FLAGS.min_frequency, show_progress=FLAGS.progress)

@@ -7,8 +7,17 @@
 Every tensor name of every format lives in `name_table.py`.
 """
 
-from bert_tf.checkpoints.api import (has_pretraining_heads, load_config, load_encoder, load_pretrainer,
-                                     model_tensors, restore_weights, save_hf, save_model_dir, save_tf1)
+from bert_tf.checkpoints.api import (
+                                     has_pretraining_heads,
+                                     load_config,
+                                     load_encoder,
+                                     load_pretrainer,
+                                     model_tensors,
+                                     restore_weights,
+                                     save_hf,
+                                     save_model_dir,
+                                     save_tf1,
+)
 from bert_tf.checkpoints.readers import CheckpointError, detect_format, vocab_file
 from bert_tf.checkpoints.settings import SETTINGS_FILE, infer_settings, read_settings, write_settings
 

@@ -15,7 +15,8 @@ import shutil
 
 import numpy as np
 
-from bert_tf.checkpoints import name_table, readers, settings as settings_lib, writers
+from bert_tf.checkpoints import name_table, readers, writers
+from bert_tf.checkpoints import settings as settings_lib
 from bert_tf.checkpoints.readers import CheckpointError
 from bert_tf.config import BertConfig
 

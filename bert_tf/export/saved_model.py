@@ -42,7 +42,8 @@ def load_task_model(path, dtype=None):
     Returns:
         `(model, settings)`.
     """
-    from bert_tf.checkpoints import api, settings as settings_lib
+    from bert_tf.checkpoints import api
+    from bert_tf.checkpoints import settings as settings_lib
     from bert_tf.config import ConfigError
     from bert_tf.models import BertClassifier, BertEncoder, BertSpanLabeler, BertTokenClassifier
 

@@ -39,7 +39,6 @@ for offsets.
 Shape legend: `N` strings, `W` words, `P` pieces.
 """
 
-import os
 
 import keras
 import tensorflow as tf

@@ -238,7 +238,7 @@ class TrainingLoop:
         grads = [tf.zeros_like(v) for v in variables]
         totals = {k: tf.constant(0.0) for k in self.objective.stat_names}
         for i in range(micro):
-            part = tf.nest.map_structure(lambda t: t[i * size:(i + 1) * size], (features, labels, weights))
+            part = tf.nest.map_structure(lambda t, i=i: t[i * size:(i + 1) * size], (features, labels, weights))
             micro_grads, stats = self._compiled_micro_step(part, global_totals)
             grads = [g + d for g, d in zip(grads, micro_grads)]
             totals = {k: totals[k] + stats[k] for k in self.objective.stat_names}

@@ -6,9 +6,9 @@ import re
 import subprocess
 import sys
 
+import keras
 import numpy as np
 import pytest
-import keras
 
 from bert_tf.checkpoints import load_encoder, save_model_dir
 from bert_tf.checkpoints.settings import read_settings

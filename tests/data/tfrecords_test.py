@@ -6,8 +6,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.data.tfrecords import (MANIFEST_FILE, ShardError, pretraining_dataset_from_shards, read_manifest,
-                                    write_pretraining_shards)
+from bert_tf.data.tfrecords import (
+    MANIFEST_FILE,
+    ShardError,
+    pretraining_dataset_from_shards,
+    read_manifest,
+    write_pretraining_shards,
+)
 from bert_tf.text import BertTokenizer
 from tests.data.pretraining_test import corpus  # noqa: F401 (fixture)
 

@@ -20,8 +20,8 @@ import tensorflow as tf
 from tensorflow.core.framework import tensor_pb2
 
 from bert_tf import checkpoints
-from bert_tf.data import squad
 from bert_tf.config import ConfigError
+from bert_tf.data import squad
 from bert_tf.export import METADATA_FILE, export_saved_model, load_task_model, save_module, serving_module
 from bert_tf.export.saved_model import input_names
 from bert_tf.models import BertClassifier, BertEncoder, BertPretrainer, BertSpanLabeler, BertTokenClassifier

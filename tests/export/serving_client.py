@@ -34,8 +34,8 @@ class _Blocker(importlib.abc.MetaPathFinder):
 
 sys.meta_path.insert(0, _Blocker())
 
-import tensorflow_text  # noqa: E402, F401  (registers the text ops before loading)
 import tensorflow as tf  # noqa: E402
+import tensorflow_text  # noqa: E402, F401  (registers the text ops before loading)
 from tensorflow.core.framework import tensor_pb2  # noqa: E402
 
 

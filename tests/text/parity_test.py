@@ -210,8 +210,8 @@ def test_every_code_point_normalizes_and_splits_like_reference(
         for i in range(0, len(code_points), 64)
     ]
     theirs = [
-        [w for w, _ in pre_tokenizer.pre_tokenize_str(normalizer.normalize_str(l))]
-        for l in lines
+        [w for w, _ in pre_tokenizer.pre_tokenize_str(normalizer.normalize_str(line))]
+        for line in lines
     ]
 
     @tf.function
@@ -221,7 +221,7 @@ def test_every_code_point_normalizes_and_splits_like_reference(
 
     bad = []
     for begin in range(0, len(lines), BATCH_SIZE):
-        batch = [l.encode("utf-8") for l in lines[begin : begin + BATCH_SIZE]]
+        batch = [line.encode("utf-8") for line in lines[begin : begin + BATCH_SIZE]]
         ours = split(tf.constant(batch)).to_list()
         for i, words in enumerate(ours):
             words = [w.decode("utf-8") for w in words]

@@ -94,7 +94,7 @@ def _pieces(text, starts, ends):
 def test_offsets(vocab_file, split_special_tokens):
     tokenizer = BertTokenizer(vocab_file, split_special_tokens=split_special_tokens)
     texts = [
-        "The CAFÉ, jumped!".encode("utf-8"),
+        "The CAFÉ, jumped!".encode(),
         "中文 café  fox\u200bed".encode("utf-8"),
         b"\xffdog\xfe [MASK].",
         b"",

@@ -13,9 +13,9 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.models import BertEncoder, BertPretrainer
+from bert_tf.training.distribute import mirrored_strategy
 from bert_tf.training.optimization import create_optimizer
 from bert_tf.training.trainer import LoopConfig, PretrainingLoop, ResumeError
-from bert_tf.training.distribute import mirrored_strategy
 from tests.helpers import pretraining_batch
 
 GLOBAL_BATCH, STEPS = 8, 10
