@@ -45,8 +45,15 @@ class BertConfig:
 
     def validate(self, source="BertConfig"):
         """Raises ConfigError naming the first bad field and `source`."""
-        positive = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-                    "intermediate_size", "max_position_embeddings", "type_vocab_size")
+        positive = (
+            "vocab_size",
+            "hidden_size",
+            "num_hidden_layers",
+            "num_attention_heads",
+            "intermediate_size",
+            "max_position_embeddings",
+            "type_vocab_size",
+        )
         for name in positive:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
@@ -60,14 +67,19 @@ class BertConfig:
             if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
                 raise ConfigError(f"{source}: field `{name}` must be a positive number. Received: {name}={value!r}")
         if self.hidden_act not in ACTIVATIONS:
-            raise ConfigError(f"{source}: field `hidden_act` must be one of {ACTIVATIONS}. "
-                              f"Received: hidden_act={self.hidden_act!r}")
+            raise ConfigError(
+                f"{source}: field `hidden_act` must be one of {ACTIVATIONS}. Received: hidden_act={self.hidden_act!r}"
+            )
         if self.hidden_size % self.num_attention_heads:
-            raise ConfigError(f"{source}: field `hidden_size` ({self.hidden_size}) must be divisible by "
-                              f"`num_attention_heads` ({self.num_attention_heads}).")
+            raise ConfigError(
+                f"{source}: field `hidden_size` ({self.hidden_size}) must be divisible by "
+                f"`num_attention_heads` ({self.num_attention_heads})."
+            )
         if not isinstance(self.pre_layer_norm, bool):
-            raise ConfigError(f"{source}: field `pre_layer_norm` must be true or false. "
-                              f"Received: pre_layer_norm={self.pre_layer_norm!r}")
+            raise ConfigError(
+                f"{source}: field `pre_layer_norm` must be true or false. "
+                f"Received: pre_layer_norm={self.pre_layer_norm!r}"
+            )
 
     @property
     def head_size(self):
@@ -114,11 +126,15 @@ class BertConfig:
     @classmethod
     def from_hf_dict(cls, data, source="<dict>"):
         if data.get("model_type", "bert") != "bert":
-            raise ConfigError(f"{source}: field `model_type` must be 'bert'. Received: model_type={data['model_type']!r}")
+            raise ConfigError(
+                f"{source}: field `model_type` must be 'bert'. Received: model_type={data['model_type']!r}"
+            )
         position = data.get("position_embedding_type", "absolute")
         if position != "absolute":
-            raise ConfigError(f"{source}: field `position_embedding_type` must be 'absolute'. "
-                              f"Received: position_embedding_type={position!r}")
+            raise ConfigError(
+                f"{source}: field `position_embedding_type` must be 'absolute'. "
+                f"Received: position_embedding_type={position!r}"
+            )
         mapped = {name: data[name] for name in _HF_SAME_NAMES if name in data}
         if "layer_norm_eps" in data:
             mapped["layer_norm_eps"] = data["layer_norm_eps"]
@@ -127,15 +143,19 @@ class BertConfig:
     def to_hf_dict(self):
         data = {name: getattr(self, name) for name in _HF_SAME_NAMES}
         if self.pre_layer_norm:
-            raise ConfigError("A pre-LN BERT has no Hugging Face `BertModel` equivalent; "
-                              "export it as a bert_tf model directory instead.")
-        data.update({
-            "architectures": ["BertModel"],
-            "model_type": "bert",
-            "layer_norm_eps": self.layer_norm_eps,
-            "position_embedding_type": "absolute",
-            "pad_token_id": 0,
-        })
+            raise ConfigError(
+                "A pre-LN BERT has no Hugging Face `BertModel` equivalent; "
+                "export it as a bert_tf model directory instead."
+            )
+        data.update(
+            {
+                "architectures": ["BertModel"],
+                "model_type": "bert",
+                "layer_norm_eps": self.layer_norm_eps,
+                "position_embedding_type": "absolute",
+                "pad_token_id": 0,
+            }
+        )
         return data
 
     def to_hf_json_file(self, path):
@@ -156,10 +176,19 @@ class BertConfig:
         return config
 
 
-_HF_SAME_NAMES = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-                  "intermediate_size", "hidden_act", "hidden_dropout_prob",
-                  "attention_probs_dropout_prob", "max_position_embeddings", "type_vocab_size",
-                  "initializer_range")
+_HF_SAME_NAMES = (
+    "vocab_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "intermediate_size",
+    "hidden_act",
+    "hidden_dropout_prob",
+    "attention_probs_dropout_prob",
+    "max_position_embeddings",
+    "type_vocab_size",
+    "initializer_range",
+)
 
 
 def _looks_like_hf(data):

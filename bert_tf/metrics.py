@@ -73,8 +73,10 @@ def _paired_arrays(labels, predictions):
             raise ValueError(f"`{name}` must be 1-D. Received: {name}.shape={array.shape}")
     labels, predictions = arrays["labels"], arrays["predictions"]
     if len(labels) != len(predictions):
-        raise ValueError("`labels` and `predictions` must have the same length. "
-                         f"Received: len(labels)={len(labels)}, len(predictions)={len(predictions)}")
+        raise ValueError(
+            "`labels` and `predictions` must have the same length. "
+            f"Received: len(labels)={len(labels)}, len(predictions)={len(predictions)}"
+        )
     if len(labels) == 0:
         raise ValueError("`labels` and `predictions` must not be empty. Received: len(labels)=0")
     return labels, predictions
@@ -86,8 +88,10 @@ def _class_ids(name, values):
         return values.astype(np.int64)
     if np.issubdtype(values.dtype, np.floating) and np.all(np.isfinite(values)) and np.all(values == np.round(values)):
         return values.astype(np.int64)
-    raise ValueError(f"`{name}` must hold integer class ids. Received: {name}.dtype={values.dtype}, "
-                     f"first values {values[:5].tolist()}")
+    raise ValueError(
+        f"`{name}` must hold integer class ids. Received: {name}.dtype={values.dtype}, "
+        f"first values {values[:5].tolist()}"
+    )
 
 
 def _classification_metrics(labels, predictions, num_classes):
@@ -98,8 +102,10 @@ def _classification_metrics(labels, predictions, num_classes):
             raise ValueError(f"`num_classes` must be a positive int or None. Received: num_classes={num_classes!r}")
         for name, values in (("labels", labels), ("predictions", predictions)):
             if values.min() < 0 or values.max() >= num_classes:
-                raise ValueError(f"`{name}` must lie in [0, num_classes). Received: num_classes={num_classes}, "
-                                 f"{name} in [{values.min()}, {values.max()}]")
+                raise ValueError(
+                    f"`{name}` must lie in [0, num_classes). Received: num_classes={num_classes}, "
+                    f"{name} in [{values.min()}, {values.max()}]"
+                )
         classes = np.arange(num_classes)
         binary = num_classes == 2
     else:
@@ -162,10 +168,15 @@ def _regression_metrics(labels, predictions):
     labels, predictions = labels.astype(np.float64), predictions.astype(np.float64)
     for name, values in (("labels", labels), ("predictions", predictions)):
         if not np.all(np.isfinite(values)):
-            raise ValueError(f"`{name}` must be finite. Received: {name} with "
-                             f"{int(np.sum(~np.isfinite(values)))} NaN or infinite values")
-    return {"pearson": _pearson(labels, predictions), "spearman": _spearman(labels, predictions),
-            "mse": float(np.mean((predictions - labels) ** 2))}
+            raise ValueError(
+                f"`{name}` must be finite. Received: {name} with "
+                f"{int(np.sum(~np.isfinite(values)))} NaN or infinite values"
+            )
+    return {
+        "pearson": _pearson(labels, predictions),
+        "spearman": _spearman(labels, predictions),
+        "mse": float(np.mean((predictions - labels) ** 2)),
+    }
 
 
 def _pearson(x, y):
@@ -300,16 +311,20 @@ def conll_metrics(gold_sentences, predicted_sentences, scheme="BIO"):
     """
     _check_scheme(scheme)
     if len(gold_sentences) != len(predicted_sentences):
-        raise ValueError("`gold_sentences` and `predicted_sentences` must have the same length. Received: "
-                         f"len(gold_sentences)={len(gold_sentences)}, "
-                         f"len(predicted_sentences)={len(predicted_sentences)}")
+        raise ValueError(
+            "`gold_sentences` and `predicted_sentences` must have the same length. Received: "
+            f"len(gold_sentences)={len(gold_sentences)}, "
+            f"len(predicted_sentences)={len(predicted_sentences)}"
+        )
     counts = {name: collections.Counter() for name in ("correct", "predicted", "gold")}
     tokens = correct_tokens = 0
     for index, (gold, predicted) in enumerate(zip(gold_sentences, predicted_sentences)):
         if len(gold) != len(predicted):
-            raise ValueError(f"Sentence {index}: gold and predicted tags differ in length. Received: "
-                             f"len(gold_sentences[{index}])={len(gold)}, "
-                             f"len(predicted_sentences[{index}])={len(predicted)}")
+            raise ValueError(
+                f"Sentence {index}: gold and predicted tags differ in length. Received: "
+                f"len(gold_sentences[{index}])={len(gold)}, "
+                f"len(predicted_sentences[{index}])={len(predicted)}"
+            )
         tokens += len(gold)
         correct_tokens += sum(_split_tag(g) == _split_tag(p) for g, p in zip(gold, predicted))
         gold_chunks, predicted_chunks = set(conll_chunks(gold, scheme)), set(conll_chunks(predicted, scheme))
@@ -317,15 +332,20 @@ def conll_metrics(gold_sentences, predicted_sentences, scheme="BIO"):
         counts["predicted"].update(kind for kind, _, _ in predicted_chunks)
         counts["correct"].update(kind for kind, _, _ in gold_chunks & predicted_chunks)
     if tokens == 0:
-        raise ValueError(f"There must be at least one token. Received: len(gold_sentences)={len(gold_sentences)} "
-                         "sentences with 0 tokens")
+        raise ValueError(
+            f"There must be at least one token. Received: len(gold_sentences)={len(gold_sentences)} "
+            "sentences with 0 tokens"
+        )
     totals = {name: sum(counter.values()) for name, counter in counts.items()}
     results = _chunk_scores(totals["correct"], totals["predicted"], totals["gold"])
     results["accuracy"] = correct_tokens / tokens
     results["per_type"] = {
-        kind: {**_chunk_scores(counts["correct"][kind], counts["predicted"][kind], counts["gold"][kind]),
-               "support": counts["gold"][kind]}
-        for kind in sorted(set(counts["gold"]) | set(counts["predicted"]))}
+        kind: {
+            **_chunk_scores(counts["correct"][kind], counts["predicted"][kind], counts["gold"][kind]),
+            "support": counts["gold"][kind],
+        }
+        for kind in sorted(set(counts["gold"]) | set(counts["predicted"]))
+    }
     return results
 
 
@@ -411,12 +431,12 @@ def squad_metrics(examples, answers, na_probs=None, na_threshold=1.0):
     if na_probs is not None:
         absent = [example.id for example in examples if example.id not in na_probs]
         if absent:
-            raise ValueError(f"`na_probs` must have every example's id. Received: {len(absent)} ids absent, "
-                             f"e.g. {absent[:5]}")
+            raise ValueError(
+                f"`na_probs` must have every example's id. Received: {len(absent)} ids absent, e.g. {absent[:5]}"
+            )
     missing = sum(example.id not in answers for example in examples)
     if missing:
-        logging.warning('%d of %d questions have no prediction; each counts as answered "".',
-                        missing, len(examples))
+        logging.warning('%d of %d questions have no prediction; each counts as answered "".', missing, len(examples))
     scores = []
     for example in examples:
         exact, f1, has_answer = _squad_scores(example, answers.get(example.id, ""), v2)
@@ -431,8 +451,13 @@ def squad_metrics(examples, answers, na_probs=None, na_threshold=1.0):
         subset = [score for score in scores if score[2] == selected]
         if subset:
             subset_results = _percent(subset)
-            results.update({f"{name}_exact": subset_results["exact_match"], f"{name}_f1": subset_results["f1"],
-                            f"{name}_total": len(subset)})
+            results.update(
+                {
+                    f"{name}_exact": subset_results["exact_match"],
+                    f"{name}_f1": subset_results["f1"],
+                    f"{name}_total": len(subset),
+                }
+            )
     return results
 
 
@@ -452,5 +477,7 @@ def _squad_scores(example, prediction, v2):
 
 def _percent(scores):
     """exact_match and f1 means, in percent, of (exact, f1, has_answer) triples."""
-    return {"exact_match": 100.0 * sum(s[0] for s in scores) / len(scores),
-            "f1": 100.0 * sum(s[1] for s in scores) / len(scores)}
+    return {
+        "exact_match": 100.0 * sum(s[0] for s in scores) / len(scores),
+        "f1": 100.0 * sum(s[1] for s in scores) / len(scores),
+    }

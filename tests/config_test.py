@@ -6,8 +6,14 @@ import pytest
 
 from bert_tf.config import PRESETS, BertConfig, ConfigError
 
-EXPECTED = {"tiny": (2, 128, 2), "mini": (4, 256, 4), "small": (4, 512, 8),
-            "medium": (8, 512, 8), "base": (12, 768, 12), "large": (24, 1024, 16)}
+EXPECTED = {
+    "tiny": (2, 128, 2),
+    "mini": (4, 256, 4),
+    "small": (4, 512, 8),
+    "medium": (8, 512, 8),
+    "base": (12, 768, 12),
+    "large": (24, 1024, 16),
+}
 
 
 @pytest.mark.parametrize("name", PRESETS)
@@ -57,9 +63,16 @@ def test_missing_field_names_field_and_file(tmp_path):
         BertConfig.from_json_file(path)
 
 
-@pytest.mark.parametrize("field,value", [("hidden_size", -1), ("num_attention_heads", "12"),
-                                         ("hidden_act", "gelu_wrong"), ("hidden_dropout_prob", 1.5),
-                                         ("layer_norm_eps", 0)])
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("hidden_size", -1),
+        ("num_attention_heads", "12"),
+        ("hidden_act", "gelu_wrong"),
+        ("hidden_dropout_prob", 1.5),
+        ("layer_norm_eps", 0),
+    ],
+)
 def test_bad_field_names_field_and_file(tmp_path, field, value):
     data = BertConfig.preset("tiny").to_dict()
     data[field] = value

@@ -13,7 +13,8 @@ import tensorflow as tf  # noqa: E402
 _cpus = tf.config.list_physical_devices("CPU")
 if _cpus and tf.config.get_logical_device_configuration(_cpus[0]) is None:
     tf.config.set_logical_device_configuration(
-        _cpus[0], [tf.config.LogicalDeviceConfiguration(), tf.config.LogicalDeviceConfiguration()])
+        _cpus[0], [tf.config.LogicalDeviceConfiguration(), tf.config.LogicalDeviceConfiguration()]
+    )
 
 SHARED_DIR = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "shared"))
 DATA_DIR = os.path.join(SHARED_DIR, "data")

@@ -4,8 +4,7 @@ import numpy as np
 
 from bert_tf.models import BertEncoder
 
-TINY = dict(vocabulary_size=30, num_layers=2, num_heads=2, hidden_dim=16, intermediate_dim=32,
-            max_sequence_length=32)
+TINY = dict(vocabulary_size=30, num_layers=2, num_heads=2, hidden_dim=16, intermediate_dim=32, max_sequence_length=32)
 
 
 def tiny_encoder(**overrides):
@@ -22,7 +21,7 @@ def random_inputs(batch=3, length=7, vocabulary_size=30, seed=0, lengths=None):
             padding_mask[row, n:] = 0
             token_ids[row, n:] = 0
     segment_ids = np.zeros((batch, length), "int32")
-    segment_ids[:, length // 2:] = 1
+    segment_ids[:, length // 2 :] = 1
     segment_ids *= padding_mask
     return {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}
 
@@ -32,8 +31,10 @@ def pretraining_batch(batch=4, length=8, predictions=3, vocabulary_size=30, seed
     rng = np.random.default_rng(seed)
     features = random_inputs(batch, length, vocabulary_size, seed)
     features["mask_positions"] = rng.integers(1, length, (batch, predictions)).astype("int32")
-    labels = {"mlm": rng.integers(0, vocabulary_size, (batch, predictions)).astype("int32"),
-              "nsp": rng.integers(0, 2, (batch,)).astype("int32")}
+    labels = {
+        "mlm": rng.integers(0, vocabulary_size, (batch, predictions)).astype("int32"),
+        "nsp": rng.integers(0, 2, (batch,)).astype("int32"),
+    }
     weights = {"mlm": np.ones((batch, predictions), "float32"), "nsp": np.ones((batch,), "float32")}
     weights["mlm"][:, -1] = 0.0  # an unused prediction slot
     return features, labels, weights

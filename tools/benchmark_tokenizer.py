@@ -30,16 +30,16 @@ from absl import app, flags
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("vocab", None, "WordPiece vocab.txt.", required=True)
-flags.DEFINE_string("input", None, "Glob of text files (one example a line).",
-                    required=True)
+flags.DEFINE_string("input", None, "Glob of text files (one example a line).", required=True)
 flags.DEFINE_integer("batch_size", 4096, "Lines per call.")
 flags.DEFINE_boolean("lowercase", True, "Uncased (True) or cased (False).")
 flags.DEFINE_integer("repeats", 5, "Timed rounds; medians are reported.")
-flags.DEFINE_string("pipeline_corpus", None,
-                    "Text file(s) for the pretraining pipeline row "
-                    "(corpus_format='paragraphs'); unset: no pipeline row.")
-flags.DEFINE_integer("pipeline_warmup_batches", 20,
-                     "Pipeline batches skipped before timing.")
+flags.DEFINE_string(
+    "pipeline_corpus",
+    None,
+    "Text file(s) for the pretraining pipeline row (corpus_format='paragraphs'); unset: no pipeline row.",
+)
+flags.DEFINE_integer("pipeline_warmup_batches", 20, "Pipeline batches skipped before timing.")
 flags.DEFINE_integer("pipeline_batches", 100, "Pipeline batches per window.")
 
 
@@ -55,16 +55,20 @@ def _pipeline_examples_per_second(tokenizer):
 
     batch_size = 32
     dataset = pretraining_dataset(
-        FLAGS.pipeline_corpus, tokenizer, seq_length=128,
-        batch_size=batch_size, corpus_format="paragraphs",
-        shuffle_buffer=1000, epochs=None)
+        FLAGS.pipeline_corpus,
+        tokenizer,
+        seq_length=128,
+        batch_size=batch_size,
+        corpus_format="paragraphs",
+        shuffle_buffer=1000,
+        epochs=None,
+    )
     iterator = iter(dataset)
     for _ in range(FLAGS.pipeline_warmup_batches):
         next(iterator)
     rates = []
     for _ in range(FLAGS.repeats):
-        seconds = _seconds(
-            lambda: [next(iterator) for _ in range(FLAGS.pipeline_batches)])
+        seconds = _seconds(lambda: [next(iterator) for _ in range(FLAGS.pipeline_batches)])
         rates.append(FLAGS.pipeline_batches * batch_size / seconds)
     return statistics.median(rates)
 
@@ -79,11 +83,9 @@ def main(argv):
     if not paths:
         raise app.UsageError(f"--input matches no file. Received: {FLAGS.input}")
     if FLAGS.batch_size < 1:
-        raise app.UsageError(
-            f"--batch_size must be positive. Received: {FLAGS.batch_size}")
+        raise app.UsageError(f"--batch_size must be positive. Received: {FLAGS.batch_size}")
     if FLAGS.repeats < 1:
-        raise app.UsageError(
-            f"--repeats must be positive. Received: {FLAGS.repeats}")
+        raise app.UsageError(f"--repeats must be positive. Received: {FLAGS.repeats}")
     lines = []
     for path in paths:
         with open(path, "rb") as f:
@@ -91,7 +93,7 @@ def main(argv):
     megabytes = sum(len(line) for line in lines) / 1e6
     texts = [line.decode("utf-8", errors="replace") for line in lines]
     size = FLAGS.batch_size
-    batches = [tf.constant(lines[i:i + size]) for i in range(0, len(lines), size)]
+    batches = [tf.constant(lines[i : i + size]) for i in range(0, len(lines), size)]
     rows = []
 
     ours = BertTokenizer(FLAGS.vocab, lowercase=FLAGS.lowercase)
@@ -113,13 +115,12 @@ def main(argv):
     try:
         import tokenizers
 
-        reference = tokenizers.BertWordPieceTokenizer(
-            FLAGS.vocab, lowercase=FLAGS.lowercase)
+        reference = tokenizers.BertWordPieceTokenizer(FLAGS.vocab, lowercase=FLAGS.lowercase)
         reference._tokenizer.encode_special_tokens = True
 
         def run_reference():
             for i in range(0, len(texts), size):
-                reference.encode_batch(texts[i:i + size], add_special_tokens=False)
+                reference.encode_batch(texts[i : i + size], add_special_tokens=False)
 
         reference_name = "HF tokenizers BertWordPieceTokenizer.encode_batch"
         rows.append((reference_name, run_reference))
@@ -129,8 +130,7 @@ def main(argv):
     try:
         import keras_hub
 
-        hub = keras_hub.tokenizers.BertTokenizer(
-            vocabulary=FLAGS.vocab, lowercase=FLAGS.lowercase)
+        hub = keras_hub.tokenizers.BertTokenizer(vocabulary=FLAGS.vocab, lowercase=FLAGS.lowercase)
         hub_fn = tf.function(hub.tokenize)
 
         def run_hub():
@@ -148,9 +148,11 @@ def main(argv):
         for name, fn in rows:
             seconds[name].append(_seconds(fn))
 
-    print(f"\n{len(lines)} lines, {megabytes:.1f} MB, batch_size={size}, "
-          f"lowercase={FLAGS.lowercase}, median of {FLAGS.repeats} "
-          "interleaved rounds\n")
+    print(
+        f"\n{len(lines)} lines, {megabytes:.1f} MB, batch_size={size}, "
+        f"lowercase={FLAGS.lowercase}, median of {FLAGS.repeats} "
+        "interleaved rounds\n"
+    )
     print("| tokenizer | seconds | MB/s | x HF |")
     print("|---|---:|---:|---:|")
     for name, _ in rows:
@@ -158,14 +160,12 @@ def main(argv):
         if reference_name is None:
             ratio = "-"
         else:
-            ratio = "%.1f" % statistics.median(
-                r / s for r, s in zip(seconds[reference_name], seconds[name]))
+            ratio = "%.1f" % statistics.median(r / s for r, s in zip(seconds[reference_name], seconds[name]))
         print(f"| {name} | {median:.2f} | {megabytes / median:.1f} | {ratio} |")
 
     if FLAGS.pipeline_corpus:
         rate = _pipeline_examples_per_second(ours)
-        print(f"\n| pretraining_dataset (seq 128, batch 32, paragraphs) "
-              f"on {FLAGS.pipeline_corpus} | examples/s |")
+        print(f"\n| pretraining_dataset (seq 128, batch 32, paragraphs) on {FLAGS.pipeline_corpus} | examples/s |")
         print("|---|---:|")
         print(f"| bert_tf BertTokenizer | {rate:.0f} |")
 

@@ -24,8 +24,9 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string("model_dir", None, "A bert-tf-pretrain model directory.")
 flags.DEFINE_string("output", None, "PNG path (default: model_dir/pretraining.png).")
 flags.DEFINE_integer("eval_batches", 50, "Held-out batches scored with the final model.", lower_bound=0)
-flags.DEFINE_integer("baseline_batches", 200, "Training batches counted for the most frequent masked token.",
-                     lower_bound=1)
+flags.DEFINE_integer(
+    "baseline_batches", 200, "Training batches counted for the most frequent masked token.", lower_bound=1
+)
 flags.DEFINE_enum("corpus_format", None, ["lines", "paragraphs"], "Override the run's corpus format.")
 flags.DEFINE_integer("group_size", None, "Override the run's pair-building group size.")
 
@@ -39,8 +40,11 @@ def read_scalars(log_dir):
     for path in sorted(glob.glob(os.path.join(log_dir, "events.out.tfevents.*")), key=os.path.getmtime):
         for event in EventFileLoader(path).Load():
             for value in event.summary.value:
-                number = float(tensor_util.MakeNdarray(value.tensor)) if value.HasField("tensor") \
+                number = (
+                    float(tensor_util.MakeNdarray(value.tensor))
+                    if value.HasField("tensor")
                     else float(value.simple_value)
+                )
                 scalars.setdefault(value.tag, {})[int(event.step)] = number
     return scalars
 
@@ -64,10 +68,12 @@ def plot(train, evaluation, output, title):
     left.set_ylabel("loss")
     left.legend()
     left.grid(alpha=0.3)
-    for source, tag, style, label in ((train, "mlm_acc", "-", "train MLM accuracy"),
-                                      (train, "nsp_acc", "-", "train NSP accuracy"),
-                                      (evaluation, "mlm_acc", "o--", "held-out MLM accuracy"),
-                                      (evaluation, "nsp_acc", "o--", "held-out NSP accuracy")):
+    for source, tag, style, label in (
+        (train, "mlm_acc", "-", "train MLM accuracy"),
+        (train, "nsp_acc", "-", "train NSP accuracy"),
+        (evaluation, "mlm_acc", "o--", "held-out MLM accuracy"),
+        (evaluation, "nsp_acc", "o--", "held-out NSP accuracy"),
+    ):
         if tag in source:
             steps = sorted(source[tag])
             right.plot(steps, [source[tag][s] for s in steps], style, label=label)
@@ -96,10 +102,18 @@ def held_out_scores(model_dir, settings, eval_batches, baseline_batches, corpus_
 
     def batches(split, count):
         return pretraining_dataset(
-            settings["corpus"], tokenizer, seq_length=settings["max_seq_length"],
-            max_predictions_per_seq=settings["max_predictions_per_seq"], nsp=settings["nsp"],
-            batch_size=settings["global_batch_size"], seed=settings.get("seed", 0), corpus_format=corpus_format,
-            group_size=group_size, split=split, shuffle_buffer=1 if split == "eval" else 10_000).take(count)
+            settings["corpus"],
+            tokenizer,
+            seq_length=settings["max_seq_length"],
+            max_predictions_per_seq=settings["max_predictions_per_seq"],
+            nsp=settings["nsp"],
+            batch_size=settings["global_batch_size"],
+            seed=settings.get("seed", 0),
+            corpus_format=corpus_format,
+            group_size=group_size,
+            split=split,
+            shuffle_buffer=1 if split == "eval" else 10_000,
+        ).take(count)
 
     counts = np.zeros([tokenizer.vocab_size], np.int64)
     for _, labels, weights in batches("train", baseline_batches):
@@ -133,8 +147,10 @@ def main(argv):
     output = FLAGS.output or os.path.join(FLAGS.model_dir, "pretraining.png")
     os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
     model = settings.get("model", {})
-    title = (f"BERT L={model.get('num_hidden_layers')} H={model.get('hidden_size')} pretraining, "
-             f"batch {settings['global_batch_size']} x {settings['max_seq_length']}")
+    title = (
+        f"BERT L={model.get('num_hidden_layers')} H={model.get('hidden_size')} pretraining, "
+        f"batch {settings['global_batch_size']} x {settings['max_seq_length']}"
+    )
     plot(train, evaluation, output, title)
     speeds = list(train.get("examples/s", {}).values())
     rows = [("steps", max(train["loss"])), ("final train loss", f"{train['loss'][max(train['loss'])]:.3f}")]
@@ -142,11 +158,18 @@ def main(argv):
         rows.append(("examples/s (median over logged loops)", f"{sorted(speeds)[len(speeds) // 2]:.1f}"))
     if FLAGS.eval_batches:
         accuracy, baseline, total, token = held_out_scores(
-            FLAGS.model_dir, settings, FLAGS.eval_batches, FLAGS.baseline_batches,
+            FLAGS.model_dir,
+            settings,
+            FLAGS.eval_batches,
+            FLAGS.baseline_batches,
             FLAGS.corpus_format or settings.get("corpus_format", "lines"),
-            FLAGS.group_size or settings.get("group_size", 16))
-        rows += [("held-out masked tokens scored", total), ("held-out MLM accuracy", f"{accuracy:.4f}"),
-                 (f"most-frequent-token baseline ({token!r})", f"{baseline:.4f}")]
+            FLAGS.group_size or settings.get("group_size", 16),
+        )
+        rows += [
+            ("held-out masked tokens scored", total),
+            ("held-out MLM accuracy", f"{accuracy:.4f}"),
+            (f"most-frequent-token baseline ({token!r})", f"{baseline:.4f}"),
+        ]
     print("| measure | value |\n|---|---|")
     for name, value in rows:
         print(f"| {name} | {value} |")

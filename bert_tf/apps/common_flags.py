@@ -25,14 +25,23 @@ def define_training_flags():
     flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "Optimizer.")
     flags.DEFINE_float("weight_decay", 0.01, "Decoupled weight decay (not on LayerNorm or biases).", lower_bound=0.0)
     flags.DEFINE_float("clip_norm", 1.0, "Global gradient-norm clip; 0 disables.", lower_bound=0.0)
-    flags.DEFINE_enum("dtype", "float32", ["float32", "bfloat16", "float16"], "Compute dtype (mixed precision; "
-                      "float16 adds dynamic loss scaling).")
+    flags.DEFINE_enum(
+        "dtype",
+        "float32",
+        ["float32", "bfloat16", "float16"],
+        "Compute dtype (mixed precision; float16 adds dynamic loss scaling).",
+    )
     flags.DEFINE_bool("jit_compile", False, "XLA-compile the forward and backward pass.")
-    flags.DEFINE_enum("strategy", "one_device", ["one_device", "mirrored", "multi_worker_mirrored", "tpu"],
-                      "Distribution strategy; multi_worker_mirrored reads TF_CONFIG.")
+    flags.DEFINE_enum(
+        "strategy",
+        "one_device",
+        ["one_device", "mirrored", "multi_worker_mirrored", "tpu"],
+        "Distribution strategy; multi_worker_mirrored reads TF_CONFIG.",
+    )
     flags.DEFINE_string("tpu", None, "TPU name or grpc:// address for --strategy=tpu.")
-    flags.DEFINE_integer("steps_per_loop", 50, "Steps per compiled loop call (between progress updates).",
-                         lower_bound=1)
+    flags.DEFINE_integer(
+        "steps_per_loop", 50, "Steps per compiled loop call (between progress updates).", lower_bound=1
+    )
     flags.DEFINE_bool("deterministic", False, "Enable TensorFlow op determinism (reproducible runs, slower).")
     _defined = True
 

@@ -14,16 +14,29 @@ from absl import app, flags
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_string("input", None, "Checkpoint to convert: Hugging Face BERT directory, TF1 checkpoint "
-                    "directory or prefix, or bert_tf model directory (format detected).")
+flags.DEFINE_string(
+    "input",
+    None,
+    "Checkpoint to convert: Hugging Face BERT directory, TF1 checkpoint "
+    "directory or prefix, or bert_tf model directory (format detected).",
+)
 flags.DEFINE_string("output", None, "Directory to write; must be empty or absent unless --overwrite.")
-flags.DEFINE_enum("to", "bert_tf", ["bert_tf", "hf"], "Output format: a bert_tf model directory "
-                  "(TF1-named checkpoint, readable by Google's original code) or a Hugging Face "
-                  "safetensors directory.")
-flags.DEFINE_bool("overwrite", False, "Write into a non-empty --output directory.",
-                  allow_override=True)  # bert-tf-export has the same flag; tests import both apps
-flags.DEFINE_bool("allow_pickle", False, "UNSAFE: read a Hugging Face pytorch_model.bin (pickle; needs torch). "
-                  "Only for files you trust.")
+flags.DEFINE_enum(
+    "to",
+    "bert_tf",
+    ["bert_tf", "hf"],
+    "Output format: a bert_tf model directory "
+    "(TF1-named checkpoint, readable by Google's original code) or a Hugging Face "
+    "safetensors directory.",
+)
+flags.DEFINE_bool(
+    "overwrite", False, "Write into a non-empty --output directory.", allow_override=True
+)  # bert-tf-export has the same flag; tests import both apps
+flags.DEFINE_bool(
+    "allow_pickle",
+    False,
+    "UNSAFE: read a Hugging Face pytorch_model.bin (pickle; needs torch). Only for files you trust.",
+)
 
 
 def _validate_flags():
@@ -40,8 +53,9 @@ def _validate_flags():
         if os.path.isdir(FLAGS.input) and os.path.samefile(FLAGS.input, FLAGS.output):
             raise app.UsageError(f"--output must differ from --input. Received: --output={FLAGS.output}")
         if os.listdir(FLAGS.output) and not FLAGS.overwrite:
-            raise app.UsageError(f"--output is not empty; pass --overwrite to write into it. "
-                                 f"Received: --output={FLAGS.output}")
+            raise app.UsageError(
+                f"--output is not empty; pass --overwrite to write into it. Received: --output={FLAGS.output}"
+            )
 
 
 def convert(input_path, output, to="bert_tf", allow_pickle=False):

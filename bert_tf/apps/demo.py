@@ -87,8 +87,12 @@ def _minilm_similarities():
     if spec is None:
         return None
     model_dir = os.path.join(list(spec.submodule_search_locations)[0], "model")
-    sentences = ["A man is playing a guitar.", "Someone plays an instrument.",
-                 "The stock market fell sharply today.", "Shares dropped at the close of trading."]
+    sentences = [
+        "A man is playing a guitar.",
+        "Someone plays an instrument.",
+        "The stock market fell sharply today.",
+        "Shares dropped at the close of trading.",
+    ]
     tokenizer = BertTokenizer(os.path.join(model_dir, "vocab.txt"))
     encoder = load_encoder(model_dir)
     inputs = BertPacker(128, tokenizer.cls_id, tokenizer.sep_id)(tokenizer.tokenize(tf.constant(sentences)))
@@ -119,26 +123,43 @@ def main(argv):
     with open(corpus_file, "w", encoding="utf-8") as f:
         f.write(CORPUS)
     vocab_file = os.path.join(FLAGS.output_dir, "vocab.txt")
-    print("1. vocabulary:", build_vocab(corpus_file, vocab_file, vocab_size=400, min_frequency=1,
-                                        show_progress=False))
+    print("1. vocabulary:", build_vocab(corpus_file, vocab_file, vocab_size=400, min_frequency=1, show_progress=False))
 
     keras.utils.set_random_seed(FLAGS.seed)
     tokenizer = BertTokenizer(vocab_file)
     # The corpus file is in the "lines" format: a sentence a line, a blank line between documents.
-    dataset = pretraining_dataset(corpus_file, tokenizer, seq_length=FLAGS.max_seq_length,
-                                  max_predictions_per_seq=8, batch_size=FLAGS.batch_size, seed=FLAGS.seed,
-                                  group_size=8, shuffle_buffer=64)
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=64, num_hidden_layers=2,
-                        num_attention_heads=2, intermediate_size=256, max_position_embeddings=64,
-                        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    dataset = pretraining_dataset(
+        corpus_file,
+        tokenizer,
+        seq_length=FLAGS.max_seq_length,
+        max_predictions_per_seq=8,
+        batch_size=FLAGS.batch_size,
+        seed=FLAGS.seed,
+        group_size=8,
+        shuffle_buffer=64,
+    )
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=256,
+        max_position_embeddings=64,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+    )
     pretrainer = BertPretrainer(BertEncoder.from_bert_config(config))
     loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    pretrainer.compile(optimizer=keras.optimizers.AdamW(2e-3, weight_decay=0.01), loss={"mlm": loss, "nsp": loss},
-                       weighted_metrics={"mlm": ["accuracy"], "nsp": ["accuracy"]})
-    print(f"2-3. pretraining {pretrainer.count_params():,} parameters for {FLAGS.steps} steps on pairs built, "
-          "packed and masked in tf.data (re-paired and re-masked every pass):")
-    history = pretrainer.fit(dataset, steps_per_epoch=max(FLAGS.steps // 4, 1), epochs=4, verbose=2,
-                             shuffle=False)
+    pretrainer.compile(
+        optimizer=keras.optimizers.AdamW(2e-3, weight_decay=0.01),
+        loss={"mlm": loss, "nsp": loss},
+        weighted_metrics={"mlm": ["accuracy"], "nsp": ["accuracy"]},
+    )
+    print(
+        f"2-3. pretraining {pretrainer.count_params():,} parameters for {FLAGS.steps} steps on pairs built, "
+        "packed and masked in tf.data (re-paired and re-masked every pass):"
+    )
+    history = pretrainer.fit(dataset, steps_per_epoch=max(FLAGS.steps // 4, 1), epochs=4, verbose=2, shuffle=False)
     losses = history.history["mlm_loss"]
     print(f"   masked-LM loss {losses[0]:.3f} -> {losses[-1]:.3f}")
 
@@ -147,11 +168,14 @@ def main(argv):
     save_model_dir(pretrainer, model_dir, vocab_file=vocab_file, settings={"lowercase": True})
     save_hf(pretrainer, hf_dir, vocab_file=vocab_file, lowercase=True)
     probe = BertPacker(FLAGS.max_seq_length, tokenizer.cls_id, tokenizer.sep_id)(
-        tokenizer.tokenize(tf.constant(["The lamp turns all night.", "Fresh bread by seven."])))
+        tokenizer.tokenize(tf.constant(["The lamp turns all night.", "Fresh bread by seven."]))
+    )
     ours = pretrainer.encoder(probe)
-    print(f"4. model directory {model_dir}: max |diff| after reload "
-          f"{_max_diff(ours, load_encoder(model_dir)(probe)):.1e}; Hugging Face directory {hf_dir}: "
-          f"{_max_diff(ours, load_encoder(hf_dir)(probe)):.1e}")
+    print(
+        f"4. model directory {model_dir}: max |diff| after reload "
+        f"{_max_diff(ours, load_encoder(model_dir)(probe)):.1e}; Hugging Face directory {hf_dir}: "
+        f"{_max_diff(ours, load_encoder(hf_dir)(probe)):.1e}"
+    )
 
     similarities = _minilm_similarities()
     if similarities is None:

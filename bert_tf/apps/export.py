@@ -22,25 +22,48 @@ FLAGS = flags.FLAGS
 # allow_override on model_dir, max_seq_length and the squad window flags: pretrain and finetune define these names
 # with their own help or default (a process importing several apps keeps the last definition; each bert-tf-*
 # command imports only its own app).
-flags.DEFINE_string("model_dir", None, "Model directory to export: bert_tf (pretrained, fine-tuned or converted), "
-                    "Hugging Face BERT or TF1 checkpoint directory with vocab.txt.", allow_override=True)
-flags.DEFINE_string("output_dir", None, "SavedModel directory to write (for TF Serving: MODEL/VERSION, e.g. "
-                    "serving/sst2/1); must be absent or empty unless --overwrite.")
-flags.DEFINE_bool("overwrite", False, "Replace a non-empty --output_dir.",
-                  allow_override=True)  # bert-tf-convert has the same flag; tests import both apps
+flags.DEFINE_string(
+    "model_dir",
+    None,
+    "Model directory to export: bert_tf (pretrained, fine-tuned or converted), "
+    "Hugging Face BERT or TF1 checkpoint directory with vocab.txt.",
+    allow_override=True,
+)
+flags.DEFINE_string(
+    "output_dir",
+    None,
+    "SavedModel directory to write (for TF Serving: MODEL/VERSION, e.g. "
+    "serving/sst2/1); must be absent or empty unless --overwrite.",
+)
+flags.DEFINE_bool(
+    "overwrite", False, "Replace a non-empty --output_dir.", allow_override=True
+)  # bert-tf-convert has the same flag; tests import both apps
 flags.DEFINE_bool("encoder_only", False, "Export the encoder (embeddings) even from a fine-tuned directory.")
-flags.DEFINE_bool("text_pair", False, "Classification/regression: serving_default takes text and text_pair (a "
-                  "pair task such as MNLI); the `single` and `pair` signatures exist either way.")
+flags.DEFINE_bool(
+    "text_pair",
+    False,
+    "Classification/regression: serving_default takes text and text_pair (a "
+    "pair task such as MNLI); the `single` and `pair` signatures exist either way.",
+)
 flags.DEFINE_integer("top_k", 5, "fill_mask: candidates per [MASK].", lower_bound=1)
-flags.DEFINE_integer("max_seq_length", None, "Tokens per input (per window for ner/squad). Default: the "
-                     "directory's max_seq_length.", lower_bound=3, allow_override=True)
-flags.DEFINE_integer("max_input_bytes", None, "Bytes kept of each input string before tokenizing. Default: 100 "
-                     "per token of max_seq_length.", lower_bound=1)
-flags.DEFINE_integer("doc_stride", 128, "squad: context pieces between window starts.", lower_bound=1,
-                     allow_override=True)
+flags.DEFINE_integer(
+    "max_seq_length",
+    None,
+    "Tokens per input (per window for ner/squad). Default: the directory's max_seq_length.",
+    lower_bound=3,
+    allow_override=True,
+)
+flags.DEFINE_integer(
+    "max_input_bytes",
+    None,
+    "Bytes kept of each input string before tokenizing. Default: 100 per token of max_seq_length.",
+    lower_bound=1,
+)
+flags.DEFINE_integer(
+    "doc_stride", 128, "squad: context pieces between window starts.", lower_bound=1, allow_override=True
+)
 flags.DEFINE_integer("max_query_length", 64, "squad: question pieces kept.", lower_bound=1, allow_override=True)
-flags.DEFINE_integer("max_answer_length", 30, "squad: longest answer, in pieces.", lower_bound=1,
-                     allow_override=True)
+flags.DEFINE_integer("max_answer_length", 30, "squad: longest answer, in pieces.", lower_bound=1, allow_override=True)
 
 
 def _validate_flags():
@@ -77,15 +100,25 @@ def main(argv):
 
     try:
         metadata = export_saved_model(
-            FLAGS.model_dir, FLAGS.output_dir, overwrite=FLAGS.overwrite, encoder_only=FLAGS.encoder_only,
-            text_pair=FLAGS.text_pair, top_k=FLAGS.top_k, max_seq_length=FLAGS.max_seq_length,
-            max_input_bytes=FLAGS.max_input_bytes, doc_stride=FLAGS.doc_stride,
-            max_query_length=FLAGS.max_query_length, max_answer_length=FLAGS.max_answer_length)
+            FLAGS.model_dir,
+            FLAGS.output_dir,
+            overwrite=FLAGS.overwrite,
+            encoder_only=FLAGS.encoder_only,
+            text_pair=FLAGS.text_pair,
+            top_k=FLAGS.top_k,
+            max_seq_length=FLAGS.max_seq_length,
+            max_input_bytes=FLAGS.max_input_bytes,
+            doc_stride=FLAGS.doc_stride,
+            max_query_length=FLAGS.max_query_length,
+            max_answer_length=FLAGS.max_answer_length,
+        )
     except (CheckpointError, ConfigError, ValueError) as e:
         print(f"bert-tf-export: error: {e}", file=sys.stderr)
         return 1
-    print(f"Exported {metadata['kind']} model {FLAGS.model_dir} to {FLAGS.output_dir} "
-          f"(max_seq_length {metadata['max_seq_length']}); signatures:")
+    print(
+        f"Exported {metadata['kind']} model {FLAGS.model_dir} to {FLAGS.output_dir} "
+        f"(max_seq_length {metadata['max_seq_length']}); signatures:"
+    )
     for name, spec in metadata["signatures"].items():
         print(f"  {name}: {', '.join(spec['inputs'])} -> {', '.join(spec['outputs'])}")
     return 0

@@ -27,44 +27,66 @@ common_flags.define_training_flags()
 flags.adopt_module_key_flags(common_flags)
 
 flags.DEFINE_enum("task", None, ["classification", "regression", "ner", "squad"], "The task family.")
-flags.DEFINE_string("init", None, "Checkpoint to start from: a bert_tf model directory, a Hugging Face BERT "
-                    "directory or an original TF1 checkpoint.")
+flags.DEFINE_string(
+    "init",
+    None,
+    "Checkpoint to start from: a bert_tf model directory, a Hugging Face BERT directory or an original TF1 checkpoint.",
+)
 flags.DEFINE_string("train_file", None, "Training data file, or tfds:NAME[:SPLIT].")
 flags.DEFINE_string("eval_file", None, "Evaluation data file, or tfds:NAME[:SPLIT] (default split: validation).")
 # allow_override: pretrain and export define model_dir, max_seq_length, learning_rate, train_steps, seed and the QA
 # window flags with their own help or default (a process importing several apps keeps the last definition; each
 # bert-tf-* command imports only its own app).
-flags.DEFINE_string("model_dir", None, "Checkpoints, logs, the best model, eval_results.json and predictions.",
-                    allow_override=True)
+flags.DEFINE_string(
+    "model_dir", None, "Checkpoints, logs, the best model, eval_results.json and predictions.", allow_override=True
+)
 flags.DEFINE_string("text_column", None, "Text column: header name, or 0-based index for header-less files.")
 flags.DEFINE_string("text_pair_column", None, "Second text column of pair tasks (name or index).")
 flags.DEFINE_string("label_column", None, "Label column (name or index).")
-flags.DEFINE_string("glue_task", None, "GLUE file layout (sst2, mrpc, cola, stsb, qqp, mnli, qnli, rte, wnli): "
-                    "sets the columns, header and label names.")
+flags.DEFINE_string(
+    "glue_task",
+    None,
+    "GLUE file layout (sst2, mrpc, cola, stsb, qqp, mnli, qnli, rte, wnli): sets the columns, header and label names.",
+)
 flags.DEFINE_list("label_names", None, "Classification labels in id order (default: the training file's labels).")
 flags.DEFINE_enum("file_format", None, ["tsv", "csv", "jsonl"], "Data file format (default: from the extension).")
 flags.DEFINE_integer("tag_column", -1, "NER: the tag column of the CoNLL file.")
 flags.DEFINE_enum("tag_scheme", "auto", ["auto", "BIO", "IOB1"], "NER: tag scheme of the CoNLL files.")
-flags.DEFINE_integer("max_seq_length", 128, "Tokens per example (window for NER and QA).", lower_bound=8,
-                     allow_override=True)
-flags.DEFINE_integer("doc_stride", 128, "QA: context tokens between window starts.", lower_bound=1,
-                     allow_override=True)
+flags.DEFINE_integer(
+    "max_seq_length", 128, "Tokens per example (window for NER and QA).", lower_bound=8, allow_override=True
+)
+flags.DEFINE_integer("doc_stride", 128, "QA: context tokens between window starts.", lower_bound=1, allow_override=True)
 flags.DEFINE_integer("max_query_length", 64, "QA: question tokens kept.", lower_bound=1, allow_override=True)
 flags.DEFINE_integer("n_best_size", 20, "QA: start and end candidates per window.", lower_bound=1)
 flags.DEFINE_integer("max_answer_length", 30, "QA: longest answer in tokens.", lower_bound=1, allow_override=True)
-flags.DEFINE_float("null_score_diff_threshold", 0.0, "QA, SQuAD v2.0: answer nothing when the null score beats "
-                   "the best span by more than this.")
-flags.DEFINE_integer("eval_every_nth_article", 0, "QA without --eval_file: hold out every n-th article of "
-                     "--train_file for evaluation (5 = an 80/20 split by article).", lower_bound=0)
+flags.DEFINE_float(
+    "null_score_diff_threshold",
+    0.0,
+    "QA, SQuAD v2.0: answer nothing when the null score beats the best span by more than this.",
+)
+flags.DEFINE_integer(
+    "eval_every_nth_article",
+    0,
+    "QA without --eval_file: hold out every n-th article of "
+    "--train_file for evaluation (5 = an 80/20 split by article).",
+    lower_bound=0,
+)
 flags.DEFINE_float("epochs", 3.0, "Training epochs (ignored when --train_steps is set).", lower_bound=0.0)
 flags.DEFINE_integer("train_steps", 0, "Optimizer steps; 0 uses --epochs.", lower_bound=0, allow_override=True)
-flags.DEFINE_integer("max_train_examples", 0, "Train on a seeded random subset of this many examples (0: all).",
-                     lower_bound=0)
+flags.DEFINE_integer(
+    "max_train_examples", 0, "Train on a seeded random subset of this many examples (0: all).", lower_bound=0
+)
 flags.DEFINE_float("learning_rate", 5e-5, "Peak learning rate.", lower_bound=0.0, allow_override=True)
-flags.DEFINE_float("warmup_proportion", 0.1, "Share of the steps with linear warmup; then linear decay to zero.",
-                   lower_bound=0.0, upper_bound=1.0)
-flags.DEFINE_float("dropout", None, "Encoder dropout (default: the checkpoint's config).", lower_bound=0.0,
-                   upper_bound=1.0)
+flags.DEFINE_float(
+    "warmup_proportion",
+    0.1,
+    "Share of the steps with linear warmup; then linear decay to zero.",
+    lower_bound=0.0,
+    upper_bound=1.0,
+)
+flags.DEFINE_float(
+    "dropout", None, "Encoder dropout (default: the checkpoint's config).", lower_bound=0.0, upper_bound=1.0
+)
 flags.DEFINE_integer("evals_per_epoch", 1, "Evaluations (and checkpoints) per epoch.", lower_bound=1)
 flags.DEFINE_integer("eval_batch_size", 64, "Batch size of evaluation.", lower_bound=1)
 flags.DEFINE_string("tfds_data_dir", None, "TensorFlow Datasets data directory for tfds: inputs.")
@@ -82,8 +104,7 @@ def _validate():
     tfds = FLAGS.train_file.startswith("tfds:")  # TFDS GLUE configs know their columns
     if FLAGS.task in ("classification", "regression") and not (FLAGS.glue_task or FLAGS.text_column or tfds):
         raise app.UsageError(f"--task={FLAGS.task} needs --text_column (and --label_column) or --glue_task.")
-    if FLAGS.task in ("classification", "regression") and not FLAGS.glue_task and not FLAGS.label_column \
-            and not tfds:
+    if FLAGS.task in ("classification", "regression") and not FLAGS.glue_task and not FLAGS.label_column and not tfds:
         raise app.UsageError("--label_column is required for training (or use --glue_task).")
     common_flags.validate_training_flags()
     if FLAGS.epochs == 0 and FLAGS.train_steps == 0:

@@ -1,6 +1,6 @@
 """bert-tf-vocab: builds a WordPiece vocab.txt from text files.
 
-    bert-tf-vocab --input=GLOB[,GLOB] --output=vocab.txt --vocab_size=N [--nolowercase] [--min_frequency=N]
+bert-tf-vocab --input=GLOB[,GLOB] --output=vocab.txt --vocab_size=N [--nolowercase] [--min_frequency=N]
 """
 
 import sys
@@ -29,9 +29,15 @@ def main(argv):
         expand_files(FLAGS.input)
     except FileNotFoundError as e:
         raise app.UsageError(f"--input: {e}") from None
-    summary = build_vocab(FLAGS.input, FLAGS.output, vocab_size=FLAGS.vocab_size, lowercase=FLAGS.lowercase,
-                          strip_accents=None if FLAGS.lowercase else False,
-                          min_frequency=FLAGS.min_frequency, show_progress=FLAGS.progress)
+    summary = build_vocab(
+        FLAGS.input,
+        FLAGS.output,
+        vocab_size=FLAGS.vocab_size,
+        lowercase=FLAGS.lowercase,
+        strip_accents=None if FLAGS.lowercase else False,
+        min_frequency=FLAGS.min_frequency,
+        show_progress=FLAGS.progress,
+    )
     print(summary, file=sys.stdout)
 
 

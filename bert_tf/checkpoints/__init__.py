@@ -8,21 +8,34 @@ Every tensor name of every format lives in `name_table.py`.
 """
 
 from bert_tf.checkpoints.api import (
-                                     has_pretraining_heads,
-                                     load_config,
-                                     load_encoder,
-                                     load_pretrainer,
-                                     model_tensors,
-                                     restore_weights,
-                                     save_hf,
-                                     save_model_dir,
-                                     save_tf1,
+    has_pretraining_heads,
+    load_config,
+    load_encoder,
+    load_pretrainer,
+    model_tensors,
+    restore_weights,
+    save_hf,
+    save_model_dir,
+    save_tf1,
 )
 from bert_tf.checkpoints.readers import CheckpointError, detect_format, vocab_file
 from bert_tf.checkpoints.settings import SETTINGS_FILE, infer_settings, read_settings, write_settings
 
 __all__ = [
-    "CheckpointError", "SETTINGS_FILE", "detect_format", "has_pretraining_heads", "infer_settings",
-    "load_config", "load_encoder", "load_pretrainer", "model_tensors", "read_settings", "restore_weights",
-    "save_hf", "save_model_dir", "save_tf1", "vocab_file", "write_settings",
+    "CheckpointError",
+    "SETTINGS_FILE",
+    "detect_format",
+    "has_pretraining_heads",
+    "infer_settings",
+    "load_config",
+    "load_encoder",
+    "load_pretrainer",
+    "model_tensors",
+    "read_settings",
+    "restore_weights",
+    "save_hf",
+    "save_model_dir",
+    "save_tf1",
+    "vocab_file",
+    "write_settings",
 ]

@@ -34,6 +34,7 @@ _HF_ACTIVATIONS = {"gelu_tanh": "gelu_new"}
 
 # --- loading ---
 
+
 def load_config(path, hidden_act=None):
     """The `BertConfig` of the checkpoint at `path` (any format), `hidden_act` overriding the file's."""
     fmt = readers.detect_format(path)
@@ -84,8 +85,12 @@ def load_pretrainer(path, dtype=None, hidden_act=None, nsp=None, allow_missing_h
     encoder = BertEncoder.from_bert_config(config, dtype=dtype)
     pretrainer = BertPretrainer(encoder, nsp=nsp)
     heads = name_table.mlm_head_table() + (name_table.nsp_head_table() if nsp else [])
-    _restore(pretrainer, name_table.model_table(pretrainer)[1], source,
-             optional={entry.ours for entry in heads} if allow_missing_heads else ())
+    _restore(
+        pretrainer,
+        name_table.model_table(pretrainer)[1],
+        source,
+        optional={entry.ours for entry in heads} if allow_missing_heads else (),
+    )
     return pretrainer
 
 
@@ -106,7 +111,7 @@ def restore_weights(model, path, allow_pickle=False):
 
 
 def _hf_base_prefix(source):
-    """"bert." when the base-model tensors carry the task-model prefix, else ""."""
+    """ "bert." when the base-model tensors carry the task-model prefix, else ""."""
     return _HF_BASE_PREFIX if f"{_HF_BASE_PREFIX}embeddings.word_embeddings.weight" in source.shapes else ""
 
 
@@ -132,12 +137,16 @@ def _restore(model, entries, source, optional=()):
     for entry in entries:
         variable = variables.get(entry.ours)
         if variable is None:
-            raise CheckpointError(f"{type(model).__name__} has no variable `{entry.ours}` from the name table. "
-                                  f"Received: variables={sorted(variables)}")
+            raise CheckpointError(
+                f"{type(model).__name__} has no variable `{entry.ours}` from the name table. "
+                f"Received: variables={sorted(variables)}"
+            )
         names, transpose = _candidates(entry, source)
         if not names:
-            raise CheckpointError(f"Variable `{entry.ours}` has no name in the {source.format} format, "
-                                  f"so it cannot be read from {source.path}.")
+            raise CheckpointError(
+                f"Variable `{entry.ours}` has no name in the {source.format} format, "
+                f"so it cannot be read from {source.path}."
+            )
         name = next((n for n in names if n in source.shapes), None)
         if name is None:
             if entry.ours in optional:
@@ -151,11 +160,14 @@ def _restore(model, entries, source, optional=()):
             raise CheckpointError(
                 f"Tensor `{name}` in {source.path} has the wrong shape for `{entry.ours}`: expected "
                 f"{list(expected_stored)}, found {list(source.shapes[name])}. "
-                f"Received: shape={list(source.shapes[name])}")
+                f"Received: shape={list(source.shapes[name])}"
+            )
         plan.append((variable, name, transpose))
     if missing:
-        raise CheckpointError(f"Missing {len(missing)} tensor(s) in {source.path}: {', '.join(missing[:10])}"
-                              + (" ..." if len(missing) > 10 else ""))
+        raise CheckpointError(
+            f"Missing {len(missing)} tensor(s) in {source.path}: {', '.join(missing[:10])}"
+            + (" ..." if len(missing) > 10 else "")
+        )
     if skipped:
         logging.warning("Not in %s, left freshly initialised: %s", source.path, ", ".join(skipped))
     for variable, name, transpose in plan:
@@ -165,6 +177,7 @@ def _restore(model, entries, source, optional=()):
 
 
 # --- saving ---
+
 
 def model_tensors(model, fmt):
     """`{stored name: float32 array}` of every variable of `model` in format "tf1" or "hf"."""
@@ -181,8 +194,10 @@ def model_tensors(model, fmt):
             name, transpose = entry.tf1, entry.tf1_transpose
         elif fmt == "hf":
             if entry.hf is None:
-                raise CheckpointError(f"Variable `{entry.ours}` has no Hugging Face equivalent; save this model "
-                                      "as a bert_tf model directory (save_model_dir) instead.")
+                raise CheckpointError(
+                    f"Variable `{entry.ours}` has no Hugging Face equivalent; save this model "
+                    "as a bert_tf model directory (save_model_dir) instead."
+                )
             name, transpose = (prefix if entry.hf_in_base else "") + entry.hf, entry.hf_transpose
         else:
             raise ValueError(f"`fmt` must be 'tf1' or 'hf'. Received: fmt={fmt!r}")
@@ -241,7 +256,8 @@ def save_hf(model, path, vocab_file=None, lowercase=None):
         raise CheckpointError(
             "A pre-LN encoder (pre_layer_norm=True) has a final LayerNorm "
             f"(`{name_table.FINAL_LAYER_NORM_TF1}`) with no Hugging Face BERT equivalent; save it as a "
-            "bert_tf model directory (save_model_dir) instead.")
+            "bert_tf model directory (save_model_dir) instead."
+        )
     arrays = model_tensors(model, "hf")  # Raises before any file is written.
     _check_vocab(vocab_file)
     kind = type(model).__name__
@@ -259,9 +275,14 @@ def save_hf(model, path, vocab_file=None, lowercase=None):
     writers.write_safetensors(os.path.join(path, readers.SAFETENSORS_FILE), arrays)
     _copy_vocab(vocab_file, path)
     if lowercase is not None:
-        _write_json(os.path.join(path, "tokenizer_config.json"),
-                    {"do_lower_case": bool(lowercase), "tokenizer_class": "BertTokenizer",
-                     "model_max_length": encoder.max_sequence_length})
+        _write_json(
+            os.path.join(path, "tokenizer_config.json"),
+            {
+                "do_lower_case": bool(lowercase),
+                "tokenizer_class": "BertTokenizer",
+                "model_max_length": encoder.max_sequence_length,
+            },
+        )
     return len(arrays)
 
 

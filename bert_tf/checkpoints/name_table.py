@@ -60,33 +60,51 @@ def _dense(ours, tf1, hf, in_base=True):
 def _layer_norm(ours, tf1, hf, in_base=True):
     """gamma and beta `[H]` of one LayerNorm."""
     return [
-        Entry(f"{ours}/gamma", f"{tf1}/gamma", hf and f"{hf}.weight", hf_aliases=hf and (f"{hf}.gamma",),
-              hf_in_base=in_base),
-        Entry(f"{ours}/beta", f"{tf1}/beta", hf and f"{hf}.bias", hf_aliases=hf and (f"{hf}.beta",),
-              hf_in_base=in_base),
+        Entry(
+            f"{ours}/gamma",
+            f"{tf1}/gamma",
+            hf and f"{hf}.weight",
+            hf_aliases=hf and (f"{hf}.gamma",),
+            hf_in_base=in_base,
+        ),
+        Entry(
+            f"{ours}/beta", f"{tf1}/beta", hf and f"{hf}.bias", hf_aliases=hf and (f"{hf}.beta",), hf_in_base=in_base
+        ),
     ]
 
 
 def encoder_table(num_layers, pre_layer_norm=False):
     """Entries for every variable of a `BertEncoder`, in checkpoint order."""
     entries = [
-        Entry("embeddings/token_embedding/embeddings", "bert/embeddings/word_embeddings",
-              "embeddings.word_embeddings.weight"),  # [V, H]
-        Entry("embeddings/segment_embedding/embeddings", "bert/embeddings/token_type_embeddings",
-              "embeddings.token_type_embeddings.weight"),  # [G, H]
-        Entry("embeddings/position_embedding", "bert/embeddings/position_embeddings",
-              "embeddings.position_embeddings.weight"),  # [S, H]
+        Entry(
+            "embeddings/token_embedding/embeddings",
+            "bert/embeddings/word_embeddings",
+            "embeddings.word_embeddings.weight",
+        ),  # [V, H]
+        Entry(
+            "embeddings/segment_embedding/embeddings",
+            "bert/embeddings/token_type_embeddings",
+            "embeddings.token_type_embeddings.weight",
+        ),  # [G, H]
+        Entry(
+            "embeddings/position_embedding",
+            "bert/embeddings/position_embeddings",
+            "embeddings.position_embeddings.weight",
+        ),  # [S, H]
         *_layer_norm("embeddings/layer_norm", "bert/embeddings/LayerNorm", "embeddings.LayerNorm"),
     ]
     for i in range(num_layers):
         ours, tf1, hf = f"transformer_layer_{i}", f"bert/encoder/layer_{i}", f"encoder.layer.{i}"
         for part in ("query", "key", "value"):
-            entries += _dense(f"{ours}/attention/{part}", f"{tf1}/attention/self/{part}",
-                              f"{hf}.attention.self.{part}")  # [H, H]
-        entries += _dense(f"{ours}/attention/attention_output", f"{tf1}/attention/output/dense",
-                          f"{hf}.attention.output.dense")  # [H, H]
-        entries += _layer_norm(f"{ours}/attention_layer_norm", f"{tf1}/attention/output/LayerNorm",
-                               f"{hf}.attention.output.LayerNorm")
+            entries += _dense(
+                f"{ours}/attention/{part}", f"{tf1}/attention/self/{part}", f"{hf}.attention.self.{part}"
+            )  # [H, H]
+        entries += _dense(
+            f"{ours}/attention/attention_output", f"{tf1}/attention/output/dense", f"{hf}.attention.output.dense"
+        )  # [H, H]
+        entries += _layer_norm(
+            f"{ours}/attention_layer_norm", f"{tf1}/attention/output/LayerNorm", f"{hf}.attention.output.LayerNorm"
+        )
         entries += _dense(f"{ours}/intermediate", f"{tf1}/intermediate/dense", f"{hf}.intermediate.dense")  # [H, I]
         entries += _dense(f"{ours}/output", f"{tf1}/output/dense", f"{hf}.output.dense")  # [I, H]
         entries += _layer_norm(f"{ours}/output_layer_norm", f"{tf1}/output/LayerNorm", f"{hf}.output.LayerNorm")
@@ -99,20 +117,39 @@ def encoder_table(num_layers, pre_layer_norm=False):
 def mlm_head_table():
     """`BertPretrainer.mlm_head` <-> `cls/predictions/*` (decoder tied to word embeddings)."""
     return [
-        *_dense("mlm_head/transform_dense", "cls/predictions/transform/dense",
-                "cls.predictions.transform.dense", in_base=False),  # [H, H]
-        *_layer_norm("mlm_head/transform_layer_norm", "cls/predictions/transform/LayerNorm",
-                     "cls.predictions.transform.LayerNorm", in_base=False),
-        Entry("mlm_head/output_bias", "cls/predictions/output_bias", "cls.predictions.bias",
-              hf_aliases=("cls.predictions.decoder.bias",), hf_in_base=False),  # [V]
+        *_dense(
+            "mlm_head/transform_dense",
+            "cls/predictions/transform/dense",
+            "cls.predictions.transform.dense",
+            in_base=False,
+        ),  # [H, H]
+        *_layer_norm(
+            "mlm_head/transform_layer_norm",
+            "cls/predictions/transform/LayerNorm",
+            "cls.predictions.transform.LayerNorm",
+            in_base=False,
+        ),
+        Entry(
+            "mlm_head/output_bias",
+            "cls/predictions/output_bias",
+            "cls.predictions.bias",
+            hf_aliases=("cls.predictions.decoder.bias",),
+            hf_in_base=False,
+        ),  # [V]
     ]
 
 
 def _output_layer(ours, tf1, hf):
     """A logits layer stored TF1-style as `output_weights` `[C, H]` and `output_bias` `[C]`."""
     return [
-        Entry(f"{ours}/kernel", f"{tf1}output_weights", hf and f"{hf}.weight",
-              tf1_transpose=True, hf_transpose=True, hf_in_base=False),  # ours [H, C]
+        Entry(
+            f"{ours}/kernel",
+            f"{tf1}output_weights",
+            hf and f"{hf}.weight",
+            tf1_transpose=True,
+            hf_transpose=True,
+            hf_in_base=False,
+        ),  # ours [H, C]
         Entry(f"{ours}/bias", f"{tf1}output_bias", hf and f"{hf}.bias", hf_in_base=False),  # [C]
     ]
 
@@ -149,8 +186,10 @@ def model_table(model):
         return model, encoder_table(model.num_layers, model.pre_layer_norm)
     encoder = getattr(model, "encoder", None)
     if not isinstance(encoder, models.BertEncoder):
-        raise ValueError("Expected a BertEncoder or a bert_tf task model (BertPretrainer, BertClassifier, "
-                         f"BertTokenClassifier, BertSpanLabeler). Received: model={model!r}")
+        raise ValueError(
+            "Expected a BertEncoder or a bert_tf task model (BertPretrainer, BertClassifier, "
+            f"BertTokenClassifier, BertSpanLabeler). Received: model={model!r}"
+        )
     entries = encoder_table(encoder.num_layers, encoder.pre_layer_norm)
     if isinstance(model, models.BertPretrainer):
         entries += mlm_head_table() + (nsp_head_table() if model.nsp else [])

@@ -52,7 +52,8 @@ def detect_format(path):
         if _tf1_prefix_in_dir(path) and os.path.isfile(os.path.join(path, BERT_CONFIG_FILE)):
             return "bert_tf" if os.path.isfile(os.path.join(path, SETTINGS_FILE)) else "tf1"
         if os.path.isfile(os.path.join(path, HF_CONFIG_FILE)) and any(
-                os.path.isfile(os.path.join(path, f)) for f in (SAFETENSORS_FILE, SAFETENSORS_INDEX_FILE, PICKLE_FILE)):
+            os.path.isfile(os.path.join(path, f)) for f in (SAFETENSORS_FILE, SAFETENSORS_INDEX_FILE, PICKLE_FILE)
+        ):
             return "hf"
     elif os.path.isfile(path + ".index"):
         if os.path.isfile(os.path.join(os.path.dirname(path) or ".", BERT_CONFIG_FILE)):
@@ -60,8 +61,7 @@ def detect_format(path):
     if not os.path.exists(path) and not os.path.exists(path + ".index"):
         raise CheckpointError(f"Checkpoint path does not exist: {path}. Looked for {_LOOKED_FOR}.")
     found = sorted(os.listdir(path)) if os.path.isdir(path) else [os.path.basename(path)]
-    raise CheckpointError(f"Unrecognised checkpoint at {path}. Looked for {_LOOKED_FOR}. "
-                          f"Received: files={found[:20]}")
+    raise CheckpointError(f"Unrecognised checkpoint at {path}. Looked for {_LOOKED_FOR}. Received: files={found[:20]}")
 
 
 def _tf1_prefix_in_dir(directory):
@@ -184,18 +184,23 @@ def _hf_source(directory, allow_pickle):
             return SafetensorsSource(candidate)
     pickle_file = os.path.join(directory, PICKLE_FILE)
     if not os.path.isfile(pickle_file):
-        raise CheckpointError(f"No weights in Hugging Face directory {directory}: looked for "
-                              f"{SAFETENSORS_FILE}, {SAFETENSORS_INDEX_FILE} and {PICKLE_FILE}.")
+        raise CheckpointError(
+            f"No weights in Hugging Face directory {directory}: looked for "
+            f"{SAFETENSORS_FILE}, {SAFETENSORS_INDEX_FILE} and {PICKLE_FILE}."
+        )
     if not allow_pickle:
         raise CheckpointError(
             f"{pickle_file} is a pickle file, and unpickling can run arbitrary code; bert_tf never "
             f"unpickles by default. Convert it to {SAFETENSORS_FILE}, or, if you trust the file, pass "
-            "allow_pickle=True (command line: --allow_pickle).")
+            "allow_pickle=True (command line: --allow_pickle)."
+        )
     try:
         import torch
     except ImportError:
-        raise CheckpointError(f"Reading {pickle_file} with allow_pickle=True needs PyTorch (`pip install torch`), "
-                              "which is not installed. Alternatively convert the file to safetensors.") from None
+        raise CheckpointError(
+            f"Reading {pickle_file} with allow_pickle=True needs PyTorch (`pip install torch`), "
+            "which is not installed. Alternatively convert the file to safetensors."
+        ) from None
     # weights_only=True still restricts unpickling to tensors and containers.
     state = torch.load(pickle_file, map_location="cpu", weights_only=True)
     arrays = {name: t.detach().float().numpy() for name, t in state.items() if hasattr(t, "detach")}

@@ -28,15 +28,19 @@ def validate_settings(settings, source="settings"):
         raise ConfigError(f"{source}: expected a JSON object. Received: {type(settings).__name__}")
     merged = {**DEFAULTS, **settings}
     if not isinstance(merged["lowercase"], bool):
-        raise ConfigError(f"{source}: field `lowercase` must be true or false. "
-                          f"Received: lowercase={merged['lowercase']!r}")
+        raise ConfigError(
+            f"{source}: field `lowercase` must be true or false. Received: lowercase={merged['lowercase']!r}"
+        )
     if merged["strip_accents"] is not None and not isinstance(merged["strip_accents"], bool):
-        raise ConfigError(f"{source}: field `strip_accents` must be true, false or null. "
-                          f"Received: strip_accents={merged['strip_accents']!r}")
+        raise ConfigError(
+            f"{source}: field `strip_accents` must be true, false or null. "
+            f"Received: strip_accents={merged['strip_accents']!r}"
+        )
     length = merged["max_seq_length"]
     if isinstance(length, bool) or not isinstance(length, int) or length < 2:
-        raise ConfigError(f"{source}: field `max_seq_length` must be an integer >= 2. "
-                          f"Received: max_seq_length={length!r}")
+        raise ConfigError(
+            f"{source}: field `max_seq_length` must be an integer >= 2. Received: max_seq_length={length!r}"
+        )
     labels = merged["labels"]
     if labels is not None and (not isinstance(labels, list) or not all(isinstance(x, str) for x in labels)):
         raise ConfigError(f"{source}: field `labels` must be a list of strings or null. Received: labels={labels!r}")

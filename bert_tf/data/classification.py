@@ -32,20 +32,30 @@ _BINARY = ("0", "1")
 _GLUE = {
     "cola": dict(text_column=3, label_column=1, has_header=False, label_names=_BINARY),
     "sst2": dict(text_column="sentence", label_column="label", label_names=_BINARY),
-    "mrpc": dict(text_column="#1 String", text_pair_column="#2 String", label_column="Quality",
-                 label_names=_BINARY),
-    "stsb": dict(text_column="sentence1", text_pair_column="sentence2", label_column="score",
-                 task="regression"),
-    "qqp": dict(text_column="question1", text_pair_column="question2", label_column="is_duplicate",
-                label_names=_BINARY),
-    "mnli": dict(text_column="sentence1", text_pair_column="sentence2", label_column="gold_label",
-                 label_names=("contradiction", "entailment", "neutral")),
-    "qnli": dict(text_column="question", text_pair_column="sentence", label_column="label",
-                 label_names=("entailment", "not_entailment")),
-    "rte": dict(text_column="sentence1", text_pair_column="sentence2", label_column="label",
-                label_names=("entailment", "not_entailment")),
-    "wnli": dict(text_column="sentence1", text_pair_column="sentence2", label_column="label",
-                 label_names=_BINARY),
+    "mrpc": dict(text_column="#1 String", text_pair_column="#2 String", label_column="Quality", label_names=_BINARY),
+    "stsb": dict(text_column="sentence1", text_pair_column="sentence2", label_column="score", task="regression"),
+    "qqp": dict(
+        text_column="question1", text_pair_column="question2", label_column="is_duplicate", label_names=_BINARY
+    ),
+    "mnli": dict(
+        text_column="sentence1",
+        text_pair_column="sentence2",
+        label_column="gold_label",
+        label_names=("contradiction", "entailment", "neutral"),
+    ),
+    "qnli": dict(
+        text_column="question",
+        text_pair_column="sentence",
+        label_column="label",
+        label_names=("entailment", "not_entailment"),
+    ),
+    "rte": dict(
+        text_column="sentence1",
+        text_pair_column="sentence2",
+        label_column="label",
+        label_names=("entailment", "not_entailment"),
+    ),
+    "wnli": dict(text_column="sentence1", text_pair_column="sentence2", label_column="label", label_names=_BINARY),
 }
 
 
@@ -90,8 +100,10 @@ def glue_layout(task_name):
     """
     key = re.sub(r"[-_ ]", "", str(task_name).lower())
     if key not in _GLUE:
-        raise ValueError(f"Unknown GLUE task. Known: CoLA, SST-2, MRPC, STS-B, QQP, MNLI, QNLI, RTE, WNLI. "
-                         f"Received: task_name={task_name!r}")
+        raise ValueError(
+            f"Unknown GLUE task. Known: CoLA, SST-2, MRPC, STS-B, QQP, MNLI, QNLI, RTE, WNLI. "
+            f"Received: task_name={task_name!r}"
+        )
     layout = dict(text_pair_column=None, task="classification", file_format="tsv", has_header=True)
     layout.update(_GLUE[key])
     if layout.get("label_names") is not None:
@@ -102,11 +114,13 @@ def glue_layout(task_name):
 
 
 def infer_format(path):
-    """"tsv", "csv" or "jsonl" from a file name's extension."""
+    """ "tsv", "csv" or "jsonl" from a file name's extension."""
     extension = os.path.splitext(path)[1].lower()
     if extension not in _EXTENSIONS:
-        raise ValueError(f"Cannot infer the file format of {path!r} from its extension; pass file_format "
-                         f"(one of {FORMATS}). Received: extension={extension!r}")
+        raise ValueError(
+            f"Cannot infer the file format of {path!r} from its extension; pass file_format "
+            f"(one of {FORMATS}). Received: extension={extension!r}"
+        )
     return _EXTENSIONS[extension]
 
 
@@ -157,8 +171,10 @@ def _column_indices(path, columns, header, has_header):
         elif isinstance(column, int) and not isinstance(column, bool):
             indices[role] = column
         elif not has_header:
-            raise ValueError(f"{path}: column {column!r} ({role}) is a name but the file is read without a "
-                             f"header; pass an integer index or has_header=True. Received: {role}={column!r}")
+            raise ValueError(
+                f"{path}: column {column!r} ({role}) is a name but the file is read without a "
+                f"header; pass an integer index or has_header=True. Received: {role}={column!r}"
+            )
         elif column in header:
             indices[role] = header.index(column)
         else:
@@ -184,8 +200,10 @@ def _delimited_rows(path, file_format, columns, has_header):
         if width is None:
             width = len(fields)
         if len(fields) != width:
-            raise ValueError(f"{path}:{line}: wrong column count: expected {width} "
-                             f"({'header' if header else 'first row'}), received {len(fields)}")
+            raise ValueError(
+                f"{path}:{line}: wrong column count: expected {width} "
+                f"({'header' if header else 'first row'}), received {len(fields)}"
+            )
         row = {}
         for role, index in indices.items():
             if index is None:
@@ -207,14 +225,14 @@ def _jsonl_rows(path, columns):
                 raise ValueError(f"{path}:{line}: missing column {key!r} ({role}). Keys: {sorted(record)}")
             value = record[key]
             if role != "label" and not isinstance(value, str):
-                raise ValueError(f"{path}:{line}: column {key!r} ({role}) must be a string. "
-                                 f"Received: {value!r}")
+                raise ValueError(f"{path}:{line}: column {key!r} ({role}) must be a string. Received: {value!r}")
             row[role] = value if isinstance(value, str) else json.dumps(value)
         yield line, row
 
 
 def _sorted_labels(values):
     """Stable label order: numerically if all labels are numbers, else as strings."""
+
     def number(value):
         try:
             return float(value)
@@ -258,8 +276,16 @@ def label_ids(labels, label_names, where):
     return ids, label_names
 
 
-def read_examples(path, text_column, text_pair_column=None, label_column=None, task="classification",
-                  file_format=None, has_header=None, label_names=None):
+def read_examples(
+    path,
+    text_column,
+    text_pair_column=None,
+    label_column=None,
+    task="classification",
+    file_format=None,
+    has_header=None,
+    label_names=None,
+):
     """Reads classification or regression examples from a TSV, CSV or JSONL file.
 
     TSV is read without quote handling (`csv.QUOTE_NONE`, as GLUE files need:
@@ -317,8 +343,9 @@ def read_examples(path, text_column, text_pair_column=None, label_column=None, t
         if label_column is not None:
             raw_labels.append((line, row["label"].strip()))
         lines.append(line)
-    examples = ClassificationExamples(texts=texts, pairs=pairs if text_pair_column is not None else None,
-                                      task=task, path=path, lines=lines)
+    examples = ClassificationExamples(
+        texts=texts, pairs=pairs if text_pair_column is not None else None, task=task, path=path, lines=lines
+    )
     if label_column is None:
         examples.label_names = list(label_names) if label_names is not None else None
         return examples
@@ -339,8 +366,18 @@ def _to_float(path, line, value):
     return number
 
 
-def make_dataset(examples, tokenizer, seq_length, batch_size, shuffle=False, seed=0, repeat=False,
-                 max_sequence_length=None, drop_remainder=False, truncation="longest_first"):
+def make_dataset(
+    examples,
+    tokenizer,
+    seq_length,
+    batch_size,
+    shuffle=False,
+    seed=0,
+    repeat=False,
+    max_sequence_length=None,
+    drop_remainder=False,
+    truncation="longest_first",
+):
     """Batches of encoder inputs (and labels) from `ClassificationExamples`.
 
     Tokenization and packing run in-graph on whole batches: `[CLS] A [SEP]`
@@ -369,8 +406,14 @@ def make_dataset(examples, tokenizer, seq_length, batch_size, shuffle=False, see
     """
     if batch_size <= 0:
         raise ValueError(f"`batch_size` must be positive. Received: batch_size={batch_size}")
-    packer = BertPacker(seq_length, tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id,
-                        truncation=truncation, max_sequence_length=max_sequence_length)
+    packer = BertPacker(
+        seq_length,
+        tokenizer.cls_id,
+        tokenizer.sep_id,
+        tokenizer.pad_id,
+        truncation=truncation,
+        max_sequence_length=max_sequence_length,
+    )
     columns = {"text": tf.constant(examples.texts, tf.string, shape=[len(examples)])}
     if examples.pairs is not None:
         columns["pair"] = tf.constant(examples.pairs, tf.string, shape=[len(examples)])
@@ -391,5 +434,4 @@ def make_dataset(examples, tokenizer, seq_length, batch_size, shuffle=False, see
         features = packer(*segments)
         return (features, batch["label"]) if "label" in batch else features
 
-    return dataset.map(encode, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(
-        tf.data.AUTOTUNE)
+    return dataset.map(encode, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(tf.data.AUTOTUNE)

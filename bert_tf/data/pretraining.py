@@ -49,10 +49,13 @@ def _file_lines(path):
 def _document_groups(lines, corpus_format, group_size):
     """Groups of documents: tf.string ragged `[D, (S)]` sentences, up to `group_size` documents each."""
     if corpus_format == "paragraphs":
+
         def split(batch):  # vectorized over a batch of lines
             paragraphs = tf.boolean_mask(batch, tf.logical_not(tf.strings.regex_full_match(batch, r"\s*")))
-            return tf.strings.split(tf.strings.regex_replace(tf.strings.strip(paragraphs), _SENTENCE_END, "\\1\n"),
-                                    "\n")
+            return tf.strings.split(
+                tf.strings.regex_replace(tf.strings.strip(paragraphs), _SENTENCE_END, "\\1\n"), "\n"
+            )
+
         groups = lines.batch(group_size).map(split, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
         return groups.filter(lambda docs: docs.nrows() > 0)
 
@@ -65,10 +68,10 @@ def _document_groups(lines, corpus_format, group_size):
         keep = tf.logical_and(positions < last_blank, tf.logical_not(blank))
         document = tf.cumsum(tf.cast(blank, tf.int64), exclusive=True)  # a blank line ends a document
         documents = tf.RaggedTensor.from_value_rowids(
-            tf.boolean_mask(lines, keep), tf.boolean_mask(document, keep),
-            nrows=tf.reduce_sum(tf.cast(blank, tf.int64)))
+            tf.boolean_mask(lines, keep), tf.boolean_mask(document, keep), nrows=tf.reduce_sum(tf.cast(blank, tf.int64))
+        )
         documents = tf.ragged.boolean_mask(documents, documents.row_lengths() > 0)  # runs of blank lines
-        return lines[last_blank + 1:], documents
+        return lines[last_blank + 1 :], documents
 
     # Lines in batches: one scan step per 1024 lines, not per line.
     documents = lines.batch(1024).scan(tf.zeros([0], tf.string), step).unbatch()
@@ -145,8 +148,9 @@ class PairBuilder:
 
         # Random next: a run of pieces from another document, from a random sentence on.
         doc_tokens = documents.merge_dims(1, 2)  # [D, (tokens)]
-        other = (chunk_doc + 1 + tf.cast(draw(_OTHER_DOC) * tf.cast(tf.maximum(num_docs - 1, 1), tf.float32),
-                                         tf.int64)) % num_docs
+        other = (
+            chunk_doc + 1 + tf.cast(draw(_OTHER_DOC) * tf.cast(tf.maximum(num_docs - 1, 1), tf.float32), tf.int64)
+        ) % num_docs
         other_sentences = tf.gather(documents.row_lengths(), other)  # sentences in that doc (incl. empty)
         start_sentence = tf.cast(draw(_OTHER_START) * tf.cast(other_sentences, tf.float32), tf.int64)
         sentence_offsets = tf.cumsum(documents.values.row_lengths(), exclusive=True)  # flat offset of each sentence
@@ -156,13 +160,14 @@ class PairBuilder:
         stop = tf.minimum(start + want, tf.gather(other_end, other))
         stop = tf.where(random_next, stop, start)
         random_second = tf.RaggedTensor.from_row_lengths(
-            tf.gather(doc_tokens.values, tf.ragged.range(start, stop).values), stop - start)
+            tf.gather(doc_tokens.values, tf.ragged.range(start, stop).values), stop - start
+        )
         second = _choose_rows(random_next, random_second, second)
-        keep = tf.logical_and(first.row_lengths() > 0, second.row_lengths() > 0) if self.nsp else \
-            first.row_lengths() > 0
+        keep = (
+            tf.logical_and(first.row_lengths() > 0, second.row_lengths() > 0) if self.nsp else first.row_lengths() > 0
+        )
         label = tf.cast(random_next, tf.int32)
-        return (tf.ragged.boolean_mask(first, keep), tf.ragged.boolean_mask(second, keep),
-                tf.boolean_mask(label, keep))
+        return (tf.ragged.boolean_mask(first, keep), tf.ragged.boolean_mask(second, keep), tf.boolean_mask(label, keep))
 
 
 def _concat_rows(sentences, chunk, selected, num_chunks):
@@ -182,8 +187,9 @@ def _slice_rows(rows, begin, end):
 
 def _choose_rows(condition, if_true, if_false):
     """Row-wise choice between two ragged `[C, (n)]` tensors by a bool `[C]`."""
-    rows = tf.concat([tf.ragged.boolean_mask(if_true, condition),
-                      tf.ragged.boolean_mask(if_false, tf.logical_not(condition))], 0)
+    rows = tf.concat(
+        [tf.ragged.boolean_mask(if_true, condition), tf.ragged.boolean_mask(if_false, tf.logical_not(condition))], 0
+    )
     source = tf.concat([tf.where(condition)[:, 0], tf.where(tf.logical_not(condition))[:, 0]], 0)
     return tf.gather(rows, tf.argsort(source))
 
@@ -194,10 +200,25 @@ def continuation_ids(vocab_file):
         return [i for i, line in enumerate(f.read().split("\n")) if line.startswith("##")]
 
 
-def pretraining_dataset(corpus, tokenizer, seq_length=128, max_predictions_per_seq=20, masking_rate=0.15,
-                        whole_word_masking=False, nsp=True, short_seq_prob=0.1, batch_size=32, seed=0,
-                        corpus_format="lines", group_size=64, shuffle_buffer=10_000, epochs=None,
-                        input_context=None, max_position_embeddings=None, split="all"):
+def pretraining_dataset(
+    corpus,
+    tokenizer,
+    seq_length=128,
+    max_predictions_per_seq=20,
+    masking_rate=0.15,
+    whole_word_masking=False,
+    nsp=True,
+    short_seq_prob=0.1,
+    batch_size=32,
+    seed=0,
+    corpus_format="lines",
+    group_size=64,
+    shuffle_buffer=10_000,
+    epochs=None,
+    input_context=None,
+    max_position_embeddings=None,
+    split="all",
+):
     """Masked `(features, labels, sample_weights)` pretraining batches from raw text files.
 
     Args:
@@ -230,14 +251,25 @@ def pretraining_dataset(corpus, tokenizer, seq_length=128, max_predictions_per_s
     builder = PairBuilder(seq_length, short_seq_prob=short_seq_prob, nsp=nsp, seed=seed)
 
     def one_epoch(epoch):
-        return document_pairs(files_in_epoch_order(files, seed, epoch), tokenizer, builder, corpus_format,
-                              group_size, epoch, split)
+        return document_pairs(
+            files_in_epoch_order(files, seed, epoch), tokenizer, builder, corpus_format, group_size, epoch, split
+        )
 
-    return masked_batches(one_epoch, tokenizer, seq_length=seq_length,
-                          max_predictions_per_seq=max_predictions_per_seq, masking_rate=masking_rate,
-                          whole_word_masking=whole_word_masking, nsp=nsp, batch_size=batch_size, seed=seed,
-                          shuffle_buffer=shuffle_buffer, epochs=epochs, input_context=input_context,
-                          max_position_embeddings=max_position_embeddings)
+    return masked_batches(
+        one_epoch,
+        tokenizer,
+        seq_length=seq_length,
+        max_predictions_per_seq=max_predictions_per_seq,
+        masking_rate=masking_rate,
+        whole_word_masking=whole_word_masking,
+        nsp=nsp,
+        batch_size=batch_size,
+        seed=seed,
+        shuffle_buffer=shuffle_buffer,
+        epochs=epochs,
+        input_context=input_context,
+        max_position_embeddings=max_position_embeddings,
+    )
 
 
 def _check_documents(corpus_format, group_size):
@@ -272,7 +304,9 @@ def document_pairs(file_names, tokenizer, builder, corpus_format, group_size, ep
         groups = groups.filter(lambda index, _: tf.equal(index % HOLDOUT_EVERY == HOLDOUT_EVERY - 1, held_out))
     pairs = groups.map(
         lambda index, docs: builder(docs.with_flat_values(tokenizer.tokenize(docs.flat_values)), index, epoch),
-        num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=True,
+    )
     return pairs.unbatch()
 
 
@@ -280,7 +314,7 @@ def shard_files(files, input_context):
     """Files of this input pipeline, and the context left for example sharding (None if files were sharded)."""
     if input_context is None or len(files) < input_context.num_input_pipelines:
         return files, input_context
-    return files[input_context.input_pipeline_id::input_context.num_input_pipelines], None
+    return files[input_context.input_pipeline_id :: input_context.num_input_pipelines], None
 
 
 def files_in_epoch_order(files, seed, epoch):
@@ -291,9 +325,21 @@ def files_in_epoch_order(files, seed, epoch):
     return tf.data.Dataset.from_tensor_slices(tf.gather(names, order))
 
 
-def masked_batches(epoch_examples, tokenizer, seq_length=128, max_predictions_per_seq=20, masking_rate=0.15,
-                   whole_word_masking=False, nsp=True, batch_size=32, seed=0, shuffle_buffer=10_000, epochs=None,
-                   input_context=None, max_position_embeddings=None):
+def masked_batches(
+    epoch_examples,
+    tokenizer,
+    seq_length=128,
+    max_predictions_per_seq=20,
+    masking_rate=0.15,
+    whole_word_masking=False,
+    nsp=True,
+    batch_size=32,
+    seed=0,
+    shuffle_buffer=10_000,
+    epochs=None,
+    input_context=None,
+    max_position_embeddings=None,
+):
     """Shuffles, batches, packs and masks `(first, second, label)` examples.
 
     Args:
@@ -307,18 +353,32 @@ def masked_batches(epoch_examples, tokenizer, seq_length=128, max_predictions_pe
     """
     if batch_size <= 0:
         raise ValueError(f"`batch_size` must be positive. Received: batch_size={batch_size}")
-    packer = BertPacker(seq_length, tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id,
-                        truncation="longest_first", max_sequence_length=max_position_embeddings)
+    packer = BertPacker(
+        seq_length,
+        tokenizer.cls_id,
+        tokenizer.sep_id,
+        tokenizer.pad_id,
+        truncation="longest_first",
+        max_sequence_length=max_position_embeddings,
+    )
     specials = [tokenizer.pad_id, tokenizer.unk_id, tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id]
-    masker = MaskedLMMasker(tokenizer.vocab_size, tokenizer.mask_id, specials, masking_rate=masking_rate,
-                            max_predictions_per_seq=max_predictions_per_seq, whole_word_masking=whole_word_masking,
-                            continuation_ids=continuation_ids(tokenizer.vocab_file) if whole_word_masking else None,
-                            seed=seed)
+    masker = MaskedLMMasker(
+        tokenizer.vocab_size,
+        tokenizer.mask_id,
+        specials,
+        masking_rate=masking_rate,
+        max_predictions_per_seq=max_predictions_per_seq,
+        whole_word_masking=whole_word_masking,
+        continuation_ids=continuation_ids(tokenizer.vocab_file) if whole_word_masking else None,
+        seed=seed,
+    )
 
     # An empty epoch would make the endless epoch loop below spin forever: refuse it up front.
     if not any(True for _ in epoch_examples(tf.constant(0, tf.int64)).take(1)):
-        raise EmptyCorpusError("The corpus gives no pretraining examples (for a held-out split: it has fewer "
-                               f"than {HOLDOUT_EVERY} groups of documents).")
+        raise EmptyCorpusError(
+            "The corpus gives no pretraining examples (for a held-out split: it has fewer "
+            f"than {HOLDOUT_EVERY} groups of documents)."
+        )
 
     def numbered(epoch):
         examples = epoch_examples(epoch).enumerate()
@@ -342,5 +402,8 @@ def masked_batches(epoch_examples, tokenizer, seq_length=128, max_predictions_pe
     if shuffle_buffer > 1:
         examples = examples.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=False)
     batches = examples.ragged_batch(batch_size, drop_remainder=True)
-    return batches.map(lambda epoch, index, example: to_batch(epoch, index, *example),
-                       num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(tf.data.AUTOTUNE)
+    return batches.map(
+        lambda epoch, index, example: to_batch(epoch, index, *example),
+        num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=True,
+    ).prefetch(tf.data.AUTOTUNE)

@@ -106,9 +106,8 @@ def _answers(raw, context, qid, mismatches):
     answers = []
     for answer in raw or []:
         text, start = answer["text"], int(answer["answer_start"])
-        if context[start:start + len(text)] != text:
-            mismatches.append(f"{qid}: answer {text!r} at {start}, context has "
-                              f"{context[start:start + len(text)]!r}")
+        if context[start : start + len(text)] != text:
+            mismatches.append(f"{qid}: answer {text!r} at {start}, context has {context[start : start + len(text)]!r}")
         answers.append({"text": text, "answer_start": start})
     return answers
 
@@ -146,12 +145,21 @@ def make_examples(questions, where, strict=True):
             raise ValueError(f"{where(position)}: duplicate question id {qid!r}")
         seen.add(qid)
         context = fields["context"]
-        examples.append(SquadExample(**dict(
-            fields, answers=_answers(fields.get("answers"), context, qid, mismatches),
-            plausible_answers=_answers(fields.get("plausible_answers"), context, qid, mismatches))))
+        examples.append(
+            SquadExample(
+                **dict(
+                    fields,
+                    answers=_answers(fields.get("answers"), context, qid, mismatches),
+                    plausible_answers=_answers(fields.get("plausible_answers"), context, qid, mismatches),
+                )
+            )
+        )
     if mismatches:
-        message = (f"{where(None)}: {len(mismatches)} answers do not match their context at answer_start: "
-                   + "; ".join(mismatches[:10]) + (" ..." if len(mismatches) > 10 else ""))
+        message = (
+            f"{where(None)}: {len(mismatches)} answers do not match their context at answer_start: "
+            + "; ".join(mismatches[:10])
+            + (" ..." if len(mismatches) > 10 else "")
+        )
         if strict:
             raise ValueError(message)
         logging.warning(message)
@@ -164,9 +172,18 @@ def _file_questions(data):
         for paragraph in article["paragraphs"]:
             context = paragraph["context"]
             for qa in paragraph["qas"]:
-                yield None, dict(id=str(qa["id"]), question=qa["question"], context=context,
-                                 answers=qa.get("answers"), is_impossible=bool(qa.get("is_impossible", False)),
-                                 plausible_answers=qa.get("plausible_answers"), title=article.get("title", ""))
+                yield (
+                    None,
+                    dict(
+                        id=str(qa["id"]),
+                        question=qa["question"],
+                        context=context,
+                        answers=qa.get("answers"),
+                        is_impossible=bool(qa.get("is_impossible", False)),
+                        plausible_answers=qa.get("plausible_answers"),
+                        title=article.get("title", ""),
+                    ),
+                )
 
 
 def read_squad(path, strict=True):
@@ -214,7 +231,7 @@ def _split_rows(ragged):
 def _tokenize_questions(tokenizer, questions, batch_size):
     ids = []
     for i in range(0, len(questions), batch_size):
-        batch = tf.constant([_encode(q) for q in questions[i:i + batch_size]], tf.string)
+        batch = tf.constant([_encode(q) for q in questions[i : i + batch_size]], tf.string)
         ids.extend(_split_rows(tokenizer.tokenize(batch)))
     return ids
 
@@ -223,10 +240,11 @@ def _tokenize_contexts(tokenizer, contexts, batch_size):
     """Per context: (ids, char_starts, char_ends) numpy arrays."""
     out = []
     for i in range(0, len(contexts), batch_size):
-        encoded = [_encode(c) for c in contexts[i:i + batch_size]]
+        encoded = [_encode(c) for c in contexts[i : i + batch_size]]
         ids, starts, ends = tokenizer.tokenize_with_offsets(tf.constant(encoded, tf.string))
-        for text, row_ids, row_starts, row_ends in zip(encoded, _split_rows(ids), _split_rows(starts),
-                                                      _split_rows(ends)):
+        for text, row_ids, row_starts, row_ends in zip(
+            encoded, _split_rows(ids), _split_rows(starts), _split_rows(ends)
+        ):
             chars = _char_index(text)
             out.append((row_ids, chars[row_starts], chars[row_ends]))
     return out
@@ -273,15 +291,16 @@ def _max_context_window(spans, length):
 def _pack_window(tokenizer, seq_length, question, context, start, size):
     """`[CLS] question [SEP] context[start:start + size] [SEP]` as `[T]` arrays, with character offsets."""
     ids, starts, ends = context
-    tokens = np.concatenate([[tokenizer.cls_id], question, [tokenizer.sep_id], ids[start:start + size],
-                             [tokenizer.sep_id]])
+    tokens = np.concatenate(
+        [[tokenizer.cls_id], question, [tokenizer.sep_id], ids[start : start + size], [tokenizer.sep_id]]
+    )
     offset = len(question) + 2
     window = slice(offset, offset + size)
     char_starts = np.full([seq_length], -1, np.int64)
     char_ends = np.full([seq_length], -1, np.int64)
-    char_starts[window], char_ends[window] = starts[start:start + size], ends[start:start + size]
+    char_starts[window], char_ends[window] = starts[start : start + size], ends[start : start + size]
     segment_ids = np.zeros([seq_length], np.int32)
-    segment_ids[offset:len(tokens)] = 1
+    segment_ids[offset : len(tokens)] = 1
     return {
         "token_ids": np.pad(tokens, (0, seq_length - len(tokens)), constant_values=tokenizer.pad_id),
         "segment_ids": segment_ids,
@@ -292,8 +311,7 @@ def _pack_window(tokenizer, seq_length, question, context, start, size):
     }
 
 
-def make_windows(examples, tokenizer, seq_length=384, doc_stride=128, max_query_length=64,
-                 tokenize_batch_size=256):
+def make_windows(examples, tokenizer, seq_length=384, doc_stride=128, max_query_length=64, tokenize_batch_size=256):
     """Splits examples into packed windows with answer labels (see the module docstring).
 
     Args:
@@ -309,9 +327,11 @@ def make_windows(examples, tokenizer, seq_length=384, doc_stride=128, max_query_
     """
     budget = seq_length - 3 - max_query_length
     if budget < 1 or doc_stride < 1:
-        raise ValueError("`seq_length` must leave room for the context after the question and 3 special tokens, "
-                         f"and `doc_stride` must be positive. Received: seq_length={seq_length}, "
-                         f"max_query_length={max_query_length}, doc_stride={doc_stride}")
+        raise ValueError(
+            "`seq_length` must leave room for the context after the question and 3 special tokens, "
+            f"and `doc_stride` must be positive. Received: seq_length={seq_length}, "
+            f"max_query_length={max_query_length}, doc_stride={doc_stride}"
+        )
     questions = _tokenize_questions(tokenizer, [e.question for e in examples], tokenize_batch_size)
     distinct = list(dict.fromkeys(e.context for e in examples))
     tokenized = dict(zip(distinct, _tokenize_contexts(tokenizer, distinct, tokenize_batch_size)))
@@ -328,7 +348,7 @@ def make_windows(examples, tokenizer, seq_length=384, doc_stride=128, max_query_
         owner = _max_context_window(spans, len(ids))  # [L]
         for k, (start, size) in enumerate(spans):
             window = _pack_window(tokenizer, seq_length, question, (ids, starts, ends), start, size)
-            window["max_context"][offset:offset + size] = owner[start:start + size] == k
+            window["max_context"][offset : offset + size] = owner[start : start + size] == k
             inside = answer is not None and start <= answer[0] and answer[1] < start + size
             window["start_positions"] = answer[0] - start + offset if inside else 0
             window["end_positions"] = answer[1] - start + offset if inside else 0
@@ -336,8 +356,7 @@ def make_windows(examples, tokenizer, seq_length=384, doc_stride=128, max_query_
             for key, value in window.items():
                 rows[key].append(value)
     if unmapped:
-        logging.warning("%d answers cover no context token and are labelled at [CLS]: %s", len(unmapped),
-                        unmapped[:10])
+        logging.warning("%d answers cover no context token and are labelled at [CLS]: %s", len(unmapped), unmapped[:10])
     int32 = ("token_ids", "segment_ids", "padding_mask", "start_positions", "end_positions", "example_index")
     arrays = {k: np.asarray(v, np.int32 if k in int32 else None) for k, v in rows.items()}
     if not examples:
@@ -348,9 +367,17 @@ def make_windows(examples, tokenizer, seq_length=384, doc_stride=128, max_query_
 def _empty_arrays(seq_length):
     matrix = lambda dtype: np.zeros([0, seq_length], dtype)  # noqa: E731
     vector = np.zeros([0], np.int32)
-    return dict(token_ids=matrix(np.int32), segment_ids=matrix(np.int32), padding_mask=matrix(np.int32),
-                start_positions=vector, end_positions=vector, example_index=vector,
-                char_starts=matrix(np.int64), char_ends=matrix(np.int64), max_context=matrix(bool))
+    return dict(
+        token_ids=matrix(np.int32),
+        segment_ids=matrix(np.int32),
+        padding_mask=matrix(np.int32),
+        start_positions=vector,
+        end_positions=vector,
+        example_index=vector,
+        char_starts=matrix(np.int64),
+        char_ends=matrix(np.int64),
+        max_context=matrix(bool),
+    )
 
 
 def make_dataset(windows, batch_size, shuffle=False, seed=0, repeat=False, drop_remainder=False, labels=True):
@@ -411,8 +438,9 @@ def _best_span(start, end, start_ok, end_ok, n_best, max_answer_length):
     return float(scores[i, j]), int(starts[i]), int(ends[j])
 
 
-def extract_answers(windows, start_logits, end_logits, n_best=20, max_answer_length=30, null_threshold=None,
-                    require_max_context=False):
+def extract_answers(
+    windows, start_logits, end_logits, n_best=20, max_answer_length=30, null_threshold=None, require_max_context=False
+):
     """Best answer text per example from window logits.
 
     For every window, the `n_best` highest start and end logits over context
@@ -438,8 +466,10 @@ def extract_answers(windows, start_logits, end_logits, n_best=20, max_answer_len
     start_logits = np.asarray(start_logits, np.float64)
     end_logits = np.asarray(end_logits, np.float64)
     if start_logits.shape != windows.token_ids.shape or end_logits.shape != windows.token_ids.shape:
-        raise ValueError(f"Logits must be [N, T] = {windows.token_ids.shape}. Received: start_logits.shape="
-                         f"{start_logits.shape}, end_logits.shape={end_logits.shape}")
+        raise ValueError(
+            f"Logits must be [N, T] = {windows.token_ids.shape}. Received: start_logits.shape="
+            f"{start_logits.shape}, end_logits.shape={end_logits.shape}"
+        )
     best = {}  # example index -> (score, window, first, last)
     null = {}
     for n in range(len(windows)):
@@ -460,5 +490,5 @@ def extract_answers(windows, start_logits, end_logits, n_best=20, max_answer_len
         if null_threshold is not None and null[index] - score > null_threshold:
             answers[example.id] = ""
         else:
-            answers[example.id] = example.context[windows.char_starts[n, first]:windows.char_ends[n, last]]
+            answers[example.id] = example.context[windows.char_starts[n, first] : windows.char_ends[n, last]]
     return answers

@@ -110,8 +110,9 @@ def to_bio(tags, scheme="auto"):
     if scheme not in SCHEMES:
         raise ValueError(f"`scheme` must be one of {SCHEMES}. Received: scheme={scheme!r}")
     if scheme == "auto":
-        iob1 = any(_starts_entity_with_i(prev, tag) for sentence in tags
-                   for prev, tag in zip([None] + sentence[:-1], sentence))
+        iob1 = any(
+            _starts_entity_with_i(prev, tag) for sentence in tags for prev, tag in zip([None] + sentence[:-1], sentence)
+        )
         scheme = "IOB1" if iob1 else "BIO"
     if scheme == "IOB1":
         tags = [iob1_to_bio(sentence) for sentence in tags]
@@ -173,8 +174,10 @@ def read_conll(path, column=-1, scheme="auto", word_column=0):
             continue
         width = width or len(fields)
         if len(fields) != width:
-            raise ValueError(f"{path}:{line}: malformed line: expected {width} columns (as the first word line), "
-                             f"received {len(fields)}: {text!r}")
+            raise ValueError(
+                f"{path}:{line}: malformed line: expected {width} columns (as the first word line), "
+                f"received {len(fields)}: {text!r}"
+            )
         for name, index in (("column", column), ("word_column", word_column)):
             if not -width <= index < width:
                 raise ValueError(f"{path}:{line}: malformed line: no column {index} ({name}) in {width} columns")
@@ -186,8 +189,9 @@ def read_conll(path, column=-1, scheme="auto", word_column=0):
         sentences.append(words)
         tags.append(sentence_tags)
     tags, scheme = to_bio(tags, scheme)
-    return ConllData(sentences=sentences, tags=tags, label_names=sorted_label_names(tags), scheme=scheme,
-                     path=path, lines=lines)
+    return ConllData(
+        sentences=sentences, tags=tags, label_names=sorted_label_names(tags), scheme=scheme, path=path, lines=lines
+    )
 
 
 def _tag_ids(sentences, tags, label_names):
@@ -207,8 +211,7 @@ def _tag_ids(sentences, tags, label_names):
 def _unk_if_empty(pieces, unk_id):
     """Gives a word with no piece one `[UNK]`: ragged `[W, (P)]` -> `[W, (P >= 1)]`."""
     empty = tf.cast(tf.equal(pieces.row_lengths(), 0), pieces.row_splits.dtype)  # [W]
-    unk = tf.RaggedTensor.from_row_lengths(tf.fill([tf.reduce_sum(empty)], tf.constant(unk_id, pieces.dtype)),
-                                           empty)
+    unk = tf.RaggedTensor.from_row_lengths(tf.fill([tf.reduce_sum(empty)], tf.constant(unk_id, pieces.dtype)), empty)
     return tf.concat([pieces, unk], axis=1)
 
 
@@ -244,8 +247,9 @@ class _Windower:
         self.seq_length = seq_length
         self.budget = seq_length - 2  # [CLS] and [SEP]
         self.stride = stride
-        self.packer = BertPacker(seq_length, tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id,
-                                 max_sequence_length=max_sequence_length)
+        self.packer = BertPacker(
+            seq_length, tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id, max_sequence_length=max_sequence_length
+        )
 
     def __call__(self, index, words, tag_ids):
         """One batch of sentences to windows.
@@ -269,15 +273,18 @@ class _Windower:
         word = pieces.value_rowids()
         first = tf.equal(tf.range(tf.size(word, out_type=tf.int64)), tf.gather(pieces.row_starts(), word))
         sentence_of_word = words.value_rowids()
-        word_in_sentence = tf.gather(tf.range(tf.size(sentence_of_word, out_type=tf.int64))
-                                     - tf.gather(words.row_starts(), sentence_of_word), word)
+        word_in_sentence = tf.gather(
+            tf.range(tf.size(sentence_of_word, out_type=tf.int64)) - tf.gather(words.row_starts(), sentence_of_word),
+            word,
+        )
         label = tf.gather(tag_ids.flat_values, word)
         sentence = sentence_pieces.value_rowids()
         position = tf.range(tf.size(sentence, out_type=tf.int64)) - tf.gather(sentence_pieces.row_starts(), sentence)
         length = sentence_pieces.row_lengths()  # [S]
         num_windows = 1 + tf.maximum(length - self.budget + self.stride - 1, 0) // self.stride  # [S]
-        owner = _owner_windows(position, tf.gather(length, sentence), tf.gather(num_windows, sentence),
-                               self.budget, self.stride)
+        owner = _owner_windows(
+            position, tf.gather(length, sentence), tf.gather(num_windows, sentence), self.budget, self.stride
+        )
 
         # Windows [N]: pieces [k * stride, k * stride + budget) of their sentence.
         window_sentence = tf.repeat(tf.range(tf.size(length, out_type=tf.int64)), num_windows)
@@ -286,9 +293,10 @@ class _Windower:
         end = tf.gather(sentence_pieces.row_starts() + length, window_sentence)
         take = tf.ragged.range(base, tf.minimum(base + self.budget, end))  # [N, (n)] flat piece indices
         flat_take = take.flat_values
-        labelled = tf.logical_and(tf.gather(first, flat_take),
-                                  tf.equal(tf.gather(owner, flat_take),
-                                           tf.gather(window_number, take.value_rowids())))
+        labelled = tf.logical_and(
+            tf.gather(first, flat_take),
+            tf.equal(tf.gather(owner, flat_take), tf.gather(window_number, take.value_rowids())),
+        )
         inside = lambda values: take.with_flat_values(values)  # noqa: E731
         features = self.packer(inside(tf.gather(sentence_pieces.flat_values, flat_take)))
         labels = tf.where(labelled, tf.gather(label, flat_take), 0)
@@ -308,9 +316,23 @@ class _Windower:
         return tf.concat([head, values], axis=1).to_tensor(fill, shape=[None, self.seq_length])
 
 
-def make_dataset(sentences, tags, tokenizer, label_names, seq_length, batch_size, shuffle=False, seed=0,
-                 repeat=False, stride=None, max_sequence_length=None, drop_remainder=False,
-                 with_word_index=False, shuffle_buffer=10_000, sentences_per_map=128):
+def make_dataset(
+    sentences,
+    tags,
+    tokenizer,
+    label_names,
+    seq_length,
+    batch_size,
+    shuffle=False,
+    seed=0,
+    repeat=False,
+    stride=None,
+    max_sequence_length=None,
+    drop_remainder=False,
+    with_word_index=False,
+    shuffle_buffer=10_000,
+    sentences_per_map=128,
+):
     """Batches of windows with first-piece word labels (see the module docstring).
 
     Args:
@@ -356,8 +378,10 @@ def make_dataset(sentences, tags, tokenizer, label_names, seq_length, batch_size
     flat_words = [word for words in sentences for word in words]
     if tags is not None:
         if len(tags) != len(sentences):
-            raise ValueError(f"`tags` must have one list per sentence. Received: {len(tags)} tag lists for "
-                             f"{len(sentences)} sentences")
+            raise ValueError(
+                f"`tags` must have one list per sentence. Received: {len(tags)} tag lists for "
+                f"{len(sentences)} sentences"
+            )
         flat_tags = _tag_ids(sentences, tags, label_names)
     else:
         flat_tags = np.zeros([len(flat_words)], np.int32)
@@ -415,8 +439,10 @@ def word_predictions(predictions, word_index, label_names=None, num_words=None):
     if predictions.ndim == 3:
         predictions = predictions.argmax(-1)
     if predictions.shape != words.shape:
-        raise ValueError(f"`predictions` must match `word_index` [N, T]. Received: predictions.shape="
-                         f"{predictions.shape}, word_index.shape={words.shape}")
+        raise ValueError(
+            f"`predictions` must match `word_index` [N, T]. Received: predictions.shape="
+            f"{predictions.shape}, word_index.shape={words.shape}"
+        )
     rows, cols = np.nonzero(words >= 0)
     sentence_of = sentence[rows]
     word_of = words[rows, cols]

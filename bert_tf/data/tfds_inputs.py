@@ -67,7 +67,7 @@ def parse_spec(spec, default_split):
     """
     if not isinstance(spec, str):
         raise ValueError(f"A TFDS spec must be a string. Received: spec={spec!r}")
-    rest = spec[len(PREFIX):] if spec.startswith(PREFIX) else spec
+    rest = spec[len(PREFIX) :] if spec.startswith(PREFIX) else spec
     name, has_split, split = rest.partition(":")
     if has_split:
         version, has_more, after = split.partition(":")
@@ -83,7 +83,7 @@ def parse_spec(spec, default_split):
 
 
 def _base_name(name):
-    """"glue/sst2" for "glue/sst2:2.0.0" or "GLUE/SST2"."""
+    """ "glue/sst2" for "glue/sst2:2.0.0" or "GLUE/SST2"."""
     return name.split(":")[0].strip().lower()
 
 
@@ -128,12 +128,22 @@ def _is_class_label(feature):
 
 
 def _no_labels(spec, split, index, key):
-    return ValueError(f"{_where(spec, split, index)}: label {key!r} is -1: the split has no labels (GLUE test "
-                      f"splits hold none). Read it with label_key=None to predict, or pick a labelled split.")
+    return ValueError(
+        f"{_where(spec, split, index)}: label {key!r} is -1: the split has no labels (GLUE test "
+        f"splits hold none). Read it with label_key=None to predict, or pick a labelled split."
+    )
 
 
-def load_classification(spec, split, task="classification", text_key=None, text_pair_key=None, label_key="label",
-                        label_names=None, data_dir=None):
+def load_classification(
+    spec,
+    split,
+    task="classification",
+    text_key=None,
+    text_pair_key=None,
+    label_key="label",
+    label_names=None,
+    data_dir=None,
+):
     """Reads a TFDS split as classification or regression examples.
 
     Known GLUE configs (glue/cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte,
@@ -177,8 +187,9 @@ def load_classification(spec, split, task="classification", text_key=None, text_
         if layout.get("task") == "regression":
             task = "regression"
     if text_key is None:
-        raise ValueError(f"`text_key` is required for {spec!r} (no default keys: not a known GLUE config). "
-                         f"Received: text_key=None")
+        raise ValueError(
+            f"`text_key` is required for {spec!r} (no default keys: not a known GLUE config). Received: text_key=None"
+        )
     _, split, info, rows = _load(spec, split, data_dir)
     _feature(info, text_key, spec, split, "text_key")
     if text_pair_key is not None:
@@ -187,15 +198,20 @@ def load_classification(spec, split, task="classification", text_key=None, text_
     class_label = label_feature is not None and _is_class_label(label_feature)
     if label_feature is not None:
         if tuple(label_feature.shape) != ():
-            raise ValueError(f"{_where(spec, split)}: label feature {label_key!r} must hold one value per example. "
-                             f"Received: shape={label_feature.shape}")
+            raise ValueError(
+                f"{_where(spec, split)}: label feature {label_key!r} must hold one value per example. "
+                f"Received: shape={label_feature.shape}"
+            )
         kind = np.dtype(label_feature.np_dtype).kind
         if task == "classification" and kind == "f" and not class_label:
-            raise ValueError(f"{_where(spec, split)}: label feature {label_key!r} is {label_feature.np_dtype}: "
-                             f"use task='regression'")
+            raise ValueError(
+                f"{_where(spec, split)}: label feature {label_key!r} is {label_feature.np_dtype}: use task='regression'"
+            )
         if task == "regression" and kind not in "iuf":
-            raise ValueError(f"{_where(spec, split)}: regression needs a numeric label feature. "
-                             f"Received: {label_key!r} of {label_feature.np_dtype}")
+            raise ValueError(
+                f"{_where(spec, split)}: regression needs a numeric label feature. "
+                f"Received: {label_key!r} of {label_feature.np_dtype}"
+            )
     minus_one_means_none = class_label or layout is not None
 
     texts, pairs, raw_labels, lines = [], [], [], []
@@ -211,8 +227,9 @@ def load_classification(spec, split, task="classification", text_key=None, text_
                 raise _no_labels(spec, split, index, label_key)
             raw_labels.append((index, value))
         lines.append(index)
-    examples = ClassificationExamples(texts=texts, pairs=pairs if text_pair_key is not None else None, task=task,
-                                      path=spec, lines=lines)
+    examples = ClassificationExamples(
+        texts=texts, pairs=pairs if text_pair_key is not None else None, task=task, path=spec, lines=lines
+    )
     if label_key is None:
         examples.label_names = list(label_names) if label_names is not None else None
         return examples
@@ -224,15 +241,21 @@ def load_classification(spec, split, task="classification", text_key=None, text_
         names = list(label_feature.names)
         for index, value in raw_labels:
             if not 0 <= int(value) < len(names):
-                raise ValueError(f"{_where(spec, split, index)}: label id {value} out of range for {len(names)} "
-                                 f"names {names}")
+                raise ValueError(
+                    f"{_where(spec, split, index)}: label id {value} out of range for {len(names)} names {names}"
+                )
         values = [(index, names[int(value)]) for index, value in raw_labels]
         if label_names is None:
             examples.labels, examples.label_names = [int(value) for _, value in raw_labels], names
             return examples
     else:
-        values = [(index, _text(value, spec, split, index, label_key).strip() if isinstance(value, (bytes, str))
-                   else str(value)) for index, value in raw_labels]
+        values = [
+            (
+                index,
+                _text(value, spec, split, index, label_key).strip() if isinstance(value, (bytes, str)) else str(value),
+            )
+            for index, value in raw_labels
+        ]
     examples.labels, examples.label_names = label_ids(values, label_names, lambda index: _where(spec, split, index))
     return examples
 
@@ -286,8 +309,10 @@ def load_conll(spec, split, tag_key="ner", data_dir=None, scheme="auto", word_ke
         values = np.asarray(row[tag_key]).reshape(-1)
         if names is not None:
             if values.size and (values.min() < 0 or values.max() >= len(names)):
-                raise ValueError(f"{_where(spec, split, index)}: tag id out of range for {len(names)} names "
-                                 f"(-1: the split has no tags). Received: {values.tolist()}")
+                raise ValueError(
+                    f"{_where(spec, split, index)}: tag id out of range for {len(names)} names "
+                    f"(-1: the split has no tags). Received: {values.tolist()}"
+                )
             sentence_tags = [names[int(value)] for value in values]
         else:
             sentence_tags = [_text(value, spec, split, index, tag_key) for value in values]
@@ -302,8 +327,14 @@ def load_conll(spec, split, tag_key="ner", data_dir=None, scheme="auto", word_ke
     label_tags = tags + [names] if names is not None else tags
     if names is not None and scheme == "IOB1":  # IOB1 names may lack the B- tags conversion creates
         label_tags = label_tags + [["B-" + name[2:] for name in names if name.startswith("I-")]]
-    return ConllData(sentences=sentences, tags=tags, label_names=sorted_label_names(label_tags), scheme=scheme,
-                     path=spec, lines=lines)
+    return ConllData(
+        sentences=sentences,
+        tags=tags,
+        label_names=sorted_label_names(label_tags),
+        scheme=scheme,
+        path=spec,
+        lines=lines,
+    )
 
 
 def _answer_list(raw, spec, split, index, key):
@@ -314,8 +345,9 @@ def _answer_list(raw, spec, split, index, key):
     starts = np.asarray(raw["answer_start"]).reshape(-1)
     if len(texts) != len(starts):
         raise ValueError(f"{_where(spec, split, index)}: {key!r} has {len(texts)} texts but {len(starts)} starts")
-    return [{"text": _text(text, spec, split, index, key), "answer_start": int(start)}
-            for text, start in zip(texts, starts)]
+    return [
+        {"text": _text(text, spec, split, index, key), "answer_start": int(start)} for text, start in zip(texts, starts)
+    ]
 
 
 def load_squad(spec, split, data_dir=None, strict=True):
@@ -344,13 +376,19 @@ def load_squad(spec, split, data_dir=None, strict=True):
 
     def questions():
         for index, row in enumerate(rows, 1):
-            yield index, dict(
-                id=_text(row["id"], spec, split, index, "id"),
-                context=_text(row["context"], spec, split, index, "context"),
-                answers=_answer_list(row["answers"], spec, split, index, "answers"),
-                plausible_answers=_answer_list(row.get("plausible_answers"), spec, split, index, "plausible_answers"),
-                question=_text(row["question"], spec, split, index, "question"),
-                is_impossible=bool(row["is_impossible"]) if "is_impossible" in keys else False,
-                title=_text(row["title"], spec, split, index, "title") if "title" in keys else "")
+            yield (
+                index,
+                dict(
+                    id=_text(row["id"], spec, split, index, "id"),
+                    context=_text(row["context"], spec, split, index, "context"),
+                    answers=_answer_list(row["answers"], spec, split, index, "answers"),
+                    plausible_answers=_answer_list(
+                        row.get("plausible_answers"), spec, split, index, "plausible_answers"
+                    ),
+                    question=_text(row["question"], spec, split, index, "question"),
+                    is_impossible=bool(row["is_impossible"]) if "is_impossible" in keys else False,
+                    title=_text(row["title"], spec, split, index, "title") if "title" in keys else "",
+                ),
+            )
 
     return make_examples(questions(), lambda index: _where(spec, split, index), strict=strict)

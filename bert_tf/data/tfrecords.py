@@ -44,25 +44,39 @@ def _serialize(first, second, label):
     return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
 
 
-def write_pretraining_shards(corpus, tokenizer, output_dir, seq_length=128, nsp=True, short_seq_prob=0.1,
-                             seed=0, corpus_format="lines", group_size=64, dupe_factor=1,
-                             examples_per_shard=100_000):
+def write_pretraining_shards(
+    corpus,
+    tokenizer,
+    output_dir,
+    seq_length=128,
+    nsp=True,
+    short_seq_prob=0.1,
+    seed=0,
+    corpus_format="lines",
+    group_size=64,
+    dupe_factor=1,
+    examples_per_shard=100_000,
+):
     """Pairs the corpus and writes shards plus `manifest.json` into `output_dir`.
 
     Returns:
         The manifest dict.
     """
     if dupe_factor < 1 or examples_per_shard < 1:
-        raise ValueError("`dupe_factor` and `examples_per_shard` must be positive. "
-                         f"Received: dupe_factor={dupe_factor}, examples_per_shard={examples_per_shard}")
+        raise ValueError(
+            "`dupe_factor` and `examples_per_shard` must be positive. "
+            f"Received: dupe_factor={dupe_factor}, examples_per_shard={examples_per_shard}"
+        )
     files = expand_files(corpus)
     os.makedirs(output_dir, exist_ok=True)
     if os.path.exists(os.path.join(output_dir, MANIFEST_FILE)):
         raise ShardError(f"{output_dir} already holds a manifest; write shards into a new directory.")
     builder = PairBuilder(seq_length, short_seq_prob=short_seq_prob, nsp=nsp, seed=seed)
     pairs = tf.data.Dataset.range(dupe_factor).flat_map(
-        lambda epoch: document_pairs(files_in_epoch_order(files, seed, epoch), tokenizer, builder,
-                                     corpus_format, group_size, epoch))
+        lambda epoch: document_pairs(
+            files_in_epoch_order(files, seed, epoch), tokenizer, builder, corpus_format, group_size, epoch
+        )
+    )
     shards, writer, count = [], None, 0
 
     def close():
@@ -115,13 +129,16 @@ def read_manifest(directory, verify=True):
         with open(path, encoding="utf-8") as f:
             manifest = json.load(f)
     except FileNotFoundError:
-        raise ShardError(f"No {MANIFEST_FILE} in {directory}: not a shard directory, or writing did not "
-                         "finish.") from None
+        raise ShardError(
+            f"No {MANIFEST_FILE} in {directory}: not a shard directory, or writing did not finish."
+        ) from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ShardError(f"{path}: not valid JSON ({e}).") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise ShardError(f"{path}: unknown format {manifest.get('format') if isinstance(manifest, dict) else None!r}; "
-                         f"expected {FORMAT!r}.")
+        raise ShardError(
+            f"{path}: unknown format {manifest.get('format') if isinstance(manifest, dict) else None!r}; "
+            f"expected {FORMAT!r}."
+        )
     for shard in manifest["shards"]:
         shard_path = os.path.join(directory, shard["file"])
         if not os.path.isfile(shard_path):
@@ -132,17 +149,18 @@ def read_manifest(directory, verify=True):
 
 
 def _parse(record):
-    parsed = tf.io.parse_single_example(record, {
-        "first": tf.io.RaggedFeature(tf.int64),
-        "second": tf.io.RaggedFeature(tf.int64),
-        "label": tf.io.FixedLenFeature([], tf.int64),
-    })
-    return (tf.cast(parsed["first"], tf.int32), tf.cast(parsed["second"], tf.int32),
-            tf.cast(parsed["label"], tf.int32))
+    parsed = tf.io.parse_single_example(
+        record,
+        {
+            "first": tf.io.RaggedFeature(tf.int64),
+            "second": tf.io.RaggedFeature(tf.int64),
+            "label": tf.io.FixedLenFeature([], tf.int64),
+        },
+    )
+    return (tf.cast(parsed["first"], tf.int32), tf.cast(parsed["second"], tf.int32), tf.cast(parsed["label"], tf.int32))
 
 
-def pretraining_dataset_from_shards(directory, tokenizer, seq_length=None, verify=True, input_context=None,
-                                    **kwargs):
+def pretraining_dataset_from_shards(directory, tokenizer, seq_length=None, verify=True, input_context=None, **kwargs):
     """`pretraining_dataset` batches from shards written by `write_pretraining_shards`.
 
     Args:
@@ -157,8 +175,9 @@ def pretraining_dataset_from_shards(directory, tokenizer, seq_length=None, verif
     """
     manifest = read_manifest(directory, verify=verify)
     if _sha256(tokenizer.vocab_file) != manifest["vocab_sha256"]:
-        raise ShardError(f"The shards in {directory} were tokenized with another vocabulary than "
-                         f"{tokenizer.vocab_file}.")
+        raise ShardError(
+            f"The shards in {directory} were tokenized with another vocabulary than {tokenizer.vocab_file}."
+        )
     files = [os.path.join(directory, shard["file"]) for shard in manifest["shards"]]
     if not files:
         raise ShardError(f"{directory}/{MANIFEST_FILE} lists no shards (the corpus gave no pairs).")
@@ -168,5 +187,11 @@ def pretraining_dataset_from_shards(directory, tokenizer, seq_length=None, verif
     def one_epoch(epoch):
         return files_in_epoch_order(files, seed, epoch).flat_map(tf.data.TFRecordDataset).map(_parse)
 
-    return masked_batches(one_epoch, tokenizer, seq_length=seq_length or manifest["seq_length"],
-                          nsp=manifest["nsp"], input_context=input_context, **kwargs)
+    return masked_batches(
+        one_epoch,
+        tokenizer,
+        seq_length=seq_length or manifest["seq_length"],
+        nsp=manifest["nsp"],
+        input_context=input_context,
+        **kwargs,
+    )

@@ -15,6 +15,14 @@ from bert_tf.export.span_module import SpanModule
 from bert_tf.export.tagger_module import TaggerModule
 
 __all__ = [
-    "ClassifierModule", "EncoderModule", "METADATA_FILE", "ServingModule", "SpanModule", "TaggerModule",
-    "export_saved_model", "load_task_model", "save_module", "serving_module",
+    "ClassifierModule",
+    "EncoderModule",
+    "METADATA_FILE",
+    "ServingModule",
+    "SpanModule",
+    "TaggerModule",
+    "export_saved_model",
+    "load_task_model",
+    "save_module",
+    "serving_module",
 ]

@@ -29,24 +29,41 @@ class ClassifierModule(ServingModule):
         max_input_bytes, truncation: see `ServingModule`.
     """
 
-    def __init__(self, model, tokenizer, seq_length, labels=None, pair_default=False, max_input_bytes=None,
-                 truncation="longest_first", name=None):
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        seq_length,
+        labels=None,
+        pair_default=False,
+        max_input_bytes=None,
+        truncation="longest_first",
+        name=None,
+    ):
         if labels is None and model.num_classes != 1:
-            raise ValueError(f"A classifier with {model.num_classes} classes needs its label names. "
-                             "Received: labels=None")
+            raise ValueError(
+                f"A classifier with {model.num_classes} classes needs its label names. Received: labels=None"
+            )
         if labels is not None and len(labels) != model.num_classes:
-            raise ValueError(f"The classifier has {model.num_classes} classes but {len(labels)} labels were "
-                             f"given. Received: labels={labels}")
-        super().__init__(model, tokenizer, seq_length, max_input_bytes=max_input_bytes, truncation=truncation,
-                         name=name)
+            raise ValueError(
+                f"The classifier has {model.num_classes} classes but {len(labels)} labels were "
+                f"given. Received: labels={labels}"
+            )
+        super().__init__(
+            model, tokenizer, seq_length, max_input_bytes=max_input_bytes, truncation=truncation, name=name
+        )
         self.labels = None if labels is None else tuple(labels)
         self.pair_default = pair_default
 
     def signatures(self):
         single = self._function(self.classify_text, TEXT)
         pair = self._function(self.classify_pair, TEXT, TEXT_PAIR)
-        return {"serving_default": pair if self.pair_default else single, "single": single, "pair": pair,
-                "ids": self._function(self.classify_ids, *IDS)}
+        return {
+            "serving_default": pair if self.pair_default else single,
+            "single": single,
+            "pair": pair,
+            "ids": self._function(self.classify_ids, *IDS),
+        }
 
     def classify_text(self, text):
         (text,) = self._strings(text)

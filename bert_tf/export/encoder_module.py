@@ -39,19 +39,37 @@ class EncoderModule(ServingModule):
         max_input_bytes, truncation: see `ServingModule`.
     """
 
-    def __init__(self, encoder, tokenizer, seq_length, pretrainer=None, mask_tokenizer=None, top_k=5,
-                 max_input_bytes=None, truncation="longest_first", name=None):
+    def __init__(
+        self,
+        encoder,
+        tokenizer,
+        seq_length,
+        pretrainer=None,
+        mask_tokenizer=None,
+        top_k=5,
+        max_input_bytes=None,
+        truncation="longest_first",
+        name=None,
+    ):
         if pretrainer is not None and pretrainer.encoder is not encoder:
             raise ValueError("`pretrainer` must be built on `encoder`.")
         if pretrainer is not None and (mask_tokenizer is None or mask_tokenizer.split_special_tokens):
-            raise ValueError("`fill_mask` needs a `mask_tokenizer` with split_special_tokens=False, so that "
-                             f"'[MASK]' in the text is the mask token. Received: mask_tokenizer={mask_tokenizer!r}")
+            raise ValueError(
+                "`fill_mask` needs a `mask_tokenizer` with split_special_tokens=False, so that "
+                f"'[MASK]' in the text is the mask token. Received: mask_tokenizer={mask_tokenizer!r}"
+            )
         if pretrainer is not None and mask_tokenizer.mask_id is None:
             raise ValueError("The vocabulary has no '[MASK]' token, so there is no fill_mask signature.")
         if top_k < 1:
             raise ValueError(f"`top_k` must be positive. Received: top_k={top_k}")
-        super().__init__(pretrainer if pretrainer is not None else encoder, tokenizer, seq_length,
-                         max_input_bytes=max_input_bytes, truncation=truncation, name=name)
+        super().__init__(
+            pretrainer if pretrainer is not None else encoder,
+            tokenizer,
+            seq_length,
+            max_input_bytes=max_input_bytes,
+            truncation=truncation,
+            name=name,
+        )
         self._encoder_only = pretrainer is None
         if pretrainer is not None:
             self.mask_tokenizer = mask_tokenizer
@@ -91,13 +109,15 @@ class EncoderModule(ServingModule):
         features = self._pack(self.mask_tokenizer.tokenize(text))
         token_ids = features["token_ids"]  # [B, T]
         is_mask = tf.equal(token_ids, self.mask_tokenizer.mask_id)
-        positions = tf.ragged.boolean_mask(tf.broadcast_to(tf.range(tf.shape(token_ids)[1]), tf.shape(token_ids)),
-                                           is_mask)  # [B, (M)]
+        positions = tf.ragged.boolean_mask(
+            tf.broadcast_to(tf.range(tf.shape(token_ids)[1]), tf.shape(token_ids)), is_mask
+        )  # [B, (M)]
         num_masks = tf.cast(positions.row_lengths(), tf.int32)  # [B]
         width = tf.reduce_max(tf.concat([num_masks, [0]], axis=0))  # M
         # At least one prediction slot: the masked-LM head fails on an empty batch with none.
         slots = positions.to_tensor(
-            default_value=0, shape=tf.cast(tf.stack([tf.shape(token_ids)[0], tf.maximum(width, 1)]), tf.int64))
+            default_value=0, shape=tf.cast(tf.stack([tf.shape(token_ids)[0], tf.maximum(width, 1)]), tf.int64)
+        )
         logits = self.model.call_unpadded(dict(features, mask_positions=slots))["mlm"][:, :width]  # [B, M, V]
         mask_positions = slots[:, :width]  # [B, M]
         top = tf.math.top_k(tf.nn.softmax(logits, axis=-1), k=self.top_k)  # [B, M, K]

@@ -30,8 +30,8 @@ def checked_strings(strings, max_bytes):
 def same_batch(first, second):
     """`second`, once an assertion that it has as many rows as `first` has run."""
     check = tf.debugging.assert_equal(
-        tf.shape(first)[0], tf.shape(second)[0],
-        message="Both string inputs must have the same number of rows")
+        tf.shape(first)[0], tf.shape(second)[0], message="Both string inputs must have the same number of rows"
+    )
     with tf.control_dependencies([check]):
         return tf.identity(second)
 
@@ -43,15 +43,19 @@ def checked_ids(token_ids, segment_ids, padding_mask, vocab_size, type_vocab_siz
     assertions the returned tensors depend on, so bad ids are an
     `InvalidArgumentError` on every device (a GPU gather would return zeros).
     """
-    token_ids, segment_ids, padding_mask = (tf.ensure_shape(x, [None, None])
-                                            for x in (token_ids, segment_ids, padding_mask))
+    token_ids, segment_ids, padding_mask = (
+        tf.ensure_shape(x, [None, None]) for x in (token_ids, segment_ids, padding_mask)
+    )
     checks = [
-        tf.debugging.assert_equal(tf.shape(segment_ids), tf.shape(token_ids),
-                                  message="segment_ids must have the shape of token_ids"),
-        tf.debugging.assert_equal(tf.shape(padding_mask), tf.shape(token_ids),
-                                  message="padding_mask must have the shape of token_ids"),
-        tf.debugging.assert_less_equal(tf.shape(token_ids)[1], max_positions,
-                                       message=f"At most {max_positions} tokens per row"),
+        tf.debugging.assert_equal(
+            tf.shape(segment_ids), tf.shape(token_ids), message="segment_ids must have the shape of token_ids"
+        ),
+        tf.debugging.assert_equal(
+            tf.shape(padding_mask), tf.shape(token_ids), message="padding_mask must have the shape of token_ids"
+        ),
+        tf.debugging.assert_less_equal(
+            tf.shape(token_ids)[1], max_positions, message=f"At most {max_positions} tokens per row"
+        ),
         tf.debugging.assert_non_negative(token_ids, message="token_ids must be >= 0"),
         tf.debugging.assert_less(token_ids, vocab_size, message=f"token_ids must be < {vocab_size}"),
         tf.debugging.assert_non_negative(segment_ids, message="segment_ids must be >= 0"),
@@ -60,8 +64,11 @@ def checked_ids(token_ids, segment_ids, padding_mask, vocab_size, type_vocab_siz
         tf.debugging.assert_less_equal(padding_mask, 1, message="padding_mask must be 0 or 1"),
     ]
     with tf.control_dependencies(checks):
-        return {"token_ids": tf.identity(token_ids), "segment_ids": tf.identity(segment_ids),
-                "padding_mask": tf.identity(padding_mask)}
+        return {
+            "token_ids": tf.identity(token_ids),
+            "segment_ids": tf.identity(segment_ids),
+            "padding_mask": tf.identity(padding_mask),
+        }
 
 
 def trim_to_longest(features):

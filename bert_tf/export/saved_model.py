@@ -51,11 +51,15 @@ def load_task_model(path, dtype=None):
     settings = settings_lib.infer_settings(path, config.max_position_embeddings)
     task, labels = settings.get("task"), settings["labels"]
     if task not in TASKS:
-        raise ConfigError(f"{path}: `task` in {settings_lib.SETTINGS_FILE} must be one of {TASKS} for a task "
-                          f"model. Received: task={task!r}")
+        raise ConfigError(
+            f"{path}: `task` in {settings_lib.SETTINGS_FILE} must be one of {TASKS} for a task "
+            f"model. Received: task={task!r}"
+        )
     if task in ("classification", "ner") and not labels:
-        raise ConfigError(f"{path}: a {task} model needs its label names (`labels` in "
-                          f"{settings_lib.SETTINGS_FILE}). Received: labels={labels!r}")
+        raise ConfigError(
+            f"{path}: a {task} model needs its label names (`labels` in "
+            f"{settings_lib.SETTINGS_FILE}). Received: labels={labels!r}"
+        )
     encoder = BertEncoder.from_bert_config(config, dtype=dtype)
     if task == "regression":
         model = BertClassifier(encoder, num_classes=1)
@@ -69,8 +73,17 @@ def load_task_model(path, dtype=None):
     return model, settings
 
 
-def serving_module(model_dir, encoder_only=False, text_pair=False, top_k=5, max_seq_length=None,
-                   max_input_bytes=None, doc_stride=128, max_query_length=64, max_answer_length=30):
+def serving_module(
+    model_dir,
+    encoder_only=False,
+    text_pair=False,
+    top_k=5,
+    max_seq_length=None,
+    max_input_bytes=None,
+    doc_stride=128,
+    max_query_length=64,
+    max_answer_length=30,
+):
     """The serving module (a `tf.Module`) of the model at `model_dir`; see `export_saved_model` for the args."""
     from bert_tf import checkpoints
     from bert_tf.config import ConfigError
@@ -87,20 +100,28 @@ def serving_module(model_dir, encoder_only=False, text_pair=False, top_k=5, max_
         raise ConfigError(f"{model_dir}: no vocab.txt; the SavedModel needs the vocabulary.")
     seq_length = max_seq_length or settings["max_seq_length"]
     if not 3 <= seq_length <= config.max_position_embeddings:
-        raise ConfigError(f"The sequence length must be in [3, {config.max_position_embeddings}] (the model's "
-                          f"positions). Received: max_seq_length={seq_length}")
+        raise ConfigError(
+            f"The sequence length must be in [3, {config.max_position_embeddings}] (the model's "
+            f"positions). Received: max_seq_length={seq_length}"
+        )
 
     def tokenizer(**kwargs):
-        return BertTokenizer(vocab, lowercase=settings["lowercase"], strip_accents=settings["strip_accents"],
-                             **kwargs)
+        return BertTokenizer(vocab, lowercase=settings["lowercase"], strip_accents=settings["strip_accents"], **kwargs)
 
     task = None if encoder_only else settings.get("task")
     common = dict(max_input_bytes=max_input_bytes)
     if task is None:
         if checkpoints.has_pretraining_heads(model_dir):
             pretrainer = checkpoints.load_pretrainer(model_dir)
-            return EncoderModule(pretrainer.encoder, tokenizer(), seq_length, pretrainer=pretrainer,
-                                 mask_tokenizer=tokenizer(split_special_tokens=False), top_k=top_k, **common)
+            return EncoderModule(
+                pretrainer.encoder,
+                tokenizer(),
+                seq_length,
+                pretrainer=pretrainer,
+                mask_tokenizer=tokenizer(split_special_tokens=False),
+                top_k=top_k,
+                **common,
+            )
         return EncoderModule(checkpoints.load_encoder(model_dir), tokenizer(), seq_length, **common)
     model, settings = load_task_model(model_dir)
     if task in ("classification", "regression"):
@@ -108,12 +129,19 @@ def serving_module(model_dir, encoder_only=False, text_pair=False, top_k=5, max_
         return ClassifierModule(model, tokenizer(), seq_length, labels=labels, pair_default=text_pair, **common)
     if task == "ner":
         return TaggerModule(model, tokenizer(), seq_length, settings["labels"], **common)
-    return SpanModule(model, tokenizer(), seq_length, doc_stride=doc_stride, max_query_length=max_query_length,
-                      max_answer_length=max_answer_length, **common)
+    return SpanModule(
+        model,
+        tokenizer(),
+        seq_length,
+        doc_stride=doc_stride,
+        max_query_length=max_query_length,
+        max_answer_length=max_answer_length,
+        **common,
+    )
 
 
 def kind_of(module):
-    """"encoder", "classification", "regression", "ner" or "squad"."""
+    """ "encoder", "classification", "regression", "ner" or "squad"."""
     from bert_tf.export.classifier_module import ClassifierModule
     from bert_tf.export.span_module import SpanModule
     from bert_tf.export.tagger_module import TaggerModule
@@ -137,16 +165,27 @@ def check_output_dir(output_dir, overwrite=False):
     """Raises `FileExistsError` unless `output_dir` is absent, empty, or `overwrite`."""
     if os.path.exists(output_dir):
         if not os.path.isdir(output_dir):
-            raise FileExistsError(f"The output path exists and is not a directory. Received: "
-                                  f"output_dir={output_dir}")
+            raise FileExistsError(f"The output path exists and is not a directory. Received: output_dir={output_dir}")
         if os.listdir(output_dir) and not overwrite:
-            raise FileExistsError(f"The output directory is not empty (pass overwrite=True to replace it). "
-                                  f"Received: output_dir={output_dir}")
+            raise FileExistsError(
+                f"The output directory is not empty (pass overwrite=True to replace it). "
+                f"Received: output_dir={output_dir}"
+            )
 
 
-def export_saved_model(model_dir, output_dir, overwrite=False, encoder_only=False, text_pair=False, top_k=5,
-                       max_seq_length=None, max_input_bytes=None, doc_stride=128, max_query_length=64,
-                       max_answer_length=30):
+def export_saved_model(
+    model_dir,
+    output_dir,
+    overwrite=False,
+    encoder_only=False,
+    text_pair=False,
+    top_k=5,
+    max_seq_length=None,
+    max_input_bytes=None,
+    doc_stride=128,
+    max_query_length=64,
+    max_answer_length=30,
+):
     """Exports the model at `model_dir` as a SavedModel taking raw strings.
 
     Args:
@@ -175,10 +214,17 @@ def export_saved_model(model_dir, output_dir, overwrite=False, encoder_only=Fals
         of each).
     """
     check_output_dir(output_dir, overwrite)
-    module = serving_module(model_dir, encoder_only=encoder_only, text_pair=text_pair, top_k=top_k,
-                            max_seq_length=max_seq_length, max_input_bytes=max_input_bytes,
-                            doc_stride=doc_stride, max_query_length=max_query_length,
-                            max_answer_length=max_answer_length)
+    module = serving_module(
+        model_dir,
+        encoder_only=encoder_only,
+        text_pair=text_pair,
+        top_k=top_k,
+        max_seq_length=max_seq_length,
+        max_input_bytes=max_input_bytes,
+        doc_stride=doc_stride,
+        max_query_length=max_query_length,
+        max_answer_length=max_answer_length,
+    )
     return save_module(module, output_dir, overwrite=overwrite)
 
 
@@ -191,9 +237,10 @@ def save_module(module, output_dir, overwrite=False):
         "labels": list(module.labels) if getattr(module, "labels", None) is not None else None,
         "max_seq_length": module.seq_length,
         "max_input_bytes": module.max_input_bytes,
-        "signatures": {name: {"inputs": input_names(function),
-                              "outputs": sorted(function.structured_outputs)}
-                       for name, function in sorted(signatures.items())},
+        "signatures": {
+            name: {"inputs": input_names(function), "outputs": sorted(function.structured_outputs)}
+            for name, function in sorted(signatures.items())
+        },
     }
     output_dir = os.path.abspath(output_dir)
     parent = os.path.dirname(output_dir)

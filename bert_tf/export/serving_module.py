@@ -11,9 +11,11 @@ from bert_tf.text.packing import BertPacker
 # Signature input specs: the names are the request keys of every signature.
 TEXT = tf.TensorSpec([None], tf.string, name="text")
 TEXT_PAIR = tf.TensorSpec([None], tf.string, name="text_pair")
-IDS = (tf.TensorSpec([None, None], tf.int32, name="token_ids"),
-       tf.TensorSpec([None, None], tf.int32, name="segment_ids"),
-       tf.TensorSpec([None, None], tf.int32, name="padding_mask"))
+IDS = (
+    tf.TensorSpec([None, None], tf.int32, name="token_ids"),
+    tf.TensorSpec([None, None], tf.int32, name="segment_ids"),
+    tf.TensorSpec([None, None], tf.int32, name="padding_mask"),
+)
 
 # Bytes kept of each input string per token of `seq_length` (see ServingModule).
 BYTES_PER_TOKEN = 100
@@ -50,8 +52,7 @@ class ServingModule(tf.Module):
             fine-tuning does, or "round_robin").
     """
 
-    def __init__(self, model, tokenizer, seq_length, max_input_bytes=None, truncation="longest_first",
-                 name=None):
+    def __init__(self, model, tokenizer, seq_length, max_input_bytes=None, truncation="longest_first", name=None):
         super().__init__(name=name)
         encoder = getattr(model, "encoder", model)
         if max_input_bytes is None:
@@ -66,8 +67,16 @@ class ServingModule(tf.Module):
         self.max_positions = encoder.max_sequence_length
         self.vocab_size = encoder.vocabulary_size
         self.type_vocab_size = encoder.type_vocab_size
-        self._packer = _Unsaved(BertPacker(seq_length, tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id,
-                                           truncation=truncation, max_sequence_length=encoder.max_sequence_length))
+        self._packer = _Unsaved(
+            BertPacker(
+                seq_length,
+                tokenizer.cls_id,
+                tokenizer.sep_id,
+                tokenizer.pad_id,
+                truncation=truncation,
+                max_sequence_length=encoder.max_sequence_length,
+            )
+        )
 
     @property
     def model(self):
@@ -94,8 +103,9 @@ class ServingModule(tf.Module):
         return graph_ops.trim_to_longest(self.packer(*segments))
 
     def _ids(self, token_ids, segment_ids, padding_mask):
-        return graph_ops.checked_ids(token_ids, segment_ids, padding_mask, self.vocab_size,
-                                     self.type_vocab_size, self.max_positions)
+        return graph_ops.checked_ids(
+            token_ids, segment_ids, padding_mask, self.vocab_size, self.type_vocab_size, self.max_positions
+        )
 
     def _function(self, method, *specs):
         return tf.function(method, input_signature=list(specs), autograph=False).get_concrete_function()

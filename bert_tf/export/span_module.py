@@ -45,24 +45,41 @@ class SpanModule(ServingModule):
         max_input_bytes: see `ServingModule`.
     """
 
-    def __init__(self, model, tokenizer, seq_length, doc_stride=128, max_query_length=64, max_answer_length=30,
-                 max_input_bytes=None, name=None):
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        seq_length,
+        doc_stride=128,
+        max_query_length=64,
+        max_answer_length=30,
+        max_input_bytes=None,
+        name=None,
+    ):
         if seq_length - 3 - max_query_length < 1:
-            raise ValueError("`seq_length` must leave room for a context piece after the question and 3 special "
-                             f"tokens. Received: seq_length={seq_length}, max_query_length={max_query_length}")
-        for arg, value in (("doc_stride", doc_stride), ("max_query_length", max_query_length),
-                           ("max_answer_length", max_answer_length)):
+            raise ValueError(
+                "`seq_length` must leave room for a context piece after the question and 3 special "
+                f"tokens. Received: seq_length={seq_length}, max_query_length={max_query_length}"
+            )
+        for arg, value in (
+            ("doc_stride", doc_stride),
+            ("max_query_length", max_query_length),
+            ("max_answer_length", max_answer_length),
+        ):
             if value < 1:
                 raise ValueError(f"`{arg}` must be positive. Received: {arg}={value}")
-        super().__init__(model, tokenizer, seq_length, max_input_bytes=max_input_bytes, truncation="round_robin",
-                         name=name)
+        super().__init__(
+            model, tokenizer, seq_length, max_input_bytes=max_input_bytes, truncation="round_robin", name=name
+        )
         self.doc_stride = doc_stride
         self.max_query_length = max_query_length
         self.max_answer_length = max_answer_length
 
     def signatures(self):
-        return {"serving_default": self._function(self.answer, QUESTION, CONTEXT),
-                "ids": self._function(self.span_ids, *IDS)}
+        return {
+            "serving_default": self._function(self.answer, QUESTION, CONTEXT),
+            "ids": self._function(self.span_ids, *IDS),
+        }
 
     def span_ids(self, token_ids, segment_ids, padding_mask):
         outputs = self.model.call_unpadded(self._ids(token_ids, segment_ids, padding_mask))
@@ -71,7 +88,7 @@ class SpanModule(ServingModule):
     def answer(self, question, context):
         question, context = self._strings(question, context)
         batch = tf.shape(context, out_type=tf.int64)[0]
-        query = self.tokenizer.tokenize(question).with_row_splits_dtype(tf.int64)[:, :self.max_query_length]
+        query = self.tokenizer.tokenize(question).with_row_splits_dtype(tf.int64)[:, : self.max_query_length]
         pieces, byte_starts, byte_ends = self.tokenizer.tokenize_with_offsets(context)  # [B, (L)]
         pieces = pieces.with_row_splits_dtype(tf.int64)
         query_length = query.row_lengths()  # [B]
@@ -105,8 +122,9 @@ class SpanModule(ServingModule):
             "end": tf.where(found, chars[:, 1], -1),
             "score": best_score,
             "no_answer_score": null_score,
-            "num_windows": tf.math.bincount(tf.cast(row, tf.int32), minlength=tf.cast(batch, tf.int32),
-                                            maxlength=tf.cast(batch, tf.int32)),
+            "num_windows": tf.math.bincount(
+                tf.cast(row, tf.int32), minlength=tf.cast(batch, tf.int32), maxlength=tf.cast(batch, tf.int32)
+            ),
         }
 
 

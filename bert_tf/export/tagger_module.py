@@ -29,8 +29,9 @@ def entity_scheme(labels):
             type_of_label.append(-1)
             begins.append(False)
             continue
-        prefix, kind = (label[0], label[2:]) if len(label) > 2 and label[1] == "-" and label[0] in "BI" \
-            else (None, label)
+        prefix, kind = (
+            (label[0], label[2:]) if len(label) > 2 and label[1] == "-" and label[0] in "BI" else (None, label)
+        )
         if kind not in types:
             types.append(kind)
         type_of_label.append(types.index(kind))
@@ -69,25 +70,30 @@ class TaggerModule(ServingModule):
 
     def __init__(self, model, tokenizer, seq_length, labels, max_input_bytes=None, name=None):
         if len(labels) != model.num_classes:
-            raise ValueError(f"The tagger has {model.num_classes} classes but {len(labels)} labels were given. "
-                             f"Received: labels={labels}")
+            raise ValueError(
+                f"The tagger has {model.num_classes} classes but {len(labels)} labels were given. "
+                f"Received: labels={labels}"
+            )
         super().__init__(model, tokenizer, seq_length, max_input_bytes=max_input_bytes, name=name)
         self.labels = tuple(labels)
         self.types, self.type_of_label, self.begins = (tuple(x) for x in entity_scheme(labels))
         with tf.io.gfile.GFile(tokenizer.vocab_file, "rb") as f:
             vocab = f.read().decode("utf-8").split("\n")
         # Pieces that continue a word: "##" pieces, one flag per id.
-        self._continuation = np.array([token.startswith("##") for token in vocab[:tokenizer.vocab_size]], bool)
+        self._continuation = np.array([token.startswith("##") for token in vocab[: tokenizer.vocab_size]], bool)
 
     def signatures(self):
-        return {"serving_default": self._function(self.tag_text, TEXT),
-                "ids": self._function(self.tag_ids, *IDS)}
+        return {"serving_default": self._function(self.tag_text, TEXT), "ids": self._function(self.tag_ids, *IDS)}
 
     def tag_ids(self, token_ids, segment_ids, padding_mask):
         logits = self.model.call_unpadded(self._ids(token_ids, segment_ids, padding_mask))  # [B, T, C]
         label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)
-        return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1), "label_id": label_id,
-                "label": tf.gather(tf.constant(self.labels, tf.string), label_id)}
+        return {
+            "logits": logits,
+            "probabilities": tf.nn.softmax(logits, axis=-1),
+            "label_id": label_id,
+            "label": tf.gather(tf.constant(self.labels, tf.string), label_id),
+        }
 
     def tag_text(self, text):
         (text,) = self._strings(text)
@@ -98,8 +104,9 @@ class TaggerModule(ServingModule):
         row, kind, byte_start, byte_end, score = self._entities(*words)  # [E'] (flat over the batch)
 
         pad = lambda values, default: graph_ops.pad_rows(values, row, batch, default)  # noqa: E731
-        num_entities = tf.math.bincount(tf.cast(row, tf.int32), minlength=tf.cast(batch, tf.int32),
-                                        maxlength=tf.cast(batch, tf.int32))  # [B]
+        num_entities = tf.math.bincount(
+            tf.cast(row, tf.int32), minlength=tf.cast(batch, tf.int32), maxlength=tf.cast(batch, tf.int32)
+        )  # [B]
         byte_spans = pad(tf.stack([byte_start, byte_end], axis=1), tf.constant(0, tf.int64))  # [B, E, 2]
         width = tf.shape(byte_spans)[1]
         chars = graph_ops.byte_to_char_offsets(text, tf.concat([byte_spans[:, :, 0], byte_spans[:, :, 1]], 1))
@@ -134,9 +141,13 @@ class TaggerModule(ServingModule):
         word_of_piece = tf.cumsum(tf.cast(begins_word, tf.int64)) - 1
         last = tf.math.unsorted_segment_max(piece_index, word_of_piece, tf.size(first, out_type=tf.int64))
         word_probabilities = tf.gather(probabilities, first)  # [W, C]
-        return (tf.gather(piece_row, first), tf.argmax(word_probabilities, axis=-1, output_type=tf.int32),
-                tf.reduce_max(word_probabilities, axis=-1), tf.gather(byte_starts, first),
-                tf.gather(byte_ends, last))
+        return (
+            tf.gather(piece_row, first),
+            tf.argmax(word_probabilities, axis=-1, output_type=tf.int32),
+            tf.reduce_max(word_probabilities, axis=-1),
+            tf.gather(byte_starts, first),
+            tf.gather(byte_ends, last),
+        )
 
     def _entities(self, word_row, word_label, word_score, word_start, word_end):
         """BIO decoding of tagged words `[W]` into entities `[E']` (flat over the batch, in row order).
@@ -159,22 +170,30 @@ class TaggerModule(ServingModule):
         segment = tf.gather(entity_of_word, members)
         count = tf.reduce_sum(tf.cast(starts, tf.int64))
         first_words = tf.where(starts)[:, 0]  # [E']
-        return (tf.gather(word_row, first_words), tf.gather(kind, first_words),
-                tf.math.unsorted_segment_min(tf.gather(word_start, members), segment, count),
-                tf.math.unsorted_segment_max(tf.gather(word_end, members), segment, count),
-                tf.math.unsorted_segment_mean(tf.gather(word_score, members), segment, count))
+        return (
+            tf.gather(word_row, first_words),
+            tf.gather(kind, first_words),
+            tf.math.unsorted_segment_min(tf.gather(word_start, members), segment, count),
+            tf.math.unsorted_segment_max(tf.gather(word_end, members), segment, count),
+            tf.math.unsorted_segment_mean(tf.gather(word_score, members), segment, count),
+        )
 
     def _piece_probabilities(self, ids):
         """Label probabilities of every piece `[P, C]`, over windows of `seq_length - 2` pieces."""
         budget = self.seq_length - 2
         lengths = ids.row_lengths()  # [B]
-        row, start, size = graph_ops.window_spans(lengths, tf.fill(tf.shape(lengths), tf.cast(budget, tf.int64)),
-                                                  budget)
+        row, start, size = graph_ops.window_spans(
+            lengths, tf.fill(tf.shape(lengths), tf.cast(budget, tf.int64)), budget
+        )
         features = self._pack(graph_ops.take_pieces(ids, row, start, size))  # [N, T]
         logits = self.model.call_unpadded(features)  # [N, T, C]
         # Piece k of a row is in the row's window k // budget, at token 1 + k % budget.
-        windows_before = tf.cumsum(tf.math.bincount(tf.cast(row, tf.int32), minlength=tf.size(lengths),
-                                                    maxlength=tf.size(lengths), dtype=tf.int64), exclusive=True)
+        windows_before = tf.cumsum(
+            tf.math.bincount(
+                tf.cast(row, tf.int32), minlength=tf.size(lengths), maxlength=tf.size(lengths), dtype=tf.int64
+            ),
+            exclusive=True,
+        )
         piece_row = ids.value_rowids()
         in_row = tf.range(tf.size(piece_row, out_type=tf.int64)) - tf.gather(ids.row_starts(), piece_row)
         window = tf.gather(windows_before, piece_row) + in_row // budget

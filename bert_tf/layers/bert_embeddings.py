@@ -17,11 +17,24 @@ class BertEmbeddings(keras.layers.Layer):
         float32 under mixed precision; the tables are float32 variables.
     """
 
-    def __init__(self, vocabulary_size, hidden_dim, max_sequence_length=512, type_vocab_size=2,
-                 dropout=0.1, initializer_range=0.02, layer_norm_epsilon=1e-12, **kwargs):
+    def __init__(
+        self,
+        vocabulary_size,
+        hidden_dim,
+        max_sequence_length=512,
+        type_vocab_size=2,
+        dropout=0.1,
+        initializer_range=0.02,
+        layer_norm_epsilon=1e-12,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
-        for name, value in (("vocabulary_size", vocabulary_size), ("hidden_dim", hidden_dim),
-                            ("max_sequence_length", max_sequence_length), ("type_vocab_size", type_vocab_size)):
+        for name, value in (
+            ("vocabulary_size", vocabulary_size),
+            ("hidden_dim", hidden_dim),
+            ("max_sequence_length", max_sequence_length),
+            ("type_vocab_size", type_vocab_size),
+        ):
             if value <= 0:
                 raise ValueError(f"`{name}` must be positive. Received: {name}={value}")
         self.vocabulary_size = vocabulary_size
@@ -35,21 +48,22 @@ class BertEmbeddings(keras.layers.Layer):
         # === Layers ===
         initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
         self.token_embedding = keras.layers.Embedding(
-            vocabulary_size, hidden_dim, embeddings_initializer=initializer,
-            dtype="float32", name="token_embedding")
+            vocabulary_size, hidden_dim, embeddings_initializer=initializer, dtype="float32", name="token_embedding"
+        )
         self.segment_embedding = keras.layers.Embedding(
-            type_vocab_size, hidden_dim, embeddings_initializer=initializer,
-            dtype="float32", name="segment_embedding")
-        self.layer_norm = LayerNorm(
-            epsilon=layer_norm_epsilon, dtype="float32", name="layer_norm")
+            type_vocab_size, hidden_dim, embeddings_initializer=initializer, dtype="float32", name="segment_embedding"
+        )
+        self.layer_norm = LayerNorm(epsilon=layer_norm_epsilon, dtype="float32", name="layer_norm")
         self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
 
     def build(self, token_ids_shape, segment_ids_shape=None):
         self.token_embedding.build(token_ids_shape)
         self.segment_embedding.build(token_ids_shape)
         self.position_embedding = self.add_weight(
-            name="position_embedding", shape=(self.max_sequence_length, self.hidden_dim),
-            initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range))
+            name="position_embedding",
+            shape=(self.max_sequence_length, self.hidden_dim),
+            initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range),
+        )
         self.layer_norm.build(tuple(token_ids_shape) + (self.hidden_dim,))
         self.built = True
 
@@ -66,13 +80,15 @@ class BertEmbeddings(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update({
-            "vocabulary_size": self.vocabulary_size,
-            "hidden_dim": self.hidden_dim,
-            "max_sequence_length": self.max_sequence_length,
-            "type_vocab_size": self.type_vocab_size,
-            "dropout": self.dropout,
-            "initializer_range": self.initializer_range,
-            "layer_norm_epsilon": self.layer_norm_epsilon,
-        })
+        config.update(
+            {
+                "vocabulary_size": self.vocabulary_size,
+                "hidden_dim": self.hidden_dim,
+                "max_sequence_length": self.max_sequence_length,
+                "type_vocab_size": self.type_vocab_size,
+                "dropout": self.dropout,
+                "initializer_range": self.initializer_range,
+                "layer_norm_epsilon": self.layer_norm_epsilon,
+            }
+        )
         return config

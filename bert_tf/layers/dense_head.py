@@ -21,8 +21,11 @@ class DenseHead(keras.layers.Layer):
         # === Layers ===
         self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
         self.dense = keras.layers.Dense(
-            units, kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
-            dtype="float32", name="logits")
+            units,
+            kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+            dtype="float32",
+            name="logits",
+        )
 
     def build(self, input_shape):
         self.dense.build(input_shape)

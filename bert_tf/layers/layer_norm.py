@@ -21,8 +21,11 @@ def _backward(x, mean, inv_std, gamma, dy):
     dgamma = tf.reduce_sum(dy * normalized, axis=rows)
     dbeta = tf.reduce_sum(dy, axis=rows)
     g = dy * gamma
-    dx = inv_std * (g - tf.reduce_mean(g, axis=-1, keepdims=True)
-                    - normalized * tf.reduce_mean(g * normalized, axis=-1, keepdims=True))
+    dx = inv_std * (
+        g
+        - tf.reduce_mean(g, axis=-1, keepdims=True)
+        - normalized * tf.reduce_mean(g * normalized, axis=-1, keepdims=True)
+    )
     return dx, dgamma, dbeta
 
 

@@ -24,12 +24,13 @@ class MaskedLMHead(keras.layers.Layer):
         float32 logits `[B, P, V]`.
     """
 
-    def __init__(self, token_embedding, hidden_act="gelu", initializer_range=0.02,
-                 layer_norm_epsilon=1e-12, **kwargs):
+    def __init__(self, token_embedding, hidden_act="gelu", initializer_range=0.02, layer_norm_epsilon=1e-12, **kwargs):
         super().__init__(**kwargs)
         if not isinstance(token_embedding, keras.layers.Embedding):
-            raise ValueError("`token_embedding` must be the encoder's keras.layers.Embedding. "
-                             f"Received: token_embedding={token_embedding!r}")
+            raise ValueError(
+                "`token_embedding` must be the encoder's keras.layers.Embedding. "
+                f"Received: token_embedding={token_embedding!r}"
+            )
         self.token_embedding = token_embedding
         self.hidden_act = hidden_act
         self.initializer_range = initializer_range
@@ -41,10 +42,12 @@ class MaskedLMHead(keras.layers.Layer):
 
         # === Layers ===
         self.transform_dense = keras.layers.Dense(
-            hidden_dim, kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
-            dtype=self.dtype_policy, name="transform_dense")
-        self.layer_norm = LayerNorm(
-            epsilon=layer_norm_epsilon, dtype="float32", name="transform_layer_norm")
+            hidden_dim,
+            kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+            dtype=self.dtype_policy,
+            name="transform_dense",
+        )
+        self.layer_norm = LayerNorm(epsilon=layer_norm_epsilon, dtype="float32", name="transform_layer_norm")
 
     def build(self, sequence_output_shape, mask_positions_shape=None):
         self.transform_dense.build((None, None, self.hidden_dim))
@@ -54,7 +57,8 @@ class MaskedLMHead(keras.layers.Layer):
 
     def call(self, sequence_output, mask_positions):
         gathered = ops.take_along_axis(
-            sequence_output, ops.cast(mask_positions, "int32")[:, :, None], axis=1)  # [B, P, H]
+            sequence_output, ops.cast(mask_positions, "int32")[:, :, None], axis=1
+        )  # [B, P, H]
         return self.logits(gathered)
 
     def logits(self, gathered):
@@ -75,9 +79,11 @@ class MaskedLMHead(keras.layers.Layer):
     def get_config(self):
         # `token_embedding` is not serialized: the task model passes its encoder's.
         config = super().get_config()
-        config.update({
-            "hidden_act": self.hidden_act,
-            "initializer_range": self.initializer_range,
-            "layer_norm_epsilon": self.layer_norm_epsilon,
-        })
+        config.update(
+            {
+                "hidden_act": self.hidden_act,
+                "initializer_range": self.initializer_range,
+                "layer_norm_epsilon": self.layer_norm_epsilon,
+            }
+        )
         return config

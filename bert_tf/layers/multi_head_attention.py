@@ -33,8 +33,10 @@ class BertSelfAttention(keras.layers.Layer):
     def __init__(self, num_heads, hidden_dim, dropout=0.1, initializer_range=0.02, **kwargs):
         super().__init__(**kwargs)
         if hidden_dim % num_heads:
-            raise ValueError(f"`hidden_dim` must be divisible by `num_heads`. "
-                             f"Received: hidden_dim={hidden_dim}, num_heads={num_heads}")
+            raise ValueError(
+                f"`hidden_dim` must be divisible by `num_heads`. "
+                f"Received: hidden_dim={hidden_dim}, num_heads={num_heads}"
+            )
         self.num_heads = num_heads
         self.hidden_dim = hidden_dim
         self.head_dim = hidden_dim // num_heads
@@ -44,8 +46,11 @@ class BertSelfAttention(keras.layers.Layer):
         # === Layers ===
         def dense(name):
             return keras.layers.Dense(
-                hidden_dim, kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
-                dtype=self.dtype_policy, name=name)
+                hidden_dim,
+                kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+                dtype=self.dtype_policy,
+                name=name,
+            )
 
         self.query_dense = dense("query")
         self.key_dense = dense("key")
@@ -107,6 +112,7 @@ class BertSelfAttention(keras.layers.Layer):
         The query projection comes scaled by `1/sqrt(D)` (weights scaled in
         float32, [H, H] work), so the scores need no pass over the queries.
         """
+
         def weights(layer):
             kernel, bias = layer.kernel, layer.bias
             if layer is self.query_dense:
@@ -142,12 +148,14 @@ class BertSelfAttention(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update({
-            "num_heads": self.num_heads,
-            "hidden_dim": self.hidden_dim,
-            "dropout": self.dropout,
-            "initializer_range": self.initializer_range,
-        })
+        config.update(
+            {
+                "num_heads": self.num_heads,
+                "hidden_dim": self.hidden_dim,
+                "dropout": self.dropout,
+                "initializer_range": self.initializer_range,
+            }
+        )
         return config
 
 

@@ -24,9 +24,19 @@ class TransformerBlock(keras.layers.Layer):
         `[B, T, H]` in the compute dtype.
     """
 
-    def __init__(self, num_heads, hidden_dim, intermediate_dim, hidden_act="gelu", dropout=0.1,
-                 attention_dropout=0.1, initializer_range=0.02, layer_norm_epsilon=1e-12,
-                 pre_layer_norm=False, **kwargs):
+    def __init__(
+        self,
+        num_heads,
+        hidden_dim,
+        intermediate_dim,
+        hidden_act="gelu",
+        dropout=0.1,
+        attention_dropout=0.1,
+        initializer_range=0.02,
+        layer_norm_epsilon=1e-12,
+        pre_layer_norm=False,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.num_heads = num_heads
         self.hidden_dim = hidden_dim
@@ -42,16 +52,21 @@ class TransformerBlock(keras.layers.Layer):
         # === Layers ===
         initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
         self.attention = BertSelfAttention(
-            num_heads, hidden_dim, dropout=attention_dropout, initializer_range=initializer_range,
-            dtype=self.dtype_policy, name="attention")
-        self.attention_layer_norm = LayerNorm(
-            epsilon=layer_norm_epsilon, dtype="float32", name="attention_layer_norm")
+            num_heads,
+            hidden_dim,
+            dropout=attention_dropout,
+            initializer_range=initializer_range,
+            dtype=self.dtype_policy,
+            name="attention",
+        )
+        self.attention_layer_norm = LayerNorm(epsilon=layer_norm_epsilon, dtype="float32", name="attention_layer_norm")
         self.intermediate_dense = keras.layers.Dense(
-            intermediate_dim, kernel_initializer=initializer, dtype=self.dtype_policy, name="intermediate")
+            intermediate_dim, kernel_initializer=initializer, dtype=self.dtype_policy, name="intermediate"
+        )
         self.output_dense = keras.layers.Dense(
-            hidden_dim, kernel_initializer=initializer, dtype=self.dtype_policy, name="output")
-        self.output_layer_norm = LayerNorm(
-            epsilon=layer_norm_epsilon, dtype="float32", name="output_layer_norm")
+            hidden_dim, kernel_initializer=initializer, dtype=self.dtype_policy, name="output"
+        )
+        self.output_layer_norm = LayerNorm(epsilon=layer_norm_epsilon, dtype="float32", name="output_layer_norm")
         self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
 
     def build(self, x_shape, padding_mask_shape=None):
@@ -86,9 +101,11 @@ class TransformerBlock(keras.layers.Layer):
         flat positions `b * T + t`) only the real tokens: everything but the
         attention scores then costs in proportion to the real tokens.
         """
+
         def attend(inputs):
-            return self.attention.attend(inputs, batch, length, padding_mask, training=training,
-                                         token_index=token_index)
+            return self.attention.attend(
+                inputs, batch, length, padding_mask, training=training, token_index=token_index
+            )
 
         return self._residuals(x, attend, training)
 
@@ -125,15 +142,17 @@ class TransformerBlock(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update({
-            "num_heads": self.num_heads,
-            "hidden_dim": self.hidden_dim,
-            "intermediate_dim": self.intermediate_dim,
-            "hidden_act": self.hidden_act,
-            "dropout": self.dropout,
-            "attention_dropout": self.attention_dropout,
-            "initializer_range": self.initializer_range,
-            "layer_norm_epsilon": self.layer_norm_epsilon,
-            "pre_layer_norm": self.pre_layer_norm,
-        })
+        config.update(
+            {
+                "num_heads": self.num_heads,
+                "hidden_dim": self.hidden_dim,
+                "intermediate_dim": self.intermediate_dim,
+                "hidden_act": self.hidden_act,
+                "dropout": self.dropout,
+                "attention_dropout": self.attention_dropout,
+                "initializer_range": self.initializer_range,
+                "layer_norm_epsilon": self.layer_norm_epsilon,
+                "pre_layer_norm": self.pre_layer_norm,
+            }
+        )
         return config

@@ -16,8 +16,13 @@ class BertClassifier(EncoderTask):
     """
 
     def __init__(self, encoder, num_classes, dropout=0.1, **kwargs):
-        head = DenseHead(num_classes, dropout=dropout, initializer_range=encoder.initializer_range,
-                         dtype=encoder.dtype_policy, name="classifier_head")
+        head = DenseHead(
+            num_classes,
+            dropout=dropout,
+            initializer_range=encoder.initializer_range,
+            dtype=encoder.dtype_policy,
+            name="classifier_head",
+        )
         inputs = encoder_inputs()
         outputs = head(encoder(inputs)["pooled_output"])  # [B, C]
         super().__init__(inputs, outputs, encoder, {"num_classes": num_classes, "dropout": dropout}, **kwargs)

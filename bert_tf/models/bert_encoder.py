@@ -22,9 +22,12 @@ class _Pooler(keras.layers.Layer):
         self.hidden_dim = hidden_dim
         self.initializer_range = initializer_range
         self.dense = keras.layers.Dense(
-            hidden_dim, activation="tanh",
+            hidden_dim,
+            activation="tanh",
             kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
-            dtype=self.dtype_policy, name="dense")
+            dtype=self.dtype_policy,
+            name="dense",
+        )
 
     def build(self, sequence_shape):
         self.dense.build((sequence_shape[0], sequence_shape[-1]))
@@ -82,27 +85,62 @@ class BertEncoder(keras.Model):
         pre_layer_norm: pre-LN blocks with a final LayerNorm instead of post-LN.
     """
 
-    def __init__(self, vocabulary_size, num_layers, num_heads, hidden_dim, intermediate_dim,
-                 hidden_act="gelu", dropout=0.1, attention_dropout=0.1, max_sequence_length=512,
-                 type_vocab_size=2, initializer_range=0.02, layer_norm_epsilon=1e-12,
-                 pre_layer_norm=False, dtype=None, **kwargs):
+    def __init__(
+        self,
+        vocabulary_size,
+        num_layers,
+        num_heads,
+        hidden_dim,
+        intermediate_dim,
+        hidden_act="gelu",
+        dropout=0.1,
+        attention_dropout=0.1,
+        max_sequence_length=512,
+        type_vocab_size=2,
+        initializer_range=0.02,
+        layer_norm_epsilon=1e-12,
+        pre_layer_norm=False,
+        dtype=None,
+        **kwargs,
+    ):
         # === Layers ===
         self.embeddings = BertEmbeddings(
-            vocabulary_size, hidden_dim, max_sequence_length=max_sequence_length,
-            type_vocab_size=type_vocab_size, dropout=dropout, initializer_range=initializer_range,
-            layer_norm_epsilon=layer_norm_epsilon, dtype=dtype, name="embeddings")
+            vocabulary_size,
+            hidden_dim,
+            max_sequence_length=max_sequence_length,
+            type_vocab_size=type_vocab_size,
+            dropout=dropout,
+            initializer_range=initializer_range,
+            layer_norm_epsilon=layer_norm_epsilon,
+            dtype=dtype,
+            name="embeddings",
+        )
         self.transformer_layers = [
             TransformerBlock(
-                num_heads, hidden_dim, intermediate_dim, hidden_act=hidden_act, dropout=dropout,
-                attention_dropout=attention_dropout, initializer_range=initializer_range,
-                layer_norm_epsilon=layer_norm_epsilon, pre_layer_norm=pre_layer_norm,
-                dtype=dtype, name=f"transformer_layer_{i}")
+                num_heads,
+                hidden_dim,
+                intermediate_dim,
+                hidden_act=hidden_act,
+                dropout=dropout,
+                attention_dropout=attention_dropout,
+                initializer_range=initializer_range,
+                layer_norm_epsilon=layer_norm_epsilon,
+                pre_layer_norm=pre_layer_norm,
+                dtype=dtype,
+                name=f"transformer_layer_{i}",
+            )
             for i in range(num_layers)
         ]
         self.final_layer_norm = (
-            _FinalLayerNorm(epsilon=layer_norm_epsilon, output_dtype=self.embeddings.compute_dtype,
-                            dtype="float32", name="final_layer_norm")
-            if pre_layer_norm else None)
+            _FinalLayerNorm(
+                epsilon=layer_norm_epsilon,
+                output_dtype=self.embeddings.compute_dtype,
+                dtype="float32",
+                name="final_layer_norm",
+            )
+            if pre_layer_norm
+            else None
+        )
         self.pooler = _Pooler(hidden_dim, initializer_range=initializer_range, dtype=dtype, name="pooler")
 
         # === Functional Model ===
@@ -201,14 +239,16 @@ class BertEncoder(keras.Model):
         token_ids = tf.convert_to_tensor(inputs["token_ids"])
         padding_mask = tf.convert_to_tensor(inputs["padding_mask"])
         batch, length = tf.shape(token_ids)[0], tf.shape(token_ids)[1]
-        positions = (tf.zeros((batch, 0), tf.int32) if positions is None
-                     else tf.cast(tf.convert_to_tensor(positions), tf.int32))
+        positions = (
+            tf.zeros((batch, 0), tf.int32) if positions is None else tf.cast(tf.convert_to_tensor(positions), tf.int32)
+        )
         if pooled:
             positions = tf.concat([tf.zeros((batch, 1), tf.int32), positions], axis=1)
         if unpadded:
             token_index, layer_outputs = self._unpadded_layers(inputs, self.transformer_layers[:-1], training)
-            x = tf.reshape(scatter_tokens(layer_outputs[-1], token_index, batch * length),
-                           (batch, length, self.hidden_dim))  # 0 at padding
+            x = tf.reshape(
+                scatter_tokens(layer_outputs[-1], token_index, batch * length), (batch, length, self.hidden_dim)
+            )  # 0 at padding
         else:
             x = self.embeddings(token_ids, inputs["segment_ids"], training=training)  # [B, T, H]
             for block in self.transformer_layers[:-1]:
@@ -218,8 +258,10 @@ class BertEncoder(keras.Model):
             x = self.final_layer_norm(x)
         if not pooled:
             return {"selected_output": tf.cast(x, tf.float32)}
-        return {"selected_output": tf.cast(x[:, 1:], tf.float32),
-                "pooled_output": tf.cast(self.pooler(x[:, :1]), tf.float32)}
+        return {
+            "selected_output": tf.cast(x[:, 1:], tf.float32),
+            "pooled_output": tf.cast(self.pooler(x[:, :1]), tf.float32),
+        }
 
     def _unpadded_layers(self, inputs, blocks, training):
         """Embeddings and `blocks` on the real tokens only: (token_index `[M]`, per-block `[M, H]` outputs)."""

@@ -26,9 +26,13 @@ class BertPretrainer(EncoderTask):
     def __init__(self, encoder, nsp=True, **kwargs):
         # === Layers ===
         mlm_head = MaskedLMHead(
-            encoder.token_embedding, hidden_act=encoder.hidden_act,
-            initializer_range=encoder.initializer_range, layer_norm_epsilon=encoder.layer_norm_epsilon,
-            dtype=encoder.dtype_policy, name="mlm_head")
+            encoder.token_embedding,
+            hidden_act=encoder.hidden_act,
+            initializer_range=encoder.initializer_range,
+            layer_norm_epsilon=encoder.layer_norm_epsilon,
+            dtype=encoder.dtype_policy,
+            name="mlm_head",
+        )
         nsp_head = DenseHead(2, initializer_range=encoder.initializer_range, name="nsp_head") if nsp else None
 
         # === Functional Model ===

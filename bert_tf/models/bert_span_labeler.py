@@ -30,8 +30,13 @@ class BertSpanLabeler(EncoderTask):
     """
 
     def __init__(self, encoder, dropout=0.0, **kwargs):
-        head = DenseHead(2, dropout=dropout, initializer_range=encoder.initializer_range,
-                         dtype=encoder.dtype_policy, name="span_head")
+        head = DenseHead(
+            2,
+            dropout=dropout,
+            initializer_range=encoder.initializer_range,
+            dtype=encoder.dtype_policy,
+            name="span_head",
+        )
         split = _SplitSpanLogits(dtype="float32", name="span_logits")
         inputs = encoder_inputs()
         logits = head(encoder(inputs)["sequence_output"])  # [B, T, 2]

@@ -5,8 +5,10 @@ import keras
 
 def encoder_inputs():
     """Fresh symbolic encoder inputs: dict of int32 `[B, T]`."""
-    return {name: keras.Input(shape=(None,), dtype="int32", name=name)
-            for name in ("token_ids", "segment_ids", "padding_mask")}
+    return {
+        name: keras.Input(shape=(None,), dtype="int32", name=name)
+        for name in ("token_ids", "segment_ids", "padding_mask")
+    }
 
 
 class EncoderTask(keras.Model):

@@ -62,17 +62,31 @@ class MaskedLMMasker:
         continuation_ids: ids of `##` pieces (needed for whole-word masking).
     """
 
-    def __init__(self, vocab_size, mask_id, special_ids, masking_rate=0.15, max_predictions_per_seq=20,
-                 mask_token_rate=0.8, random_token_rate=0.1, whole_word_masking=False,
-                 continuation_ids=None, seed=0):
+    def __init__(
+        self,
+        vocab_size,
+        mask_id,
+        special_ids,
+        masking_rate=0.15,
+        max_predictions_per_seq=20,
+        mask_token_rate=0.8,
+        random_token_rate=0.1,
+        whole_word_masking=False,
+        continuation_ids=None,
+        seed=0,
+    ):
         if not 0.0 < masking_rate <= 1.0:
             raise ValueError(f"`masking_rate` must be in (0, 1]. Received: masking_rate={masking_rate}")
         if max_predictions_per_seq <= 0:
-            raise ValueError("`max_predictions_per_seq` must be positive. "
-                             f"Received: max_predictions_per_seq={max_predictions_per_seq}")
+            raise ValueError(
+                "`max_predictions_per_seq` must be positive. "
+                f"Received: max_predictions_per_seq={max_predictions_per_seq}"
+            )
         if mask_token_rate < 0 or random_token_rate < 0 or mask_token_rate + random_token_rate > 1.0:
-            raise ValueError("`mask_token_rate` and `random_token_rate` must be >= 0 and sum to <= 1. "
-                             f"Received: mask_token_rate={mask_token_rate}, random_token_rate={random_token_rate}")
+            raise ValueError(
+                "`mask_token_rate` and `random_token_rate` must be >= 0 and sum to <= 1. "
+                f"Received: mask_token_rate={mask_token_rate}, random_token_rate={random_token_rate}"
+            )
         if whole_word_masking and continuation_ids is None:
             raise ValueError("`whole_word_masking=True` needs `continuation_ids` (the ids of '##' pieces).")
         self.vocab_size = vocab_size
@@ -111,12 +125,14 @@ class MaskedLMMasker:
         token_ids = tf.convert_to_tensor(token_ids, tf.int32)
         length = tf.shape(token_ids)[1]
         positions = tf.broadcast_to(tf.range(length)[None, :], tf.shape(token_ids))  # [B, T]
-        maskable = tf.logical_and(tf.cast(padding_mask, tf.bool),
-                                  tf.logical_not(tf.gather(self._is_special, token_ids)))
+        maskable = tf.logical_and(
+            tf.cast(padding_mask, tf.bool), tf.logical_not(tf.gather(self._is_special, token_ids))
+        )
         keys = example_keys(self.seed, epoch, example_index)
         count = tf.reduce_sum(tf.cast(maskable, tf.float32), axis=1)  # [B]
-        budget = tf.minimum(tf.maximum(tf.round(count * self.masking_rate), tf.minimum(count, 1.0)),
-                            float(self.max_predictions_per_seq))  # [B]
+        budget = tf.minimum(
+            tf.maximum(tf.round(count * self.masking_rate), tf.minimum(count, 1.0)), float(self.max_predictions_per_seq)
+        )  # [B]
         if self.whole_word_masking:
             selected = self._select_words(token_ids, maskable, keys, budget)
         else:
@@ -134,11 +150,15 @@ class MaskedLMMasker:
         mask_ids = tf.where(used, tf.gather(token_ids, mask_positions, batch_dims=1), 0)
 
         action = uniform(keys, positions, _ACTION)
-        pick = tf.cast(uniform(keys, positions, _RANDOM_TOKEN) * tf.cast(tf.size(self._replacement_ids), tf.float32),
-                       tf.int32)
+        pick = tf.cast(
+            uniform(keys, positions, _RANDOM_TOKEN) * tf.cast(tf.size(self._replacement_ids), tf.float32), tf.int32
+        )
         random_ids = tf.gather(self._replacement_ids, tf.minimum(pick, tf.size(self._replacement_ids) - 1))
-        corrupted = tf.where(action < self.mask_token_rate, self.mask_id,
-                             tf.where(action < self.mask_token_rate + self.random_token_rate, random_ids, token_ids))
+        corrupted = tf.where(
+            action < self.mask_token_rate,
+            self.mask_id,
+            tf.where(action < self.mask_token_rate + self.random_token_rate, random_ids, token_ids),
+        )
         return {
             "token_ids": tf.where(selected, corrupted, token_ids),
             "mask_positions": mask_positions,
@@ -174,8 +194,10 @@ class MaskedLMMasker:
             return taken, take
 
         _, take = tf.scan(
-            step, (tf.transpose(new_word), tf.transpose(sorted_maskable), tf.transpose(sorted_size)),
-            initializer=(tf.zeros([batch]), tf.zeros([batch], tf.bool)))
+            step,
+            (tf.transpose(new_word), tf.transpose(sorted_maskable), tf.transpose(sorted_size)),
+            initializer=(tf.zeros([batch]), tf.zeros([batch], tf.bool)),
+        )
         take = tf.logical_and(tf.transpose(take), sorted_maskable)  # [B, T] in sorted order
         inverse = tf.argsort(order, axis=1, stable=True)
         return tf.gather(take, inverse, batch_dims=1)

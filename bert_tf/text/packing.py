@@ -30,8 +30,7 @@ class BertPacker:
             `sequence_length` is refused.
     """
 
-    def __init__(self, sequence_length, cls_id, sep_id, pad_id=0, truncation="round_robin",
-                 max_sequence_length=None):
+    def __init__(self, sequence_length, cls_id, sep_id, pad_id=0, truncation="round_robin", max_sequence_length=None):
         if truncation not in TRUNCATIONS:
             raise ValueError(f"`truncation` must be one of {TRUNCATIONS}. Received: truncation={truncation!r}")
         if sequence_length < 3:
@@ -39,7 +38,8 @@ class BertPacker:
         if max_sequence_length is not None and sequence_length > max_sequence_length:
             raise ValueError(
                 f"`sequence_length` ({sequence_length}) exceeds the model's max_position_embeddings "
-                f"({max_sequence_length}). Received: sequence_length={sequence_length}")
+                f"({max_sequence_length}). Received: sequence_length={sequence_length}"
+            )
         self.sequence_length = sequence_length
         self.cls_id, self.sep_id, self.pad_id = cls_id, sep_id, pad_id
         self.truncation = truncation
@@ -69,9 +69,9 @@ class BertPacker:
             raise ValueError(f"BertPacker takes one or two segments. Received: {len(segments)} segments")
         segments = [tf.cast(s, tf.int32) for s in segments]
         trimmed = self._trim(segments)
-        ids, segment_ids = text.combine_segments(trimmed, start_of_sequence_id=self.cls_id,
-                                                 end_of_segment_id=self.sep_id)
+        ids, segment_ids = text.combine_segments(
+            trimmed, start_of_sequence_id=self.cls_id, end_of_segment_id=self.sep_id
+        )
         token_ids, padding_mask = text.pad_model_inputs(ids, self.sequence_length, pad_value=self.pad_id)
         segment_ids, _ = text.pad_model_inputs(segment_ids, self.sequence_length, pad_value=0)
-        return {"token_ids": token_ids, "segment_ids": segment_ids,
-                "padding_mask": tf.cast(padding_mask, tf.int32)}
+        return {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": tf.cast(padding_mask, tf.int32)}

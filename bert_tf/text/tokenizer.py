@@ -39,7 +39,6 @@ for offsets.
 Shape legend: `N` strings, `W` words, `P` pieces.
 """
 
-
 import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
@@ -263,9 +262,7 @@ def normalize(strings, lowercase=True, strip_accents=None):
             # Placeholders keep _NFD_KEEP characters whole through ICU's NFD.
             protected = _map_code_points(strings, keys, placeholders)
             decomposed = tf_text.normalize_utf8(protected, "NFD")
-            return _map_code_points(
-                decomposed, [p for p, _ in back], [k for _, k in back]
-            )
+            return _map_code_points(decomposed, [p for p, _ in back], [k for _, k in back])
 
         # One check for both fix-ups: the placeholders only exist if it hit.
         rare = tf.strings.regex_full_match(strings, _NFD_KEEP_CONTAINS_RE)
@@ -292,9 +289,7 @@ def split_words(normalized):
         `(words, starts, ends)`: ragged `[N, (W)]` tf.string and int64 byte
         offsets into `normalized`.
     """
-    return tf_text.regex_split_with_offsets(
-        normalized, _SPLIT_RE, keep_delim_regex_pattern=_ISOLATED_RE
-    )
+    return tf_text.regex_split_with_offsets(normalized, _SPLIT_RE, keep_delim_regex_pattern=_ISOLATED_RE)
 
 
 def _read_vocab(vocab_file):
@@ -355,23 +350,13 @@ class BertTokenizer(keras.layers.Layer):
         kwargs.setdefault("dtype", "int32")
         super().__init__(**kwargs)
         if not isinstance(vocab_file, str) or not vocab_file:
-            raise ValueError(
-                "`vocab_file` must be a non-empty path string. "
-                f"Received: vocab_file={vocab_file!r}"
-            )
+            raise ValueError(f"`vocab_file` must be a non-empty path string. Received: vocab_file={vocab_file!r}")
         if not tf.io.gfile.exists(vocab_file):
-            raise ValueError(
-                f"`vocab_file` does not exist. Received: vocab_file={vocab_file}"
-            )
+            raise ValueError(f"`vocab_file` does not exist. Received: vocab_file={vocab_file}")
         if not isinstance(lowercase, bool):
-            raise ValueError(
-                f"`lowercase` must be a bool. Received: lowercase={lowercase!r}"
-            )
+            raise ValueError(f"`lowercase` must be a bool. Received: lowercase={lowercase!r}")
         if strip_accents is not None and not isinstance(strip_accents, bool):
-            raise ValueError(
-                "`strip_accents` must be a bool or None. "
-                f"Received: strip_accents={strip_accents!r}"
-            )
+            raise ValueError(f"`strip_accents` must be a bool or None. Received: strip_accents={strip_accents!r}")
         if (
             not isinstance(max_input_chars_per_word, int)
             or isinstance(max_input_chars_per_word, bool)
@@ -383,8 +368,7 @@ class BertTokenizer(keras.layers.Layer):
             )
         if not isinstance(split_special_tokens, bool):
             raise ValueError(
-                "`split_special_tokens` must be a bool. "
-                f"Received: split_special_tokens={split_special_tokens!r}"
+                f"`split_special_tokens` must be a bool. Received: split_special_tokens={split_special_tokens!r}"
             )
         self.vocab_file = vocab_file
         self.lowercase = lowercase
@@ -404,15 +388,9 @@ class BertTokenizer(keras.layers.Layer):
         # empty lines get placeholders no normalized word can contain (NUL is
         # removed by cleaning), so that no id shifts.
         last = {token: i for i, token in enumerate(vocab)}
-        pieces = [
-            token if token and last[token] == i else f"\x00{i}"
-            for i, token in enumerate(vocab)
-        ]
+        pieces = [token if token and last[token] == i else f"\x00{i}" for i, token in enumerate(vocab)]
         if "[UNK]" not in last:
-            raise ValueError(
-                "The vocabulary has no '[UNK]' token. "
-                f"Received: vocab_file={vocab_file}"
-            )
+            raise ValueError(f"The vocabulary has no '[UNK]' token. Received: vocab_file={vocab_file}")
         self._token_to_id = last
         self._vocab_size = len(vocab)
         self._specials = {t: last[t] for t in _SPECIAL_TOKENS if t in last}
@@ -506,9 +484,7 @@ class BertTokenizer(keras.layers.Layer):
         ids, starts, ends = self._wordpiece.tokenize_with_offsets(words)
         too_long = tf.repeat(too_long, ids.row_lengths())
         byte_lengths = tf.repeat(byte_lengths, ids.row_lengths())
-        ends = ends.with_values(
-            tf.where(too_long, byte_lengths, ends.values)
-        )
+        ends = ends.with_values(tf.where(too_long, byte_lengths, ends.values))
         return ids, starts, ends
 
     def _segments(self, strings):
@@ -525,9 +501,7 @@ class BertTokenizer(keras.layers.Layer):
             special = tf.fill(tf.shape(segments.flat_values), -1)
             return segments, starts, segments.with_flat_values(special)
         pattern = self._specials_re
-        segments, starts, _ = tf_text.regex_split_with_offsets(
-            strings, pattern, keep_delim_regex_pattern=pattern
-        )
+        segments, starts, _ = tf_text.regex_split_with_offsets(strings, pattern, keep_delim_regex_pattern=pattern)
         flat = segments.flat_values
         special = tf.fill(tf.shape(flat), -1)
         for token, token_id in self._specials.items():
@@ -541,8 +515,7 @@ class BertTokenizer(keras.layers.Layer):
             strings = strings[None]
         if strings.shape.rank != 1:
             raise ValueError(
-                "`inputs` must be a tf.string scalar or vector [N]. "
-                f"Received: inputs.shape={strings.shape}"
+                f"`inputs` must be a tf.string scalar or vector [N]. Received: inputs.shape={strings.shape}"
             )
         # Rows of plain ASCII take the one-op path, the others the general
         # one; the results go back to the input order.
@@ -550,25 +523,16 @@ class BertTokenizer(keras.layers.Layer):
         if not self.split_special_tokens and self._specials:
             plain = tf.logical_and(
                 plain,
-                tf.logical_not(
-                    tf.strings.regex_full_match(strings, self._specials_contains_re)
-                ),
+                tf.logical_not(tf.strings.regex_full_match(strings, self._specials_contains_re)),
             )
         plain_rows = tf.where(plain)[:, 0]
         other_rows = tf.where(tf.logical_not(plain))[:, 0]
-        plain_out = self._unless_empty(
-            self._tokenize_plain, tf.gather(strings, plain_rows), with_offsets
-        )
-        other_out = self._unless_empty(
-            self._tokenize_general, tf.gather(strings, other_rows), with_offsets
-        )
+        plain_out = self._unless_empty(self._tokenize_plain, tf.gather(strings, plain_rows), with_offsets)
+        other_out = self._unless_empty(self._tokenize_general, tf.gather(strings, other_rows), with_offsets)
         if not with_offsets:
             plain_out, other_out = (plain_out,), (other_out,)
         order = tf.math.invert_permutation(tf.concat([plain_rows, other_rows], 0))
-        outputs = tuple(
-            tf.gather(tf.concat([a, b], axis=0), order)
-            for a, b in zip(plain_out, other_out)
-        )
+        outputs = tuple(tf.gather(tf.concat([a, b], axis=0), order) for a, b in zip(plain_out, other_out))
         if scalar:
             outputs = tuple(x[0] for x in outputs)
         return outputs if with_offsets else outputs[0]
@@ -577,17 +541,13 @@ class BertTokenizer(keras.layers.Layer):
         """`tokenize(strings, with_offsets)`, its ops skipped for no rows."""
 
         def empty():
-            ids = tf.RaggedTensor.from_row_splits(
-                tf.zeros([0], tf.int32), tf.zeros([1], tf.int64), validate=False
-            )
+            ids = tf.RaggedTensor.from_row_splits(tf.zeros([0], tf.int32), tf.zeros([1], tf.int64), validate=False)
             if not with_offsets:
                 return ids
             offsets = ids.with_values(tf.zeros([0], tf.int64))
             return ids, offsets, offsets
 
-        return tf.cond(
-            tf.size(strings) > 0, lambda: tokenize(strings, with_offsets), empty
-        )
+        return tf.cond(tf.size(strings) > 0, lambda: tokenize(strings, with_offsets), empty)
 
     def _tokenize_plain(self, strings, with_offsets):
         """Tokenizes rows of plain ASCII (see `_PLAIN_ASCII_RE`).
@@ -683,18 +643,14 @@ class BertTokenizer(keras.layers.Layer):
         p_start = word_starts + piece_starts.values  # [P']
         p_end = word_starts + piece_ends.values
         # Normalized bytes owned by each character of each segment.
-        code_points, c_starts = tf.strings.unicode_decode_with_offsets(
-            flat_segments, "UTF-8"
-        )  # [S, (C)]
+        code_points, c_starts = tf.strings.unicode_decode_with_offsets(flat_segments, "UTF-8")  # [S, (C)]
         flat_cp = code_points.flat_values  # [C']
         c_ends = c_starts.flat_values + _utf8_length(flat_cp)
         c_norm = self._char_normalized_lengths(flat_cp)  # [C']
         # Global coordinates: segment k's normalized bytes start at base[k].
         seg_norm_len = tf.cast(tf.strings.length(normalized), tf.int64)  # [S]
         base = tf.cumsum(seg_norm_len, exclusive=True)
-        p_rows = tf.repeat(
-            words.value_rowids(), piece_starts.row_lengths()
-        )  # segment of each piece
+        p_rows = tf.repeat(words.value_rowids(), piece_starts.row_lengths())  # segment of each piece
         p_start_g = tf.gather(base, p_rows) + p_start
         p_end_g = tf.gather(base, p_rows) + p_end
         c_start_g = tf.cumsum(c_norm, exclusive=True)  # [C']
@@ -712,9 +668,7 @@ class BertTokenizer(keras.layers.Layer):
         ends = tf.gather(c_ends, last)
         # Back to [S, (P)], special segments spanning themselves.
         seg_of_piece = p_rows
-        row_lengths = tf.math.unsorted_segment_sum(
-            tf.ones_like(seg_of_piece), seg_of_piece, tf.size(normalized)
-        )
+        row_lengths = tf.math.unsorted_segment_sum(tf.ones_like(seg_of_piece), seg_of_piece, tf.size(normalized))
         seg_bytes = tf.cast(tf.strings.length(segments.flat_values), tf.int64)
         special_piece = tf.gather(is_special, seg_of_piece)
         starts = tf.where(special_piece, tf.zeros_like(starts), starts)
@@ -754,15 +708,9 @@ class BertTokenizer(keras.layers.Layer):
         lengths = tf.cast(kept, tf.int64)
         # Other characters are normalized one at a time.
         other = tf.where(code_points >= 0x80)[:, 0]
-        chars = tf.strings.unicode_encode(
-            tf.gather(code_points, other)[:, None], "UTF-8"
-        )
-        other_lengths = tf.strings.length(
-            normalize(chars, self.lowercase, self.strip_accents)
-        )
-        return tf.tensor_scatter_nd_update(
-            lengths, other[:, None], tf.cast(other_lengths, tf.int64)
-        )
+        chars = tf.strings.unicode_encode(tf.gather(code_points, other)[:, None], "UTF-8")
+        other_lengths = tf.strings.length(normalize(chars, self.lowercase, self.strip_accents))
+        return tf.tensor_scatter_nd_update(lengths, other[:, None], tf.cast(other_lengths, tf.int64))
 
     def _to_original_bytes(self, strings, valid, starts, ends):
         """Byte offsets into the valid (transcoded) rows -> original rows.
@@ -774,9 +722,7 @@ class BertTokenizer(keras.layers.Layer):
             return tf.identity(starts.values), tf.identity(ends.values)
 
         def convert():
-            _, orig_starts = tf.strings.unicode_decode_with_offsets(
-                strings, "UTF-8", errors="replace"
-            )
+            _, orig_starts = tf.strings.unicode_decode_with_offsets(strings, "UTF-8", errors="replace")
             _, valid_starts = tf.strings.unicode_decode_with_offsets(valid, "UTF-8")
             orig_len = tf.cast(tf.strings.length(strings), tf.int64)
             valid_len = tf.cast(tf.strings.length(valid), tf.int64)
@@ -788,17 +734,13 @@ class BertTokenizer(keras.layers.Layer):
             bounds_g = (valid_bounds + valid_shift[:, None]).flat_values
 
             def one(offsets):
-                shifted = offsets.values + tf.gather(
-                    valid_shift, offsets.value_rowids()
-                )
+                shifted = offsets.values + tf.gather(valid_shift, offsets.value_rowids())
                 index = tf.searchsorted(bounds_g, shifted)
                 return tf.gather(orig_bounds.flat_values, index)
 
             return one(starts), one(ends)
 
-        starts_values, ends_values = tf.cond(
-            tf.reduce_all(tf.equal(strings, valid)), identity, convert
-        )
+        starts_values, ends_values = tf.cond(tf.reduce_all(tf.equal(strings, valid)), identity, convert)
         return starts.with_values(starts_values), ends.with_values(ends_values)
 
     def tokenize(self, inputs):
@@ -861,9 +803,7 @@ class BertTokenizer(keras.layers.Layer):
             ids = ids[None]
         if not isinstance(ids, tf.RaggedTensor):
             ids = tf.RaggedTensor.from_tensor(ids)
-        tokens = tf.ragged.map_flat_values(
-            self._id_to_token.lookup, tf.cast(ids, tf.int64)
-        )
+        tokens = tf.ragged.map_flat_values(self._id_to_token.lookup, tf.cast(ids, tf.int64))
         text = tf.strings.reduce_join(tokens, axis=-1, separator=" ")
         text = tf.strings.regex_replace(text, " ##", "")
         return text[0] if scalar else text
@@ -912,7 +852,8 @@ def _bytes_to_chars(strings, offsets):
     if scalar:
         strings, offsets = strings[None], tf.RaggedTensor.from_tensor(offsets[None])
     _, char_starts = tf.strings.unicode_decode_with_offsets(
-        strings, "UTF-8", errors="replace", replacement_char=0xFFFD)  # [N, (C)] byte start of each character
+        strings, "UTF-8", errors="replace", replacement_char=0xFFFD
+    )  # [N, (C)] byte start of each character
     big = tf.int64.max
     dense_starts = char_starts.to_tensor(default_value=big)  # [N, C]
     dense_offsets = offsets.to_tensor(default_value=0)  # [N, P]

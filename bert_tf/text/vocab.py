@@ -24,9 +24,11 @@ class VocabSummary:
     output: str
 
     def __str__(self):
-        return (f"Wrote {self.vocab_size} pieces to {self.output} from {self.files} files "
-                f"({self.lines} lines, {self.bytes / 1e6:.1f} MB; {self.replaced_lines} lines with invalid "
-                f"UTF-8 decoded with replacement) in {self.seconds:.1f} s")
+        return (
+            f"Wrote {self.vocab_size} pieces to {self.output} from {self.files} files "
+            f"({self.lines} lines, {self.bytes / 1e6:.1f} MB; {self.replaced_lines} lines with invalid "
+            f"UTF-8 decoded with replacement) in {self.seconds:.1f} s"
+        )
 
 
 def expand_files(patterns):
@@ -63,8 +65,16 @@ class _LineReader:
                     yield line
 
 
-def build_vocab(inputs, output, vocab_size=30522, lowercase=True, strip_accents=None, min_frequency=2,
-                limit_alphabet=1000, show_progress=True):
+def build_vocab(
+    inputs,
+    output,
+    vocab_size=30522,
+    lowercase=True,
+    strip_accents=None,
+    min_frequency=2,
+    limit_alphabet=1000,
+    show_progress=True,
+):
     """Trains a WordPiece vocabulary and writes it to `output`.
 
     Args:
@@ -79,28 +89,41 @@ def build_vocab(inputs, output, vocab_size=30522, lowercase=True, strip_accents=
     from tokenizers import BertWordPieceTokenizer  # imported here: only the builder needs it
 
     if vocab_size <= len(SPECIAL_TOKENS):
-        raise ValueError(f"`vocab_size` must exceed the {len(SPECIAL_TOKENS)} special tokens. "
-                         f"Received: vocab_size={vocab_size}")
+        raise ValueError(
+            f"`vocab_size` must exceed the {len(SPECIAL_TOKENS)} special tokens. Received: vocab_size={vocab_size}"
+        )
     if min_frequency < 1:
         raise ValueError(f"`min_frequency` must be at least 1. Received: min_frequency={min_frequency}")
     files = expand_files(inputs)
     start = time.time()
     reader = _LineReader(files)
-    tokenizer = BertWordPieceTokenizer(clean_text=True, handle_chinese_chars=True,
-                                       strip_accents=strip_accents, lowercase=lowercase)
-    tokenizer.train_from_iterator(reader, vocab_size=vocab_size, min_frequency=min_frequency,
-                                  limit_alphabet=limit_alphabet, special_tokens=list(SPECIAL_TOKENS),
-                                  show_progress=show_progress)
+    tokenizer = BertWordPieceTokenizer(
+        clean_text=True, handle_chinese_chars=True, strip_accents=strip_accents, lowercase=lowercase
+    )
+    tokenizer.train_from_iterator(
+        reader,
+        vocab_size=vocab_size,
+        min_frequency=min_frequency,
+        limit_alphabet=limit_alphabet,
+        special_tokens=list(SPECIAL_TOKENS),
+        show_progress=show_progress,
+    )
     vocab = sorted(tokenizer.get_vocab().items(), key=lambda item: item[1])
     pieces = [piece for piece, _ in vocab]
-    if tuple(pieces[:len(SPECIAL_TOKENS)]) != SPECIAL_TOKENS:
-        raise RuntimeError(f"Trainer did not put the special tokens first: {pieces[:len(SPECIAL_TOKENS)]}")
+    if tuple(pieces[: len(SPECIAL_TOKENS)]) != SPECIAL_TOKENS:
+        raise RuntimeError(f"Trainer did not put the special tokens first: {pieces[: len(SPECIAL_TOKENS)]}")
     directory = os.path.dirname(os.path.abspath(output))
     os.makedirs(directory, exist_ok=True)
     temporary = output + ".tmp"
     with open(temporary, "w", encoding="utf-8") as f:
         f.write("\n".join(pieces) + "\n")
     os.replace(temporary, output)
-    return VocabSummary(files=len(files), lines=reader.lines, bytes=reader.bytes,
-                        replaced_lines=reader.replaced_lines, vocab_size=len(pieces),
-                        seconds=time.time() - start, output=output)
+    return VocabSummary(
+        files=len(files),
+        lines=reader.lines,
+        bytes=reader.bytes,
+        replaced_lines=reader.replaced_lines,
+        vocab_size=len(pieces),
+        seconds=time.time() - start,
+        output=output,
+    )

@@ -32,7 +32,9 @@ def create_strategy(name="one_device", tpu=None, devices=None):
             try:
                 json.loads(os.environ["TF_CONFIG"])
             except json.JSONDecodeError as e:
-                raise ValueError(f"TF_CONFIG is not valid JSON ({e}). Received: TF_CONFIG={os.environ['TF_CONFIG']!r}") from None
+                raise ValueError(
+                    f"TF_CONFIG is not valid JSON ({e}). Received: TF_CONFIG={os.environ['TF_CONFIG']!r}"
+                ) from None
         return tf.distribute.MultiWorkerMirroredStrategy()
     # TPU: a thin branch of the same training loop; it cannot run on this project's CI machines.
     resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu or "")

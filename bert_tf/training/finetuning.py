@@ -102,6 +102,7 @@ def trim_batch(element, multiple=_TRIM_MULTIPLE):
 
     def cut(t):
         return t[:, :length] if t.shape.rank == 2 and t.shape[1] == mask.shape[1] else t
+
     return tf.nest.map_structure(cut, element)
 
 
@@ -121,8 +122,10 @@ def _worker_slice(dataset, context):
     def take(element):
         def part(t):
             size = tf.shape(t)[0] // n
-            return t[i * size:(i + 1) * size]
+            return t[i * size : (i + 1) * size]
+
         return tf.nest.map_structure(part, element)
+
     return dataset.map(take)
 
 
@@ -160,33 +163,52 @@ class _SentenceTask:
     def __init__(self, config, tokenizer, max_positions):
         self.config, self.tokenizer, self.max_positions = config, tokenizer, max_positions
         self.regression = config.task == "regression"
-        kwargs = dict(text_column=parse_column(config.text_column),
-                      text_pair_column=parse_column(config.text_pair_column),
-                      label_column=parse_column(config.label_column), task=config.task,
-                      file_format=config.file_format, label_names=config.label_names)
+        kwargs = dict(
+            text_column=parse_column(config.text_column),
+            text_pair_column=parse_column(config.text_pair_column),
+            label_column=parse_column(config.label_column),
+            task=config.task,
+            file_format=config.file_format,
+            label_names=config.label_names,
+        )
         if config.glue_task:
             layout = classification.glue_layout(config.glue_task)
-            kwargs.update({k: v for k, v in layout.items() if k != "label_names"},
-                          label_names=config.label_names or layout["label_names"])
+            kwargs.update(
+                {k: v for k, v in layout.items() if k != "label_names"},
+                label_names=config.label_names or layout["label_names"],
+            )
         self.train = self._read(config.train_file, "train", kwargs)
         self.label_names = None if self.regression else self.train.label_names
-        self.eval = self._read(config.eval_file, "validation", dict(kwargs, label_names=self.label_names)) \
-            if config.eval_file else None
+        self.eval = (
+            self._read(config.eval_file, "validation", dict(kwargs, label_names=self.label_names))
+            if config.eval_file
+            else None
+        )
         keep = _subset(len(self.train), config.max_train_examples, config.seed)
         if len(keep) < len(self.train):
             t = self.train
             self.train = dataclasses.replace(
-                t, texts=[t.texts[i] for i in keep], pairs=None if t.pairs is None else [t.pairs[i] for i in keep],
-                labels=[t.labels[i] for i in keep], lines=[t.lines[i] for i in keep])
+                t,
+                texts=[t.texts[i] for i in keep],
+                pairs=None if t.pairs is None else [t.pairs[i] for i in keep],
+                labels=[t.labels[i] for i in keep],
+                lines=[t.lines[i] for i in keep],
+            )
         self.objective = Objective([Head("logits", "", "mse" if self.regression else "ce")])
 
     def _read(self, path, split, kwargs):
         if tfds_inputs.is_tfds(path):
             name, split = tfds_inputs.parse_spec(path, split)
             return tfds_inputs.load_classification(
-                "tfds:" + name, split, task=self.config.task, text_key=self.config.text_column or None,
-                text_pair_key=self.config.text_pair_column or None, label_key=self.config.label_column or "label",
-                label_names=kwargs.get("label_names"), data_dir=self.config.tfds_data_dir)
+                "tfds:" + name,
+                split,
+                task=self.config.task,
+                text_key=self.config.text_column or None,
+                text_pair_key=self.config.text_pair_column or None,
+                label_key=self.config.label_column or "label",
+                label_names=kwargs.get("label_names"),
+                data_dir=self.config.tfds_data_dir,
+            )
         return classification.read_examples(path, **kwargs)
 
     @property
@@ -195,20 +217,34 @@ class _SentenceTask:
 
     def model(self, encoder):
         from bert_tf.models import BertClassifier
-        return BertClassifier(encoder, num_classes=1 if self.regression else len(self.label_names),
-                              dropout=encoder.dropout)
+
+        return BertClassifier(
+            encoder, num_classes=1 if self.regression else len(self.label_names), dropout=encoder.dropout
+        )
 
     def train_dataset(self, context, global_batch):
         dataset = classification.make_dataset(
-            self.train, self.tokenizer, self.config.max_seq_length, global_batch, shuffle=True,
-            seed=self.config.seed, repeat=True, max_sequence_length=self.max_positions, drop_remainder=True)
+            self.train,
+            self.tokenizer,
+            self.config.max_seq_length,
+            global_batch,
+            shuffle=True,
+            seed=self.config.seed,
+            repeat=True,
+            max_sequence_length=self.max_positions,
+            drop_remainder=True,
+        )
         dataset = _worker_slice(dataset, context)
         return dataset.map(lambda f, y: trim_batch((f, {"logits": y}, {"logits": tf.ones_like(y, tf.float32)})))
 
     def evaluate(self, model):
         dataset = classification.make_dataset(
-            dataclasses.replace(self.eval, labels=None), self.tokenizer, self.config.max_seq_length,
-            self.config.eval_batch_size, max_sequence_length=self.max_positions)
+            dataclasses.replace(self.eval, labels=None),
+            self.tokenizer,
+            self.config.max_seq_length,
+            self.config.eval_batch_size,
+            max_sequence_length=self.max_positions,
+        )
         logits = _predict(model, dataset)["logits"]  # [N, C]
         labels = np.asarray(self.eval.labels)
         if self.regression:
@@ -220,13 +256,16 @@ class _SentenceTask:
             probabilities = tf.nn.softmax(logits).numpy()
             predicted = probabilities.argmax(-1)
             results = task_metrics.glue_metrics(labels, predicted, num_classes=len(self.label_names))
-            rows = [f"{i}\t{self.label_names[p]}\t" + "\t".join(f"{x:.6f}" for x in probs)
-                    for i, (p, probs) in enumerate(zip(predicted, probabilities))]
+            rows = [
+                f"{i}\t{self.label_names[p]}\t" + "\t".join(f"{x:.6f}" for x in probs)
+                for i, (p, probs) in enumerate(zip(predicted, probabilities))
+            ]
             header = "index\tprediction\t" + "\t".join(f"p({name})" for name in self.label_names)
 
         def write(directory):
             with open(os.path.join(directory, "predictions.tsv"), "w", encoding="utf-8") as f:
                 f.write("\n".join([header] + rows) + "\n")
+
         return results, write
 
 
@@ -241,8 +280,10 @@ class _NerTask:
         if self.eval is not None:
             unknown = sorted({t for tags in self.eval.tags for t in tags} - set(self.label_names))
             if unknown:
-                raise ValueError(f"{self.eval.path}: tags {unknown} do not occur in the training file "
-                                 f"{self.train.path} (known: {self.label_names}).")
+                raise ValueError(
+                    f"{self.eval.path}: tags {unknown} do not occur in the training file "
+                    f"{self.train.path} (known: {self.label_names})."
+                )
         keep = _subset(len(self.train), config.max_train_examples, config.seed)
         self.sentences = [self.train.sentences[i] for i in keep]
         self.tags = [self.train.tags[i] for i in keep]
@@ -260,24 +301,42 @@ class _NerTask:
 
     def model(self, encoder):
         from bert_tf.models import BertTokenClassifier
+
         return BertTokenClassifier(encoder, num_classes=len(self.label_names), dropout=encoder.dropout)
 
     def train_dataset(self, context, global_batch):
         dataset = tagging.make_dataset(
-            self.sentences, self.tags, self.tokenizer, self.label_names, self.config.max_seq_length, global_batch,
-            shuffle=True, seed=self.config.seed, repeat=True, max_sequence_length=self.max_positions,
-            drop_remainder=True)
+            self.sentences,
+            self.tags,
+            self.tokenizer,
+            self.label_names,
+            self.config.max_seq_length,
+            global_batch,
+            shuffle=True,
+            seed=self.config.seed,
+            repeat=True,
+            max_sequence_length=self.max_positions,
+            drop_remainder=True,
+        )
         dataset = _worker_slice(dataset, context)
         return dataset.map(lambda f, y, w: trim_batch((f, {"logits": y}, {"logits": w})))
 
     def evaluate(self, model):
         dataset = tagging.make_dataset(
-            self.eval.sentences, None, self.tokenizer, self.label_names, self.config.max_seq_length,
-            self.config.eval_batch_size, max_sequence_length=self.max_positions, with_word_index=True)
+            self.eval.sentences,
+            None,
+            self.tokenizer,
+            self.label_names,
+            self.config.max_seq_length,
+            self.config.eval_batch_size,
+            max_sequence_length=self.max_positions,
+            with_word_index=True,
+        )
         logits = _predict(model, dataset.map(lambda features, word_index: features), sequence_keys=("logits",))
         index = [{k: v.numpy() for k, v in word_index.items()} for _, word_index in dataset]
-        predicted = tagging.word_predictions(logits["logits"], index, self.label_names,
-                                             num_words=[len(s) for s in self.eval.sentences])
+        predicted = tagging.word_predictions(
+            logits["logits"], index, self.label_names, num_words=[len(s) for s in self.eval.sentences]
+        )
         predicted = [[tag or "O" for tag in tags] for tags in predicted]
         results = task_metrics.conll_metrics(self.eval.tags, predicted)
         results.pop("per_type", None)
@@ -287,6 +346,7 @@ class _NerTask:
                 for words, gold, guess in zip(self.eval.sentences, self.eval.tags, predicted):
                     f.writelines(f"{w} {g} {p}\n" for w, g, p in zip(words, gold, guess))
                     f.write("\n")
+
         return results, write
 
 
@@ -315,8 +375,9 @@ class _SquadTask:
         return squad.read_squad(path)
 
     def _windows(self, examples):
-        return squad.make_windows(examples, self.tokenizer, self.config.max_seq_length, self.config.doc_stride,
-                                  self.config.max_query_length)
+        return squad.make_windows(
+            examples, self.tokenizer, self.config.max_seq_length, self.config.doc_stride, self.config.max_query_length
+        )
 
     @property
     def num_train(self):
@@ -324,30 +385,38 @@ class _SquadTask:
 
     def model(self, encoder):
         from bert_tf.models import BertSpanLabeler
+
         return BertSpanLabeler(encoder)
 
     def train_dataset(self, context, global_batch):
-        dataset = squad.make_dataset(self.windows, global_batch, shuffle=True, seed=self.config.seed, repeat=True,
-                                     drop_remainder=True)
+        dataset = squad.make_dataset(
+            self.windows, global_batch, shuffle=True, seed=self.config.seed, repeat=True, drop_remainder=True
+        )
         dataset = _worker_slice(dataset, context)
 
         def triple(features, labels):
             weights = {k: tf.ones_like(v, tf.float32) for k, v in labels.items()}
             return trim_batch((features, labels, weights))
+
         return dataset.map(triple)
 
     def evaluate(self, model):
         dataset = squad.make_dataset(self.eval_windows, self.config.eval_batch_size, labels=False)
         outputs = _predict(model, dataset, sequence_keys=("start_logits", "end_logits"))
         answers = squad.extract_answers(
-            self.eval_windows, outputs["start_logits"], outputs["end_logits"], n_best=self.config.n_best_size,
+            self.eval_windows,
+            outputs["start_logits"],
+            outputs["end_logits"],
+            n_best=self.config.n_best_size,
             max_answer_length=self.config.max_answer_length,
-            null_threshold=self.config.null_score_diff_threshold if self.version_2 else None)
+            null_threshold=self.config.null_score_diff_threshold if self.version_2 else None,
+        )
         results = task_metrics.squad_metrics(self.eval_examples, answers)
 
         def write(directory):
             with open(os.path.join(directory, "predictions.json"), "w", encoding="utf-8") as f:
                 json.dump(answers, f, indent=2, ensure_ascii=False)
+
         return results, write
 
 
@@ -359,8 +428,7 @@ def split_by_article(examples, every):
     return [e for e in examples if e.title not in held], [e for e in examples if e.title in held]
 
 
-_TASK_CLASSES = {"classification": _SentenceTask, "regression": _SentenceTask, "ner": _NerTask,
-                 "squad": _SquadTask}
+_TASK_CLASSES = {"classification": _SentenceTask, "regression": _SentenceTask, "ner": _NerTask, "squad": _SquadTask}
 
 
 # === The run ===
@@ -372,8 +440,9 @@ def _load_encoder(config):
 
     bert_config = load_config(config.init)
     if config.dropout is not None:
-        bert_config = dataclasses.replace(bert_config, hidden_dropout_prob=config.dropout,
-                                          attention_probs_dropout_prob=config.dropout)
+        bert_config = dataclasses.replace(
+            bert_config, hidden_dropout_prob=config.dropout, attention_probs_dropout_prob=config.dropout
+        )
     dtype = {"float32": None, "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}[config.dtype]
     encoder = BertEncoder.from_bert_config(bert_config, dtype=dtype)
     restore_weights(encoder, config.init)
@@ -389,8 +458,11 @@ def _tokenizer(config, max_positions):
     if vocab is None:
         raise FileNotFoundError(f"No vocab.txt beside the checkpoint {config.init}; a model directory needs one.")
     settings = infer_settings(config.init, max_positions)
-    return BertTokenizer(vocab, lowercase=settings["lowercase"], strip_accents=settings["strip_accents"]), vocab, \
-        settings
+    return (
+        BertTokenizer(vocab, lowercase=settings["lowercase"], strip_accents=settings["strip_accents"]),
+        vocab,
+        settings,
+    )
 
 
 def _read_json(path):
@@ -409,10 +481,13 @@ def finetune(config, strategy=None, log=print):
     strategy = strategy or create_strategy("one_device")
     chief = is_chief(strategy)
     from bert_tf.checkpoints.api import load_config
+
     max_positions = load_config(config.init).max_position_embeddings
     if config.max_seq_length > max_positions:
-        raise ValueError(f"max_seq_length ({config.max_seq_length}) exceeds the model's max_position_embeddings "
-                         f"({max_positions}) in {config.init}.")
+        raise ValueError(
+            f"max_seq_length ({config.max_seq_length}) exceeds the model's max_position_embeddings "
+            f"({max_positions}) in {config.init}."
+        )
     tokenizer, vocab_file, init_settings = _tokenizer(config, max_positions)
     task = _TASK_CLASSES[config.task](config, tokenizer, max_positions)
     if task.num_train == 0:
@@ -422,11 +497,22 @@ def finetune(config, strategy=None, log=print):
     with strategy.scope():
         encoder, bert_config = _load_encoder(config)
         model = task.model(encoder)
-        optimizer = create_optimizer(config.optimizer, config.learning_rate, train_steps,
-                                     int(config.warmup_proportion * train_steps), config.weight_decay, clip_norm=0,
-                                     loss_scale=config.dtype == "float16")
-    model_settings = {"lowercase": tokenizer.lowercase, "strip_accents": init_settings["strip_accents"],
-                      "max_seq_length": config.max_seq_length, "labels": task.label_names, "task": config.task}
+        optimizer = create_optimizer(
+            config.optimizer,
+            config.learning_rate,
+            train_steps,
+            int(config.warmup_proportion * train_steps),
+            config.weight_decay,
+            clip_norm=0,
+            loss_scale=config.dtype == "float16",
+        )
+    model_settings = {
+        "lowercase": tokenizer.lowercase,
+        "strip_accents": init_settings["strip_accents"],
+        "max_seq_length": config.max_seq_length,
+        "labels": task.label_names,
+        "task": config.task,
+    }
     results_file = os.path.join(config.model_dir, "eval_results.json")
     resuming = os.path.isdir(os.path.join(config.model_dir, "checkpoints")) and os.path.isfile(results_file)
     best = {"metrics": _read_json(results_file) if resuming else None}  # a resumed run keeps its best so far
@@ -448,19 +534,42 @@ def finetune(config, strategy=None, log=print):
         return results
 
     interval = max(math.ceil(steps_per_epoch / max(config.evals_per_epoch, 1)), 1)
-    loop_config = LoopConfig(train_steps=train_steps, steps_per_loop=min(config.steps_per_loop, interval),
-                             checkpoint_steps=interval, keep_checkpoints=2, eval_interval=interval,
-                             clip_norm=config.clip_norm, jit_compile=config.jit_compile)
-    settings = {"task": config.task, "init": os.path.relpath(config.init), "labels": task.label_names,
-                "max_seq_length": config.max_seq_length, "global_batch_size": config.global_batch_size,
-                "train_steps": train_steps, "seed": config.seed}
-    log(f"{config.task}: {task.num_train} training {'windows' if config.task == 'squad' else 'examples'}, "
+    loop_config = LoopConfig(
+        train_steps=train_steps,
+        steps_per_loop=min(config.steps_per_loop, interval),
+        checkpoint_steps=interval,
+        keep_checkpoints=2,
+        eval_interval=interval,
+        clip_norm=config.clip_norm,
+        jit_compile=config.jit_compile,
+    )
+    settings = {
+        "task": config.task,
+        "init": os.path.relpath(config.init),
+        "labels": task.label_names,
+        "max_seq_length": config.max_seq_length,
+        "global_batch_size": config.global_batch_size,
+        "train_steps": train_steps,
+        "seed": config.seed,
+    }
+    log(
+        f"{config.task}: {task.num_train} training {'windows' if config.task == 'squad' else 'examples'}, "
         f"{steps_per_epoch} steps per epoch, {train_steps} steps, evaluation: "
-        f"{len(task.eval) if task.eval is not None else 'none'}")
-    loop = TrainingLoop(strategy, model, optimizer, lambda context: task.train_dataset(context, config.global_batch_size),
-                        config.global_batch_size, config.model_dir, loop_config, settings=settings,
-                        objective=task.objective, incompatible=tuple(settings),
-                        evaluate_fn=evaluate if task.eval is not None else None)
+        f"{len(task.eval) if task.eval is not None else 'none'}"
+    )
+    loop = TrainingLoop(
+        strategy,
+        model,
+        optimizer,
+        lambda context: task.train_dataset(context, config.global_batch_size),
+        config.global_batch_size,
+        config.model_dir,
+        loop_config,
+        settings=settings,
+        objective=task.objective,
+        incompatible=tuple(settings),
+        evaluate_fn=evaluate if task.eval is not None else None,
+    )
     metrics = loop.train(log=log)
     if task.eval is None and chief:
         save_model_dir(model, config.model_dir, vocab_file=vocab_file, settings=model_settings)

@@ -40,10 +40,17 @@ class FusedAdamW(keras.optimizers.AdamW):
         step = tf.cast(self.iterations + 1, dtype)
         beta_1, beta_2 = tf.cast(self.beta_1, dtype), tf.cast(self.beta_2, dtype)
         tf.raw_ops.ResourceApplyAdam(
-            var=_handle(variable), m=_handle(self._momentums[index]), v=_handle(self._velocities[index]),
-            beta1_power=tf.pow(beta_1, step), beta2_power=tf.pow(beta_2, step),
-            lr=tf.cast(learning_rate, dtype), beta1=beta_1, beta2=beta_2, epsilon=tf.cast(self.epsilon, dtype),
-            grad=tf.cast(gradient, dtype))
+            var=_handle(variable),
+            m=_handle(self._momentums[index]),
+            v=_handle(self._velocities[index]),
+            beta1_power=tf.pow(beta_1, step),
+            beta2_power=tf.pow(beta_2, step),
+            lr=tf.cast(learning_rate, dtype),
+            beta1=beta_1,
+            beta2=beta_2,
+            epsilon=tf.cast(self.epsilon, dtype),
+            grad=tf.cast(gradient, dtype),
+        )
 
 
 def _handle(variable):
@@ -57,8 +64,10 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
 
     def __init__(self, peak_learning_rate, warmup_steps, total_steps):
         if total_steps <= 0 or warmup_steps < 0 or warmup_steps > total_steps:
-            raise ValueError("Need 0 <= warmup_steps <= total_steps and total_steps > 0. "
-                             f"Received: warmup_steps={warmup_steps}, total_steps={total_steps}")
+            raise ValueError(
+                "Need 0 <= warmup_steps <= total_steps and total_steps > 0. "
+                f"Received: warmup_steps={warmup_steps}, total_steps={total_steps}"
+            )
         if peak_learning_rate <= 0:
             raise ValueError(f"`peak_learning_rate` must be positive. Received: {peak_learning_rate}")
         self.peak_learning_rate = peak_learning_rate
@@ -70,17 +79,31 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
         warmup = keras.ops.cast(self.warmup_steps, "float32")
         total = keras.ops.cast(self.total_steps, "float32")
         rising = self.peak_learning_rate * step / keras.ops.maximum(warmup, 1.0)
-        falling = self.peak_learning_rate * keras.ops.maximum(total - step, 0.0) / keras.ops.maximum(total - warmup,
-                                                                                                   1.0)
+        falling = (
+            self.peak_learning_rate * keras.ops.maximum(total - step, 0.0) / keras.ops.maximum(total - warmup, 1.0)
+        )
         return keras.ops.where(step < warmup, rising, falling)
 
     def get_config(self):
-        return {"peak_learning_rate": self.peak_learning_rate, "warmup_steps": self.warmup_steps,
-                "total_steps": self.total_steps}
+        return {
+            "peak_learning_rate": self.peak_learning_rate,
+            "warmup_steps": self.warmup_steps,
+            "total_steps": self.total_steps,
+        }
 
 
-def create_optimizer(name="adamw", learning_rate=1e-4, total_steps=10_000, warmup_steps=0, weight_decay=0.01,
-                     clip_norm=1.0, beta_1=0.9, beta_2=0.999, epsilon=1e-6, loss_scale=False):
+def create_optimizer(
+    name="adamw",
+    learning_rate=1e-4,
+    total_steps=10_000,
+    warmup_steps=0,
+    weight_decay=0.01,
+    clip_norm=1.0,
+    beta_1=0.9,
+    beta_2=0.999,
+    epsilon=1e-6,
+    loss_scale=False,
+):
     """A Keras optimizer with BERT's schedule and weight-decay exclusions.
 
     Args:
@@ -93,8 +116,14 @@ def create_optimizer(name="adamw", learning_rate=1e-4, total_steps=10_000, warmu
     if name not in OPTIMIZERS:
         raise ValueError(f"`name` must be one of {OPTIMIZERS}. Received: name={name!r}")
     schedule = WarmupLinearDecay(learning_rate, warmup_steps, total_steps)
-    common = dict(learning_rate=schedule, weight_decay=weight_decay or None, beta_1=beta_1, beta_2=beta_2,
-                  epsilon=epsilon, global_clipnorm=clip_norm or None)
+    common = dict(
+        learning_rate=schedule,
+        weight_decay=weight_decay or None,
+        beta_1=beta_1,
+        beta_2=beta_2,
+        epsilon=epsilon,
+        global_clipnorm=clip_norm or None,
+    )
     optimizer = FusedAdamW(**common) if name == "adamw" else keras.optimizers.Lamb(**common)
     if weight_decay:
         optimizer.exclude_from_weight_decay(var_names=list(NO_DECAY_NAMES))

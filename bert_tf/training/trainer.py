@@ -103,8 +103,9 @@ class Objective:
     def global_totals(self, weights):
         """Per head: the global sum of its sample weights this step (replica context)."""
         context = tf.distribute.get_replica_context()
-        return {h.output: tf.maximum(context.all_reduce("sum", tf.reduce_sum(weights[h.output])), 1e-9)
-                for h in self.heads}
+        return {
+            h.output: tf.maximum(context.all_reduce("sum", tf.reduce_sum(weights[h.output])), 1e-9) for h in self.heads
+        }
 
     def losses(self, outputs, labels, weights, totals):
         """(loss, statistics) of one replica's (micro-)batch."""
@@ -118,13 +119,19 @@ class Objective:
                 predicted = tf.argmax(logits, -1, output_type=tf.int32)
                 correct = tf.cast(tf.equal(predicted, tf.cast(target, tf.int32)), tf.float32)
             else:
-                per_example = tf.square(tf.cast(target, tf.float32) - tf.reshape(tf.cast(logits, tf.float32),
-                                                                                 tf.shape(target)))
+                per_example = tf.square(
+                    tf.cast(target, tf.float32) - tf.reshape(tf.cast(logits, tf.float32), tf.shape(target))
+                )
                 correct = tf.zeros_like(per_example)
             weight = tf.cast(weight, tf.float32)
             head_loss = tf.reduce_sum(per_example * weight) / totals[head.output]
-            stats.update({head.key("loss"): head_loss, head.key("correct"): tf.reduce_sum(correct * weight),
-                          head.key("count"): tf.reduce_sum(weight)})
+            stats.update(
+                {
+                    head.key("loss"): head_loss,
+                    head.key("correct"): tf.reduce_sum(correct * weight),
+                    head.key("count"): tf.reduce_sum(weight),
+                }
+            )
             loss = loss + head.weight * head_loss
         stats["loss"] = loss
         return loss, stats
@@ -169,8 +176,21 @@ class TrainingLoop:
             held-out loss evaluation (fine-tuning computes its task metrics here).
     """
 
-    def __init__(self, strategy, model, optimizer, train_dataset_fn, global_batch_size, model_dir, config,
-                 eval_dataset_fn=None, settings=None, objective=None, incompatible=INCOMPATIBLE, evaluate_fn=None):
+    def __init__(
+        self,
+        strategy,
+        model,
+        optimizer,
+        train_dataset_fn,
+        global_batch_size,
+        model_dir,
+        config,
+        eval_dataset_fn=None,
+        settings=None,
+        objective=None,
+        incompatible=INCOMPATIBLE,
+        evaluate_fn=None,
+    ):
         self.strategy = strategy
         self.objective = objective or Objective.pretraining(nsp="nsp" in model.output)
         self.incompatible = tuple(incompatible)
@@ -186,11 +206,13 @@ class TrainingLoop:
         if global_batch_size % (replicas * config.grad_accum_steps):
             raise ValueError(
                 f"global_batch_size ({global_batch_size}) must be divisible by replicas ({replicas}) x "
-                f"grad_accum_steps ({config.grad_accum_steps}). Received: global_batch_size={global_batch_size}")
+                f"grad_accum_steps ({config.grad_accum_steps}). Received: global_batch_size={global_batch_size}"
+            )
         self.local_replicas = len(strategy.extended.worker_devices)
         workers = max(replicas // self.local_replicas, 1)
-        context = tf.distribute.InputContext(num_input_pipelines=workers, input_pipeline_id=worker_index(strategy),
-                                             num_replicas_in_sync=replicas)
+        context = tf.distribute.InputContext(
+            num_input_pipelines=workers, input_pipeline_id=worker_index(strategy), num_replicas_in_sync=replicas
+        )
         self.worker_batch = global_batch_size // workers
         self.train_iterator = iter(train_dataset_fn(context))
         self.eval_dataset = eval_dataset_fn(context) if eval_dataset_fn else None
@@ -199,12 +221,16 @@ class TrainingLoop:
                 optimizer.build(model.trainable_variables)
         # Dropout draws from per-layer seed states that tf.train.Checkpoint does not reach through the model:
         # saving them is what makes a resumed run draw the same dropout masks as an uninterrupted one.
-        seed_states = [generator.state for layer in model._flatten_layers(include_self=True, recursive=True)
-                       for generator in getattr(layer, "_seed_generators", [])]
+        seed_states = [
+            generator.state
+            for layer in model._flatten_layers(include_self=True, recursive=True)
+            for generator in getattr(layer, "_seed_generators", [])
+        ]
         self.checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, dropout_seeds=seed_states)
         self.data_checkpoint = tf.train.Checkpoint(iterator=self.train_iterator)
-        self._compiled_micro_step = (tf.function(self._micro_step, jit_compile=True) if config.jit_compile
-                                     else self._micro_step)
+        self._compiled_micro_step = (
+            tf.function(self._micro_step, jit_compile=True) if config.jit_compile else self._micro_step
+        )
         self._train_loop = tf.function(self._loop, reduce_retracing=True)
         self._eval_batch = tf.function(self._evaluate_batch)
 
@@ -212,10 +238,12 @@ class TrainingLoop:
 
     def _replica_share(self, batch):
         """This replica's slice of the worker's batch."""
+
         def value_fn(context):
             index = context.replica_id_in_sync_group % self.local_replicas
             size = self.worker_batch // self.local_replicas
-            return tf.nest.map_structure(lambda t: t[index * size:(index + 1) * size], batch)
+            return tf.nest.map_structure(lambda t: t[index * size : (index + 1) * size], batch)
+
         return self.strategy.experimental_distribute_values_from_function(value_fn)
 
     def _micro_step(self, part, global_totals):
@@ -238,7 +266,7 @@ class TrainingLoop:
         grads = [tf.zeros_like(v) for v in variables]
         totals = {k: tf.constant(0.0) for k in self.objective.stat_names}
         for i in range(micro):
-            part = tf.nest.map_structure(lambda t, i=i: t[i * size:(i + 1) * size], (features, labels, weights))
+            part = tf.nest.map_structure(lambda t, i=i: t[i * size : (i + 1) * size], (features, labels, weights))
             micro_grads, stats = self._compiled_micro_step(part, global_totals)
             grads = [g + d for g, d in zip(grads, micro_grads)]
             totals = {k: totals[k] + stats[k] for k in self.objective.stat_names}
@@ -276,6 +304,7 @@ class TrainingLoop:
             totals = self.objective.global_totals(weights)
             stats = self.objective.losses(self.model(features, training=False), labels, weights, totals)[1]
             return {k: tf.cast(stats[k], tf.float32) for k in self.objective.stat_names}
+
         stats = self.strategy.run(step, args=(self._replica_share(batch),))
         return {k: self.strategy.reduce("sum", stats[k], axis=None) for k in self.objective.stat_names}
 
@@ -297,8 +326,9 @@ class TrainingLoop:
     def save(self):
         step = self.step
         directory = self._checkpoint_dir()
-        manager = tf.train.CheckpointManager(self.checkpoint, directory, max_to_keep=self.config.keep_checkpoints,
-                                             step_counter=self.optimizer.iterations)
+        manager = tf.train.CheckpointManager(
+            self.checkpoint, directory, max_to_keep=self.config.keep_checkpoints, step_counter=self.optimizer.iterations
+        )
         os.makedirs(os.path.join(self.model_dir, "checkpoints"), exist_ok=True)
         self.data_checkpoint.write(self._data_prefix(step))
         manager.save(checkpoint_number=step)
@@ -307,9 +337,9 @@ class TrainingLoop:
         else:
             kept = {int(p.rsplit("-", 1)[1]) for p in manager.checkpoints}
             for index in glob.glob(self._data_prefix("*") + ".index"):
-                number = int(index[:-len(".index")].rsplit("-", 1)[1])
+                number = int(index[: -len(".index")].rsplit("-", 1)[1])
                 if number not in kept:
-                    for path in glob.glob(index[:-len(".index")] + ".*"):
+                    for path in glob.glob(index[: -len(".index")] + ".*"):
                         os.remove(path)
 
     def resume(self):
@@ -322,7 +352,8 @@ class TrainingLoop:
         directory = os.path.join(self.model_dir, "checkpoints")
         self._check_settings()
         for leftover in glob.glob(os.path.join(directory, "*.tmp*")) + glob.glob(
-                os.path.join(self.model_dir, ".worker_*_tmp")):
+            os.path.join(self.model_dir, ".worker_*_tmp")
+        ):
             shutil.rmtree(leftover, ignore_errors=True) if os.path.isdir(leftover) else os.remove(leftover)
         state_file = os.path.join(directory, "checkpoint")
         if not os.path.exists(state_file):
@@ -330,8 +361,10 @@ class TrainingLoop:
         try:
             state = tf.train.get_checkpoint_state(directory)
         except Exception as e:  # a text-proto parse error
-            raise ResumeError(f"{state_file} is not a valid checkpoint-state file ({type(e).__name__}: {e}); "
-                              "fix or remove it. Refusing to restart from step 0.") from None
+            raise ResumeError(
+                f"{state_file} is not a valid checkpoint-state file ({type(e).__name__}: {e}); "
+                "fix or remove it. Refusing to restart from step 0."
+            ) from None
         if state is None or not state.all_model_checkpoint_paths:
             raise ResumeError(f"{state_file} lists no checkpoints; fix or remove it. Refusing to restart from step 0.")
         candidates = [os.path.join(directory, os.path.basename(p)) for p in state.all_model_checkpoint_paths]
@@ -355,11 +388,16 @@ class TrainingLoop:
         if os.path.exists(path):
             with open(path, encoding="utf-8") as f:
                 saved = json.load(f)
-            differences = [f"  {key}: checkpoint has {saved.get(key)!r}, this run has {self.settings.get(key)!r}"
-                           for key in self.incompatible if saved.get(key) != self.settings.get(key)]
+            differences = [
+                f"  {key}: checkpoint has {saved.get(key)!r}, this run has {self.settings.get(key)!r}"
+                for key in self.incompatible
+                if saved.get(key) != self.settings.get(key)
+            ]
             if differences:
-                raise ResumeError(f"{self.model_dir} holds a run with incompatible settings; use a new --model_dir "
-                                  "or the old settings:\n" + "\n".join(differences))
+                raise ResumeError(
+                    f"{self.model_dir} holds a run with incompatible settings; use a new --model_dir "
+                    "or the old settings:\n" + "\n".join(differences)
+                )
         elif self.chief:
             os.makedirs(self.model_dir, exist_ok=True)
             with open(path, "w", encoding="utf-8") as f:
@@ -388,17 +426,29 @@ class TrainingLoop:
             log(f"Resumed from step {start} in {self.model_dir}")
         else:
             self.save()  # step 0: the last good checkpoint until the first interval
-        writer = tf.summary.create_file_writer(os.path.join(self.model_dir, "logs", "train")) if self.chief \
+        writer = (
+            tf.summary.create_file_writer(os.path.join(self.model_dir, "logs", "train"))
+            if self.chief
             else tf.summary.create_noop_writer()
-        eval_writer = tf.summary.create_file_writer(os.path.join(self.model_dir, "logs", "eval")) if self.chief \
+        )
+        eval_writer = (
+            tf.summary.create_file_writer(os.path.join(self.model_dir, "logs", "eval"))
+            if self.chief
             else tf.summary.create_noop_writer()
-        progress = keras.utils.Progbar(self.config.train_steps, stateful_metrics=self.objective.progress_metrics + [
-            "lr", "examples/s"], verbose=1 if self.chief else 0)
+        )
+        progress = keras.utils.Progbar(
+            self.config.train_steps,
+            stateful_metrics=self.objective.progress_metrics + ["lr", "examples/s"],
+            verbose=1 if self.chief else 0,
+        )
         progress.update(start)
         metrics, retries = {}, 0
         while self.step < self.config.train_steps:
             step = self.step
-            boundaries = [self.config.train_steps, (step // self.config.checkpoint_steps + 1) * self.config.checkpoint_steps]
+            boundaries = [
+                self.config.train_steps,
+                (step // self.config.checkpoint_steps + 1) * self.config.checkpoint_steps,
+            ]
             if self._evaluates:
                 boundaries.append((step // self.config.eval_interval + 1) * self.config.eval_interval)
             steps = min(self.config.steps_per_loop, min(boundaries) - step)
@@ -409,17 +459,23 @@ class TrainingLoop:
                 if retries >= self.config.nonfinite_retries:
                     raise NonFiniteLossError(
                         f"Non-finite loss ({totals['loss']}) in steps {step + 1}..{step + steps}; the last good "
-                        f"checkpoint in {os.path.join(self.model_dir, 'checkpoints')} is kept.")
+                        f"checkpoint in {os.path.join(self.model_dir, 'checkpoints')} is kept."
+                    )
                 retries += 1
-                log(f"Non-finite loss in steps {step + 1}..{step + steps}: restoring the last checkpoint and "
-                    f"skipping these batches (retry {retries} of {self.config.nonfinite_retries}).")
+                log(
+                    f"Non-finite loss in steps {step + 1}..{step + steps}: restoring the last checkpoint and "
+                    f"skipping these batches (retry {retries} of {self.config.nonfinite_retries})."
+                )
                 position = self.data_checkpoint.write(os.path.join(self.model_dir, ".skip"))
                 self.resume()
                 self.data_checkpoint.read(position)
                 continue
             metrics = self.objective.summary(totals, steps)
-            metrics["lr"] = float(self.optimizer.learning_rate.numpy()) if hasattr(
-                self.optimizer.learning_rate, "numpy") else float(self.optimizer.learning_rate)
+            metrics["lr"] = (
+                float(self.optimizer.learning_rate.numpy())
+                if hasattr(self.optimizer.learning_rate, "numpy")
+                else float(self.optimizer.learning_rate)
+            )
             metrics["examples/s"] = steps * self.global_batch_size / max(elapsed, 1e-9)
             with writer.as_default(step=self.step):
                 for name, value in metrics.items():

@@ -20,8 +20,14 @@ REPO_ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 def _run(*args):
     """Runs `python -m bert_tf.apps.convert ARGS`; returns the CompletedProcess."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    return subprocess.run([sys.executable, "-m", "bert_tf.apps.convert", *args], cwd=REPO_ROOT, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "bert_tf.apps.convert", *args],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -64,11 +70,15 @@ def test_missing_input_exits_before_writing(tmp_path):
     assert not os.path.exists(output)
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--to=onnx"], "--to"),
-    (["--input={missing}"], "--input does not exist"),
-    (["--input={tmp}", "--output={busy}"], "--output is not empty"),
-], ids=["bad_enum", "missing_input", "non_empty_output"])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--to=onnx"], "--to"),
+        (["--input={missing}"], "--input does not exist"),
+        (["--input={tmp}", "--output={busy}"], "--output is not empty"),
+    ],
+    ids=["bad_enum", "missing_input", "non_empty_output"],
+)
 def test_bad_flags_exit_non_zero(tmp_path, args, message):
     busy = os.path.join(tmp_path, "busy")
     os.makedirs(busy)

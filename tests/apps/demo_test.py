@@ -7,7 +7,10 @@ import sys
 def test_demo_runs_end_to_end(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "bert_tf.apps.demo", "--steps=8", f"--output_dir={tmp_path}"],
-        capture_output=True, text=True, timeout=600)
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "max |diff| after reload 0.0e+00" in result.stdout
     assert "Hugging Face directory" in result.stdout

@@ -27,10 +27,20 @@ def classifier_dir(tmp_path_factory):
     vocab = os.path.join(directory, "vocab.txt")
     with open(vocab, "w", encoding="utf-8") as f:
         f.write("\n".join(VOCAB) + "\n")
-    encoder = BertEncoder(vocabulary_size=len(VOCAB), num_layers=1, num_heads=2, hidden_dim=16, intermediate_dim=32,
-                          max_sequence_length=16)
-    save_model_dir(BertClassifier(encoder, num_classes=2), directory, vocab_file=vocab,
-                   settings={"max_seq_length": 12, "task": "classification", "labels": ["negative", "positive"]})
+    encoder = BertEncoder(
+        vocabulary_size=len(VOCAB),
+        num_layers=1,
+        num_heads=2,
+        hidden_dim=16,
+        intermediate_dim=32,
+        max_sequence_length=16,
+    )
+    save_model_dir(
+        BertClassifier(encoder, num_classes=2),
+        directory,
+        vocab_file=vocab,
+        settings={"max_seq_length": 12, "task": "classification", "labels": ["negative", "positive"]},
+    )
     return directory
 
 
@@ -55,12 +65,14 @@ def test_main_exports_a_classifier(classifier_dir, tmp_path, capsys):
     assert not [name for name in os.listdir(tmp_path / "serving") if name != "1"]  # no staging folder left
 
     texts, pairs = ["the movie was good .", "bad"], ["good", ""]
-    got = tf.saved_model.load(output).signatures["serving_default"](text=tf.constant(texts),
-                                                                     text_pair=tf.constant(pairs))
+    got = tf.saved_model.load(output).signatures["serving_default"](
+        text=tf.constant(texts), text_pair=tf.constant(pairs)
+    )
     model, _ = load_task_model(classifier_dir)
     tokenizer = BertTokenizer(os.path.join(classifier_dir, "vocab.txt"))
     packed = BertPacker(12, tokenizer.cls_id, tokenizer.sep_id, truncation="longest_first")(
-        tokenizer.tokenize(tf.constant(texts)), tokenizer.tokenize(tf.constant(pairs)))
+        tokenizer.tokenize(tf.constant(texts)), tokenizer.tokenize(tf.constant(pairs))
+    )
     probabilities = tf.nn.softmax(model(packed)).numpy()
     np.testing.assert_allclose(got["probabilities"], probabilities, atol=1e-5)
     assert [x.decode() for x in got["label"].numpy()] == [["negative", "positive"][i] for i in probabilities.argmax(1)]
@@ -86,8 +98,13 @@ def test_missing_model_dir_is_a_usage_error(tmp_path):
 
 
 def _subprocess(*args):
-    return subprocess.run([sys.executable, "-m", "bert_tf.apps.export", *args], capture_output=True, text=True,
-                          timeout=300, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    return subprocess.run(
+        [sys.executable, "-m", "bert_tf.apps.export", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+    )
 
 
 def test_bad_flags_exit_non_zero_before_writing(tmp_path):
@@ -105,6 +122,17 @@ def test_bad_flags_exit_non_zero_before_writing(tmp_path):
 
 def test_helpfull_documents_flags():
     out = _subprocess("--helpfull").stdout
-    for name in ("model_dir", "output_dir", "overwrite", "encoder_only", "text_pair", "top_k", "max_seq_length",
-                 "max_input_bytes", "doc_stride", "max_query_length", "max_answer_length"):
+    for name in (
+        "model_dir",
+        "output_dir",
+        "overwrite",
+        "encoder_only",
+        "text_pair",
+        "top_k",
+        "max_seq_length",
+        "max_input_bytes",
+        "doc_stride",
+        "max_query_length",
+        "max_answer_length",
+    ):
         assert f"--{name}" in out or f"--[no]{name}" in out, name

@@ -16,8 +16,10 @@ from bert_tf.models import BertEncoder
 from bert_tf.training.distribute import create_strategy
 from bert_tf.training.finetuning import FinetuneConfig, finetune
 
-WORDS = ("good great fine bad awful poor movie film plot actor john smith paris london went to the a was is "
-         "who where what did see in it , . ? !").split()
+WORDS = (
+    "good great fine bad awful poor movie film plot actor john smith paris london went to the a was is "
+    "who where what did see in it , . ? !"
+).split()
 
 
 @pytest.fixture(scope="module")
@@ -26,8 +28,14 @@ def tiny_dir(tmp_path_factory):
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS
     with open(directory / "vocab.txt", "w") as f:
         f.write("\n".join(vocab) + "\n")
-    encoder = BertEncoder(vocabulary_size=len(vocab), num_layers=1, num_heads=2, hidden_dim=16, intermediate_dim=32,
-                          max_sequence_length=64)
+    encoder = BertEncoder(
+        vocabulary_size=len(vocab),
+        num_layers=1,
+        num_heads=2,
+        hidden_dim=16,
+        intermediate_dim=32,
+        max_sequence_length=64,
+    )
     save_model_dir(encoder, str(directory), settings={"lowercase": True, "max_seq_length": 64})
     return str(directory)
 
@@ -46,8 +54,13 @@ def _run(strategy="one_device", **overrides):
 
 
 def _app(*argv):
-    return subprocess.run([sys.executable, "-m", "bert_tf.apps.finetune", *argv], capture_output=True, text=True,
-                          env=dict(os.environ, CUDA_VISIBLE_DEVICES=""), timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "bert_tf.apps.finetune", *argv],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, CUDA_VISIBLE_DEVICES=""),
+        timeout=300,
+    )
 
 
 def _write(path, text):
@@ -70,8 +83,15 @@ def test_classification_learns_and_keeps_the_best_model(tiny_dir, tmp_path):
     train = _sentiment_tsv(tmp_path / "train.tsv", seed=0)
     dev = _sentiment_tsv(tmp_path / "dev.tsv", n=24, seed=1)
     out = tmp_path / "run"
-    _run(task="classification", init=tiny_dir, train_file=train, eval_file=dev, glue_task="sst2",
-                epochs=12.0, model_dir=str(out))
+    _run(
+        task="classification",
+        init=tiny_dir,
+        train_file=train,
+        eval_file=dev,
+        glue_task="sst2",
+        epochs=12.0,
+        model_dir=str(out),
+    )
     results = json.loads((out / "eval_results.json").read_text())
     assert {"accuracy", "f1", "mcc", "precision", "recall", "step"} <= set(results)
     assert results["accuracy"] == 1.0  # the sentiment word decides the label
@@ -86,8 +106,17 @@ def test_regression_reports_pearson_and_spearman(tiny_dir, tmp_path):
     rows = ["a\tb\tscore"] + [f"the {w} film\tit was {v}\t{score[w]}" for w in score for v in score] * 3
     train = _write(tmp_path / "train.tsv", "\n".join(rows) + "\n")
     out = tmp_path / "run"
-    _run(task="regression", init=tiny_dir, train_file=train, eval_file=train, text_column="a",
-                text_pair_column="b", label_column="score", train_steps=60, model_dir=str(out))
+    _run(
+        task="regression",
+        init=tiny_dir,
+        train_file=train,
+        eval_file=train,
+        text_column="a",
+        text_pair_column="b",
+        label_column="score",
+        train_steps=60,
+        model_dir=str(out),
+    )
     results = json.loads((out / "eval_results.json").read_text())
     assert {"pearson", "spearman"} <= set(results) and results["pearson"] > 0.5
 
@@ -97,11 +126,25 @@ def _conll(path, n=40, seed=0):
     lines = ["-DOCSTART- -X- -X- O", ""]
     for _ in range(n):
         if rng.integers(2):
-            lines += ["john NNP B-NP B-PER", "smith NNP I-NP I-PER", "went VBD B-VP O", "to TO B-PP O",
-                      "paris NNP B-NP B-LOC", ". . O O", ""]
+            lines += [
+                "john NNP B-NP B-PER",
+                "smith NNP I-NP I-PER",
+                "went VBD B-VP O",
+                "to TO B-PP O",
+                "paris NNP B-NP B-LOC",
+                ". . O O",
+                "",
+            ]
         else:
-            lines += ["the DT B-NP O", "actor NN I-NP O", "went VBD B-VP O", "to TO B-PP O",
-                      "london NNP B-NP B-LOC", ". . O O", ""]
+            lines += [
+                "the DT B-NP O",
+                "actor NN I-NP O",
+                "went VBD B-VP O",
+                "to TO B-PP O",
+                "london NNP B-NP B-LOC",
+                ". . O O",
+                "",
+            ]
     return _write(path, "\n".join(lines) + "\n")
 
 
@@ -124,11 +167,23 @@ def _squad(path, n=12):
         who = ["john smith", "the actor"][i % 2]
         where = ["paris", "london"][i // 2 % 2]
         context = f"{who} went to {where} . it was a good film ."
-        paragraphs.append({"context": context, "qas": [
-            {"id": f"q{i}w", "question": "where did the actor go ?",
-             "answers": [{"text": where, "answer_start": context.index(where)}]},
-            {"id": f"q{i}s", "question": "who went to the film ?",
-             "answers": [{"text": who, "answer_start": 0}]}]})
+        paragraphs.append(
+            {
+                "context": context,
+                "qas": [
+                    {
+                        "id": f"q{i}w",
+                        "question": "where did the actor go ?",
+                        "answers": [{"text": where, "answer_start": context.index(where)}],
+                    },
+                    {
+                        "id": f"q{i}s",
+                        "question": "who went to the film ?",
+                        "answers": [{"text": who, "answer_start": 0}],
+                    },
+                ],
+            }
+        )
     data = {"version": "1.1", "data": [{"title": f"article {i}", "paragraphs": [p]} for i, p in enumerate(paragraphs)]}
     return _write(path, json.dumps(data))
 
@@ -136,14 +191,23 @@ def _squad(path, n=12):
 def test_squad_holds_out_articles_and_scores_answers(tiny_dir, tmp_path):
     train = _squad(tmp_path / "train.json")
     out = tmp_path / "run"
-    _run(task="squad", init=tiny_dir, train_file=train, eval_every_nth_article=4, doc_stride=8,
-                max_query_length=8, epochs=10.0, model_dir=str(out))
+    _run(
+        task="squad",
+        init=tiny_dir,
+        train_file=train,
+        eval_every_nth_article=4,
+        doc_stride=8,
+        max_query_length=8,
+        epochs=10.0,
+        model_dir=str(out),
+    )
     results = json.loads((out / "eval_results.json").read_text())
     assert {"exact_match", "f1"} <= set(results)
     answers = json.loads((out / "predictions.json").read_text())
     assert sorted(answers) == sorted(f"q{i}{k}" for i in (3, 7, 11) for k in "ws")  # articles 4, 8, 12 held out
-    contexts = {p["qas"][0]["id"][:-1]: p["context"] for a in json.loads(open(train).read())["data"]
-                for p in a["paragraphs"]}
+    contexts = {
+        p["qas"][0]["id"][:-1]: p["context"] for a in json.loads(open(train).read())["data"] for p in a["paragraphs"]
+    }
     assert all(text in contexts[qid[:-1]] for qid, text in answers.items())
 
 
@@ -151,8 +215,16 @@ def test_unknown_eval_label_names_file_and_line(tiny_dir, tmp_path):
     """Through the app: the error is printed with file and line and the exit status is 1."""
     train = _sentiment_tsv(tmp_path / "train.tsv")
     dev = _write(tmp_path / "dev.tsv", "sentence\tlabel\nthe film was good .\t1\nthe film was bad .\t7\n")
-    result = _app("--task=classification", f"--init={tiny_dir}", f"--train_file={train}", f"--eval_file={dev}",
-                  "--glue_task=sst2", "--train_steps=1", "--max_seq_length=32", f"--model_dir={tmp_path / 'run'}")
+    result = _app(
+        "--task=classification",
+        f"--init={tiny_dir}",
+        f"--train_file={train}",
+        f"--eval_file={dev}",
+        "--glue_task=sst2",
+        "--train_steps=1",
+        "--max_seq_length=32",
+        f"--model_dir={tmp_path / 'run'}",
+    )
     assert result.returncode == 1
     assert f"{dev}:3: unknown label '7'" in result.stderr
 
@@ -160,8 +232,15 @@ def test_unknown_eval_label_names_file_and_line(tiny_dir, tmp_path):
 def test_malformed_tsv_row_names_file_and_line(tiny_dir, tmp_path):
     train = _write(tmp_path / "train.tsv", "sentence\tlabel\ngood film\t1\nbad film\t0\textra\n")
     with pytest.raises(ValueError, match=re.escape(f"{train}:3")):
-        _run(task="classification", init=tiny_dir, train_file=train, text_column="sentence", label_column="label",
-             train_steps=1, model_dir=str(tmp_path / "run"))
+        _run(
+            task="classification",
+            init=tiny_dir,
+            train_file=train,
+            text_column="sentence",
+            label_column="label",
+            train_steps=1,
+            model_dir=str(tmp_path / "run"),
+        )
 
 
 def test_conll_line_with_wrong_column_count_names_file_and_line(tiny_dir, tmp_path):
@@ -171,12 +250,33 @@ def test_conll_line_with_wrong_column_count_names_file_and_line(tiny_dir, tmp_pa
 
 
 def test_squad_answer_not_at_its_offset_names_the_question(tiny_dir, tmp_path):
-    data = {"version": "1.1", "data": [{"title": "t", "paragraphs": [{"context": "john went to paris .", "qas": [
-        {"id": "bad1", "question": "where ?", "answers": [{"text": "paris", "answer_start": 2}]}]}]}]}
+    data = {
+        "version": "1.1",
+        "data": [
+            {
+                "title": "t",
+                "paragraphs": [
+                    {
+                        "context": "john went to paris .",
+                        "qas": [
+                            {"id": "bad1", "question": "where ?", "answers": [{"text": "paris", "answer_start": 2}]}
+                        ],
+                    }
+                ],
+            }
+        ],
+    }
     train = _write(tmp_path / "train.json", json.dumps(data))
     with pytest.raises(ValueError, match="bad1"):
-        _run(task="squad", init=tiny_dir, train_file=train, train_steps=1, max_query_length=8, doc_stride=8,
-             model_dir=str(tmp_path / "run"))
+        _run(
+            task="squad",
+            init=tiny_dir,
+            train_file=train,
+            train_steps=1,
+            max_query_length=8,
+            doc_stride=8,
+            model_dir=str(tmp_path / "run"),
+        )
 
 
 def test_missing_required_flag_is_a_usage_error(tmp_path):
@@ -188,25 +288,59 @@ def test_missing_required_flag_is_a_usage_error(tmp_path):
 def test_helpfull_documents_canonical_flags():
     import subprocess
     import sys
-    out = subprocess.run([sys.executable, "-m", "bert_tf.apps.finetune", "--helpfull"], capture_output=True,
-                         text=True, env=dict(os.environ, CUDA_VISIBLE_DEVICES=""), timeout=120).stdout
-    for name in ("task", "init", "train_file", "eval_file", "text_column", "text_pair_column", "label_column",
-                 "max_seq_length", "doc_stride", "max_query_length", "epochs", "train_steps", "global_batch_size",
-                 "learning_rate", "warmup_proportion", "weight_decay", "dtype", "jit_compile", "strategy", "seed",
-                 "model_dir"):
+
+    out = subprocess.run(
+        [sys.executable, "-m", "bert_tf.apps.finetune", "--helpfull"],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, CUDA_VISIBLE_DEVICES=""),
+        timeout=120,
+    ).stdout
+    for name in (
+        "task",
+        "init",
+        "train_file",
+        "eval_file",
+        "text_column",
+        "text_pair_column",
+        "label_column",
+        "max_seq_length",
+        "doc_stride",
+        "max_query_length",
+        "epochs",
+        "train_steps",
+        "global_batch_size",
+        "learning_rate",
+        "warmup_proportion",
+        "weight_decay",
+        "dtype",
+        "jit_compile",
+        "strategy",
+        "seed",
+        "model_dir",
+    ):
         assert f"--{name}" in out or f"--[no]{name}" in out
 
 
 def test_tfds_inputs_offline_under_mock_data(tiny_dir, tmp_path):
     from tests.data.tfds_inputs_test import _mock
 
-    rows = [{"idx": i, "sentence": f"the film was {w} .", "label": int(w in ("good", "great"))}
-            for i, w in enumerate(["good", "bad", "great", "awful"] * 4)]
+    rows = [
+        {"idx": i, "sentence": f"the film was {w} .", "label": int(w in ("good", "great"))}
+        for i, w in enumerate(["good", "bad", "great", "awful"] * 4)
+    ]
     calls, mock = _mock({"glue/sst2": {"train": rows, "validation": rows[:8]}})
     out = tmp_path / "run"
     with mock:
-        assert _run(task="classification", init=tiny_dir, train_file="tfds:glue/sst2",
-                    eval_file="tfds:glue/sst2", text_column="sentence", train_steps=2, model_dir=str(out))
+        assert _run(
+            task="classification",
+            init=tiny_dir,
+            train_file="tfds:glue/sst2",
+            eval_file="tfds:glue/sst2",
+            text_column="sentence",
+            train_steps=2,
+            model_dir=str(out),
+        )
     assert ("glue/sst2", "train") in calls and ("glue/sst2", "validation") in calls
     assert read_settings(str(out))["labels"] == ["negative", "positive"]  # the dataset's own label names
     assert len((out / "predictions.tsv").read_text().splitlines()) == 9
@@ -219,8 +353,17 @@ def test_mirrored_strategy_gives_the_one_device_result(tiny_dir, tmp_path):
     results = {}
     for strategy in ("one_device", "mirrored"):
         out = tmp_path / strategy
-        _run(task="classification", init=tiny_dir, train_file=train, eval_file=dev, glue_task="sst2",
-             train_steps=6, strategy=strategy, dropout=0.0, model_dir=str(out))
+        _run(
+            task="classification",
+            init=tiny_dir,
+            train_file=train,
+            eval_file=dev,
+            glue_task="sst2",
+            train_steps=6,
+            strategy=strategy,
+            dropout=0.0,
+            model_dir=str(out),
+        )
         results[strategy] = json.loads((out / "eval_results.json").read_text())
     assert results["mirrored"]["accuracy"] == results["one_device"]["accuracy"]
     assert results["mirrored"]["mcc"] == pytest.approx(results["one_device"]["mcc"], abs=1e-6)

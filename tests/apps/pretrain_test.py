@@ -14,9 +14,20 @@ import tensorflow as tf
 from tests.conftest import DATA_DIR
 
 CORPUS = os.path.join(DATA_DIR, "corpus", "gutenberg", "austen-persuasion.txt")
-BASE = ["--model=tiny", "--corpus=" + CORPUS, "--global_batch_size=8", "--max_seq_length=32",
-        "--max_predictions_per_seq=5", "--steps_per_loop=2", "--checkpoint_steps=4", "--eval_steps=0",
-        "--warmup_steps=2", "--learning_rate=1e-3", "--deterministic", "--fill_mask="]
+BASE = [
+    "--model=tiny",
+    "--corpus=" + CORPUS,
+    "--global_batch_size=8",
+    "--max_seq_length=32",
+    "--max_predictions_per_seq=5",
+    "--steps_per_loop=2",
+    "--checkpoint_steps=4",
+    "--eval_steps=0",
+    "--warmup_steps=2",
+    "--learning_rate=1e-3",
+    "--deterministic",
+    "--fill_mask=",
+]
 
 
 VOCAB = []  # set by the `vocab` fixture: one vocabulary for every run (the trainer breaks ties at random)
@@ -70,6 +81,7 @@ def test_run_writes_a_model_directory(uninterrupted):
     assert "Final: loss" in result.stdout
     assert _logged_steps(model_dir) == [2, 4, 6, 8, 10, 12]
     from bert_tf.checkpoints import load_pretrainer
+
     assert load_pretrainer(str(model_dir)).encoder.num_layers == 2
 
 
@@ -77,8 +89,9 @@ def test_run_writes_a_model_directory(uninterrupted):
 def test_kill_9_then_resume_gives_identical_weights(uninterrupted, tmp_path):
     reference_dir, _ = uninterrupted
     model_dir = tmp_path / "killed"
-    process = subprocess.Popen(_command(model_dir, "--train_steps=12"), stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        _command(model_dir, "--train_steps=12"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     deadline = time.time() + 400
     while not glob.glob(str(model_dir / "checkpoints" / "ckpt-4.index")):
         assert process.poll() is None and time.time() < deadline, "the run ended before its first checkpoint"
@@ -106,8 +119,10 @@ def test_incompatible_resume_is_refused_with_the_differences(uninterrupted, tmp_
     model_dir = _copy_run(uninterrupted[0], tmp_path / "copy")
     result = _run(model_dir, "--train_steps=14", "--max_seq_length=48")
     assert result.returncode == 1
-    assert "incompatible settings" in result.stderr and "max_seq_length: checkpoint has 32, this run has 48" in \
-        result.stderr
+    assert (
+        "incompatible settings" in result.stderr
+        and "max_seq_length: checkpoint has 32, this run has 48" in result.stderr
+    )
 
 
 def test_corrupt_newest_checkpoint_falls_back_to_the_previous(uninterrupted, tmp_path):
@@ -139,8 +154,12 @@ def test_non_finite_loss_stops_with_the_step_and_keeps_the_checkpoint(tmp_path):
 
 def test_bad_flags_exit_before_any_side_effect(tmp_path):
     model_dir = tmp_path / "never"
-    for extra in (["--masking_rate=2"], ["--warmup_steps=50", "--train_steps=10"], ["--model=huge"],
-                  ["--corpus=/nonexistent/*.txt"]):
+    for extra in (
+        ["--masking_rate=2"],
+        ["--warmup_steps=50", "--train_steps=10"],
+        ["--model=huge"],
+        ["--corpus=/nonexistent/*.txt"],
+    ):
         result = _run(model_dir, *extra)
         assert result.returncode != 0, extra
     assert not model_dir.exists()

@@ -6,15 +6,22 @@ import sys
 
 
 def _run(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "bert_tf.apps.vocab", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "bert_tf.apps.vocab", *args], cwd=cwd, capture_output=True, text=True, timeout=300
+    )
 
 
 def test_builds_vocab_and_reports(tmp_path):
     corpus = tmp_path / "c.txt"
     corpus.write_bytes(("hello world, hello there.\n" * 20).encode() + b"caf\xe9\n")
-    result = _run(f"--input={corpus}", "--output=out/vocab.txt", "--vocab_size=60", "--min_frequency=1",
-                  "--noprogress", cwd=tmp_path)
+    result = _run(
+        f"--input={corpus}",
+        "--output=out/vocab.txt",
+        "--vocab_size=60",
+        "--min_frequency=1",
+        "--noprogress",
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     assert "1 lines with invalid UTF-8" in result.stdout
     with open(tmp_path / "out" / "vocab.txt", encoding="utf-8") as f:

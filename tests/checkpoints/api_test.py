@@ -73,9 +73,14 @@ def test_pretrainer_round_trip_keeps_heads_and_tying(tmp_path, fmt, nsp):
 def test_pretrainer_hf_names(tmp_path):
     checkpoints.save_hf(BertPretrainer(tiny_encoder()), str(tmp_path))
     names = set(load_file(os.path.join(tmp_path, "model.safetensors")))
-    assert {"bert.embeddings.word_embeddings.weight", "bert.pooler.dense.weight", "cls.predictions.bias",
-            "cls.predictions.transform.dense.weight", "cls.predictions.transform.LayerNorm.weight",
-            "cls.seq_relationship.weight"} <= names
+    assert {
+        "bert.embeddings.word_embeddings.weight",
+        "bert.pooler.dense.weight",
+        "cls.predictions.bias",
+        "cls.predictions.transform.dense.weight",
+        "cls.predictions.transform.LayerNorm.weight",
+        "cls.seq_relationship.weight",
+    } <= names
     with open(os.path.join(tmp_path, "config.json")) as f:
         assert json.load(f)["architectures"] == ["BertForPreTraining"]
 
@@ -111,8 +116,11 @@ def test_pre_ln_encoder_round_trip_and_hf_refusal(tmp_path):
 
 
 @pytest.mark.parametrize("fmt", ["bert_tf", "hf"])
-@pytest.mark.parametrize("task", [lambda e: BertClassifier(e, 3), lambda e: BertTokenClassifier(e, 4),
-                                  lambda e: BertSpanLabeler(e)], ids=["classifier", "tagger", "span"])
+@pytest.mark.parametrize(
+    "task",
+    [lambda e: BertClassifier(e, 3), lambda e: BertTokenClassifier(e, 4), lambda e: BertSpanLabeler(e)],
+    ids=["classifier", "tagger", "span"],
+)
 def test_task_model_round_trip(tmp_path, fmt, task):
     model = _randomize(task(tiny_encoder()))
     SAVERS[fmt](model, str(tmp_path))
@@ -126,12 +134,22 @@ def test_settings_and_vocab_written(tmp_path):
     with open(vocab, "w") as f:
         f.write("\n".join(f"tok{i}" for i in range(30)) + "\n")
     out = os.path.join(tmp_path, "model")
-    checkpoints.save_model_dir(BertClassifier(tiny_encoder(), 2), out, vocab_file=vocab,
-                               settings={"lowercase": False, "labels": ["no", "yes"]})
-    assert sorted(os.listdir(out)) == ["bert_config.json", "bert_model.ckpt.data-00000-of-00001",
-                                       "bert_model.ckpt.index", "bert_tf.json", "vocab.txt"]
-    assert checkpoints.read_settings(out) == {"lowercase": False, "strip_accents": None, "max_seq_length": 32,
-                                              "labels": ["no", "yes"]}
+    checkpoints.save_model_dir(
+        BertClassifier(tiny_encoder(), 2), out, vocab_file=vocab, settings={"lowercase": False, "labels": ["no", "yes"]}
+    )
+    assert sorted(os.listdir(out)) == [
+        "bert_config.json",
+        "bert_model.ckpt.data-00000-of-00001",
+        "bert_model.ckpt.index",
+        "bert_tf.json",
+        "vocab.txt",
+    ]
+    assert checkpoints.read_settings(out) == {
+        "lowercase": False,
+        "strip_accents": None,
+        "max_seq_length": 32,
+        "labels": ["no", "yes"],
+    }
     shapes = dict(tf.train.list_variables(os.path.join(out, "bert_model.ckpt")))
     assert shapes["output_weights"] == [2, 16] and shapes["output_bias"] == [2]  # run_classifier's names.
 

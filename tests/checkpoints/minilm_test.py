@@ -13,8 +13,9 @@ import tensorflow as tf
 
 from bert_tf import checkpoints
 
-REFERENCE_FILE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "reference",
-                              "minilm_reference.json")
+REFERENCE_FILE = os.path.join(
+    os.path.dirname(__file__), "..", "..", "..", "shared", "reference", "minilm_reference.json"
+)
 TOLERANCE = 1e-4
 
 
@@ -61,8 +62,14 @@ def _max_errors(outputs, examples, padding_mask):
 
 def test_config_read_from_hf_directory(encoder):
     config = encoder.bert_config()
-    assert (config.vocab_size, config.hidden_size, config.num_hidden_layers, config.num_attention_heads,
-            config.intermediate_size, config.hidden_act) == (30522, 384, 6, 12, 1536, "gelu")
+    assert (
+        config.vocab_size,
+        config.hidden_size,
+        config.num_hidden_layers,
+        config.num_attention_heads,
+        config.intermediate_size,
+        config.hidden_act,
+    ) == (30522, 384, 6, 12, 1536, "gelu")
 
 
 @pytest.mark.parametrize("kind", ["single", "pairs"])
@@ -82,7 +89,10 @@ def _padded_batch(examples):
     for row, example in enumerate(examples):
         n = len(example["token_ids"])
         token_ids[row, :n], segment_ids[row, :n], padding_mask[row, :n] = (
-            example["token_ids"], example["segment_ids"], 1)
+            example["token_ids"],
+            example["segment_ids"],
+            1,
+        )
     return token_ids, segment_ids, padding_mask
 
 
@@ -119,4 +129,3 @@ def test_tf1_and_hf_round_trips_are_exact(encoder, reference, minilm_dir, minilm
             np.testing.assert_array_equal(outputs[key].numpy(), expected[key].numpy(), err_msg=f"{path} {key}")
     with open(os.path.join(hf, "vocab.txt")) as a, open(minilm_vocab) as b:
         assert a.read() == b.read()
-

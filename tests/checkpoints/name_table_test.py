@@ -52,10 +52,13 @@ def test_reference_names_and_layouts():
 
 
 def test_pre_ln_final_layer_norm_has_tf1_name_only():
-    final = [entry for entry in name_table.encoder_table(1, pre_layer_norm=True)
-             if entry.ours.startswith("final_layer_norm")]
-    assert [entry.tf1 for entry in final] == [f"{name_table.FINAL_LAYER_NORM_TF1}/gamma",
-                                             f"{name_table.FINAL_LAYER_NORM_TF1}/beta"]
+    final = [
+        entry for entry in name_table.encoder_table(1, pre_layer_norm=True) if entry.ours.startswith("final_layer_norm")
+    ]
+    assert [entry.tf1 for entry in final] == [
+        f"{name_table.FINAL_LAYER_NORM_TF1}/gamma",
+        f"{name_table.FINAL_LAYER_NORM_TF1}/beta",
+    ]
     assert all(entry.hf is None for entry in final)
 
 

@@ -52,8 +52,15 @@ def test_unknown_directory_lists_what_was_looked_for(tmp_path):
     with pytest.raises(CheckpointError) as error:
         checkpoints.detect_format(str(tmp_path))
     message = str(error.value)
-    for looked_for in ("bert_config.json", "bert_tf.json", ".index", "config.json", "model.safetensors",
-                       "pytorch_model.bin", "notes.txt"):
+    for looked_for in (
+        "bert_config.json",
+        "bert_tf.json",
+        ".index",
+        "config.json",
+        "model.safetensors",
+        "pytorch_model.bin",
+        "notes.txt",
+    ):
         assert looked_for in message
 
 
@@ -85,6 +92,7 @@ def test_pickle_only_directory_is_refused(saved, tmp_path):
 def test_pickle_with_flag_needs_torch(saved, tmp_path):
     try:
         import torch  # noqa: F401
+
         pytest.skip("torch is installed; this checks the message when it is not")
     except ImportError:
         pass
@@ -96,13 +104,17 @@ def test_pickle_with_flag_needs_torch(saved, tmp_path):
 def test_sharded_safetensors_and_old_layer_norm_names(saved, tmp_path):
     """A sharded HF checkpoint with `gamma`/`beta` LayerNorm names loads like the original."""
     tensors = load_file(os.path.join(saved["hf"], "model.safetensors"))
-    renamed = {name.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta"): value
-               for name, value in tensors.items()}
+    renamed = {
+        name.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta"): value
+        for name, value in tensors.items()
+    }
     names = sorted(renamed)
     shards = {"model-00001-of-00002.safetensors": names[::2], "model-00002-of-00002.safetensors": names[1::2]}
     weight_map = {}
     for shard, shard_names in shards.items():
-        save_file({name: renamed[name] for name in shard_names}, os.path.join(tmp_path, shard), metadata={"format": "pt"})
+        save_file(
+            {name: renamed[name] for name in shard_names}, os.path.join(tmp_path, shard), metadata={"format": "pt"}
+        )
         weight_map.update({name: shard for name in shard_names})
     with open(os.path.join(tmp_path, "model.safetensors.index.json"), "w") as f:
         json.dump({"metadata": {}, "weight_map": weight_map}, f)

@@ -76,21 +76,48 @@ def test_invalid_utf8_is_replaced(tmp_path):
     assert read_examples(path, "sentence", label_column="label").texts == ["caf\ufffd ok"]
 
 
-@pytest.mark.parametrize("name, content, kwargs, message", [
-    ("a.tsv", "sentence\tlabel\nx\t1\n", dict(text_column="text", label_column="label"),
-     r"a\.tsv:1: missing column 'text'"),
-    ("a.tsv", "sentence\tlabel\nx\t1\ny\t1\textra\n", dict(text_column="sentence", label_column="label"),
-     r"a\.tsv:3: wrong column count: expected 2 .* received 3"),
-    ("a.tsv", "sentence\tlabel\nx\t1\ny\t7\n", dict(text_column="sentence", label_column="label",
-                                                  label_names=["0", "1"]), r"a\.tsv:3: unknown label '7'"),
-    ("a.tsv", "s\tscore\nx\t1.5\ny\thigh\n", dict(text_column="s", label_column="score", task="regression"),
-     r"a\.tsv:3: non-numeric regression target.*'high'"),
-    ("a.jsonl", '{"t": "x", "y": 1}\n{"t": "y"}\n', dict(text_column="t", label_column="y"),
-     r"a\.jsonl:2: missing column 'y'"),
-    ("a.jsonl", '{"t": "x", "y": 1}\n\n{"t": "y", \n', dict(text_column="t", label_column="y"),
-     r"a\.jsonl:3: invalid JSON"),
-    ("a.tsv", "x\t1\n", dict(text_column=0, label_column=5), r"a\.tsv:1: missing column 5"),
-])
+@pytest.mark.parametrize(
+    "name, content, kwargs, message",
+    [
+        (
+            "a.tsv",
+            "sentence\tlabel\nx\t1\n",
+            dict(text_column="text", label_column="label"),
+            r"a\.tsv:1: missing column 'text'",
+        ),
+        (
+            "a.tsv",
+            "sentence\tlabel\nx\t1\ny\t1\textra\n",
+            dict(text_column="sentence", label_column="label"),
+            r"a\.tsv:3: wrong column count: expected 2 .* received 3",
+        ),
+        (
+            "a.tsv",
+            "sentence\tlabel\nx\t1\ny\t7\n",
+            dict(text_column="sentence", label_column="label", label_names=["0", "1"]),
+            r"a\.tsv:3: unknown label '7'",
+        ),
+        (
+            "a.tsv",
+            "s\tscore\nx\t1.5\ny\thigh\n",
+            dict(text_column="s", label_column="score", task="regression"),
+            r"a\.tsv:3: non-numeric regression target.*'high'",
+        ),
+        (
+            "a.jsonl",
+            '{"t": "x", "y": 1}\n{"t": "y"}\n',
+            dict(text_column="t", label_column="y"),
+            r"a\.jsonl:2: missing column 'y'",
+        ),
+        (
+            "a.jsonl",
+            '{"t": "x", "y": 1}\n\n{"t": "y", \n',
+            dict(text_column="t", label_column="y"),
+            r"a\.jsonl:3: invalid JSON",
+        ),
+        ("a.tsv", "x\t1\n", dict(text_column=0, label_column=5), r"a\.tsv:1: missing column 5"),
+    ],
+)
 def test_errors_name_file_and_line(tmp_path, name, content, kwargs, message):
     path = _write(tmp_path, name, content)
     with pytest.raises(ValueError, match=message):
@@ -125,7 +152,10 @@ def test_dataset_shapes(tokenizer):
     assert len(batches) == 9
     features, labels = batches[0]
     assert {k: tuple(v.shape) for k, v in features.items()} == {
-        "token_ids": (100, 32), "segment_ids": (100, 32), "padding_mask": (100, 32)}
+        "token_ids": (100, 32),
+        "segment_ids": (100, 32),
+        "padding_mask": (100, 32),
+    }
     assert all(v.dtype == tf.int32 for v in features.values()) and labels.dtype == tf.int32
     assert np.concatenate([b[1].numpy() for b in batches]).tolist() == sst2.labels
     assert int(tf.reduce_sum(features["segment_ids"])) == 0
@@ -149,14 +179,15 @@ def test_shuffle_repeat_keeps_pairs_together(tmp_path, tokenizer):
     rows = "".join(f"w{i}\t{i % 3}\n" for i in range(10))
     path = _write(tmp_path, "a.tsv", "s\tl\n" + rows)
     examples = read_examples(path, "s", label_column="l")
-    dataset = make_dataset(examples, tokenizer, seq_length=8, batch_size=5, shuffle=True, seed=1, repeat=True,
-                           drop_remainder=True)
+    dataset = make_dataset(
+        examples, tokenizer, seq_length=8, batch_size=5, shuffle=True, seed=1, repeat=True, drop_remainder=True
+    )
     words = {tuple(ids): i for i, ids in enumerate(tokenizer.tokenize(tf.constant(examples.texts)).to_list())}
     seen = []
     for features, labels in dataset.take(4):
         assert tuple(features["token_ids"].shape) == (5, 8)
         for ids, label in zip(features["token_ids"].numpy(), labels.numpy()):
-            number = words[tuple(ids[1:np.flatnonzero(ids == tokenizer.sep_id)[0]])]
+            number = words[tuple(ids[1 : np.flatnonzero(ids == tokenizer.sep_id)[0]])]
             assert label == number % 3
             seen.append(number)
     assert sorted(seen[:10]) == list(range(10)) and seen[:10] != list(range(10))

@@ -23,13 +23,16 @@ def corpus(tmp_path_factory):
     root = tmp_path_factory.mktemp("corpus")
     vocab = root / "vocab" / "vocab.txt"
     vocab.parent.mkdir()
-    vocab.write_text("\n".join(SPECIALS + [f"d{i}" for i in range(DOCS)] + [f"w{i}" for i in range(WORDS)]
-                               + ["##x"]) + "\n")
+    vocab.write_text(
+        "\n".join(SPECIALS + [f"d{i}" for i in range(DOCS)] + [f"w{i}" for i in range(WORDS)] + ["##x"]) + "\n"
+    )
     rng = np.random.default_rng(0)
     blocks = []
     for d in range(DOCS):
-        lines = [" ".join([f"d{d}"] + [f"w{w}" for w in rng.integers(0, WORDS, rng.integers(3, 12))])
-                 for _ in range(SENTENCES)]
+        lines = [
+            " ".join([f"d{d}"] + [f"w{w}" for w in rng.integers(0, WORDS, rng.integers(3, 12))])
+            for _ in range(SENTENCES)
+        ]
         blocks.append("\n".join(lines))
     (root / "a.txt").write_text("\n\n".join(blocks[:6]) + "\n")
     (root / "b.txt").write_text("\r\n\r\n".join(b.replace("\n", "\r\n") for b in blocks[6:]))  # CRLF, no final newline
@@ -54,7 +57,11 @@ def _dataset(corpus, **kwargs):
 def test_batches_have_the_design_layout(corpus):
     features, labels, weights = next(iter(_dataset(corpus)))
     assert {k: tuple(v.shape) for k, v in features.items()} == {
-        "token_ids": (8, 24), "segment_ids": (8, 24), "padding_mask": (8, 24), "mask_positions": (8, 4)}
+        "token_ids": (8, 24),
+        "segment_ids": (8, 24),
+        "padding_mask": (8, 24),
+        "mask_positions": (8, 4),
+    }
     assert tuple(labels["mlm"].shape) == (8, 4) and tuple(labels["nsp"].shape) == (8,)
     assert tuple(weights["mlm"].shape) == (8, 4) and tuple(weights["nsp"].shape) == (8,)
     assert all(v.dtype == tf.int32 for v in features.values())
@@ -114,11 +121,20 @@ def test_sharding_by_input_context(corpus):
 
 def test_paragraph_format_and_latin1_bytes(tmp_path, minilm_vocab):
     tokenizer = BertTokenizer(minilm_vocab)
-    files = [os.path.join(DATA_DIR, "corpus", "gutenberg", "chesterton-ball.txt"),
-             os.path.join(DATA_DIR, "corpus", "gutenberg", "shakespeare-caesar.txt")]
+    files = [
+        os.path.join(DATA_DIR, "corpus", "gutenberg", "chesterton-ball.txt"),
+        os.path.join(DATA_DIR, "corpus", "gutenberg", "shakespeare-caesar.txt"),
+    ]
     count = 0
-    for features, _, _ in pretraining_dataset(",".join(files), tokenizer, seq_length=64, batch_size=64,
-                                              corpus_format="paragraphs", epochs=1, shuffle_buffer=100):
+    for features, _, _ in pretraining_dataset(
+        ",".join(files),
+        tokenizer,
+        seq_length=64,
+        batch_size=64,
+        corpus_format="paragraphs",
+        epochs=1,
+        shuffle_buffer=100,
+    ):
         count += features["token_ids"].shape[0]
     assert count > 1000
 
@@ -136,7 +152,7 @@ def test_iterator_restored_in_a_new_process_continues_identically(corpus, tmp_pa
         import sys, numpy as np, tensorflow as tf
         from bert_tf.data.pretraining import pretraining_dataset
         from bert_tf.text import BertTokenizer
-        tokenizer = BertTokenizer({str(root / 'vocab' / 'vocab.txt')!r})
+        tokenizer = BertTokenizer({str(root / "vocab" / "vocab.txt")!r})
         dataset = pretraining_dataset(sys.argv[3], tokenizer, seq_length=24, max_predictions_per_seq=4,
                                       batch_size=8, seed=3, shuffle_buffer=50)
         iterator = iter(dataset)
@@ -144,15 +160,21 @@ def test_iterator_restored_in_a_new_process_continues_identically(corpus, tmp_pa
         if sys.argv[1] == "save":
             for _ in range(5):
                 next(iterator)
-            checkpoint.write({str(tmp_path / 'ckpt')!r})
+            checkpoint.write({str(tmp_path / "ckpt")!r})
         else:
-            checkpoint.read({str(tmp_path / 'ckpt')!r}).assert_consumed()
+            checkpoint.read({str(tmp_path / "ckpt")!r}).assert_consumed()
         batches = [next(iterator) for _ in range(3)]
         np.save(sys.argv[2], np.stack([b[0]["token_ids"].numpy() for b in batches]))
     """)
     env = dict(os.environ, PYTHONPATH=os.getcwd())
     for mode, cwd, pattern in (("save", root, "*.txt"), ("restore", tmp_path, str(root / "*.txt"))):
-        result = subprocess.run([sys.executable, "-c", script, mode, str(tmp_path / f"{mode}.npy"), pattern],
-                                capture_output=True, text=True, timeout=300, env=env, cwd=cwd)
+        result = subprocess.run(
+            [sys.executable, "-c", script, mode, str(tmp_path / f"{mode}.npy"), pattern],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=env,
+            cwd=cwd,
+        )
         assert result.returncode == 0, result.stderr[-3000:]
     np.testing.assert_array_equal(np.load(tmp_path / "save.npy"), np.load(tmp_path / "restore.npy"))

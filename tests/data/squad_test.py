@@ -26,8 +26,13 @@ def xquad():
 
 def _squad_file(tmp_path, context, qas, version="v2.0"):
     path = tmp_path / "squad.json"
-    path.write_text(json.dumps({"version": version, "data": [
-        {"title": "t", "paragraphs": [{"context": context, "qas": qas}]}]}, ensure_ascii=False), "utf-8")
+    path.write_text(
+        json.dumps(
+            {"version": version, "data": [{"title": "t", "paragraphs": [{"context": context, "qas": qas}]}]},
+            ensure_ascii=False,
+        ),
+        "utf-8",
+    )
     return str(path)
 
 
@@ -71,7 +76,7 @@ def test_gold_answers_round_trip(tokenizer, xquad, seq_length, doc_stride):
             # whole tokens covering it.
             end = gold["answer_start"] + len(gold["text"])
             assert example.context[end - 1].isalnum() and example.context[end].isalnum()
-            assert predicted == example.context[gold["answer_start"]:gold["answer_start"] + len(predicted)]
+            assert predicted == example.context[gold["answer_start"] : gold["answer_start"] + len(predicted)]
             assert predicted.startswith(gold["text"])
     assert evaluate(xquad, answers)["exact_match"] >= 100 * 1189 / 1190 - 1e-9
     assert extract_answers(windows, *_gold_logits(windows), require_max_context=True) == answers
@@ -79,9 +84,15 @@ def test_gold_answers_round_trip(tokenizer, xquad, seq_length, doc_stride):
 
 def test_multibyte_character_offsets(tmp_path, tokenizer):
     context = "In Zürich 😀 東京 café, naïve São Paulo."
-    qas = [{"id": q, "question": f"Where is {text}?", "answers": [{"text": text, "answer_start": context.index(text)}],
-            "is_impossible": False} for q, text in (("a", "東京"), ("b", "café"), ("c", "naïve São Paulo"),
-                                                     ("d", "Zürich"))]
+    qas = [
+        {
+            "id": q,
+            "question": f"Where is {text}?",
+            "answers": [{"text": text, "answer_start": context.index(text)}],
+            "is_impossible": False,
+        }
+        for q, text in (("a", "東京"), ("b", "café"), ("c", "naïve São Paulo"), ("d", "Zürich"))
+    ]
     examples = read_squad(_squad_file(tmp_path, context, qas))
     windows = make_windows(examples, tokenizer, seq_length=32, doc_stride=8, max_query_length=10)
     row = 0
@@ -96,10 +107,21 @@ def test_multibyte_character_offsets(tmp_path, tokenizer):
 
 def test_v2_impossible_question(tmp_path, tokenizer):
     context = "The castle was built in 1066 by William."
-    qas = [{"id": "no", "question": "Who destroyed it?", "answers": [], "is_impossible": True,
-            "plausible_answers": [{"text": "William", "answer_start": 32}]},
-           {"id": "yes", "question": "When was it built?", "answers": [{"text": "1066", "answer_start": 24}],
-            "is_impossible": False}]
+    qas = [
+        {
+            "id": "no",
+            "question": "Who destroyed it?",
+            "answers": [],
+            "is_impossible": True,
+            "plausible_answers": [{"text": "William", "answer_start": 32}],
+        },
+        {
+            "id": "yes",
+            "question": "When was it built?",
+            "answers": [{"text": "1066", "answer_start": 24}],
+            "is_impossible": False,
+        },
+    ]
     examples = read_squad(_squad_file(tmp_path, context, qas))
     assert examples[0].is_impossible and examples[0].answers == []
     assert examples[0].plausible_answers == [{"text": "William", "answer_start": 32}]
@@ -116,8 +138,11 @@ def test_v2_impossible_question(tmp_path, tokenizer):
 
 
 def test_answer_mismatch_is_reported(tmp_path):
-    path = _squad_file(tmp_path, "Paris is big.", [
-        {"id": "q1", "question": "Which city?", "answers": [{"text": "Paris", "answer_start": 1}]}])
+    path = _squad_file(
+        tmp_path,
+        "Paris is big.",
+        [{"id": "q1", "question": "Which city?", "answers": [{"text": "Paris", "answer_start": 1}]}],
+    )
     with pytest.raises(ValueError, match="q1: answer 'Paris' at 1"):
         read_squad(path)
     assert read_squad(path, strict=False)[0].answers == [{"text": "Paris", "answer_start": 1}]
@@ -127,7 +152,10 @@ def test_dataset_batches(tokenizer, xquad):
     windows = make_windows(xquad[:40], tokenizer, seq_length=128, doc_stride=64)
     features, labels = next(iter(make_dataset(windows, batch_size=16)))
     assert {k: tuple(v.shape) for k, v in features.items()} == {
-        "token_ids": (16, 128), "segment_ids": (16, 128), "padding_mask": (16, 128)}
+        "token_ids": (16, 128),
+        "segment_ids": (16, 128),
+        "padding_mask": (16, 128),
+    }
     assert all(v.dtype == tf.int32 for v in features.values())
     assert set(labels) == {"start_logits", "end_logits"} and tuple(labels["start_logits"].shape) == (16,)
     assert labels["start_logits"].numpy().tolist() == windows.start_positions[:16].tolist()

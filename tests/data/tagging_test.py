@@ -34,7 +34,15 @@ def _collect(dataset):
 
 def test_iob1_to_bio():
     assert iob1_to_bio(["I-PER", "I-PER", "O", "I-LOC", "B-LOC", "I-LOC", "I-ORG", "I-MISC"]) == [
-        "B-PER", "I-PER", "O", "B-LOC", "B-LOC", "I-LOC", "B-ORG", "B-MISC"]
+        "B-PER",
+        "I-PER",
+        "O",
+        "B-LOC",
+        "B-LOC",
+        "I-LOC",
+        "B-ORG",
+        "B-MISC",
+    ]
     bio = ["B-PER", "I-PER", "B-PER", "O", "B-LOC"]
     assert iob1_to_bio(bio) == bio
     assert iob1_to_bio(["NNP", "I-NP", "VBD"]) == ["NNP", "B-NP", "VBD"]
@@ -42,8 +50,11 @@ def test_iob1_to_bio():
 
 def test_read_conll_schemes_and_docstart(tmp_path):
     path = tmp_path / "a.conll"
-    path.write_text("-DOCSTART- -X- O O\n\nEU NNP I-ORG\nrejects VBZ O\nGerman JJ I-MISC\n\n\n"
-                    "Peter NNP I-PER\nBlack\u00a0burn\tNNP I-PER\r\nParis NNP B-PER\n", "utf-8")
+    path.write_text(
+        "-DOCSTART- -X- O O\n\nEU NNP I-ORG\nrejects VBZ O\nGerman JJ I-MISC\n\n\n"
+        "Peter NNP I-PER\nBlack\u00a0burn\tNNP I-PER\r\nParis NNP B-PER\n",
+        "utf-8",
+    )
     auto = read_conll(str(path))
     assert auto.scheme == "IOB1" and auto.lines == [3, 8]
     assert auto.sentences == [["EU", "rejects", "German"], ["Peter", "Black\u00a0burn", "Paris"]]  # NBSP inside a word
@@ -89,8 +100,9 @@ HAND_TAGS = [
 def hand(tokenizer):
     names = sorted_label_names(HAND_TAGS)
     assert names == ["O", "B-LOC", "I-LOC", "B-PER"]
-    dataset = make_dataset(HAND_SENTENCES, HAND_TAGS, tokenizer, names, seq_length=10, batch_size=4,
-                           with_word_index=True)
+    dataset = make_dataset(
+        HAND_SENTENCES, HAND_TAGS, tokenizer, names, seq_length=10, batch_size=4, with_word_index=True
+    )
     features, labels, weights, index = _collect(dataset)
     sentence = np.concatenate([i["sentence_index"].numpy() for i in index])
     word_pieces = tokenizer.tokenize(tf.constant(sum(HAND_SENTENCES, []))).to_list()
@@ -103,7 +115,7 @@ def test_first_piece_alignment(tokenizer, hand):
     pieces = word_pieces[:5]
     assert pieces[0] == [tokenizer.token_to_id("johan"), tokenizer.token_to_id("##son")]
     ids = [tokenizer.cls_id] + sum(pieces, []) + [tokenizer.sep_id]
-    assert features["token_ids"][row, :len(ids)].tolist() == ids
+    assert features["token_ids"][row, : len(ids)].tolist() == ids
     first = np.cumsum([1] + [len(p) for p in pieces[:-1]])  # token position of each word's first piece
     expected_weights = np.zeros(10)
     expected_weights[first] = 1
@@ -136,8 +148,17 @@ def test_round_trip_eng_testa(tokenizer, testa):
     """Gold labels fed back as predictions give the gold word tags: alignment and windows lose nothing."""
     for seq_length, stride in ((128, None), (16, 5)):
         _, labels, weights, index = _collect(
-            make_dataset(testa.sentences, testa.tags, tokenizer, testa.label_names, seq_length=seq_length,
-                         batch_size=256, stride=stride, with_word_index=True))
+            make_dataset(
+                testa.sentences,
+                testa.tags,
+                tokenizer,
+                testa.label_names,
+                seq_length=seq_length,
+                batch_size=256,
+                stride=stride,
+                with_word_index=True,
+            )
+        )
         assert weights.sum() == 51362
         assert word_predictions(labels, index, testa.label_names) == testa.tags
         one_hot = np.eye(len(testa.label_names))[labels]  # logits [N, T, C]

@@ -49,16 +49,19 @@ def test_is_tfds():
     assert not is_tfds("glue/sst2") and not is_tfds("/data/tfds:x.tsv") and not is_tfds(None)
 
 
-@pytest.mark.parametrize("spec, expected", [
-    ("tfds:glue/sst2", ("glue/sst2", "train")),
-    ("tfds:glue/sst2:validation", ("glue/sst2", "validation")),
-    ("tfds:glue/sst2:train[:10%]", ("glue/sst2", "train[:10%]")),
-    ("tfds:conll2003:train[10:20]+dev", ("conll2003", "train[10:20]+dev")),
-    ("tfds:glue/sst2:2.0.0", ("glue/sst2:2.0.0", "train")),
-    ("tfds:glue/sst2:2.0.0:test", ("glue/sst2:2.0.0", "test")),
-    ("tfds:squad/v2.0:validation", ("squad/v2.0", "validation")),
-    ("glue/mrpc:test", ("glue/mrpc", "test")),  # prefix optional
-])
+@pytest.mark.parametrize(
+    "spec, expected",
+    [
+        ("tfds:glue/sst2", ("glue/sst2", "train")),
+        ("tfds:glue/sst2:validation", ("glue/sst2", "validation")),
+        ("tfds:glue/sst2:train[:10%]", ("glue/sst2", "train[:10%]")),
+        ("tfds:conll2003:train[10:20]+dev", ("conll2003", "train[10:20]+dev")),
+        ("tfds:glue/sst2:2.0.0", ("glue/sst2:2.0.0", "train")),
+        ("tfds:glue/sst2:2.0.0:test", ("glue/sst2:2.0.0", "test")),
+        ("tfds:squad/v2.0:validation", ("squad/v2.0", "validation")),
+        ("glue/mrpc:test", ("glue/mrpc", "test")),  # prefix optional
+    ],
+)
 def test_parse_spec(spec, expected):
     assert parse_spec(spec, "train") == expected
 
@@ -73,8 +76,10 @@ def test_parse_spec_rejects_empty_parts(spec):
 
 
 def test_sst2_keeps_tfds_label_names():
-    rows = [{"idx": 7, "sentence": "a gripping film", "label": 1},
-            {"idx": 3, "sentence": "dull, caf\u00e9-grade", "label": 0}]
+    rows = [
+        {"idx": 7, "sentence": "a gripping film", "label": 1},
+        {"idx": 3, "sentence": "dull, caf\u00e9-grade", "label": 0},
+    ]
     calls, mock = _mock({"glue/sst2": {"train": rows}})
     with mock:
         examples = load_classification("tfds:glue/sst2", "train")
@@ -87,9 +92,11 @@ def test_sst2_keeps_tfds_label_names():
 
 
 def test_mrpc_pairs_and_split_from_spec(tmp_path):
-    rows = [{"idx": 0, "sentence1": "He said.", "sentence2": "He stated.", "label": 1},
-            {"idx": 1, "sentence1": "One", "sentence2": "Two", "label": 0},
-            {"idx": 2, "sentence1": "x", "sentence2": "y", "label": 1}]
+    rows = [
+        {"idx": 0, "sentence1": "He said.", "sentence2": "He stated.", "label": 1},
+        {"idx": 1, "sentence1": "One", "sentence2": "Two", "label": 0},
+        {"idx": 2, "sentence1": "x", "sentence2": "y", "label": 1},
+    ]
     calls, mock = _mock({"glue/mrpc": {"validation[:3]": rows}})
     with mock:  # the spec's split wins over the default; data_dir is passed through (mock_data ignores it)
         examples = load_classification("tfds:glue/mrpc:validation[:3]", "train", data_dir=str(tmp_path))
@@ -100,8 +107,10 @@ def test_mrpc_pairs_and_split_from_spec(tmp_path):
 
 
 def test_stsb_is_regression():
-    rows = [{"idx": 0, "sentence1": "a", "sentence2": "b", "label": 4.25},
-            {"idx": 1, "sentence1": "c", "sentence2": "d", "label": 0.0}]
+    rows = [
+        {"idx": 0, "sentence1": "a", "sentence2": "b", "label": 4.25},
+        {"idx": 1, "sentence1": "c", "sentence2": "d", "label": 0.0},
+    ]
     _, mock = _mock({"glue/stsb": rows})
     with mock:
         examples = load_classification("tfds:glue/stsb", "validation")  # task left at "classification"
@@ -109,10 +118,13 @@ def test_stsb_is_regression():
     assert examples.labels == [4.25, 0.0] and examples.pairs == ["b", "d"]
 
 
-@pytest.mark.parametrize("name, rows", [
-    ("glue/sst2", [{"idx": 0, "sentence": "a", "label": 1}, {"idx": 1, "sentence": "b", "label": -1}]),
-    ("glue/stsb", [{"idx": 0, "sentence1": "a", "sentence2": "b", "label": -1.0}]),
-])
+@pytest.mark.parametrize(
+    "name, rows",
+    [
+        ("glue/sst2", [{"idx": 0, "sentence": "a", "label": 1}, {"idx": 1, "sentence": "b", "label": -1}]),
+        ("glue/stsb", [{"idx": 0, "sentence1": "a", "sentence2": "b", "label": -1.0}]),
+    ],
+)
 def test_test_split_without_labels(name, rows):
     _, mock = _mock({name: rows})
     with mock:
@@ -125,12 +137,15 @@ def test_test_split_without_labels(name, rows):
 
 
 def test_given_label_names_remap_ids():
-    rows = [{"idx": 0, "premise": "p", "hypothesis": "h", "label": 0},  # entailment
-            {"idx": 1, "premise": "q", "hypothesis": "i", "label": 2}]  # contradiction
+    rows = [
+        {"idx": 0, "premise": "p", "hypothesis": "h", "label": 0},  # entailment
+        {"idx": 1, "premise": "q", "hypothesis": "i", "label": 2},
+    ]  # contradiction
     _, mock = _mock({"glue/mnli": rows})
     with mock:
-        examples = load_classification("tfds:glue/mnli:validation_matched", "train",
-                                        label_names=["contradiction", "entailment", "neutral"])
+        examples = load_classification(
+            "tfds:glue/mnli:validation_matched", "train", label_names=["contradiction", "entailment", "neutral"]
+        )
         assert examples.labels == [1, 0] and examples.pairs == ["h", "i"]
         with pytest.raises(ValueError, match="unknown label 'contradiction'"):
             load_classification("tfds:glue/mnli", "train", label_names=["entailment", "neutral"])
@@ -165,9 +180,11 @@ def _conll_row(tokens, ner):
 
 def test_conll2003():
     # tfds conll2003 ner names: O B-PER I-PER B-ORG I-ORG B-LOC I-LOC B-MISC I-MISC
-    rows = [_conll_row(["EU", "rejects", "German", "call"], [3, 0, 7, 0]),
-            _conll_row([], []),  # an empty example (end of a file in TFDS's CoNLL reader): skipped
-            _conll_row(["Peter", "Blackburn", "in", "K\u00f6ln"], [1, 2, 0, 5])]
+    rows = [
+        _conll_row(["EU", "rejects", "German", "call"], [3, 0, 7, 0]),
+        _conll_row([], []),  # an empty example (end of a file in TFDS's CoNLL reader): skipped
+        _conll_row(["Peter", "Blackburn", "in", "K\u00f6ln"], [1, 2, 0, 5]),
+    ]
     calls, mock = _mock({"conll2003/conll2003": rows})
     with mock:
         data = load_conll("tfds:conll2003:dev", "train")
@@ -205,33 +222,61 @@ def test_conll_mismatched_lengths_and_missing_feature():
 
 
 def _squad_row(qid, question, context, answers, title="T", **v2):
-    return {"id": qid, "title": title, "context": context, "question": question,
-            "answers": {"text": [a for a, _ in answers], "answer_start": [s for _, s in answers]}, **v2}
+    return {
+        "id": qid,
+        "title": title,
+        "context": context,
+        "question": question,
+        "answers": {"text": [a for a, _ in answers], "answer_start": [s for _, s in answers]},
+        **v2,
+    }
 
 
 def test_squad_v11():
     context = "Caf\u00e9 Denver opened in 1999."
-    rows = [_squad_row("q1", "When?", context, [("1999", 22), ("in 1999", 19)], title="Caf\u00e9"),
-            _squad_row("q2", "Where?", context, [("Denver", 5)])]
+    rows = [
+        _squad_row("q1", "When?", context, [("1999", 22), ("in 1999", 19)], title="Caf\u00e9"),
+        _squad_row("q2", "Where?", context, [("Denver", 5)]),
+    ]
     calls, mock = _mock({"squad/v1.1": rows})
     with mock:
         examples = load_squad("tfds:squad", "validation")
     assert calls == [("squad/v1.1", "validation")]
     assert examples == [
-        SquadExample(id="q1", question="When?", context=context,
-                     answers=[{"text": "1999", "answer_start": 22}, {"text": "in 1999", "answer_start": 19}],
-                     title="Caf\u00e9"),
-        SquadExample(id="q2", question="Where?", context=context, answers=[{"text": "Denver", "answer_start": 5}],
-                     title="T")]
+        SquadExample(
+            id="q1",
+            question="When?",
+            context=context,
+            answers=[{"text": "1999", "answer_start": 22}, {"text": "in 1999", "answer_start": 19}],
+            title="Caf\u00e9",
+        ),
+        SquadExample(
+            id="q2", question="Where?", context=context, answers=[{"text": "Denver", "answer_start": 5}], title="T"
+        ),
+    ]
     assert all(type(e.id) is str and type(e.answers[0]["answer_start"]) is int for e in examples)
 
 
 def test_squad_v20_impossible_and_plausible():
     context = "The cat sat on the mat."
-    rows = [_squad_row("a", "Who sat?", context, [("The cat", 0)], is_impossible=False,
-                       plausible_answers={"text": [], "answer_start": []}),
-            _squad_row("b", "Who flew?", context, [], is_impossible=True,
-                       plausible_answers={"text": ["the mat"], "answer_start": [15]})]
+    rows = [
+        _squad_row(
+            "a",
+            "Who sat?",
+            context,
+            [("The cat", 0)],
+            is_impossible=False,
+            plausible_answers={"text": [], "answer_start": []},
+        ),
+        _squad_row(
+            "b",
+            "Who flew?",
+            context,
+            [],
+            is_impossible=True,
+            plausible_answers={"text": ["the mat"], "answer_start": [15]},
+        ),
+    ]
     _, mock = _mock({"squad/v2.0": {"train": rows}})
     with mock:
         examples = load_squad("tfds:squad/v2.0", "train")

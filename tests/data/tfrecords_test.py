@@ -21,8 +21,9 @@ from tests.data.pretraining_test import corpus  # noqa: F401 (fixture)
 def shards(corpus, tmp_path_factory):  # noqa: F811
     root, tokenizer = corpus
     output = tmp_path_factory.mktemp("shards")
-    manifest = write_pretraining_shards(str(root / "*.txt"), tokenizer, str(output), seq_length=24, seed=3,
-                                        dupe_factor=2, examples_per_shard=20)
+    manifest = write_pretraining_shards(
+        str(root / "*.txt"), tokenizer, str(output), seq_length=24, seed=3, dupe_factor=2, examples_per_shard=20
+    )
     return output, tokenizer, manifest
 
 
@@ -46,15 +47,16 @@ def test_manifest_counts_match_records(shards):
 
 def test_batches_from_shards_have_the_pretraining_layout_and_remask_each_epoch(shards):
     directory, tokenizer, _ = shards
-    dataset = pretraining_dataset_from_shards(str(directory), tokenizer, max_predictions_per_seq=4, batch_size=8,
-                                              seed=1, epochs=2, shuffle_buffer=1)
+    dataset = pretraining_dataset_from_shards(
+        str(directory), tokenizer, max_predictions_per_seq=4, batch_size=8, seed=1, epochs=2, shuffle_buffer=1
+    )
     batches = list(dataset)
     features, labels, weights = batches[0]
     assert tuple(features["token_ids"].shape) == (8, 24) and tuple(features["mask_positions"].shape) == (8, 4)
     assert set(labels) == {"mlm", "nsp"}
     half = len(batches) // 2
     first_epoch = [b[0]["mask_positions"].numpy() for b in batches[:half]]
-    second_epoch = [b[0]["mask_positions"].numpy() for b in batches[half:2 * half]]
+    second_epoch = [b[0]["mask_positions"].numpy() for b in batches[half : 2 * half]]
     assert not all(np.array_equal(a, b) for a, b in zip(first_epoch, second_epoch))
 
 

@@ -30,12 +30,56 @@ from tests.conftest import REFERENCE_DIR
 CLIENT = os.path.join(os.path.dirname(__file__), "serving_client.py")
 TOLERANCE = 1e-5
 
-VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on", "mat", ".", "a", "dog", "##s",
-         "run", "##ning", "!", ",", "?", "hello", "world", "paris", "john", "lives", "in", "who", "where", "does",
-         "is", "it", "cafe", "東", "京", "berlin", "##er", "mary", "and", "to", "went", "##ly"]
+VOCAB = [
+    "[PAD]",
+    "[UNK]",
+    "[CLS]",
+    "[SEP]",
+    "[MASK]",
+    "the",
+    "cat",
+    "sat",
+    "on",
+    "mat",
+    ".",
+    "a",
+    "dog",
+    "##s",
+    "run",
+    "##ning",
+    "!",
+    ",",
+    "?",
+    "hello",
+    "world",
+    "paris",
+    "john",
+    "lives",
+    "in",
+    "who",
+    "where",
+    "does",
+    "is",
+    "it",
+    "cafe",
+    "東",
+    "京",
+    "berlin",
+    "##er",
+    "mary",
+    "and",
+    "to",
+    "went",
+    "##ly",
+]
 NER_LABELS = ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
-TEXTS = ["John lives in Paris.", "Mary went to Berlin and John went to Paris!", "the cat sat on the mat",
-         "Café 東京 runs, hello world?", "dogs running " * 8]
+TEXTS = [
+    "John lives in Paris.",
+    "Mary went to Berlin and John went to Paris!",
+    "the cat sat on the mat",
+    "Café 東京 runs, hello world?",
+    "dogs running " * 8,
+]
 PAIRS = ["where is it?", "", "a dog", "the mat", "who"]
 QUESTIONS = ["who lives in paris?", "where does mary run?", "", "the cat?", "who runs"]
 # Kind -> (model directory settings, serving_module options).
@@ -44,8 +88,10 @@ KINDS = {
     "classification": ({"max_seq_length": 16, "task": "classification", "labels": ["neg", "pos", "mixed"]}, {}),
     "regression": ({"max_seq_length": 16, "task": "regression"}, {}),
     "ner": ({"max_seq_length": 8, "task": "ner", "labels": NER_LABELS}, {}),  # windows of 6 pieces
-    "squad": ({"max_seq_length": 16, "task": "squad"},
-              {"doc_stride": 3, "max_query_length": 4, "max_answer_length": 4}),
+    "squad": (
+        {"max_seq_length": 16, "task": "squad"},
+        {"doc_stride": 3, "max_query_length": 4, "max_answer_length": 4},
+    ),
 }
 
 
@@ -53,8 +99,16 @@ KINDS = {
 
 
 def _tiny_encoder():
-    return BertEncoder(vocabulary_size=len(VOCAB), num_layers=1, num_heads=2, hidden_dim=16, intermediate_dim=32,
-                       max_sequence_length=32, dropout=0.0, attention_dropout=0.0)
+    return BertEncoder(
+        vocabulary_size=len(VOCAB),
+        num_layers=1,
+        num_heads=2,
+        hidden_dim=16,
+        intermediate_dim=32,
+        max_sequence_length=32,
+        dropout=0.0,
+        attention_dropout=0.0,
+    )
 
 
 def _sharpen(head):
@@ -99,8 +153,9 @@ def model_dirs(workdir, vocab_file):
     for i, (kind, (settings, _)) in enumerate(KINDS.items()):
         keras.utils.set_random_seed(i)
         dirs[kind] = os.path.join(workdir, "models", kind)
-        checkpoints.save_model_dir(_task_model(kind, _tiny_encoder()), dirs[kind], vocab_file=vocab_file,
-                                   settings=settings)
+        checkpoints.save_model_dir(
+            _task_model(kind, _tiny_encoder()), dirs[kind], vocab_file=vocab_file, settings=settings
+        )
     return dirs
 
 
@@ -132,7 +187,7 @@ def _encode(strings):
 def _text_inputs(names, texts):
     """Inputs of a string signature: `texts` for `text` and `context`, companion strings for the others."""
     companions = {"text_pair": PAIRS, "question": QUESTIONS}
-    return {name: _encode(companions.get(name, texts)[:len(texts)]) for name in names}
+    return {name: _encode(companions.get(name, texts)[: len(texts)]) for name in names}
 
 
 def _ids_inputs(rows=2):
@@ -176,8 +231,13 @@ def _serve(requests, workdir, tag):
         for name, value in inputs.items():
             with open(os.path.join(folder, name + ".pb"), "wb") as f:
                 f.write(tf.make_tensor_proto(value).SerializeToString())
-    result = subprocess.run([sys.executable, CLIENT, requests_dir, responses_dir], capture_output=True, text=True,
-                            timeout=600, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    result = subprocess.run(
+        [sys.executable, CLIENT, requests_dir, responses_dir],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+    )
     responses = {}
     for request_id in os.listdir(responses_dir):
         folder = os.path.join(responses_dir, request_id)
@@ -247,8 +307,11 @@ def served(modules, exported, workdir):
     for case, texts in SAFE_CASES.items():
         requests.update(_requests(modules, exported, texts, case))
     result, responses = _serve(requests, workdir, "safe")
-    assert result.returncode == 0, (f"serving client exited with {result.returncode}; last requests:\n"
-                                    + result.stdout[-500:] + result.stderr[-5000:])
+    assert result.returncode == 0, (
+        f"serving client exited with {result.returncode}; last requests:\n"
+        + result.stdout[-500:]
+        + result.stderr[-5000:]
+    )
     return requests, responses, _in_process(modules, requests)
 
 
@@ -331,8 +394,9 @@ def test_encoder_outputs_match_encoder(modules):
         mask = features["padding_mask"].numpy()[:, :, None]
         sequence = expected["sequence_output"].numpy()
         mean = (sequence * mask).sum(1) / mask.sum(1)
-        np.testing.assert_allclose(outputs["sentence_embedding"],
-                                   mean / np.linalg.norm(mean, axis=1, keepdims=True), atol=TOLERANCE)
+        np.testing.assert_allclose(
+            outputs["sentence_embedding"], mean / np.linalg.norm(mean, axis=1, keepdims=True), atol=TOLERANCE
+        )
         np.testing.assert_allclose(outputs["sequence_output"] * mask, sequence * mask, atol=TOLERANCE)
 
 
@@ -353,8 +417,9 @@ def test_fill_mask_maps_literal_mask_token(modules):
     probabilities = tf.nn.softmax(logits).numpy()
     best = np.argsort(-probabilities, axis=-1, kind="stable")[:, :, :5]
     np.testing.assert_array_equal(out["top_ids"].numpy()[0], best[0])
-    np.testing.assert_allclose(out["top_probabilities"].numpy()[0],
-                               np.take_along_axis(probabilities, best, -1)[0], atol=TOLERANCE)
+    np.testing.assert_allclose(
+        out["top_probabilities"].numpy()[0], np.take_along_axis(probabilities, best, -1)[0], atol=TOLERANCE
+    )
     assert [t.decode() for t in out["top_tokens"].numpy()[0, 0]] == [VOCAB[i] for i in best[0, 0]]
 
 
@@ -369,8 +434,9 @@ def test_classifier_outputs_match_model(modules):
             continue
         probabilities = tf.nn.softmax(logits).numpy()
         np.testing.assert_allclose(out["probabilities"], probabilities, atol=TOLERANCE)
-        assert [x.decode() for x in out["label"].numpy()] == [["neg", "pos", "mixed"][i]
-                                                             for i in probabilities.argmax(1)]
+        assert [x.decode() for x in out["label"].numpy()] == [
+            ["neg", "pos", "mixed"][i] for i in probabilities.argmax(1)
+        ]
 
 
 def _python_entities(module, texts):
@@ -381,8 +447,8 @@ def _python_entities(module, texts):
     for text, row_ids, row_starts, row_ends in zip(texts, ids.to_list(), starts.to_list(), ends.to_list()):
         tags = []
         for begin in range(0, max(len(row_ids), 1), budget):
-            features = module.packer(tf.ragged.constant([row_ids[begin:begin + budget]], tf.int32))
-            logits = module.model(features).numpy()[0, 1:1 + len(row_ids[begin:begin + budget])]
+            features = module.packer(tf.ragged.constant([row_ids[begin : begin + budget]], tf.int32))
+            logits = module.model(features).numpy()[0, 1 : 1 + len(row_ids[begin : begin + budget])]
             tags.extend(NER_LABELS[i] for i in logits.argmax(-1))
         words = [i for i, piece in enumerate(row_ids) if not VOCAB[piece].startswith("##")]
         entities = []
@@ -407,8 +473,15 @@ def test_ner_entities_match_python_decoding(modules):
     assert sum(map(len, expected)) >= 5  # The sharpened random tagger finds entities.
     for row, entities in enumerate(expected):
         n = out["num_entities"][row]
-        got = [(out["entity_type"][row, i].decode(), out["entity_start"][row, i], out["entity_end"][row, i],
-                out["entity_text"][row, i].decode()) for i in range(n)]
+        got = [
+            (
+                out["entity_type"][row, i].decode(),
+                out["entity_start"][row, i],
+                out["entity_end"][row, i],
+                out["entity_text"][row, i].decode(),
+            )
+            for i in range(n)
+        ]
         assert got == entities, (TEXTS[row], got, entities)
         assert (out["entity_start"][row, n:] == -1).all() and (out["entity_text"][row, n:] == b"").all()
         assert ((0 <= out["entity_score"][row, :n]) & (out["entity_score"][row, :n] <= 1)).all()
@@ -416,20 +489,25 @@ def test_ner_entities_match_python_decoding(modules):
 
 def test_squad_answers_match_library_windows_and_extraction(modules):
     module, signatures = modules["squad"]
-    out = {k: v.numpy() for k, v in signatures["serving_default"](
-        question=tf.constant(QUESTIONS), context=tf.constant(TEXTS)).items()}
-    examples = [squad.SquadExample(id=str(i), question=q, context=c, answers=[])
-                for i, (q, c) in enumerate(zip(QUESTIONS, TEXTS))]
+    out = {
+        k: v.numpy()
+        for k, v in signatures["serving_default"](question=tf.constant(QUESTIONS), context=tf.constant(TEXTS)).items()
+    }
+    examples = [
+        squad.SquadExample(id=str(i), question=q, context=c, answers=[])
+        for i, (q, c) in enumerate(zip(QUESTIONS, TEXTS))
+    ]
     windows = squad.make_windows(examples, module.tokenizer, seq_length=16, doc_stride=3, max_query_length=4)
     logits = module.model({k: getattr(windows, k) for k in ("token_ids", "segment_ids", "padding_mask")})
-    answers = squad.extract_answers(windows, logits["start_logits"], logits["end_logits"], n_best=16,
-                                    max_answer_length=4)
+    answers = squad.extract_answers(
+        windows, logits["start_logits"], logits["end_logits"], n_best=16, max_answer_length=4
+    )
     np.testing.assert_array_equal(out["num_windows"], np.bincount(windows.example_index, minlength=len(TEXTS)))
     assert out["num_windows"][-1] > 5  # The long context takes many windows.
     for i, context in enumerate(TEXTS):
         answer = out["answer"][i].decode()
         assert answer == answers[str(i)], (context, answer, answers[str(i)])
-        assert context[out["start"][i]:out["end"][i]] == answer
+        assert context[out["start"][i] : out["end"][i]] == answer
 
 
 # === Input safety ===
@@ -454,12 +532,14 @@ def test_rank2_input_is_invalid_argument(served):
 def test_bad_ids_are_invalid_argument(modules):
     signature = modules["classification"][1]["ids"]
     good = _ids_inputs()
-    bad = [dict(good, token_ids=good["token_ids"] + len(VOCAB)),  # out of the vocabulary
-           dict(good, token_ids=-good["token_ids"]),
-           dict(good, segment_ids=good["segment_ids"] + 2),  # type_vocab_size is 2
-           dict(good, padding_mask=good["padding_mask"][:, :3]),  # shapes differ
-           dict(good, padding_mask=good["padding_mask"] * 2),
-           {k: np.tile(v, [1, 6]) for k, v in good.items()}]  # 42 tokens > 32 positions
+    bad = [
+        dict(good, token_ids=good["token_ids"] + len(VOCAB)),  # out of the vocabulary
+        dict(good, token_ids=-good["token_ids"]),
+        dict(good, segment_ids=good["segment_ids"] + 2),  # type_vocab_size is 2
+        dict(good, padding_mask=good["padding_mask"][:, :3]),  # shapes differ
+        dict(good, padding_mask=good["padding_mask"] * 2),
+        {k: np.tile(v, [1, 6]) for k, v in good.items()},
+    ]  # 42 tokens > 32 positions
     for inputs in bad:
         with pytest.raises(tf.errors.InvalidArgumentError):
             signature(**{k: tf.constant(v) for k, v in inputs.items()})
@@ -499,10 +579,11 @@ def test_invalid_utf8_answers(served, modules):
     np.testing.assert_array_equal(token_ids, _packed(modules["encoder"][0], replaced)["token_ids"])
     ner = responses["invalid_utf8.ner.serving_default"]
     text = SAFE_CASES["invalid_utf8"][0]
-    for n, start, end, surface in zip(ner["num_entities"][:1], ner["entity_start"], ner["entity_end"],
-                                      ner["entity_text"]):
+    for n, start, end, surface in zip(
+        ner["num_entities"][:1], ner["entity_start"], ner["entity_end"], ner["entity_text"]
+    ):
         for i in range(n):  # Character offsets into the text as Python decodes it, bytes as they came.
-            assert text.decode("utf-8", "replace")[start[i]:end[i]] == surface[i].decode("utf-8", "replace")
+            assert text.decode("utf-8", "replace")[start[i] : end[i]] == surface[i].decode("utf-8", "replace")
 
 
 def test_megabyte_string_answers(served):
@@ -524,19 +605,34 @@ def test_resave_after_deleting_first_copy(exported, modules, workdir):
     again = tf.saved_model.load(second)
     text = tf.constant(TEXTS[:2])
     expected = modules["ner"][1]["serving_default"](text=text)
-    _assert_same({k: v.numpy() for k, v in expected.items()},
-                 {k: v.numpy() for k, v in again.signatures["serving_default"](text=text).items()}, "resaved")
+    _assert_same(
+        {k: v.numpy() for k, v in expected.items()},
+        {k: v.numpy() for k, v in again.signatures["serving_default"](text=text).items()},
+        "resaved",
+    )
     assert os.path.isfile(os.path.join(second, "assets", "vocab.txt"))
 
 
 def test_saved_model_cli_run_with_text_ops(exported):
     """The README's one-liner: saved_model_cli with tensorflow_text imported first."""
-    command = [sys.executable, "-c", "import tensorflow_text, sys; from tensorflow.python.tools import "
-               "saved_model_cli; sys.exit(saved_model_cli.main())", "run", "--dir", exported["squad"],
-               "--tag_set", "serve", "--signature_def", "serving_default", "--input_exprs",
-               'question=["who lives in paris?"];context=["John lives in Paris."]']
-    result = subprocess.run(command, capture_output=True, text=True, timeout=300,
-                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    command = [
+        sys.executable,
+        "-c",
+        "import tensorflow_text, sys; from tensorflow.python.tools import "
+        "saved_model_cli; sys.exit(saved_model_cli.main())",
+        "run",
+        "--dir",
+        exported["squad"],
+        "--tag_set",
+        "serve",
+        "--signature_def",
+        "serving_default",
+        "--input_exprs",
+        'question=["who lives in paris?"];context=["John lives in Paris."]',
+    ]
+    result = subprocess.run(
+        command, capture_output=True, text=True, timeout=300, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Result for output key answer:" in result.stdout
     assert "Result for output key num_windows:\n[1]" in result.stdout
@@ -547,10 +643,17 @@ def test_text_ops_are_the_documented_ones(exported):
     from bert_tf.export.saved_model import TEXT_OPS, op_names
 
     used = sorted(set().union(*(op_names(path) for path in exported.values())))
-    script = ("import sys; from tensorflow.python.framework import op_def_registry as r; "
-              "print(' '.join(n for n in sys.argv[1:] if r.get(n) is None))")
-    result = subprocess.run([sys.executable, "-c", script, *used], capture_output=True, text=True, timeout=300,
-                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    script = (
+        "import sys; from tensorflow.python.framework import op_def_registry as r; "
+        "print(' '.join(n for n in sys.argv[1:] if r.get(n) is None))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script, *used],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert sorted(result.stdout.split()) == sorted(TEXT_OPS)
 
@@ -584,8 +687,11 @@ def test_minilm_reproduces_reference_embeddings_from_raw_strings(minilm_dir, wor
     single, pairs = reference["single"], reference["pairs"]
     requests = {
         "single": (output, "serving_default", {"text": _encode(e["text"] for e in single)}),
-        "pairs": (output, "pair", {"text": _encode(e["text_a"] for e in pairs),
-                                   "text_pair": _encode(e["text_b"] for e in pairs)}),
+        "pairs": (
+            output,
+            "pair",
+            {"text": _encode(e["text_a"] for e in pairs), "text_pair": _encode(e["text_b"] for e in pairs)},
+        ),
     }
     result, responses = _serve(requests, workdir, "minilm")
     assert result.returncode == 0, result.stderr[-5000:]
@@ -598,5 +704,4 @@ def test_minilm_reproduces_reference_embeddings_from_raw_strings(minilm_dir, wor
             np.testing.assert_allclose(out["pooled_output"][row], example["pooled_output"], atol=1e-4)
             np.testing.assert_allclose(out["sequence_output"][row, :n], example["sequence_output"], atol=1e-4)
             if "sentence_embedding" in example:
-                np.testing.assert_allclose(out["sentence_embedding"][row], example["sentence_embedding"],
-                                           atol=1e-4)
+                np.testing.assert_allclose(out["sentence_embedding"][row], example["sentence_embedding"], atol=1e-4)

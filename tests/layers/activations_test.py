@@ -17,8 +17,9 @@ def _tanh_reference(x):
     return 0.5 * x * (1.0 + tf.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * tf.pow(x, 3))))
 
 
-@pytest.mark.parametrize("ours, reference", [(gelu_erf, _erf_reference), (gelu_tanh, _tanh_reference)],
-                         ids=["erf", "tanh"])
+@pytest.mark.parametrize(
+    "ours, reference", [(gelu_erf, _erf_reference), (gelu_tanh, _tanh_reference)], ids=["erf", "tanh"]
+)
 @pytest.mark.parametrize("dtype, atol", [(tf.float64, 1e-12), (tf.float32, 1e-6)])
 def test_value_and_gradient_match_automatic_differentiation(ours, reference, dtype, atol):
     x = tf.constant(np.concatenate([np.linspace(-8, 8, 401), [0.0, -1e-3, 1e-3, 30.0, -30.0]]), dtype)

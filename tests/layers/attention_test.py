@@ -36,8 +36,13 @@ def test_dropped_softmax_is_softmax_masked_and_scaled_with_the_matching_gradient
     bias[0, 20:] = -1e9
     bias = tf.constant(bias)
     upstream = tf.constant(rng.normal(size=shape).astype("float32"))
-    out, grad = _maybe_dynamic(lambda s, b, g: _value_and_gradient(
-        lambda x: dropped_softmax(x, b, SEED, RATE), s, g), static, scores, bias, upstream)
+    out, grad = _maybe_dynamic(
+        lambda s, b, g: _value_and_gradient(lambda x: dropped_softmax(x, b, SEED, RATE), s, g),
+        static,
+        scores,
+        bias,
+        upstream,
+    )
     out, grad = out.numpy(), grad.numpy()
     probs = tf.nn.softmax(scores + bias[:, None, None, :]).numpy()
     kept = out != 0
@@ -61,12 +66,14 @@ def test_dropout_keeps_scales_and_routes_the_gradient(static, dtype):
     rng = np.random.default_rng(1)
     x = tf.cast(tf.constant(rng.uniform(1.0, 2.0, size=(64, 96)).astype("float32")), dtype)
     upstream = tf.cast(tf.constant(rng.normal(size=(64, 96)).astype("float32")), dtype)
-    out, grad = _maybe_dynamic(lambda a, g: _value_and_gradient(lambda v: dropout(v, SEED, RATE), a, g),
-                               static, x, upstream)
+    out, grad = _maybe_dynamic(
+        lambda a, g: _value_and_gradient(lambda v: dropout(v, SEED, RATE), a, g), static, x, upstream
+    )
     assert out.dtype == x.dtype and grad.dtype == x.dtype
     out, grad = (tf.cast(t, tf.float32).numpy() for t in (out, grad))
     kept = out != 0
     np.testing.assert_allclose(out[kept], tf.cast(x, tf.float32).numpy()[kept] / (1 - RATE), rtol=1e-2)
     assert abs((~kept).mean() - RATE) < 0.02
-    np.testing.assert_allclose(grad, np.where(kept, tf.cast(upstream, tf.float32).numpy() / (1 - RATE), 0),
-                               rtol=1e-2, atol=1e-6)
+    np.testing.assert_allclose(
+        grad, np.where(kept, tf.cast(upstream, tf.float32).numpy() / (1 - RATE), 0), rtol=1e-2, atol=1e-6
+    )

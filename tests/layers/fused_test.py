@@ -11,13 +11,24 @@ def _compiled_calls(spec):
     """How many XLA-compiled function calls the traced graph of one layer_norm holds."""
     f = tf.function(lambda x: layer_norm(x, tf.ones([8]), tf.zeros([8]), tf.constant(1e-12)))
     graph = f.get_concrete_function(spec).graph
-    return sum(1 for op in graph.get_operations()
-               if "_XlaMustCompile" in op.node_def.attr and op.get_attr("_XlaMustCompile"))
+    return sum(
+        1 for op in graph.get_operations() if "_XlaMustCompile" in op.node_def.attr and op.get_attr("_XlaMustCompile")
+    )
 
 
-@pytest.mark.parametrize("setting, threads, expected", [
-    ("1", 16, 1), ("on", 16, 1), ("0", 1, 0), ("off", 2, 0),
-    ("auto", 1, 1), ("auto", 2, 1), ("auto", 3, 0), ("auto", 16, 0)])
+@pytest.mark.parametrize(
+    "setting, threads, expected",
+    [
+        ("1", 16, 1),
+        ("on", 16, 1),
+        ("0", 1, 0),
+        ("off", 2, 0),
+        ("auto", 1, 1),
+        ("auto", 2, 1),
+        ("auto", 3, 0),
+        ("auto", 16, 0),
+    ],
+)
 def test_setting_and_thread_count_choose_the_kernel(monkeypatch, setting, threads, expected):
     monkeypatch.setenv(fused.ENV_VAR, setting)
     monkeypatch.setattr(fused, "cpu_threads", lambda: threads)

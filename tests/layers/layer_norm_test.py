@@ -50,8 +50,10 @@ def test_gradient_is_right_in_float64():
     gamma = tf.constant(np.linspace(0.5, 1.5, 7), tf.float64)
     beta = tf.constant(np.linspace(-1, 1, 7), tf.float64)
     from bert_tf.layers.layer_norm import layer_norm
+
     theoretical, numerical = tf.test.compute_gradient(
-        lambda a, g, b: layer_norm(a, g, b, tf.constant(1e-6, tf.float64)), [x, gamma, beta])
+        lambda a, g, b: layer_norm(a, g, b, tf.constant(1e-6, tf.float64)), [x, gamma, beta]
+    )
     for t, n in zip(theoretical, numerical):
         np.testing.assert_allclose(t, n, atol=1e-6)
 

@@ -39,7 +39,7 @@ def test_padding_does_not_change_real_token_outputs(pre_layer_norm):
     batch = random_inputs(batch=3, length=9, lengths=[9, 5, 2], seed=1)
     batched = encoder(batch)
     for row, n in enumerate([9, 5, 2]):
-        alone = encoder({k: v[row:row + 1, :n] for k, v in batch.items()})
+        alone = encoder({k: v[row : row + 1, :n] for k, v in batch.items()})
         assert _max_diff(alone["sequence_output"][0], batched["sequence_output"][row, :n]) <= 1e-5
         assert _max_diff(alone["pooled_output"][0], batched["pooled_output"][row]) <= 1e-5
 
@@ -48,8 +48,7 @@ def test_jit_compile_matches_eager():
     encoder = tiny_encoder()
     inputs = random_inputs(batch=2, length=6, lengths=[6, 3])
     eager = encoder(inputs)
-    compiled = tf.function(lambda x: encoder(x), jit_compile=True)(
-        {k: tf.constant(v) for k, v in inputs.items()})
+    compiled = tf.function(lambda x: encoder(x), jit_compile=True)({k: tf.constant(v) for k, v in inputs.items()})
     assert _max_diff(eager["sequence_output"], compiled["sequence_output"]) <= 1e-5
     assert _max_diff(eager["pooled_output"], compiled["pooled_output"]) <= 1e-5
 
@@ -120,10 +119,14 @@ def test_built_and_run_inside_mirrored_strategy():
         encoder = tiny_encoder()
     assert all(isinstance(w.value, tf.distribute.DistributedValues) for w in encoder.weights)
     inputs = {k: tf.constant(v) for k, v in random_inputs(batch=4).items()}
-    per_replica = strategy.run(lambda x: encoder(x)["pooled_output"],
-                               args=(strategy.experimental_distribute_values_from_function(
-                                   lambda ctx: {k: v[ctx.replica_id_in_sync_group * 2:][:2]
-                                                for k, v in inputs.items()}),))
+    per_replica = strategy.run(
+        lambda x: encoder(x)["pooled_output"],
+        args=(
+            strategy.experimental_distribute_values_from_function(
+                lambda ctx: {k: v[ctx.replica_id_in_sync_group * 2 :][:2] for k, v in inputs.items()}
+            ),
+        ),
+    )
     pooled = tf.concat(strategy.experimental_local_results(per_replica), axis=0)
     assert _max_diff(pooled, encoder(inputs)["pooled_output"]) <= 1e-5
 

@@ -34,7 +34,8 @@ def test_encoder_call_at_equals_call_at_the_positions(pre_layer_norm, unpadded, 
     batch = _batch()
     full = encoder(batch, training=False)
     at = tf.function(lambda b, p: encoder.call_at(b, p, pooled=True, unpadded=unpadded), jit_compile=jit)(
-        batch, POSITIONS)
+        batch, POSITIONS
+    )
     np.testing.assert_allclose(at["selected_output"], _gathered(full["sequence_output"], POSITIONS), atol=1e-5)
     np.testing.assert_allclose(at["pooled_output"], full["pooled_output"], atol=1e-5)
     assert at["selected_output"].dtype == tf.float32 and at["pooled_output"].dtype == tf.float32
@@ -65,11 +66,15 @@ def _pretraining_inputs():
     return {**_batch(), "mask_positions": POSITIONS}
 
 
-@pytest.mark.parametrize("build,inputs", [
-    (lambda e: BertPretrainer(e, nsp=True), _pretraining_inputs),
-    (lambda e: BertPretrainer(e, nsp=False), _pretraining_inputs),
-    (lambda e: BertClassifier(e, num_classes=3, dropout=0.0), _batch),
-], ids=["pretrainer_nsp", "pretrainer_mlm_only", "classifier"])
+@pytest.mark.parametrize(
+    "build,inputs",
+    [
+        (lambda e: BertPretrainer(e, nsp=True), _pretraining_inputs),
+        (lambda e: BertPretrainer(e, nsp=False), _pretraining_inputs),
+        (lambda e: BertClassifier(e, num_classes=3, dropout=0.0), _batch),
+    ],
+    ids=["pretrainer_nsp", "pretrainer_mlm_only", "classifier"],
+)
 def test_task_call_equals_the_functional_graph_in_outputs_and_gradients(build, inputs):
     model = build(tiny_encoder(dropout=0.0, attention_dropout=0.0))
     batch = inputs()
@@ -91,10 +96,14 @@ def test_task_call_equals_the_functional_graph_in_outputs_and_gradients(build, i
             np.testing.assert_allclose(a, b, atol=1e-5, err_msg=variable.path)
 
 
-@pytest.mark.parametrize("build", [
-    lambda e: BertTokenClassifier(e, num_classes=3, dropout=0.0),
-    lambda e: BertSpanLabeler(e, dropout=0.0),
-], ids=["token_classifier", "span_labeler"])
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda e: BertTokenClassifier(e, num_classes=3, dropout=0.0),
+        lambda e: BertSpanLabeler(e, dropout=0.0),
+    ],
+    ids=["token_classifier", "span_labeler"],
+)
 def test_token_tasks_skip_padding_and_equal_the_graph_at_real_tokens(build):
     model = build(tiny_encoder(dropout=0.0, attention_dropout=0.0))
     batch = _batch()
@@ -103,16 +112,20 @@ def test_token_tasks_skip_padding_and_equal_the_graph_at_real_tokens(build):
     def loss_and_gradients(forward):
         with tf.GradientTape() as tape:
             outputs = forward(model, batch)
-            loss = sum(tf.reduce_sum(tf.square(value) * (real if value.shape.rank == 2 else real[:, :, None]))
-                       for value in tf.nest.flatten(outputs))
-        return outputs, [None if g is None else tf.convert_to_tensor(g)
-                         for g in tape.gradient(loss, model.trainable_variables)]
+            loss = sum(
+                tf.reduce_sum(tf.square(value) * (real if value.shape.rank == 2 else real[:, :, None]))
+                for value in tf.nest.flatten(outputs)
+            )
+        return outputs, [
+            None if g is None else tf.convert_to_tensor(g) for g in tape.gradient(loss, model.trainable_variables)
+        ]
 
     ours, our_gradients = loss_and_gradients(lambda m, b: m(b, training=True))
     theirs, their_gradients = loss_and_gradients(lambda m, b: _functional(m, b, training=True))
     mask = np.asarray(batch["padding_mask"], bool)
-    tf.nest.map_structure(lambda a, b: np.testing.assert_allclose(np.asarray(a)[mask], np.asarray(b)[mask],
-                                                                  atol=1e-5), ours, theirs)
+    tf.nest.map_structure(
+        lambda a, b: np.testing.assert_allclose(np.asarray(a)[mask], np.asarray(b)[mask], atol=1e-5), ours, theirs
+    )
     for variable, a, b in zip(model.trainable_variables, our_gradients, their_gradients):
         assert (a is None) == (b is None), variable.path  # the pooler gets none
         if a is not None:
@@ -124,9 +137,13 @@ def test_pretrainer_with_dropout_trains_through_call_selected():
     model = BertPretrainer(tiny_encoder(), nsp=True)
     batch = _pretraining_inputs()
     labels = {"mlm": np.ones_like(POSITIONS), "nsp": np.zeros(4, np.int32)}
-    model.compile(optimizer=keras.optimizers.Adam(1e-2),
-                  loss={"mlm": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                        "nsp": keras.losses.SparseCategoricalCrossentropy(from_logits=True)})
+    model.compile(
+        optimizer=keras.optimizers.Adam(1e-2),
+        loss={
+            "mlm": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            "nsp": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        },
+    )
     history = model.fit(batch, labels, epochs=8, batch_size=4, verbose=0).history["loss"]
     assert history[-1] < 0.5 * history[0]
     # Dropout is live in training: two calls differ; inference is deterministic.

@@ -14,14 +14,18 @@ SPARSE_CE = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
 def _pretrainer_compiled(encoder, **kwargs):
     model = BertPretrainer(encoder, **kwargs)
-    model.compile(optimizer=keras.optimizers.AdamW(1e-3), loss={"mlm": SPARSE_CE, "nsp": SPARSE_CE},
-                  weighted_metrics={"mlm": ["accuracy"], "nsp": ["accuracy"]})
+    model.compile(
+        optimizer=keras.optimizers.AdamW(1e-3),
+        loss={"mlm": SPARSE_CE, "nsp": SPARSE_CE},
+        weighted_metrics={"mlm": ["accuracy"], "nsp": ["accuracy"]},
+    )
     return model
 
 
 def _max_diff(a, b):
-    return max(float(np.max(np.abs(np.asarray(x) - np.asarray(y))))
-               for x, y in zip(tf.nest.flatten(a), tf.nest.flatten(b)))
+    return max(
+        float(np.max(np.abs(np.asarray(x) - np.asarray(y)))) for x, y in zip(tf.nest.flatten(a), tf.nest.flatten(b))
+    )
 
 
 def test_pretrainer_outputs_and_tying():
@@ -94,8 +98,9 @@ def test_task_model_shapes(cls, kwargs, shapes):
     assert all(v.dtype == tf.float32 for v in outputs.values())
 
 
-@pytest.mark.parametrize("cls,kwargs,shapes", TASKS + [(BertPretrainer, {}, None)],
-                         ids=lambda x: getattr(x, "__name__", None))
+@pytest.mark.parametrize(
+    "cls,kwargs,shapes", TASKS + [(BertPretrainer, {}, None)], ids=lambda x: getattr(x, "__name__", None)
+)
 def test_keras_file_round_trip(tmp_path, cls, kwargs, shapes):
     model = cls(tiny_encoder(), **kwargs)
     inputs = pretraining_batch()[0] if cls is BertPretrainer else random_inputs(lengths=[7, 4, 2])

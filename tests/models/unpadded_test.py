@@ -42,8 +42,9 @@ def test_encoder_unpadded_under_mixed_bfloat16_is_close_and_float32():
     unpadded = encoder.call_unpadded(batch)
     real = _real(batch)
     assert unpadded["sequence_output"].dtype == tf.float32
-    np.testing.assert_allclose(unpadded["sequence_output"].numpy()[real], padded["sequence_output"].numpy()[real],
-                               atol=0.05)
+    np.testing.assert_allclose(
+        unpadded["sequence_output"].numpy()[real], padded["sequence_output"].numpy()[real], atol=0.05
+    )
 
 
 def test_encoder_unpadded_handles_a_batch_of_only_padding_rows_and_an_empty_batch():
@@ -56,12 +57,16 @@ def test_encoder_unpadded_handles_a_batch_of_only_padding_rows_and_an_empty_batc
     assert encoder.call_unpadded(empty)["pooled_output"].shape == (0, encoder.hidden_dim)
 
 
-@pytest.mark.parametrize("build", [
-    lambda e: BertClassifier(e, num_classes=3, dropout=0.0),
-    lambda e: BertTokenClassifier(e, num_classes=4, dropout=0.0),
-    lambda e: BertSpanLabeler(e),
-    lambda e: BertPretrainer(e),
-], ids=["classifier", "tagger", "span", "pretrainer"])
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda e: BertClassifier(e, num_classes=3, dropout=0.0),
+        lambda e: BertTokenClassifier(e, num_classes=4, dropout=0.0),
+        lambda e: BertSpanLabeler(e),
+        lambda e: BertPretrainer(e),
+    ],
+    ids=["classifier", "tagger", "span", "pretrainer"],
+)
 def test_task_models_unpadded_equal_padded(build):
     model = build(tiny_encoder(dropout=0.0, attention_dropout=0.0))
     batch = _batch()

@@ -37,9 +37,9 @@ _TEXT = [
     "한국어 텍스트 \u1100\u1161\u11a8 \u314f",
     "\uf900\ufa6d\u2f00\u3007\u30fc",
     # Emoji.
-    "\U0001F600 \U0001F44D\U0001F3FD \U0001F468\u200d\U0001F469\u200d\U0001F467",
-    "\U0001F1FA\U0001F1F8 \U0001F3F3\ufe0f\u200d\U0001F308 \u2764\ufe0f #\ufe0f\u20e3",
-    "\U0001F970 \U0001F97A \U0001FAE0 a\U0001F600b",
+    "\U0001f600 \U0001f44d\U0001f3fd \U0001f468\u200d\U0001f469\u200d\U0001f467",
+    "\U0001f1fa\U0001f1f8 \U0001f3f3\ufe0f\u200d\U0001f308 \u2764\ufe0f #\ufe0f\u20e3",
+    "\U0001f970 \U0001f97a \U0001fae0 a\U0001f600b",
     # Case mapping.
     "\u0130stanbul \u0131 I\u0307 \u0049 \u0069",
     "Stra\u00dfe STRASSE \u1e9e",

@@ -40,8 +40,9 @@ def _selected(out, shape):
 
 def test_rates_one_one_zero_give_every_token_masked():
     ids, mask = _batch(batch=8, length=16)
-    masker = MaskedLMMasker(V, MASK, SPECIALS, masking_rate=1.0, max_predictions_per_seq=16,
-                            mask_token_rate=1.0, random_token_rate=0.0)
+    masker = MaskedLMMasker(
+        V, MASK, SPECIALS, masking_rate=1.0, max_predictions_per_seq=16, mask_token_rate=1.0, random_token_rate=0.0
+    )
     out = _mask(masker, ids, mask)
     maskable = (mask == 1) & ~np.isin(ids, SPECIALS)
     assert np.array_equal(_selected(out, ids.shape), maskable)
@@ -93,8 +94,9 @@ def test_budget_is_rounded_share_of_maskable_tokens():
 
 def test_whole_word_masking_keeps_words_whole():
     ids, mask = _batch(batch=256, length=128, seed=7, continuation_share=0.4)
-    masker = MaskedLMMasker(V, MASK, SPECIALS, max_predictions_per_seq=20, whole_word_masking=True,
-                            continuation_ids=CONTINUATION, seed=2)
+    masker = MaskedLMMasker(
+        V, MASK, SPECIALS, max_predictions_per_seq=20, whole_word_masking=True, continuation_ids=CONTINUATION, seed=2
+    )
     out = _mask(masker, ids, mask)
     selected = _selected(out, ids.shape)
     maskable = (mask == 1) & ~np.isin(ids, SPECIALS)
@@ -125,9 +127,14 @@ def test_whole_word_masking_needs_continuation_ids():
         MaskedLMMasker(V, MASK, SPECIALS, whole_word_masking=True)
 
 
-@pytest.mark.parametrize("kwargs,name", [({"masking_rate": 0.0}, "masking_rate"),
-                                         ({"max_predictions_per_seq": 0}, "max_predictions_per_seq"),
-                                         ({"mask_token_rate": 0.95}, "mask_token_rate")])
+@pytest.mark.parametrize(
+    "kwargs,name",
+    [
+        ({"masking_rate": 0.0}, "masking_rate"),
+        ({"max_predictions_per_seq": 0}, "max_predictions_per_seq"),
+        ({"mask_token_rate": 0.95}, "mask_token_rate"),
+    ],
+)
 def test_bad_rates_are_named(kwargs, name):
     with pytest.raises(ValueError, match=name):
         MaskedLMMasker(V, MASK, SPECIALS, **kwargs)
@@ -158,8 +165,12 @@ def test_masks_depend_on_example_index_not_batch_layout():
 def test_runs_in_tf_data_and_the_iterator_is_checkpointable(tmp_path):
     ids, mask = _batch(batch=40, length=32)
     masker = MaskedLMMasker(V, MASK, SPECIALS, seed=9)
-    dataset = (tf.data.Dataset.from_tensor_slices((ids, mask)).enumerate().batch(4)
-               .map(lambda index, x: masker(x[0], x[1], index, 0)))
+    dataset = (
+        tf.data.Dataset.from_tensor_slices((ids, mask))
+        .enumerate()
+        .batch(4)
+        .map(lambda index, x: masker(x[0], x[1], index, 0))
+    )
     iterator = iter(dataset)
     for _ in range(3):
         next(iterator)

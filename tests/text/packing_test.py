@@ -29,15 +29,17 @@ def _reference_round_robin(a, b, budget):
 
 
 def _ragged(rows):
-    return tf.ragged.constant(rows, dtype=tf.int32, ragged_rank=1) if any(rows) else \
-        tf.RaggedTensor.from_row_lengths(tf.zeros([0], tf.int32), [0] * len(rows))
+    return (
+        tf.ragged.constant(rows, dtype=tf.int32, ragged_rank=1)
+        if any(rows)
+        else tf.RaggedTensor.from_row_lengths(tf.zeros([0], tf.int32), [0] * len(rows))
+    )
 
 
 def test_single_segment_layout():
     packer = BertPacker(8, CLS, SEP, PAD)
     out = packer(_ragged([[5, 6, 7], [5, 6, 7, 8, 9, 10, 11, 12]]))
-    np.testing.assert_array_equal(out["token_ids"], [[CLS, 5, 6, 7, SEP, PAD, PAD, PAD],
-                                                     [CLS, 5, 6, 7, 8, 9, 10, SEP]])
+    np.testing.assert_array_equal(out["token_ids"], [[CLS, 5, 6, 7, SEP, PAD, PAD, PAD], [CLS, 5, 6, 7, 8, 9, 10, SEP]])
     np.testing.assert_array_equal(out["padding_mask"], [[1, 1, 1, 1, 1, 0, 0, 0], [1] * 8])
     np.testing.assert_array_equal(out["segment_ids"], np.zeros((2, 8)))
     assert all(v.dtype == tf.int32 for v in out.values())
@@ -49,8 +51,9 @@ def test_pair_layout_final_sep_survives():
     np.testing.assert_array_equal(out["segment_ids"], [[0, 0, 0, 0, 1, 1, 1]])
 
 
-@pytest.mark.parametrize("truncation,reference", [("longest_first", _reference_longest_first),
-                                                  ("round_robin", _reference_round_robin)])
+@pytest.mark.parametrize(
+    "truncation,reference", [("longest_first", _reference_longest_first), ("round_robin", _reference_round_robin)]
+)
 def test_truncation_matches_reference_loop(truncation, reference):
     rng = np.random.default_rng(0)
     length = 12

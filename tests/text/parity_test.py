@@ -75,9 +75,7 @@ def _corpora():
     for path in sorted(text_files):
         corpora[os.path.relpath(path, _data_path())] = lambda p=path: _lines_of(p)
     for path in sorted(glob.glob(_data_path("conll2003", "eng.*"))):
-        corpora[os.path.relpath(path, _data_path())] = (
-            lambda p=path: _conll_sentences(p)
-        )
+        corpora[os.path.relpath(path, _data_path())] = lambda p=path: _conll_sentences(p)
     squad = _data_path("squad", "xquad.en.json")
     if os.path.exists(squad):
         corpora["squad/xquad.en.json"] = lambda: _squad_texts(squad)
@@ -110,9 +108,7 @@ def _mismatches(ours_fn, ref, lines):
             [line.decode("utf-8", errors="replace") for line in batch],
             add_special_tokens=False,
         )
-        bad.extend(
-            begin + i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b.ids
-        )
+        bad.extend(begin + i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b.ids)
     return bad
 
 
@@ -124,9 +120,7 @@ def _report(name, lines, bad):
 @pytest.fixture(scope="module", params=sorted(SETTINGS))
 def pair(request, minilm_vocab):
     lowercase, strip_accents = SETTINGS[request.param]
-    ours = BertTokenizer(
-        minilm_vocab, lowercase=lowercase, strip_accents=strip_accents
-    )
+    ours = BertTokenizer(minilm_vocab, lowercase=lowercase, strip_accents=strip_accents)
     ref = _reference(minilm_vocab, lowercase, strip_accents)
     return request.param, tf.function(ours.tokenize), ref
 
@@ -160,9 +154,7 @@ def test_special_tokens_kept_parity(minilm_vocab, setting):
         strip_accents=strip_accents,
         split_special_tokens=False,
     )
-    ref = _reference(
-        minilm_vocab, lowercase, strip_accents, encode_special_tokens=False
-    )
+    ref = _reference(minilm_vocab, lowercase, strip_accents, encode_special_tokens=False)
     lines = EDGE_CASES + CORPORA["glue/SST-2/dev.tsv"]()
     assert not _mismatches(ours.tokenize, ref, lines)
     assert not _mismatches(lambda x: ours.tokenize_with_offsets(x)[0], ref, lines)
@@ -188,9 +180,7 @@ SWEEP_SETTINGS = [(True, True), (False, False), (True, False), (False, True)]
 
 
 @pytest.mark.parametrize("lowercase,strip_accents", SWEEP_SETTINGS)
-def test_every_code_point_normalizes_and_splits_like_reference(
-    lowercase, strip_accents
-):
+def test_every_code_point_normalizes_and_splits_like_reference(lowercase, strip_accents):
     """Normalization and word splitting of each code point, vocab-free.
 
     Each line holds 64 probes "A<c>b " so that removal, whitespace,
@@ -205,14 +195,8 @@ def test_every_code_point_normalizes_and_splits_like_reference(
     )
     pre_tokenizer = tokenizers.pre_tokenizers.BertPreTokenizer()
     code_points = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
-    lines = [
-        "".join("A%sb " % chr(c) for c in code_points[i : i + 64])
-        for i in range(0, len(code_points), 64)
-    ]
-    theirs = [
-        [w for w, _ in pre_tokenizer.pre_tokenize_str(normalizer.normalize_str(line))]
-        for line in lines
-    ]
+    lines = ["".join("A%sb " % chr(c) for c in code_points[i : i + 64]) for i in range(0, len(code_points), 64)]
+    theirs = [[w for w, _ in pre_tokenizer.pre_tokenize_str(normalizer.normalize_str(line))] for line in lines]
 
     @tf.function
     def split(batch):
@@ -236,9 +220,7 @@ def test_ten_megabyte_line_parity(minilm_vocab, setting):
     lowercase, strip_accents = SETTINGS[setting]
     ours = BertTokenizer(minilm_vocab, lowercase=lowercase, strip_accents=strip_accents)
     ref = _reference(minilm_vocab, lowercase, strip_accents)
-    sample = b" ".join(EDGE_CASES[:60]) + b" " + b" ".join(
-        CORPORA["multilingual/udhr/Russian-UTF8"]()
-    )
+    sample = b" ".join(EDGE_CASES[:60]) + b" " + b" ".join(CORPORA["multilingual/udhr/Russian-UTF8"]())
     line = (sample * (10_000_000 // len(sample) + 1))[:10_000_000]
     unspaced = b"x" * 10_000_000  # one word, far too long: one [UNK]
     assert not _mismatches(ours.tokenize, ref, [line, unspaced])

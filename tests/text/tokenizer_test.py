@@ -10,10 +10,36 @@ import tensorflow as tf
 from bert_tf.text import BertTokenizer
 
 VOCAB = [
-    "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
-    "the", "quick", "brown", "fox", "jump", "##s", "##ed", "over", "lazy",
-    "dog", ",", ".", "!", "[", "]", "mask", "cafe", "café", "中", "文",
-    "a", "##a", "The", "Quick", "é",
+    "[PAD]",
+    "[UNK]",
+    "[CLS]",
+    "[SEP]",
+    "[MASK]",
+    "the",
+    "quick",
+    "brown",
+    "fox",
+    "jump",
+    "##s",
+    "##ed",
+    "over",
+    "lazy",
+    "dog",
+    ",",
+    ".",
+    "!",
+    "[",
+    "]",
+    "mask",
+    "cafe",
+    "café",
+    "中",
+    "文",
+    "a",
+    "##a",
+    "The",
+    "Quick",
+    "é",
 ]  # 30 tokens
 
 
@@ -71,17 +97,13 @@ def test_max_input_chars_per_word(vocab_file):
     tokenizer = BertTokenizer(vocab_file, max_input_chars_per_word=4)
     ids = tokenizer(tf.constant(["aaaa aaaaa éééé"])).to_list()[0]
     assert ids == _ids("a", "##a", "##a", "##a", "[UNK]", "[UNK]")
-    assert BertTokenizer(vocab_file)(tf.constant(["a" * 100, "a" * 101]))[
-        1
-    ].numpy().tolist() == _ids("[UNK]")
+    assert BertTokenizer(vocab_file)(tf.constant(["a" * 100, "a" * 101]))[1].numpy().tolist() == _ids("[UNK]")
 
 
 def test_split_special_tokens(vocab_file):
     text = tf.constant(["fox [MASK] [mask] x[SEP]"])
     split = BertTokenizer(vocab_file)(text).to_list()[0]
-    assert split == _ids(
-        "fox", "[", "mask", "]", "[", "mask", "]", "[UNK]", "[", "[UNK]", "]"
-    )
+    assert split == _ids("fox", "[", "mask", "]", "[", "mask", "]", "[UNK]", "[", "[UNK]", "]")
     kept = BertTokenizer(vocab_file, split_special_tokens=False)(text).to_list()[0]
     assert kept == _ids("fox", "[MASK]", "[", "mask", "]", "[UNK]", "[SEP]")
 
@@ -120,9 +142,7 @@ def test_detokenize_round_trip(vocab_file):
         b"",
     ]
     dense = ids.to_tensor()[:1, :6]
-    assert tokenizer.detokenize(dense).numpy().tolist() == [
-        b"the quick brown fox jumps"
-    ]
+    assert tokenizer.detokenize(dense).numpy().tolist() == [b"the quick brown fox jumps"]
 
 
 def test_tf_data_and_tf_function(vocab_file):
@@ -174,8 +194,11 @@ def test_saved_model_round_trip(vocab_file, tmp_path):
 
 def test_get_config_round_trip(vocab_file):
     tokenizer = BertTokenizer(
-        vocab_file, lowercase=False, max_input_chars_per_word=7,
-        split_special_tokens=False, name="tok",
+        vocab_file,
+        lowercase=False,
+        max_input_chars_per_word=7,
+        split_special_tokens=False,
+        name="tok",
     )
     config = tokenizer.get_config()
     assert config["vocab_file"] == vocab_file
@@ -183,9 +206,7 @@ def test_get_config_round_trip(vocab_file):
     clone = BertTokenizer.from_config(config)
     text = tf.constant(["The Quick [MASK] aaaaaaaa"])
     assert clone(text).to_list() == tokenizer(text).to_list()
-    restored = keras.saving.deserialize_keras_object(
-        keras.saving.serialize_keras_object(tokenizer)
-    )
+    restored = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(tokenizer))
     assert restored.get_config() == config
 
 
@@ -223,8 +244,10 @@ def test_character_offsets_index_the_decoded_string(minilm_vocab):
     raw = ["Zürich 東京 café, naïve São Paulo 😀!".encode(), b"ascii only", b"", b"bad \xff bytes \xc3\xa9 ok"]
     ids, starts, ends = tokenizer.tokenize_with_offsets(tf.constant(raw), unit="char")
     assert ids.to_list() == tokenizer.tokenize(tf.constant(raw)).to_list()
-    pieces = [[text.decode("utf-8", errors="replace")[a:b] for a, b in zip(s, e)]
-              for text, s, e in zip(raw, starts.to_list(), ends.to_list())]
+    pieces = [
+        [text.decode("utf-8", errors="replace")[a:b] for a, b in zip(s, e)]
+        for text, s, e in zip(raw, starts.to_list(), ends.to_list())
+    ]
     assert pieces[0] == ["Zürich", "東", "京", "café", ",", "naïve", "São", "Paulo", "😀", "!"]
     assert pieces[1] == ["as", "ci", "i", "only"]  # "ascii" is as ##ci ##i
     assert pieces[2] == []

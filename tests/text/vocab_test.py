@@ -8,8 +8,7 @@ from tokenizers import BertWordPieceTokenizer
 from bert_tf.text.vocab import SPECIAL_TOKENS, build_vocab
 from tests.conftest import DATA_DIR
 
-TEXT = ("The Quick brown fox jumps over the lazy dog.\n"
-        "Émile naïvely jumped; the dogs were jumping quickly!\n") * 50
+TEXT = ("The Quick brown fox jumps over the lazy dog.\nÉmile naïvely jumped; the dogs were jumping quickly!\n") * 50
 
 
 def _read(path):
@@ -20,8 +19,9 @@ def _read(path):
 def test_specials_first_and_uncased(tmp_path):
     corpus = tmp_path / "a.txt"
     corpus.write_text(TEXT, encoding="utf-8")
-    summary = build_vocab([str(corpus)], str(tmp_path / "vocab.txt"), vocab_size=120, min_frequency=1,
-                          show_progress=False)
+    summary = build_vocab(
+        [str(corpus)], str(tmp_path / "vocab.txt"), vocab_size=120, min_frequency=1, show_progress=False
+    )
     pieces = _read(tmp_path / "vocab.txt")
     assert tuple(pieces[:5]) == SPECIAL_TOKENS
     assert len(pieces) == summary.vocab_size <= 120
@@ -32,8 +32,15 @@ def test_specials_first_and_uncased(tmp_path):
 def test_cased_keeps_case_and_accents(tmp_path):
     corpus = tmp_path / "a.txt"
     corpus.write_text(TEXT, encoding="utf-8")
-    build_vocab(str(corpus), str(tmp_path / "vocab.txt"), vocab_size=200, lowercase=False,
-                strip_accents=False, min_frequency=1, show_progress=False)
+    build_vocab(
+        str(corpus),
+        str(tmp_path / "vocab.txt"),
+        vocab_size=200,
+        lowercase=False,
+        strip_accents=False,
+        min_frequency=1,
+        show_progress=False,
+    )
     pieces = _read(tmp_path / "vocab.txt")
     assert "The" in pieces and "É" in pieces
 
@@ -41,8 +48,7 @@ def test_cased_keeps_case_and_accents(tmp_path):
 def test_invalid_utf8_lines_are_counted_not_fatal(tmp_path):
     corpus = tmp_path / "latin1.txt"
     corpus.write_bytes(b"caf\xe9 au lait\nplain line\n\xff\xfe broken\n")
-    summary = build_vocab(str(corpus), str(tmp_path / "vocab.txt"), vocab_size=50, min_frequency=1,
-                          show_progress=False)
+    summary = build_vocab(str(corpus), str(tmp_path / "vocab.txt"), vocab_size=50, min_frequency=1, show_progress=False)
     assert summary.replaced_lines == 2 and summary.lines == 3
 
 
@@ -53,8 +59,9 @@ def test_missing_input_is_named(tmp_path):
 
 def test_gutenberg_vocab_tokenizes_its_corpus(tmp_path):
     output = str(tmp_path / "vocab.txt")
-    summary = build_vocab(os.path.join(DATA_DIR, "corpus", "gutenberg", "*.txt"), output, vocab_size=30522,
-                          show_progress=False)
+    summary = build_vocab(
+        os.path.join(DATA_DIR, "corpus", "gutenberg", "*.txt"), output, vocab_size=30522, show_progress=False
+    )
     assert summary.files == 13
     assert summary.replaced_lines > 0  # the two Latin-1 books
     assert 25_000 < summary.vocab_size <= 30522

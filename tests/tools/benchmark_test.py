@@ -13,8 +13,14 @@ SST2 = os.path.join(ROOT, "..", "shared", "data", "glue", "SST-2", "dev.tsv")
 
 def _run(*args):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    return subprocess.run([sys.executable, os.path.join(ROOT, "tools", "benchmark.py"), *args], cwd=ROOT,
-                          capture_output=True, text=True, env=env, timeout=900)
+    return subprocess.run(
+        [sys.executable, os.path.join(ROOT, "tools", "benchmark.py"), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
 
 
 def _cells(table, row_start):
@@ -31,14 +37,24 @@ def test_quick_run_fills_every_section_and_writes_table_and_chart(tmp_path):
     table = md.read_text()
     assert table in result.stdout
     assert png.stat().st_size > 5000
-    for row in ("| peak | matmul 512^3 float32", "| train | tiny", "| mfu | tiny training MFU, bert_tf",
-                "| infer | encoder forward 4x32", "| infer | encoder latency 1x32",
-                "| serve | SavedModel, SST-2 dev text -> embedding, batch 4",
-                "| serve | SavedModel, SST-2 dev text -> embedding, batch 1", "| text | tokenizer"):
+    for row in (
+        "| peak | matmul 512^3 float32",
+        "| train | tiny",
+        "| mfu | tiny training MFU, bert_tf",
+        "| infer | encoder forward 4x32",
+        "| infer | encoder latency 1x32",
+        "| serve | SavedModel, SST-2 dev text -> embedding, batch 4",
+        "| serve | SavedModel, SST-2 dev text -> embedding, batch 1",
+        "| text | tokenizer",
+    ):
         cells = _cells(table, row)
         assert float(cells[3].replace(",", "")) > 0, row
-    for row in ("| train | tiny", "| train | fine-tune tiny classifier, SST-2 dev text 4x32", "| infer | encoder forward",
-                "| serve | SavedModel, SST-2 dev text -> embedding, batch 4"):
+    for row in (
+        "| train | tiny",
+        "| train | fine-tune tiny classifier, SST-2 dev text 4x32",
+        "| infer | encoder forward",
+        "| serve | SavedModel, SST-2 dev text -> embedding, batch 4",
+    ):
         assert re.fullmatch(r"\d+\.\d\dx", _cells(table, row)[6]), row
     # The two sides really share weights: same outputs up to GELU's tanh approximation in keras-hub.
     assert float(_cells(table, "| infer | same weights")[3]) < 1e-3

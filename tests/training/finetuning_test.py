@@ -18,8 +18,11 @@ def test_trim_batch_cuts_every_sequence_tensor_to_the_longest_row_rounded_up():
     mask = np.zeros([2, 64], np.int32)
     mask[0, :20] = 1
     mask[1, :7] = 1
-    features = {"token_ids": tf.constant(mask * 5), "segment_ids": tf.zeros([2, 64], tf.int32),
-                "padding_mask": tf.constant(mask)}
+    features = {
+        "token_ids": tf.constant(mask * 5),
+        "segment_ids": tf.zeros([2, 64], tf.int32),
+        "padding_mask": tf.constant(mask),
+    }
     labels = {"logits": tf.constant(mask)}
     weights = {"logits": tf.ones([2], tf.float32)}  # [B]: not a sequence tensor
     trimmed = trim_batch((features, labels, weights), multiple=16)
@@ -40,8 +43,11 @@ def test_parse_column():
 
 
 def test_split_by_article_holds_out_every_nth_title_in_file_order():
-    examples = [SquadExample(id=f"{t}{i}", question="q", context="c", answers=[], title=t)
-                for t in "abcdefghij" for i in range(2)]
+    examples = [
+        SquadExample(id=f"{t}{i}", question="q", context="c", answers=[], title=t)
+        for t in "abcdefghij"
+        for i in range(2)
+    ]
     train, held = split_by_article(examples, 5)
     assert sorted({e.title for e in held}) == ["e", "j"]  # the 5th and 10th article: 80/20
     assert len(train) == 16 and not {e.title for e in train} & {"e", "j"}
@@ -58,8 +64,14 @@ def test_readme_fit_example_runs(minilm_dir, tmp_path):
     code = re.sub(r"^data = .*$", f"data = {sst2!r}", code, flags=re.M)
     script = tmp_path / "example.py"
     script.write_text(code + "\nprint('DEV_ACCURACY', history.history['val_accuracy'][-1])\n")
-    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600,
-                            cwd=tmp_path, env=dict(os.environ, PYTHONPATH=os.getcwd()))
+    result = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+        env=dict(os.environ, PYTHONPATH=os.getcwd()),
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     accuracy = float(result.stdout.rsplit("DEV_ACCURACY", 1)[1])
     assert 0.0 <= accuracy <= 1.0

@@ -26,21 +26,43 @@ def dataset_fn(context):
     batches = [pretraining_batch(batch=GLOBAL_BATCH, seed=i) for i in range(STEPS)]
     per_worker = GLOBAL_BATCH // context.num_input_pipelines
     start = context.input_pipeline_id * per_worker
-    merged = tf.nest.map_structure(lambda *parts: np.concatenate([p[start:start + per_worker] for p in parts]),
-                                   *batches)
+    merged = tf.nest.map_structure(
+        lambda *parts: np.concatenate([p[start : start + per_worker] for p in parts]), *batches
+    )
     return tf.data.Dataset.from_tensor_slices(merged).batch(per_worker).repeat()
 
 
 def train(strategy, model_dir, grad_accum_steps=1, clip_norm=1.0):
     keras.utils.set_random_seed(1)
     with strategy.scope():
-        model = BertPretrainer(BertEncoder(vocabulary_size=30, num_layers=2, num_heads=2, hidden_dim=16,
-                                           intermediate_dim=32, dropout=0.0, attention_dropout=0.0))
+        model = BertPretrainer(
+            BertEncoder(
+                vocabulary_size=30,
+                num_layers=2,
+                num_heads=2,
+                hidden_dim=16,
+                intermediate_dim=32,
+                dropout=0.0,
+                attention_dropout=0.0,
+            )
+        )
         optimizer = create_optimizer(learning_rate=1e-2, total_steps=STEPS, clip_norm=0)
-    loop = PretrainingLoop(strategy, model, optimizer, dataset_fn, GLOBAL_BATCH, str(model_dir),
-                           LoopConfig(train_steps=STEPS, steps_per_loop=5, checkpoint_steps=5,
-                                      grad_accum_steps=grad_accum_steps, clip_norm=clip_norm),
-                           settings={"model": "tiny-test"})
+    loop = PretrainingLoop(
+        strategy,
+        model,
+        optimizer,
+        dataset_fn,
+        GLOBAL_BATCH,
+        str(model_dir),
+        LoopConfig(
+            train_steps=STEPS,
+            steps_per_loop=5,
+            checkpoint_steps=5,
+            grad_accum_steps=grad_accum_steps,
+            clip_norm=clip_norm,
+        ),
+        settings={"model": "tiny-test"},
+    )
     metrics = loop.train(log=lambda message: None)
     return metrics["loss"], model.get_weights()
 
@@ -100,15 +122,27 @@ def test_multi_worker_mirrored_two_processes_equals_one_device(one_device, tmp_p
         import sys, numpy as np, tensorflow as tf
         strategy = tf.distribute.MultiWorkerMirroredStrategy()
         from tests.training.trainer_test import train
-        loss, weights = train(strategy, {str(tmp_path / 'run')!r})
+        loss, weights = train(strategy, {str(tmp_path / "run")!r})
         np.savez(sys.argv[1], loss=loss, *weights)
     """)
     processes = []
     for index in range(2):
-        env = dict(os.environ, PYTHONPATH=os.getcwd(), TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="",
-                   TF_CONFIG=json.dumps({"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}))
-        processes.append(subprocess.Popen([sys.executable, "-c", script, str(tmp_path / f"worker{index}.npz")],
-                                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        env = dict(
+            os.environ,
+            PYTHONPATH=os.getcwd(),
+            TF_CPP_MIN_LOG_LEVEL="2",
+            CUDA_VISIBLE_DEVICES="",
+            TF_CONFIG=json.dumps({"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}),
+        )
+        processes.append(
+            subprocess.Popen(
+                [sys.executable, "-c", script, str(tmp_path / f"worker{index}.npz")],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
     for process in processes:
         try:
             _, stderr = process.communicate(timeout=400)
@@ -127,12 +161,28 @@ def test_jit_compiled_steps_match(one_device, tmp_path):
     keras.utils.set_random_seed(1)
     strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
     with strategy.scope():
-        model = BertPretrainer(BertEncoder(vocabulary_size=30, num_layers=2, num_heads=2, hidden_dim=16,
-                                           intermediate_dim=32, dropout=0.0, attention_dropout=0.0))
+        model = BertPretrainer(
+            BertEncoder(
+                vocabulary_size=30,
+                num_layers=2,
+                num_heads=2,
+                hidden_dim=16,
+                intermediate_dim=32,
+                dropout=0.0,
+                attention_dropout=0.0,
+            )
+        )
         optimizer = create_optimizer(learning_rate=1e-2, total_steps=STEPS, clip_norm=0)
-    loop = PretrainingLoop(strategy, model, optimizer, dataset_fn, GLOBAL_BATCH, str(tmp_path),
-                           LoopConfig(train_steps=STEPS, steps_per_loop=5, checkpoint_steps=5, jit_compile=True),
-                           settings={"model": "tiny-test"})
+    loop = PretrainingLoop(
+        strategy,
+        model,
+        optimizer,
+        dataset_fn,
+        GLOBAL_BATCH,
+        str(tmp_path),
+        LoopConfig(train_steps=STEPS, steps_per_loop=5, checkpoint_steps=5, jit_compile=True),
+        settings={"model": "tiny-test"},
+    )
     loss = loop.train(log=lambda message: None)["loss"]
     assert loss == pytest.approx(one_device[0], rel=1e-4)
     assert max(float(np.max(np.abs(a - b))) for a, b in zip(model.get_weights(), one_device[1])) < 1e-4
