@@ -5,9 +5,10 @@ import tensorflow as tf
 from keras import ops
 
 from bert_tf.layers.activations import get_activation
+from bert_tf.layers.bert_self_attention import BertSelfAttention
 from bert_tf.layers.dropout import draw_seed, dropout
 from bert_tf.layers.layer_norm import LayerNorm
-from bert_tf.layers.multi_head_attention import BertSelfAttention, dense_tokens
+from bert_tf.layers.token_matrix import dense_tokens
 
 
 class TransformerBlock(keras.layers.Layer):

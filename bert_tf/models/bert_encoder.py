@@ -10,7 +10,7 @@ from keras import ops
 from bert_tf.config import BertConfig
 from bert_tf.layers.bert_embeddings import BertEmbeddings
 from bert_tf.layers.layer_norm import LayerNorm
-from bert_tf.layers.multi_head_attention import scatter_tokens
+from bert_tf.layers.token_matrix import scatter_tokens
 from bert_tf.layers.transformer_block import TransformerBlock
 
 

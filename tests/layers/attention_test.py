@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from bert_tf.layers.bert_self_attention import dropped_softmax
 from bert_tf.layers.dropout import dropout
-from bert_tf.layers.multi_head_attention import dropped_softmax
 
 RATE = 0.1
 SEED = tf.constant([7, 3], tf.int32)

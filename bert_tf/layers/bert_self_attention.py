@@ -11,6 +11,7 @@ from keras import ops
 
 from bert_tf.layers.dropout import draw_seed, keep_mask, scale_kept, with_draws
 from bert_tf.layers.fused import when_static
+from bert_tf.layers.token_matrix import dense_tokens, scatter_tokens
 
 # Added to the scores of padding keys; large enough for float32 softmax.
 _MASK_BIAS = -1e9
@@ -157,22 +158,6 @@ class BertSelfAttention(keras.layers.Layer):
             }
         )
         return config
-
-
-def dense_tokens(layer, tokens, dtype):
-    """A built `keras.layers.Dense` applied to a 2-D `[M, In]` matrix as matmul + bias_add.
-
-    The 2-D form lets TensorFlow fuse them (and a GELU after them) into one
-    oneDNN kernel on CPU; a rank-3 input would take the slower batched-matmul
-    path.
-    """
-    outputs = tf.matmul(tokens, ops.cast(layer.kernel, dtype))
-    return tf.nn.bias_add(outputs, ops.cast(layer.bias, dtype))
-
-
-def scatter_tokens(tokens, token_index, size):
-    """`[M, H]` rows at flat positions `token_index` of a zero `[size, H]` matrix."""
-    return tf.scatter_nd(token_index[:, None], tokens, tf.stack([size, tf.shape(tokens)[1]]))
 
 
 def _dropped_softmax_forward(scores, bias, seed, rate, alg):
