@@ -10,9 +10,21 @@ import json
 import os
 import sys
 
-# Activation names accepted in `hidden_act`: exact erf GELU (Hugging Face
-# "gelu"), the tanh approximation used by the TF1 code, and the rest.
-ACTIVATIONS = ("gelu", "gelu_new", "gelu_tanh", "gelu_pytorch_tanh", "relu", "tanh", "swish", "silu")
+# The names accepted in `hidden_act`, each with the formula it selects: "gelu" is
+# the exact erf GELU (Hugging Face), the tanh approximation is what the TF1 code
+# used. `bert_tf.layers.activations` implements the formulas; the table lives
+# here so that reading a config (and `import bert_tf`) needs no TensorFlow.
+ACTIVATION_FORMULAS = {
+    "gelu": "gelu_erf",
+    "gelu_new": "gelu_tanh",
+    "gelu_tanh": "gelu_tanh",
+    "gelu_pytorch_tanh": "gelu_tanh",
+    "relu": "relu",
+    "tanh": "tanh",
+    "swish": "silu",
+    "silu": "silu",
+}
+ACTIVATIONS = tuple(ACTIVATION_FORMULAS)
 PRESETS = ("tiny", "mini", "small", "medium", "base", "large")
 
 
@@ -80,10 +92,6 @@ class BertConfig:
                 f"{source}: field `pre_layer_norm` must be true or false. "
                 f"Received: pre_layer_norm={self.pre_layer_norm!r}"
             )
-
-    @property
-    def head_size(self):
-        return self.hidden_size // self.num_attention_heads
 
     # --- original bert_config.json ---
 

@@ -1,1 +1,40 @@
-"""bert_tf.layers."""
+"""Keras layers of the BERT encoder and its heads, and the kernels they run on.
+
+Layers: `BertEmbeddings` (word + position + segment, LayerNorm, dropout),
+`BertSelfAttention`, `TransformerBlock` (post-LN or pre-LN), `LayerNorm`,
+`MaskedLMHead` (tied to the word embeddings) and `DenseHead` (NSP and task
+logits).
+
+Functions: `get_activation` (`hidden_act` name -> function) with the GELUs
+`gelu_erf` and `gelu_tanh`; the fused element-wise kernels `layer_norm`,
+`dropout` and `dropped_softmax` (softmax + dropout of the attention); the
+token-matrix helpers `dense_tokens` and `scatter_tokens` (see
+`bert_tf.layers.token_matrix`).
+"""
+
+from bert_tf.layers.activations import gelu_erf, gelu_tanh, get_activation
+from bert_tf.layers.bert_embeddings import BertEmbeddings
+from bert_tf.layers.bert_self_attention import BertSelfAttention, dropped_softmax
+from bert_tf.layers.dense_head import DenseHead
+from bert_tf.layers.dropout import dropout
+from bert_tf.layers.layer_norm import LayerNorm, layer_norm
+from bert_tf.layers.masked_lm_head import MaskedLMHead
+from bert_tf.layers.token_matrix import dense_tokens, scatter_tokens
+from bert_tf.layers.transformer_block import TransformerBlock
+
+__all__ = [
+    "BertEmbeddings",
+    "BertSelfAttention",
+    "DenseHead",
+    "LayerNorm",
+    "MaskedLMHead",
+    "TransformerBlock",
+    "dense_tokens",
+    "dropout",
+    "dropped_softmax",
+    "gelu_erf",
+    "gelu_tanh",
+    "get_activation",
+    "layer_norm",
+    "scatter_tokens",
+]

@@ -3,6 +3,7 @@
 import keras
 import tensorflow as tf
 
+from bert_tf.config import ACTIVATION_FORMULAS
 from bert_tf.layers.fused import when_static
 
 _SQRT_HALF = 0.7071067811865476  # 1 / sqrt(2)
@@ -46,20 +47,20 @@ def gelu_erf(x):
     return x * (0.5 * (1.0 + tf.math.erf(x * _SQRT_HALF))), lambda dy: _gelu_erf_grad(x, dy)
 
 
-_BY_NAME = {
-    "gelu": gelu_erf,
-    "gelu_new": gelu_tanh,
+# The formulas that `bert_tf.config.ACTIVATION_FORMULAS` names.
+_FORMULAS = {
+    "gelu_erf": gelu_erf,
     "gelu_tanh": gelu_tanh,
-    "gelu_pytorch_tanh": gelu_tanh,
     "relu": keras.activations.relu,
     "tanh": keras.activations.tanh,
-    "swish": keras.activations.silu,
     "silu": keras.activations.silu,
 }
 
 
 def get_activation(name):
-    """Maps a `hidden_act` string to a function of one tensor."""
-    if name not in _BY_NAME:
-        raise ValueError(f"Unknown hidden_act. Expected one of {sorted(_BY_NAME)}. Received: hidden_act={name!r}")
-    return _BY_NAME[name]
+    """Maps a `hidden_act` string (one of `bert_tf.config.ACTIVATIONS`) to a function of one tensor."""
+    if name not in ACTIVATION_FORMULAS:
+        raise ValueError(
+            f"Unknown hidden_act. Expected one of {sorted(ACTIVATION_FORMULAS)}. Received: hidden_act={name!r}"
+        )
+    return _FORMULAS[ACTIVATION_FORMULAS[name]]

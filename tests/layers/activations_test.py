@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.layers.activations import gelu_erf, gelu_tanh, get_activation
+from bert_tf.config import ACTIVATIONS
+from bert_tf.layers import gelu_erf, gelu_tanh, get_activation
 
 
 def _erf_reference(x):
@@ -54,3 +55,13 @@ def test_gelu_erf_matches_tf_nn_gelu_and_works_in_bfloat16_under_a_function():
 def test_unknown_activation_names_the_value():
     with pytest.raises(ValueError, match="hidden_act='gelu_fast'"):
         get_activation("gelu_fast")
+
+
+@pytest.mark.parametrize("name", ACTIVATIONS)
+def test_every_config_activation_name_selects_a_function(name):
+    x = tf.constant([-2.0, 0.0, 3.0])
+    expected = {"gelu": gelu_erf(x), "gelu_new": gelu_tanh(x), "relu": tf.nn.relu(x), "swish": tf.nn.silu(x)}
+    y = get_activation(name)(x)
+    assert y.shape == x.shape
+    if name in expected:
+        np.testing.assert_allclose(y, expected[name], atol=1e-7)
