@@ -23,6 +23,8 @@ class BertSelfAttention(keras.layers.Layer):
     The projections keep the `[H, H]` kernels of the original checkpoints
     (`attention/self/{query,key,value}`, `attention/output/dense`), so weight
     import is a plain copy. Softmax runs in float32 under mixed precision.
+    `call` works on `[B, T, H]`; `attend` on a token matrix (what
+    `TransformerBlock` calls); `attend_at` computes only some queries' outputs.
 
     Call args:
         x: `[B, T, H]`.

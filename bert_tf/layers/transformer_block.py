@@ -18,6 +18,12 @@ class TransformerBlock(keras.layers.Layer):
     Pre-LN: `x = x + Attn(LN(x)); x = x + FFN(LN(x))` (the encoder adds a final LN).
     LayerNorms run in float32 under mixed precision.
 
+    Three entry points, one computation (`_residuals`): `call` on `[B, T, H]`
+    (the encoder's functional graph), `call_tokens` on a token matrix
+    `[M, H]` (all positions, or the real tokens only: the padding-free
+    path) and `call_at` (outputs at some positions only: the last layer
+    under `BertEncoder.call_at`).
+
     Call args:
         x: `[B, T, H]`.
         padding_mask: int `[B, T]`, 1 for real tokens.

@@ -3,7 +3,7 @@
 import keras
 
 from bert_tf.layers.dense_head import DenseHead
-from bert_tf.models.task import EncoderTask, encoder_inputs
+from bert_tf.models.task import EncoderTask
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -16,23 +16,22 @@ class BertClassifier(EncoderTask):
     """
 
     def __init__(self, encoder, num_classes, dropout=0.1, **kwargs):
-        head = DenseHead(
+        super().__init__(encoder, {"num_classes": num_classes, "dropout": dropout}, **kwargs)
+
+    def create_heads(self, encoder, num_classes, dropout):
+        self.head = DenseHead(
             num_classes,
             dropout=dropout,
             initializer_range=encoder.initializer_range,
             dtype=encoder.dtype_policy,
             name="classifier_head",
         )
-        inputs = encoder_inputs()
-        outputs = head(encoder(inputs)["pooled_output"])  # [B, C]
-        super().__init__(inputs, outputs, encoder, {"num_classes": num_classes, "dropout": dropout}, **kwargs)
-        self.head = head
         self.num_classes = num_classes
 
-    def call_selected(self, inputs, training=None):
-        # Sentence batches are mostly padding: the layers before the last skip it too.
-        pooled = self.encoder.call_at(inputs, None, training=training, pooled=True, unpadded=True)["pooled_output"]
-        return self.head(pooled, training=training)
+    def heads(self, encoded, inputs, training=None):
+        return self.head(encoded["pooled_output"], training=training)  # [B, C]
 
-    def heads(self, encoded, inputs, training=False):
-        return self.head(encoded["pooled_output"], training=training)
+    def call_selected(self, inputs, training=None):
+        # The last encoder layer runs at `[CLS]` only; sentence batches are mostly padding: the layers before skip it.
+        encoded = self.encoder.call_at(inputs, None, training=training, pooled=True, unpadded=True)
+        return self.heads(encoded, inputs, training=training)

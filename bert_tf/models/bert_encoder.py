@@ -69,6 +69,10 @@ class BertEncoder(keras.Model):
     (tanh dense on `[CLS]`), `encoder_outputs` (list of `[B, T, H]`, one per
     layer). Outputs are float32 under mixed precision.
 
+    Forward paths (table in `bert_tf.models`): `call` (`encoder(inputs)`) is
+    the functional graph, every layer on all `B*T` positions; `call_at` runs
+    the last layer only where a head reads; `call_unpadded` skips padding.
+
     Args:
         vocabulary_size: number of word pieces.
         num_layers: number of transformer blocks.
@@ -195,7 +199,8 @@ class BertEncoder(keras.Model):
         tokens. Outputs as `call`, except that `sequence_output` and
         `encoder_outputs` are 0 at padding (where `call` has values no one
         should read). A TensorFlow-graph method: use it in a `tf.function`
-        or eagerly, not inside a Keras functional model.
+        or eagerly, not inside a Keras functional model. The task models'
+        `call_unpadded` and the exported SavedModels run it.
         """
         batch, length = tf.shape(inputs["token_ids"])[0], tf.shape(inputs["token_ids"])[1]
         token_index, layer_outputs = self._unpadded_layers(inputs, self.transformer_layers, training)
@@ -223,8 +228,10 @@ class BertEncoder(keras.Model):
         `TransformerBlock.call_at`. Equal to `call` at those positions
         (float32 round-off aside), for about P/T of the last layer's work:
         what masked-LM pretraining (P = masked positions) and sentence
-        classification (`[CLS]` only) need. With `unpadded`, positions that
-        are padding get other values than `call`'s (no one should read them).
+        classification (`[CLS]` only) need: `BertPretrainer` and
+        `BertClassifier` train and predict through it (their
+        `call_selected`). With `unpadded`, positions that are padding get
+        other values than `call`'s (no one should read them).
 
         Args:
             inputs: the encoder inputs.

@@ -4,7 +4,7 @@ import keras
 
 from bert_tf.layers.dense_head import DenseHead
 from bert_tf.layers.masked_lm_head import MaskedLMHead
-from bert_tf.models.task import EncoderTask, encoder_inputs
+from bert_tf.models.task import EncoderTask
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -24,8 +24,10 @@ class BertPretrainer(EncoderTask):
     """
 
     def __init__(self, encoder, nsp=True, **kwargs):
-        # === Layers ===
-        mlm_head = MaskedLMHead(
+        super().__init__(encoder, {"nsp": nsp}, extra_inputs=("mask_positions",), **kwargs)
+
+    def create_heads(self, encoder, nsp):
+        self.mlm_head = MaskedLMHead(
             encoder.token_embedding,
             hidden_act=encoder.hidden_act,
             initializer_range=encoder.initializer_range,
@@ -33,29 +35,19 @@ class BertPretrainer(EncoderTask):
             dtype=encoder.dtype_policy,
             name="mlm_head",
         )
-        nsp_head = DenseHead(2, initializer_range=encoder.initializer_range, name="nsp_head") if nsp else None
-
-        # === Functional Model ===
-        inputs = encoder_inputs()
-        inputs["mask_positions"] = keras.Input(shape=(None,), dtype="int32", name="mask_positions")
-        encoded = encoder({k: inputs[k] for k in ("token_ids", "segment_ids", "padding_mask")})
-        outputs = {"mlm": mlm_head(encoded["sequence_output"], inputs["mask_positions"])}
-        if nsp:
-            outputs["nsp"] = nsp_head(encoded["pooled_output"])
-        super().__init__(inputs, outputs, encoder, {"nsp": nsp}, **kwargs)
-        self.mlm_head = mlm_head
-        self.nsp_head = nsp_head
+        self.nsp_head = DenseHead(2, initializer_range=encoder.initializer_range, name="nsp_head") if nsp else None
         self.nsp = nsp
 
-    def call_selected(self, inputs, training=None):
-        encoded = self.encoder.call_at(inputs, inputs["mask_positions"], training=training, pooled=self.nsp)
-        outputs = {"mlm": self.mlm_head.logits(encoded["selected_output"])}
+    def heads(self, encoded, inputs, training=None):
+        if "selected_output" in encoded:  # `call_selected`: the encoder's outputs at `mask_positions` only
+            outputs = {"mlm": self.mlm_head.logits(encoded["selected_output"])}
+        else:
+            outputs = {"mlm": self.mlm_head(encoded["sequence_output"], inputs["mask_positions"])}
         if self.nsp:
             outputs["nsp"] = self.nsp_head(encoded["pooled_output"], training=training)
         return outputs
 
-    def heads(self, encoded, inputs, training=False):
-        outputs = {"mlm": self.mlm_head(encoded["sequence_output"], inputs["mask_positions"])}
-        if self.nsp:
-            outputs["nsp"] = self.nsp_head(encoded["pooled_output"], training=training)
-        return outputs
+    def call_selected(self, inputs, training=None):
+        # The last encoder layer runs its queries and feed-forward network at `mask_positions` (and `[CLS]`) only.
+        encoded = self.encoder.call_at(inputs, inputs["mask_positions"], training=training, pooled=self.nsp)
+        return self.heads(encoded, inputs, training=training)

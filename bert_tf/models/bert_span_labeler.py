@@ -4,7 +4,7 @@ import keras
 from keras import ops
 
 from bert_tf.layers.dense_head import DenseHead
-from bert_tf.models.task import EncoderTask, encoder_inputs
+from bert_tf.models.task import EncoderTask
 
 # Logit given to padding positions so no span starts or ends there.
 _PADDING_LOGIT = -1e4
@@ -30,24 +30,22 @@ class BertSpanLabeler(EncoderTask):
     """
 
     def __init__(self, encoder, dropout=0.0, **kwargs):
-        head = DenseHead(
+        super().__init__(encoder, {"dropout": dropout}, **kwargs)
+
+    def create_heads(self, encoder, dropout):
+        self.head = DenseHead(
             2,
             dropout=dropout,
             initializer_range=encoder.initializer_range,
             dtype=encoder.dtype_policy,
             name="span_head",
         )
-        split = _SplitSpanLogits(dtype="float32", name="span_logits")
-        inputs = encoder_inputs()
-        logits = head(encoder(inputs)["sequence_output"])  # [B, T, 2]
-        outputs = split(logits, inputs["padding_mask"])
-        super().__init__(inputs, outputs, encoder, {"dropout": dropout}, **kwargs)
-        self.head = head
-        self.span_logits = split
+        self.span_logits = _SplitSpanLogits(dtype="float32", name="span_logits")
+
+    def heads(self, encoded, inputs, training=None):
+        logits = self.head(encoded["sequence_output"], training=training)  # [B, T, 2]
+        return self.span_logits(logits, inputs["padding_mask"])
 
     def call_selected(self, inputs, training=None):
         # Every real token is read: skip the padding (outputs at padding carry no loss).
         return self.call_unpadded(inputs, training=training)
-
-    def heads(self, encoded, inputs, training=False):
-        return self.span_logits(self.head(encoded["sequence_output"], training=training), inputs["padding_mask"])

@@ -3,7 +3,7 @@
 import keras
 
 from bert_tf.layers.dense_head import DenseHead
-from bert_tf.models.task import EncoderTask, encoder_inputs
+from bert_tf.models.task import EncoderTask
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -16,22 +16,21 @@ class BertTokenClassifier(EncoderTask):
     """
 
     def __init__(self, encoder, num_classes, dropout=0.1, **kwargs):
-        head = DenseHead(
+        super().__init__(encoder, {"num_classes": num_classes, "dropout": dropout}, **kwargs)
+
+    def create_heads(self, encoder, num_classes, dropout):
+        self.head = DenseHead(
             num_classes,
             dropout=dropout,
             initializer_range=encoder.initializer_range,
             dtype=encoder.dtype_policy,
             name="tagger_head",
         )
-        inputs = encoder_inputs()
-        outputs = head(encoder(inputs)["sequence_output"])  # [B, T, C]
-        super().__init__(inputs, outputs, encoder, {"num_classes": num_classes, "dropout": dropout}, **kwargs)
-        self.head = head
         self.num_classes = num_classes
+
+    def heads(self, encoded, inputs, training=None):
+        return self.head(encoded["sequence_output"], training=training)  # [B, T, C]
 
     def call_selected(self, inputs, training=None):
         # Every real token is read: skip the padding (outputs at padding carry no loss).
         return self.call_unpadded(inputs, training=training)
-
-    def heads(self, encoded, inputs, training=False):
-        return self.head(encoded["sequence_output"], training=training)

@@ -2,57 +2,112 @@
 
 import keras
 
+# The inputs of `BertEncoder`, each int32 `[B, T]`.
+ENCODER_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 
-def encoder_inputs():
-    """Fresh symbolic encoder inputs: dict of int32 `[B, T]`."""
-    return {
-        name: keras.Input(shape=(None,), dtype="int32", name=name)
-        for name in ("token_ids", "segment_ids", "padding_mask")
-    }
+
+def encoder_inputs(extra=()):
+    """Fresh symbolic inputs: dict of int32 `[B, T]` for the encoder inputs, plus `[B, None]` for each `extra` name."""
+    return {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in ENCODER_INPUTS + tuple(extra)}
 
 
 class EncoderTask(keras.Model):
-    """A functional model over `encoder`, serialized with the encoder inside its config.
+    """Task heads on a `BertEncoder`: a Keras functional model, serialized with the encoder inside its config.
 
-    Subclasses build their graph, call `super().__init__(inputs=..., outputs=...,
-    encoder=encoder, **config)` and list their constructor arguments in `config`.
+    A task writes its head wiring once, in `heads`; the functional graph
+    built here, `call_unpadded` and (usually) `call_selected` all apply it.
+
+    Constructor contract: a subclass's `__init__(encoder, <options>, **kwargs)`
+    calls `super().__init__(encoder, task_config, extra_inputs=(), **kwargs)`
+    and nothing else. `task_config` is the dict of its `<options>`: what
+    `get_config` stores next to the encoder, so that `cls(encoder=...,
+    **task_config)` rebuilds the model. `extra_inputs` names int32
+    `[B, None]` inputs beyond the encoder's (the pretrainer's
+    `mask_positions`). `kwargs` (`name`, `trainable`) go to `keras.Model`.
+    This base then sets `self.encoder`, calls `self.create_heads(encoder,
+    **task_config)` (the subclass makes its head layers and sets them, and
+    whatever `heads` reads, as attributes), and builds the functional model
+    from fresh symbolic inputs, the encoder's outputs on them and
+    `self.heads(encoded, inputs)`.
+
+    Forward paths (see `bert_tf.models`): `call` (what `model(...)`, `fit`,
+    `predict` and the training loop run) dispatches real tensors to
+    `call_selected` and symbolic ones to the graph; `call_graph` runs the
+    graph itself; `call_unpadded` is the padding-free path of the exported
+    SavedModels.
     """
 
-    def __init__(self, inputs, outputs, encoder, task_config, **kwargs):
-        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+    def __init__(self, encoder, task_config, extra_inputs=(), **kwargs):
+        # The encoder is tracked before the heads, so `model.weights` (and the optimizer's slots) list the
+        # encoder's variables first, then the heads' in the order `create_heads` sets them.
         self.encoder = encoder
         self._task_config = dict(task_config)
+        self.create_heads(encoder, **task_config)
+        inputs = encoder_inputs(extra_inputs)
+        encoded = encoder({name: inputs[name] for name in ENCODER_INPUTS})
+        super().__init__(inputs=inputs, outputs=self.heads(encoded, inputs), **kwargs)
+
+    def create_heads(self, encoder, **task_config):
+        """Makes the task's head layers from its options and sets them as attributes (called once, by `__init__`)."""
+        raise NotImplementedError(f"{type(self).__name__} must define `create_heads`.")
+
+    def heads(self, encoded, inputs, training=None):
+        """The task outputs from the encoder's outputs: the task's head wiring, written once.
+
+        Args:
+            encoded: the encoder's output dict (`sequence_output`,
+                `pooled_output`, ...), symbolic (the functional graph) or real
+                (`call_unpadded`); or `BertEncoder.call_at`'s dict where the
+                task's `call_selected` reads only some positions.
+            inputs: the model's inputs (for `padding_mask`, `mask_positions`).
+            training: passed to the head layers (dropout); None in the graph,
+                where Keras passes the call's `training` on.
+        """
+        raise NotImplementedError(f"{type(self).__name__} must define `heads`.")
 
     def call(self, inputs, training=None, mask=None):
-        """`call_selected` where the task has a cheaper path for real tensors, else the functional graph."""
+        """What `model(inputs)` runs: `call_selected` on real tensors, the functional graph on symbolic ones.
+
+        `fit`, `evaluate`, `predict` and `bert_tf.training`'s loop call the
+        model on real tensors, so they run `call_selected` (whose outputs equal
+        the graph's where a loss or metric reads them). Keras tensors (a
+        functional model built on this one) get the graph; so do tasks whose
+        `call_selected` returns None.
+        """
         if isinstance(inputs, dict) and not any(isinstance(v, keras.KerasTensor) for v in inputs.values()):
             outputs = self.call_selected(inputs, training=training)
             if outputs is not None:
                 return outputs
+        return self.call_graph(inputs, training=training, mask=mask)
+
+    def call_graph(self, inputs, training=None, mask=None):
+        """The functional graph built at construction: the whole encoder on every position, then `heads`.
+
+        The reference that the cheaper paths are tested against, and what
+        `model.summary()` and symbolic calls describe; `model(...)` on real
+        tensors does not run it (see `call`). Eager or in a `tf.function`.
+        """
         return super().call(inputs, training=training, mask=mask)
 
     def call_selected(self, inputs, training=None):
-        """The outputs of `call` by a cheaper path than the functional graph, or None for that graph.
+        """The outputs of `call_graph` by a cheaper path, or None for the graph itself; what `call` runs.
 
         Tasks whose heads read a few positions (masked-LM slots, `[CLS]`) run
-        the last encoder layer only there (`BertEncoder.call_at`); tasks that
-        read every token skip the padding (`BertEncoder.call_unpadded`), so
-        their outputs at padding positions (which carry no loss) differ from
-        the graph's.
+        the last encoder layer only there (`BertEncoder.call_at`) and apply
+        `heads` to that; tasks that read every token skip the padding
+        (`call_unpadded`), so their outputs at padding positions (which carry
+        no loss) differ from the graph's.
         """
         return None
 
     def call_unpadded(self, inputs, training=False):
-        """The outputs of `model(inputs, training=training)` from the encoder's padding-free path.
+        """The outputs of `call_graph` from the encoder's padding-free path (`BertEncoder.call_unpadded`), then `heads`.
 
-        See `BertEncoder.call_unpadded`: the work scales with the real tokens,
-        not with `B * T`. Values at padding positions may differ from `call`.
+        The work scales with the real tokens, not with `B * T`; values at
+        padding positions may differ from the graph's. What the exported
+        SavedModels run. A TensorFlow-graph method: eager or in a `tf.function`.
         """
         return self.heads(self.encoder.call_unpadded(inputs, training=training), inputs, training=training)
-
-    def heads(self, encoded, inputs, training=False):
-        """The task outputs from the encoder's outputs `encoded`."""
-        raise NotImplementedError(f"{type(self).__name__} has no padding-free inference path.")
 
     def get_config(self):
         return {

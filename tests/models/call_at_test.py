@@ -1,10 +1,9 @@
-"""call_at / call_selected: the last layer only where the heads read, equal to the full model there."""
+"""call_at / call_selected: the last layer only where the heads read, equal to the full graph (`call_graph`) there."""
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from keras.src.models.functional import Functional
 
 from bert_tf.models import BertClassifier, BertPretrainer, BertSpanLabeler, BertTokenClassifier
 from tests.helpers import random_inputs, tiny_encoder
@@ -19,11 +18,6 @@ def _batch():
 
 def _gathered(sequence, positions):
     return np.take_along_axis(np.asarray(sequence), positions[:, :, None], axis=1)
-
-
-def _functional(model, inputs, training=False):
-    """The model's functional graph, bypassing `call_selected`."""
-    return Functional.call(model, inputs, training=training)
 
 
 @pytest.mark.parametrize("pre_layer_norm", [False, True])
@@ -87,7 +81,7 @@ def test_task_call_equals_the_functional_graph_in_outputs_and_gradients(build, i
         return outputs, [None if g is None else tf.convert_to_tensor(g) for g in gradients]
 
     ours, our_gradients = loss_and_gradients(lambda m, b: m(b, training=True))
-    theirs, their_gradients = loss_and_gradients(lambda m, b: _functional(m, b, training=True))
+    theirs, their_gradients = loss_and_gradients(lambda m, b: m.call_graph(b, training=True))
     tf.nest.map_structure(lambda a, b: np.testing.assert_allclose(a, b, atol=1e-5), ours, theirs)
     assert len(our_gradients) == len(model.trainable_variables)
     for variable, a, b in zip(model.trainable_variables, our_gradients, their_gradients):
@@ -121,7 +115,7 @@ def test_token_tasks_skip_padding_and_equal_the_graph_at_real_tokens(build):
         ]
 
     ours, our_gradients = loss_and_gradients(lambda m, b: m(b, training=True))
-    theirs, their_gradients = loss_and_gradients(lambda m, b: _functional(m, b, training=True))
+    theirs, their_gradients = loss_and_gradients(lambda m, b: m.call_graph(b, training=True))
     mask = np.asarray(batch["padding_mask"], bool)
     tf.nest.map_structure(
         lambda a, b: np.testing.assert_allclose(np.asarray(a)[mask], np.asarray(b)[mask], atol=1e-5), ours, theirs

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.models import BertClassifier, BertPretrainer, BertSpanLabeler, BertTokenClassifier
+from bert_tf.layers import DenseHead
+from bert_tf.models import BertClassifier, BertPretrainer, BertSpanLabeler, BertTokenClassifier, EncoderTask
 from bert_tf.training.distribute import mirrored_strategy
 from tests.helpers import pretraining_batch, random_inputs, tiny_encoder
 
@@ -150,3 +151,47 @@ def test_span_labeler_masks_padding_and_trains():
     model.compile(optimizer="adam", loss={"start_logits": SPARSE_CE, "end_logits": SPARSE_CE})
     labels = {"start_logits": np.array([1, 1]), "end_logits": np.array([2, 2])}
     assert np.isfinite(model.fit(inputs, labels, verbose=0).history["loss"][0])
+
+
+class _PooledAndTokens(EncoderTask):
+    """A task declared by the EncoderTask contract alone: options, `create_heads`, `heads` (no cheaper path)."""
+
+    def __init__(self, encoder, units, dropout=0.0, **kwargs):
+        super().__init__(encoder, {"units": units, "dropout": dropout}, extra_inputs=("extra",), **kwargs)
+
+    def create_heads(self, encoder, units, dropout):
+        self.sentence_head = DenseHead(units, dropout=dropout, name="sentence_head")
+        self.token_head = DenseHead(units, dropout=dropout, name="token_head")
+
+    def heads(self, encoded, inputs, training=None):
+        return {
+            "sentence": self.sentence_head(encoded["pooled_output"], training=training),
+            "tokens": self.token_head(encoded["sequence_output"], training=training),
+        }
+
+
+def test_a_task_written_by_the_encoder_task_contract_gets_the_graph_the_unpadded_path_and_its_config():
+    keras.utils.set_random_seed(2)
+    encoder = tiny_encoder(dropout=0.0, attention_dropout=0.0)
+    model = _PooledAndTokens(encoder, units=3, dropout=0.5)
+    batch = dict(random_inputs(batch=3, length=7, lengths=[7, 4, 2]), extra=np.zeros((3, 1), np.int32))
+    assert set(model.input) == {"token_ids", "segment_ids", "padding_mask", "extra"}
+    # The encoder's variables come first, then the heads' in the order create_heads made them.
+    assert [v.path for v in model.weights] == [v.path for v in encoder.weights] + [
+        "sentence_head/logits/kernel",
+        "sentence_head/logits/bias",
+        "token_head/logits/kernel",
+        "token_head/logits/bias",
+    ]
+    # No call_selected: calling the model runs the graph, whose head dropout follows `training`.
+    graph = model.call_graph(batch)
+    assert _max_diff(model(batch), graph) == 0.0
+    assert _max_diff(model(batch, training=True), model(batch, training=True)) > 0.0
+    unpadded = model.call_unpadded(batch)
+    np.testing.assert_allclose(unpadded["sentence"], graph["sentence"], atol=1e-5)
+    real = np.asarray(batch["padding_mask"], bool)
+    np.testing.assert_allclose(np.asarray(unpadded["tokens"])[real], np.asarray(graph["tokens"])[real], atol=1e-5)
+    config = model.get_config()
+    assert {k: config[k] for k in ("units", "dropout")} == {"units": 3, "dropout": 0.5}
+    rebuilt = _PooledAndTokens.from_config(config)
+    assert [v.path for v in rebuilt.weights] == [v.path for v in model.weights]
