@@ -18,6 +18,7 @@ import sys
 
 from absl import app, flags, logging
 
+from bert_tf import tasks
 from bert_tf.apps import common_flags
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported
@@ -26,7 +27,7 @@ FLAGS = flags.FLAGS
 common_flags.define_training_flags()
 flags.adopt_module_key_flags(common_flags)
 
-flags.DEFINE_enum("task", None, ["classification", "regression", "ner", "squad"], "The task family.")
+flags.DEFINE_enum("task", None, list(tasks.names()), "The task (one registered in bert_tf.tasks).")
 flags.DEFINE_string(
     "init",
     None,

@@ -19,15 +19,10 @@ from bert_tf.checkpoints import name_table, readers, writers
 from bert_tf.checkpoints import settings as settings_lib
 from bert_tf.checkpoints.readers import CheckpointError
 from bert_tf.config import BertConfig
+from bert_tf.models import BertEncoder, BertPretrainer
+from bert_tf.tasks import registry
 
 _HF_BASE_PREFIX = "bert."
-# Hugging Face `architectures` for each model type we export.
-_HF_ARCHITECTURES = {
-    "BertEncoder": "BertModel",
-    "BertClassifier": "BertForSequenceClassification",
-    "BertTokenClassifier": "BertForTokenClassification",
-    "BertSpanLabeler": "BertForQuestionAnswering",
-}
 # Our activation names that Hugging Face spells differently.
 _HF_ACTIVATIONS = {"gelu_tanh": "gelu_new"}
 
@@ -56,8 +51,6 @@ def load_encoder(path, dtype=None, hidden_act=None, allow_pickle=False):
             reproduce the original TF1 code's tanh GELU on a Google checkpoint.
         allow_pickle: read a Hugging Face `pytorch_model.bin` (unsafe; needs torch).
     """
-    from bert_tf.models import BertEncoder
-
     config = load_config(path, hidden_act)
     encoder = BertEncoder.from_bert_config(config, dtype=dtype)
     restore_weights(encoder, path, allow_pickle=allow_pickle)
@@ -75,8 +68,6 @@ def load_pretrainer(path, dtype=None, hidden_act=None, nsp=None, allow_missing_h
             False raises an error naming them.
         Other args as in `load_encoder`.
     """
-    from bert_tf.models import BertEncoder, BertPretrainer
-
     config = load_config(path, hidden_act)
     fmt = readers.detect_format(path)
     source = readers.open_source(path, fmt, allow_pickle)
@@ -247,6 +238,8 @@ def save_hf(model, path, vocab_file=None, lowercase=None):
     An encoder becomes a `BertModel` (names without prefix), a pretrainer a
     `BertForPreTraining` (`BertForMaskedLM` without NSP) with `bert.`-prefixed
     base names; the masked-LM decoder stays tied to the word embeddings. A
+    task model gets the architecture its task declares (`ModelHeads` in
+    `bert_tf.tasks`), with `LABEL_i` id2label entries where it has labels. A
     pre-LN encoder is refused: Hugging Face BERT has no final LayerNorm.
     With `lowercase` given, `tokenizer_config.json` records `do_lower_case`.
     Returns the number of tensors written.
@@ -260,16 +253,14 @@ def save_hf(model, path, vocab_file=None, lowercase=None):
         )
     arrays = model_tensors(model, "hf")  # Raises before any file is written.
     _check_vocab(vocab_file)
-    kind = type(model).__name__
-    architecture = _HF_ARCHITECTURES.get(kind)
-    if kind == "BertPretrainer":
-        architecture = "BertForPreTraining" if model.nsp else "BertForMaskedLM"
+    heads = registry.heads_for(model)  # Found: model_tensors built the model's table.
     config = encoder.bert_config().to_hf_dict()
-    config["architectures"] = [architecture]
+    config["architectures"] = [heads.hf_architecture(model)]
     config["hidden_act"] = _HF_ACTIVATIONS.get(config["hidden_act"], config["hidden_act"])
-    if kind in ("BertClassifier", "BertTokenClassifier"):
-        config["id2label"] = {str(i): f"LABEL_{i}" for i in range(model.num_classes)}
-        config["label2id"] = {f"LABEL_{i}": i for i in range(model.num_classes)}
+    if heads.hf_num_labels is not None:
+        num_labels = heads.hf_num_labels(model)
+        config["id2label"] = {str(i): f"LABEL_{i}" for i in range(num_labels)}
+        config["label2id"] = {f"LABEL_{i}": i for i in range(num_labels)}
     os.makedirs(path, exist_ok=True)
     _write_json(os.path.join(path, readers.HF_CONFIG_FILE), config)
     writers.write_safetensors(os.path.join(path, readers.SAFETENSORS_FILE), arrays)

@@ -27,13 +27,20 @@ Layouts (H hidden, I intermediate, V vocabulary, C classes):
 
 The masked-LM decoder matrix is not in the table: it is tied to the word
 embeddings (`bert/embeddings/word_embeddings`), in every format.
+
+Which entries a model has comes from the task registry
+(`bert_tf.tasks.registry.ModelHeads`, looked up by model class): this module
+registers the encoder's and the pretrainer's; each fine-tuning task declares
+its head's table with the task (`bert_tf/tasks/*.py`).
 """
 
 import dataclasses
 
-# bert_tf-specific TF1 names for tensors with no reference name.
+from bert_tf.models import BertEncoder, BertPretrainer
+from bert_tf.tasks import registry
+
+# bert_tf-specific TF1 name for a tensor with no reference name.
 FINAL_LAYER_NORM_TF1 = "bert/encoder/bert_tf_final_layer_norm"
-TAGGER_TF1 = "bert_tf/token_classifier"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,8 +146,14 @@ def mlm_head_table():
     ]
 
 
-def _output_layer(ours, tf1, hf):
-    """A logits layer stored TF1-style as `output_weights` `[C, H]` and `output_bias` `[C]`."""
+def output_layer(ours, tf1, hf):
+    """A logits layer stored TF1-style as `output_weights` `[C, H]` and `output_bias` `[C]`.
+
+    Args:
+        ours: the Keras path of the Dense layer (e.g. "classifier_head/logits").
+        tf1: the TF1 name prefix, "" or ending in "/" (e.g. "cls/squad/").
+        hf: the Hugging Face module name (e.g. "classifier"), or None.
+    """
     return [
         Entry(
             f"{ours}/kernel",
@@ -156,49 +169,56 @@ def _output_layer(ours, tf1, hf):
 
 def nsp_head_table():
     """`BertPretrainer.nsp_head` <-> `cls/seq_relationship/*`."""
-    return _output_layer("nsp_head/logits", "cls/seq_relationship/", "cls.seq_relationship")
-
-
-def classifier_head_table():
-    """`BertClassifier.head` <-> run_classifier's `output_weights`/`output_bias` (HF `classifier`)."""
-    return _output_layer("classifier_head/logits", "", "classifier")
-
-
-def tagger_head_table():
-    """`BertTokenClassifier.head` <-> bert_tf-specific TF1 names (HF `classifier`)."""
-    return _output_layer("tagger_head/logits", f"{TAGGER_TF1}/", "classifier")
-
-
-def span_head_table():
-    """`BertSpanLabeler.head` <-> run_squad's `cls/squad/*` (HF `qa_outputs`)."""
-    return _output_layer("span_head/logits", "cls/squad/", "qa_outputs")
+    return output_layer("nsp_head/logits", "cls/seq_relationship/", "cls.seq_relationship")
 
 
 def model_table(model):
-    """Entries for every variable of `model`: a BertEncoder or a task model on one.
+    """Entries for every variable of `model`: an encoder or a model on one with registered heads.
+
+    The model's class (or its nearest registered base class) names its head
+    variables (`bert_tf.tasks.registry.heads_for`); a task model's encoder
+    (`model.encoder`) names the rest.
 
     Returns:
         (encoder, entries): the model's encoder and the list of `Entry`.
     """
-    from bert_tf import models  # Local: keeps this module importable without building models.
-
-    if isinstance(model, models.BertEncoder):
-        return model, encoder_table(model.num_layers, model.pre_layer_norm)
-    encoder = getattr(model, "encoder", None)
-    if not isinstance(encoder, models.BertEncoder):
+    heads = registry.heads_for(model)
+    if heads is None:
+        known = ", ".join(sorted(cls.__name__ for cls in registry.heads_classes()))
         raise ValueError(
-            "Expected a BertEncoder or a bert_tf task model (BertPretrainer, BertClassifier, "
-            f"BertTokenClassifier, BertSpanLabeler). Received: model={model!r}"
+            f"No checkpoint name table for {type(model).__name__}: expected an encoder or a task model on one "
+            f"({known}), or a model class registered with `bert_tf.tasks.register`. Received: model={model!r}"
         )
-    entries = encoder_table(encoder.num_layers, encoder.pre_layer_norm)
-    if isinstance(model, models.BertPretrainer):
-        entries += mlm_head_table() + (nsp_head_table() if model.nsp else [])
-    elif isinstance(model, models.BertClassifier):
-        entries += classifier_head_table()
-    elif isinstance(model, models.BertTokenClassifier):
-        entries += tagger_head_table()
-    elif isinstance(model, models.BertSpanLabeler):
-        entries += span_head_table()
-    else:
-        raise ValueError(f"No checkpoint name table for {type(model).__name__}. Received: model={model!r}")
-    return encoder, entries
+    if heads.is_encoder:
+        return model, heads.entries(model)
+    encoder = getattr(model, "encoder", None)
+    encoder_heads = registry.heads_for(encoder)
+    if encoder_heads is None or not encoder_heads.is_encoder:
+        raise ValueError(
+            f"{type(model).__name__} has no encoder with a checkpoint name table at `model.encoder`. "
+            f"Received: model={model!r}"
+        )
+    return encoder, encoder_heads.entries(encoder) + heads.entries(model)
+
+
+# === The encoder and the pretrainer (not fine-tuning tasks) ===
+
+
+def _encoder_entries(encoder):
+    return encoder_table(encoder.num_layers, encoder.pre_layer_norm)
+
+
+def _pretrainer_entries(pretrainer):
+    return mlm_head_table() + (nsp_head_table() if pretrainer.nsp else [])
+
+
+def _pretrainer_architecture(pretrainer):
+    return "BertForPreTraining" if pretrainer.nsp else "BertForMaskedLM"
+
+
+registry.register_heads(
+    registry.ModelHeads(BertEncoder, _encoder_entries, hf_architecture=lambda encoder: "BertModel", is_encoder=True)
+)
+registry.register_heads(
+    registry.ModelHeads(BertPretrainer, _pretrainer_entries, hf_architecture=_pretrainer_architecture)
+)

@@ -3,12 +3,13 @@
     from bert_tf.export import export_saved_model
     export_saved_model("runs/sst2", "serving/sst2/1")
 
-The kind of model comes from the directory: `task` in `bert_tf.json`
-(classification, regression, ner, squad) or, without one, the encoder (plus a
-`fill_mask` signature when the checkpoint holds the masked-LM head). The
-SavedModel needs only `tensorflow` and `tensorflow_text` to load; its
-vocabulary is an asset; `assets.extra/bert_tf_export.json` records the kind,
-the label names and every signature's inputs and outputs.
+The kind of model comes from the directory: `task` in `bert_tf.json` (a task
+registered in `bert_tf.tasks`: classification, regression, ner, squad, ...)
+or, without one, the encoder (plus a `fill_mask` signature when the
+checkpoint holds the masked-LM head). The task declares the model and its
+serving module. The SavedModel needs only `tensorflow` and `tensorflow_text`
+to load; its vocabulary is an asset; `assets.extra/bert_tf_export.json`
+records the kind, the label names and every signature's inputs and outputs.
 """
 
 import json
@@ -17,22 +18,42 @@ import shutil
 import tempfile
 
 import tensorflow as tf
+from tensorflow.core.protobuf import saved_model_pb2
+
+from bert_tf import checkpoints, tasks
+from bert_tf.checkpoints import SETTINGS_FILE
+from bert_tf.config import ConfigError
+from bert_tf.export.encoder_module import EncoderModule
+from bert_tf.models import BertEncoder
+from bert_tf.text import BertTokenizer
 
 METADATA_FILE = "bert_tf_export.json"  # In the SavedModel's assets.extra/.
-TASKS = ("classification", "regression", "ner", "squad")
 # Ops of the exported SavedModels that core TensorFlow lacks: a serving binary must have them registered
 # (tensorflow_text's kernels). `op_names` lists every op of a SavedModel; these are those a process without
 # tensorflow_text does not know (tests/export/export_test.py checks it on every kind).
 TEXT_OPS = ("FastWordpieceTokenizeWithOffsets", "NormalizeUTF8", "RegexSplitWithOffsets", "TFText>RoundRobinTrim")
 
 
+def _task_of(path, settings):
+    """The registered task named by `settings["task"]`; ConfigError naming the file otherwise."""
+    name = settings.get("task")
+    try:
+        return tasks.get(name)
+    except ValueError:
+        raise ConfigError(
+            f"{path}: `task` in {SETTINGS_FILE} must be one of {tasks.names()} for a task model. "
+            f"Received: task={name!r}"
+        ) from None
+
+
 def load_task_model(path, dtype=None):
     """The fine-tuned task model of a model directory, with its settings.
 
-    The task (`settings["task"]` of `bert_tf.json`) picks the class:
-    classification and regression -> `BertClassifier` (one class per label
-    name; regression: one output), ner -> `BertTokenClassifier`, squad ->
-    `BertSpanLabeler`. Encoder and head weights come from the checkpoint.
+    The task (`settings["task"]` of `bert_tf.json`, looked up in
+    `bert_tf.tasks`) builds the model (`Task.build_model`: classification ->
+    `BertClassifier` with one class per label name, regression ->
+    `BertClassifier` with one output, ner -> `BertTokenClassifier`, squad ->
+    `BertSpanLabeler`). Encoder and head weights come from the checkpoint.
 
     Args:
         path: a model directory written by fine-tuning (`save_model_dir` with
@@ -42,34 +63,17 @@ def load_task_model(path, dtype=None):
     Returns:
         `(model, settings)`.
     """
-    from bert_tf.checkpoints import api
-    from bert_tf.checkpoints import settings as settings_lib
-    from bert_tf.config import ConfigError
-    from bert_tf.models import BertClassifier, BertEncoder, BertSpanLabeler, BertTokenClassifier
-
-    config = api.load_config(path)
-    settings = settings_lib.infer_settings(path, config.max_position_embeddings)
-    task, labels = settings.get("task"), settings["labels"]
-    if task not in TASKS:
+    config = checkpoints.load_config(path)
+    settings = checkpoints.infer_settings(path, config.max_position_embeddings)
+    task, labels = _task_of(path, settings), settings["labels"]
+    if task.needs_labels and not labels:
         raise ConfigError(
-            f"{path}: `task` in {settings_lib.SETTINGS_FILE} must be one of {TASKS} for a task "
-            f"model. Received: task={task!r}"
-        )
-    if task in ("classification", "ner") and not labels:
-        raise ConfigError(
-            f"{path}: a {task} model needs its label names (`labels` in "
-            f"{settings_lib.SETTINGS_FILE}). Received: labels={labels!r}"
+            f"{path}: a {task.name} model needs its label names (`labels` in "
+            f"{SETTINGS_FILE}). Received: labels={labels!r}"
         )
     encoder = BertEncoder.from_bert_config(config, dtype=dtype)
-    if task == "regression":
-        model = BertClassifier(encoder, num_classes=1)
-    elif task == "classification":
-        model = BertClassifier(encoder, num_classes=len(labels))
-    elif task == "ner":
-        model = BertTokenClassifier(encoder, num_classes=len(labels))
-    else:
-        model = BertSpanLabeler(encoder)
-    api.restore_weights(model, path)
+    model = task.build_model(encoder, labels if task.needs_labels else None)
+    checkpoints.restore_weights(model, path)
     return model, settings
 
 
@@ -85,14 +89,6 @@ def serving_module(
     max_answer_length=30,
 ):
     """The serving module (a `tf.Module`) of the model at `model_dir`; see `export_saved_model` for the args."""
-    from bert_tf import checkpoints
-    from bert_tf.config import ConfigError
-    from bert_tf.export.classifier_module import ClassifierModule
-    from bert_tf.export.encoder_module import EncoderModule
-    from bert_tf.export.span_module import SpanModule
-    from bert_tf.export.tagger_module import TaggerModule
-    from bert_tf.text import BertTokenizer
-
     config = checkpoints.load_config(model_dir)
     settings = checkpoints.infer_settings(model_dir, config.max_position_embeddings)
     vocab = checkpoints.vocab_file(model_dir)
@@ -108,9 +104,8 @@ def serving_module(
     def tokenizer(**kwargs):
         return BertTokenizer(vocab, lowercase=settings["lowercase"], strip_accents=settings["strip_accents"], **kwargs)
 
-    task = None if encoder_only else settings.get("task")
     common = dict(max_input_bytes=max_input_bytes)
-    if task is None:
+    if encoder_only or settings.get("task") is None:
         if checkpoints.has_pretraining_heads(model_dir):
             pretrainer = checkpoints.load_pretrainer(model_dir)
             return EncoderModule(
@@ -124,35 +119,23 @@ def serving_module(
             )
         return EncoderModule(checkpoints.load_encoder(model_dir), tokenizer(), seq_length, **common)
     model, settings = load_task_model(model_dir)
-    if task in ("classification", "regression"):
-        labels = None if task == "regression" else settings["labels"]
-        return ClassifierModule(model, tokenizer(), seq_length, labels=labels, pair_default=text_pair, **common)
-    if task == "ner":
-        return TaggerModule(model, tokenizer(), seq_length, settings["labels"], **common)
-    return SpanModule(
-        model,
-        tokenizer(),
-        seq_length,
+    task = tasks.get(settings["task"])  # Known: load_task_model checked it.
+    options = tasks.ServingOptions(
+        text_pair=text_pair,
+        max_input_bytes=max_input_bytes,
         doc_stride=doc_stride,
         max_query_length=max_query_length,
         max_answer_length=max_answer_length,
-        **common,
     )
+    labels = settings["labels"] if task.needs_labels else None
+    return task.serving_module(model, tokenizer(), seq_length, labels, options)
 
 
 def kind_of(module):
-    """ "encoder", "classification", "regression", "ner" or "squad"."""
-    from bert_tf.export.classifier_module import ClassifierModule
-    from bert_tf.export.span_module import SpanModule
-    from bert_tf.export.tagger_module import TaggerModule
-
-    if isinstance(module, ClassifierModule):
-        return "regression" if module.labels is None else "classification"
-    if isinstance(module, TaggerModule):
-        return "ner"
-    if isinstance(module, SpanModule):
-        return "squad"
-    return "encoder"
+    """The export metadata's `kind`: the name of the task the module serves (`bert_tf.tasks.for_module`),
+    or "encoder"."""
+    task = tasks.for_module(module)
+    return "encoder" if task is None else task.name
 
 
 def input_names(function):
@@ -263,8 +246,6 @@ def save_module(module, output_dir, overwrite=False):
 
 def op_names(saved_model_dir):
     """Every op type of a SavedModel: its graphs and their function libraries (set of str)."""
-    from tensorflow.core.protobuf import saved_model_pb2
-
     saved_model = saved_model_pb2.SavedModel()
     with tf.io.gfile.GFile(os.path.join(saved_model_dir, "saved_model.pb"), "rb") as f:
         saved_model.ParseFromString(f.read())

@@ -129,6 +129,30 @@ def test_task_model_round_trip(tmp_path, fmt, task):
     _assert_same_weights(model, fresh)
 
 
+@pytest.mark.parametrize(
+    "build,architecture,num_labels",
+    [
+        (lambda e: e, "BertModel", None),
+        (lambda e: BertPretrainer(e, nsp=False), "BertForMaskedLM", None),
+        (lambda e: BertClassifier(e, 3), "BertForSequenceClassification", 3),
+        (lambda e: BertClassifier(e, 1), "BertForSequenceClassification", 1),
+        (lambda e: BertTokenClassifier(e, 4), "BertForTokenClassification", 4),
+        (lambda e: BertSpanLabeler(e), "BertForQuestionAnswering", None),
+    ],
+    ids=["encoder", "masked_lm", "classifier", "regressor", "tagger", "span"],
+)
+def test_hf_config_names_the_architecture_and_labels(tmp_path, build, architecture, num_labels):
+    checkpoints.save_hf(build(tiny_encoder()), str(tmp_path))
+    with open(os.path.join(tmp_path, "config.json")) as f:
+        config = json.load(f)
+    assert config["architectures"] == [architecture]
+    if num_labels is None:
+        assert "id2label" not in config and "label2id" not in config
+    else:
+        assert config["id2label"] == {str(i): f"LABEL_{i}" for i in range(num_labels)}
+        assert config["label2id"] == {f"LABEL_{i}": i for i in range(num_labels)}
+
+
 def test_settings_and_vocab_written(tmp_path):
     vocab = os.path.join(tmp_path, "source_vocab.txt")
     with open(vocab, "w") as f:

@@ -4,6 +4,7 @@ import pytest
 
 from bert_tf.checkpoints import name_table
 from bert_tf.models import BertClassifier, BertPretrainer, BertSpanLabeler, BertTokenClassifier
+from bert_tf.tasks import classification
 from tests.helpers import tiny_encoder
 
 MODELS = {
@@ -47,7 +48,7 @@ def test_reference_names_and_layouts():
     assert nsp.hf == "cls.seq_relationship.weight" and not nsp.hf_in_base
     bias = {entry.ours: entry for entry in name_table.mlm_head_table()}["mlm_head/output_bias"]
     assert (bias.tf1, bias.hf) == ("cls/predictions/output_bias", "cls.predictions.bias")
-    classifier = name_table.classifier_head_table()[0]
+    classifier = classification.head_table()[0]
     assert classifier.tf1 == "output_weights" and classifier.tf1_transpose  # run_classifier's [C, H]
 
 

@@ -1,0 +1,203 @@
+"""Sentence (pair) classification and regression: `BertClassifier` on the pooled output.
+
+Two tasks share the model class, its checkpoint names and the serving module:
+
+- "classification": one class per label name, cross-entropy, best checkpoint
+  by accuracy; served with probabilities and the label name.
+- "regression": one output (`num_classes=1`), squared error, best checkpoint
+  by Pearson correlation; served as a score.
+
+Data: TSV/CSV/JSONL files (`bert_tf.data.classification`) or `tfds:` names;
+predictions are written to `predictions.tsv`.
+
+Shapes: N examples, C classes.
+"""
+
+import dataclasses
+import functools
+import os
+
+import numpy as np
+import tensorflow as tf
+
+from bert_tf import metrics
+from bert_tf.checkpoints.name_table import output_layer
+from bert_tf.data import classification, tfds_inputs
+from bert_tf.export.classifier_module import ClassifierModule
+from bert_tf.models import BertClassifier
+from bert_tf.tasks import common, registry
+from bert_tf.training.trainer import Head, Objective
+
+
+def parse_column(value):
+    """A column flag: an int index when it looks like one, else a header name; None stays None."""
+    if value is None or value == "":
+        return None
+    text = str(value)
+    return int(text) if text.lstrip("-").isdigit() else text
+
+
+def head_table():
+    """`BertClassifier.head` <-> run_classifier's `output_weights`/`output_bias` (HF `classifier`)."""
+    return output_layer("classifier_head/logits", "", "classifier")
+
+
+HEADS = registry.ModelHeads(
+    BertClassifier,
+    entries=lambda model: head_table(),
+    hf_architecture=lambda model: "BertForSequenceClassification",
+    hf_num_labels=lambda model: model.num_classes,
+)
+
+
+class SentenceData:
+    """Training and evaluation data of a classification or regression run."""
+
+    def __init__(self, config, tokenizer, max_position_embeddings, regression=False):
+        self.config, self.tokenizer, self.max_position_embeddings = config, tokenizer, max_position_embeddings
+        self.regression = regression
+        self.label_kind = "regression" if regression else "classification"  # the readers' `task`
+        kwargs = dict(
+            text_column=parse_column(config.text_column),
+            text_pair_column=parse_column(config.text_pair_column),
+            label_column=parse_column(config.label_column),
+            task=self.label_kind,
+            file_format=config.file_format,
+            label_names=config.label_names,
+        )
+        if config.glue_task:
+            layout = classification.glue_layout(config.glue_task)
+            kwargs.update(
+                {k: v for k, v in layout.items() if k != "label_names"},
+                label_names=config.label_names or layout["label_names"],
+            )
+        self.train = self._read(config.train_file, "train", kwargs)
+        self.label_names = None if self.regression else self.train.label_names
+        self.eval = (
+            self._read(config.eval_file, "validation", dict(kwargs, label_names=self.label_names))
+            if config.eval_file
+            else None
+        )
+        keep = common.subset(len(self.train), config.max_train_examples, config.seed)
+        if len(keep) < len(self.train):
+            t = self.train
+            self.train = dataclasses.replace(
+                t,
+                texts=[t.texts[i] for i in keep],
+                pairs=None if t.pairs is None else [t.pairs[i] for i in keep],
+                labels=[t.labels[i] for i in keep],
+                lines=[t.lines[i] for i in keep],
+            )
+
+    def _read(self, path, split, kwargs):
+        if tfds_inputs.is_tfds(path):
+            name, split = tfds_inputs.parse_spec(path, split)
+            return tfds_inputs.load_classification(
+                "tfds:" + name,
+                split,
+                task=self.label_kind,
+                text_key=self.config.text_column or None,
+                text_pair_key=self.config.text_pair_column or None,
+                label_key=self.config.label_column or "label",
+                label_names=kwargs.get("label_names"),
+                data_dir=self.config.tfds_data_dir,
+            )
+        return classification.read_examples(path, **kwargs)
+
+    @property
+    def num_train(self):
+        return len(self.train)
+
+    @property
+    def num_eval(self):
+        return None if self.eval is None else len(self.eval)
+
+    def train_dataset(self, context, global_batch_size):
+        dataset = classification.make_dataset(
+            self.train,
+            self.tokenizer,
+            self.config.max_seq_length,
+            global_batch_size,
+            shuffle=True,
+            seed=self.config.seed,
+            repeat=True,
+            max_sequence_length=self.max_position_embeddings,
+            drop_remainder=True,
+        )
+        dataset = common.worker_slice(dataset, context)
+        return dataset.map(lambda f, y: common.trim_batch((f, {"logits": y}, {"logits": tf.ones_like(y, tf.float32)})))
+
+    def evaluate(self, model):
+        dataset = classification.make_dataset(
+            dataclasses.replace(self.eval, labels=None),
+            self.tokenizer,
+            self.config.max_seq_length,
+            self.config.eval_batch_size,
+            max_sequence_length=self.max_position_embeddings,
+        )
+        logits = common.predict(model, dataset)["logits"]  # [N, C]
+        labels = np.asarray(self.eval.labels)
+        if self.regression:
+            scores = logits[:, 0]
+            results = metrics.glue_metrics(labels, scores, task="regression")
+            rows = [f"{i}\t{s:.6f}" for i, s in enumerate(scores)]
+            header = "index\tscore"
+        else:
+            probabilities = tf.nn.softmax(logits).numpy()
+            predicted = probabilities.argmax(-1)
+            results = metrics.glue_metrics(labels, predicted, num_classes=len(self.label_names))
+            rows = [
+                f"{i}\t{self.label_names[p]}\t" + "\t".join(f"{x:.6f}" for x in probs)
+                for i, (p, probs) in enumerate(zip(predicted, probabilities))
+            ]
+            header = "index\tprediction\t" + "\t".join(f"p({name})" for name in self.label_names)
+
+        def write(directory):
+            with open(os.path.join(directory, "predictions.tsv"), "w", encoding="utf-8") as f:
+                f.write("\n".join([header] + rows) + "\n")
+
+        return results, write
+
+
+def _serving_module(model, tokenizer, max_seq_length, label_names, options):
+    return ClassifierModule(
+        model,
+        tokenizer,
+        max_seq_length,
+        labels=label_names,
+        pair_default=options.text_pair,
+        max_input_bytes=options.max_input_bytes,
+    )
+
+
+CLASSIFICATION = registry.register(
+    registry.Task(
+        name="classification",
+        build_model=lambda encoder, label_names: BertClassifier(
+            encoder, num_classes=len(label_names), dropout=encoder.dropout
+        ),
+        heads=HEADS,
+        objective=Objective([Head("logits", "", "ce")]),
+        best_metric="accuracy",
+        needs_labels=True,
+        data=SentenceData,
+        serving_class=ClassifierModule,
+        serving_module=_serving_module,
+        serves=lambda module: module.labels is not None,
+    )
+)
+
+REGRESSION = registry.register(
+    registry.Task(
+        name="regression",
+        build_model=lambda encoder, label_names: BertClassifier(encoder, num_classes=1, dropout=encoder.dropout),
+        heads=HEADS,
+        objective=Objective([Head("logits", "", "mse")]),
+        best_metric="pearson",
+        needs_labels=False,
+        data=functools.partial(SentenceData, regression=True),
+        serving_class=ClassifierModule,
+        serving_module=_serving_module,
+        serves=lambda module: module.labels is None,
+    )
+)

@@ -1,0 +1,276 @@
+"""A task declared in this file alone runs through finetune() and export_saved_model().
+
+The task, "mean_pool_sentiment", differs from the built-in classification in
+every part a task declares: its reader (fastText-style `__label__NAME text`
+lines), its model (a masked mean over the sequence output, not the pooled
+`[CLS]`), its checkpoint names, its best-checkpoint metric (macro F1) and its
+serving module (`label` and `probabilities` only). Nothing outside this file
+knows it: `bert_tf.tasks.register` is the one step that plugs it in.
+"""
+
+import json
+import os
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf import tasks
+from bert_tf.checkpoints import load_encoder, read_settings, save_model_dir
+from bert_tf.checkpoints.name_table import output_layer
+from bert_tf.data.classification import ClassificationExamples, make_dataset
+from bert_tf.export import METADATA_FILE, ServingModule, export_saved_model, load_task_model, serving_module
+from bert_tf.export.saved_model import kind_of
+from bert_tf.export.serving_module import TEXT
+from bert_tf.models import BertEncoder
+from bert_tf.tasks.common import predict, trim_batch, worker_slice
+from bert_tf.training.distribute import create_strategy
+from bert_tf.training.finetuning import FinetuneConfig, finetune
+from bert_tf.training.trainer import Head, Objective
+
+NAME = "mean_pool_sentiment"
+WORDS = "good great fine bad awful poor movie film the a was is it , . !".split()
+POSITIVE, NEGATIVE = ("good", "great", "fine"), ("bad", "awful", "poor")
+
+
+# === The task: reader, model, metric, data, serving module, checkpoint names ===
+
+
+def read_fasttext(path):
+    """`(texts, label names)` of a fastText-style file: `__label__NAME text` per line."""
+    texts, labels = [], []
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            label, _, text = line.strip().partition(" ")
+            if not label.startswith("__label__"):
+                raise ValueError(f"{path}:{number}: expected `__label__NAME text`. Received: {line.strip()!r}")
+            texts.append(text)
+            labels.append(label[len("__label__") :])
+    return texts, labels
+
+
+def macro_f1(gold, predicted, num_classes):
+    """The unweighted mean over classes of each class's F1."""
+    gold, predicted = np.asarray(gold), np.asarray(predicted)
+    scores = []
+    for c in range(num_classes):
+        tp = np.sum((gold == c) & (predicted == c))
+        wrong = np.sum((gold == c) != (predicted == c))  # false positives + false negatives
+        scores.append(2 * tp / (2 * tp + wrong) if tp + wrong else 1.0)
+    return float(np.mean(scores))
+
+
+@keras.saving.register_keras_serializable(package="bert_tf_test")
+class MeanPoolClassifier(keras.Model):
+    """Logits `[B, C]` from the mean of the encoder's sequence output over the real tokens."""
+
+    def __init__(self, encoder, num_classes, **kwargs):
+        inputs = {
+            name: keras.Input((None,), dtype="int32", name=name)
+            for name in ("token_ids", "segment_ids", "padding_mask")
+        }
+        sequence = encoder(inputs)["sequence_output"]  # [B, T, H]
+        mask = keras.ops.expand_dims(keras.ops.cast(inputs["padding_mask"], sequence.dtype), -1)  # [B, T, 1]
+        pooled = keras.ops.sum(sequence * mask, axis=1) / keras.ops.maximum(keras.ops.sum(mask, axis=1), 1.0)
+        logits = keras.layers.Dense(num_classes, name="mean_pool_head")(pooled)  # [B, C]
+        super().__init__(inputs=inputs, outputs=logits, **kwargs)
+        self.encoder = encoder
+        self.num_classes = num_classes
+
+
+class FastTextData:
+    """The task data `finetune` asks for (see `bert_tf.tasks.Task`)."""
+
+    def __init__(self, config, tokenizer, max_position_embeddings):
+        self.config, self.tokenizer = config, tokenizer
+        texts, labels = read_fasttext(config.train_file)
+        self.label_names = sorted(set(labels))
+        self.train = self._examples(texts, labels)
+        self.eval = self._examples(*read_fasttext(config.eval_file)) if config.eval_file else None
+
+    def _examples(self, texts, labels):
+        return ClassificationExamples(
+            texts=texts, labels=[self.label_names.index(x) for x in labels], label_names=self.label_names
+        )
+
+    @property
+    def num_train(self):
+        return len(self.train)
+
+    @property
+    def num_eval(self):
+        return None if self.eval is None else len(self.eval)
+
+    def train_dataset(self, context, global_batch_size):
+        dataset = make_dataset(
+            self.train,
+            self.tokenizer,
+            self.config.max_seq_length,
+            global_batch_size,
+            shuffle=True,
+            seed=self.config.seed,
+            repeat=True,
+            drop_remainder=True,
+        )
+        dataset = worker_slice(dataset, context)
+        return dataset.map(lambda f, y: trim_batch((f, {"logits": y}, {"logits": tf.ones_like(y, tf.float32)})))
+
+    def evaluate(self, model):
+        features = make_dataset(
+            ClassificationExamples(texts=self.eval.texts, label_names=self.label_names),
+            self.tokenizer,
+            self.config.max_seq_length,
+            self.config.eval_batch_size,
+        )
+        predicted = predict(model, features)["logits"].argmax(-1)
+        results = {"macro_f1": macro_f1(self.eval.labels, predicted, len(self.label_names))}  # no other metric
+
+        def write(directory):
+            with open(os.path.join(directory, "predictions.txt"), "w", encoding="utf-8") as f:
+                f.writelines(f"__label__{self.label_names[p]} {t}\n" for p, t in zip(predicted, self.eval.texts))
+
+        return results, write
+
+
+class SentimentModule(ServingModule):
+    """`serving_default`: `text` `[B]` -> `label` string `[B]`, `probabilities` float32 `[B, C]`."""
+
+    def __init__(self, model, tokenizer, seq_length, labels, max_input_bytes=None):
+        super().__init__(model, tokenizer, seq_length, max_input_bytes=max_input_bytes)
+        self.labels = tuple(labels)
+
+    def signatures(self):
+        return {"serving_default": self._function(self.classify, TEXT)}
+
+    def classify(self, text):
+        (text,) = self._strings(text)
+        logits = self.model(self._pack(self.tokenizer.tokenize(text)), training=False)  # [B, C]
+        label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)
+        return {"label": tf.gather(tf.constant(self.labels), label_id), "probabilities": tf.nn.softmax(logits)}
+
+
+TASK = tasks.Task(
+    name=NAME,
+    build_model=lambda encoder, label_names: MeanPoolClassifier(encoder, len(label_names)),
+    heads=tasks.ModelHeads(
+        MeanPoolClassifier,
+        entries=lambda model: output_layer("mean_pool_head", "bert_tf_test/mean_pool/", None),
+        hf_architecture=lambda model: "BertModel",
+    ),
+    objective=Objective([Head("logits", "", "ce")]),
+    best_metric="macro_f1",
+    needs_labels=True,
+    data=FastTextData,
+    serving_class=SentimentModule,
+    serving_module=lambda model, tokenizer, max_seq_length, labels, options: SentimentModule(
+        model, tokenizer, max_seq_length, labels, max_input_bytes=options.max_input_bytes
+    ),
+)
+
+
+# === The test ===
+
+
+@pytest.fixture
+def registered():
+    tasks.register(TASK)
+    yield TASK
+    tasks.unregister(NAME)
+
+
+def _sentences(rng, n):
+    rows = []
+    for _ in range(n):
+        positive = bool(rng.integers(2))
+        word = rng.choice(POSITIVE if positive else NEGATIVE)
+        rows.append((f"the {rng.choice(['movie', 'film'])} was {word} .", "pos" if positive else "neg"))
+    return rows
+
+
+def _write_fasttext(path, rows):
+    path.write_text("".join(f"__label__{label} {text}\n" for text, label in rows), encoding="utf-8")
+    return str(path)
+
+
+@pytest.fixture
+def tiny_dir(tmp_path):
+    directory = tmp_path / "tiny_bert"
+    directory.mkdir()
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS
+    (directory / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    encoder = BertEncoder(
+        vocabulary_size=len(vocab),
+        num_layers=1,
+        num_heads=2,
+        hidden_dim=16,
+        intermediate_dim=32,
+        max_sequence_length=32,
+    )
+    save_model_dir(encoder, str(directory), settings={"lowercase": True, "max_seq_length": 32})
+    return str(directory)
+
+
+def test_a_task_declared_in_one_file_finetunes_exports_and_serves(registered, tiny_dir, tmp_path):
+    assert NAME in tasks.names() and tasks.get(NAME) is TASK
+    rng = np.random.default_rng(0)
+    train = _write_fasttext(tmp_path / "train.txt", _sentences(rng, 48))
+    dev_rows = _sentences(rng, 16)
+    dev = _write_fasttext(tmp_path / "dev.txt", dev_rows)
+    run = tmp_path / "run"
+    keras.utils.set_random_seed(0)
+    best = finetune(
+        FinetuneConfig(
+            task=NAME,
+            init=tiny_dir,
+            train_file=train,
+            eval_file=dev,
+            model_dir=str(run),
+            max_seq_length=16,
+            global_batch_size=8,
+            learning_rate=1e-2,
+            warmup_proportion=0.0,
+            epochs=8.0,
+            steps_per_loop=6,
+        ),
+        strategy=create_strategy("one_device"),
+        log=lambda message: None,
+    )
+
+    # The task's metric picked the checkpoint kept; its reader's labels and its predictions file are there.
+    assert best["macro_f1"] == 1.0  # the sentiment word decides the label
+    assert json.loads((run / "eval_results.json").read_text())["macro_f1"] == 1.0
+    settings = read_settings(str(run))
+    assert settings["task"] == NAME and settings["labels"] == ["neg", "pos"]
+    predictions = (run / "predictions.txt").read_text().splitlines()
+    assert predictions == [f"__label__{label} {text}" for text, label in dev_rows]
+
+    # The model directory holds the task's model under its own checkpoint names.
+    model, _ = load_task_model(str(run))
+    assert isinstance(model, MeanPoolClassifier) and model.num_classes == 2
+    reader = tf.train.load_checkpoint(os.path.join(run, "bert_model.ckpt"))
+    assert reader.get_variable_to_shape_map()["bert_tf_test/mean_pool/output_weights"] == [2, 16]
+    assert load_encoder(str(run)).count_params() > 0
+
+    # Export: the task's serving module, recorded under the task's name.
+    module = serving_module(str(run))
+    assert isinstance(module, SentimentModule) and kind_of(module) == NAME
+    output = tmp_path / "serving" / "1"
+    metadata = export_saved_model(str(run), str(output))
+    assert metadata["kind"] == NAME and metadata["labels"] == ["neg", "pos"]
+    assert metadata["signatures"] == {"serving_default": {"inputs": ["text"], "outputs": ["label", "probabilities"]}}
+    with open(os.path.join(output, "assets.extra", METADATA_FILE), encoding="utf-8") as f:
+        assert json.load(f)["kind"] == NAME
+
+    # The SavedModel answers raw strings like the Keras model does.
+    texts = [text for text, _ in dev_rows] + ["", "it was great !"]
+    loaded = tf.saved_model.load(str(output))
+    served = loaded.signatures["serving_default"](text=tf.constant(texts))
+    labels = [x.decode() for x in served["label"].numpy()]
+    assert labels[: len(dev_rows)] == [label for _, label in dev_rows]
+    assert labels == [["neg", "pos"][i] for i in served["probabilities"].numpy().argmax(-1)]
+    features = make_dataset(ClassificationExamples(texts=texts), module.tokenizer, 16, len(texts))
+    expected = tf.nn.softmax(predict(model, features)["logits"]).numpy()
+    np.testing.assert_allclose(served["probabilities"].numpy(), expected, atol=1e-5)
