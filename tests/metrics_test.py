@@ -501,12 +501,6 @@ def test_squad_v2_no_answer_probabilities():
         squad_metrics([], answers)
 
 
-def test_squad_data_module_keeps_its_names():
-    from bert_tf.data import squad
-
-    assert squad.evaluate is squad_metrics and squad.normalize_answer is normalize_answer
-
-
 def test_metrics_module_does_not_import_tensorflow():
     with open(metrics.__file__, encoding="utf-8") as f:
         imports = [line.split()[1] for line in f if line.startswith(("import ", "from "))]
