@@ -7,7 +7,7 @@ and Matthews correlation (MCC) for classification; Pearson and Spearman
 correlations and mean squared error for regression (STS-B). Fractions in
 [0, 1] or correlations in [-1, 1], NOT percent.
 
-CoNLL (`conll_chunks`, `conll_metrics`): entity-level micro precision, recall
+CoNLL (`split_tag`, `conll_chunks`, `conll_metrics`): entity-level micro precision, recall
 and F1 of conlleval.pl (a predicted chunk is correct only if its type, first
 and last token all match a gold chunk), its token accuracy, and per-type
 scores. Fractions in [0, 1], NOT percent (conlleval prints percent).
@@ -220,16 +220,29 @@ def _check_scheme(scheme):
         raise ValueError(f"`scheme` must be one of {CONLL_SCHEMES}. Received: scheme={scheme!r}")
 
 
-def _split_tag(tag):
-    """('B' | 'I' | 'O', type) of a tag: "B-PER" -> ("B", "PER"), "O" -> ("O", ""), "PER" -> ("I", "PER").
+def split_tag(tag, lenient=False):
+    """(prefix, type) of a tag: "B-PER" -> ("B", "PER"), "I-PER" -> ("I", "PER"), "O" -> ("O", "").
 
     The type is everything after the first "-", as conlleval.pl splits it.
+    Other tags (a bare "PER", "E-PER", "-NONE-") are read as:
+
+    - by default, as conlleval.pl reads them: a tag without a hyphen is an
+      I- tag ("PER" -> ("I", "PER")); another prefix raises `ValueError`.
+    - with `lenient=True`, as a plain label outside any entity: `(None, tag)`.
+      A data reader needs this to accept any label set (POS tags, "-NONE-");
+      there a B- or I- tag also needs a type ("B-" -> (None, "B-")).
+
+    Raises:
+        ValueError: a tag that is not a string, or (unless lenient) a prefix
+            other than B-/I-.
     """
     if not isinstance(tag, str):
         raise ValueError(f"Tags must be strings. Received: tag={tag!r}")
     if tag == "O":
         return "O", ""
     prefix, hyphen, kind = tag.partition("-")
+    if lenient:
+        return (prefix, kind) if hyphen and prefix in ("B", "I") and kind else (None, tag)
     if not hyphen:
         return "I", tag
     if prefix not in ("B", "I"):
@@ -263,7 +276,7 @@ def conll_chunks(tags, scheme="BIO"):
         raise ValueError(f"`tags` must be a sequence of tags, not one string. Received: tags={tags!r}")
     chunks, start, open_type = [], None, None
     for i, tag in enumerate(tags):
-        prefix, kind = _split_tag(tag)
+        prefix, kind = split_tag(tag)
         starts = prefix == "B" or (prefix == "I" and (start is None or kind != open_type))
         if start is not None and (prefix == "O" or starts):
             chunks.append((open_type, start, i))
@@ -326,7 +339,7 @@ def conll_metrics(gold_sentences, predicted_sentences, scheme="BIO"):
                 f"len(predicted_sentences[{index}])={len(predicted)}"
             )
         tokens += len(gold)
-        correct_tokens += sum(_split_tag(g) == _split_tag(p) for g, p in zip(gold, predicted))
+        correct_tokens += sum(split_tag(g) == split_tag(p) for g, p in zip(gold, predicted))
         gold_chunks, predicted_chunks = set(conll_chunks(gold, scheme)), set(conll_chunks(predicted, scheme))
         counts["gold"].update(kind for kind, _, _ in gold_chunks)
         counts["predicted"].update(kind for kind, _, _ in predicted_chunks)

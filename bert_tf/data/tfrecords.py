@@ -17,7 +17,7 @@ import os
 import tensorflow as tf
 
 from bert_tf.data.pretraining import PairBuilder, document_pairs, files_in_epoch_order, masked_batches, shard_files
-from bert_tf.text.vocab import expand_files
+from bert_tf.text import expand_files
 
 MANIFEST_FILE = "manifest.json"
 FORMAT = "bert_tf.pretraining_pairs.v1"

@@ -4,7 +4,8 @@
     export_saved_model("runs/conll", "serving/ner/1")  # kind from the directory's bert_tf.json
 
 The SavedModel loads with `import tensorflow_text` then `tf.saved_model.load`
-(or in TF Serving with the tensorflow-text ops); see `README_SECTION.md`.
+(or in TF Serving with the tensorflow-text ops); see the section "Export: a
+SavedModel that takes raw strings" of README.md.
 """
 
 from bert_tf.export.classifier_module import ClassifierModule

@@ -8,7 +8,7 @@ Shape legend: B inputs, T tokens, N windows, P pieces (flat over a batch).
 
 import tensorflow as tf
 
-from bert_tf.text.tokenizer import _bytes_to_chars
+from bert_tf.text.offsets import bytes_to_chars
 
 
 def checked_strings(strings, max_bytes):
@@ -133,7 +133,7 @@ def byte_to_char_offsets(strings, offsets):
     counting as one character (`bytes.decode("utf-8", errors="replace")`).
     """
     ragged = tf.RaggedTensor.from_tensor(offsets)
-    return _bytes_to_chars(strings, ragged).to_tensor(shape=tf.shape(offsets, out_type=tf.int64))
+    return bytes_to_chars(strings, ragged).to_tensor(shape=tf.shape(offsets, out_type=tf.int64))
 
 
 def pad_rows(values, row, nrows, default):

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.data.squad import evaluate, extract_answers, make_dataset, make_windows, normalize_answer, read_squad
+from bert_tf.data.squad import extract_answers, make_dataset, make_windows, read_squad
+from bert_tf.metrics import normalize_answer, squad_metrics
 from bert_tf.text import BertTokenizer
 from tests.conftest import DATA_DIR
 
@@ -78,7 +79,7 @@ def test_gold_answers_round_trip(tokenizer, xquad, seq_length, doc_stride):
             assert example.context[end - 1].isalnum() and example.context[end].isalnum()
             assert predicted == example.context[gold["answer_start"] : gold["answer_start"] + len(predicted)]
             assert predicted.startswith(gold["text"])
-    assert evaluate(xquad, answers)["exact_match"] >= 100 * 1189 / 1190 - 1e-9
+    assert squad_metrics(xquad, answers)["exact_match"] >= 100 * 1189 / 1190 - 1e-9
     assert extract_answers(windows, *_gold_logits(windows), require_max_context=True) == answers
 
 
@@ -133,7 +134,7 @@ def test_v2_impossible_question(tmp_path, tokenizer):
     start[windows.example_index == 1, 0] = end[windows.example_index == 1, 0] = 1.0
     assert extract_answers(windows, start, end, null_threshold=0.0) == {"no": "", "yes": "1066"}
     assert extract_answers(windows, start, end)["no"] != ""  # v1.1 rule: always a span
-    scores = evaluate(examples, {"no": "", "yes": "1066"})
+    scores = squad_metrics(examples, {"no": "", "yes": "1066"})
     assert (scores["exact_match"], scores["f1"], scores["NoAns_total"], scores["HasAns_total"]) == (100.0, 100.0, 1, 1)
 
 

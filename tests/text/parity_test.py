@@ -17,7 +17,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.text import BertTokenizer
-from bert_tf.text import tokenizer as tokenizer_lib
+from bert_tf.text.normalization import normalize, split_words
 from tests.text.edge_cases import EDGE_CASES
 
 tokenizers = pytest.importorskip("tokenizers")
@@ -200,8 +200,8 @@ def test_every_code_point_normalizes_and_splits_like_reference(lowercase, strip_
 
     @tf.function
     def split(batch):
-        normalized = tokenizer_lib.normalize(batch, lowercase, strip_accents)
-        return tokenizer_lib.split_words(normalized)[0]
+        normalized = normalize(batch, lowercase, strip_accents)
+        return split_words(normalized)[0]
 
     bad = []
     for begin in range(0, len(lines), BATCH_SIZE):

@@ -1,0 +1,276 @@
+"""Reference BERT normalization and word splitting, in-graph.
+
+The text half of `BertTokenizer` before WordPiece, in the reference's order
+(Hugging Face `tokenizers.normalizers.BertNormalizer` with `clean_text=True`,
+`handle_chinese_chars=True`, then `BertPreTokenizer`; google-research/bert
+`BasicTokenizer`):
+
+1. Clean (`normalize`): drop NUL, U+FFFD and control/format/private-use
+   characters (`Cc`, `Cf`, `Co`, `Cs`), except tab, newline and carriage
+   return.
+2. Strip accents (default: when lowercasing): NFD, then drop `Mn` characters.
+3. Lowercase per character (no final-sigma context: "Σ" becomes "σ").
+4. Split (`split_words`) on whitespace; isolate punctuation (ASCII symbols and
+   Unicode `P*`) and CJK ideographs as one-character words.
+
+The character classes below are those of the reference, not of the newest
+Unicode: the reference's category tables (Rust crate `unicode_categories`)
+predate Unicode 10, while RE2 and ICU in TensorFlow are newer, so `\\p{Mn}` or
+`\\p{P}` would disagree on a few hundred recently assigned characters. The
+tables were measured against the reference on every code point, and
+`tests/text/parity_test.py` re-checks them on every code point. Where ICU's
+case mapping or NFD (used for speed) disagree with the reference on a
+character, a per-character fix-up runs, only on batches that contain one.
+
+`PLAIN_ASCII_PATTERN` and `VALID_UTF8_PATTERN` are the RE2 patterns the
+tokenizer routes rows with.
+"""
+
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+# === Unicode tables of the reference ===
+# Hexadecimal code point ranges, "A-B" inclusive or a single "A".
+
+# Removed by clean_text: NUL, U+FFFD and Cc/Cf/Co/Cs except \t \n \r.
+_REMOVED = """
+0-8 B-C E-1F 7F-9F AD 600-605 61C 6DD 70F 180E 200B-200F 202A-202E 2060-2064
+2066-206F E000-F8FF FEFF FFF9-FFFB FFFD 110BD 1BCA0-1BCA3 1D173-1D17A E0001
+E0020-E007F F0000-FFFFD 100000-10FFFD
+"""
+
+# Whitespace (Rust `char::is_whitespace` plus \t \n \r): word boundaries.
+_WHITESPACE = "9-D 20 85 A0 1680 2000-200A 2028-2029 202F 205F 3000"
+
+# CJK ideographs padded with spaces by handle_chinese_chars.
+_CJK = """
+3400-4DBF 4E00-9FFF F900-FAFF 20000-2A6DF 2A700-2B81F 2B920-2CEAF 2F800-2FA1F
+"""
+
+# Punctuation: ASCII 33-47, 58-64, 91-96, 123-126 and the reference's `P*`.
+_PUNCTUATION = """
+21-2F 3A-40 5B-60 7B-7E A1 A7 AB B6-B7 BB BF 37E 387 55A-55F 589-58A 5BE 5C0
+5C3 5C6 5F3-5F4 609-60A 60C-60D 61B 61E-61F 66A-66D 6D4 700-70D 7F7-7F9
+830-83E 85E 964-965 970 AF0 DF4 E4F E5A-E5B F04-F12 F14 F3A-F3D F85 FD0-FD4
+FD9-FDA 104A-104F 10FB 1360-1368 1400 166D-166E 169B-169C 16EB-16ED
+1735-1736 17D4-17D6 17D8-17DA 1800-180A 1944-1945 1A1E-1A1F 1AA0-1AA6
+1AA8-1AAD 1B5A-1B60 1BFC-1BFF 1C3B-1C3F 1C7E-1C7F 1CC0-1CC7 1CD3 2010-2027
+2030-2043 2045-2051 2053-205E 207D-207E 208D-208E 2308-230B 2329-232A
+2768-2775 27C5-27C6 27E6-27EF 2983-2998 29D8-29DB 29FC-29FD 2CF9-2CFC
+2CFE-2CFF 2D70 2E00-2E2E 2E30-2E42 3001-3003 3008-3011 3014-301F 3030 303D
+30A0 30FB A4FE-A4FF A60D-A60F A673 A67E A6F2-A6F7 A874-A877 A8CE-A8CF
+A8F8-A8FA A8FC A92E-A92F A95F A9C1-A9CD A9DE-A9DF AA5C-AA5F AADE-AADF
+AAF0-AAF1 ABEB FD3E-FD3F FE10-FE19 FE30-FE52 FE54-FE61 FE63 FE68 FE6A-FE6B
+FF01-FF03 FF05-FF0A FF0C-FF0F FF1A-FF1B FF1F-FF20 FF3B-FF3D FF3F FF5B FF5D
+FF5F-FF65 10100-10102 1039F 103D0 1056F 10857 1091F 1093F 10A50-10A58 10A7F
+10AF0-10AF6 10B39-10B3F 10B99-10B9C 11047-1104D 110BB-110BC 110BE-110C1
+11140-11143 11174-11175 111C5-111C9 111CD 111DB 111DD-111DF 11238-1123D
+112A9 114C6 115C1-115D7 11641-11643 1173C-1173E 12470-12474 16A6E-16A6F
+16AF5 16B37-16B3B 16B44 1BC9F 1DA87-1DA8B
+"""
+
+# Nonspacing marks (`Mn`) dropped after NFD when stripping accents.
+_NONSPACING_MARKS = """
+300-36F 483-487 591-5BD 5BF 5C1-5C2 5C4-5C5 5C7 610-61A 64B-65F 670 6D6-6DC
+6DF-6E4 6E7-6E8 6EA-6ED 711 730-74A 7A6-7B0 7EB-7F3 816-819 81B-823 825-827
+829-82D 859-85B 8E3-902 93A 93C 941-948 94D 951-957 962-963 981 9BC 9C1-9C4
+9CD 9E2-9E3 A01-A02 A3C A41-A42 A47-A48 A4B-A4D A51 A70-A71 A75 A81-A82 ABC
+AC1-AC5 AC7-AC8 ACD AE2-AE3 B01 B3C B3F B41-B44 B4D B56 B62-B63 B82 BC0 BCD
+C00 C3E-C40 C46-C48 C4A-C4D C55-C56 C62-C63 C81 CBC CBF CC6 CCC-CCD CE2-CE3
+D01 D41-D44 D4D D62-D63 DCA DD2-DD4 DD6 E31 E34-E3A E47-E4E EB1 EB4-EB9
+EBB-EBC EC8-ECD F18-F19 F35 F37 F39 F71-F7E F80-F84 F86-F87 F8D-F97 F99-FBC
+FC6 102D-1030 1032-1037 1039-103A 103D-103E 1058-1059 105E-1060 1071-1074
+1082 1085-1086 108D 109D 135D-135F 1712-1714 1732-1734 1752-1753 1772-1773
+17B4-17B5 17B7-17BD 17C6 17C9-17D3 17DD 180B-180D 18A9 1920-1922 1927-1928
+1932 1939-193B 1A17-1A18 1A1B 1A56 1A58-1A5E 1A60 1A62 1A65-1A6C 1A73-1A7C
+1A7F 1AB0-1ABD 1B00-1B03 1B34 1B36-1B3A 1B3C 1B42 1B6B-1B73 1B80-1B81
+1BA2-1BA5 1BA8-1BA9 1BAB-1BAD 1BE6 1BE8-1BE9 1BED 1BEF-1BF1 1C2C-1C33
+1C36-1C37 1CD0-1CD2 1CD4-1CE0 1CE2-1CE8 1CED 1CF4 1CF8-1CF9 1DC0-1DF5
+1DFC-1DFF 20D0-20DC 20E1 20E5-20F0 2CEF-2CF1 2D7F 2DE0-2DFF 302A-302D
+3099-309A A66F A674-A67D A69E-A69F A6F0-A6F1 A802 A806 A80B A825-A826 A8C4
+A8E0-A8F1 A926-A92D A947-A951 A980-A982 A9B3 A9B6-A9B9 A9BC A9E5 AA29-AA2E
+AA31-AA32 AA35-AA36 AA43 AA4C AA7C AAB0 AAB2-AAB4 AAB7-AAB8 AABE-AABF AAC1
+AAEC-AAED AAF6 ABE5 ABE8 ABED FB1E FE00-FE0F FE20-FE2F 101FD 102E0
+10376-1037A 10A01-10A03 10A05-10A06 10A0C-10A0F 10A38-10A3A 10A3F
+10AE5-10AE6 11001 11038-11046 1107F-11081 110B3-110B6 110B9-110BA
+11100-11102 11127-1112B 1112D-11134 11173 11180-11181 111B6-111BE
+111CA-111CC 1122F-11231 11234 11236-11237 112DF 112E3-112EA 11300-11301
+1133C 11340 11366-1136C 11370-11374 114B3-114B8 114BA 114BF-114C0
+114C2-114C3 115B2-115B5 115BC-115BD 115BF-115C0 115DC-115DD 11633-1163A
+1163D 1163F-11640 116AB 116AD 116B0-116B5 116B7 1171D-1171F 11722-11725
+11727-1172B 16AF0-16AF4 16B30-16B36 16F8F-16F92 1BC9D-1BC9E 1D167-1D169
+1D17B-1D182 1D185-1D18B 1D1AA-1D1AD 1D242-1D244 1DA00-1DA36 1DA3B-1DA6C
+1DA75 1DA84 1DA9B-1DA9F 1DAA1-1DAAF 1E8D0-1E8D6 E0100-E01EF
+"""
+
+# Lowercase mappings the reference (Rust std, Unicode 16) has and ICU in
+# `tf.strings.lower` lacks: "A-B:+D" maps each code point c in A..B to c + D.
+# U+03A3 (capital sigma) is here because ICU lowercases a final one to U+03C2.
+_LOWERCASE_FIXES = """
+3A3:+20 1C89:+1 2C2F:+30 A7C0:+1 A7CB:-A567 A7CC:+1 A7CE:+1 A7D0:+1 A7D2:+1
+A7D4:+1 A7D6:+1 A7D8:+1 A7DA:+1 A7DC:-A641 10570-1057A:+27 1057C-1058A:+27
+1058C-10592:+27 10594-10595:+27 10D50-10D65:+20 16EA0-16EB8:+1B
+"""
+
+# Characters ICU's NFD decomposes and the reference's older NFD does not.
+_NFD_KEEP = """
+105C9 105E4 11383 11385 1138E 11391 113C5 113C7-113C8 11938 16121-16128
+16D68-16D6A
+"""
+
+# Private-use code points stand in for _NFD_KEEP characters during NFD; clean
+# has already removed every private-use character of the input.
+_PLACEHOLDER_BASE = 0xF0000
+
+
+def _parse_ranges(table):
+    """Returns [(first, last)] code point ranges of a table string."""
+    ranges = []
+    for item in table.split():
+        first, _, last = item.partition("-")
+        ranges.append((int(first, 16), int(last or first, 16)))
+    return ranges
+
+
+def _regex_class(*tables):
+    """RE2 character class matching every code point of the tables."""
+    parts = []
+    for table in tables:
+        for first, last in _parse_ranges(table):
+            if first == last:
+                parts.append("\\x{%X}" % first)
+            else:
+                parts.append("\\x{%X}-\\x{%X}" % (first, last))
+    return "[" + "".join(parts) + "]"
+
+
+def _code_point_map(table):
+    """Sorted (keys, values) int32 lists of a "A-B:+D" mapping table."""
+    pairs = []
+    for item in table.split():
+        span, _, delta = item.partition(":")
+        first, _, last = span.partition("-")
+        first, last, delta = int(first, 16), int(last or first, 16), int(delta, 16)
+        pairs.extend((c, c + delta) for c in range(first, last + 1))
+    pairs.sort()
+    return [k for k, _ in pairs], [v for _, v in pairs]
+
+
+def _nfd_keep_map():
+    keys = [c for a, b in _parse_ranges(_NFD_KEEP) for c in range(a, b + 1)]
+    values = [_PLACEHOLDER_BASE + i for i in range(len(keys))]
+    return keys, values
+
+
+_REMOVED_RE = _regex_class(_REMOVED)
+_NONSPACING_MARKS_RE = _regex_class(_NONSPACING_MARKS)
+_ISOLATED_RE = _regex_class(_PUNCTUATION, _CJK)
+_SPLIT_RE = _regex_class(_WHITESPACE) + "|" + _ISOLATED_RE
+
+
+def _contains_re(table):
+    return "(?s).*" + _regex_class(table) + ".*"
+
+
+_NFD_KEEP_CONTAINS_RE = _contains_re(_NFD_KEEP)
+
+# Rows of printable ASCII, tab, newline and carriage return: normalization
+# only lowercases them, and tensorflow-text's own BERT pretokenization
+# (whitespace, ASCII punctuation) splits them exactly as the reference does.
+PLAIN_ASCII_PATTERN = "[\\t\\n\\r\\x20-\\x7e]*"
+
+# Valid UTF-8 (no surrogates, overlong forms or code points past U+10FFFF):
+# RE2 matches its classes against well-formed UTF-8 only.
+VALID_UTF8_PATTERN = "[\\x{0}-\\x{D7FF}\\x{E000}-\\x{10FFFF}]*"
+
+
+def _lowercase_fix_tables():
+    keys, values = _code_point_map(_LOWERCASE_FIXES)
+    spans = " ".join("%X" % k for k in keys)
+    return keys, values, _contains_re(spans)
+
+
+def _map_code_points(strings, keys, values):
+    """Replaces code points `keys[i]` by `values[i]` in valid UTF-8 strings.
+
+    Args:
+        strings: tf.string, any shape.
+        keys: sorted Python list of int code points.
+        values: Python list of int code points, one per key.
+
+    Returns:
+        tf.string of the same shape.
+    """
+    keys = tf.constant(keys, tf.int32)
+    values = tf.constant(values, tf.int32)
+    code_points = tf.strings.unicode_decode(strings, "UTF-8")
+    flat = code_points.flat_values  # [C]
+    index = tf.minimum(tf.searchsorted(keys, flat), tf.size(keys) - 1)
+    hit = tf.equal(tf.gather(keys, index), flat)
+    flat = tf.where(hit, tf.gather(values, index), flat)
+    return tf.strings.unicode_encode(code_points.with_flat_values(flat), "UTF-8")
+
+
+def _map_if_any(strings, contains_pattern, keys, values):
+    """`_map_code_points`, run only when some string contains a key."""
+    needed = tf.reduce_any(tf.strings.regex_full_match(strings, contains_pattern))
+    return tf.cond(
+        needed,
+        lambda: _map_code_points(strings, keys, values),
+        lambda: tf.identity(strings),
+    )
+
+
+def normalize(strings, lowercase=True, strip_accents=None):
+    """Normalizes valid UTF-8 strings as the reference BERT normalizer does.
+
+    Args:
+        strings: tf.string, any shape, valid UTF-8 (see `BertTokenizer` for
+            invalid input).
+        lowercase: whether to lowercase.
+        strip_accents: whether to drop accents (NFD, then `Mn` removed);
+            `None` follows `lowercase`.
+
+    Returns:
+        tf.string of the same shape. Whitespace is left as it is and CJK
+        characters are not padded: word splitting handles both.
+    """
+    if strip_accents is None:
+        strip_accents = lowercase
+    strings = tf.strings.regex_replace(strings, _REMOVED_RE, "")
+    if strip_accents:
+        keys, placeholders = _nfd_keep_map()
+        back = sorted(zip(placeholders, keys))
+
+        def protected_nfd():
+            # Placeholders keep _NFD_KEEP characters whole through ICU's NFD.
+            protected = _map_code_points(strings, keys, placeholders)
+            decomposed = tf_text.normalize_utf8(protected, "NFD")
+            return _map_code_points(decomposed, [p for p, _ in back], [k for _, k in back])
+
+        # One check for both fix-ups: the placeholders only exist if it hit.
+        rare = tf.strings.regex_full_match(strings, _NFD_KEEP_CONTAINS_RE)
+        strings = tf.cond(
+            tf.reduce_any(rare),
+            protected_nfd,
+            lambda: tf_text.normalize_utf8(strings, "NFD"),
+        )
+        strings = tf.strings.regex_replace(strings, _NONSPACING_MARKS_RE, "")
+    if lowercase:
+        keys, values, contains = _lowercase_fix_tables()
+        strings = _map_if_any(strings, contains, keys, values)
+        strings = tf.strings.lower(strings, encoding="utf-8")
+    return strings
+
+
+def split_words(normalized):
+    """Splits normalized strings into BERT words.
+
+    Args:
+        normalized: tf.string `[N]`, output of `normalize`.
+
+    Returns:
+        `(words, starts, ends)`: ragged `[N, (W)]` tf.string and int64 byte
+        offsets into `normalized`.
+    """
+    return tf_text.regex_split_with_offsets(normalized, _SPLIT_RE, keep_delim_regex_pattern=_ISOLATED_RE)
