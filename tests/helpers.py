@@ -4,7 +4,9 @@ import numpy as np
 
 from bert_tf.models import BertEncoder
 
-TINY = dict(vocabulary_size=30, num_layers=2, num_heads=2, hidden_dim=16, intermediate_dim=32, max_sequence_length=32)
+TINY = dict(
+    vocabulary_size=30, num_layers=2, num_heads=2, hidden_dim=16, intermediate_dim=32, max_position_embeddings=32
+)
 
 
 def tiny_encoder(**overrides):

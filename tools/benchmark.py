@@ -175,7 +175,7 @@ def _ours_encoder(cfg, setting, dropout):
 
     return BertEncoder(
         vocabulary_size=VOCAB_SIZE,
-        max_sequence_length=512,
+        max_position_embeddings=512,
         dropout=dropout,
         attention_dropout=dropout,
         dtype=_policy(setting),
@@ -460,7 +460,7 @@ def _hub_like(encoder, setting):
         hidden_dim=encoder.hidden_dim,
         intermediate_dim=encoder.intermediate_dim,
         dropout=0.0,
-        max_sequence_length=encoder.max_sequence_length,
+        max_sequence_length=encoder.max_position_embeddings,
         dtype=_policy(setting),
     )
     copy_encoder_to_hub(encoder, backbone)
@@ -601,7 +601,7 @@ def _model_dir(workdir):
 
     encoder = BertEncoder(
         vocabulary_size=_count_lines(vocab),
-        max_sequence_length=512,
+        max_position_embeddings=512,
         dropout=0.0,
         attention_dropout=0.0,
         **CONFIGS["tiny"],
@@ -765,7 +765,7 @@ def _pipeline_row(tokenizer, paths):
     dataset = pretraining_dataset(
         paths,
         tokenizer,
-        seq_length=128,
+        max_seq_length=128,
         batch_size=batch_size,
         corpus_format="paragraphs",
         shuffle_buffer=1000,

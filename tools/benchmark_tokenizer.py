@@ -12,7 +12,7 @@ from other processes hits them alike; the table gives medians, and "x HF" is
 the median over rounds of (reference seconds / row seconds) in the same round.
 
 With `--pipeline_corpus`, it also times pretraining batches made from raw text
-by `bert_tf.data.pretraining.pretraining_dataset` (seq_length 128, batch 32,
+by `bert_tf.data.pretraining.pretraining_dataset` (max_seq_length 128, batch 32,
 "paragraphs" format): examples/s over `--pipeline_batches` batches after
 `--pipeline_warmup_batches`, median of `--repeats` consecutive windows.
 
@@ -57,7 +57,7 @@ def _pipeline_examples_per_second(tokenizer):
     dataset = pretraining_dataset(
         FLAGS.pipeline_corpus,
         tokenizer,
-        seq_length=128,
+        max_seq_length=128,
         batch_size=batch_size,
         corpus_format="paragraphs",
         shuffle_buffer=1000,

@@ -104,7 +104,7 @@ def held_out_scores(model_dir, settings, eval_batches, baseline_batches, corpus_
         return pretraining_dataset(
             settings["corpus"],
             tokenizer,
-            seq_length=settings["max_seq_length"],
+            max_seq_length=settings["max_seq_length"],
             max_predictions_per_seq=settings["max_predictions_per_seq"],
             nsp=settings["nsp"],
             batch_size=settings["global_batch_size"],

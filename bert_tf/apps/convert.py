@@ -72,7 +72,7 @@ def convert(input_path, output, to="bert_tf", allow_pickle=False):
     else:
         model = checkpoints.load_encoder(input_path, allow_pickle=allow_pickle)
     encoder = getattr(model, "encoder", model)
-    settings = checkpoints.infer_settings(input_path, encoder.max_sequence_length)
+    settings = checkpoints.infer_settings(input_path, encoder.max_position_embeddings)
     vocab = checkpoints.vocab_file(input_path)
     if to == "hf":
         count = checkpoints.save_hf(model, output, vocab_file=vocab, lowercase=settings["lowercase"])

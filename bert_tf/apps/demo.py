@@ -128,7 +128,7 @@ def main(argv):
     dataset = pretraining_dataset(
         corpus_file,
         tokenizer,
-        seq_length=FLAGS.max_seq_length,
+        max_seq_length=FLAGS.max_seq_length,
         max_predictions_per_seq=8,
         batch_size=FLAGS.batch_size,
         seed=FLAGS.seed,

@@ -225,7 +225,7 @@ def save_model_dir(model, path, vocab_file=None, settings=None):
         the number of tensors written.
     """
     encoder, _ = name_table.model_table(model)
-    settings = {"max_seq_length": encoder.max_sequence_length, **(settings or {})}
+    settings = {"max_seq_length": encoder.max_position_embeddings, **(settings or {})}
     settings = settings_lib.validate_settings(settings, source="save_model_dir(settings=...)")
     count = save_tf1(model, path, vocab_file)
     settings_lib.write_settings(path, settings)
@@ -271,7 +271,7 @@ def save_hf(model, path, vocab_file=None, lowercase=None):
             {
                 "do_lower_case": bool(lowercase),
                 "tokenizer_class": "BertTokenizer",
-                "model_max_length": encoder.max_sequence_length,
+                "model_max_length": encoder.max_position_embeddings,
             },
         )
     return len(arrays)

@@ -8,7 +8,7 @@ Columns are named by header (TSV/CSV with a header line, JSONL keys) or by
 0-based integer index (header-less TSV/CSV). `glue_layout(task)` gives the
 column settings of the GLUE tasks' `train.tsv`/`dev.tsv` files.
 
-Shapes: B batch, T seq_length.
+Shapes: B batch, T max_seq_length.
 """
 
 import csv
@@ -369,12 +369,12 @@ def _to_float(path, line, value):
 def make_dataset(
     examples,
     tokenizer,
-    seq_length,
+    max_seq_length,
     batch_size,
     shuffle=False,
     seed=0,
     repeat=False,
-    max_sequence_length=None,
+    max_position_embeddings=None,
     drop_remainder=False,
     truncation="longest_first",
 ):
@@ -386,13 +386,13 @@ def make_dataset(
     Args:
         examples: `ClassificationExamples` (from `read_examples`).
         tokenizer: a `bert_tf.text.BertTokenizer`.
-        seq_length: T.
+        max_seq_length: T.
         batch_size: B.
         shuffle: shuffle examples (a full-size buffer, seeded, a new order
             every pass).
         seed: shuffle seed.
         repeat: repeat forever.
-        max_sequence_length: the model's positions; a longer `seq_length` is
+        max_position_embeddings: the model's positions; a longer `max_seq_length` is
             refused.
         drop_remainder: drop a last partial batch (static batch shape).
         truncation: "longest_first" (the original run_classifier) or
@@ -407,12 +407,12 @@ def make_dataset(
     if batch_size <= 0:
         raise ValueError(f"`batch_size` must be positive. Received: batch_size={batch_size}")
     packer = BertPacker(
-        seq_length,
+        max_seq_length,
         tokenizer.cls_id,
         tokenizer.sep_id,
         tokenizer.pad_id,
         truncation=truncation,
-        max_sequence_length=max_sequence_length,
+        max_position_embeddings=max_position_embeddings,
     )
     columns = {"text": tf.constant(examples.texts, tf.string, shape=[len(examples)])}
     if examples.pairs is not None:

@@ -13,14 +13,14 @@ Corpus formats:
   `.`, `!` or `?` followed by whitespace.
 
 How pairs are made, per group of `group_size` documents: each document is cut
-into chunks of about `target` pieces (`target` is `seq_length - 3`, or with
+into chunks of about `target` pieces (`target` is `max_seq_length - 3`, or with
 probability `short_seq_prob` a shorter random length, drawn per document); a
 chunk of m sentences splits at a random sentence boundary into A and B; with
 probability 1/2 (always when m = 1) B is replaced by a run of pieces from a
 random other document of the group, and the NSP label is 1 ("random next").
 Pairs longer than the sequence are trimmed longest-first before packing.
 
-Shapes: B batch, T seq_length, P max_predictions_per_seq.
+Shapes: B batch, T max_seq_length, P max_predictions_per_seq.
 """
 
 import os
@@ -80,10 +80,10 @@ def _document_groups(lines, corpus_format, group_size):
 class PairBuilder:
     """Turns a group of tokenized documents into NSP sentence pairs (see the module docstring)."""
 
-    def __init__(self, seq_length, short_seq_prob=0.1, nsp=True, seed=0):
+    def __init__(self, max_seq_length, short_seq_prob=0.1, nsp=True, seed=0):
         if not 0.0 <= short_seq_prob <= 1.0:
             raise ValueError(f"`short_seq_prob` must be in [0, 1]. Received: short_seq_prob={short_seq_prob}")
-        self.max_tokens = seq_length - 3
+        self.max_tokens = max_seq_length - 3
         self.short_seq_prob = short_seq_prob
         self.nsp = nsp
         self.seed = seed
@@ -202,7 +202,7 @@ def continuation_ids(vocab_file):
 def pretraining_dataset(
     corpus,
     tokenizer,
-    seq_length=128,
+    max_seq_length=128,
     max_predictions_per_seq=20,
     masking_rate=0.15,
     whole_word_masking=False,
@@ -223,7 +223,7 @@ def pretraining_dataset(
     Args:
         corpus: text files or globs (a list or one comma-separated string).
         tokenizer: a `bert_tf.text.BertTokenizer`.
-        seq_length: T, tokens per packed pair.
+        max_seq_length: T, tokens per packed pair.
         batch_size: examples per batch (per input pipeline when sharded).
         corpus_format: "lines" or "paragraphs" (see the module docstring).
         group_size: documents per pair-building group (random next sentences
@@ -232,7 +232,7 @@ def pretraining_dataset(
             files in a new order, pairs and masks anew.
         input_context: a `tf.distribute.InputContext`; files are sharded by
             input pipeline when there are enough of them, else examples are.
-        max_position_embeddings: the model's positions; a longer `seq_length`
+        max_position_embeddings: the model's positions; a longer `max_seq_length`
             is refused.
         split: "all"; "train" skips and "eval" keeps only every
             `HOLDOUT_EVERY`-th group of documents (a held-out slice).
@@ -247,7 +247,7 @@ def pretraining_dataset(
     # Absolute paths: the saved iterator position names the files, and a resumed run may start elsewhere.
     files = [f if "://" in f else os.path.abspath(f) for f in expand_files(corpus)]
     files, input_context = shard_files(files, input_context)
-    builder = PairBuilder(seq_length, short_seq_prob=short_seq_prob, nsp=nsp, seed=seed)
+    builder = PairBuilder(max_seq_length, short_seq_prob=short_seq_prob, nsp=nsp, seed=seed)
 
     def one_epoch(epoch):
         return document_pairs(
@@ -257,7 +257,7 @@ def pretraining_dataset(
     return masked_batches(
         one_epoch,
         tokenizer,
-        seq_length=seq_length,
+        max_seq_length=max_seq_length,
         max_predictions_per_seq=max_predictions_per_seq,
         masking_rate=masking_rate,
         whole_word_masking=whole_word_masking,
@@ -327,7 +327,7 @@ def files_in_epoch_order(files, seed, epoch):
 def masked_batches(
     epoch_examples,
     tokenizer,
-    seq_length=128,
+    max_seq_length=128,
     max_predictions_per_seq=20,
     masking_rate=0.15,
     whole_word_masking=False,
@@ -353,12 +353,12 @@ def masked_batches(
     if batch_size <= 0:
         raise ValueError(f"`batch_size` must be positive. Received: batch_size={batch_size}")
     packer = BertPacker(
-        seq_length,
+        max_seq_length,
         tokenizer.cls_id,
         tokenizer.sep_id,
         tokenizer.pad_id,
         truncation="longest_first",
-        max_sequence_length=max_position_embeddings,
+        max_position_embeddings=max_position_embeddings,
     )
     specials = [tokenizer.pad_id, tokenizer.unk_id, tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id]
     masker = MaskedLMMasker(

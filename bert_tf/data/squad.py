@@ -18,7 +18,7 @@ Labels: the start/end token of the (first) gold answer when it lies wholly
 inside the window, else index 0 (`[CLS]`), which also labels unanswerable
 (v2.0) questions.
 
-Shapes: N windows, B batch, T seq_length.
+Shapes: N windows, B batch, T max_seq_length.
 """
 
 import collections
@@ -279,7 +279,7 @@ def _max_context_window(spans, length):
     return np.argmax(np.where(inside, score, -1.0), axis=0)  # first best: the earliest span on ties
 
 
-def _pack_window(tokenizer, seq_length, question, context, start, size):
+def _pack_window(tokenizer, max_seq_length, question, context, start, size):
     """`[CLS] question [SEP] context[start:start + size] [SEP]` as `[T]` arrays, with character offsets."""
     ids, starts, ends = context
     tokens = np.concatenate(
@@ -287,28 +287,28 @@ def _pack_window(tokenizer, seq_length, question, context, start, size):
     )
     offset = len(question) + 2
     window = slice(offset, offset + size)
-    char_starts = np.full([seq_length], -1, np.int64)
-    char_ends = np.full([seq_length], -1, np.int64)
+    char_starts = np.full([max_seq_length], -1, np.int64)
+    char_ends = np.full([max_seq_length], -1, np.int64)
     char_starts[window], char_ends[window] = starts[start : start + size], ends[start : start + size]
-    segment_ids = np.zeros([seq_length], np.int32)
+    segment_ids = np.zeros([max_seq_length], np.int32)
     segment_ids[offset : len(tokens)] = 1
     return {
-        "token_ids": np.pad(tokens, (0, seq_length - len(tokens)), constant_values=tokenizer.pad_id),
+        "token_ids": np.pad(tokens, (0, max_seq_length - len(tokens)), constant_values=tokenizer.pad_id),
         "segment_ids": segment_ids,
-        "padding_mask": np.arange(seq_length) < len(tokens),
+        "padding_mask": np.arange(max_seq_length) < len(tokens),
         "char_starts": char_starts,
         "char_ends": char_ends,
-        "max_context": np.zeros([seq_length], bool),
+        "max_context": np.zeros([max_seq_length], bool),
     }
 
 
-def make_windows(examples, tokenizer, seq_length=384, doc_stride=128, max_query_length=64, tokenize_batch_size=256):
+def make_windows(examples, tokenizer, max_seq_length=384, doc_stride=128, max_query_length=64, tokenize_batch_size=256):
     """Splits examples into packed windows with answer labels (see the module docstring).
 
     Args:
         examples: list of `SquadExample`.
         tokenizer: a `bert_tf.text.BertTokenizer`.
-        seq_length: T.
+        max_seq_length: T.
         doc_stride: context pieces between window starts.
         max_query_length: question pieces kept (the rest is cut).
         tokenize_batch_size: strings tokenized per in-graph call.
@@ -316,11 +316,11 @@ def make_windows(examples, tokenizer, seq_length=384, doc_stride=128, max_query_
     Returns:
         `SquadWindows`.
     """
-    budget = seq_length - 3 - max_query_length
+    budget = max_seq_length - 3 - max_query_length
     if budget < 1 or doc_stride < 1:
         raise ValueError(
-            "`seq_length` must leave room for the context after the question and 3 special tokens, "
-            f"and `doc_stride` must be positive. Received: seq_length={seq_length}, "
+            "`max_seq_length` must leave room for the context after the question and 3 special tokens, "
+            f"and `doc_stride` must be positive. Received: max_seq_length={max_seq_length}, "
             f"max_query_length={max_query_length}, doc_stride={doc_stride}"
         )
     questions = _tokenize_questions(tokenizer, [e.question for e in examples], tokenize_batch_size)
@@ -335,10 +335,10 @@ def make_windows(examples, tokenizer, seq_length=384, doc_stride=128, max_query_
         if answer is None and example.answers and not example.is_impossible:
             unmapped.append(example.id)
         offset = len(question) + 2  # [CLS] question [SEP]
-        spans = _window_spans(len(ids), seq_length - 1 - offset, doc_stride)
+        spans = _window_spans(len(ids), max_seq_length - 1 - offset, doc_stride)
         owner = _max_context_window(spans, len(ids))  # [L]
         for k, (start, size) in enumerate(spans):
-            window = _pack_window(tokenizer, seq_length, question, (ids, starts, ends), start, size)
+            window = _pack_window(tokenizer, max_seq_length, question, (ids, starts, ends), start, size)
             window["max_context"][offset : offset + size] = owner[start : start + size] == k
             inside = answer is not None and start <= answer[0] and answer[1] < start + size
             window["start_positions"] = answer[0] - start + offset if inside else 0
@@ -351,12 +351,12 @@ def make_windows(examples, tokenizer, seq_length=384, doc_stride=128, max_query_
     int32 = ("token_ids", "segment_ids", "padding_mask", "start_positions", "end_positions", "example_index")
     arrays = {k: np.asarray(v, np.int32 if k in int32 else None) for k, v in rows.items()}
     if not examples:
-        arrays = _empty_arrays(seq_length)
+        arrays = _empty_arrays(max_seq_length)
     return SquadWindows(examples=list(examples), unmapped=unmapped, **arrays)
 
 
-def _empty_arrays(seq_length):
-    matrix = lambda dtype: np.zeros([0, seq_length], dtype)  # noqa: E731
+def _empty_arrays(max_seq_length):
+    matrix = lambda dtype: np.zeros([0, max_seq_length], dtype)  # noqa: E731
     vector = np.zeros([0], np.int32)
     return dict(
         token_ids=matrix(np.int32),

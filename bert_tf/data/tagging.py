@@ -7,15 +7,15 @@ piece at all (only control or zero-width characters) becomes one `[UNK]`, so
 every word owns exactly one labelled piece and predictions map back to every
 word.
 
-Windows, not truncation: a sentence longer than `seq_length - 2` pieces is cut
-into several windows of at most `seq_length - 2` pieces, starting every
+Windows, not truncation: a sentence longer than `max_seq_length - 2` pieces is cut
+into several windows of at most `max_seq_length - 2` pieces, starting every
 `stride` pieces (default: no overlap). Every word is labelled in exactly one
 window: the one in which its first piece has the most context on both sides
 (as BERT's SQuAD "max context"), so training counts each word once and
 `word_predictions` gives back a tag for every word; no label is lost in
 evaluation.
 
-Shapes: S sentences, W words, P pieces, N windows, B batch, T seq_length.
+Shapes: S sentences, W words, P pieces, N windows, B batch, T max_seq_length.
 """
 
 import dataclasses
@@ -236,13 +236,17 @@ def _owner_windows(position, length, num_windows, budget, stride):
 class _Windower:
     """Sentences (ragged words and tag ids) -> packed windows with word-aligned labels."""
 
-    def __init__(self, tokenizer, seq_length, stride, max_sequence_length):
+    def __init__(self, tokenizer, max_seq_length, stride, max_position_embeddings):
         self.tokenizer = tokenizer
-        self.seq_length = seq_length
-        self.budget = seq_length - 2  # [CLS] and [SEP]
+        self.max_seq_length = max_seq_length
+        self.budget = max_seq_length - 2  # [CLS] and [SEP]
         self.stride = stride
         self.packer = BertPacker(
-            seq_length, tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id, max_sequence_length=max_sequence_length
+            max_seq_length,
+            tokenizer.cls_id,
+            tokenizer.sep_id,
+            tokenizer.pad_id,
+            max_position_embeddings=max_position_embeddings,
         )
 
     def __call__(self, index, words, tag_ids):
@@ -307,7 +311,7 @@ class _Windower:
         """Ragged int32 `[N, (n)]` laid out as packed tokens `[N, T]`: fill at [CLS], [SEP], padding."""
         values = tf.cast(values, tf.int32)
         head = tf.fill([values.nrows(), 1], fill)
-        return tf.concat([head, values], axis=1).to_tensor(fill, shape=[None, self.seq_length])
+        return tf.concat([head, values], axis=1).to_tensor(fill, shape=[None, self.max_seq_length])
 
 
 def make_dataset(
@@ -315,13 +319,13 @@ def make_dataset(
     tags,
     tokenizer,
     label_names,
-    seq_length,
+    max_seq_length,
     batch_size,
     shuffle=False,
     seed=0,
     repeat=False,
     stride=None,
-    max_sequence_length=None,
+    max_position_embeddings=None,
     drop_remainder=False,
     with_word_index=False,
     shuffle_buffer=10_000,
@@ -335,15 +339,15 @@ def make_dataset(
         tokenizer: a `bert_tf.text.BertTokenizer`.
         label_names: tags in id order (`ConllData.label_names` of the
             training file); an unknown tag is an error.
-        seq_length: T.
+        max_seq_length: T.
         batch_size: B, windows per batch.
         shuffle: shuffle windows (seeded buffer, a new order every pass).
         seed: shuffle seed.
         repeat: repeat forever.
         stride: pieces between window starts in a long sentence; None (no
-            overlap) is `seq_length - 2`. Smaller values give overlapping
+            overlap) is `max_seq_length - 2`. Smaller values give overlapping
             windows, each word still labelled once.
-        max_sequence_length: the model's positions; a longer `seq_length` is
+        max_position_embeddings: the model's positions; a longer `max_seq_length` is
             refused.
         drop_remainder: drop a last partial batch (then some words get no
             prediction).
@@ -363,11 +367,13 @@ def make_dataset(
     """
     if batch_size <= 0:
         raise ValueError(f"`batch_size` must be positive. Received: batch_size={batch_size}")
-    if seq_length < 3:
-        raise ValueError(f"`seq_length` must be at least 3. Received: seq_length={seq_length}")
-    stride = stride or seq_length - 2
-    if not 0 < stride <= seq_length - 2:
-        raise ValueError(f"`stride` must be in [1, seq_length - 2 = {seq_length - 2}]. Received: stride={stride}")
+    if max_seq_length < 3:
+        raise ValueError(f"`max_seq_length` must be at least 3. Received: max_seq_length={max_seq_length}")
+    stride = stride or max_seq_length - 2
+    if not 0 < stride <= max_seq_length - 2:
+        raise ValueError(
+            f"`stride` must be in [1, max_seq_length - 2 = {max_seq_length - 2}]. Received: stride={stride}"
+        )
     lengths = np.asarray([len(words) for words in sentences], np.int64)
     flat_words = [word for words in sentences for word in words]
     if tags is not None:
@@ -384,7 +390,7 @@ def make_dataset(
         tf.RaggedTensor.from_row_lengths(tf.constant(flat_words, tf.string, shape=[len(flat_words)]), lengths),
         tf.RaggedTensor.from_row_lengths(tf.constant(flat_tags, tf.int32), lengths),
     )
-    windower = _Windower(tokenizer, seq_length, stride, max_sequence_length)
+    windower = _Windower(tokenizer, max_seq_length, stride, max_position_embeddings)
     dataset = tf.data.Dataset.from_tensor_slices(columns).ragged_batch(sentences_per_map)
     dataset = dataset.map(windower, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).unbatch()
     if shuffle:

@@ -48,7 +48,7 @@ def write_pretraining_shards(
     corpus,
     tokenizer,
     output_dir,
-    seq_length=128,
+    max_seq_length=128,
     nsp=True,
     short_seq_prob=0.1,
     seed=0,
@@ -71,7 +71,7 @@ def write_pretraining_shards(
     os.makedirs(output_dir, exist_ok=True)
     if os.path.exists(os.path.join(output_dir, MANIFEST_FILE)):
         raise ShardError(f"{output_dir} already holds a manifest; write shards into a new directory.")
-    builder = PairBuilder(seq_length, short_seq_prob=short_seq_prob, nsp=nsp, seed=seed)
+    builder = PairBuilder(max_seq_length, short_seq_prob=short_seq_prob, nsp=nsp, seed=seed)
     pairs = tf.data.Dataset.range(dupe_factor).flat_map(
         lambda epoch: document_pairs(
             files_in_epoch_order(files, seed, epoch), tokenizer, builder, corpus_format, group_size, epoch
@@ -98,7 +98,7 @@ def write_pretraining_shards(
         close()
     manifest = {
         "format": FORMAT,
-        "seq_length": seq_length,
+        "max_seq_length": max_seq_length,
         "nsp": nsp,
         "seed": seed,
         "dupe_factor": dupe_factor,
@@ -160,13 +160,15 @@ def _parse(record):
     return (tf.cast(parsed["first"], tf.int32), tf.cast(parsed["second"], tf.int32), tf.cast(parsed["label"], tf.int32))
 
 
-def pretraining_dataset_from_shards(directory, tokenizer, seq_length=None, verify=True, input_context=None, **kwargs):
+def pretraining_dataset_from_shards(
+    directory, tokenizer, max_seq_length=None, verify=True, input_context=None, **kwargs
+):
     """`pretraining_dataset` batches from shards written by `write_pretraining_shards`.
 
     Args:
         directory: the shard directory.
         tokenizer: a `BertTokenizer` with the vocabulary the shards were made with (checked).
-        seq_length: defaults to the manifest's.
+        max_seq_length: defaults to the manifest's.
         verify: check each shard's sha256 before reading.
         input_context: shards are split between input pipelines when there
             are enough of them, else examples are.
@@ -190,7 +192,7 @@ def pretraining_dataset_from_shards(directory, tokenizer, seq_length=None, verif
     return masked_batches(
         one_epoch,
         tokenizer,
-        seq_length=seq_length or manifest["seq_length"],
+        max_seq_length=max_seq_length or manifest["max_seq_length"],
         nsp=manifest["nsp"],
         input_context=input_context,
         **kwargs,

@@ -23,7 +23,7 @@ class ClassifierModule(ServingModule):
     Args:
         model: the `BertClassifier`.
         tokenizer: its `BertTokenizer`.
-        seq_length: T.
+        max_seq_length: T.
         labels: label names in class order, or None for regression.
         pair_default: `serving_default` takes `text` and `text_pair`.
         max_input_bytes, truncation: see `ServingModule`.
@@ -33,7 +33,7 @@ class ClassifierModule(ServingModule):
         self,
         model,
         tokenizer,
-        seq_length,
+        max_seq_length,
         labels=None,
         pair_default=False,
         max_input_bytes=None,
@@ -50,7 +50,7 @@ class ClassifierModule(ServingModule):
                 f"given. Received: labels={labels}"
             )
         super().__init__(
-            model, tokenizer, seq_length, max_input_bytes=max_input_bytes, truncation=truncation, name=name
+            model, tokenizer, max_seq_length, max_input_bytes=max_input_bytes, truncation=truncation, name=name
         )
         self.labels = None if labels is None else tuple(labels)
         self.pair_default = pair_default

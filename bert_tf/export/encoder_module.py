@@ -30,7 +30,7 @@ class EncoderModule(ServingModule):
         encoder: the `BertEncoder`.
         tokenizer: its `BertTokenizer` (`split_special_tokens=True`: literal
             special tokens are text, as in fine-tuning).
-        seq_length: T.
+        max_seq_length: T.
         pretrainer: a `BertPretrainer` on `encoder`, for `fill_mask`.
         mask_tokenizer: the tokenizer `fill_mask` uses; it must keep special
             tokens (`split_special_tokens=False`) so that "[MASK]" in the text
@@ -43,7 +43,7 @@ class EncoderModule(ServingModule):
         self,
         encoder,
         tokenizer,
-        seq_length,
+        max_seq_length,
         pretrainer=None,
         mask_tokenizer=None,
         top_k=5,
@@ -65,7 +65,7 @@ class EncoderModule(ServingModule):
         super().__init__(
             pretrainer if pretrainer is not None else encoder,
             tokenizer,
-            seq_length,
+            max_seq_length,
             max_input_bytes=max_input_bytes,
             truncation=truncation,
             name=name,

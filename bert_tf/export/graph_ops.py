@@ -36,10 +36,10 @@ def same_batch(first, second):
         return tf.identity(second)
 
 
-def checked_ids(token_ids, segment_ids, padding_mask, vocab_size, type_vocab_size, max_positions):
+def checked_ids(token_ids, segment_ids, padding_mask, vocab_size, type_vocab_size, max_position_embeddings):
     """Pre-tokenized encoder inputs int32 `[B, T]`, validated in-graph.
 
-    Ranks, equal shapes, `T <= max_positions` and id ranges are checked with
+    Ranks, equal shapes, `T <= max_position_embeddings` and id ranges are checked with
     assertions the returned tensors depend on, so bad ids are an
     `InvalidArgumentError` on every device (a GPU gather would return zeros).
     """
@@ -54,7 +54,7 @@ def checked_ids(token_ids, segment_ids, padding_mask, vocab_size, type_vocab_siz
             tf.shape(padding_mask), tf.shape(token_ids), message="padding_mask must have the shape of token_ids"
         ),
         tf.debugging.assert_less_equal(
-            tf.shape(token_ids)[1], max_positions, message=f"At most {max_positions} tokens per row"
+            tf.shape(token_ids)[1], max_position_embeddings, message=f"At most {max_position_embeddings} tokens per row"
         ),
         tf.debugging.assert_non_negative(token_ids, message="token_ids must be >= 0"),
         tf.debugging.assert_less(token_ids, vocab_size, message=f"token_ids must be < {vocab_size}"),

@@ -94,11 +94,11 @@ def serving_module(
     vocab = checkpoints.vocab_file(model_dir)
     if vocab is None:
         raise ConfigError(f"{model_dir}: no vocab.txt; the SavedModel needs the vocabulary.")
-    seq_length = max_seq_length or settings["max_seq_length"]
-    if not 3 <= seq_length <= config.max_position_embeddings:
+    max_seq_length = max_seq_length or settings["max_seq_length"]
+    if not 3 <= max_seq_length <= config.max_position_embeddings:
         raise ConfigError(
             f"The sequence length must be in [3, {config.max_position_embeddings}] (the model's "
-            f"positions). Received: max_seq_length={seq_length}"
+            f"positions). Received: max_seq_length={max_seq_length}"
         )
 
     def tokenizer(**kwargs):
@@ -111,13 +111,13 @@ def serving_module(
             return EncoderModule(
                 pretrainer.encoder,
                 tokenizer(),
-                seq_length,
+                max_seq_length,
                 pretrainer=pretrainer,
                 mask_tokenizer=tokenizer(split_special_tokens=False),
                 top_k=top_k,
                 **common,
             )
-        return EncoderModule(checkpoints.load_encoder(model_dir), tokenizer(), seq_length, **common)
+        return EncoderModule(checkpoints.load_encoder(model_dir), tokenizer(), max_seq_length, **common)
     model, settings = load_task_model(model_dir)
     task = tasks.get(settings["task"])  # Known: load_task_model checked it.
     options = tasks.ServingOptions(
@@ -128,7 +128,7 @@ def serving_module(
         max_answer_length=max_answer_length,
     )
     labels = settings["labels"] if task.needs_labels else None
-    return task.serving_module(model, tokenizer(), seq_length, labels, options)
+    return task.serving_module(model, tokenizer(), max_seq_length, labels, options)
 
 
 def kind_of(module):
@@ -218,7 +218,7 @@ def save_module(module, output_dir, overwrite=False):
     metadata = {
         "kind": kind_of(module),
         "labels": list(module.labels) if getattr(module, "labels", None) is not None else None,
-        "max_seq_length": module.seq_length,
+        "max_seq_length": module.max_seq_length,
         "max_input_bytes": module.max_input_bytes,
         "signatures": {
             name: {"inputs": input_names(function), "outputs": sorted(function.structured_outputs)}

@@ -17,7 +17,7 @@ IDS = (
     tf.TensorSpec([None, None], tf.int32, name="padding_mask"),
 )
 
-# Bytes kept of each input string per token of `seq_length` (see ServingModule).
+# Bytes kept of each input string per token of `max_seq_length` (see ServingModule).
 BYTES_PER_TOKEN = 100
 
 
@@ -44,37 +44,37 @@ class ServingModule(tf.Module):
     Args:
         model: a built Keras model (`BertEncoder` or a task model on one).
         tokenizer: the `BertTokenizer` of the model's vocabulary.
-        seq_length: T, tokens per packed input (`[CLS]` and `[SEP]`s included).
+        max_seq_length: T, tokens per packed input (`[CLS]` and `[SEP]`s included).
         max_input_bytes: each input string is cut to this many bytes before
-            tokenizing (then the packer trims to `seq_length`), which bounds
-            the work a megabyte string costs. Default: `100 * seq_length`.
+            tokenizing (then the packer trims to `max_seq_length`), which bounds
+            the work a megabyte string costs. Default: `100 * max_seq_length`.
         truncation: how a text pair is trimmed ("longest_first" as
             fine-tuning does, or "round_robin").
     """
 
-    def __init__(self, model, tokenizer, seq_length, max_input_bytes=None, truncation="longest_first", name=None):
+    def __init__(self, model, tokenizer, max_seq_length, max_input_bytes=None, truncation="longest_first", name=None):
         super().__init__(name=name)
         encoder = getattr(model, "encoder", model)
         if max_input_bytes is None:
-            max_input_bytes = BYTES_PER_TOKEN * seq_length
+            max_input_bytes = BYTES_PER_TOKEN * max_seq_length
         if max_input_bytes < 1:
             raise ValueError(f"`max_input_bytes` must be positive. Received: max_input_bytes={max_input_bytes}")
         self.tokenizer = tokenizer
         self.model_variables = [variable.value for variable in model.weights]
         self._model = _Unsaved(model)
-        self.seq_length = seq_length
+        self.max_seq_length = max_seq_length
         self.max_input_bytes = max_input_bytes
-        self.max_positions = encoder.max_sequence_length
+        self.max_position_embeddings = encoder.max_position_embeddings
         self.vocab_size = encoder.vocabulary_size
         self.type_vocab_size = encoder.type_vocab_size
         self._packer = _Unsaved(
             BertPacker(
-                seq_length,
+                max_seq_length,
                 tokenizer.cls_id,
                 tokenizer.sep_id,
                 tokenizer.pad_id,
                 truncation=truncation,
-                max_sequence_length=encoder.max_sequence_length,
+                max_position_embeddings=encoder.max_position_embeddings,
             )
         )
 
@@ -104,7 +104,7 @@ class ServingModule(tf.Module):
 
     def _ids(self, token_ids, segment_ids, padding_mask):
         return graph_ops.checked_ids(
-            token_ids, segment_ids, padding_mask, self.vocab_size, self.type_vocab_size, self.max_positions
+            token_ids, segment_ids, padding_mask, self.vocab_size, self.type_vocab_size, self.max_position_embeddings
         )
 
     def _function(self, method, *specs):

@@ -38,7 +38,7 @@ class SpanModule(ServingModule):
     Args:
         model: the `BertSpanLabeler`.
         tokenizer: its `BertTokenizer`.
-        seq_length: T.
+        max_seq_length: T.
         doc_stride: context pieces between window starts.
         max_query_length: question pieces kept.
         max_answer_length: longest answer, in tokens.
@@ -49,17 +49,17 @@ class SpanModule(ServingModule):
         self,
         model,
         tokenizer,
-        seq_length,
+        max_seq_length,
         doc_stride=128,
         max_query_length=64,
         max_answer_length=30,
         max_input_bytes=None,
         name=None,
     ):
-        if seq_length - 3 - max_query_length < 1:
+        if max_seq_length - 3 - max_query_length < 1:
             raise ValueError(
-                "`seq_length` must leave room for a context piece after the question and 3 special "
-                f"tokens. Received: seq_length={seq_length}, max_query_length={max_query_length}"
+                "`max_seq_length` must leave room for a context piece after the question and 3 special "
+                f"tokens. Received: max_seq_length={max_seq_length}, max_query_length={max_query_length}"
             )
         for arg, value in (
             ("doc_stride", doc_stride),
@@ -69,7 +69,7 @@ class SpanModule(ServingModule):
             if value < 1:
                 raise ValueError(f"`{arg}` must be positive. Received: {arg}={value}")
         super().__init__(
-            model, tokenizer, seq_length, max_input_bytes=max_input_bytes, truncation="round_robin", name=name
+            model, tokenizer, max_seq_length, max_input_bytes=max_input_bytes, truncation="round_robin", name=name
         )
         self.doc_stride = doc_stride
         self.max_query_length = max_query_length
@@ -92,7 +92,7 @@ class SpanModule(ServingModule):
         pieces, byte_starts, byte_ends = self.tokenizer.tokenize_with_offsets(context)  # [B, (L)]
         pieces = pieces.with_row_splits_dtype(tf.int64)
         query_length = query.row_lengths()  # [B]
-        budgets = self.seq_length - 3 - query_length
+        budgets = self.max_seq_length - 3 - query_length
         row, start, size = graph_ops.window_spans(pieces.row_lengths(), budgets, self.doc_stride)  # [N]
         features = self._pack(tf.gather(query, row), graph_ops.take_pieces(pieces, row, start, size))
         outputs = self.model.call_unpadded(features)

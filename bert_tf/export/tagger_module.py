@@ -42,7 +42,7 @@ def entity_scheme(labels):
 class TaggerModule(ServingModule):
     """Serves a `BertTokenClassifier` (NER): entities with type, character span, text and score.
 
-    Text longer than one window is cut into windows of `seq_length - 2`
+    Text longer than one window is cut into windows of `max_seq_length - 2`
     pieces without overlap (as fine-tuning does by default) and every piece is
     tagged. Words are BERT's words (whitespace and punctuation split, as
     Hugging Face's pipeline with `aggregation_strategy="first"`): a word's tag
@@ -63,18 +63,18 @@ class TaggerModule(ServingModule):
     Args:
         model: the `BertTokenClassifier`.
         tokenizer: its `BertTokenizer`.
-        seq_length: T.
+        max_seq_length: T.
         labels: label names in class order (BIO).
         max_input_bytes: see `ServingModule`.
     """
 
-    def __init__(self, model, tokenizer, seq_length, labels, max_input_bytes=None, name=None):
+    def __init__(self, model, tokenizer, max_seq_length, labels, max_input_bytes=None, name=None):
         if len(labels) != model.num_classes:
             raise ValueError(
                 f"The tagger has {model.num_classes} classes but {len(labels)} labels were given. "
                 f"Received: labels={labels}"
             )
-        super().__init__(model, tokenizer, seq_length, max_input_bytes=max_input_bytes, name=name)
+        super().__init__(model, tokenizer, max_seq_length, max_input_bytes=max_input_bytes, name=name)
         self.labels = tuple(labels)
         self.types, self.type_of_label, self.begins = (tuple(x) for x in entity_scheme(labels))
         with tf.io.gfile.GFile(tokenizer.vocab_file, "rb") as f:
@@ -179,8 +179,8 @@ class TaggerModule(ServingModule):
         )
 
     def _piece_probabilities(self, ids):
-        """Label probabilities of every piece `[P, C]`, over windows of `seq_length - 2` pieces."""
-        budget = self.seq_length - 2
+        """Label probabilities of every piece `[P, C]`, over windows of `max_seq_length - 2` pieces."""
+        budget = self.max_seq_length - 2
         lengths = ids.row_lengths()  # [B]
         row, start, size = graph_ops.window_spans(
             lengths, tf.fill(tf.shape(lengths), tf.cast(budget, tf.int64)), budget

@@ -21,7 +21,7 @@ class BertEmbeddings(keras.layers.Layer):
         self,
         vocabulary_size,
         hidden_dim,
-        max_sequence_length=512,
+        max_position_embeddings=512,
         type_vocab_size=2,
         dropout=0.1,
         initializer_range=0.02,
@@ -32,14 +32,14 @@ class BertEmbeddings(keras.layers.Layer):
         for name, value in (
             ("vocabulary_size", vocabulary_size),
             ("hidden_dim", hidden_dim),
-            ("max_sequence_length", max_sequence_length),
+            ("max_position_embeddings", max_position_embeddings),
             ("type_vocab_size", type_vocab_size),
         ):
             if value <= 0:
                 raise ValueError(f"`{name}` must be positive. Received: {name}={value}")
         self.vocabulary_size = vocabulary_size
         self.hidden_dim = hidden_dim
-        self.max_sequence_length = max_sequence_length
+        self.max_position_embeddings = max_position_embeddings
         self.type_vocab_size = type_vocab_size
         self.dropout = dropout
         self.initializer_range = initializer_range
@@ -61,16 +61,16 @@ class BertEmbeddings(keras.layers.Layer):
         self.segment_embedding.build(token_ids_shape)
         self.position_embedding = self.add_weight(
             name="position_embedding",
-            shape=(self.max_sequence_length, self.hidden_dim),
+            shape=(self.max_position_embeddings, self.hidden_dim),
             initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range),
         )
         self.layer_norm.build(tuple(token_ids_shape) + (self.hidden_dim,))
         self.built = True
 
     def call(self, token_ids, segment_ids, training=None):
-        seq_length = ops.shape(token_ids)[1]
+        length = ops.shape(token_ids)[1]
         x = self.token_embedding(token_ids) + self.segment_embedding(segment_ids)  # [B, T, H]
-        x = x + ops.cast(self.position_embedding[:seq_length], "float32")[None, :, :]
+        x = x + ops.cast(self.position_embedding[:length], "float32")[None, :, :]
         x = self.layer_norm(x)
         x = ops.cast(x, self.compute_dtype)
         return self.dropout_layer(x, training=training)
@@ -84,7 +84,7 @@ class BertEmbeddings(keras.layers.Layer):
             {
                 "vocabulary_size": self.vocabulary_size,
                 "hidden_dim": self.hidden_dim,
-                "max_sequence_length": self.max_sequence_length,
+                "max_position_embeddings": self.max_position_embeddings,
                 "type_vocab_size": self.type_vocab_size,
                 "dropout": self.dropout,
                 "initializer_range": self.initializer_range,

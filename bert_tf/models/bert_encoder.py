@@ -82,7 +82,7 @@ class BertEncoder(keras.Model):
         hidden_act: "gelu" (exact erf) or "gelu_new"/"gelu_tanh" (tanh approximation), etc.
         dropout: dropout on embeddings and block outputs.
         attention_dropout: dropout on attention probabilities.
-        max_sequence_length: number of learned positions.
+        max_position_embeddings: number of learned positions.
         type_vocab_size: number of segments (2 for released checkpoints).
         initializer_range: stddev of the truncated-normal initializer.
         layer_norm_epsilon: LayerNorm epsilon (1e-12 in the reference).
@@ -99,7 +99,7 @@ class BertEncoder(keras.Model):
         hidden_act="gelu",
         dropout=0.1,
         attention_dropout=0.1,
-        max_sequence_length=512,
+        max_position_embeddings=512,
         type_vocab_size=2,
         initializer_range=0.02,
         layer_norm_epsilon=1e-12,
@@ -111,7 +111,7 @@ class BertEncoder(keras.Model):
         self.embeddings = BertEmbeddings(
             vocabulary_size,
             hidden_dim,
-            max_sequence_length=max_sequence_length,
+            max_position_embeddings=max_position_embeddings,
             type_vocab_size=type_vocab_size,
             dropout=dropout,
             initializer_range=initializer_range,
@@ -183,7 +183,7 @@ class BertEncoder(keras.Model):
         self.hidden_act = hidden_act
         self.dropout = dropout
         self.attention_dropout = attention_dropout
-        self.max_sequence_length = max_sequence_length
+        self.max_position_embeddings = max_position_embeddings
         self.type_vocab_size = type_vocab_size
         self.initializer_range = initializer_range
         self.layer_norm_epsilon = layer_norm_epsilon
@@ -300,6 +300,8 @@ class BertEncoder(keras.Model):
     @classmethod
     def from_config(cls, config):
         config = dict(config)
+        if "max_sequence_length" in config:  # the name before bert_tf 0.2 (`.keras` files saved then)
+            config["max_position_embeddings"] = config.pop("max_sequence_length")
         if isinstance(config.get("dtype"), dict):
             config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
         return cls(**config)
@@ -326,7 +328,7 @@ _CONFIG_FIELDS = (
     ("hidden_act", "hidden_act"),
     ("dropout", "hidden_dropout_prob"),
     ("attention_dropout", "attention_probs_dropout_prob"),
-    ("max_sequence_length", "max_position_embeddings"),
+    ("max_position_embeddings", "max_position_embeddings"),
     ("type_vocab_size", "type_vocab_size"),
     ("initializer_range", "initializer_range"),
     ("layer_norm_epsilon", "layer_norm_eps"),

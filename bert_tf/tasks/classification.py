@@ -121,7 +121,7 @@ class SentenceData:
             shuffle=True,
             seed=self.config.seed,
             repeat=True,
-            max_sequence_length=self.max_position_embeddings,
+            max_position_embeddings=self.max_position_embeddings,
             drop_remainder=True,
         )
         dataset = common.worker_slice(dataset, context)
@@ -133,7 +133,7 @@ class SentenceData:
             self.tokenizer,
             self.config.max_seq_length,
             self.config.eval_batch_size,
-            max_sequence_length=self.max_position_embeddings,
+            max_position_embeddings=self.max_position_embeddings,
         )
         logits = common.predict(model, dataset)["logits"]  # [N, C]
         labels = np.asarray(self.eval.labels)

@@ -69,7 +69,7 @@ class NerData:
             shuffle=True,
             seed=self.config.seed,
             repeat=True,
-            max_sequence_length=self.max_position_embeddings,
+            max_position_embeddings=self.max_position_embeddings,
             drop_remainder=True,
         )
         dataset = common.worker_slice(dataset, context)
@@ -83,7 +83,7 @@ class NerData:
             self.label_names,
             self.config.max_seq_length,
             self.config.eval_batch_size,
-            max_sequence_length=self.max_position_embeddings,
+            max_position_embeddings=self.max_position_embeddings,
             with_word_index=True,
         )
         logits = common.predict(model, dataset.map(lambda features, word_index: features), sequence_keys=("logits",))

@@ -1,7 +1,7 @@
 """BertPacker: trims one or two segments, then packs `[CLS] A [SEP] B [SEP]`.
 
 Trimming happens before packing, so the final `[SEP]` always survives.
-Shapes: B batch, T = sequence_length.
+Shapes: B batch, T = max_seq_length.
 """
 
 import tensorflow as tf
@@ -20,32 +20,34 @@ class BertPacker:
     """Packs ragged word-piece segments into fixed-length encoder inputs.
 
     Args:
-        sequence_length: T, including `[CLS]` and the `[SEP]`s.
+        max_seq_length: T, including `[CLS]` and the `[SEP]`s.
         cls_id, sep_id, pad_id: special-token ids (from the tokenizer).
         truncation: "round_robin" (take one piece from each segment in turn,
             as tensorflow-text's RoundRobinTrimmer) or "longest_first" (drop
             the last piece of the longer segment until it fits; ties trim the
             second segment, as the original `run_classifier.py` does).
-        max_sequence_length: the model's number of positions; a longer
-            `sequence_length` is refused.
+        max_position_embeddings: the model's number of positions; a longer
+            `max_seq_length` is refused.
     """
 
-    def __init__(self, sequence_length, cls_id, sep_id, pad_id=0, truncation="round_robin", max_sequence_length=None):
+    def __init__(
+        self, max_seq_length, cls_id, sep_id, pad_id=0, truncation="round_robin", max_position_embeddings=None
+    ):
         if truncation not in TRUNCATIONS:
             raise ValueError(f"`truncation` must be one of {TRUNCATIONS}. Received: truncation={truncation!r}")
-        if sequence_length < 3:
-            raise ValueError(f"`sequence_length` must be at least 3. Received: sequence_length={sequence_length}")
-        if max_sequence_length is not None and sequence_length > max_sequence_length:
+        if max_seq_length < 3:
+            raise ValueError(f"`max_seq_length` must be at least 3. Received: max_seq_length={max_seq_length}")
+        if max_position_embeddings is not None and max_seq_length > max_position_embeddings:
             raise ValueError(
-                f"`sequence_length` ({sequence_length}) exceeds the model's max_position_embeddings "
-                f"({max_sequence_length}). Received: sequence_length={sequence_length}"
+                f"`max_seq_length` ({max_seq_length}) exceeds the model's max_position_embeddings "
+                f"({max_position_embeddings}). Received: max_seq_length={max_seq_length}"
             )
-        self.sequence_length = sequence_length
+        self.max_seq_length = max_seq_length
         self.cls_id, self.sep_id, self.pad_id = cls_id, sep_id, pad_id
         self.truncation = truncation
 
     def _trim(self, segments):
-        budget = self.sequence_length - 1 - len(segments)  # [CLS] and one [SEP] per segment
+        budget = self.max_seq_length - 1 - len(segments)  # [CLS] and one [SEP] per segment
         if len(segments) == 1 or self.truncation == "round_robin":
             return text.RoundRobinTrimmer(budget).trim(segments)
         first, second = segments
@@ -72,6 +74,6 @@ class BertPacker:
         ids, segment_ids = text.combine_segments(
             trimmed, start_of_sequence_id=self.cls_id, end_of_segment_id=self.sep_id
         )
-        token_ids, padding_mask = text.pad_model_inputs(ids, self.sequence_length, pad_value=self.pad_id)
-        segment_ids, _ = text.pad_model_inputs(segment_ids, self.sequence_length, pad_value=0)
+        token_ids, padding_mask = text.pad_model_inputs(ids, self.max_seq_length, pad_value=self.pad_id)
+        segment_ids, _ = text.pad_model_inputs(segment_ids, self.max_seq_length, pad_value=0)
         return {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": tf.cast(padding_mask, tf.int32)}

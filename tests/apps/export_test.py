@@ -33,7 +33,7 @@ def classifier_dir(tmp_path_factory):
         num_heads=2,
         hidden_dim=16,
         intermediate_dim=32,
-        max_sequence_length=16,
+        max_position_embeddings=16,
     )
     save_model_dir(
         BertClassifier(encoder, num_classes=2),

@@ -34,7 +34,7 @@ def tiny_dir(tmp_path_factory):
         num_heads=2,
         hidden_dim=16,
         intermediate_dim=32,
-        max_sequence_length=64,
+        max_position_embeddings=64,
     )
     save_model_dir(encoder, str(directory), settings={"lowercase": True, "max_seq_length": 64})
     return str(directory)

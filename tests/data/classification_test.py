@@ -147,7 +147,7 @@ def test_glue_sst2_and_mrpc_dev():
 
 def test_dataset_shapes(tokenizer):
     sst2 = read_examples(os.path.join(GLUE, "SST-2", "dev.tsv"), **glue_layout("SST-2"))
-    dataset = make_dataset(sst2, tokenizer, seq_length=32, batch_size=100)
+    dataset = make_dataset(sst2, tokenizer, max_seq_length=32, batch_size=100)
     batches = list(dataset)
     assert len(batches) == 9
     features, labels = batches[0]
@@ -165,7 +165,7 @@ def test_dataset_shapes(tokenizer):
 def test_packed_pair_layout(tmp_path, tokenizer):
     path = _write(tmp_path, "a.tsv", "a\tb\ty\nHello world\tGood morning, Zürich\t0.5\n")
     examples = read_examples(path, "a", "b", "y", task="regression")
-    features, labels = next(iter(make_dataset(examples, tokenizer, seq_length=12, batch_size=4)))
+    features, labels = next(iter(make_dataset(examples, tokenizer, max_seq_length=12, batch_size=4)))
     first, second = tokenizer.tokenize(tf.constant(["Hello world", "Good morning, Zürich"])).to_list()
     ids = [tokenizer.cls_id] + first + [tokenizer.sep_id] + second + [tokenizer.sep_id]
     assert features["token_ids"].numpy()[0].tolist() == ids + [tokenizer.pad_id] * (12 - len(ids))
@@ -180,7 +180,7 @@ def test_shuffle_repeat_keeps_pairs_together(tmp_path, tokenizer):
     path = _write(tmp_path, "a.tsv", "s\tl\n" + rows)
     examples = read_examples(path, "s", label_column="l")
     dataset = make_dataset(
-        examples, tokenizer, seq_length=8, batch_size=5, shuffle=True, seed=1, repeat=True, drop_remainder=True
+        examples, tokenizer, max_seq_length=8, batch_size=5, shuffle=True, seed=1, repeat=True, drop_remainder=True
     )
     words = {tuple(ids): i for i, ids in enumerate(tokenizer.tokenize(tf.constant(examples.texts)).to_list())}
     seen = []

@@ -49,7 +49,7 @@ def _restore_masked(features, labels, weights):
 
 def _dataset(corpus, **kwargs):
     root, tokenizer = corpus
-    args = dict(seq_length=24, max_predictions_per_seq=4, batch_size=8, seed=3, epochs=1, shuffle_buffer=50)
+    args = dict(max_seq_length=24, max_predictions_per_seq=4, batch_size=8, seed=3, epochs=1, shuffle_buffer=50)
     args.update(kwargs)
     return pretraining_dataset(str(root / "*.txt"), tokenizer, **args)
 
@@ -129,7 +129,7 @@ def test_paragraph_format_and_latin1_bytes(tmp_path, minilm_vocab):
     for features, _, _ in pretraining_dataset(
         ",".join(files),
         tokenizer,
-        seq_length=64,
+        max_seq_length=64,
         batch_size=64,
         corpus_format="paragraphs",
         epochs=1,
@@ -153,7 +153,7 @@ def test_iterator_restored_in_a_new_process_continues_identically(corpus, tmp_pa
         from bert_tf.data.pretraining import pretraining_dataset
         from bert_tf.text import BertTokenizer
         tokenizer = BertTokenizer({str(root / "vocab" / "vocab.txt")!r})
-        dataset = pretraining_dataset(sys.argv[3], tokenizer, seq_length=24, max_predictions_per_seq=4,
+        dataset = pretraining_dataset(sys.argv[3], tokenizer, max_seq_length=24, max_predictions_per_seq=4,
                                       batch_size=8, seed=3, shuffle_buffer=50)
         iterator = iter(dataset)
         checkpoint = tf.train.Checkpoint(iterator=iterator)

@@ -56,11 +56,11 @@ def test_read_xquad_counts(xquad):
     assert first.id == "56beb4343aeaaa14008c925b" and first.answers[0] == {"text": "308", "answer_start": 34}
 
 
-@pytest.mark.parametrize("seq_length, doc_stride", [(384, 128), (128, 32)])
-def test_gold_answers_round_trip(tokenizer, xquad, seq_length, doc_stride):
-    windows = make_windows(xquad, tokenizer, seq_length=seq_length, doc_stride=doc_stride, max_query_length=64)
-    assert windows.token_ids.shape == (len(windows), seq_length) and not windows.unmapped
-    if seq_length == 128:
+@pytest.mark.parametrize("max_seq_length, doc_stride", [(384, 128), (128, 32)])
+def test_gold_answers_round_trip(tokenizer, xquad, max_seq_length, doc_stride):
+    windows = make_windows(xquad, tokenizer, max_seq_length=max_seq_length, doc_stride=doc_stride, max_query_length=64)
+    assert windows.token_ids.shape == (len(windows), max_seq_length) and not windows.unmapped
+    if max_seq_length == 128:
         assert len(windows) > 3 * len(xquad)  # contexts span many windows; answers cross window edges
     # Every gold answer is labelled in some window.
     assert set(windows.example_index[windows.start_positions > 0].tolist()) == set(range(len(xquad)))
@@ -95,7 +95,7 @@ def test_multibyte_character_offsets(tmp_path, tokenizer):
         for q, text in (("a", "東京"), ("b", "café"), ("c", "naïve São Paulo"), ("d", "Zürich"))
     ]
     examples = read_squad(_squad_file(tmp_path, context, qas))
-    windows = make_windows(examples, tokenizer, seq_length=32, doc_stride=8, max_query_length=10)
+    windows = make_windows(examples, tokenizer, max_seq_length=32, doc_stride=8, max_query_length=10)
     row = 0
     inside = windows.char_starts[row] >= 0
     pieces = [context[s:e] for s, e in zip(windows.char_starts[row][inside], windows.char_ends[row][inside])]
@@ -126,7 +126,7 @@ def test_v2_impossible_question(tmp_path, tokenizer):
     examples = read_squad(_squad_file(tmp_path, context, qas))
     assert examples[0].is_impossible and examples[0].answers == []
     assert examples[0].plausible_answers == [{"text": "William", "answer_start": 32}]
-    windows = make_windows(examples, tokenizer, seq_length=32, doc_stride=16, max_query_length=8)
+    windows = make_windows(examples, tokenizer, max_seq_length=32, doc_stride=16, max_query_length=8)
     assert windows.start_positions[windows.example_index == 0].tolist() == [0]
     assert windows.end_positions[windows.example_index == 0].tolist() == [0]
     start, end = _gold_logits(windows)
@@ -150,7 +150,7 @@ def test_answer_mismatch_is_reported(tmp_path):
 
 
 def test_dataset_batches(tokenizer, xquad):
-    windows = make_windows(xquad[:40], tokenizer, seq_length=128, doc_stride=64)
+    windows = make_windows(xquad[:40], tokenizer, max_seq_length=128, doc_stride=64)
     features, labels = next(iter(make_dataset(windows, batch_size=16)))
     assert {k: tuple(v.shape) for k, v in features.items()} == {
         "token_ids": (16, 128),

@@ -101,7 +101,7 @@ def hand(tokenizer):
     names = sorted_label_names(HAND_TAGS)
     assert names == ["O", "B-LOC", "I-LOC", "B-PER"]
     dataset = make_dataset(
-        HAND_SENTENCES, HAND_TAGS, tokenizer, names, seq_length=10, batch_size=4, with_word_index=True
+        HAND_SENTENCES, HAND_TAGS, tokenizer, names, max_seq_length=10, batch_size=4, with_word_index=True
     )
     features, labels, weights, index = _collect(dataset)
     sentence = np.concatenate([i["sentence_index"].numpy() for i in index])
@@ -146,14 +146,14 @@ def test_long_sentences_become_windows(tokenizer, hand):
 
 def test_round_trip_eng_testa(tokenizer, testa):
     """Gold labels fed back as predictions give the gold word tags: alignment and windows lose nothing."""
-    for seq_length, stride in ((128, None), (16, 5)):
+    for max_seq_length, stride in ((128, None), (16, 5)):
         _, labels, weights, index = _collect(
             make_dataset(
                 testa.sentences,
                 testa.tags,
                 tokenizer,
                 testa.label_names,
-                seq_length=seq_length,
+                max_seq_length=max_seq_length,
                 batch_size=256,
                 stride=stride,
                 with_word_index=True,
@@ -166,9 +166,9 @@ def test_round_trip_eng_testa(tokenizer, testa):
 
 
 def test_prediction_mode_and_errors(tokenizer):
-    dataset = make_dataset([["Hello", "world"]], None, tokenizer, ["O"], seq_length=8, batch_size=2)
+    dataset = make_dataset([["Hello", "world"]], None, tokenizer, ["O"], max_seq_length=8, batch_size=2)
     assert set(dataset.element_spec) == {"token_ids", "segment_ids", "padding_mask"}
     with pytest.raises(ValueError, match="unknown tag 'B-Y'"):
-        make_dataset([["a"]], [["B-Y"]], tokenizer, ["O"], seq_length=8, batch_size=2)
+        make_dataset([["a"]], [["B-Y"]], tokenizer, ["O"], max_seq_length=8, batch_size=2)
     with pytest.raises(ValueError, match="stride"):
-        make_dataset([["a"]], [["O"]], tokenizer, ["O"], seq_length=8, batch_size=2, stride=7)
+        make_dataset([["a"]], [["O"]], tokenizer, ["O"], max_seq_length=8, batch_size=2, stride=7)

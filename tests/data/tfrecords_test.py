@@ -22,7 +22,7 @@ def shards(corpus, tmp_path_factory):  # noqa: F811
     root, tokenizer = corpus
     output = tmp_path_factory.mktemp("shards")
     manifest = write_pretraining_shards(
-        str(root / "*.txt"), tokenizer, str(output), seq_length=24, seed=3, dupe_factor=2, examples_per_shard=20
+        str(root / "*.txt"), tokenizer, str(output), max_seq_length=24, seed=3, dupe_factor=2, examples_per_shard=20
     )
     return output, tokenizer, manifest
 

@@ -105,7 +105,7 @@ def _tiny_encoder():
         num_heads=2,
         hidden_dim=16,
         intermediate_dim=32,
-        max_sequence_length=32,
+        max_position_embeddings=32,
         dropout=0.0,
         attention_dropout=0.0,
     )
@@ -440,8 +440,8 @@ def test_classifier_outputs_match_model(modules):
 
 
 def _python_entities(module, texts):
-    """Entities by the Python route: windows of seq_length - 2 pieces, first-piece word tags, BIO."""
-    tokenizer, budget = module.tokenizer, module.seq_length - 2
+    """Entities by the Python route: windows of max_seq_length - 2 pieces, first-piece word tags, BIO."""
+    tokenizer, budget = module.tokenizer, module.max_seq_length - 2
     ids, starts, ends = tokenizer.tokenize_with_offsets(tf.constant(texts), unit="char")
     result = []
     for text, row_ids, row_starts, row_ends in zip(texts, ids.to_list(), starts.to_list(), ends.to_list()):
@@ -497,7 +497,7 @@ def test_squad_answers_match_library_windows_and_extraction(modules):
         squad.SquadExample(id=str(i), question=q, context=c, answers=[])
         for i, (q, c) in enumerate(zip(QUESTIONS, TEXTS))
     ]
-    windows = squad.make_windows(examples, module.tokenizer, seq_length=16, doc_stride=3, max_query_length=4)
+    windows = squad.make_windows(examples, module.tokenizer, max_seq_length=16, doc_stride=3, max_query_length=4)
     logits = module.model({k: getattr(windows, k) for k in ("token_ids", "segment_ids", "padding_mask")})
     answers = squad.extract_answers(
         windows, logits["start_logits"], logits["end_logits"], n_best=16, max_answer_length=4

@@ -62,6 +62,16 @@ def test_get_config_round_trip():
     assert _max_diff(encoder(inputs)["sequence_output"], clone(inputs)["sequence_output"]) == 0.0
 
 
+def test_config_saved_under_the_old_position_name_still_loads():
+    """`.keras` files written before the rename call the position capacity `max_sequence_length`."""
+    encoder = tiny_encoder()
+    config = encoder.get_config()
+    config["max_sequence_length"] = config.pop("max_position_embeddings")
+    clone = BertEncoder.from_config(config)
+    assert clone.max_position_embeddings == encoder.max_position_embeddings
+    assert clone.get_config() == encoder.get_config()
+
+
 def test_keras_file_round_trip(tmp_path):
     encoder = tiny_encoder()
     path = str(tmp_path / "encoder.keras")

@@ -138,8 +138,8 @@ class FastTextData:
 class SentimentModule(ServingModule):
     """`serving_default`: `text` `[B]` -> `label` string `[B]`, `probabilities` float32 `[B, C]`."""
 
-    def __init__(self, model, tokenizer, seq_length, labels, max_input_bytes=None):
-        super().__init__(model, tokenizer, seq_length, max_input_bytes=max_input_bytes)
+    def __init__(self, model, tokenizer, max_seq_length, labels, max_input_bytes=None):
+        super().__init__(model, tokenizer, max_seq_length, max_input_bytes=max_input_bytes)
         self.labels = tuple(labels)
 
     def signatures(self):
@@ -207,7 +207,7 @@ def tiny_dir(tmp_path):
         num_heads=2,
         hidden_dim=16,
         intermediate_dim=32,
-        max_sequence_length=32,
+        max_position_embeddings=32,
     )
     save_model_dir(encoder, str(directory), settings={"lowercase": True, "max_seq_length": 32})
     return str(directory)

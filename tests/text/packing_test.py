@@ -68,8 +68,8 @@ def test_truncation_matches_reference_loop(truncation, reference):
 
 
 def test_sequence_length_longer_than_positions_is_refused():
-    with pytest.raises(ValueError, match=r"max_position_embeddings \(512\).*sequence_length=1024"):
-        BertPacker(1024, CLS, SEP, max_sequence_length=512)
+    with pytest.raises(ValueError, match=r"max_position_embeddings \(512\).*max_seq_length=1024"):
+        BertPacker(1024, CLS, SEP, max_position_embeddings=512)
 
 
 def test_bad_truncation_and_segment_count():
