@@ -16,12 +16,16 @@ import json
 import os
 import sys
 
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported (by the bert_tf imports below)
+
 from absl import app, flags, logging
 
 from bert_tf import tasks
 from bert_tf.apps import common_flags
-
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported
+from bert_tf.config import ConfigError
+from bert_tf.data.classification import FORMATS as FILE_FORMATS
+from bert_tf.data.tagging import SCHEMES
+from bert_tf.training import FinetuneConfig, NonFiniteLossError, ResumeError, finetune
 
 FLAGS = flags.FLAGS
 common_flags.define_training_flags()
@@ -50,9 +54,9 @@ flags.DEFINE_string(
     "GLUE file layout (sst2, mrpc, cola, stsb, qqp, mnli, qnli, rte, wnli): sets the columns, header and label names.",
 )
 flags.DEFINE_list("label_names", None, "Classification labels in id order (default: the training file's labels).")
-flags.DEFINE_enum("file_format", None, ["tsv", "csv", "jsonl"], "Data file format (default: from the extension).")
+flags.DEFINE_enum("file_format", None, FILE_FORMATS, "Data file format (default: from the extension).")
 flags.DEFINE_integer("tag_column", -1, "NER: the tag column of the CoNLL file.")
-flags.DEFINE_enum("tag_scheme", "auto", ["auto", "BIO", "IOB1"], "NER: tag scheme of the CoNLL files.")
+flags.DEFINE_enum("tag_scheme", "auto", SCHEMES, "NER: tag scheme of the CoNLL files.")
 flags.DEFINE_integer(
     "max_seq_length", 128, "Tokens per example (window for NER and QA).", lower_bound=8, allow_override=True
 )
@@ -113,10 +117,8 @@ def _validate():
 
 
 def _config():
-    from bert_tf.training.finetuning import FinetuneConfig
-
-    names = [f for f in FinetuneConfig.__dataclass_fields__]
-    return FinetuneConfig(**{name: FLAGS[name].value for name in names if name in FLAGS})
+    """The run's `FinetuneConfig`: each flag is the field of the same name (checked both ways)."""
+    return common_flags.config_from_flags(FinetuneConfig, sys.modules[__name__])
 
 
 def main(argv):
@@ -124,10 +126,6 @@ def main(argv):
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     _validate()
     logging.set_verbosity(logging.WARNING)
-    from bert_tf.config import ConfigError
-    from bert_tf.training.finetuning import finetune
-    from bert_tf.training.trainer import NonFiniteLossError, ResumeError
-
     strategy = common_flags.training_strategy()
     try:
         results = finetune(_config(), strategy=strategy)

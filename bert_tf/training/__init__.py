@@ -1,1 +1,50 @@
-"""bert_tf.training."""
+"""bert_tf.training: optimizers, strategies, the distributed training loop, and the pretrain/finetune calls.
+
+In a notebook: `pretrain(PretrainConfig(model_dir="runs/tiny", model="tiny", train_steps=100))`.
+"""
+
+from bert_tf.training.distribute import (
+    DTYPES,
+    STRATEGIES,
+    create_strategy,
+    dtype_policy,
+    is_chief,
+    mirrored_strategy,
+)
+from bert_tf.training.finetuning import FinetuneConfig, finetune
+from bert_tf.training.optimization import OPTIMIZERS, FusedAdamW, WarmupLinearDecay, create_optimizer
+from bert_tf.training.pretraining import PretrainConfig, fill_mask, pretrain
+from bert_tf.training.trainer import (
+    TRAINING_SETTINGS_FILE,
+    Head,
+    LoopConfig,
+    NonFiniteLossError,
+    Objective,
+    ResumeError,
+    TrainingLoop,
+)
+
+__all__ = [
+    "DTYPES",
+    "OPTIMIZERS",
+    "STRATEGIES",
+    "TRAINING_SETTINGS_FILE",
+    "FinetuneConfig",
+    "FusedAdamW",
+    "Head",
+    "LoopConfig",
+    "NonFiniteLossError",
+    "Objective",
+    "PretrainConfig",
+    "ResumeError",
+    "TrainingLoop",
+    "WarmupLinearDecay",
+    "create_optimizer",
+    "create_strategy",
+    "dtype_policy",
+    "fill_mask",
+    "finetune",
+    "is_chief",
+    "mirrored_strategy",
+    "pretrain",
+]

@@ -1,4 +1,4 @@
-"""tf.distribute strategies from a flag value."""
+"""tf.distribute strategies from a flag value, and the compute dtypes of training."""
 
 import json
 import os
@@ -6,6 +6,17 @@ import os
 import tensorflow as tf
 
 STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
+# Compute dtype of a training run -> the Keras dtype policy of its layers (None: the layers' float32 default).
+# float16 also needs dynamic loss scaling (`create_optimizer(loss_scale=True)`).
+DTYPE_POLICIES = {"float32": None, "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
+DTYPES = tuple(DTYPE_POLICIES)
+
+
+def dtype_policy(dtype):
+    """The Keras dtype policy of training in `dtype` (one of DTYPES): None, "mixed_bfloat16" or "mixed_float16"."""
+    if dtype not in DTYPE_POLICIES:
+        raise ValueError(f"`dtype` must be one of {DTYPES}. Received: dtype={dtype!r}")
+    return DTYPE_POLICIES[dtype]
 
 
 def create_strategy(name="one_device", tpu=None, devices=None):

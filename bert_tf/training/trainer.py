@@ -30,7 +30,9 @@ import tensorflow as tf
 
 from bert_tf.training.distribute import is_chief, worker_index
 
-SETTINGS_FILE = "training_settings.json"
+# The run's settings in model_dir, checked on resume (the model directory's own settings file is
+# `bert_tf.checkpoints.SETTINGS_FILE`, bert_tf.json).
+TRAINING_SETTINGS_FILE = "training_settings.json"
 # Pretraining settings whose change makes an existing checkpoint unusable.
 INCOMPATIBLE = ("model", "vocab_sha256", "max_seq_length", "max_predictions_per_seq", "global_batch_size", "nsp")
 
@@ -164,10 +166,11 @@ class TrainingLoop:
         train_dataset_fn: function of a `tf.distribute.InputContext` returning
             this worker's `(features, labels, sample_weights)` dataset with
             per-worker batch size.
-        eval_dataset_fn: same for the held-out data, or None.
+        eval_dataset_fn: same for the held-out data, or None; it may return None (no held-out
+            evaluation, e.g. a corpus too small to hold data out).
         model_dir: checkpoints (`model_dir/checkpoints`) and TensorBoard logs
             (`model_dir/logs`) go here.
-        settings: dict written to `training_settings.json`; a resume with a
+        settings: dict written to `TRAINING_SETTINGS_FILE`; a resume with a
             different value of any `incompatible` key is refused.
         objective: the loss (default: masked LM + NSP).
         incompatible: settings keys that must match to resume.
@@ -384,7 +387,7 @@ class TrainingLoop:
         raise ResumeError("No checkpoint in " + directory + " could be read:\n  " + "\n  ".join(errors))
 
     def _check_settings(self):
-        path = os.path.join(self.model_dir, SETTINGS_FILE)
+        path = os.path.join(self.model_dir, TRAINING_SETTINGS_FILE)
         if os.path.exists(path):
             with open(path, encoding="utf-8") as f:
                 saved = json.load(f)
@@ -494,8 +497,13 @@ class TrainingLoop:
         return metrics
 
 
-# The name the pretraining app and user code know.
-PretrainingLoop = TrainingLoop
-
-
-__all__ = ["Head", "LoopConfig", "NonFiniteLossError", "Objective", "PretrainingLoop", "ResumeError", "TrainingLoop"]
+__all__ = [
+    "INCOMPATIBLE",
+    "TRAINING_SETTINGS_FILE",
+    "Head",
+    "LoopConfig",
+    "NonFiniteLossError",
+    "Objective",
+    "ResumeError",
+    "TrainingLoop",
+]

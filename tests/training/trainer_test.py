@@ -15,7 +15,7 @@ import tensorflow as tf
 from bert_tf.models import BertEncoder, BertPretrainer
 from bert_tf.training.distribute import mirrored_strategy
 from bert_tf.training.optimization import create_optimizer
-from bert_tf.training.trainer import LoopConfig, PretrainingLoop, ResumeError
+from bert_tf.training.trainer import TRAINING_SETTINGS_FILE, LoopConfig, ResumeError, TrainingLoop
 from tests.helpers import pretraining_batch
 
 GLOBAL_BATCH, STEPS = 8, 10
@@ -47,7 +47,7 @@ def train(strategy, model_dir, grad_accum_steps=1, clip_norm=1.0):
             )
         )
         optimizer = create_optimizer(learning_rate=1e-2, total_steps=STEPS, clip_norm=0)
-    loop = PretrainingLoop(
+    loop = TrainingLoop(
         strategy,
         model,
         optimizer,
@@ -99,7 +99,7 @@ def test_batch_not_divisible_by_replicas_and_accumulation_is_refused(tmp_path):
 
 def test_changed_settings_are_refused(one_device, tmp_path):
     train(tf.distribute.OneDeviceStrategy("/cpu:0"), tmp_path)
-    with open(tmp_path / "training_settings.json", "w") as f:
+    with open(tmp_path / TRAINING_SETTINGS_FILE, "w") as f:
         json.dump({"model": "another"}, f)
     with pytest.raises(ResumeError, match="model: checkpoint has 'another', this run has 'tiny-test'"):
         train(tf.distribute.OneDeviceStrategy("/cpu:0"), tmp_path)
@@ -173,7 +173,7 @@ def test_jit_compiled_steps_match(one_device, tmp_path):
             )
         )
         optimizer = create_optimizer(learning_rate=1e-2, total_steps=STEPS, clip_norm=0)
-    loop = PretrainingLoop(
+    loop = TrainingLoop(
         strategy,
         model,
         optimizer,

@@ -1,0 +1,328 @@
+"""Pretraining: raw text + a vocabulary + `BertPretrainer` + the distributed `TrainingLoop`.
+
+One `PretrainConfig` describes a run (its fields are the flags of
+`bert-tf-pretrain`); `pretrain(config)` does it:
+
+1. the corpus: `corpus` files, or without them an offline default corpus
+   (Python's own documentation) written to `model_dir/default_corpus.txt`;
+2. the vocabulary: `vocab`, or one built from the corpus into
+   `model_dir/vocab.txt` (kept, so a re-run uses the same one);
+3. the model: a preset (`bert_tf.config.PRESETS`) or a `bert_config.json`,
+   with the vocabulary's size;
+4. masked LM (+ next-sentence prediction) with `TrainingLoop` under any
+   strategy: tokenization, pair building and masking run in `tf.data`
+   (`bert_tf.data.pretraining`); a re-run resumes from `model_dir/checkpoints`;
+   every 20th group of documents is held out for evaluation when the corpus
+   has that many;
+5. the model directory in `model_dir` (`bert_config.json`, `vocab.txt`,
+   `bert_tf.json`, `bert_model.ckpt`), then the final metrics and the
+   fill-mask predictions of `fill_mask` sentences.
+"""
+
+import dataclasses
+import hashlib
+import os
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from bert_tf.checkpoints import save_model_dir
+from bert_tf.config import PRESETS, BertConfig, ConfigError
+from bert_tf.data.default_corpus import write_default_corpus
+from bert_tf.data.pretraining import FORMATS, EmptyCorpusError, pretraining_dataset
+from bert_tf.models import BertEncoder, BertPretrainer
+from bert_tf.text import BertTokenizer
+from bert_tf.text.packing import BertPacker
+from bert_tf.text.vocab import build_vocab, expand_files
+from bert_tf.training.distribute import DTYPES, create_strategy, dtype_policy, is_chief
+from bert_tf.training.optimization import OPTIMIZERS, create_optimizer
+from bert_tf.training.trainer import LoopConfig, TrainingLoop
+
+DEFAULT_CORPUS_FILE = "default_corpus.txt"
+FILL_MASK_SENTENCES = ("The [MASK] of the function is returned.", "This module provides [MASK] for files.")
+
+# Smallest value of each numeric field (the app's flags have the same lower bounds).
+_MINIMUM = {
+    "group_size": 2,
+    "vocab_size": 6,
+    "train_steps": 1,
+    "max_seq_length": 8,
+    "max_predictions_per_seq": 1,
+    "global_batch_size": 1,
+    "learning_rate": 0.0,
+    "warmup_steps": 0,
+    "weight_decay": 0.0,
+    "clip_norm": 0.0,
+    "grad_accum_steps": 1,
+    "checkpoint_steps": 1,
+    "keep_checkpoints": 1,
+    "eval_steps": 0,
+    "eval_interval": 1,
+    "steps_per_loop": 1,
+    "nonfinite_retries": 0,
+}
+
+
+@dataclasses.dataclass
+class PretrainConfig:
+    """A pretraining run; each field is the `bert-tf-pretrain` flag of the same name, with its default."""
+
+    model_dir: str  # checkpoints, TensorBoard logs and the final model directory
+    # Data
+    corpus: list = dataclasses.field(default_factory=list)  # files or globs; empty: the offline default corpus
+    corpus_format: str = "lines"  # bert_tf.data.pretraining.FORMATS
+    group_size: int = 16  # documents per pair-building group; every 20th group is held out
+    vocab: str = None  # vocab.txt; None builds one from the corpus into model_dir
+    vocab_size: int = 8000  # of a vocabulary built here
+    lowercase: bool = True
+    # Model and objective
+    model: str = "mini"  # a preset (bert_tf.config.PRESETS) or a bert_config.json path
+    max_seq_length: int = 128
+    max_predictions_per_seq: int = 20
+    masking_rate: float = 0.15
+    whole_word_masking: bool = False
+    nsp: bool = True
+    # Optimization
+    train_steps: int = 1000
+    global_batch_size: int = 32  # over all replicas
+    learning_rate: float = 1e-4  # peak, after linear warmup; then linear decay to zero
+    warmup_steps: int = 100
+    optimizer: str = "adamw"  # bert_tf.training.optimization.OPTIMIZERS
+    weight_decay: float = 0.01
+    clip_norm: float = 1.0  # global gradient norm; 0 disables clipping
+    grad_accum_steps: int = 1
+    dtype: str = "float32"  # bert_tf.training.distribute.DTYPES
+    jit_compile: bool = False
+    # Loop
+    steps_per_loop: int = 50
+    checkpoint_steps: int = 500
+    keep_checkpoints: int = 3
+    eval_steps: int = 20  # held-out batches per evaluation; 0: none
+    eval_interval: int = 500
+    nonfinite_retries: int = 0  # on a NaN/inf loss: restore the last checkpoint and skip the batches
+    seed: int = 0  # initialization (keras.utils.set_random_seed), data order and masking
+    fill_mask: list = dataclasses.field(default_factory=lambda: list(FILL_MASK_SENTENCES))  # completed at the end
+
+    def __post_init__(self):
+        self.validate()
+
+    def validate(self):
+        """Raises ConfigError naming the first bad field and its value; touches no file but to check it exists."""
+
+        def fail(message, name):
+            raise ConfigError(f"PretrainConfig: {message}. Received: {name}={getattr(self, name)!r}")
+
+        if not self.model_dir:
+            fail("`model_dir` is required", "model_dir")
+        for name, minimum in _MINIMUM.items():
+            if getattr(self, name) < minimum:
+                fail(f"`{name}` must be >= {minimum}", name)
+        for name, choices in (("corpus_format", FORMATS), ("optimizer", OPTIMIZERS), ("dtype", DTYPES)):
+            if getattr(self, name) not in choices:
+                fail(f"`{name}` must be one of {choices}", name)
+        if not 0.0 < self.masking_rate <= 1.0:
+            fail("`masking_rate` must be in (0, 1]", "masking_rate")
+        if self.warmup_steps > self.train_steps:
+            fail(f"`warmup_steps` exceeds `train_steps` ({self.train_steps})", "warmup_steps")
+        if self.vocab and not os.path.isfile(self.vocab):
+            fail("`vocab` does not exist", "vocab")
+        if self.model not in PRESETS and not os.path.isfile(self.model):
+            fail(f"`model` must be a preset {PRESETS} or a bert_config.json path", "model")
+        if self.corpus:
+            try:
+                expand_files(self.corpus)
+            except FileNotFoundError as e:
+                fail(f"`corpus`: {e}", "corpus")
+
+
+def corpus_and_vocab(config, chief=True, log=print):
+    """(corpus files, corpus format, vocab file): writes the default corpus and builds the vocabulary when needed.
+
+    Only the chief writes; every worker gets the same paths.
+    """
+    os.makedirs(config.model_dir, exist_ok=True)
+    corpus_format = config.corpus_format
+    if config.corpus:
+        files = expand_files(config.corpus)
+    else:
+        path = os.path.join(config.model_dir, DEFAULT_CORPUS_FILE)
+        if chief and not os.path.exists(path):
+            log(f"No corpus: wrote {write_default_corpus(path)} documents of Python documentation to {path}")
+        files, corpus_format = [path], "paragraphs"
+    vocab = config.vocab or os.path.join(config.model_dir, "vocab.txt")
+    if not config.vocab and not os.path.exists(vocab) and chief:
+        log(build_vocab(files, vocab, vocab_size=config.vocab_size, lowercase=config.lowercase, show_progress=False))
+    return files, corpus_format, vocab
+
+
+def model_config(model, vocab_size):
+    """The `BertConfig` of a preset name (with `vocab_size`) or of a bert_config.json path (which must agree)."""
+    if not os.path.isfile(model):
+        return BertConfig.preset(model, vocab_size=vocab_size)
+    config = BertConfig.from_json_file(model)
+    if config.vocab_size != vocab_size:
+        raise ConfigError(f"{model} has vocab_size {config.vocab_size} but the vocabulary has {vocab_size} pieces.")
+    return config
+
+
+def fill_mask(pretrainer, vocab_file, sentences, lowercase=True, max_seq_length=128, top_k=5):
+    """The `top_k` pieces the masked-LM head predicts for the first `[MASK]` of each sentence.
+
+    Returns:
+        One `(sentence, [(piece, probability), ...])` per sentence, most probable first
+        (a sentence without `[MASK]` is scored at position 0).
+    """
+    tokenizer = BertTokenizer(vocab_file, lowercase=lowercase, split_special_tokens=False)
+    packer = BertPacker(max_seq_length, tokenizer.cls_id, tokenizer.sep_id)
+    inputs = packer(tokenizer.tokenize(tf.constant(list(sentences))))
+    ids = inputs["token_ids"].numpy()  # [B, T]
+    positions = np.array(
+        [[list(row).index(tokenizer.mask_id) if tokenizer.mask_id in row else 0] for row in ids], "int32"
+    )  # [B, 1]
+    logits = pretrainer(dict(inputs, mask_positions=tf.constant(positions)))["mlm"].numpy()[:, 0]  # [B, V]
+    with open(vocab_file, encoding="utf-8") as f:
+        vocab = f.read().split("\n")
+    results = []
+    for sentence, row in zip(sentences, logits):
+        probabilities = np.exp(row - row.max())
+        probabilities /= probabilities.sum()
+        best = np.argsort(-probabilities)[:top_k]
+        results.append((sentence, [(vocab[i], float(probabilities[i])) for i in best]))
+    return results
+
+
+def format_fill_mask(results):
+    """Two lines per sentence: the sentence, then its predictions with probabilities."""
+    return [
+        f"  {sentence}\n    " + ", ".join(f"{piece} ({probability:.2f})" for piece, probability in predictions)
+        for sentence, predictions in results
+    ]
+
+
+def pretrain(config, strategy=None, log=print):
+    """Runs `config` (see the module docstring); returns the final training (and held-out) metrics.
+
+    Args:
+        config: a `PretrainConfig`.
+        strategy: a `tf.distribute.Strategy` (default: one device).
+        log: receives the progress messages (`print` by default).
+    Raises:
+        ConfigError (a ValueError) for a bad setting or a model that does not
+        fit the vocabulary or `max_seq_length`; `ResumeError` when `model_dir`
+        holds an incompatible run; `NonFiniteLossError`; `EmptyCorpusError`
+        (a ValueError) for a corpus without training examples.
+    """
+    config.validate()
+    keras.utils.set_random_seed(config.seed)
+    strategy = strategy or create_strategy("one_device")
+    chief = is_chief(strategy)
+    files, corpus_format, vocab_file = corpus_and_vocab(config, chief, log)
+    tokenizer = BertTokenizer(vocab_file, lowercase=config.lowercase)
+    bert_config = model_config(config.model, tokenizer.vocab_size)
+    if config.max_seq_length > bert_config.max_position_embeddings:
+        raise ConfigError(
+            f"PretrainConfig: `max_seq_length` ({config.max_seq_length}) exceeds the model's "
+            f"max_position_embeddings ({bert_config.max_position_embeddings})."
+        )
+    with strategy.scope():
+        encoder = BertEncoder.from_bert_config(bert_config, dtype=dtype_policy(config.dtype))
+        pretrainer = BertPretrainer(encoder, nsp=config.nsp)
+        optimizer = create_optimizer(
+            config.optimizer,
+            config.learning_rate,
+            config.train_steps,
+            config.warmup_steps,
+            config.weight_decay,
+            clip_norm=0,  # the loop clips the global gradient
+            loss_scale=config.dtype == "float16",
+        )
+
+    def dataset(context, split):
+        return pretraining_dataset(
+            files,
+            tokenizer,
+            seq_length=config.max_seq_length,
+            max_predictions_per_seq=config.max_predictions_per_seq,
+            masking_rate=config.masking_rate,
+            whole_word_masking=config.whole_word_masking,
+            nsp=config.nsp,
+            batch_size=config.global_batch_size // context.num_input_pipelines,
+            seed=config.seed,
+            corpus_format=corpus_format,
+            input_context=context,
+            split=split,
+            max_position_embeddings=bert_config.max_position_embeddings,
+            group_size=config.group_size,
+            shuffle_buffer=1 if split == "eval" else 10_000,
+        )
+
+    def eval_dataset(context):
+        try:
+            return dataset(context, "eval")
+        except EmptyCorpusError as e:
+            if context.num_input_pipelines > 1:
+                # Workers that disagree on evaluating would wait on each other's collectives forever.
+                raise EmptyCorpusError(f"{e} Held out on every worker: use eval_steps=0 or more documents.") from e
+            log(f"No held-out evaluation: {e}")
+            return None  # the loop trains without held-out evaluation
+
+    with open(vocab_file, "rb") as f:
+        vocab_sha = hashlib.sha256(f.read()).hexdigest()
+    settings = {
+        "model": bert_config.to_dict(),
+        "vocab_sha256": vocab_sha,
+        "max_seq_length": config.max_seq_length,
+        "max_predictions_per_seq": config.max_predictions_per_seq,
+        "global_batch_size": config.global_batch_size,
+        "nsp": config.nsp,
+        "corpus": [os.path.relpath(f) for f in files],
+        "seed": config.seed,
+        "corpus_format": corpus_format,
+        "group_size": config.group_size,
+        "masking_rate": config.masking_rate,
+        "whole_word_masking": config.whole_word_masking,
+        "lowercase": config.lowercase,
+    }
+    loop_config = LoopConfig(
+        train_steps=config.train_steps,
+        steps_per_loop=config.steps_per_loop,
+        checkpoint_steps=config.checkpoint_steps,
+        keep_checkpoints=config.keep_checkpoints,
+        eval_steps=config.eval_steps,
+        eval_interval=config.eval_interval,
+        grad_accum_steps=config.grad_accum_steps,
+        clip_norm=config.clip_norm,
+        jit_compile=config.jit_compile,
+        nonfinite_retries=config.nonfinite_retries,
+    )
+    loop = TrainingLoop(
+        strategy,
+        pretrainer,
+        optimizer,
+        lambda context: dataset(context, "train"),
+        config.global_batch_size,
+        config.model_dir,
+        loop_config,
+        eval_dataset_fn=eval_dataset if config.eval_steps else None,
+        settings=settings,
+    )
+    metrics = loop.train(log=log)
+    if chief:
+        save_model_dir(
+            pretrainer,
+            config.model_dir,
+            vocab_file=vocab_file if config.vocab else None,  # a built vocabulary is already there
+            settings={"lowercase": config.lowercase, "max_seq_length": config.max_seq_length},
+        )
+        log("Final: " + ", ".join(f"{k} {v:.4g}" for k, v in metrics.items()))
+        log(
+            f"Model directory: {config.model_dir} (bert_config.json, vocab.txt, bert_model.ckpt, bert_tf.json; "
+            f"TensorBoard logs in {os.path.join(config.model_dir, 'logs')})"
+        )
+        if config.fill_mask:
+            log("Fill-mask:")
+            results = fill_mask(pretrainer, vocab_file, config.fill_mask, config.lowercase, config.max_seq_length)
+            for line in format_fill_mask(results):
+                log(line)
+    return metrics

@@ -1,0 +1,153 @@
+"""`bert_tf.training.pretrain`: a 5-step run in-process writes the model directory bert-tf-pretrain writes."""
+
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf.checkpoints import load_pretrainer
+from bert_tf.config import ConfigError
+from bert_tf.text.vocab import build_vocab
+from bert_tf.training import PretrainConfig, fill_mask, pretrain
+from bert_tf.training.pretraining import format_fill_mask
+
+WORDS = "the cat dog sat ran on a mat house module function file returned value provides reads writes".split()
+# Settings of both runs, as flags and as PretrainConfig fields (the other fields keep their defaults: evaluation
+# on, fill-mask on; the corpus is too small to hold documents out, so the run trains without evaluation).
+SETTINGS = dict(
+    model="tiny",
+    train_steps=5,
+    warmup_steps=1,
+    global_batch_size=4,
+    max_seq_length=32,
+    max_predictions_per_seq=5,
+    steps_per_loop=2,
+)
+
+
+@pytest.fixture(scope="module")
+def corpus_and_vocab(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("corpus")
+    rng = np.random.default_rng(0)
+    documents = [
+        "\n".join(" ".join(rng.choice(WORDS, size=rng.integers(4, 9))) + " ." for _ in range(4)) for _ in range(40)
+    ]
+    corpus = str(directory / "corpus.txt")
+    with open(corpus, "w", encoding="utf-8") as f:
+        f.write("\n\n".join(documents) + "\n")
+    vocab = str(directory / "vocab.txt")  # one vocabulary for both runs (the trainer breaks ties at random)
+    build_vocab(corpus, vocab, vocab_size=100, show_progress=False)
+    return corpus, vocab
+
+
+@pytest.fixture(scope="module")
+def runs(corpus_and_vocab, tmp_path_factory):
+    corpus, vocab = corpus_and_vocab
+    library_dir = str(tmp_path_factory.mktemp("library") / "model")
+    messages = []
+    metrics = pretrain(
+        PretrainConfig(model_dir=library_dir, corpus=[corpus], vocab=vocab, **SETTINGS), log=messages.append
+    )
+    app_dir = str(tmp_path_factory.mktemp("app") / "model")
+    flags = [f"--{name}={value}" for name, value in SETTINGS.items()]
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bert_tf.apps.pretrain",
+            f"--model_dir={app_dir}",
+            f"--corpus={corpus}",
+            f"--vocab={vocab}",
+        ]
+        + flags,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return library_dir, metrics, "\n".join(str(m) for m in messages), app_dir, result.stdout
+
+
+def _files(directory):
+    return sorted(
+        os.path.relpath(os.path.join(root, name), directory)
+        for root, _, names in os.walk(directory)
+        for name in names
+        if "logs" not in root
+    )
+
+
+def _json(directory, name):
+    with open(os.path.join(directory, name), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def test_library_call_writes_the_directory_the_app_writes(runs):
+    library_dir, _, _, app_dir, _ = runs
+    files = _files(library_dir)
+    for name in ("bert_config.json", "vocab.txt", "bert_tf.json", "bert_model.ckpt.index", "training_settings.json"):
+        assert name in files, name
+    assert "checkpoints/ckpt-5.index" in files
+    assert files == _files(app_dir)
+    for name in ("bert_config.json", "bert_tf.json", "training_settings.json"):
+        assert _json(library_dir, name) == _json(app_dir, name), name
+    with (
+        open(os.path.join(library_dir, "vocab.txt"), encoding="utf-8") as a,
+        open(os.path.join(app_dir, "vocab.txt"), encoding="utf-8") as b,
+    ):
+        assert a.read() == b.read()
+    ours = tf.train.load_checkpoint(os.path.join(library_dir, "bert_model.ckpt")).get_variable_to_shape_map()
+    theirs = tf.train.load_checkpoint(os.path.join(app_dir, "bert_model.ckpt")).get_variable_to_shape_map()
+    assert ours == theirs
+
+
+def test_library_call_returns_the_final_metrics_and_logs_what_the_app_prints(runs):
+    _, metrics, log, _, stdout = runs
+    assert metrics["loss"] > 0 and math.isfinite(metrics["loss"]) and "mlm_acc" in metrics and "nsp_loss" in metrics
+    for text in ("No held-out evaluation", "Final: loss", "Fill-mask:", "  The [MASK] of the function is returned."):
+        assert text in log, text
+        assert text in stdout, text
+
+
+def test_fill_mask_ranks_pieces_of_the_vocabulary(runs, corpus_and_vocab):
+    library_dir, _, log, _, _ = runs
+    sentences = ["The [MASK] of the function is returned.", "This module provides [MASK] for files."]
+    pretrainer = load_pretrainer(library_dir)
+    results = fill_mask(pretrainer, corpus_and_vocab[1], sentences, max_seq_length=32, top_k=5)
+    assert [sentence for sentence, _ in results] == sentences
+    with open(corpus_and_vocab[1], encoding="utf-8") as f:
+        vocab = set(f.read().split("\n"))
+    for _, predictions in results:
+        probabilities = [p for _, p in predictions]
+        assert len(predictions) == 5 and all(piece in vocab for piece, _ in predictions)
+        assert probabilities == sorted(probabilities, reverse=True) and 0 < probabilities[-1] <= probabilities[0] < 1
+    # The saved model predicts what the trained one did at the end of the run.
+    assert "\n".join(format_fill_mask(results)) in log
+
+
+@pytest.mark.parametrize(
+    "overrides, received",
+    [
+        (dict(model_dir=None), "model_dir=None"),
+        (dict(masking_rate=2.0), "masking_rate=2.0"),
+        (dict(warmup_steps=50, train_steps=10), "warmup_steps=50"),
+        (dict(model="huge"), "model='huge'"),
+        (dict(corpus=["/nonexistent/*.txt"]), "corpus=['/nonexistent/*.txt']"),
+        (dict(vocab="/nonexistent/vocab.txt"), "vocab='/nonexistent/vocab.txt'"),
+        (dict(dtype="float8"), "dtype='float8'"),
+        (dict(corpus_format="pages"), "corpus_format='pages'"),
+        (dict(group_size=1), "group_size=1"),
+    ],
+)
+def test_bad_settings_are_refused_naming_field_and_value(overrides, received, tmp_path):
+    values = dict(model_dir=str(tmp_path / "never"), **SETTINGS)
+    values.update(overrides)
+    with pytest.raises(ConfigError, match="PretrainConfig: .*Received: " + re.escape(received)):
+        PretrainConfig(**values)
+    assert not (tmp_path / "never").exists()
