@@ -106,11 +106,12 @@ def _validate():
         value = FLAGS[name].value
         if value and not value.startswith("tfds:") and not os.path.exists(value):
             raise app.UsageError(f"--{name} does not exist. Received: --{name}={value}")
-    tfds = FLAGS.train_file.startswith("tfds:")  # TFDS GLUE configs know their columns
-    if FLAGS.task in ("classification", "regression") and not (FLAGS.glue_task or FLAGS.text_column or tfds):
-        raise app.UsageError(f"--task={FLAGS.task} needs --text_column (and --label_column) or --glue_task.")
-    if FLAGS.task in ("classification", "regression") and not FLAGS.glue_task and not FLAGS.label_column and not tfds:
-        raise app.UsageError("--label_column is required for training (or use --glue_task).")
+    check = tasks.get(FLAGS.task).check_config
+    if check is not None:
+        try:
+            check(_config())
+        except ValueError as e:  # the config's fields are the flags of the same name
+            raise app.UsageError(str(e)) from None
     common_flags.validate_training_flags()
     if FLAGS.epochs == 0 and FLAGS.train_steps == 0:
         raise app.UsageError("Set --epochs > 0 or --train_steps > 0.")

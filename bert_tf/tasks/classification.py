@@ -170,6 +170,22 @@ def _serving_module(model, tokenizer, max_seq_length, label_names, options):
     )
 
 
+def check_config(config):
+    """Sentence tasks need their columns: a GLUE layout, explicit columns, or a `tfds:` set that knows them."""
+    if config.glue_task or tfds_inputs.is_tfds(config.train_file):
+        return
+    if not config.text_column:
+        raise ValueError(
+            f"Task `{config.task}` needs `text_column` (and `label_column`) or `glue_task`. "
+            f"Received: text_column={config.text_column!r}, glue_task={config.glue_task!r}"
+        )
+    if not config.label_column:
+        raise ValueError(
+            f"Task `{config.task}` needs `label_column` for training (or `glue_task`). "
+            f"Received: label_column={config.label_column!r}"
+        )
+
+
 CLASSIFICATION = registry.register(
     registry.Task(
         name="classification",
@@ -184,6 +200,7 @@ CLASSIFICATION = registry.register(
         serving_class=ClassifierModule,
         serving_module=_serving_module,
         serves=lambda module: module.labels is not None,
+        check_config=check_config,
     )
 )
 
@@ -199,5 +216,6 @@ REGRESSION = registry.register(
         serving_class=ClassifierModule,
         serving_module=_serving_module,
         serves=lambda module: module.labels is None,
+        check_config=check_config,
     )
 )

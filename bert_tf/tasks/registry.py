@@ -80,6 +80,9 @@ class Task:
         serves: `module -> bool`, whether a module of `serving_class` serves
             this task (to tell apart tasks sharing a serving class); None: all do.
         example_unit: what `num_train` counts, for the log ("examples", "windows").
+        check_config: `FinetuneConfig -> None`, raising ValueError that names
+            the field when the settings cannot work for this task (checked
+            before any file is read or written); None: nothing to check.
 
     Task data (what `data(...)` returns) has:
         `label_names`: list of str or None;
@@ -103,6 +106,7 @@ class Task:
     serving_module: Callable
     serves: Callable | None = None
     example_unit: str = "examples"
+    check_config: Callable | None = None
 
 
 _TASKS = {}  # name -> Task

@@ -31,7 +31,7 @@ from bert_tf.checkpoints import load_config, readers, restore_weights, save_mode
 from bert_tf.checkpoints.settings import infer_settings
 from bert_tf.models import BertEncoder
 from bert_tf.text import BertTokenizer
-from bert_tf.training.distribute import create_strategy, is_chief
+from bert_tf.training.distribute import create_strategy, dtype_policy, is_chief
 from bert_tf.training.optimization import create_optimizer
 from bert_tf.training.trainer import LoopConfig, TrainingLoop
 
@@ -90,8 +90,7 @@ def _load_encoder(config):
         bert_config = dataclasses.replace(
             bert_config, hidden_dropout_prob=config.dropout, attention_probs_dropout_prob=config.dropout
         )
-    dtype = {"float32": None, "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}[config.dtype]
-    encoder = BertEncoder.from_bert_config(bert_config, dtype=dtype)
+    encoder = BertEncoder.from_bert_config(bert_config, dtype=dtype_policy(config.dtype))
     restore_weights(encoder, config.init)
     return encoder, bert_config
 
@@ -121,6 +120,8 @@ def finetune(config, strategy=None, log=print):
     checkpoint.
     """
     task = tasks.get(config.task)
+    if task.check_config is not None:
+        task.check_config(config)
     strategy = strategy or create_strategy("one_device")
     chief = is_chief(strategy)
     max_position_embeddings = load_config(config.init).max_position_embeddings

@@ -242,7 +242,7 @@ def pretrain(config, strategy=None, log=print):
         return pretraining_dataset(
             files,
             tokenizer,
-            seq_length=config.max_seq_length,
+            max_seq_length=config.max_seq_length,
             max_predictions_per_seq=config.max_predictions_per_seq,
             masking_rate=config.masking_rate,
             whole_word_masking=config.whole_word_masking,

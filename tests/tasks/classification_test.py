@@ -1,8 +1,40 @@
 """bert_tf.tasks.classification helpers (the task runs end to end in tests/apps/finetune_test.py)."""
 
-from bert_tf.tasks.classification import parse_column
+import dataclasses
+import os
+import subprocess
+import sys
+
+import pytest
+
+from bert_tf.tasks.classification import check_config, parse_column
+from bert_tf.training import FinetuneConfig, finetune
 
 
 def test_parse_column():
     assert parse_column("3") == 3 and parse_column("-1") == -1 and parse_column("sentence") == "sentence"
     assert parse_column(None) is None and parse_column("") is None
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_sentence_tasks_need_their_columns_before_anything_is_read(task, tmp_path):
+    run = tmp_path / "run"
+    config = FinetuneConfig(task=task, init="/nonexistent", train_file="/nonexistent", model_dir=str(run))
+    with pytest.raises(ValueError, match=r"needs `text_column` \(and `label_column`\) or `glue_task`"):
+        finetune(config, log=lambda message: None)
+    config = dataclasses.replace(config, text_column="sentence")
+    with pytest.raises(ValueError, match=r"needs `label_column` for training.*Received: label_column=None"):
+        finetune(config, log=lambda message: None)
+    assert not run.exists()
+    for ok in (dataclasses.replace(config, label_column="label"), dataclasses.replace(config, glue_task="sst2")):
+        check_config(ok)
+
+
+def test_the_app_reports_a_missing_column_as_a_usage_error(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "bert_tf.apps.finetune", "--task=classification", f"--init={tmp_path}",
+         f"--train_file={tmp_path}", f"--model_dir={tmp_path / 'run'}", "--text_column=sentence"],
+        capture_output=True, text=True, env=dict(os.environ, CUDA_VISIBLE_DEVICES=""), timeout=120,
+    )  # fmt: skip
+    assert result.returncode != 0 and "needs `label_column` for training" in result.stderr
+    assert not (tmp_path / "run").exists()
