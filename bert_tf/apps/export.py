@@ -13,9 +13,13 @@ and tensorflow_text installed (`import tensorflow_text` before
 import os
 import sys
 
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported (by the bert_tf imports below)
+
 from absl import app, flags
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported
+from bert_tf.checkpoints import CheckpointError, detect_format
+from bert_tf.config import ConfigError
+from bert_tf.export import check_output_dir, export_saved_model
 
 FLAGS = flags.FLAGS
 
@@ -74,16 +78,12 @@ def _validate_flags():
         raise app.UsageError(f"--model_dir is not a directory. Received: --model_dir={FLAGS.model_dir}")
     if not FLAGS.output_dir:
         raise app.UsageError("--output_dir is required. Received: --output_dir=None")
-    from bert_tf.export.saved_model import check_output_dir
-
     try:
         check_output_dir(FLAGS.output_dir, FLAGS.overwrite)
     except FileExistsError as e:
         raise app.UsageError(f"--output_dir: {e}") from None
     if os.path.abspath(FLAGS.output_dir) == os.path.abspath(FLAGS.model_dir):
         raise app.UsageError(f"--output_dir must differ from --model_dir. Received: --output_dir={FLAGS.output_dir}")
-    from bert_tf.checkpoints import CheckpointError, detect_format
-
     try:
         detect_format(FLAGS.model_dir)
     except CheckpointError as e:
@@ -94,9 +94,6 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected positional arguments. Received: {argv[1:]}")
     _validate_flags()
-    from bert_tf.checkpoints import CheckpointError
-    from bert_tf.config import ConfigError
-    from bert_tf.export import export_saved_model
 
     try:
         metadata = export_saved_model(

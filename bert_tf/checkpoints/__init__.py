@@ -4,10 +4,13 @@
     bert_tf.checkpoints.save_model_dir(encoder, "my_model", vocab_file=".../vocab.txt")
     bert_tf.checkpoints.save_hf(encoder, "my_model_hf")
 
-Every tensor name of every format lives in `name_table.py`.
+Every tensor name of every format lives in one name table: the encoder's and the
+pretraining heads' in `name_table.py`, each fine-tuning head's in its task
+declaration (`bert_tf/tasks/`), built from the same `Entry` helpers.
 """
 
 from bert_tf.checkpoints.api import (
+    convert_checkpoint,
     has_pretraining_heads,
     load_config,
     load_encoder,
@@ -24,6 +27,7 @@ from bert_tf.checkpoints.settings import SETTINGS_FILE, infer_settings, read_set
 __all__ = [
     "CheckpointError",
     "SETTINGS_FILE",
+    "convert_checkpoint",
     "detect_format",
     "has_pretraining_heads",
     "infer_settings",

@@ -294,3 +294,35 @@ def _write_json(path, data):
     with open(path, "w", encoding="utf-8") as f:
         json.dump(data, f, indent=2, sort_keys=True)
         f.write("\n")
+
+
+# --- converting ---
+
+
+def convert_checkpoint(input_path, output, to="bert_tf", allow_pickle=False):
+    """Loads `input_path` (encoder, plus pretraining heads when present) and writes it to `output`.
+
+    Args:
+        input_path: any checkpoint `load_encoder` reads (format detected).
+        output: the directory to write.
+        to: "bert_tf" (a model directory, `save_model_dir`) or "hf" (`save_hf`).
+        allow_pickle: read a Hugging Face `pytorch_model.bin` (unsafe; needs torch).
+
+    Returns:
+        (detected input format, number of tensors written, model class name).
+    """
+    fmt = readers.detect_format(input_path)
+    if has_pretraining_heads(input_path, allow_pickle=allow_pickle):
+        model = load_pretrainer(input_path, allow_pickle=allow_pickle)
+    else:
+        model = load_encoder(input_path, allow_pickle=allow_pickle)
+    encoder = getattr(model, "encoder", model)
+    settings = settings_lib.infer_settings(input_path, encoder.max_position_embeddings)
+    vocab = readers.vocab_file(input_path)
+    if to == "hf":
+        count = save_hf(model, output, vocab_file=vocab, lowercase=settings["lowercase"])
+    elif to == "bert_tf":
+        count = save_model_dir(model, output, vocab_file=vocab, settings=settings)
+    else:
+        raise ValueError(f"`to` must be 'bert_tf' or 'hf'. Received: to={to!r}")
+    return fmt, count, type(model).__name__

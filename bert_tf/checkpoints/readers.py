@@ -21,6 +21,8 @@ import json
 import os
 
 import numpy as np
+import tensorflow as tf
+from safetensors import safe_open
 
 from bert_tf.checkpoints.settings import SETTINGS_FILE
 
@@ -69,8 +71,6 @@ def _tf1_prefix_in_dir(directory):
     if os.path.isfile(os.path.join(directory, CHECKPOINT_PREFIX + ".index")):
         return os.path.join(directory, CHECKPOINT_PREFIX)
     if os.path.isfile(os.path.join(directory, "checkpoint")):
-        import tensorflow as tf
-
         latest = tf.train.latest_checkpoint(directory)
         if latest:
             return latest
@@ -116,7 +116,6 @@ class TF1Source:
     format = "tf1"
 
     def __init__(self, prefix):
-        import tensorflow as tf
 
         self.path = prefix
         try:
@@ -135,7 +134,6 @@ class SafetensorsSource:
     format = "hf"
 
     def __init__(self, path):
-        from safetensors import safe_open
 
         self.path = path
         if path.endswith(".json"):

@@ -1,6 +1,8 @@
 """Writing named tensors as a TF1 checkpoint or a safetensors file."""
 
 import numpy as np
+import tensorflow as tf
+from safetensors.numpy import save_file
 
 
 def write_tf1_checkpoint(prefix, arrays):
@@ -13,7 +15,6 @@ def write_tf1_checkpoint(prefix, arrays):
     through placeholders, so no tensor is baked into the graph (the GraphDef
     2 GB limit never applies).
     """
-    import tensorflow as tf
 
     v1 = tf.compat.v1
     graph = tf.Graph()
@@ -35,7 +36,6 @@ def write_tf1_checkpoint(prefix, arrays):
 
 def write_safetensors(path, arrays):
     """Writes `{hf_name: array}` as float32 safetensors with the `format: pt` metadata transformers expects."""
-    from safetensors.numpy import save_file
 
     tensors = {name: np.ascontiguousarray(value, dtype=np.float32) for name, value in arrays.items()}
     save_file(tensors, path, metadata={"format": "pt"})

@@ -10,7 +10,16 @@ SavedModel that takes raw strings" of README.md.
 
 from bert_tf.export.classifier_module import ClassifierModule
 from bert_tf.export.encoder_module import EncoderModule
-from bert_tf.export.saved_model import METADATA_FILE, export_saved_model, load_task_model, save_module, serving_module
+from bert_tf.export.saved_model import (
+    METADATA_FILE,
+    TEXT_OPS,
+    check_output_dir,
+    export_saved_model,
+    load_task_model,
+    op_names,
+    save_module,
+    serving_module,
+)
 from bert_tf.export.serving_module import ServingModule
 from bert_tf.export.span_module import SpanModule
 from bert_tf.export.tagger_module import TaggerModule
@@ -21,9 +30,12 @@ __all__ = [
     "METADATA_FILE",
     "ServingModule",
     "SpanModule",
+    "TEXT_OPS",
     "TaggerModule",
+    "check_output_dir",
     "export_saved_model",
     "load_task_model",
+    "op_names",
     "save_module",
     "serving_module",
 ]

@@ -10,6 +10,8 @@ import glob
 import os
 import time
 
+from tokenizers import BertWordPieceTokenizer
+
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
@@ -86,7 +88,6 @@ def build_vocab(
     Returns:
         A `VocabSummary`.
     """
-    from tokenizers import BertWordPieceTokenizer  # imported here: only the builder needs it
 
     if vocab_size <= len(SPECIAL_TOKENS):
         raise ValueError(

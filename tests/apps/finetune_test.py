@@ -15,6 +15,7 @@ from bert_tf.checkpoints.settings import read_settings
 from bert_tf.models import BertEncoder
 from bert_tf.training.distribute import create_strategy
 from bert_tf.training.finetuning import FinetuneConfig, finetune
+from tests.tfds_mock import mock_tfds
 
 WORDS = (
     "good great fine bad awful poor movie film plot actor john smith paris london went to the a was is "
@@ -323,13 +324,12 @@ def test_helpfull_documents_canonical_flags():
 
 
 def test_tfds_inputs_offline_under_mock_data(tiny_dir, tmp_path):
-    from tests.data.tfds_inputs_test import _mock
 
     rows = [
         {"idx": i, "sentence": f"the film was {w} .", "label": int(w in ("good", "great"))}
         for i, w in enumerate(["good", "bad", "great", "awful"] * 4)
     ]
-    calls, mock = _mock({"glue/sst2": {"train": rows, "validation": rows[:8]}})
+    calls, mock = mock_tfds({"glue/sst2": {"train": rows, "validation": rows[:8]}})
     out = tmp_path / "run"
     with mock:
         assert _run(

@@ -7,39 +7,13 @@ also runs the default random mock.
 """
 
 import pytest
-import tensorflow as tf
 import tensorflow_datasets as tfds
 
 from bert_tf.data.classification import ClassificationExamples
 from bert_tf.data.squad import SquadExample
 from bert_tf.data.tagging import ConllData, sorted_label_names
 from bert_tf.data.tfds_inputs import is_tfds, load_classification, load_conll, load_squad, parse_spec
-
-
-def _mock(data):
-    """`mock_data` whose `as_dataset_fn` gives fixed examples per (builder, split).
-
-    Args:
-        data: {"glue/sst2": {"train": [example, ...]}}, or {"glue/sst2": [...]}
-            for any split.
-
-    Returns:
-        `(calls, context manager)`: calls collects the (builder, split) read.
-    """
-    calls = []
-
-    def as_dataset(builder, split, decoders=None, read_config=None, shuffle_files=False):
-        del decoders, read_config, shuffle_files
-        name = builder.name + (f"/{builder.builder_config.name}" if builder.builder_config else "")
-        calls.append((name, str(split)))
-        rows = data[name]
-        rows = rows[str(split)] if isinstance(rows, dict) else rows
-        specs = builder.info.features.get_tensor_info()
-        signature = tf.nest.map_structure(lambda info: tf.TensorSpec(info.shape, info.tf_dtype), specs)
-        return tf.data.Dataset.from_generator(lambda: iter(rows), output_signature=signature)
-
-    return calls, tfds.testing.mock_data(as_dataset_fn=as_dataset, policy=tfds.testing.MockPolicy.USE_CODE)
-
+from tests.tfds_mock import mock_tfds
 
 # === Specs ===
 
@@ -80,7 +54,7 @@ def test_sst2_keeps_tfds_label_names():
         {"idx": 7, "sentence": "a gripping film", "label": 1},
         {"idx": 3, "sentence": "dull, caf\u00e9-grade", "label": 0},
     ]
-    calls, mock = _mock({"glue/sst2": {"train": rows}})
+    calls, mock = mock_tfds({"glue/sst2": {"train": rows}})
     with mock:
         examples = load_classification("tfds:glue/sst2", "train")
     assert isinstance(examples, ClassificationExamples)
@@ -97,7 +71,7 @@ def test_mrpc_pairs_and_split_from_spec(tmp_path):
         {"idx": 1, "sentence1": "One", "sentence2": "Two", "label": 0},
         {"idx": 2, "sentence1": "x", "sentence2": "y", "label": 1},
     ]
-    calls, mock = _mock({"glue/mrpc": {"validation[:3]": rows}})
+    calls, mock = mock_tfds({"glue/mrpc": {"validation[:3]": rows}})
     with mock:  # the spec's split wins over the default; data_dir is passed through (mock_data ignores it)
         examples = load_classification("tfds:glue/mrpc:validation[:3]", "train", data_dir=str(tmp_path))
     assert calls == [("glue/mrpc", "validation[:3]")]
@@ -111,7 +85,7 @@ def test_stsb_is_regression():
         {"idx": 0, "sentence1": "a", "sentence2": "b", "label": 4.25},
         {"idx": 1, "sentence1": "c", "sentence2": "d", "label": 0.0},
     ]
-    _, mock = _mock({"glue/stsb": rows})
+    _, mock = mock_tfds({"glue/stsb": rows})
     with mock:
         examples = load_classification("tfds:glue/stsb", "validation")  # task left at "classification"
     assert examples.task == "regression" and examples.label_names is None
@@ -126,7 +100,7 @@ def test_stsb_is_regression():
     ],
 )
 def test_test_split_without_labels(name, rows):
-    _, mock = _mock({name: rows})
+    _, mock = mock_tfds({name: rows})
     with mock:
         with pytest.raises(ValueError, match=r"split has no labels") as error:
             load_classification(f"tfds:{name}:test", "train")
@@ -141,7 +115,7 @@ def test_given_label_names_remap_ids():
         {"idx": 0, "premise": "p", "hypothesis": "h", "label": 0},  # entailment
         {"idx": 1, "premise": "q", "hypothesis": "i", "label": 2},
     ]  # contradiction
-    _, mock = _mock({"glue/mnli": rows})
+    _, mock = mock_tfds({"glue/mnli": rows})
     with mock:
         examples = load_classification(
             "tfds:glue/mnli:validation_matched", "train", label_names=["contradiction", "entailment", "neutral"]
@@ -153,7 +127,7 @@ def test_given_label_names_remap_ids():
 
 def test_other_dataset_needs_keys():
     rows = [{"text": "great", "label": 1}, {"text": "bad", "label": 0}]
-    _, mock = _mock({"imdb_reviews/plain_text": rows})
+    _, mock = mock_tfds({"imdb_reviews/plain_text": rows})
     with mock:
         with pytest.raises(ValueError, match="`text_key` is required"):
             load_classification("tfds:imdb_reviews", "train")
@@ -185,7 +159,7 @@ def test_conll2003():
         _conll_row([], []),  # an empty example (end of a file in TFDS's CoNLL reader): skipped
         _conll_row(["Peter", "Blackburn", "in", "K\u00f6ln"], [1, 2, 0, 5]),
     ]
-    calls, mock = _mock({"conll2003/conll2003": rows})
+    calls, mock = mock_tfds({"conll2003/conll2003": rows})
     with mock:
         data = load_conll("tfds:conll2003:dev", "train")
     assert calls == [("conll2003/conll2003", "dev")]
@@ -200,7 +174,7 @@ def test_conll2003():
 
 def test_conll_iob1_detected_or_kept():
     rows = [_conll_row(["Peter", "Blackburn"], [2, 2])]  # I-PER opening an entity: IOB1
-    _, mock = _mock({"conll2003/conll2003": rows})
+    _, mock = mock_tfds({"conll2003/conll2003": rows})
     with mock:
         assert load_conll("tfds:conll2003", "train").tags == [["B-PER", "I-PER"]]
         kept = load_conll("tfds:conll2003", "train", scheme="BIO")
@@ -210,7 +184,7 @@ def test_conll_iob1_detected_or_kept():
 
 
 def test_conll_mismatched_lengths_and_missing_feature():
-    _, mock = _mock({"conll2003/conll2003": [_conll_row(["a", "b"], [0])]})
+    _, mock = mock_tfds({"conll2003/conll2003": [_conll_row(["a", "b"], [0])]})
     with mock:
         with pytest.raises(ValueError, match=r"example 1: 2 words but 1 tags"):
             load_conll("tfds:conll2003", "train")
@@ -238,7 +212,7 @@ def test_squad_v11():
         _squad_row("q1", "When?", context, [("1999", 22), ("in 1999", 19)], title="Caf\u00e9"),
         _squad_row("q2", "Where?", context, [("Denver", 5)]),
     ]
-    calls, mock = _mock({"squad/v1.1": rows})
+    calls, mock = mock_tfds({"squad/v1.1": rows})
     with mock:
         examples = load_squad("tfds:squad", "validation")
     assert calls == [("squad/v1.1", "validation")]
@@ -277,7 +251,7 @@ def test_squad_v20_impossible_and_plausible():
             plausible_answers={"text": ["the mat"], "answer_start": [15]},
         ),
     ]
-    _, mock = _mock({"squad/v2.0": {"train": rows}})
+    _, mock = mock_tfds({"squad/v2.0": {"train": rows}})
     with mock:
         examples = load_squad("tfds:squad/v2.0", "train")
     assert [e.is_impossible for e in examples] == [False, True]
@@ -287,7 +261,7 @@ def test_squad_v20_impossible_and_plausible():
 
 def test_squad_answer_mismatch():
     rows = [_squad_row("q", "?", "abc def", [("def", 3)])]  # "def" starts at 4
-    _, mock = _mock({"squad/v1.1": rows})
+    _, mock = mock_tfds({"squad/v1.1": rows})
     with mock:
         with pytest.raises(ValueError, match=r"1 answers do not match .* q: answer 'def' at 3"):
             load_squad("tfds:squad/v1.1", "train")
