@@ -1,8 +1,12 @@
-"""Small builders shared by the tests: tiny encoders and random batches."""
+"""Small builders shared by the tests: tiny encoders, tiny model directories and random batches."""
+
+import os
 
 import numpy as np
 
+from bert_tf.checkpoints import save_model_dir
 from bert_tf.models import BertEncoder
+from bert_tf.text import SPECIAL_TOKENS
 
 TINY = dict(
     vocabulary_size=30, num_layers=2, num_heads=2, hidden_dim=16, intermediate_dim=32, max_position_embeddings=32
@@ -11,6 +15,23 @@ TINY = dict(
 
 def tiny_encoder(**overrides):
     return BertEncoder(**{**TINY, **overrides})
+
+
+def tiny_model_dir(directory, words, max_position_embeddings, model_fn=None, **settings):
+    """A model directory: a random one-layer tiny encoder (or `model_fn(encoder)`, a task model on it) over
+    the vocabulary `SPECIAL_TOKENS + words`; `settings` go to `bert_tf.json` (default: lowercase, and
+    `max_seq_length` the model's positions). Returns the directory as a str."""
+    directory = str(directory)
+    os.makedirs(directory, exist_ok=True)
+    pieces = [*SPECIAL_TOKENS, *words]
+    vocab = os.path.join(directory, "vocab.txt")
+    with open(vocab, "w", encoding="utf-8") as f:
+        f.write("\n".join(pieces) + "\n")
+    encoder = tiny_encoder(vocabulary_size=len(pieces), num_layers=1, max_position_embeddings=max_position_embeddings)
+    model = encoder if model_fn is None else model_fn(encoder)
+    settings = {"lowercase": True, "max_seq_length": max_position_embeddings, **settings}
+    save_model_dir(model, directory, vocab_file=vocab, settings=settings)
+    return directory
 
 
 def random_inputs(batch=3, length=7, vocabulary_size=30, seed=0, lengths=None):

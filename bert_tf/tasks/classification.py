@@ -113,19 +113,9 @@ class SentenceData:
         return None if self.eval is None else len(self.eval)
 
     def train_dataset(self, context, global_batch_size):
-        dataset = classification.make_dataset(
-            self.train,
-            self.tokenizer,
-            self.config.max_seq_length,
-            global_batch_size,
-            shuffle=True,
-            seed=self.config.seed,
-            repeat=True,
-            max_position_embeddings=self.max_position_embeddings,
-            drop_remainder=True,
+        return training_batches(
+            self.train, self.tokenizer, self.config, context, global_batch_size, self.max_position_embeddings
         )
-        dataset = common.worker_slice(dataset, context)
-        return dataset.map(lambda f, y: common.trim_batch((f, {"logits": y}, {"logits": tf.ones_like(y, tf.float32)})))
 
     def evaluate(self, model):
         dataset = classification.make_dataset(
@@ -168,6 +158,25 @@ def _serving_module(model, tokenizer, max_seq_length, label_names, options):
         pair_default=options.text_pair,
         max_input_bytes=options.max_input_bytes,
     )
+
+
+def training_batches(examples, tokenizer, config, context, global_batch_size, max_position_embeddings=None):
+    """The training data of a sentence task over `ClassificationExamples`: shuffled, repeated global batches
+    (seeded by `config.seed`), this worker's rows of each, cut to the longest row, as
+    `(features, {"logits": labels}, {"logits": 1.0})`. Reusable by any task with one `logits` output."""
+    dataset = classification.make_dataset(
+        examples,
+        tokenizer,
+        config.max_seq_length,
+        global_batch_size,
+        shuffle=True,
+        seed=config.seed,
+        repeat=True,
+        max_position_embeddings=max_position_embeddings,
+        drop_remainder=True,
+    )
+    dataset = common.worker_slice(dataset, context)
+    return dataset.map(lambda f, y: common.trim_batch((f, {"logits": y}, {"logits": tf.ones_like(y, tf.float32)})))
 
 
 def check_config(config):

@@ -12,36 +12,25 @@ from absl import flags
 from absl.testing import flagsaver
 
 from bert_tf.apps import export as app
-from bert_tf.checkpoints import save_model_dir
 from bert_tf.export import METADATA_FILE, load_task_model
-from bert_tf.models import BertClassifier, BertEncoder
-from bert_tf.text import BertTokenizer
-from bert_tf.text.packing import BertPacker
+from bert_tf.models import BertClassifier
+from bert_tf.text import BertPacker, BertTokenizer
+from tests.helpers import tiny_model_dir
 
-VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad", "movie", "the", "was", "."]
+WORDS = ["good", "bad", "movie", "the", "was", "."]
 
 
 @pytest.fixture(scope="module")
 def classifier_dir(tmp_path_factory):
-    directory = str(tmp_path_factory.mktemp("classifier"))
-    vocab = os.path.join(directory, "vocab.txt")
-    with open(vocab, "w", encoding="utf-8") as f:
-        f.write("\n".join(VOCAB) + "\n")
-    encoder = BertEncoder(
-        vocabulary_size=len(VOCAB),
-        num_layers=1,
-        num_heads=2,
-        hidden_dim=16,
-        intermediate_dim=32,
+    return tiny_model_dir(
+        tmp_path_factory.mktemp("classifier"),
+        WORDS,
         max_position_embeddings=16,
+        model_fn=lambda encoder: BertClassifier(encoder, num_classes=2),
+        max_seq_length=12,
+        task="classification",
+        labels=["negative", "positive"],
     )
-    save_model_dir(
-        BertClassifier(encoder, num_classes=2),
-        directory,
-        vocab_file=vocab,
-        settings={"max_seq_length": 12, "task": "classification", "labels": ["negative", "positive"]},
-    )
-    return directory
 
 
 def _run(**values):

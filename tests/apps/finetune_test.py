@@ -10,11 +10,11 @@ import keras
 import numpy as np
 import pytest
 
-from bert_tf.checkpoints import load_encoder, save_model_dir
+from bert_tf.checkpoints import load_encoder
 from bert_tf.checkpoints.settings import read_settings
-from bert_tf.models import BertEncoder
 from bert_tf.training.distribute import create_strategy
 from bert_tf.training.finetuning import FinetuneConfig, finetune
+from tests.helpers import tiny_model_dir
 from tests.tfds_mock import mock_tfds
 
 WORDS = (
@@ -25,20 +25,7 @@ WORDS = (
 
 @pytest.fixture(scope="module")
 def tiny_dir(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("tiny_bert")
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS
-    with open(directory / "vocab.txt", "w") as f:
-        f.write("\n".join(vocab) + "\n")
-    encoder = BertEncoder(
-        vocabulary_size=len(vocab),
-        num_layers=1,
-        num_heads=2,
-        hidden_dim=16,
-        intermediate_dim=32,
-        max_position_embeddings=64,
-    )
-    save_model_dir(encoder, str(directory), settings={"lowercase": True, "max_seq_length": 64})
-    return str(directory)
+    return tiny_model_dir(tmp_path_factory.mktemp("tiny_bert"), WORDS, max_position_embeddings=64)
 
 
 def _run(strategy="one_device", **overrides):

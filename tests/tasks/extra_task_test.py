@@ -17,17 +17,18 @@ import pytest
 import tensorflow as tf
 
 from bert_tf import tasks
-from bert_tf.checkpoints import load_encoder, read_settings, save_model_dir
+from bert_tf.checkpoints import load_encoder, read_settings
 from bert_tf.checkpoints.name_table import output_layer
 from bert_tf.data.classification import ClassificationExamples, make_dataset
 from bert_tf.export import METADATA_FILE, ServingModule, export_saved_model, load_task_model, serving_module
 from bert_tf.export.saved_model import kind_of
 from bert_tf.export.serving_module import TEXT
-from bert_tf.models import BertEncoder
-from bert_tf.tasks.common import predict, trim_batch, worker_slice
+from bert_tf.tasks.classification import training_batches
+from bert_tf.tasks.common import predict
 from bert_tf.training.distribute import create_strategy
 from bert_tf.training.finetuning import FinetuneConfig, finetune
 from bert_tf.training.trainer import Head, Objective
+from tests.helpers import tiny_model_dir
 
 NAME = "mean_pool_sentiment"
 WORDS = "good great fine bad awful poor movie film the a was is it , . !".split()
@@ -105,18 +106,7 @@ class FastTextData:
         return None if self.eval is None else len(self.eval)
 
     def train_dataset(self, context, global_batch_size):
-        dataset = make_dataset(
-            self.train,
-            self.tokenizer,
-            self.config.max_seq_length,
-            global_batch_size,
-            shuffle=True,
-            seed=self.config.seed,
-            repeat=True,
-            drop_remainder=True,
-        )
-        dataset = worker_slice(dataset, context)
-        return dataset.map(lambda f, y: trim_batch((f, {"logits": y}, {"logits": tf.ones_like(y, tf.float32)})))
+        return training_batches(self.train, self.tokenizer, self.config, context, global_batch_size)
 
     def evaluate(self, model):
         features = make_dataset(
@@ -197,20 +187,7 @@ def _write_fasttext(path, rows):
 
 @pytest.fixture
 def tiny_dir(tmp_path):
-    directory = tmp_path / "tiny_bert"
-    directory.mkdir()
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS
-    (directory / "vocab.txt").write_text("\n".join(vocab) + "\n")
-    encoder = BertEncoder(
-        vocabulary_size=len(vocab),
-        num_layers=1,
-        num_heads=2,
-        hidden_dim=16,
-        intermediate_dim=32,
-        max_position_embeddings=32,
-    )
-    save_model_dir(encoder, str(directory), settings={"lowercase": True, "max_seq_length": 32})
-    return str(directory)
+    return tiny_model_dir(tmp_path / "tiny_bert", WORDS, max_position_embeddings=32)
 
 
 def test_a_task_declared_in_one_file_finetunes_exports_and_serves(registered, tiny_dir, tmp_path):
