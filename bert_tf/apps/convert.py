@@ -64,16 +64,12 @@ def _validate_flags():
             )
 
 
-# The library call behind this app (tests call it as `convert.convert`).
-convert = checkpoints.convert_checkpoint
-
-
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected positional arguments. Received: {argv[1:]}")
     _validate_flags()
     try:
-        fmt, count, kind = convert(FLAGS.input, FLAGS.output, FLAGS.to, FLAGS.allow_pickle)
+        fmt, count, kind = checkpoints.convert_checkpoint(FLAGS.input, FLAGS.output, FLAGS.to, FLAGS.allow_pickle)
     except (CheckpointError, ConfigError) as e:
         print(f"bert-tf-convert: error: {e}", file=sys.stderr)
         return 1

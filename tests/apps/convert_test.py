@@ -10,7 +10,6 @@ import pytest
 from safetensors.numpy import load_file
 
 from bert_tf import checkpoints
-from bert_tf.apps import convert
 from bert_tf.models import BertPretrainer
 from tests.helpers import random_inputs, tiny_encoder
 
@@ -126,9 +125,9 @@ def test_pretraining_heads_survive_tf1_to_hf_and_back(tmp_path):
     checkpoints.save_tf1(pretrainer, google)
     hf, ours = os.path.join(tmp_path, "hf"), os.path.join(tmp_path, "ours")
 
-    assert convert.convert(google, hf, to="hf") == ("tf1", len(pretrainer.weights), "BertPretrainer")
+    assert checkpoints.convert_checkpoint(google, hf, to="hf") == ("tf1", len(pretrainer.weights), "BertPretrainer")
     assert "cls.seq_relationship.weight" in load_file(os.path.join(hf, "model.safetensors"))
-    assert convert.convert(hf, ours, to="bert_tf") == ("hf", len(pretrainer.weights), "BertPretrainer")
+    assert checkpoints.convert_checkpoint(hf, ours, to="bert_tf") == ("hf", len(pretrainer.weights), "BertPretrainer")
     loaded = checkpoints.load_pretrainer(ours)
     for a, b in zip(pretrainer.weights, loaded.weights):
         np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=a.path)
