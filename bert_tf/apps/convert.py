@@ -30,7 +30,7 @@ flags.DEFINE_string("output", None, "Directory to write; must be empty or absent
 flags.DEFINE_enum(
     "to",
     "bert_tf",
-    ["bert_tf", "hf"],
+    checkpoints.CONVERT_FORMATS,
     "Output format: a bert_tf model directory "
     "(TF1-named checkpoint, readable by Google's original code) or a Hugging Face "
     "safetensors directory.",

@@ -10,6 +10,7 @@ declaration (`bert_tf/tasks/`), built from the same `Entry` helpers.
 """
 
 from bert_tf.checkpoints.api import (
+    CONVERT_FORMATS,
     convert_checkpoint,
     has_pretraining_heads,
     load_config,
@@ -25,6 +26,7 @@ from bert_tf.checkpoints.readers import CheckpointError, detect_format, vocab_fi
 from bert_tf.checkpoints.settings import SETTINGS_FILE, infer_settings, read_settings, write_settings
 
 __all__ = [
+    "CONVERT_FORMATS",
     "CheckpointError",
     "SETTINGS_FILE",
     "convert_checkpoint",

@@ -298,6 +298,9 @@ def _write_json(path, data):
 
 # --- converting ---
 
+# What `convert_checkpoint` writes: a bert_tf model directory or a Hugging Face directory.
+CONVERT_FORMATS = ("bert_tf", "hf")
+
 
 def convert_checkpoint(input_path, output, to="bert_tf", allow_pickle=False):
     """Loads `input_path` (encoder, plus pretraining heads when present) and writes it to `output`.
@@ -311,6 +314,8 @@ def convert_checkpoint(input_path, output, to="bert_tf", allow_pickle=False):
     Returns:
         (detected input format, number of tensors written, model class name).
     """
+    if to not in CONVERT_FORMATS:
+        raise ValueError(f"`to` must be one of {CONVERT_FORMATS}. Received: to={to!r}")
     fmt = readers.detect_format(input_path)
     if has_pretraining_heads(input_path, allow_pickle=allow_pickle):
         model = load_pretrainer(input_path, allow_pickle=allow_pickle)
@@ -321,8 +326,6 @@ def convert_checkpoint(input_path, output, to="bert_tf", allow_pickle=False):
     vocab = readers.vocab_file(input_path)
     if to == "hf":
         count = save_hf(model, output, vocab_file=vocab, lowercase=settings["lowercase"])
-    elif to == "bert_tf":
-        count = save_model_dir(model, output, vocab_file=vocab, settings=settings)
     else:
-        raise ValueError(f"`to` must be 'bert_tf' or 'hf'. Received: to={to!r}")
+        count = save_model_dir(model, output, vocab_file=vocab, settings=settings)
     return fmt, count, type(model).__name__
