@@ -26,6 +26,9 @@ ACTIVATION_FORMULAS = {
 }
 ACTIVATIONS = tuple(ACTIVATION_FORMULAS)
 PRESETS = ("tiny", "mini", "small", "medium", "base", "large")
+# Fields a config file must give (original and Hugging Face format alike): the architecture's sizes. The others
+# have documented defaults (the dataclass's; Hugging Face's are the same).
+REQUIRED_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
 
 
 class ConfigError(ValueError):
@@ -103,13 +106,14 @@ class BertConfig:
         """Builds a config from original `bert_config.json` fields."""
         if not isinstance(data, dict):
             raise ConfigError(f"{source}: expected a JSON object, got {type(data).__name__}.")
+        missing = [name for name in REQUIRED_FIELDS if name not in data]
+        if missing:
+            raise ConfigError(
+                f"{source}: missing required field(s) {', '.join(f'`{name}`' for name in missing)}; "
+                f"a config gives all of {', '.join(REQUIRED_FIELDS)}."
+            )
         fields = {f.name: f for f in dataclasses.fields(cls)}
-        kwargs = {}
-        for name, field in fields.items():
-            if name in data:
-                kwargs[name] = data[name]
-            elif field.default is dataclasses.MISSING:
-                raise ConfigError(f"{source}: missing required field `{name}`.")
+        kwargs = {name: data[name] for name in fields if name in data}
         config = cls.__new__(cls)
         for name, field in fields.items():
             setattr(config, name, kwargs.get(name, field.default))
