@@ -193,7 +193,13 @@ def read_squad(path, strict=True):
         list of `SquadExample`, in file order.
     """
     with tf.io.gfile.GFile(path, "rb") as f:
-        data = json.loads(f.read().decode("utf-8-sig", errors="replace"))
+        text = f.read().decode("utf-8-sig", errors="replace")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(
+            f"{path}:{e.lineno}:{e.colno}: not valid JSON ({e.msg}; truncated or not a JSON file?)"
+        ) from None
     if not isinstance(data, dict) or "data" not in data:
         raise ValueError(f"{path}: not a SQuAD file: no top-level 'data' list")
     return make_examples(_file_questions(data), lambda position: path, strict=strict)

@@ -108,8 +108,11 @@ def _tokenizer(config, max_position_embeddings):
 
 
 def _read_json(path):
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path}: not valid JSON ({e}); delete it to restart the best-model selection.") from None
 
 
 def finetune(config, strategy=None, log=print):
