@@ -113,12 +113,22 @@ def build_vocab(
     pieces = [piece for piece, _ in vocab]
     if tuple(pieces[: len(SPECIAL_TOKENS)]) != SPECIAL_TOKENS:
         raise RuntimeError(f"Trainer did not put the special tokens first: {pieces[: len(SPECIAL_TOKENS)]}")
+    if len(pieces) == len(SPECIAL_TOKENS):
+        raise ValueError(
+            f"No text to build a vocabulary from in {', '.join(files)} ({reader.lines} lines, {reader.bytes} bytes, "
+            f"no word); no vocabulary written to {output}."
+        )
+    # Written beside `output` and renamed: an interrupted or failed write never leaves a partial vocab.txt.
     directory = os.path.dirname(os.path.abspath(output))
     os.makedirs(directory, exist_ok=True)
     temporary = output + ".tmp"
-    with open(temporary, "w", encoding="utf-8") as f:
-        f.write("\n".join(pieces) + "\n")
-    os.replace(temporary, output)
+    try:
+        with open(temporary, "w", encoding="utf-8") as f:
+            f.write("\n".join(pieces) + "\n")
+        os.replace(temporary, output)
+    finally:
+        if os.path.exists(temporary):
+            os.remove(temporary)
     return VocabSummary(
         files=len(files),
         lines=reader.lines,

@@ -32,7 +32,7 @@ from bert_tf.config import PRESETS, BertConfig, ConfigError
 from bert_tf.data.default_corpus import write_default_corpus
 from bert_tf.data.pretraining import FORMATS, EmptyCorpusError, pretraining_dataset
 from bert_tf.models import BertEncoder, BertPretrainer
-from bert_tf.text import BertTokenizer
+from bert_tf.text import SPECIAL_TOKENS, BertTokenizer
 from bert_tf.text.packing import BertPacker
 from bert_tf.text.vocab import build_vocab, expand_files
 from bert_tf.training.distribute import DTYPES, create_strategy, dtype_policy, is_chief
@@ -151,9 +151,23 @@ def corpus_and_vocab(config, chief=True, log=print):
             log(f"No corpus: wrote {write_default_corpus(path)} documents of Python documentation to {path}")
         files, corpus_format = [path], "paragraphs"
     vocab = config.vocab or os.path.join(config.model_dir, "vocab.txt")
-    if not config.vocab and not os.path.exists(vocab) and chief:
-        log(build_vocab(files, vocab, vocab_size=config.vocab_size, lowercase=config.lowercase, show_progress=False))
+    if not config.vocab and chief:
+        if os.path.exists(vocab) and _only_special_tokens(vocab):
+            log(f"{vocab} holds only the special tokens (left by a failed build): building it again from the corpus")
+            os.remove(vocab)
+        if not os.path.exists(vocab):
+            # Raises ValueError naming the corpus files, and writes nothing, when they hold no text.
+            summary = build_vocab(
+                files, vocab, vocab_size=config.vocab_size, lowercase=config.lowercase, show_progress=False
+            )
+            log(summary)
     return files, corpus_format, vocab
+
+
+def _only_special_tokens(vocab_file):
+    """True when `vocab_file` holds no piece beyond `SPECIAL_TOKENS` (nothing can be tokenized with it)."""
+    with open(vocab_file, encoding="utf-8") as f:
+        return all(line.strip() in SPECIAL_TOKENS or not line.strip() for line in f)
 
 
 def model_config(model, vocab_size):
