@@ -302,7 +302,7 @@ def _write_json(path, data):
 CONVERT_FORMATS = ("bert_tf", "hf")
 
 
-def convert_checkpoint(input_path, output, to="bert_tf", allow_pickle=False):
+def convert_checkpoint(input_path, output, to="bert_tf", allow_pickle=False, allow_missing_vocab=False):
     """Loads `input_path` (encoder, plus pretraining heads when present) and writes it to `output`.
 
     Args:
@@ -310,6 +310,10 @@ def convert_checkpoint(input_path, output, to="bert_tf", allow_pickle=False):
         output: the directory to write.
         to: "bert_tf" (a model directory, `save_model_dir`) or "hf" (`save_hf`).
         allow_pickle: read a Hugging Face `pytorch_model.bin` (unsafe; needs torch).
+        allow_missing_vocab: convert a checkpoint without `vocab.txt` (with a
+            warning); the output then has none, and fine-tuning or export
+            need one put there. False: CheckpointError before anything is
+            read or written.
 
     Returns:
         (detected input format, number of tensors written, model class name).
@@ -317,13 +321,29 @@ def convert_checkpoint(input_path, output, to="bert_tf", allow_pickle=False):
     if to not in CONVERT_FORMATS:
         raise ValueError(f"`to` must be one of {CONVERT_FORMATS}. Received: to={to!r}")
     fmt = readers.detect_format(input_path)
+    vocab = readers.vocab_file(input_path)
+    if vocab is None:
+        directory = readers.checkpoint_dir(input_path)
+        if not allow_missing_vocab:
+            raise CheckpointError(
+                f"No {readers.VOCAB_FILE} in {directory}: fine-tuning and export need the vocabulary beside the "
+                f"weights (a Hugging Face tokenizer.json alone is not read yet). Put the model's "
+                f"{readers.VOCAB_FILE} there, or convert without it with allow_missing_vocab=True "
+                "(command line: --allow_missing_vocab); nothing was written."
+            )
+        logging.warning(
+            "No %s in %s: converting without a vocabulary (allow_missing_vocab); put one in %s before "
+            "fine-tuning or export.",
+            readers.VOCAB_FILE,
+            directory,
+            output,
+        )
     if has_pretraining_heads(input_path, allow_pickle=allow_pickle):
         model = load_pretrainer(input_path, allow_pickle=allow_pickle)
     else:
         model = load_encoder(input_path, allow_pickle=allow_pickle)
     encoder = getattr(model, "encoder", model)
     settings = settings_lib.infer_settings(input_path, encoder.max_position_embeddings)
-    vocab = readers.vocab_file(input_path)
     if to == "hf":
         count = save_hf(model, output, vocab_file=vocab, lowercase=settings["lowercase"])
     else:

@@ -89,11 +89,15 @@ def config_file(path, fmt):
     return os.path.join(directory, BERT_CONFIG_FILE)
 
 
+def checkpoint_dir(path):
+    """The directory of the checkpoint at `path` (a directory, or a checkpoint prefix's directory)."""
+    path = os.fspath(path)
+    return path if os.path.isdir(path) else os.path.dirname(path) or "."
+
+
 def vocab_file(path):
     """`vocab.txt` beside the checkpoint at `path`, or None."""
-    path = os.fspath(path)
-    directory = path if os.path.isdir(path) else os.path.dirname(path) or "."
-    candidate = os.path.join(directory, VOCAB_FILE)
+    candidate = os.path.join(checkpoint_dir(path), VOCAB_FILE)
     return candidate if os.path.isfile(candidate) else None
 
 
@@ -137,8 +141,12 @@ class SafetensorsSource:
 
         self.path = path
         if path.endswith(".json"):
-            with open(path, encoding="utf-8") as f:
-                weight_map = json.load(f).get("weight_map")
+            try:
+                with open(path, encoding="utf-8") as f:
+                    index = json.load(f)
+            except (json.JSONDecodeError, UnicodeDecodeError) as e:
+                raise CheckpointError(f"{path}: not valid JSON ({e}).") from None
+            weight_map = index.get("weight_map") if isinstance(index, dict) else None
             if not isinstance(weight_map, dict):
                 raise CheckpointError(f"{path}: missing field `weight_map`.")
             files = {name: os.path.join(os.path.dirname(path), shard) for name, shard in weight_map.items()}
