@@ -1,6 +1,6 @@
 """bert-tf-convert: convert a BERT checkpoint to a bert_tf model directory or a Hugging Face directory.
 
-    bert-tf-convert --input=PATH --output=DIR [--to=bert_tf|hf] [--overwrite] [--allow_pickle]
+    bert-tf-convert --input=PATH --output=DIR [--to=bert_tf|hf] [--overwrite] [--allow_pickle] [--allow_missing_vocab]
 
 `--input` is a Hugging Face BERT directory, an original Google TF1 checkpoint
 (directory or `model.ckpt-N` prefix) or a bert_tf model directory; its format
@@ -15,6 +15,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is impor
 from absl import app, flags
 
 from bert_tf import checkpoints
+from bert_tf.apps import errors
 from bert_tf.checkpoints import CheckpointError
 from bert_tf.config import ConfigError
 
@@ -38,6 +39,11 @@ flags.DEFINE_enum(
 flags.DEFINE_bool(
     "overwrite", False, "Write into a non-empty --output directory.", allow_override=True
 )  # bert-tf-export has the same flag; tests import both apps
+flags.DEFINE_bool(
+    "allow_missing_vocab",
+    False,
+    "Convert a checkpoint without vocab.txt (warns); fine-tuning and export then need one put in --output.",
+)
 flags.DEFINE_bool(
     "allow_pickle",
     False,
@@ -69,9 +75,19 @@ def main(argv):
         raise app.UsageError(f"Unexpected positional arguments. Received: {argv[1:]}")
     _validate_flags()
     try:
-        fmt, count, kind = checkpoints.convert_checkpoint(FLAGS.input, FLAGS.output, FLAGS.to, FLAGS.allow_pickle)
+        fmt, count, kind = checkpoints.convert_checkpoint(
+            FLAGS.input,
+            FLAGS.output,
+            FLAGS.to,
+            allow_pickle=FLAGS.allow_pickle,
+            allow_missing_vocab=FLAGS.allow_missing_vocab,
+        )
     except (CheckpointError, ConfigError) as e:
         print(f"bert-tf-convert: error: {e}", file=sys.stderr)
+        return 1
+    except errors.STORAGE_ERRORS as e:  # a read-only, full or missing disk
+        kept = f"{FLAGS.output} may hold a partial conversion; {FLAGS.input} unchanged"
+        print(errors.storage_error("bert-tf-convert", e, kept), file=sys.stderr)
         return 1
     print(f"Converted {fmt} checkpoint {FLAGS.input} ({kind}, {count} tensors) to {FLAGS.to} at {FLAGS.output}")
     return 0

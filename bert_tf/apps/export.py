@@ -17,6 +17,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is impor
 
 from absl import app, flags
 
+from bert_tf.apps import errors
 from bert_tf.checkpoints import CheckpointError, detect_format
 from bert_tf.config import ConfigError
 from bert_tf.export import check_output_dir, export_saved_model
@@ -111,6 +112,11 @@ def main(argv):
         )
     except (CheckpointError, ConfigError, ValueError) as e:
         print(f"bert-tf-export: error: {e}", file=sys.stderr)
+        return 1
+    except errors.STORAGE_ERRORS as e:  # a read-only, full or missing disk
+        # export_saved_model writes beside --output_dir and renames when complete.
+        kept = f"nothing written to {FLAGS.output_dir}; {FLAGS.model_dir} unchanged"
+        print(errors.storage_error("bert-tf-export", e, kept), file=sys.stderr)
         return 1
     print(
         f"Exported {metadata['kind']} model {FLAGS.model_dir} to {FLAGS.output_dir} "

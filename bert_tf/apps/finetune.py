@@ -21,7 +21,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is impor
 from absl import app, flags, logging
 
 from bert_tf import tasks
-from bert_tf.apps import common_flags
+from bert_tf.apps import common_flags, errors
 from bert_tf.config import ConfigError
 from bert_tf.data.classification import FORMATS as FILE_FORMATS
 from bert_tf.data.tagging import SCHEMES
@@ -132,6 +132,9 @@ def main(argv):
         results = finetune(_config(), strategy=strategy)
     except (ResumeError, NonFiniteLossError, ConfigError, ValueError, FileNotFoundError) as e:
         print(f"bert-tf-finetune: error: {e}", file=sys.stderr)
+        return 1
+    except errors.STORAGE_ERRORS as e:  # a read-only, full or missing disk
+        print(errors.storage_error("bert-tf-finetune", e, errors.kept_checkpoints(FLAGS.model_dir)), file=sys.stderr)
         return 1
     print("Best evaluation: " + json.dumps(results, sort_keys=True) if results else "Done (no evaluation data).")
     print(f"Model directory: {FLAGS.model_dir}")

@@ -14,7 +14,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is impor
 
 from absl import app, flags, logging
 
-from bert_tf.apps import common_flags
+from bert_tf.apps import common_flags, errors
 from bert_tf.config import PRESETS
 from bert_tf.data.pretraining import FORMATS
 from bert_tf.training import NonFiniteLossError, PretrainConfig, ResumeError, pretrain
@@ -90,6 +90,9 @@ def main(argv):
         pretrain(config, strategy=strategy)
     except (ResumeError, NonFiniteLossError, ValueError) as e:
         print(f"bert-tf-pretrain: error: {e}", file=sys.stderr)
+        return 1
+    except errors.STORAGE_ERRORS as e:  # a read-only, full or missing disk
+        print(errors.storage_error("bert-tf-pretrain", e, errors.kept_checkpoints(config.model_dir)), file=sys.stderr)
         return 1
     return 0
 

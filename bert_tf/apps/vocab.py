@@ -7,6 +7,7 @@ import sys
 
 from absl import app, flags
 
+from bert_tf.apps import errors
 from bert_tf.text.vocab import build_vocab, expand_files
 
 FLAGS = flags.FLAGS
@@ -29,16 +30,25 @@ def main(argv):
         expand_files(FLAGS.input)
     except FileNotFoundError as e:
         raise app.UsageError(f"--input: {e}") from None
-    summary = build_vocab(
-        FLAGS.input,
-        FLAGS.output,
-        vocab_size=FLAGS.vocab_size,
-        lowercase=FLAGS.lowercase,
-        strip_accents=None if FLAGS.lowercase else False,
-        min_frequency=FLAGS.min_frequency,
-        show_progress=FLAGS.progress,
-    )
+    try:
+        summary = build_vocab(
+            FLAGS.input,
+            FLAGS.output,
+            vocab_size=FLAGS.vocab_size,
+            lowercase=FLAGS.lowercase,
+            strip_accents=None if FLAGS.lowercase else False,
+            min_frequency=FLAGS.min_frequency,
+            show_progress=FLAGS.progress,
+        )
+    except ValueError as e:  # no text in the input files
+        print(f"bert-tf-vocab: error: {e}", file=sys.stderr)
+        return 1
+    except errors.STORAGE_ERRORS as e:  # a read-only, full or missing disk
+        kept = f"no vocabulary written to {FLAGS.output}"
+        print(errors.storage_error("bert-tf-vocab", e, kept), file=sys.stderr)
+        return 1
     print(summary, file=sys.stdout)
+    return 0
 
 
 def run():
