@@ -27,6 +27,7 @@ import time
 
 import keras
 import tensorflow as tf
+from google.protobuf import text_format
 
 from bert_tf.training.distribute import is_chief, worker_index
 
@@ -152,6 +153,38 @@ class Objective:
     @property
     def progress_metrics(self):
         return ["loss"] + [h.key("acc") for h in self.heads if h.kind == "ce"]
+
+
+def _checkpoints_in(directory):
+    """The `ckpt-N` prefixes in `directory` that have an index file, oldest first (by N)."""
+    if not os.path.isdir(directory):
+        return []
+    numbers = []
+    for name in os.listdir(directory):
+        stem = name[: -len(".index")] if name.endswith(".index") else ""
+        if stem.startswith("ckpt-") and stem[len("ckpt-") :].isdigit():
+            numbers.append(int(stem[len("ckpt-") :]))
+    return [os.path.join(directory, f"ckpt-{n}") for n in sorted(numbers)]
+
+
+def _write_checkpoint_state(directory, prefixes):
+    """Writes `directory/checkpoint` listing `prefixes` (newest last) as `tf.train.CheckpointManager` would.
+
+    Each is stamped with its index file's time and none is "preserved", so the manager deletes the oldest
+    beyond `max_to_keep` as if it had saved them itself.
+    """
+    stamps = [os.path.getmtime(p + ".index") for p in prefixes]
+    state = tf.compat.v1.train.generate_checkpoint_state_proto(
+        directory,
+        prefixes[-1],
+        all_model_checkpoint_paths=prefixes,
+        all_model_checkpoint_timestamps=stamps,
+        last_preserved_timestamp=min(stamps) - 1.0,
+    )
+    temporary = os.path.join(directory, "checkpoint.tmp-state")
+    with open(temporary, "w", encoding="utf-8") as f:
+        f.write(text_format.MessageToString(state))
+    os.replace(temporary, os.path.join(directory, "checkpoint"))
 
 
 class TrainingLoop:
@@ -359,18 +392,27 @@ class TrainingLoop:
         ):
             shutil.rmtree(leftover, ignore_errors=True) if os.path.isdir(leftover) else os.remove(leftover)
         state_file = os.path.join(directory, "checkpoint")
-        if not os.path.exists(state_file):
-            return 0
-        try:
-            state = tf.train.get_checkpoint_state(directory)
-        except Exception as e:  # a text-proto parse error
-            raise ResumeError(
-                f"{state_file} is not a valid checkpoint-state file ({type(e).__name__}: {e}); "
-                "fix or remove it. Refusing to restart from step 0."
-            ) from None
-        if state is None or not state.all_model_checkpoint_paths:
-            raise ResumeError(f"{state_file} lists no checkpoints; fix or remove it. Refusing to restart from step 0.")
-        candidates = [os.path.join(directory, os.path.basename(p)) for p in state.all_model_checkpoint_paths]
+        if os.path.exists(state_file):
+            try:
+                state = tf.train.get_checkpoint_state(directory)
+            except Exception as e:  # a text-proto parse error
+                raise ResumeError(
+                    f"{state_file} is not a valid checkpoint-state file ({type(e).__name__}: {e}); "
+                    "fix or remove it. Refusing to restart from step 0."
+                ) from None
+            if state is None or not state.all_model_checkpoint_paths:
+                raise ResumeError(
+                    f"{state_file} lists no checkpoints; fix or remove it. Refusing to restart from step 0."
+                )
+            candidates = [os.path.join(directory, os.path.basename(p)) for p in state.all_model_checkpoint_paths]
+            listed = True
+        else:
+            # No state file, but checkpoints: they were a run (the state file was lost or deleted). Resume from
+            # them and write the state file again; starting at 0 would overwrite them.
+            candidates = _checkpoints_in(directory)
+            if not candidates:
+                return 0
+            listed = False
         errors = []
         for path in reversed(candidates):
             step = int(path.rsplit("-", 1)[1])
@@ -383,6 +425,18 @@ class TrainingLoop:
                 continue
             if self.step != step:
                 raise ResumeError(f"{path} holds step {self.step}, not {step}.")
+            if not listed:
+                kept = candidates[: candidates.index(path) + 1]
+                logging.warning(
+                    "%s is missing but %s holds %s: resuming from %s and %s, and writing the state file again.",
+                    state_file,
+                    directory,
+                    ", ".join(os.path.basename(p) for p in candidates),
+                    path,
+                    self._data_prefix(step),
+                )
+                if self.chief:
+                    _write_checkpoint_state(directory, kept)
             return step
         raise ResumeError("No checkpoint in " + directory + " could be read:\n  " + "\n  ".join(errors))
 
