@@ -23,6 +23,9 @@ import logging
 import math
 import os
 import shutil
+import signal
+import socket
+import threading
 import time
 
 import keras
@@ -44,6 +47,89 @@ class ResumeError(RuntimeError):
 
 class NonFiniteLossError(RuntimeError):
     """The loss became NaN or infinite; names the step."""
+
+
+# Signals that stop training cleanly: a checkpoint at the current step, then `TrainingInterrupted`.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class TrainingInterrupted(RuntimeError):
+    """SIGTERM or SIGINT stopped training after a checkpoint at the current step; re-running continues.
+
+    Attributes:
+        signum: the signal received.
+        step: the step saved.
+        exit_code: 128 + signum, the shell's code for the signal (143 for SIGTERM, 130 for SIGINT).
+    """
+
+    def __init__(self, message, signum, step):
+        super().__init__(message)
+        self.signum, self.step, self.exit_code = signum, step, 128 + signum
+
+
+class _StopSignals:
+    """While entered (in the main thread only; elsewhere it does nothing): the first SIGTERM or SIGINT is kept
+    in `received` for the loop to act on between compiled calls; a second one ends the process at once.
+
+    Python runs a signal handler only between bytecodes, i.e. once the compiled call in progress returns. The
+    wakeup fd is written by the C-level handler as each signal arrives, so a watcher thread sees a second signal
+    at once even while TensorFlow computes. The previous handlers and wakeup fd are restored on exit.
+    """
+
+    def __init__(self):
+        self.received = None
+        self._previous = {}
+        self._sockets = None
+
+    def __enter__(self):
+        if threading.current_thread() is not threading.main_thread():
+            return self
+        for signum in STOP_SIGNALS:
+            self._previous[signum] = signal.signal(signum, self._handle)
+        reader, writer = socket.socketpair()
+        writer.setblocking(False)
+        self._sockets = (reader, writer)
+        self._previous_fd = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+        threading.Thread(target=self._watch, args=(reader,), name="bert_tf-stop-signals", daemon=True).start()
+        return self
+
+    def __exit__(self, *exc_info):
+        if self._sockets is None:
+            return
+        signal.set_wakeup_fd(self._previous_fd)
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._sockets[1].close()  # the watcher's recv returns b"" and it ends
+        self._sockets = None
+
+    def _handle(self, signum, frame):
+        if self.received is None:
+            self.received = signum
+        else:  # normally the watcher has ended the process already
+            _abort(signum)
+
+    @staticmethod
+    def _watch(reader):
+        seen = 0
+        with reader:
+            while True:
+                try:
+                    data = reader.recv(64)
+                except OSError:
+                    return
+                if not data:
+                    return
+                for signum in data:
+                    if signum in STOP_SIGNALS:
+                        seen += 1
+                        if seen > 1:
+                            _abort(signum)
+
+
+def _abort(signum):
+    name = signal.Signals(signum).name
+    os.write(2, f"Received a second {name}: stopping at once; the newest checkpoint is kept.\n".encode())
+    os._exit(128 + signum)
 
 
 @dataclasses.dataclass
@@ -269,6 +355,15 @@ class TrainingLoop:
         )
         self._train_loop = tf.function(self._loop, reduce_retracing=True)
         self._eval_batch = tf.function(self._evaluate_batch)
+        self._saved_step = None
+        # Several workers must stop at the same step: each call's boundary sums every worker's signal flags.
+        self._agree_stop = tf.function(self._sum_over_replicas) if workers > 1 else None
+
+    def _sum_over_replicas(self, values):
+        def replica_fn(value):
+            return tf.distribute.get_replica_context().all_reduce("sum", value)
+
+        return self.strategy.run(replica_fn, args=(values,))
 
     # === Steps ===
 
@@ -368,6 +463,7 @@ class TrainingLoop:
         os.makedirs(os.path.join(self.model_dir, "checkpoints"), exist_ok=True)
         self.data_checkpoint.write(self._data_prefix(step))
         manager.save(checkpoint_number=step)
+        self._saved_step = step
         if not self.chief:
             shutil.rmtree(directory, ignore_errors=True)
         else:
@@ -437,6 +533,7 @@ class TrainingLoop:
                 )
                 if self.chief:
                     _write_checkpoint_state(directory, kept)
+            self._saved_step = step
             return step
         raise ResumeError("No checkpoint in " + directory + " could be read:\n  " + "\n  ".join(errors))
 
@@ -477,7 +574,35 @@ class TrainingLoop:
         return self.evaluate_fn is not None or (self.eval_dataset is not None and self.config.eval_steps > 0)
 
     def train(self, log=print):
-        """Runs to `config.train_steps`, resuming first; returns the last logged metrics."""
+        """Runs to `config.train_steps`, resuming first; returns the last logged metrics.
+
+        SIGTERM or SIGINT (handled while training, in the main thread) stops it after the compiled call in
+        progress: a checkpoint at the current step is saved and `TrainingInterrupted` raised; a second signal
+        ends the process at once. Under several workers they agree on stopping at each call's boundary.
+        """
+        with _StopSignals() as stop:
+            return self._train(stop, log)
+
+    def _stop_if_signalled(self, stop, log):
+        """At a compiled call's boundary: on a received signal (on any worker), saves and raises."""
+        signum = stop.received
+        if self._agree_stop is not None:  # every worker calls this at the same boundaries
+            flags = tf.constant([float(signum == s) for s in STOP_SIGNALS])
+            totals = self.strategy.experimental_local_results(self._agree_stop(flags))[0].numpy()
+            signum = next((s for s, total in zip(STOP_SIGNALS, totals) if total > 0), None)
+        if not signum:
+            return
+        if self._saved_step != self.step:
+            self.save()
+        path = os.path.join(self.model_dir, "checkpoints", f"ckpt-{self.step}")
+        message = (
+            f"Received {signal.Signals(signum).name} at step {self.step}: saved {path}; "
+            "re-run the same command to continue."
+        )
+        log(message)
+        raise TrainingInterrupted(message, signum, self.step)
+
+    def _train(self, stop, log):
         start = self.resume()
         if start:
             log(f"Resumed from step {start} in {self.model_dir}")
@@ -501,6 +626,7 @@ class TrainingLoop:
         progress.update(start)
         metrics, retries = {}, 0
         while self.step < self.config.train_steps:
+            self._stop_if_signalled(stop, log)
             step = self.step
             boundaries = [
                 self.config.train_steps,
@@ -559,5 +685,7 @@ __all__ = [
     "NonFiniteLossError",
     "Objective",
     "ResumeError",
+    "STOP_SIGNALS",
+    "TrainingInterrupted",
     "TrainingLoop",
 ]
