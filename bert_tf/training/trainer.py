@@ -41,6 +41,24 @@ TRAINING_SETTINGS_FILE = "training_settings.json"
 INCOMPATIBLE = ("model", "vocab_sha256", "max_seq_length", "max_predictions_per_seq", "global_batch_size", "nsp")
 
 
+# Characters TensorFlow's checkpoint functions (CheckpointManager, latest_checkpoint, Checkpoint.read,
+# load_checkpoint) read as a glob pattern in a path: checkpoints under such a directory are written but never
+# found again, and escaping them does not help (the escaped name is then opened literally).
+GLOB_CHARACTERS = "*?[]"
+
+
+def glob_characters_error(path, what="model_dir"):
+    """A one-line message if `path` holds any of `GLOB_CHARACTERS`, else None."""
+    found = sorted({c for c in os.fspath(path) if c in GLOB_CHARACTERS})
+    if not found:
+        return None
+    return (
+        f"`{what}` {path} contains {' '.join(repr(c) for c in found)}, which TensorFlow's checkpoint functions read "
+        "as a glob pattern (checkpoints there could not be found again); choose a path without "
+        f"{' '.join(GLOB_CHARACTERS)}. Nothing was written"
+    )
+
+
 class ResumeError(RuntimeError):
     """An existing run in model_dir cannot be continued as asked; says why."""
 
@@ -313,6 +331,9 @@ class TrainingLoop:
         incompatible=INCOMPATIBLE,
         evaluate_fn=None,
     ):
+        message = glob_characters_error(model_dir)
+        if message:
+            raise ValueError(message + ".")
         self.strategy = strategy
         self.objective = objective or Objective.pretraining(nsp="nsp" in model.output)
         self.incompatible = tuple(incompatible)
@@ -678,6 +699,7 @@ class TrainingLoop:
 
 
 __all__ = [
+    "GLOB_CHARACTERS",
     "INCOMPATIBLE",
     "TRAINING_SETTINGS_FILE",
     "Head",
@@ -688,4 +710,5 @@ __all__ = [
     "STOP_SIGNALS",
     "TrainingInterrupted",
     "TrainingLoop",
+    "glob_characters_error",
 ]

@@ -2,10 +2,13 @@
 
 import logging
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
+from bert_tf.config import ConfigError
 from bert_tf.text.vocab import build_vocab
 from bert_tf.training import PretrainConfig, pretrain
 
@@ -73,3 +76,26 @@ def test_missing_state_file_resumes_from_the_newest_checkpoint(corpus_and_vocab,
         "ckpt-10.index",
         "ckpt-8.index",
     ]
+
+
+def test_glob_characters_in_model_dir_are_refused_before_anything_is_written(corpus_and_vocab, tmp_path):
+    model_dir = tmp_path / "run[x]"
+    with pytest.raises(ConfigError) as raised:
+        pretrain(_config(model_dir, corpus_and_vocab, 4), log=lambda message: None)
+    message = str(raised.value)
+    assert str(model_dir) in message and "'[' ']'" in message and "glob pattern" in message, message
+    assert "\n" not in message and not model_dir.exists()
+
+
+def test_glob_characters_are_refused_by_the_app(corpus_and_vocab, tmp_path):
+    corpus, vocab = corpus_and_vocab
+    model_dir = tmp_path / "run*"
+    result = subprocess.run(
+        [sys.executable, "-m", "bert_tf.apps.pretrain", f"--model_dir={model_dir}", "--model=tiny"]
+        + [f"--corpus={corpus}", f"--vocab={vocab}", "--train_steps=2", "--warmup_steps=1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode != 0 and not model_dir.exists()
+    assert f"`model_dir` {model_dir} contains '*'" in result.stderr, result.stderr[-2000:]
