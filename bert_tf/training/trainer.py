@@ -381,10 +381,8 @@ class TrainingLoop:
         self._agree_stop = tf.function(self._sum_over_replicas) if workers > 1 else None
 
     def _sum_over_replicas(self, values):
-        def replica_fn(value):
-            return tf.distribute.get_replica_context().all_reduce("sum", value)
-
-        return self.strategy.run(replica_fn, args=(values,))
+        per_replica = self.strategy.run(tf.identity, args=(values,))
+        return self.strategy.reduce("sum", per_replica, axis=None)
 
     # === Steps ===
 
@@ -609,7 +607,7 @@ class TrainingLoop:
         signum = stop.received
         if self._agree_stop is not None:  # every worker calls this at the same boundaries
             flags = tf.constant([float(signum == s) for s in STOP_SIGNALS])
-            totals = self.strategy.experimental_local_results(self._agree_stop(flags))[0].numpy()
+            totals = self._agree_stop(flags).numpy()
             signum = next((s for s, total in zip(STOP_SIGNALS, totals) if total > 0), None)
         if not signum:
             return
