@@ -25,7 +25,7 @@ from bert_tf.apps import common_flags, errors
 from bert_tf.config import ConfigError
 from bert_tf.data.classification import FORMATS as FILE_FORMATS
 from bert_tf.data.tagging import SCHEMES
-from bert_tf.training import FinetuneConfig, NonFiniteLossError, ResumeError, finetune
+from bert_tf.training import FinetuneConfig, NonFiniteLossError, ResumeError, TrainingInterrupted, finetune
 
 FLAGS = flags.FLAGS
 common_flags.define_training_flags()
@@ -130,6 +130,9 @@ def main(argv):
     strategy = common_flags.training_strategy()
     try:
         results = finetune(_config(), strategy=strategy)
+    except TrainingInterrupted as e:  # SIGTERM/SIGINT: saved at the current step
+        print(f"bert-tf-finetune: error: {e}", file=sys.stderr)
+        return e.exit_code
     except (ResumeError, NonFiniteLossError, ConfigError, ValueError, FileNotFoundError) as e:
         print(f"bert-tf-finetune: error: {e}", file=sys.stderr)
         return 1

@@ -17,7 +17,7 @@ from absl import app, flags, logging
 from bert_tf.apps import common_flags, errors
 from bert_tf.config import PRESETS
 from bert_tf.data.pretraining import FORMATS
-from bert_tf.training import NonFiniteLossError, PretrainConfig, ResumeError, pretrain
+from bert_tf.training import NonFiniteLossError, PretrainConfig, ResumeError, TrainingInterrupted, pretrain
 from bert_tf.training.pretraining import FILL_MASK_SENTENCES
 
 FLAGS = flags.FLAGS
@@ -88,6 +88,9 @@ def main(argv):
     strategy = common_flags.training_strategy()
     try:
         pretrain(config, strategy=strategy)
+    except TrainingInterrupted as e:  # SIGTERM/SIGINT: saved at the current step
+        print(f"bert-tf-pretrain: error: {e}", file=sys.stderr)
+        return e.exit_code
     except (ResumeError, NonFiniteLossError, ValueError) as e:
         print(f"bert-tf-pretrain: error: {e}", file=sys.stderr)
         return 1

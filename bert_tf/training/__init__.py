@@ -21,6 +21,7 @@ from bert_tf.training.trainer import (
     NonFiniteLossError,
     Objective,
     ResumeError,
+    TrainingInterrupted,
     TrainingLoop,
 )
 
@@ -37,6 +38,7 @@ __all__ = [
     "Objective",
     "PretrainConfig",
     "ResumeError",
+    "TrainingInterrupted",
     "TrainingLoop",
     "WarmupLinearDecay",
     "create_optimizer",

@@ -37,7 +37,7 @@ from bert_tf.text.packing import BertPacker
 from bert_tf.text.vocab import build_vocab, expand_files
 from bert_tf.training.distribute import DTYPES, create_strategy, dtype_policy, is_chief
 from bert_tf.training.optimization import OPTIMIZERS, create_optimizer
-from bert_tf.training.trainer import LoopConfig, TrainingLoop
+from bert_tf.training.trainer import LoopConfig, TrainingLoop, glob_characters_error
 
 DEFAULT_CORPUS_FILE = "default_corpus.txt"
 FILL_MASK_SENTENCES = ("The [MASK] of the function is returned.", "This module provides [MASK] for files.")
@@ -115,6 +115,8 @@ class PretrainConfig:
 
         if not self.model_dir:
             fail("`model_dir` is required", "model_dir")
+        if glob_characters_error(self.model_dir):
+            raise ConfigError(f"PretrainConfig: {glob_characters_error(self.model_dir)}.")
         for name, minimum in _MINIMUM.items():
             if getattr(self, name) < minimum:
                 fail(f"`{name}` must be >= {minimum}", name)

@@ -23,10 +23,14 @@ import logging
 import math
 import os
 import shutil
+import signal
+import socket
+import threading
 import time
 
 import keras
 import tensorflow as tf
+from google.protobuf import text_format
 
 from bert_tf.training.distribute import is_chief, worker_index
 
@@ -37,12 +41,113 @@ TRAINING_SETTINGS_FILE = "training_settings.json"
 INCOMPATIBLE = ("model", "vocab_sha256", "max_seq_length", "max_predictions_per_seq", "global_batch_size", "nsp")
 
 
+# Characters TensorFlow's checkpoint functions (CheckpointManager, latest_checkpoint, Checkpoint.read,
+# load_checkpoint) read as a glob pattern in a path: checkpoints under such a directory are written but never
+# found again, and escaping them does not help (the escaped name is then opened literally).
+GLOB_CHARACTERS = "*?[]"
+
+
+def glob_characters_error(path, what="model_dir"):
+    """A one-line message if `path` holds any of `GLOB_CHARACTERS`, else None."""
+    found = sorted({c for c in os.fspath(path) if c in GLOB_CHARACTERS})
+    if not found:
+        return None
+    return (
+        f"`{what}` {path} contains {' '.join(repr(c) for c in found)}, which TensorFlow's checkpoint functions read "
+        "as a glob pattern (checkpoints there could not be found again); choose a path without "
+        f"{' '.join(GLOB_CHARACTERS)}. Nothing was written"
+    )
+
+
 class ResumeError(RuntimeError):
     """An existing run in model_dir cannot be continued as asked; says why."""
 
 
 class NonFiniteLossError(RuntimeError):
     """The loss became NaN or infinite; names the step."""
+
+
+# Signals that stop training cleanly: a checkpoint at the current step, then `TrainingInterrupted`.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class TrainingInterrupted(RuntimeError):
+    """SIGTERM or SIGINT stopped training after a checkpoint at the current step; re-running continues.
+
+    Attributes:
+        signum: the signal received.
+        step: the step saved.
+        exit_code: 128 + signum, the shell's code for the signal (143 for SIGTERM, 130 for SIGINT).
+    """
+
+    def __init__(self, message, signum, step):
+        super().__init__(message)
+        self.signum, self.step, self.exit_code = signum, step, 128 + signum
+
+
+class _StopSignals:
+    """While entered (in the main thread only; elsewhere it does nothing): the first SIGTERM or SIGINT is kept
+    in `received` for the loop to act on between compiled calls; a second one ends the process at once.
+
+    Python runs a signal handler only between bytecodes, i.e. once the compiled call in progress returns. The
+    wakeup fd is written by the C-level handler as each signal arrives, so a watcher thread sees a second signal
+    at once even while TensorFlow computes. The previous handlers and wakeup fd are restored on exit.
+    """
+
+    def __init__(self):
+        self.received = None
+        self._previous = {}
+        self._sockets = None
+
+    def __enter__(self):
+        if threading.current_thread() is not threading.main_thread():
+            return self
+        for signum in STOP_SIGNALS:
+            self._previous[signum] = signal.signal(signum, self._handle)
+        reader, writer = socket.socketpair()
+        writer.setblocking(False)
+        self._sockets = (reader, writer)
+        self._previous_fd = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+        threading.Thread(target=self._watch, args=(reader,), name="bert_tf-stop-signals", daemon=True).start()
+        return self
+
+    def __exit__(self, *exc_info):
+        if self._sockets is None:
+            return
+        signal.set_wakeup_fd(self._previous_fd)
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._sockets[1].close()  # the watcher's recv returns b"" and it ends
+        self._sockets = None
+
+    def _handle(self, signum, frame):
+        if self.received is None:
+            self.received = signum
+        else:  # normally the watcher has ended the process already
+            _abort(signum)
+
+    @staticmethod
+    def _watch(reader):
+        seen = 0
+        with reader:
+            while True:
+                try:
+                    data = reader.recv(64)
+                except OSError:
+                    return
+                if not data:
+                    return
+                for signum in data:
+                    if signum in STOP_SIGNALS:
+                        seen += 1
+                        if seen > 1:
+                            _abort(signum)
+
+
+def _abort(signum):
+    name = signal.Signals(signum).name
+    os.write(2, f"Received a second {name}: stopping at once; the newest checkpoint is kept.\n".encode())
+    os._exit(128 + signum)
 
 
 @dataclasses.dataclass
@@ -154,6 +259,38 @@ class Objective:
         return ["loss"] + [h.key("acc") for h in self.heads if h.kind == "ce"]
 
 
+def _checkpoints_in(directory):
+    """The `ckpt-N` prefixes in `directory` that have an index file, oldest first (by N)."""
+    if not os.path.isdir(directory):
+        return []
+    numbers = []
+    for name in os.listdir(directory):
+        stem = name[: -len(".index")] if name.endswith(".index") else ""
+        if stem.startswith("ckpt-") and stem[len("ckpt-") :].isdigit():
+            numbers.append(int(stem[len("ckpt-") :]))
+    return [os.path.join(directory, f"ckpt-{n}") for n in sorted(numbers)]
+
+
+def _write_checkpoint_state(directory, prefixes):
+    """Writes `directory/checkpoint` listing `prefixes` (newest last) as `tf.train.CheckpointManager` would.
+
+    Each is stamped with its index file's time and none is "preserved", so the manager deletes the oldest
+    beyond `max_to_keep` as if it had saved them itself.
+    """
+    stamps = [os.path.getmtime(p + ".index") for p in prefixes]
+    state = tf.compat.v1.train.generate_checkpoint_state_proto(
+        directory,
+        prefixes[-1],
+        all_model_checkpoint_paths=prefixes,
+        all_model_checkpoint_timestamps=stamps,
+        last_preserved_timestamp=min(stamps) - 1.0,
+    )
+    temporary = os.path.join(directory, "checkpoint.tmp-state")
+    with open(temporary, "w", encoding="utf-8") as f:
+        f.write(text_format.MessageToString(state))
+    os.replace(temporary, os.path.join(directory, "checkpoint"))
+
+
 class TrainingLoop:
     """Trains a model on an `Objective` with `strategy`; see the module docstring.
 
@@ -194,6 +331,9 @@ class TrainingLoop:
         incompatible=INCOMPATIBLE,
         evaluate_fn=None,
     ):
+        message = glob_characters_error(model_dir)
+        if message:
+            raise ValueError(message + ".")
         self.strategy = strategy
         self.objective = objective or Objective.pretraining(nsp="nsp" in model.output)
         self.incompatible = tuple(incompatible)
@@ -236,6 +376,13 @@ class TrainingLoop:
         )
         self._train_loop = tf.function(self._loop, reduce_retracing=True)
         self._eval_batch = tf.function(self._evaluate_batch)
+        self._saved_step = None
+        # Several workers must stop at the same step: each call's boundary sums every worker's signal flags.
+        self._agree_stop = tf.function(self._sum_over_replicas) if workers > 1 else None
+
+    def _sum_over_replicas(self, values):
+        per_replica = self.strategy.run(tf.identity, args=(values,))
+        return self.strategy.reduce("sum", per_replica, axis=None)
 
     # === Steps ===
 
@@ -335,6 +482,7 @@ class TrainingLoop:
         os.makedirs(os.path.join(self.model_dir, "checkpoints"), exist_ok=True)
         self.data_checkpoint.write(self._data_prefix(step))
         manager.save(checkpoint_number=step)
+        self._saved_step = step
         if not self.chief:
             shutil.rmtree(directory, ignore_errors=True)
         else:
@@ -359,18 +507,27 @@ class TrainingLoop:
         ):
             shutil.rmtree(leftover, ignore_errors=True) if os.path.isdir(leftover) else os.remove(leftover)
         state_file = os.path.join(directory, "checkpoint")
-        if not os.path.exists(state_file):
-            return 0
-        try:
-            state = tf.train.get_checkpoint_state(directory)
-        except Exception as e:  # a text-proto parse error
-            raise ResumeError(
-                f"{state_file} is not a valid checkpoint-state file ({type(e).__name__}: {e}); "
-                "fix or remove it. Refusing to restart from step 0."
-            ) from None
-        if state is None or not state.all_model_checkpoint_paths:
-            raise ResumeError(f"{state_file} lists no checkpoints; fix or remove it. Refusing to restart from step 0.")
-        candidates = [os.path.join(directory, os.path.basename(p)) for p in state.all_model_checkpoint_paths]
+        if os.path.exists(state_file):
+            try:
+                state = tf.train.get_checkpoint_state(directory)
+            except Exception as e:  # a text-proto parse error
+                raise ResumeError(
+                    f"{state_file} is not a valid checkpoint-state file ({type(e).__name__}: {e}); "
+                    "fix or remove it. Refusing to restart from step 0."
+                ) from None
+            if state is None or not state.all_model_checkpoint_paths:
+                raise ResumeError(
+                    f"{state_file} lists no checkpoints; fix or remove it. Refusing to restart from step 0."
+                )
+            candidates = [os.path.join(directory, os.path.basename(p)) for p in state.all_model_checkpoint_paths]
+            listed = True
+        else:
+            # No state file, but checkpoints: they were a run (the state file was lost or deleted). Resume from
+            # them and write the state file again; starting at 0 would overwrite them.
+            candidates = _checkpoints_in(directory)
+            if not candidates:
+                return 0
+            listed = False
         errors = []
         for path in reversed(candidates):
             step = int(path.rsplit("-", 1)[1])
@@ -383,6 +540,19 @@ class TrainingLoop:
                 continue
             if self.step != step:
                 raise ResumeError(f"{path} holds step {self.step}, not {step}.")
+            if not listed:
+                kept = candidates[: candidates.index(path) + 1]
+                logging.warning(
+                    "%s is missing but %s holds %s: resuming from %s and %s, and writing the state file again.",
+                    state_file,
+                    directory,
+                    ", ".join(os.path.basename(p) for p in candidates),
+                    path,
+                    self._data_prefix(step),
+                )
+                if self.chief:
+                    _write_checkpoint_state(directory, kept)
+            self._saved_step = step
             return step
         raise ResumeError("No checkpoint in " + directory + " could be read:\n  " + "\n  ".join(errors))
 
@@ -423,7 +593,35 @@ class TrainingLoop:
         return self.evaluate_fn is not None or (self.eval_dataset is not None and self.config.eval_steps > 0)
 
     def train(self, log=print):
-        """Runs to `config.train_steps`, resuming first; returns the last logged metrics."""
+        """Runs to `config.train_steps`, resuming first; returns the last logged metrics.
+
+        SIGTERM or SIGINT (handled while training, in the main thread) stops it after the compiled call in
+        progress: a checkpoint at the current step is saved and `TrainingInterrupted` raised; a second signal
+        ends the process at once. Under several workers they agree on stopping at each call's boundary.
+        """
+        with _StopSignals() as stop:
+            return self._train(stop, log)
+
+    def _stop_if_signalled(self, stop, log):
+        """At a compiled call's boundary: on a received signal (on any worker), saves and raises."""
+        signum = stop.received
+        if self._agree_stop is not None:  # every worker calls this at the same boundaries
+            flags = tf.constant([float(signum == s) for s in STOP_SIGNALS])
+            totals = self._agree_stop(flags).numpy()
+            signum = next((s for s, total in zip(STOP_SIGNALS, totals) if total > 0), None)
+        if not signum:
+            return
+        if self._saved_step != self.step:
+            self.save()
+        path = os.path.join(self.model_dir, "checkpoints", f"ckpt-{self.step}")
+        message = (
+            f"Received {signal.Signals(signum).name} at step {self.step}: saved {path}; "
+            "re-run the same command to continue."
+        )
+        log(message)
+        raise TrainingInterrupted(message, signum, self.step)
+
+    def _train(self, stop, log):
         start = self.resume()
         if start:
             log(f"Resumed from step {start} in {self.model_dir}")
@@ -447,6 +645,7 @@ class TrainingLoop:
         progress.update(start)
         metrics, retries = {}, 0
         while self.step < self.config.train_steps:
+            self._stop_if_signalled(stop, log)
             step = self.step
             boundaries = [
                 self.config.train_steps,
@@ -498,6 +697,7 @@ class TrainingLoop:
 
 
 __all__ = [
+    "GLOB_CHARACTERS",
     "INCOMPATIBLE",
     "TRAINING_SETTINGS_FILE",
     "Head",
@@ -505,5 +705,8 @@ __all__ = [
     "NonFiniteLossError",
     "Objective",
     "ResumeError",
+    "STOP_SIGNALS",
+    "TrainingInterrupted",
     "TrainingLoop",
+    "glob_characters_error",
 ]

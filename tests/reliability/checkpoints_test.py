@@ -1,0 +1,101 @@
+"""Reliability of the trainer's checkpoints: a missing state file, glob characters in the model directory."""
+
+import logging
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from bert_tf.config import ConfigError
+from bert_tf.text.vocab import build_vocab
+from bert_tf.training import PretrainConfig, pretrain
+
+WORDS = "the cat dog sat ran on a mat house module function file returned value provides reads writes".split()
+SETTINGS = dict(
+    model="tiny",
+    warmup_steps=1,
+    global_batch_size=4,
+    max_seq_length=32,
+    max_predictions_per_seq=5,
+    steps_per_loop=2,
+    checkpoint_steps=2,
+    keep_checkpoints=5,
+    eval_steps=0,
+    fill_mask=[],
+)
+
+
+@pytest.fixture(scope="module")
+def corpus_and_vocab(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("corpus")
+    rng = np.random.default_rng(0)
+    documents = [
+        "\n".join(" ".join(rng.choice(WORDS, size=rng.integers(4, 9))) + " ." for _ in range(4)) for _ in range(20)
+    ]
+    corpus = str(directory / "corpus.txt")
+    with open(corpus, "w", encoding="utf-8") as f:
+        f.write("\n\n".join(documents) + "\n")
+    vocab = str(directory / "vocab.txt")
+    build_vocab(corpus, vocab, vocab_size=100, show_progress=False)
+    return corpus, vocab
+
+
+def _config(model_dir, corpus_and_vocab, train_steps, **overrides):
+    corpus, vocab = corpus_and_vocab
+    settings = dict(SETTINGS, **overrides)
+    return PretrainConfig(model_dir=str(model_dir), corpus=[corpus], vocab=vocab, train_steps=train_steps, **settings)
+
+
+def _mtimes(directory):
+    return {name: os.stat(os.path.join(directory, name)).st_mtime_ns for name in os.listdir(directory)}
+
+
+@pytest.mark.slow
+def test_missing_state_file_resumes_from_the_newest_checkpoint(corpus_and_vocab, tmp_path, caplog):
+    model_dir = tmp_path / "run"
+    pretrain(_config(model_dir, corpus_and_vocab, 6), log=lambda message: None)
+    checkpoints = model_dir / "checkpoints"
+    os.remove(checkpoints / "checkpoint")
+    before = _mtimes(checkpoints)
+    messages = []
+    with caplog.at_level(logging.WARNING):
+        pretrain(_config(model_dir, corpus_and_vocab, 8), log=messages.append)
+    assert "Resumed from step 6 in " + str(model_dir) in messages
+    warning = " ".join(r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING)
+    assert "checkpoints/checkpoint is missing" in warning and "ckpt-6" in warning, warning
+    after = _mtimes(checkpoints)
+    for name, mtime in before.items():  # ckpt-2/4/6 and their data files are the old ones, not rewritten
+        if name.startswith(("ckpt-", "data-")) and name in after:
+            assert after[name] == mtime, name
+    assert os.path.exists(checkpoints / "ckpt-8.index") and os.path.exists(checkpoints / "checkpoint")
+    # The rebuilt state file lists the old checkpoints, so the next run keeps only `keep_checkpoints` of them.
+    pretrain(_config(model_dir, corpus_and_vocab, 10, keep_checkpoints=2), log=lambda message: None)
+    assert sorted(n for n in os.listdir(checkpoints) if n.endswith(".index") and n.startswith("ckpt-")) == [
+        "ckpt-10.index",
+        "ckpt-8.index",
+    ]
+
+
+def test_glob_characters_in_model_dir_are_refused_before_anything_is_written(corpus_and_vocab, tmp_path):
+    model_dir = tmp_path / "run[x]"
+    with pytest.raises(ConfigError) as raised:
+        pretrain(_config(model_dir, corpus_and_vocab, 4), log=lambda message: None)
+    message = str(raised.value)
+    assert str(model_dir) in message and "'[' ']'" in message and "glob pattern" in message, message
+    assert "\n" not in message and not model_dir.exists()
+
+
+def test_glob_characters_are_refused_by_the_app(corpus_and_vocab, tmp_path):
+    corpus, vocab = corpus_and_vocab
+    model_dir = tmp_path / "run*"
+    result = subprocess.run(
+        [sys.executable, "-m", "bert_tf.apps.pretrain", f"--model_dir={model_dir}", "--model=tiny"]
+        + [f"--corpus={corpus}", f"--vocab={vocab}", "--train_steps=2", "--warmup_steps=1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode != 0 and not model_dir.exists()
+    assert f"`model_dir` {model_dir} contains '*'" in result.stderr, result.stderr[-2000:]

@@ -1,0 +1,140 @@
+"""SIGTERM/SIGINT during training: a checkpoint at the current step, a message, exit 143/130, exact resume."""
+
+import glob
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf.models import BertEncoder, BertPretrainer
+from bert_tf.text.vocab import build_vocab
+from bert_tf.training import LoopConfig, TrainingInterrupted, TrainingLoop, create_optimizer
+from tests.conftest import DATA_DIR
+from tests.helpers import pretraining_batch
+
+CORPUS = os.path.join(DATA_DIR, "corpus", "gutenberg", "austen-persuasion.txt")
+
+
+def _dataset_fn(context):
+    batches = [pretraining_batch(batch=8, seed=i) for i in range(4)]
+    merged = tf.nest.map_structure(lambda *parts: np.concatenate(parts), *batches)
+    return tf.data.Dataset.from_tensor_slices(merged).batch(8).repeat()
+
+
+def _signal_when_exists(path, signum, deadline=120):
+    def send():
+        end = time.time() + deadline
+        while not os.path.exists(path) and time.time() < end:
+            time.sleep(0.05)
+        time.sleep(0.5)
+        os.kill(os.getpid(), signum)
+
+    thread = threading.Thread(target=send, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_sigint_saves_at_the_current_step_and_restores_the_handler(tmp_path):
+    keras.utils.set_random_seed(1)
+    strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
+    with strategy.scope():
+        model = BertPretrainer(
+            BertEncoder(vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=16, intermediate_dim=32)
+        )
+        optimizer = create_optimizer(learning_rate=1e-3, total_steps=100_000, clip_norm=0)
+    loop = TrainingLoop(
+        strategy,
+        model,
+        optimizer,
+        _dataset_fn,
+        8,
+        str(tmp_path),
+        LoopConfig(train_steps=100_000, steps_per_loop=3, checkpoint_steps=50_000),
+        settings={"model": "signal-test"},
+    )
+    previous = signal.getsignal(signal.SIGINT)
+    messages = []
+    sender = _signal_when_exists(str(tmp_path / "checkpoints" / "ckpt-0.index"), signal.SIGINT)
+    with pytest.raises(TrainingInterrupted) as raised:
+        loop.train(log=messages.append)
+    sender.join()
+    step = raised.value.step
+    assert raised.value.exit_code == 130 and step > 0 and step % 3 == 0 and step == loop.step
+    path = os.path.join(str(tmp_path), "checkpoints", f"ckpt-{step}")
+    expected = f"Received SIGINT at step {step}: saved {path}; re-run the same command to continue."
+    assert str(raised.value) == expected and messages[-1] == expected
+    assert os.path.exists(path + ".index")
+    assert tf.train.latest_checkpoint(str(tmp_path / "checkpoints")) == path
+    assert signal.getsignal(signal.SIGINT) is previous
+
+
+def _command(model_dir, vocab):
+    return [
+        sys.executable,
+        "-m",
+        "bert_tf.apps.pretrain",
+        f"--model_dir={model_dir}",
+        "--model=tiny",
+        "--corpus=" + CORPUS,
+        f"--vocab={vocab}",
+        "--train_steps=60",
+        "--global_batch_size=8",
+        "--max_seq_length=32",
+        "--max_predictions_per_seq=5",
+        "--steps_per_loop=5",
+        "--checkpoint_steps=20",
+        "--eval_steps=0",
+        "--warmup_steps=2",
+        "--learning_rate=1e-3",
+        "--deterministic",
+        "--fill_mask=",
+    ]
+
+
+def _weights(model_dir):
+    reader = tf.train.load_checkpoint(os.path.join(model_dir, "bert_model.ckpt"))
+    return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
+
+
+@pytest.mark.slow
+def test_sigterm_then_rerun_gives_the_uninterrupted_weights(tmp_path):
+    vocab = str(tmp_path / "vocab.txt")
+    build_vocab(CORPUS, vocab, vocab_size=2000, show_progress=False)
+    reference = tmp_path / "uninterrupted"
+    result = subprocess.run(_command(reference, vocab), capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+
+    model_dir = tmp_path / "terminated"
+    process = subprocess.Popen(_command(model_dir, vocab), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 400
+    while not glob.glob(str(model_dir / "checkpoints" / "ckpt-0.index")):
+        assert process.poll() is None and time.time() < deadline, "the run ended before its first checkpoint"
+        time.sleep(0.1)
+    time.sleep(np.random.default_rng().uniform(0.5, 3))
+    process.send_signal(signal.SIGTERM)
+    stderr = process.communicate(timeout=300)[1]
+    if process.returncode == 0:
+        pytest.skip("the run finished before SIGTERM arrived")
+    assert process.returncode == 143, stderr[-3000:]
+    line = [x for x in stderr.splitlines() if "Received SIGTERM at step" in x][-1]
+    step = int(line.split("at step ")[1].split(":")[0])
+    path = os.path.join(str(model_dir), "checkpoints", f"ckpt-{step}")
+    assert line == (
+        f"bert-tf-pretrain: error: Received SIGTERM at step {step}: saved {path}; re-run the same command to continue."
+    )
+    assert os.path.exists(path + ".index") and step % 5 == 0
+
+    resumed = subprocess.run(_command(model_dir, vocab), capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"Resumed from step {step}" in resumed.stdout
+    expected, actual = _weights(reference), _weights(model_dir)
+    assert expected.keys() == actual.keys()
+    for name in expected:
+        np.testing.assert_array_equal(actual[name], expected[name], err_msg=name)
