@@ -22,10 +22,18 @@ from bert_tf.checkpoints.api import (
     save_model_dir,
     save_tf1,
 )
-from bert_tf.checkpoints.readers import CheckpointError, detect_format, vocab_file
+from bert_tf.checkpoints.readers import (
+    GLOB_CHARACTERS,
+    CheckpointError,
+    detect_format,
+    glob_characters_error,
+    vocab_file,
+)
 from bert_tf.checkpoints.settings import SETTINGS_FILE, infer_settings, read_settings, write_settings
 
 __all__ = [
+    "GLOB_CHARACTERS",
+    "glob_characters_error",
     "CONVERT_FORMATS",
     "CheckpointError",
     "SETTINGS_FILE",

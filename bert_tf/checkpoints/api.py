@@ -203,6 +203,9 @@ def save_tf1(model, path, vocab_file=None):
     with Google's variable names, and `path/vocab.txt` copied from `vocab_file`.
     Returns the number of tensors written.
     """
+    message = readers.glob_characters_error(path, what="path")
+    if message:  # TensorFlow could not read the checkpoint back from such a path
+        raise CheckpointError(message)
     encoder, _ = name_table.model_table(model)
     arrays = model_tensors(model, "tf1")
     _check_vocab(vocab_file)  # Every check before the first file is written.

@@ -47,6 +47,24 @@ class CheckpointError(ValueError):
     """A checkpoint cannot be found, is incomplete, or does not fit the model; names what and where."""
 
 
+# Characters TensorFlow's checkpoint functions (CheckpointManager, latest_checkpoint, Checkpoint.read,
+# load_checkpoint) read as a glob pattern in a path: checkpoints under such a directory are written but never
+# found again, and escaping them does not help (the escaped name is then opened literally).
+GLOB_CHARACTERS = "*?[]"
+
+
+def glob_characters_error(path, what="model_dir"):
+    """A one-line message if `path` holds any of `GLOB_CHARACTERS`, else None."""
+    found = sorted({c for c in os.fspath(path) if c in GLOB_CHARACTERS})
+    if not found:
+        return None
+    return (
+        f"`{what}` {path} contains {' '.join(repr(c) for c in found)}, which TensorFlow's checkpoint functions read "
+        "as a glob pattern (checkpoints there could not be found again); choose a path without "
+        f"{' '.join(GLOB_CHARACTERS)}. Nothing was written"
+    )
+
+
 def detect_format(path):
     """Returns "bert_tf", "tf1" or "hf" for `path`; raises CheckpointError listing what was looked for."""
     path = os.fspath(path)
@@ -105,6 +123,9 @@ def open_source(path, fmt, allow_pickle=False):
     """The tensor source of the checkpoint at `path` (format `fmt` from `detect_format`)."""
     path = os.fspath(path)
     if fmt in ("bert_tf", "tf1"):
+        message = glob_characters_error(path, what="path")
+        if message:
+            raise CheckpointError(message.replace("Nothing was written", "Move or rename it to read it"))
         prefix = _tf1_prefix_in_dir(path) if os.path.isdir(path) else path
         if prefix is None:
             raise CheckpointError(f"No TF checkpoint (*.ckpt*.index) in {path}.")

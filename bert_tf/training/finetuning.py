@@ -27,7 +27,7 @@ import os
 import numpy as np
 
 from bert_tf import tasks
-from bert_tf.checkpoints import load_config, readers, restore_weights, save_model_dir
+from bert_tf.checkpoints import glob_characters_error, load_config, readers, restore_weights, save_model_dir
 from bert_tf.checkpoints.settings import infer_settings
 from bert_tf.models import BertEncoder
 from bert_tf.text import BertTokenizer
@@ -123,6 +123,9 @@ def finetune(config, strategy=None, log=print):
     checkpoint.
     """
     task = tasks.get(config.task)
+    message = glob_characters_error(config.model_dir)
+    if message:
+        raise ValueError(f"FinetuneConfig: {message}.")
     if task.check_config is not None:
         task.check_config(config)
     strategy = strategy or create_strategy("one_device")

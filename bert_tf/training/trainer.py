@@ -32,6 +32,7 @@ import keras
 import tensorflow as tf
 from google.protobuf import text_format
 
+from bert_tf.checkpoints.readers import glob_characters_error
 from bert_tf.training.distribute import is_chief, worker_index
 
 # The run's settings in model_dir, checked on resume (the model directory's own settings file is
@@ -39,24 +40,6 @@ from bert_tf.training.distribute import is_chief, worker_index
 TRAINING_SETTINGS_FILE = "training_settings.json"
 # Pretraining settings whose change makes an existing checkpoint unusable.
 INCOMPATIBLE = ("model", "vocab_sha256", "max_seq_length", "max_predictions_per_seq", "global_batch_size", "nsp")
-
-
-# Characters TensorFlow's checkpoint functions (CheckpointManager, latest_checkpoint, Checkpoint.read,
-# load_checkpoint) read as a glob pattern in a path: checkpoints under such a directory are written but never
-# found again, and escaping them does not help (the escaped name is then opened literally).
-GLOB_CHARACTERS = "*?[]"
-
-
-def glob_characters_error(path, what="model_dir"):
-    """A one-line message if `path` holds any of `GLOB_CHARACTERS`, else None."""
-    found = sorted({c for c in os.fspath(path) if c in GLOB_CHARACTERS})
-    if not found:
-        return None
-    return (
-        f"`{what}` {path} contains {' '.join(repr(c) for c in found)}, which TensorFlow's checkpoint functions read "
-        "as a glob pattern (checkpoints there could not be found again); choose a path without "
-        f"{' '.join(GLOB_CHARACTERS)}. Nothing was written"
-    )
 
 
 class ResumeError(RuntimeError):
@@ -697,7 +680,6 @@ class TrainingLoop:
 
 
 __all__ = [
-    "GLOB_CHARACTERS",
     "INCOMPATIBLE",
     "TRAINING_SETTINGS_FILE",
     "Head",
@@ -708,5 +690,4 @@ __all__ = [
     "STOP_SIGNALS",
     "TrainingInterrupted",
     "TrainingLoop",
-    "glob_characters_error",
 ]

@@ -8,9 +8,11 @@ import sys
 import numpy as np
 import pytest
 
+from bert_tf.checkpoints import CheckpointError, load_encoder, save_model_dir
 from bert_tf.config import ConfigError
 from bert_tf.text.vocab import build_vocab
-from bert_tf.training import PretrainConfig, pretrain
+from bert_tf.training import FinetuneConfig, PretrainConfig, finetune, pretrain
+from tests.helpers import tiny_encoder
 
 WORDS = "the cat dog sat ran on a mat house module function file returned value provides reads writes".split()
 SETTINGS = dict(
@@ -99,3 +101,23 @@ def test_glob_characters_are_refused_by_the_app(corpus_and_vocab, tmp_path):
     )
     assert result.returncode != 0 and not model_dir.exists()
     assert f"`model_dir` {model_dir} contains '*'" in result.stderr, result.stderr[-2000:]
+
+
+def test_glob_characters_are_refused_by_every_checkpoint_writer_and_reader(tmp_path):
+    """save_model_dir / save_tf1 refuse such a path before writing; a TF checkpoint found under one is refused
+    with the reason instead of TensorFlow's "Failed to find any matching files"; finetune() refuses its model_dir."""
+    encoder = tiny_encoder()
+    target = tmp_path / "model[1]"
+    with pytest.raises(CheckpointError, match=r"contains '\[' '\]'.*Nothing was written"):
+        save_model_dir(encoder, str(target))
+    assert not target.exists()
+    readable = tmp_path / "plain"
+    save_model_dir(encoder, str(readable))
+    os.rename(readable, target)  # a directory renamed by hand after it was written
+    with pytest.raises(CheckpointError, match=r"contains '\[' '\]'.*Move or rename it"):
+        load_encoder(str(target))
+    os.rename(target, readable)
+    config = FinetuneConfig(task="ner", init=str(readable), train_file="unused", model_dir=str(tmp_path / "run*"))
+    with pytest.raises(ValueError, match=r"FinetuneConfig: `model_dir` .* contains '\*'"):
+        finetune(config, log=lambda message: None)
+    assert not (tmp_path / "run*").exists()
