@@ -34,6 +34,13 @@ FORMATS = ("lines", "paragraphs")
 # Random streams of the pair builder (the masker uses 1-3).
 _SPLIT, _RANDOM_NEXT, _OTHER_DOC, _OTHER_START, _SHORT, _SHORT_LENGTH = 11, 12, 13, 14, 15, 16
 _SENTENCE_END = r"([.!?][\"')\]]*)\s+"
+# A "sentence" (a line of the lines format, a sentence of the paragraphs format) longer than
+# MAX_SENTENCE_BYTES is split at sentence ends, and a part still longer is cut every PIECE_BYTES
+# bytes (between UTF-8 characters), before tokenization: memory and work per example stay bounded.
+MAX_SENTENCE_BYTES = 4096
+PIECE_BYTES = 512
+# The shuffle buffer spans at most this many epochs of a corpus that gives few examples per epoch.
+MAX_EPOCHS_IN_SHUFFLE_BUFFER = 100
 
 
 class EmptyCorpusError(ValueError):
@@ -75,6 +82,71 @@ def _document_groups(lines, corpus_format, group_size):
     # Lines in batches: one scan step per 1024 lines, not per line.
     documents = lines.batch(1024).scan(tf.zeros([0], tf.string), step).unbatch()
     return documents.ragged_batch(group_size)
+
+
+def split_long_sentences(sentences, max_bytes=MAX_SENTENCE_BYTES, piece_bytes=PIECE_BYTES):
+    """Each sentence as a list of pieces: itself when at most `max_bytes` long, else sentence-sized pieces.
+
+    A longer one is split at sentence ends (`.`, `!` or `?` followed by
+    whitespace, the whitespace dropped); a part still longer than `max_bytes`
+    is cut every `piece_bytes` bytes, moved back to the start of a UTF-8
+    character (so pieces hold `piece_bytes - 3` to `piece_bytes + 3` bytes;
+    bytes that are not UTF-8 are cut anyway, none is lost).
+
+    Args:
+        sentences: tf.string `[N]`.
+    Returns:
+        tf.string ragged `[N, (k)]`, int64 row splits.
+    """
+    if piece_bytes < 4 or max_bytes < piece_bytes:
+        raise ValueError(
+            "`piece_bytes` must be at least 4 and at most `max_bytes`. "
+            f"Received: max_bytes={max_bytes}, piece_bytes={piece_bytes}"
+        )
+    sentences = tf.convert_to_tensor(sentences, tf.string)
+
+    def at_sentence_ends(long):
+        parts = tf.strings.split(tf.strings.regex_replace(long, _SENTENCE_END, "\\1\n"), "\n")
+        return tf.ragged.boolean_mask(parts, tf.strings.length(parts) > 0).with_row_splits_dtype(tf.int64)
+
+    def cut(long):
+        pieces = tf.map_fn(
+            lambda text: _cut_between_characters(text, piece_bytes),
+            long,
+            fn_output_signature=tf.RaggedTensorSpec([None], tf.string, row_splits_dtype=tf.int64),
+        )
+        return pieces.with_row_splits_dtype(tf.int64)
+
+    parts = _expand_where(sentences, max_bytes, at_sentence_ends)  # [N, (p)]
+    return parts.with_values(_expand_where(parts.values, max_bytes, cut)).merge_dims(1, 2)
+
+
+def _expand_where(strings, max_bytes, expand):
+    """Ragged `[N, (k)]`: `[s]` for strings of at most `max_bytes`, `expand(longer ones)` rows for the others."""
+    long = tf.strings.length(strings) > max_bytes
+    alone = tf.RaggedTensor.from_row_lengths(strings, tf.ones(tf.shape(strings, tf.int64), tf.int64))
+
+    def mixed():
+        rows = tf.concat([expand(tf.boolean_mask(strings, long)), tf.ragged.boolean_mask(alone, ~long)], 0)
+        source = tf.concat([tf.where(long)[:, 0], tf.where(~long)[:, 0]], 0)
+        return tf.gather(rows, tf.argsort(source))
+
+    return tf.cond(tf.reduce_any(long), mixed, lambda: alone)
+
+
+def _cut_between_characters(text, piece_bytes):
+    """A scalar string in pieces of about `piece_bytes`, each cut moved back to a UTF-8 character start."""
+    size = tf.strings.length(text)
+    grid = tf.range(piece_bytes, size, piece_bytes)  # [K] nominal cuts, all inside the text
+    window = tf.io.decode_raw(tf.strings.substr(text, grid - 3, tf.fill(tf.shape(grid), 4)), tf.uint8)  # [K, 4]
+    starts_character = tf.not_equal(tf.bitwise.bitwise_and(window, 0xC0), 0x80)  # not a continuation byte
+    # The last character start in the window (the cut itself when none: not UTF-8 there).
+    back = tf.argmax(tf.cast(tf.reverse(starts_character, [1]), tf.int32), axis=1, output_type=tf.int32)
+    back = tf.where(tf.reduce_any(starts_character, axis=1), back, 0)
+    cuts = grid - back
+    begin = tf.concat([[0], cuts], 0)
+    end = tf.concat([cuts, [size]], 0)
+    return tf.strings.substr(text, begin, end - begin)
 
 
 class PairBuilder:
@@ -268,7 +340,14 @@ def pretraining_dataset(
         epochs=epochs,
         input_context=input_context,
         max_position_embeddings=max_position_embeddings,
+        corpus_name=_describe(files),
     )
+
+
+def _describe(files):
+    """The corpus files for a message: all of them, or the first three and how many more."""
+    more = f" and {len(files) - 3} more files" if len(files) > 3 else ""
+    return ", ".join(files[:3]) + more
 
 
 def _check_documents(corpus_format, group_size):
@@ -301,11 +380,12 @@ def document_pairs(file_names, tokenizer, builder, corpus_format, group_size, ep
     if split != "all":
         held_out = split == "eval"
         groups = groups.filter(lambda index, _: tf.equal(index % HOLDOUT_EVERY == HOLDOUT_EVERY - 1, held_out))
-    pairs = groups.map(
-        lambda index, docs: builder(docs.with_flat_values(tokenizer.tokenize(docs.flat_values)), index, epoch),
-        num_parallel_calls=tf.data.AUTOTUNE,
-        deterministic=True,
-    )
+
+    def pairs_of_group(index, docs):
+        sentences = docs.with_values(split_long_sentences(docs.values)).merge_dims(1, 2)  # [D, (S)]
+        return builder(sentences.with_flat_values(tokenizer.tokenize(sentences.flat_values)), index, epoch)
+
+    pairs = groups.map(pairs_of_group, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     return pairs.unbatch()
 
 
@@ -338,6 +418,7 @@ def masked_batches(
     epochs=None,
     input_context=None,
     max_position_embeddings=None,
+    corpus_name="The corpus",
 ):
     """Shuffles, batches, packs and masks `(first, second, label)` examples.
 
@@ -346,6 +427,10 @@ def masked_batches(
             a dataset of `(first int ragged [(a)], second int ragged [(b)],
             label int32)` for that epoch.
         input_context: shard examples by input pipeline (None: no sharding).
+        shuffle_buffer: examples shuffled together; when an epoch has fewer than
+            `shuffle_buffer / MAX_EPOCHS_IN_SHUFFLE_BUFFER` examples, at most
+            `MAX_EPOCHS_IN_SHUFFLE_BUFFER` epochs of them.
+        corpus_name: names the corpus in the error for an empty one.
         Other args as in `pretraining_dataset`.
     Returns:
         The dataset of `pretraining_dataset`.
@@ -372,12 +457,20 @@ def masked_batches(
         seed=seed,
     )
 
-    # An empty epoch would make the endless epoch loop below spin forever: refuse it up front.
-    if not any(True for _ in epoch_examples(tf.constant(0, tf.int64)).take(1)):
+    # An empty epoch would make the endless epoch loop below spin forever: refuse it up front. A corpus
+    # of few examples per epoch would be read (and tokenized) epoch after epoch to fill the shuffle
+    # buffer: the buffer spans at most MAX_EPOCHS_IN_SHUFFLE_BUFFER epochs.
+    probe = -(-shuffle_buffer // MAX_EPOCHS_IN_SHUFFLE_BUFFER) if shuffle_buffer > 1 else 1
+    count = int(
+        epoch_examples(tf.constant(0, tf.int64)).take(probe).reduce(tf.constant(0, tf.int64), lambda n, _: n + 1)
+    )
+    if count == 0:
         raise EmptyCorpusError(
-            "The corpus gives no pretraining examples (for a held-out split: it has fewer "
+            f"{corpus_name} gives no pretraining examples (for a held-out split: it has fewer "
             f"than {HOLDOUT_EVERY} groups of documents)."
         )
+    if count < probe:
+        shuffle_buffer = min(shuffle_buffer, count * MAX_EPOCHS_IN_SHUFFLE_BUFFER)
 
     def numbered(epoch):
         examples = epoch_examples(epoch).enumerate()

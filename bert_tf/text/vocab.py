@@ -34,14 +34,21 @@ class VocabSummary:
 
 
 def expand_files(patterns):
-    """Sorted files matching comma-separated or listed globs; error naming a pattern that matches nothing."""
+    """Files named by comma-separated or listed paths or globs; error naming one that gives no file.
+
+    An existing file is taken as named, even when its name holds glob characters
+    (`a[1].txt`); any other entry is a glob pattern, its matches sorted.
+    """
     if isinstance(patterns, str):
         patterns = [p for p in patterns.split(",") if p]
     files = []
     for pattern in patterns:
+        if os.path.isfile(pattern):
+            files.append(pattern)
+            continue
         matched = sorted(p for p in glob.glob(pattern, recursive=True) if os.path.isfile(p))
         if not matched:
-            raise FileNotFoundError(f"No file matches pattern {pattern!r}")
+            raise FileNotFoundError(f"No file matches pattern {pattern!r} (no such file, and no match as a glob)")
         files.extend(matched)
     return files
 

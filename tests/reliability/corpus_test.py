@@ -1,0 +1,122 @@
+"""Corpora that used to hang or be lost (issue 14): one very long line, one short line, `[` in a file name."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf.data import pretraining_dataset, write_pretraining_shards
+from bert_tf.data.pretraining import EmptyCorpusError, split_long_sentences
+from bert_tf.text import BertTokenizer, build_vocab, expand_files
+from bert_tf.training import PretrainConfig
+
+WORDS = 200
+
+
+@pytest.fixture(scope="module")
+def vocab(tmp_path_factory):
+    path = tmp_path_factory.mktemp("vocab") / "vocab.txt"
+    path.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(WORDS)]) + "\n")
+    return str(path)
+
+
+def _words(count, seed=0):
+    return " ".join(f"w{i}" for i in np.random.default_rng(seed).integers(0, WORDS, count))
+
+
+def _first_batch(corpus, vocab, timeout):
+    """(seconds to the first batch, max RSS in MB) of a default-buffer pipeline, in a fresh process."""
+    script = textwrap.dedent(f"""
+        import resource, time
+        from bert_tf.data import pretraining_dataset
+        from bert_tf.text import BertTokenizer
+        start = time.time()
+        dataset = pretraining_dataset({corpus!r}, BertTokenizer({vocab!r}), max_seq_length=128, batch_size=8)
+        features, _, _ = next(iter(dataset))
+        assert features["token_ids"].shape == (8, 128)
+        print(time.time() - start, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    """)
+    try:
+        result = subprocess.run(
+            [sys.executable, "-c", script],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=dict(os.environ, PYTHONPATH=os.getcwd(), TF_CPP_MIN_LOG_LEVEL="2"),
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"no first batch from {corpus} within {timeout} s")
+    assert result.returncode == 0, result.stderr[-3000:]
+    seconds, rss = map(float, result.stdout.split()[-2:])
+    return seconds, rss
+
+
+def test_long_sentences_are_split_at_sentence_ends_then_cut_between_characters():
+    short = ["w1 w2. w3 w4!", "  ", "", "x" * 64]
+    long_text = "Aaa bbb. Ccc ddd! " * 4 + "e" * 40 + "?"  # 113 bytes with sentence ends
+    unbroken = "é漢😀a" * 20  # 200 bytes, characters of 2, 3, 4 and 1 bytes, no sentence end
+    invalid = b"\xff" + b"\x80" * 99  # not UTF-8: cut anyway, nothing lost
+    pieces = split_long_sentences(tf.constant(short + [long_text, unbroken, invalid]), max_bytes=64, piece_bytes=16)
+    pieces = [[p.numpy() for p in row] for row in pieces]
+    assert pieces[:4] == [[s.encode()] for s in short]  # at most max_bytes: untouched
+    assert pieces[4] == [b"Aaa bbb.", b"Ccc ddd!"] * 4 + [b"e" * 40 + b"?"]  # each part fits
+    assert b"".join(pieces[5]) == unbroken.encode() and len(pieces[5]) > 1
+    for piece in pieces[5]:
+        assert len(piece) <= 16 + 3
+        piece.decode("utf-8")  # never cut inside a character
+    assert b"".join(pieces[6]) == invalid and all(len(p) <= 19 for p in pieces[6])
+    # A sentence-end part still over max_bytes is cut too.
+    mixed = split_long_sentences(tf.constant(["Ab. " + "c" * 100]), max_bytes=64, piece_bytes=32)[0]
+    assert [p.numpy() for p in mixed] == [b"Ab.", b"c" * 32, b"c" * 32, b"c" * 32, b"c" * 4]
+
+
+def test_long_sentence_split_keeps_ordinary_documents_identical(vocab):
+    """Documents of ordinary sentences give the same pairs as before the split existed."""
+    docs = tf.ragged.constant([[_words(9, 1), _words(30, 2)], [_words(5, 3)]])
+    assert split_long_sentences(docs.flat_values).merge_dims(0, 1).numpy().tolist() == docs.flat_values.numpy().tolist()
+
+
+def test_one_line_corpus_of_2_mb_gives_a_batch_quickly_in_bounded_memory(tmp_path, vocab):
+    """Was: one example per epoch, the 10,000-example shuffle buffer re-tokenized the line 10,000 times."""
+    corpus = tmp_path / "one_line.txt"
+    corpus.write_text(_words(400_000))  # ~1.9 MB, no newline, no sentence end
+    seconds, rss = _first_batch(str(corpus), vocab, timeout=90)
+    print(f"one 1.9 MB line: first batch in {seconds:.1f} s, max RSS {rss:.0f} MB")
+    assert rss < 2000
+
+
+def test_one_short_line_corpus_gives_a_batch_quickly(tmp_path, vocab):
+    """Was: 185 s to the first batch (one pair per epoch, 10,000 epochs to fill the shuffle buffer)."""
+    corpus = tmp_path / "short.txt"
+    corpus.write_text("w1 w2 w3 w4 w5 w6\n")
+    seconds, _ = _first_batch(str(corpus), vocab, timeout=60)
+    print(f"one short line: first batch in {seconds:.1f} s")
+
+
+def test_corpus_that_cannot_make_a_pair_is_refused_naming_it(tmp_path, vocab):
+    corpus = tmp_path / "one_word.txt"
+    corpus.write_text("w1\n")
+    with pytest.raises(EmptyCorpusError, match=r"one_word\.txt.*no pretraining examples"):
+        pretraining_dataset(str(corpus), BertTokenizer(vocab), max_seq_length=32, batch_size=2)
+
+
+def test_file_name_with_glob_characters_is_taken_literally(tmp_path, vocab):
+    bracketed = tmp_path / "a[1].txt"
+    lookalike = tmp_path / "a1.txt"  # what `a[1].txt` matches as a glob pattern
+    text = "\n\n".join("\n".join(_words(12, 10 * d + s) for s in range(4)) for d in range(6)) + "\n"
+    bracketed.write_text(text)
+    lookalike.write_text("w1 w2\n")
+    assert expand_files(str(bracketed)) == [str(bracketed)]
+    assert expand_files([str(tmp_path / "a[0-9].txt")]) == [str(lookalike)]  # a pattern still globs
+    PretrainConfig(model_dir=str(tmp_path / "run"), corpus=[str(bracketed)])  # validated: the corpus exists
+    summary = build_vocab(str(bracketed), str(tmp_path / "vocab.txt"), vocab_size=50, show_progress=False)
+    assert summary.files == 1 and summary.lines == text.count("\n")
+    tokenizer = BertTokenizer(vocab)
+    features, _, _ = next(iter(pretraining_dataset(str(bracketed), tokenizer, max_seq_length=32, batch_size=4)))
+    assert features["token_ids"].shape == (4, 32)
+    manifest = write_pretraining_shards(str(bracketed), tokenizer, str(tmp_path / "shards"), max_seq_length=32)
+    assert manifest["corpus"] == [str(bracketed)] and manifest["records"] > 0
