@@ -6,7 +6,7 @@ import numpy as np
 
 from bert_tf.checkpoints import save_model_dir
 from bert_tf.models import BertEncoder
-from bert_tf.text import SPECIAL_TOKENS
+from bert_tf.text import SPECIAL_TOKENS, build_vocab
 
 TINY = dict(
     vocabulary_size=30, num_layers=2, num_heads=2, hidden_dim=16, intermediate_dim=32, max_position_embeddings=32
@@ -32,6 +32,21 @@ def tiny_model_dir(directory, words, max_position_embeddings, model_fn=None, **s
     settings = {"lowercase": True, "max_seq_length": max_position_embeddings, **settings}
     save_model_dir(model, directory, vocab_file=vocab, settings=settings)
     return directory
+
+
+def tiny_corpus_and_vocab(directory, words, documents, seed=0):
+    """`(corpus, vocab)` paths: `documents` random documents of 4 sentences ("lines" format: a sentence per line,
+    a blank line between documents) drawn from `words`, and a vocabulary of at most 100 pieces built from it."""
+    rng = np.random.default_rng(seed)
+    text = "\n\n".join(
+        "\n".join(" ".join(rng.choice(words, size=rng.integers(4, 9))) + " ." for _ in range(4))
+        for _ in range(documents)
+    )
+    corpus, vocab = os.path.join(directory, "corpus.txt"), os.path.join(directory, "vocab.txt")
+    with open(corpus, "w", encoding="utf-8") as f:
+        f.write(text + "\n")
+    build_vocab(corpus, vocab, vocab_size=100, show_progress=False)
+    return corpus, vocab
 
 
 def random_inputs(batch=3, length=7, vocabulary_size=30, seed=0, lengths=None):

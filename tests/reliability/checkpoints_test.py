@@ -5,14 +5,12 @@ import os
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 from bert_tf.checkpoints import CheckpointError, load_encoder, save_model_dir
 from bert_tf.config import ConfigError
-from bert_tf.text.vocab import build_vocab
 from bert_tf.training import FinetuneConfig, PretrainConfig, finetune, pretrain
-from tests.helpers import tiny_encoder
+from tests.helpers import tiny_corpus_and_vocab, tiny_encoder
 
 WORDS = "the cat dog sat ran on a mat house module function file returned value provides reads writes".split()
 SETTINGS = dict(
@@ -31,17 +29,7 @@ SETTINGS = dict(
 
 @pytest.fixture(scope="module")
 def corpus_and_vocab(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("corpus")
-    rng = np.random.default_rng(0)
-    documents = [
-        "\n".join(" ".join(rng.choice(WORDS, size=rng.integers(4, 9))) + " ." for _ in range(4)) for _ in range(20)
-    ]
-    corpus = str(directory / "corpus.txt")
-    with open(corpus, "w", encoding="utf-8") as f:
-        f.write("\n\n".join(documents) + "\n")
-    vocab = str(directory / "vocab.txt")
-    build_vocab(corpus, vocab, vocab_size=100, show_progress=False)
-    return corpus, vocab
+    return tiny_corpus_and_vocab(tmp_path_factory.mktemp("corpus"), WORDS, documents=20)
 
 
 def _config(model_dir, corpus_and_vocab, train_steps, **overrides):

@@ -7,15 +7,14 @@ import re
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 import tensorflow as tf
 
 from bert_tf.checkpoints import load_pretrainer
 from bert_tf.config import ConfigError
-from bert_tf.text.vocab import build_vocab
 from bert_tf.training import PretrainConfig, fill_mask, pretrain
 from bert_tf.training.pretraining import format_fill_mask
+from tests.helpers import tiny_corpus_and_vocab
 
 WORDS = "the cat dog sat ran on a mat house module function file returned value provides reads writes".split()
 # Settings of both runs, as flags and as PretrainConfig fields (the other fields keep their defaults: evaluation
@@ -32,18 +31,8 @@ SETTINGS = dict(
 
 
 @pytest.fixture(scope="module")
-def corpus_and_vocab(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("corpus")
-    rng = np.random.default_rng(0)
-    documents = [
-        "\n".join(" ".join(rng.choice(WORDS, size=rng.integers(4, 9))) + " ." for _ in range(4)) for _ in range(40)
-    ]
-    corpus = str(directory / "corpus.txt")
-    with open(corpus, "w", encoding="utf-8") as f:
-        f.write("\n\n".join(documents) + "\n")
-    vocab = str(directory / "vocab.txt")  # one vocabulary for both runs (the trainer breaks ties at random)
-    build_vocab(corpus, vocab, vocab_size=100, show_progress=False)
-    return corpus, vocab
+def corpus_and_vocab(tmp_path_factory):  # one vocabulary for both runs (the trainer breaks ties at random)
+    return tiny_corpus_and_vocab(tmp_path_factory.mktemp("corpus"), WORDS, documents=40)
 
 
 @pytest.fixture(scope="module")
