@@ -542,8 +542,19 @@ class TrainingLoop:
     def _check_settings(self):
         path = os.path.join(self.model_dir, TRAINING_SETTINGS_FILE)
         if os.path.exists(path):
-            with open(path, encoding="utf-8") as f:
-                saved = json.load(f)
+            try:
+                with open(path, encoding="utf-8") as f:
+                    saved = json.load(f)
+            except (json.JSONDecodeError, UnicodeDecodeError) as e:
+                raise ResumeError(
+                    f"{path}: not valid JSON ({e}); it records the settings of the run in {self.model_dir}. "
+                    "Restore it, or use a new model_dir; the checkpoints were left as they are."
+                ) from None
+            if not isinstance(saved, dict):
+                raise ResumeError(
+                    f"{path}: expected a JSON object of run settings. Received: {type(saved).__name__}; "
+                    "the checkpoints were left as they are."
+                )
             differences = [
                 f"  {key}: checkpoint has {saved.get(key)!r}, this run has {self.settings.get(key)!r}"
                 for key in self.incompatible

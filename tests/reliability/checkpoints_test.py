@@ -9,7 +9,7 @@ import pytest
 
 from bert_tf.checkpoints import CheckpointError, load_encoder, save_model_dir
 from bert_tf.config import ConfigError
-from bert_tf.training import FinetuneConfig, PretrainConfig, finetune, pretrain
+from bert_tf.training import TRAINING_SETTINGS_FILE, FinetuneConfig, PretrainConfig, ResumeError, finetune, pretrain
 from tests.helpers import tiny_corpus_and_vocab, tiny_encoder
 
 WORDS = "the cat dog sat ran on a mat house module function file returned value provides reads writes".split()
@@ -109,3 +109,15 @@ def test_glob_characters_are_refused_by_every_checkpoint_writer_and_reader(tmp_p
     with pytest.raises(ValueError, match=r"FinetuneConfig: `model_dir` .* contains '\*'"):
         finetune(config, log=lambda message: None)
     assert not (tmp_path / "run*").exists()
+
+
+@pytest.mark.parametrize("content", ['{"model": ', "[1, 2]"])
+def test_a_broken_training_settings_file_is_named_and_nothing_is_touched(corpus_and_vocab, tmp_path, content):
+    model_dir = tmp_path / "run"
+    (model_dir / "checkpoints").mkdir(parents=True)
+    settings = model_dir / TRAINING_SETTINGS_FILE
+    settings.write_text(content)
+    with pytest.raises(ResumeError, match=r"training_settings.json: (not valid JSON|expected a JSON object)"):
+        pretrain(_config(model_dir, corpus_and_vocab, train_steps=2), log=lambda message: None)
+    assert settings.read_text() == content
+    assert os.listdir(model_dir / "checkpoints") == []
