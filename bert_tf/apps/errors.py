@@ -5,9 +5,10 @@ Each app catches `STORAGE_ERRORS` around its library call and prints
 """
 
 import os
-import re
 
 import tensorflow as tf
+
+from bert_tf.training.trainer import checkpoints_in
 
 # What a read-only, full or missing disk raises: Python's file functions raise OSError, TensorFlow's file
 # and checkpoint ops the OpErrors below.
@@ -17,8 +18,6 @@ STORAGE_ERRORS = (
     tf.errors.PermissionDeniedError,
     tf.errors.FailedPreconditionError,
 )
-
-_CHECKPOINT_INDEX = re.compile(r"^ckpt-(\d+)\.index$")
 
 
 def storage_error(program, error, kept):
@@ -34,13 +33,11 @@ def storage_error(program, error, kept):
 def kept_checkpoints(model_dir):
     """What a training run in `model_dir` keeps: its checkpoints (the newest resumes), or that there is none."""
     directory = os.path.join(model_dir, "checkpoints")
-    try:
-        steps = sorted(int(m.group(1)) for m in map(_CHECKPOINT_INDEX.match, os.listdir(directory)) if m)
-    except OSError:
-        steps = []
-    if not steps:
+    prefixes = checkpoints_in(directory)
+    if not prefixes:
         return f"no checkpoint was saved in {directory}"
     return (
-        f"kept: {len(steps)} checkpoint{'s' if len(steps) > 1 else ''} in {directory}, newest ckpt-{steps[-1]}; "
+        f"kept: {len(prefixes)} checkpoint{'s' if len(prefixes) > 1 else ''} in {directory}, "
+        f"newest {os.path.basename(prefixes[-1])}; "
         "the same command resumes from it"
     )

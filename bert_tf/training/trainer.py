@@ -242,7 +242,7 @@ class Objective:
         return ["loss"] + [h.key("acc") for h in self.heads if h.kind == "ce"]
 
 
-def _checkpoints_in(directory):
+def checkpoints_in(directory):
     """The `ckpt-N` prefixes in `directory` that have an index file, oldest first (by N)."""
     if not os.path.isdir(directory):
         return []
@@ -507,7 +507,7 @@ class TrainingLoop:
         else:
             # No state file, but checkpoints: they were a run (the state file was lost or deleted). Resume from
             # them and write the state file again; starting at 0 would overwrite them.
-            candidates = _checkpoints_in(directory)
+            candidates = checkpoints_in(directory)
             if not candidates:
                 return 0
             listed = False
