@@ -12,6 +12,13 @@ Corpus formats:
 - "paragraphs": one paragraph (document) per line, split into sentences at
   `.`, `!` or `?` followed by whitespace.
 
+Bounded memory on any input: a "sentence" longer than MAX_SENTENCE_BYTES is
+split at sentence ends (then cut between characters); a document longer than
+MAX_DOCUMENT_BYTES is cut into documents of consecutive sentences; a group ends
+early when its documents reach MAX_GROUP_BYTES. Ordinary corpora are under all
+three and pair exactly as without them; a single 10 MB line becomes forty
+documents in five groups rather than one group the pair builder cannot hold.
+
 How pairs are made, per group of `group_size` documents: each document is cut
 into chunks of about `target` pieces (`target` is `max_seq_length - 3`, or with
 probability `short_seq_prob` a shorter random length, drawn per document); a
@@ -39,6 +46,11 @@ _SENTENCE_END = r"([.!?][\"')\]]*)\s+"
 # bytes (between UTF-8 characters), before tokenization: memory and work per example stay bounded.
 MAX_SENTENCE_BYTES = 4096
 PIECE_BYTES = 512
+# A longer document is cut into documents of consecutive sentences of about this size (its random-next
+# segments may then come from another part of it), and a group of documents ends early at MAX_GROUP_BYTES:
+# the pair builder holds a group's pieces several times over (about 70 bytes per byte of text).
+MAX_DOCUMENT_BYTES = 1 << 18
+MAX_GROUP_BYTES = 1 << 21
 # The shuffle buffer spans at most this many epochs of a corpus that gives few examples per epoch.
 MAX_EPOCHS_IN_SHUFFLE_BUFFER = 100
 
@@ -52,8 +64,56 @@ def _file_lines(path):
     return tf.data.TextLineDataset(path).concatenate(tf.data.Dataset.from_tensors(tf.constant("")))
 
 
-def _document_groups(lines, corpus_format, group_size):
-    """Groups of documents: tf.string ragged `[D, (S)]` sentences, up to `group_size` documents each."""
+def _document_groups(
+    lines,
+    corpus_format,
+    group_size,
+    max_document_bytes=MAX_DOCUMENT_BYTES,
+    max_group_bytes=MAX_GROUP_BYTES,
+    max_sentence_bytes=MAX_SENTENCE_BYTES,
+):
+    """Groups of documents: tf.string ragged `[D, (S)]` sentences, up to `group_size` documents each.
+
+    Sentences over `max_sentence_bytes` are split (`split_long_sentences`), documents over
+    `max_document_bytes` cut and groups ended at `max_group_bytes` (see the module docstring).
+    """
+
+    def bounded_documents(documents):  # [D, (S)] -> [D', (S')], vectorized over a batch of documents
+        documents = documents.with_row_splits_dtype(tf.int64)
+        sentences = split_long_sentences(documents.values, max_sentence_bytes, min(PIECE_BYTES, max_sentence_bytes))
+        documents = documents.with_values(sentences).merge_dims(1, 2)
+        return _cut_rows(documents, tf.cast(tf.strings.length(documents), tf.int64), max_document_bytes)
+
+    def bounded_groups(group):  # [D, (S)] -> [G, (D'), (S)]
+        return _cut_rows(group, tf.reduce_sum(tf.cast(tf.strings.length(group), tf.int64), axis=1), max_group_bytes)
+
+    documents = _documents(lines, corpus_format, group_size)
+    documents = documents.map(bounded_documents, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    groups = documents.unbatch().ragged_batch(group_size, row_splits_dtype=tf.int64)
+    groups = groups.map(bounded_groups, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    return groups.unbatch()
+
+
+def _cut_rows(rows, sizes, max_size):
+    """Splits each row of ragged `[R, (n), ...]` into consecutive parts of at most about `max_size`.
+
+    `sizes` `[R, (n)]` (or `[n]` for a single row split into groups of rows) are item sizes; a part
+    starts at each item whose start offset crosses a multiple of `max_size`, so a part holds at most
+    `max_size` plus one item. Returns ragged `[R', (n'), ...]` (`[G, (n'), ...]` for one row).
+    """
+    if isinstance(sizes, tf.RaggedTensor):  # every row of `rows` on its own: [R, (n)] -> [R', (n')]
+        offsets = tf.cumsum(sizes.flat_values, exclusive=True)
+        starts = offsets - tf.gather(offsets, tf.gather(sizes.row_starts(), sizes.value_rowids()))  # within its row
+        part = sizes.value_rowids() * (1 << 40) + starts // max_size
+        _, part = tf.unique(part, out_idx=tf.int64)
+        return tf.RaggedTensor.from_value_rowids(rows.values, part)
+    starts = tf.cumsum(sizes, exclusive=True)
+    _, part = tf.unique(starts // max_size, out_idx=tf.int64)
+    return tf.RaggedTensor.from_value_rowids(rows, part)
+
+
+def _documents(lines, corpus_format, group_size):
+    """Batches of documents: tf.string ragged `[D, (S)]` sentences, as they come (none empty)."""
     if corpus_format == "paragraphs":
 
         def split(batch):  # vectorized over a batch of lines
@@ -62,8 +122,7 @@ def _document_groups(lines, corpus_format, group_size):
                 tf.strings.regex_replace(tf.strings.strip(paragraphs), _SENTENCE_END, "\\1\n"), "\n"
             )
 
-        groups = lines.batch(group_size).map(split, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-        return groups.filter(lambda docs: docs.nrows() > 0)
+        return lines.batch(group_size).map(split, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 
     def step(leftover, batch):
         """Complete documents of `leftover + batch` lines, and the lines of the unfinished one."""
@@ -80,8 +139,7 @@ def _document_groups(lines, corpus_format, group_size):
         return lines[last_blank + 1 :], documents
 
     # Lines in batches: one scan step per 1024 lines, not per line.
-    documents = lines.batch(1024).scan(tf.zeros([0], tf.string), step).unbatch()
-    return documents.ragged_batch(group_size)
+    return lines.batch(1024).scan(tf.zeros([0], tf.string), step)
 
 
 def split_long_sentences(sentences, max_bytes=MAX_SENTENCE_BYTES, piece_bytes=PIECE_BYTES):
@@ -382,8 +440,7 @@ def document_pairs(file_names, tokenizer, builder, corpus_format, group_size, ep
         groups = groups.filter(lambda index, _: tf.equal(index % HOLDOUT_EVERY == HOLDOUT_EVERY - 1, held_out))
 
     def pairs_of_group(index, docs):
-        sentences = docs.with_values(split_long_sentences(docs.values)).merge_dims(1, 2)  # [D, (S)]
-        return builder(sentences.with_flat_values(tokenizer.tokenize(sentences.flat_values)), index, epoch)
+        return builder(docs.with_flat_values(tokenizer.tokenize(docs.flat_values)), index, epoch)
 
     pairs = groups.map(pairs_of_group, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     return pairs.unbatch()

@@ -42,6 +42,10 @@ TRAINING_SETTINGS_FILE = "training_settings.json"
 INCOMPATIBLE = ("model", "vocab_sha256", "max_seq_length", "max_predictions_per_seq", "global_batch_size", "nsp")
 
 
+# After this many seconds without the first call's result, the loop says why it is slow.
+FIRST_CALL_NOTICE_SECONDS = 30
+
+
 class ResumeError(RuntimeError):
     """An existing run in model_dir cannot be continued as asked; says why."""
 
@@ -125,6 +129,21 @@ class _StopSignals:
                         seen += 1
                         if seen > 1:
                             _abort(signum)
+
+
+def _first_call_notice(log):
+    """A started timer that logs why the first compiled call is slow, unless cancelled within FIRST_CALL_NOTICE_SECONDS."""
+    notice = threading.Timer(
+        FIRST_CALL_NOTICE_SECONDS,
+        log,
+        args=(
+            f"The first steps are taking over {FIRST_CALL_NOTICE_SECONDS} s: the input pipeline is filling its "
+            "buffers (tokenizing and shuffling) and the step is being compiled; this happens once per run.",
+        ),
+    )
+    notice.daemon = True
+    notice.start()
+    return notice
 
 
 def _abort(signum):
@@ -637,57 +656,83 @@ class TrainingLoop:
             verbose=1 if self.chief else 0,
         )
         progress.update(start)
-        metrics, retries = {}, 0
-        while self.step < self.config.train_steps:
-            self._stop_if_signalled(stop, log)
-            step = self.step
-            boundaries = [
-                self.config.train_steps,
-                (step // self.config.checkpoint_steps + 1) * self.config.checkpoint_steps,
-            ]
-            if self._evaluates:
-                boundaries.append((step // self.config.eval_interval + 1) * self.config.eval_interval)
-            steps = min(self.config.steps_per_loop, min(boundaries) - step)
-            began = time.time()
-            totals = {k: float(v) for k, v in self._train_loop(self.train_iterator, tf.constant(steps)).items()}
-            elapsed = time.time() - began
-            if not math.isfinite(totals["loss"]):
-                if retries >= self.config.nonfinite_retries:
-                    raise NonFiniteLossError(
-                        f"Non-finite loss ({totals['loss']}) in steps {step + 1}..{step + steps}; the last good "
-                        f"checkpoint in {os.path.join(self.model_dir, 'checkpoints')} is kept."
+        metrics, retries, skipped = {}, 0, 0
+        notice = _first_call_notice(log)
+        try:
+            while self.step < self.config.train_steps:
+                self._stop_if_signalled(stop, log)
+                step = self.step
+                boundaries = [
+                    self.config.train_steps,
+                    (step // self.config.checkpoint_steps + 1) * self.config.checkpoint_steps,
+                ]
+                if self._evaluates:
+                    boundaries.append((step // self.config.eval_interval + 1) * self.config.eval_interval)
+                steps = min(self.config.steps_per_loop, min(boundaries) - step)
+                began = time.time()
+                totals = {k: float(v) for k, v in self._train_loop(self.train_iterator, tf.constant(steps)).items()}
+                elapsed = time.time() - began
+                notice.cancel()
+                if not math.isfinite(totals["loss"]):
+                    if retries >= self.config.nonfinite_retries:
+                        raise NonFiniteLossError(
+                            f"Non-finite loss ({totals['loss']}) in steps {step + 1}..{step + steps}; the last good "
+                            f"checkpoint in {os.path.join(self.model_dir, 'checkpoints')} is kept."
+                        )
+                    retries += 1
+                    log(
+                        f"Non-finite loss in steps {step + 1}..{step + steps}: restoring the last checkpoint and "
+                        f"skipping these batches (retry {retries} of {self.config.nonfinite_retries})."
                     )
-                retries += 1
-                log(
-                    f"Non-finite loss in steps {step + 1}..{step + steps}: restoring the last checkpoint and "
-                    f"skipping these batches (retry {retries} of {self.config.nonfinite_retries})."
+                    position = self.data_checkpoint.write(os.path.join(self.model_dir, ".skip"))
+                    self.resume()
+                    self.data_checkpoint.read(position)
+                    continue
+                metrics = self.objective.summary(totals, steps)
+                if hasattr(self.optimizer, "dynamic_scale"):  # float16: overflowing steps are skipped, not applied
+                    skipped += self._report_skipped(step, steps, skipped, log)
+                    metrics["loss_scale"] = float(self.optimizer.dynamic_scale.numpy())
+                    metrics["skipped_steps"] = skipped
+                metrics["lr"] = (
+                    float(self.optimizer.learning_rate.numpy())
+                    if hasattr(self.optimizer.learning_rate, "numpy")
+                    else float(self.optimizer.learning_rate)
                 )
-                position = self.data_checkpoint.write(os.path.join(self.model_dir, ".skip"))
-                self.resume()
-                self.data_checkpoint.read(position)
-                continue
-            metrics = self.objective.summary(totals, steps)
-            metrics["lr"] = (
-                float(self.optimizer.learning_rate.numpy())
-                if hasattr(self.optimizer.learning_rate, "numpy")
-                else float(self.optimizer.learning_rate)
-            )
-            metrics["examples/s"] = steps * self.global_batch_size / max(elapsed, 1e-9)
-            with writer.as_default(step=self.step):
-                for name, value in metrics.items():
-                    tf.summary.scalar(name, value)
-            progress.update(self.step, [(k, v) for k, v in metrics.items() if k in progress.stateful_metrics])
-            if self.step % self.config.checkpoint_steps == 0 or self.step >= self.config.train_steps:
-                self.save()
-            if self._evaluates and (self.step % self.config.eval_interval == 0 or self.step >= self.config.train_steps):
-                results = self.evaluate()
-                with eval_writer.as_default(step=self.step):
-                    for name, value in results.items():
+                metrics["examples/s"] = steps * self.global_batch_size / max(elapsed, 1e-9)
+                with writer.as_default(step=self.step):
+                    for name, value in metrics.items():
                         tf.summary.scalar(name, value)
-                metrics.update({f"eval_{k}": v for k, v in results.items()})
+                progress.update(self.step, [(k, v) for k, v in metrics.items() if k in progress.stateful_metrics])
+                if self.step % self.config.checkpoint_steps == 0 or self.step >= self.config.train_steps:
+                    self.save()
+                if self._evaluates and (
+                    self.step % self.config.eval_interval == 0 or self.step >= self.config.train_steps
+                ):
+                    results = self.evaluate()
+                    with eval_writer.as_default(step=self.step):
+                        for name, value in results.items():
+                            tf.summary.scalar(name, value)
+                    metrics.update({f"eval_{k}": v for k, v in results.items()})
+        finally:
+            notice.cancel()
         writer.flush()
         eval_writer.flush()
         return metrics
+
+    def _report_skipped(self, step, batches, earlier, log):
+        """Logs the batches of the last call whose update dynamic loss scaling skipped; returns their count.
+
+        A skipped update (gradients overflowed float16) does not count as a step, so the run takes more
+        batches than `train_steps`; the loss scale halves at each skip.
+        """
+        skipped = step + batches - self.step
+        if skipped:
+            log(
+                f"float16 loss scaling skipped {skipped} of {batches} updates after step {step} (gradients "
+                f"overflowed); loss scale now {float(self.optimizer.dynamic_scale.numpy()):g}; "
+                f"{earlier + skipped} skipped in this run."
+            )
+        return skipped
 
 
 __all__ = [

@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.data import pretraining_dataset, write_pretraining_shards
-from bert_tf.data.pretraining import EmptyCorpusError, split_long_sentences
+from bert_tf.data.pretraining import EmptyCorpusError, _document_groups, split_long_sentences
 from bert_tf.text import BertTokenizer, build_vocab, expand_files
 from bert_tf.training import PretrainConfig
 
@@ -78,6 +78,39 @@ def test_long_sentence_split_keeps_ordinary_documents_identical(vocab):
     """Documents of ordinary sentences give the same pairs as before the split existed."""
     docs = tf.ragged.constant([[_words(9, 1), _words(30, 2)], [_words(5, 3)]])
     assert split_long_sentences(docs.flat_values).merge_dims(0, 1).numpy().tolist() == docs.flat_values.numpy().tolist()
+
+
+@pytest.mark.parametrize("corpus_format", ["lines", "paragraphs"])
+def test_documents_and_groups_are_cut_to_bounded_bytes_keeping_every_sentence_in_order(corpus_format):
+    """Was: a 10 MB line was one document in one group, 3.0 GB in the pair builder."""
+    rng = np.random.default_rng(5)
+    sentences = [_words(int(rng.integers(1, 12)), seed) + "." for seed in range(300)]
+    lines, expected = [], []
+    for start in range(0, 300, 60):  # five documents of 60 sentences
+        if corpus_format == "lines":
+            lines += sentences[start : start + 60] + [""]
+        else:
+            lines.append(" ".join(sentences[start : start + 60]))
+        expected.append(sentences[start : start + 60])
+    lines.append(" ".join(sentences[:40]) + " " + "x" * 700)  # one line over max_bytes=512 (split) + a cut piece
+    expected.append(sentences[:40] + ["x" * 512, "x" * 188])
+    lines.append("")  # ends the last document of the lines format
+    groups = _document_groups(
+        tf.data.Dataset.from_tensor_slices(lines),
+        corpus_format,
+        group_size=4,
+        max_document_bytes=200,
+        max_group_bytes=500,
+        max_sentence_bytes=512,
+    )
+    groups = [[[s.decode() for s in doc] for doc in group.to_list()] for group in groups]
+    documents = [doc for group in groups for doc in group]
+    assert [s for doc in documents for s in doc] == [s for doc in expected for s in doc]
+    for doc in documents:
+        assert sum(map(len, doc[:-1])) < 200  # all but its last sentence start below the cap
+    for group in groups:
+        assert len(group) <= 4 and sum(len(s) for doc in group[:-1] for s in doc) < 500
+    assert len(documents) > 3 * len(expected)  # every document was over the cap
 
 
 def test_one_line_corpus_of_2_mb_gives_a_batch_quickly_in_bounded_memory(tmp_path, vocab):

@@ -1,6 +1,5 @@
 """SIGTERM/SIGINT during training: a checkpoint at the current step, a message, exit 143/130, exact resume."""
 
-import glob
 import os
 import signal
 import subprocess
@@ -84,12 +83,12 @@ def _command(model_dir, vocab):
         "--model=tiny",
         "--corpus=" + CORPUS,
         f"--vocab={vocab}",
-        "--train_steps=60",
+        "--train_steps=600",
         "--global_batch_size=8",
         "--max_seq_length=32",
         "--max_predictions_per_seq=5",
         "--steps_per_loop=5",
-        "--checkpoint_steps=20",
+        "--checkpoint_steps=100",
         "--eval_steps=0",
         "--warmup_steps=2",
         "--learning_rate=1e-3",
@@ -113,11 +112,14 @@ def test_sigterm_then_rerun_gives_the_uninterrupted_weights(tmp_path):
 
     model_dir = tmp_path / "terminated"
     process = subprocess.Popen(_command(model_dir, vocab), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    # A random step: after a random one of the first checkpoints, then a random delay (a step takes ~10 ms).
+    rng = np.random.default_rng()
+    after = model_dir / "checkpoints" / f"ckpt-{100 * rng.integers(0, 4)}.index"
     deadline = time.time() + 400
-    while not glob.glob(str(model_dir / "checkpoints" / "ckpt-0.index")):
-        assert process.poll() is None and time.time() < deadline, "the run ended before its first checkpoint"
-        time.sleep(0.1)
-    time.sleep(np.random.default_rng().uniform(0.2, 1.5))  # a random step, well before the 60-step run ends
+    while not after.exists():
+        assert process.poll() is None and time.time() < deadline, f"the run ended before {after}"
+        time.sleep(0.01)
+    time.sleep(rng.uniform(0.0, 0.5))
     process.send_signal(signal.SIGTERM)
     stderr = process.communicate(timeout=300)[1]
     if process.returncode == 0:
@@ -130,6 +132,7 @@ def test_sigterm_then_rerun_gives_the_uninterrupted_weights(tmp_path):
         f"bert-tf-pretrain: error: Received SIGTERM at step {step}: saved {path}; re-run the same command to continue."
     )
     assert os.path.exists(path + ".index") and step % 5 == 0
+    print(f"SIGTERM arrived at step {step} of 600")
 
     resumed = subprocess.run(_command(model_dir, vocab), capture_output=True, text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
@@ -138,3 +141,30 @@ def test_sigterm_then_rerun_gives_the_uninterrupted_weights(tmp_path):
     assert expected.keys() == actual.keys()
     for name in expected:
         np.testing.assert_array_equal(actual[name], expected[name], err_msg=name)
+
+
+def test_a_second_signal_stops_at_once_keeping_the_newest_checkpoint(tmp_path):
+    vocab = str(tmp_path / "vocab.txt")
+    build_vocab(CORPUS, vocab, vocab_size=500, show_progress=False)
+    model_dir = tmp_path / "run"
+    command = [a for a in _command(model_dir, vocab) if not a.startswith(("--steps_per_loop", "--train_steps"))]
+    # Calls of 300 steps: both signals arrive while one runs, before the loop could act on the first.
+    process = subprocess.Popen(
+        command + ["--steps_per_loop=300", "--train_steps=100000"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.time() + 300
+    while not (model_dir / "checkpoints" / "ckpt-0.index").exists():
+        assert process.poll() is None and time.time() < deadline, "the run ended before its first checkpoint"
+        time.sleep(0.01)
+    time.sleep(0.5)
+    process.send_signal(signal.SIGTERM)
+    time.sleep(0.1)
+    process.send_signal(signal.SIGTERM)
+    stderr = process.communicate(timeout=120)[1]
+    assert process.returncode == 143, stderr[-3000:]
+    assert "Received a second SIGTERM: stopping at once; the newest checkpoint is kept." in stderr
+    assert "Received SIGTERM at step" not in stderr  # no save was started
+    assert tf.train.latest_checkpoint(str(model_dir / "checkpoints")).endswith("ckpt-0")
