@@ -25,6 +25,7 @@ from bert_tf.apps import common_flags, errors
 from bert_tf.config import ConfigError
 from bert_tf.data.classification import FORMATS as FILE_FORMATS
 from bert_tf.data.tagging import SCHEMES
+from bert_tf.layers.dense_head import FINETUNE_HEAD_INITIALIZER, HEAD_INITIALIZERS
 from bert_tf.training import FinetuneConfig, NonFiniteLossError, ResumeError, TrainingInterrupted, finetune
 
 FLAGS = flags.FLAGS
@@ -91,6 +92,12 @@ flags.DEFINE_float(
 )
 flags.DEFINE_float(
     "dropout", None, "Encoder dropout (default: the checkpoint's config).", lower_bound=0.0, upper_bound=1.0
+)
+flags.DEFINE_enum(
+    "head_initializer",
+    FINETUNE_HEAD_INITIALIZER,
+    HEAD_INITIALIZERS,
+    "The new task head's kernel: Keras' glorot_uniform, or bert (truncated normal, the encoder's initializer_range).",
 )
 flags.DEFINE_integer("evals_per_epoch", 1, "Evaluations (and checkpoints) per epoch.", lower_bound=1)
 flags.DEFINE_integer("eval_batch_size", 64, "Batch size of evaluation.", lower_bound=1)

@@ -15,7 +15,7 @@ token-matrix helpers `dense_tokens` and `scatter_tokens` (see
 from bert_tf.layers.activations import gelu_erf, gelu_tanh, get_activation
 from bert_tf.layers.bert_embeddings import BertEmbeddings
 from bert_tf.layers.bert_self_attention import BertSelfAttention, dropped_softmax
-from bert_tf.layers.dense_head import DenseHead
+from bert_tf.layers.dense_head import HEAD_INITIALIZERS, DenseHead
 from bert_tf.layers.dropout import dropout
 from bert_tf.layers.layer_norm import LayerNorm, layer_norm
 from bert_tf.layers.masked_lm_head import MaskedLMHead
@@ -26,6 +26,7 @@ __all__ = [
     "BertEmbeddings",
     "BertSelfAttention",
     "DenseHead",
+    "HEAD_INITIALIZERS",
     "LayerNorm",
     "MaskedLMHead",
     "TransformerBlock",

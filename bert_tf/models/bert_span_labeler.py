@@ -29,14 +29,15 @@ class BertSpanLabeler(EncoderTask):
     `SparseCategoricalCrossentropy(from_logits=True)` on the start/end token index.
     """
 
-    def __init__(self, encoder, dropout=0.0, **kwargs):
-        super().__init__(encoder, {"dropout": dropout}, **kwargs)
+    def __init__(self, encoder, dropout=0.0, head_initializer="bert", **kwargs):
+        super().__init__(encoder, {"dropout": dropout, "head_initializer": head_initializer}, **kwargs)
 
-    def create_heads(self, encoder, dropout):
+    def create_heads(self, encoder, dropout, head_initializer="bert"):
         self.head = DenseHead(
             2,
             dropout=dropout,
             initializer_range=encoder.initializer_range,
+            kernel_initializer=head_initializer,
             dtype=encoder.dtype_policy,
             name="span_head",
         )

@@ -15,14 +15,16 @@ class BertTokenClassifier(EncoderTask):
     piece of each word) so padding and continuation pieces add no loss.
     """
 
-    def __init__(self, encoder, num_classes, dropout=0.1, **kwargs):
-        super().__init__(encoder, {"num_classes": num_classes, "dropout": dropout}, **kwargs)
+    def __init__(self, encoder, num_classes, dropout=0.1, head_initializer="bert", **kwargs):
+        task_config = {"num_classes": num_classes, "dropout": dropout, "head_initializer": head_initializer}
+        super().__init__(encoder, task_config, **kwargs)
 
-    def create_heads(self, encoder, num_classes, dropout):
+    def create_heads(self, encoder, num_classes, dropout, head_initializer="bert"):
         self.head = DenseHead(
             num_classes,
             dropout=dropout,
             initializer_range=encoder.initializer_range,
+            kernel_initializer=head_initializer,
             dtype=encoder.dtype_policy,
             name="tagger_head",
         )

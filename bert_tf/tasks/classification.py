@@ -198,8 +198,8 @@ def check_config(config):
 CLASSIFICATION = registry.register(
     registry.Task(
         name="classification",
-        build_model=lambda encoder, label_names: BertClassifier(
-            encoder, num_classes=len(label_names), dropout=encoder.dropout
+        build_model=lambda encoder, label_names, **options: BertClassifier(
+            encoder, num_classes=len(label_names), dropout=encoder.dropout, **options
         ),
         heads=HEADS,
         objective=Objective([Head("logits", "", "ce")]),
@@ -216,7 +216,9 @@ CLASSIFICATION = registry.register(
 REGRESSION = registry.register(
     registry.Task(
         name="regression",
-        build_model=lambda encoder, label_names: BertClassifier(encoder, num_classes=1, dropout=encoder.dropout),
+        build_model=lambda encoder, label_names, **options: BertClassifier(
+            encoder, num_classes=1, dropout=encoder.dropout, **options
+        ),
         heads=HEADS,
         objective=Objective([Head("logits", "", "mse")]),
         best_metric="pearson",

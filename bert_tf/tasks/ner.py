@@ -107,8 +107,8 @@ class NerData:
 NER = registry.register(
     registry.Task(
         name="ner",
-        build_model=lambda encoder, label_names: BertTokenClassifier(
-            encoder, num_classes=len(label_names), dropout=encoder.dropout
+        build_model=lambda encoder, label_names, **options: BertTokenClassifier(
+            encoder, num_classes=len(label_names), dropout=encoder.dropout, **options
         ),
         heads=registry.ModelHeads(
             BertTokenClassifier,

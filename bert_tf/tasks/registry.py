@@ -64,8 +64,10 @@ class Task:
     Attributes:
         name: the `--task` value, the `task` of `bert_tf.json` and the `kind`
             of the export metadata.
-        build_model: `(encoder, label_names) -> keras.Model`; `label_names` is
-            None when `needs_labels` is False.
+        build_model: `(encoder, label_names, head_initializer=...) -> keras.Model`;
+            `label_names` is None when `needs_labels` is False; `head_initializer`
+            (one of `layers.dense_head.HEAD_INITIALIZERS`) is the new head's kernel
+            initializer (fine-tuning passes it; a loaded model's weights replace it).
         heads: the checkpoint names of the model's head (`ModelHeads`).
         objective: the `bert_tf.training.trainer.Objective` the model trains with.
         best_metric: the evaluation metric (higher is better) that picks the

@@ -114,7 +114,7 @@ def _serving_module(model, tokenizer, max_seq_length, label_names, options):
 SQUAD = registry.register(
     registry.Task(
         name="squad",
-        build_model=lambda encoder, label_names: BertSpanLabeler(encoder),
+        build_model=lambda encoder, label_names, **options: BertSpanLabeler(encoder, **options),
         heads=registry.ModelHeads(
             BertSpanLabeler,
             entries=lambda model: head_table(),

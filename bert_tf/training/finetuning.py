@@ -29,6 +29,7 @@ import numpy as np
 from bert_tf import tasks
 from bert_tf.checkpoints import glob_characters_error, load_config, readers, restore_weights, save_model_dir
 from bert_tf.checkpoints.settings import infer_settings
+from bert_tf.layers.dense_head import FINETUNE_HEAD_INITIALIZER
 from bert_tf.models import BertEncoder
 from bert_tf.text import BertTokenizer
 from bert_tf.training.distribute import create_strategy, dtype_policy, is_chief
@@ -72,6 +73,7 @@ class FinetuneConfig:
     optimizer: str = "adamw"
     clip_norm: float = 1.0
     dropout: float = None  # None keeps the checkpoint's config
+    head_initializer: str = FINETUNE_HEAD_INITIALIZER  # the new head's kernel: one of HEAD_INITIALIZERS
     dtype: str = "float32"
     jit_compile: bool = False
     seed: int = 0
@@ -144,7 +146,9 @@ def finetune(config, strategy=None, log=print):
     train_steps = config.train_steps or max(int(math.ceil(config.epochs * steps_per_epoch)), 1)
     with strategy.scope():
         encoder, bert_config = _load_encoder(config)
-        model = task.build_model(encoder, data.label_names if task.needs_labels else None)
+        model = task.build_model(
+            encoder, data.label_names if task.needs_labels else None, head_initializer=config.head_initializer
+        )
         optimizer = create_optimizer(
             config.optimizer,
             config.learning_rate,

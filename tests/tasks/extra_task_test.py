@@ -144,7 +144,7 @@ class SentimentModule(ServingModule):
 
 TASK = tasks.Task(
     name=NAME,
-    build_model=lambda encoder, label_names: MeanPoolClassifier(encoder, len(label_names)),
+    build_model=lambda encoder, label_names, head_initializer="bert": MeanPoolClassifier(encoder, len(label_names)),
     heads=tasks.ModelHeads(
         MeanPoolClassifier,
         entries=lambda model: output_layer("mean_pool_head", "bert_tf_test/mean_pool/", None),

@@ -1,0 +1,43 @@
+"""The keras-hub side of the comparisons in tools/: a `BertBackbone` holding a `BertEncoder`'s weights.
+
+Imported by the tool scripts, which run as `python tools/NAME.py` (tools/ is then on the path).
+"""
+
+
+def copy_encoder_to_hub(encoder, backbone):
+    """Copies a `BertEncoder`'s weights into a keras-hub `BertBackbone` of the same shape."""
+    heads = encoder.num_heads
+    hidden = encoder.hidden_dim
+    head_dim = hidden // heads
+    ours = {v.path: v for v in encoder.weights}
+    pairs = {
+        "token_embedding/embeddings": "embeddings/token_embedding/embeddings",
+        "position_embedding/embeddings": "embeddings/position_embedding",
+        "segment_embedding/embeddings": "embeddings/segment_embedding/embeddings",
+        "embeddings_layer_norm/gamma": "embeddings/layer_norm/gamma",
+        "embeddings_layer_norm/beta": "embeddings/layer_norm/beta",
+        "pooled_dense/kernel": "pooler/dense/kernel",
+        "pooled_dense/bias": "pooler/dense/bias",
+    }
+    for i in range(encoder.num_layers):
+        hub, our = f"transformer_layer_{i}/", f"transformer_layer_{i}/"
+        for name in ("query", "key", "value", "attention_output"):
+            pairs[f"{hub}self_attention_layer/{name}/kernel"] = f"{our}attention/{name}/kernel"
+            pairs[f"{hub}self_attention_layer/{name}/bias"] = f"{our}attention/{name}/bias"
+        for theirs, mine in (
+            ("self_attention_layer_norm", "attention_layer_norm"),
+            ("feedforward_layer_norm", "output_layer_norm"),
+            ("feedforward_intermediate_dense", "intermediate"),
+            ("feedforward_output_dense", "output"),
+        ):
+            for leaf in ("gamma", "beta") if "norm" in theirs else ("kernel", "bias"):
+                pairs[f"{hub}{theirs}/{leaf}"] = f"{our}{mine}/{leaf}"
+    for variable in backbone.weights:
+        if variable.path not in pairs:
+            raise ValueError(f"No bert_tf weight for keras-hub weight {variable.path}")
+        value = ours[pairs[variable.path]].numpy()
+        if "attention_output/kernel" in variable.path:
+            value = value.reshape(heads, head_dim, hidden)
+        elif "attention_output/bias" not in variable.path and "self_attention_layer/" in variable.path:
+            value = value.reshape(value.shape[:-1] + (heads, head_dim))
+        variable.assign(value)
