@@ -1,6 +1,7 @@
 """Small builders shared by the tests: tiny encoders, tiny model directories and random batches."""
 
 import os
+import socket
 
 import numpy as np
 
@@ -76,3 +77,14 @@ def pretraining_batch(batch=4, length=8, predictions=3, vocabulary_size=30, seed
     weights = {"mlm": np.ones((batch, predictions), "float32"), "nsp": np.ones((batch,), "float32")}
     weights["mlm"][:, -1] = 0.0  # an unused prediction slot
     return features, labels, weights
+
+
+def free_ports(count):
+    """`count` TCP ports on 127.0.0.1 that were free a moment ago (for the workers of a local TF_CONFIG cluster)."""
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports

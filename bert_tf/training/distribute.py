@@ -31,7 +31,10 @@ def create_strategy(name="one_device", tpu=None, devices=None):
     """
     if name not in STRATEGIES:
         raise ValueError(f"`strategy` must be one of {STRATEGIES}. Received: strategy={name!r}")
-    gpus = tf.config.list_logical_devices("GPU")
+    if name in ("one_device", "mirrored"):
+        # Listing devices starts TensorFlow's runtime, after which MultiWorkerMirroredStrategy can no longer
+        # configure its collectives ("Collective ops must be configured at program startup"): only these list them.
+        gpus = tf.config.list_logical_devices("GPU")
     if name == "one_device":
         return tf.distribute.OneDeviceStrategy(devices[0] if devices else ("/gpu:0" if gpus else "/cpu:0"))
     if name == "mirrored":

@@ -2,7 +2,6 @@
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import textwrap
@@ -16,7 +15,7 @@ from bert_tf.models import BertEncoder, BertPretrainer
 from bert_tf.training.distribute import mirrored_strategy
 from bert_tf.training.optimization import create_optimizer
 from bert_tf.training.trainer import TRAINING_SETTINGS_FILE, LoopConfig, ResumeError, TrainingLoop
-from tests.helpers import pretraining_batch
+from tests.helpers import free_ports, pretraining_batch
 
 GLOBAL_BATCH, STEPS = 8, 10
 
@@ -105,19 +104,9 @@ def test_changed_settings_are_refused(one_device, tmp_path):
         train(tf.distribute.OneDeviceStrategy("/cpu:0"), tmp_path)
 
 
-def _free_ports(count):
-    sockets = [socket.socket() for _ in range(count)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
-
-
 @pytest.mark.slow
 def test_multi_worker_mirrored_two_processes_equals_one_device(one_device, tmp_path):
-    workers = [f"127.0.0.1:{port}" for port in _free_ports(2)]
+    workers = [f"127.0.0.1:{port}" for port in free_ports(2)]
     script = textwrap.dedent(f"""
         import sys, numpy as np, tensorflow as tf
         strategy = tf.distribute.MultiWorkerMirroredStrategy()
