@@ -586,8 +586,11 @@ class TrainingLoop:
                 )
         elif self.chief:
             os.makedirs(self.model_dir, exist_ok=True)
-            with open(path, "w", encoding="utf-8") as f:
+            # Whole or not at all: the other workers of a new run may read it while it is being written.
+            temporary = path + ".tmp"
+            with open(temporary, "w", encoding="utf-8") as f:
                 json.dump(self.settings, f, indent=2, sort_keys=True)
+            os.replace(temporary, path)
 
     # === The loop ===
 
