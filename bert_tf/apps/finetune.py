@@ -26,7 +26,14 @@ from bert_tf.config import ConfigError
 from bert_tf.data.classification import FORMATS as FILE_FORMATS
 from bert_tf.data.tagging import SCHEMES
 from bert_tf.layers.dense_head import FINETUNE_HEAD_INITIALIZER, HEAD_INITIALIZERS
-from bert_tf.training import FinetuneConfig, NonFiniteLossError, ResumeError, TrainingInterrupted, finetune
+from bert_tf.training import (
+    FinetuneConfig,
+    NonFiniteLossError,
+    ResumeError,
+    TrainingInterrupted,
+    WorkerLostError,
+    finetune,
+)
 
 FLAGS = flags.FLAGS
 common_flags.define_training_flags()
@@ -140,7 +147,7 @@ def main(argv):
     except TrainingInterrupted as e:  # SIGTERM/SIGINT: saved at the current step
         print(f"bert-tf-finetune: error: {e}", file=sys.stderr)
         return e.exit_code
-    except (ResumeError, NonFiniteLossError, ConfigError, ValueError, FileNotFoundError) as e:
+    except (ResumeError, NonFiniteLossError, WorkerLostError, ConfigError, ValueError, FileNotFoundError) as e:
         print(f"bert-tf-finetune: error: {e}", file=sys.stderr)
         return 1
     except errors.STORAGE_ERRORS as e:  # a read-only, full or missing disk

@@ -17,7 +17,14 @@ from absl import app, flags, logging
 from bert_tf.apps import common_flags, errors
 from bert_tf.config import PRESETS
 from bert_tf.data.pretraining import FORMATS
-from bert_tf.training import NonFiniteLossError, PretrainConfig, ResumeError, TrainingInterrupted, pretrain
+from bert_tf.training import (
+    NonFiniteLossError,
+    PretrainConfig,
+    ResumeError,
+    TrainingInterrupted,
+    WorkerLostError,
+    pretrain,
+)
 from bert_tf.training.pretraining import FILL_MASK_SENTENCES
 
 FLAGS = flags.FLAGS
@@ -91,7 +98,7 @@ def main(argv):
     except TrainingInterrupted as e:  # SIGTERM/SIGINT: saved at the current step
         print(f"bert-tf-pretrain: error: {e}", file=sys.stderr)
         return e.exit_code
-    except (ResumeError, NonFiniteLossError, ValueError) as e:
+    except (ResumeError, NonFiniteLossError, WorkerLostError, ValueError) as e:
         print(f"bert-tf-pretrain: error: {e}", file=sys.stderr)
         return 1
     except errors.STORAGE_ERRORS as e:  # a read-only, full or missing disk

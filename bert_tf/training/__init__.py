@@ -23,6 +23,7 @@ from bert_tf.training.trainer import (
     ResumeError,
     TrainingInterrupted,
     TrainingLoop,
+    WorkerLostError,
 )
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "TrainingInterrupted",
     "TrainingLoop",
     "WarmupLinearDecay",
+    "WorkerLostError",
     "create_optimizer",
     "create_strategy",
     "dtype_policy",

@@ -22,6 +22,7 @@ import json
 import logging
 import math
 import os
+import re
 import shutil
 import signal
 import socket
@@ -52,6 +53,29 @@ class ResumeError(RuntimeError):
 
 class NonFiniteLossError(RuntimeError):
     """The loss became NaN or infinite; names the step."""
+
+
+class WorkerLostError(RuntimeError):
+    """Under several workers: another worker ended or stopped responding, so this one stops too.
+
+    The message names the lost worker (when TensorFlow's error does), the checkpoints kept, and that re-running
+    the same command on every worker continues from the newest. Its `__cause__` is TensorFlow's error.
+    """
+
+
+# TensorFlow's errors when a collective's peer is gone: a killed process resets its connections (Unavailable),
+# one that stops sending heartbeats to the coordination service is reported unhealthy after its heartbeat timeout
+# (Unavailable, DeadlineExceeded), and the collectives in flight are aborted (Cancelled, Aborted, Internal).
+_LOST_PEER_ERRORS = (
+    tf.errors.UnavailableError,
+    tf.errors.DeadlineExceededError,
+    tf.errors.CancelledError,
+    tf.errors.AbortedError,
+    tf.errors.InternalError,
+)
+# Only errors that say so are a lost worker: TensorFlow aborts every collective of the process with this message.
+_ABORTED_COLLECTIVES = "Collective ops is aborted by: "
+_TASK = re.compile(r"/job:(\w+)(?:/replica:\d+)?/task:(\d+)")
 
 
 # Signals that stop training cleanly: a checkpoint at the current step, then `TrainingInterrupted`.
@@ -354,7 +378,7 @@ class TrainingLoop:
                 f"grad_accum_steps ({config.grad_accum_steps}). Received: global_batch_size={global_batch_size}"
             )
         self.local_replicas = len(strategy.extended.worker_devices)
-        workers = max(replicas // self.local_replicas, 1)
+        self.workers = workers = max(replicas // self.local_replicas, 1)
         context = tf.distribute.InputContext(
             num_input_pipelines=workers, input_pipeline_id=worker_index(strategy), num_replicas_in_sync=replicas
         )
@@ -613,10 +637,49 @@ class TrainingLoop:
 
         SIGTERM or SIGINT (handled while training, in the main thread) stops it after the compiled call in
         progress: a checkpoint at the current step is saved and `TrainingInterrupted` raised; a second signal
-        ends the process at once. Under several workers they agree on stopping at each call's boundary.
+        ends the process at once. Under several workers they agree on stopping at each call's boundary, and a
+        worker that ends or stops responding makes the others raise `WorkerLostError` (within TensorFlow's
+        coordination-service heartbeat timeout, about 10 s) instead of waiting on it.
         """
         with _StopSignals() as stop:
-            return self._train(stop, log)
+            try:
+                return self._train(stop, log)
+            except _LOST_PEER_ERRORS as e:
+                if self.workers == 1 or _ABORTED_COLLECTIVES not in str(e):
+                    raise
+                raise self._worker_lost(e) from e
+
+    def _worker_lost(self, error):
+        """The `WorkerLostError` for TensorFlow's `error` that aborted this worker's collectives."""
+        message = str(error)
+        lines = message[message.index(_ABORTED_COLLECTIVES) + len(_ABORTED_COLLECTIVES) :].splitlines()
+        # Its first line, and the next when the first ends in ":" (the coordination service's list of tasks).
+        cause = " ".join(" ".join(lines[: 2 if len(lines) > 1 and lines[0].endswith(":") else 1]).split())
+        cause = f"{type(error).__name__}: {cause[:200] + '...' if len(cause) > 200 else cause}"
+        resolver = self.strategy.cluster_resolver
+        own = (resolver.task_type, resolver.task_id)
+        unhealthy = message.find("unhealthy")  # the coordination service names the tasks without heartbeats
+        named = [(job, int(task)) for job, task in _TASK.findall(message[unhealthy if unhealthy >= 0 else 0 :])]
+        if not named and "CoordinationService/Heartbeat" in message:  # the service's own task stopped answering
+            jobs = resolver.cluster_spec().as_dict()
+            named = [("chief" if "chief" in jobs else "worker", 0)]
+        lost = next((task for task in named if task != own), None)
+        if lost is None:
+            who = f"another of the {self.workers} workers"
+        elif lost[0] == "worker":
+            who = f"worker {lost[1]} of {self.workers}"
+        else:
+            who = f"{lost[0]} {lost[1]} of the {self.workers} workers"
+        directory = os.path.join(self.model_dir, "checkpoints")
+        names = [os.path.basename(p) for p in checkpoints_in(directory)]
+        kept = (
+            f"checkpoints kept in {directory}: {', '.join(names)} (newest)"
+            if names
+            else f"no checkpoint was saved in {directory}"
+        )
+        return WorkerLostError(
+            f"{who} stopped responding ({cause}); {kept}; re-run the same command on every worker to continue."
+        )
 
     def _stop_if_signalled(self, stop, log):
         """At a compiled call's boundary: on a received signal (on any worker), saves and raises."""
@@ -749,4 +812,5 @@ __all__ = [
     "STOP_SIGNALS",
     "TrainingInterrupted",
     "TrainingLoop",
+    "WorkerLostError",
 ]
