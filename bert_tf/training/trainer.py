@@ -403,8 +403,9 @@ class TrainingLoop:
         self._train_loop = tf.function(self._loop, reduce_retracing=True)
         self._eval_batch = tf.function(self._evaluate_batch)
         self._saved_step = None
-        # Several workers must stop at the same step: each call's boundary sums every worker's signal flags.
-        self._agree_stop = tf.function(self._sum_over_replicas) if workers > 1 else None
+        # Several workers must stop at the same step (each call's boundary sums every worker's signal flags) and
+        # resume from the same one (`resume` sums the steps each restored).
+        self._sum_over_workers = tf.function(self._sum_over_replicas) if workers > 1 else None
 
     def _sum_over_replicas(self, values):
         per_replica = self.strategy.run(tf.identity, args=(values,))
@@ -525,6 +526,9 @@ class TrainingLoop:
         Refuses incompatible settings (ResumeError listing the differences),
         falls back from a corrupt newest checkpoint to the previous one, errors
         on a garbage checkpoint-state file, and removes leftover temporary files.
+        Several workers resume from the same step: the newest that every worker
+        can read (a worker killed while saving may lack its data position of the
+        newest checkpoint).
         """
         directory = os.path.join(self.model_dir, "checkpoints")
         self._check_settings()
@@ -551,36 +555,95 @@ class TrainingLoop:
             # No state file, but checkpoints: they were a run (the state file was lost or deleted). Resume from
             # them and write the state file again; starting at 0 would overwrite them.
             candidates = checkpoints_in(directory)
-            if not candidates:
-                return 0
             listed = False
         errors = []
+        path = self._restore_newest(candidates, errors) if candidates else None
+        if self.workers > 1:  # every worker calls this at the same point, with or without checkpoints
+            path = self._restore_agreed(candidates, path, errors)
+        if not candidates:
+            return 0
+        if path is None:
+            raise ResumeError("No checkpoint in " + directory + " could be read:\n  " + "\n  ".join(errors))
+        step = int(path.rsplit("-", 1)[1])
+        if not listed:
+            kept = candidates[: candidates.index(path) + 1]
+            logging.warning(
+                "%s is missing but %s holds %s: resuming from %s and %s, and writing the state file again.",
+                state_file,
+                directory,
+                ", ".join(os.path.basename(p) for p in candidates),
+                path,
+                self._data_prefix(step),
+            )
+            if self.chief:
+                _write_checkpoint_state(directory, kept)
+        self._saved_step = step
+        return step
+
+    def _restore_newest(self, candidates, errors):
+        """Restores the newest of `candidates` (checkpoint prefixes, oldest first) that reads; returns its prefix,
+        or None with each one's error appended to `errors`."""
         for path in reversed(candidates):
-            step = int(path.rsplit("-", 1)[1])
-            try:
-                self.checkpoint.read(path).assert_existing_objects_matched()
-                self.data_checkpoint.read(self._data_prefix(step)).assert_consumed()
-            except Exception as e:  # noqa: BLE001 (any unreadable file: OpError, IndexError, ...)
-                errors.append(f"{path}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
-                logging.warning("Checkpoint %s is unreadable (%s); trying the previous one.", path, errors[-1])
-                continue
-            if self.step != step:
-                raise ResumeError(f"{path} holds step {self.step}, not {step}.")
-            if not listed:
-                kept = candidates[: candidates.index(path) + 1]
-                logging.warning(
-                    "%s is missing but %s holds %s: resuming from %s and %s, and writing the state file again.",
-                    state_file,
-                    directory,
-                    ", ".join(os.path.basename(p) for p in candidates),
-                    path,
-                    self._data_prefix(step),
-                )
-                if self.chief:
-                    _write_checkpoint_state(directory, kept)
-            self._saved_step = step
-            return step
-        raise ResumeError("No checkpoint in " + directory + " could be read:\n  " + "\n  ".join(errors))
+            if self._restore(path, errors):
+                return path
+        return None
+
+    def _restore(self, path, errors):
+        """Restores the checkpoint `path` and this worker's data position of its step; False (and the error
+        appended to `errors`) when either is unreadable."""
+        step = int(path.rsplit("-", 1)[1])
+        try:
+            self.checkpoint.read(path).assert_existing_objects_matched()
+            self.data_checkpoint.read(self._data_prefix(step)).assert_consumed()
+        except Exception as e:  # noqa: BLE001 (any unreadable file: OpError, IndexError, ...)
+            errors.append(f"{path}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+            logging.warning("Checkpoint %s is unreadable (%s); trying the previous one.", path, errors[-1])
+            return False
+        if self.step != step:
+            raise ResumeError(f"{path} holds step {self.step}, not {step}.")
+        return True
+
+    def _restore_agreed(self, candidates, path, errors):
+        """Under several workers: the checkpoint every worker resumes from, restored here (see `resume`).
+
+        Each worker tells the others the step it restored (-1: none readable, -2: no checkpoint at all); all
+        then take the oldest, and all raise a `ResumeError` when one has none.
+        """
+        step = -2 if not candidates else -1 if path is None else int(path.rsplit("-", 1)[1])
+        mine = tf.one_hot(worker_index(self.strategy), self.workers, on_value=step, off_value=0, dtype=tf.int64)
+        steps = [int(s) // self.local_replicas for s in self._sum_over_workers(mine).numpy()]
+        oldest = min(steps)
+        directory = os.path.join(self.model_dir, "checkpoints")
+        if oldest == -1:
+            unreadable = ", ".join(str(i) for i, s in enumerate(steps) if s == -1)
+            raise ResumeError(
+                f"No checkpoint in {directory} could be read by worker {unreadable}"
+                + (":\n  " + "\n  ".join(errors) if step == -1 else " (its output says why).")
+            )
+        if oldest == -2 and max(steps) != -2:
+            found = ", ".join(f"worker {i}: " + ("none" if s == -2 else f"step {s}") for i, s in enumerate(steps))
+            raise ResumeError(
+                f"Only some workers find checkpoints in {directory} ({found}); is the model directory on a file "
+                "system that every worker shares?"
+            )
+        if oldest in (-2, step):
+            return path
+        agreed = next((p for p in candidates if int(p.rsplit("-", 1)[1]) == oldest), None)
+        logging.warning(
+            "Worker %s restored step %d but another worker can only resume from step %d: every worker resumes "
+            "from step %d.",
+            worker_index(self.strategy),
+            step,
+            oldest,
+            oldest,
+        )
+        failed = []
+        if agreed is None or not self._restore(agreed, failed):
+            raise ResumeError(
+                f"Another worker can only resume from step {oldest}, which this worker cannot read: "
+                + ("; ".join(failed) or f"no checkpoint of step {oldest} is listed")
+            )
+        return agreed
 
     def _check_settings(self):
         path = os.path.join(self.model_dir, TRAINING_SETTINGS_FILE)
@@ -684,9 +747,9 @@ class TrainingLoop:
     def _stop_if_signalled(self, stop, log):
         """At a compiled call's boundary: on a received signal (on any worker), saves and raises."""
         signum = stop.received
-        if self._agree_stop is not None:  # every worker calls this at the same boundaries
+        if self._sum_over_workers is not None:  # every worker calls this at the same boundaries
             flags = tf.constant([float(signum == s) for s in STOP_SIGNALS])
-            totals = self._agree_stop(flags).numpy()
+            totals = self._sum_over_workers(flags).numpy()
             signum = next((s for s, total in zip(STOP_SIGNALS, totals) if total > 0), None)
         if not signum:
             return

@@ -7,6 +7,7 @@ import re
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 import types
 
@@ -197,3 +198,27 @@ def test_a_killed_worker_stops_the_other_and_the_same_command_resumes(tmp_path):
         assert resumed and int(resumed.group(1)) >= CHECKPOINT_STEPS, f"worker {index}: {stdout[-2000:]}"
     assert _newest_listed(model_dir / "checkpoints") == f"ckpt-{TRAIN_STEPS}"
     assert os.path.exists(model_dir / "bert_model.ckpt.index")
+
+
+@pytest.mark.slow
+def test_the_workers_resume_from_the_newest_checkpoint_every_worker_can_read(tmp_path):
+    """Worker 1 killed while saving step 10 has no data position of it: both resume from step 5, not 10 and 5."""
+    model_dir = tmp_path / "run"
+    script = textwrap.dedent(f"""
+        import sys, tensorflow as tf
+        strategy = tf.distribute.MultiWorkerMirroredStrategy()
+        from tests.training.trainer_test import train
+        train(strategy, {str(model_dir)!r}, train_steps=int(sys.argv[1]), log=print)
+    """)
+    for attempt, train_steps in (("first", 10), ("again", 15)):
+        processes = _start_workers([sys.executable, "-c", script, str(train_steps)], tmp_path, attempt)
+        _wait(processes, timeout=300)
+        outputs = [_output(p) for p in processes]
+        for index, (process, (_, stderr)) in enumerate(zip(processes, outputs)):
+            assert process.returncode == 0, f"{attempt} run, worker {index}: {stderr[-3000:]}"
+        if attempt == "first":
+            for path in (model_dir / "checkpoints").glob("data-worker1-10.*"):
+                path.unlink()
+    for stdout, _ in outputs:
+        assert f"Resumed from step 5 in {model_dir}" in stdout, stdout[-2000:]
+    assert _newest_listed(model_dir / "checkpoints") == "ckpt-15"

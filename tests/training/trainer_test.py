@@ -31,7 +31,7 @@ def dataset_fn(context):
     return tf.data.Dataset.from_tensor_slices(merged).batch(per_worker).repeat()
 
 
-def train(strategy, model_dir, grad_accum_steps=1, clip_norm=1.0):
+def train(strategy, model_dir, grad_accum_steps=1, clip_norm=1.0, train_steps=STEPS, log=lambda message: None):
     keras.utils.set_random_seed(1)
     with strategy.scope():
         model = BertPretrainer(
@@ -54,7 +54,7 @@ def train(strategy, model_dir, grad_accum_steps=1, clip_norm=1.0):
         GLOBAL_BATCH,
         str(model_dir),
         LoopConfig(
-            train_steps=STEPS,
+            train_steps=train_steps,
             steps_per_loop=5,
             checkpoint_steps=5,
             grad_accum_steps=grad_accum_steps,
@@ -62,7 +62,7 @@ def train(strategy, model_dir, grad_accum_steps=1, clip_norm=1.0):
         ),
         settings={"model": "tiny-test"},
     )
-    metrics = loop.train(log=lambda message: None)
+    metrics = loop.train(log=log)
     return metrics["loss"], model.get_weights()
 
 
