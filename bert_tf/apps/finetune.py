@@ -25,7 +25,7 @@ from bert_tf.apps import common_flags, errors
 from bert_tf.config import ConfigError
 from bert_tf.data.classification import FORMATS as FILE_FORMATS
 from bert_tf.data.tagging import SCHEMES
-from bert_tf.layers.dense_head import FINETUNE_HEAD_INITIALIZER, HEAD_INITIALIZERS
+from bert_tf.layers.dense_head import HEAD_INITIALIZERS
 from bert_tf.training import (
     FinetuneConfig,
     NonFiniteLossError,
@@ -102,9 +102,10 @@ flags.DEFINE_float(
 )
 flags.DEFINE_enum(
     "head_initializer",
-    FINETUNE_HEAD_INITIALIZER,
+    None,
     HEAD_INITIALIZERS,
-    "The new task head's kernel: Keras' glorot_uniform, or bert (truncated normal, the encoder's initializer_range).",
+    "The new task head's kernel: glorot_uniform (Keras'), or bert (truncated normal, the encoder's "
+    "initializer_range). Default: the task's (glorot_uniform for classification and regression, bert otherwise).",
 )
 flags.DEFINE_integer("evals_per_epoch", 1, "Evaluations (and checkpoints) per epoch.", lower_bound=1)
 flags.DEFINE_integer("eval_batch_size", 64, "Batch size of evaluation.", lower_bound=1)

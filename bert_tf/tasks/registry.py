@@ -68,6 +68,8 @@ class Task:
             `label_names` is None when `needs_labels` is False; `head_initializer`
             (one of `layers.dense_head.HEAD_INITIALIZERS`) is the new head's kernel
             initializer (fine-tuning passes it; a loaded model's weights replace it).
+        head_initializer: the task's default for it (`FinetuneConfig.head_initializer`
+            None); "bert" (the reference's truncated normal) unless measured better.
         heads: the checkpoint names of the model's head (`ModelHeads`).
         objective: the `bert_tf.training.trainer.Objective` the model trains with.
         best_metric: the evaluation metric (higher is better) that picks the
@@ -109,6 +111,7 @@ class Task:
     serves: Callable | None = None
     example_unit: str = "examples"
     check_config: Callable | None = None
+    head_initializer: str = "bert"
 
 
 _TASKS = {}  # name -> Task

@@ -29,7 +29,6 @@ import numpy as np
 from bert_tf import tasks
 from bert_tf.checkpoints import glob_characters_error, load_config, readers, restore_weights, save_model_dir
 from bert_tf.checkpoints.settings import infer_settings
-from bert_tf.layers.dense_head import FINETUNE_HEAD_INITIALIZER
 from bert_tf.models import BertEncoder
 from bert_tf.text import BertTokenizer
 from bert_tf.training.distribute import create_strategy, dtype_policy, is_chief
@@ -73,7 +72,7 @@ class FinetuneConfig:
     optimizer: str = "adamw"
     clip_norm: float = 1.0
     dropout: float = None  # None keeps the checkpoint's config
-    head_initializer: str = FINETUNE_HEAD_INITIALIZER  # the new head's kernel: one of HEAD_INITIALIZERS
+    head_initializer: str = None  # the new head's kernel: one of HEAD_INITIALIZERS; None: the task's default
     dtype: str = "float32"
     jit_compile: bool = False
     seed: int = 0
@@ -147,7 +146,9 @@ def finetune(config, strategy=None, log=print):
     with strategy.scope():
         encoder, bert_config = _load_encoder(config)
         model = task.build_model(
-            encoder, data.label_names if task.needs_labels else None, head_initializer=config.head_initializer
+            encoder,
+            data.label_names if task.needs_labels else None,
+            head_initializer=config.head_initializer or task.head_initializer,
         )
         optimizer = create_optimizer(
             config.optimizer,
