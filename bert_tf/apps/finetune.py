@@ -105,7 +105,7 @@ flags.DEFINE_enum(
     None,
     HEAD_INITIALIZERS,
     "The new task head's kernel: glorot_uniform (Keras'), or bert (truncated normal, the encoder's "
-    "initializer_range). Default: the task's (glorot_uniform for classification and regression, bert otherwise).",
+    "initializer_range). Default: the task's (glorot_uniform for the built-in tasks).",
 )
 flags.DEFINE_integer("evals_per_epoch", 1, "Evaluations (and checkpoints) per epoch.", lower_bound=1)
 flags.DEFINE_integer("eval_batch_size", 64, "Batch size of evaluation.", lower_bound=1)

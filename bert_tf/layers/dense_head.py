@@ -4,7 +4,7 @@ import keras
 
 # Initializers of a task head's kernel: "bert" is the reference's truncated normal with the encoder's
 # `initializer_range` (0.02); "glorot_uniform" is Keras' default. Each task chooses its default
-# (`bert_tf.tasks.Task.head_initializer`; the sentence tasks take glorot_uniform, measured).
+# (`bert_tf.tasks.Task.head_initializer`: glorot_uniform for the built-in tasks, measured).
 HEAD_INITIALIZERS = ("glorot_uniform", "bert")
 
 

@@ -195,12 +195,6 @@ def check_config(config):
         )
 
 
-# Sentence heads start from Keras' Glorot initialisation: with BERT's truncated normal 0.02, a one-epoch
-# fine-tune of all-MiniLM-L6-v2 on STS-B reaches dev Pearson 0.718 (mean of 3 seeds) against 0.810
-# (tools/finetune_quality.py; README "Fine-tuning quality"): the small head cannot reach the 0-5 scores in time.
-# MRPC F1 is on par or better. Token and span heads keep the reference's initialisation (not measured).
-SENTENCE_HEAD_INITIALIZER = "glorot_uniform"
-
 CLASSIFICATION = registry.register(
     registry.Task(
         name="classification",
@@ -216,7 +210,6 @@ CLASSIFICATION = registry.register(
         serving_module=_serving_module,
         serves=lambda module: module.labels is not None,
         check_config=check_config,
-        head_initializer=SENTENCE_HEAD_INITIALIZER,
     )
 )
 
@@ -235,6 +228,5 @@ REGRESSION = registry.register(
         serving_module=_serving_module,
         serves=lambda module: module.labels is None,
         check_config=check_config,
-        head_initializer=SENTENCE_HEAD_INITIALIZER,
     )
 )
