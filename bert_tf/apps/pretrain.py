@@ -7,14 +7,11 @@ documentation); without --vocab it builds a vocabulary from the corpus.
 Re-running the same command continues from the newest checkpoint.
 """
 
-import os
 import sys
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported (by the bert_tf imports below)
+from absl import app, flags
 
-from absl import app, flags, logging
-
-from bert_tf.apps import common_flags, errors
+from bert_tf.apps import common_flags, errors, launch
 from bert_tf.config import PRESETS
 from bert_tf.data.pretraining import FORMATS
 from bert_tf.training import (
@@ -91,7 +88,6 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     config = _config()
-    logging.set_verbosity(logging.WARNING)  # TensorFlow's per-save INFO lines are noise here
     strategy = common_flags.training_strategy()
     try:
         pretrain(config, strategy=strategy)
@@ -108,7 +104,7 @@ def main(argv):
 
 
 def run():
-    app.run(main)
+    launch.run(main)
 
 
 if __name__ == "__main__":
