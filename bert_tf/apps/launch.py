@@ -129,10 +129,18 @@ def help_text(module, full=False):
     return f"{(module.__doc__ or '').strip()}\n\nflags:\n{flag_help}\n"
 
 
+def program_name(module):
+    """`bert-tf-NAME` for the app module `bert_tf.apps.NAME` (also when it runs as `__main__`)."""
+    spec = getattr(module, "__spec__", None)
+    name = spec.name if spec is not None else module.__name__
+    return "bert-tf-" + name.rsplit(".", 1)[-1]
+
+
 def run(main, argv=None):
     """Runs the app function `main` as absl's `app.run` does, except that `-h`/`--help` print the app's own
-    description and flags (`help_text`) and exit 0, `--helpfull` every flag, and Python-side TensorFlow and absl
-    logging is WARNING and above unless `--verbosity`/`-v` is given."""
+    description and flags (`help_text`) and exit 0, `--helpfull` every flag, an `app.UsageError` from `main`
+    is one line `bert-tf-NAME: error: MESSAGE` (absl prints the help first), and Python-side TensorFlow and
+    absl logging is WARNING and above unless `--verbosity`/`-v` is given."""
     from absl import app, flags, logging
 
     argv = sys.argv if argv is None else argv
@@ -145,7 +153,11 @@ def run(main, argv=None):
     def quiet_main(args):
         if not flags.FLAGS["verbosity"].present:
             logging.set_verbosity(logging.WARNING)
-        return main(args)
+        try:
+            return main(args)
+        except app.UsageError as e:  # a bad flag value or combination: one line, not absl's help before it
+            print(f"{program_name(module)}: error: {e}", file=sys.stderr)
+            sys.exit(e.exitcode)
 
     list_devices_quietly()  # before app.run: tf.distribute's app.call_after_init callback lists the GPUs
 

@@ -53,7 +53,19 @@ flags.DEFINE_integer(
     "train_steps", 1000, "Total optimizer steps.", lower_bound=1, allow_override=True
 )  # finetune: 0 (use --epochs)
 flags.DEFINE_float("learning_rate", 1e-4, "Peak learning rate.", lower_bound=0.0, allow_override=True)  # finetune: 5e-5
-flags.DEFINE_integer("warmup_steps", 100, "Linear warmup steps, then linear decay to zero.", lower_bound=0)
+flags.DEFINE_integer(
+    "warmup_steps",
+    None,
+    "Linear warmup steps, then linear decay to zero (default: --warmup_proportion).",
+    lower_bound=0,
+)
+flags.DEFINE_float(
+    "warmup_proportion",
+    0.1,
+    "Share of --train_steps with linear warmup when --warmup_steps is not set (BERT's own run: 0.01).",
+    lower_bound=0.0,
+    upper_bound=1.0,
+)
 flags.DEFINE_integer("grad_accum_steps", 1, "Micro-batches per step.", lower_bound=1)
 flags.DEFINE_integer("checkpoint_steps", 500, "Steps between checkpoints.", lower_bound=1)
 flags.DEFINE_integer("keep_checkpoints", 3, "Checkpoints kept.", lower_bound=1)
