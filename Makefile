@@ -4,8 +4,6 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-# TensorFlow's C++ start-up notices (CPU features, no CUDA) are noise here.
-export TF_CPP_MIN_LOG_LEVEL ?= 2
 
 .PHONY: demo tour test test-fast lint format setup clean
 

@@ -10,12 +10,10 @@ is detected. Pretraining heads (`cls/*`) are converted when present.
 import os
 import sys
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported (by the bert_tf imports below)
-
 from absl import app, flags
 
 from bert_tf import checkpoints
-from bert_tf.apps import errors
+from bert_tf.apps import errors, launch
 from bert_tf.checkpoints import CheckpointError
 from bert_tf.config import ConfigError
 
@@ -94,7 +92,7 @@ def main(argv):
 
 
 def run():
-    app.run(main)
+    launch.run(main)
 
 
 if __name__ == "__main__":

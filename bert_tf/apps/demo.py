@@ -16,14 +16,13 @@ import importlib.util
 import os
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported (by the imports below)
-
 import keras
 import numpy as np
 import tensorflow as tf
 from absl import app, flags
 
 from bert_tf import BertConfig
+from bert_tf.apps import launch
 from bert_tf.checkpoints import load_encoder, save_hf, save_model_dir
 from bert_tf.data import pretraining_dataset
 from bert_tf.models import BertEncoder, BertPretrainer
@@ -177,7 +176,7 @@ def main(argv):
 
 
 def run():
-    app.run(main)
+    launch.run(main)
 
 
 if __name__ == "__main__":

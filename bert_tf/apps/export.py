@@ -13,11 +13,9 @@ and tensorflow_text installed (`import tensorflow_text` before
 import os
 import sys
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported (by the bert_tf imports below)
-
 from absl import app, flags
 
-from bert_tf.apps import errors
+from bert_tf.apps import errors, launch
 from bert_tf.checkpoints import CheckpointError, detect_format
 from bert_tf.config import ConfigError
 from bert_tf.export import check_output_dir, export_saved_model
@@ -128,7 +126,7 @@ def main(argv):
 
 
 def run():
-    app.run(main)
+    launch.run(main)
 
 
 if __name__ == "__main__":

@@ -16,12 +16,10 @@ import json
 import os
 import sys
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported (by the bert_tf imports below)
-
-from absl import app, flags, logging
+from absl import app, flags
 
 from bert_tf import tasks
-from bert_tf.apps import common_flags, errors
+from bert_tf.apps import common_flags, errors, launch
 from bert_tf.config import ConfigError
 from bert_tf.data.classification import FORMATS as FILE_FORMATS
 from bert_tf.data.tagging import SCHEMES
@@ -141,7 +139,6 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     _validate()
-    logging.set_verbosity(logging.WARNING)
     strategy = common_flags.training_strategy()
     try:
         results = finetune(_config(), strategy=strategy)
@@ -160,7 +157,7 @@ def main(argv):
 
 
 def run():
-    app.run(main)
+    launch.run(main)
 
 
 if __name__ == "__main__":

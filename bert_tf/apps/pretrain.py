@@ -7,14 +7,11 @@ documentation); without --vocab it builds a vocabulary from the corpus.
 Re-running the same command continues from the newest checkpoint.
 """
 
-import os
 import sys
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported (by the bert_tf imports below)
+from absl import app, flags
 
-from absl import app, flags, logging
-
-from bert_tf.apps import common_flags, errors
+from bert_tf.apps import common_flags, errors, launch
 from bert_tf.config import PRESETS
 from bert_tf.data.pretraining import FORMATS
 from bert_tf.training import (
@@ -56,7 +53,19 @@ flags.DEFINE_integer(
     "train_steps", 1000, "Total optimizer steps.", lower_bound=1, allow_override=True
 )  # finetune: 0 (use --epochs)
 flags.DEFINE_float("learning_rate", 1e-4, "Peak learning rate.", lower_bound=0.0, allow_override=True)  # finetune: 5e-5
-flags.DEFINE_integer("warmup_steps", 100, "Linear warmup steps, then linear decay to zero.", lower_bound=0)
+flags.DEFINE_integer(
+    "warmup_steps",
+    None,
+    "Linear warmup steps, then linear decay to zero (default: --warmup_proportion).",
+    lower_bound=0,
+)
+flags.DEFINE_float(
+    "warmup_proportion",
+    0.1,
+    "Share of --train_steps with linear warmup when --warmup_steps is not set (BERT's own run: 0.01).",
+    lower_bound=0.0,
+    upper_bound=1.0,
+)
 flags.DEFINE_integer("grad_accum_steps", 1, "Micro-batches per step.", lower_bound=1)
 flags.DEFINE_integer("checkpoint_steps", 500, "Steps between checkpoints.", lower_bound=1)
 flags.DEFINE_integer("keep_checkpoints", 3, "Checkpoints kept.", lower_bound=1)
@@ -91,7 +100,6 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     config = _config()
-    logging.set_verbosity(logging.WARNING)  # TensorFlow's per-save INFO lines are noise here
     strategy = common_flags.training_strategy()
     try:
         pretrain(config, strategy=strategy)
@@ -108,7 +116,7 @@ def main(argv):
 
 
 def run():
-    app.run(main)
+    launch.run(main)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ import sys
 
 from absl import app, flags
 
-from bert_tf.apps import errors
+from bert_tf.apps import errors, launch
 from bert_tf.text.vocab import build_vocab, expand_files
 
 FLAGS = flags.FLAGS
@@ -52,7 +52,7 @@ def main(argv):
 
 
 def run():
-    app.run(main)
+    launch.run(main)
 
 
 if __name__ == "__main__":

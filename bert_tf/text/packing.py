@@ -70,10 +70,26 @@ class BertPacker:
         if len(segments) not in (1, 2):
             raise ValueError(f"BertPacker takes one or two segments. Received: {len(segments)} segments")
         segments = [tf.cast(s, tf.int32) for s in segments]
-        trimmed = self._trim(segments)
-        ids, segment_ids = text.combine_segments(
-            trimmed, start_of_sequence_id=self.cls_id, end_of_segment_id=self.sep_id
-        )
-        token_ids, padding_mask = text.pad_model_inputs(ids, self.max_seq_length, pad_value=self.pad_id)
-        segment_ids, _ = text.pad_model_inputs(segment_ids, self.max_seq_length, pad_value=0)
-        return {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": tf.cast(padding_mask, tf.int32)}
+        return self._pack(self._trim(segments))
+
+    def _pack(self, segments):
+        """`[CLS] A [SEP] (B [SEP])` and padding, written into `[B, T]` position by position.
+
+        The same as tensorflow-text's `combine_segments` then `pad_model_inputs`, without their concatenation of
+        ragged rows: that is an integer Transpose, which TensorFlow's oneDNN build logs at ERROR level once per
+        process ("E0000 ... oneDNN supports DT_INT64 only on platforms with AVX-512. Falling back to ...").
+        """
+        length = self.max_seq_length
+        dense = [s.to_tensor(default_value=self.pad_id, shape=[None, length]) for s in segments]  # trimmed: fits
+        position = tf.broadcast_to(tf.range(length, dtype=tf.int32)[None, :], tf.shape(dense[0]))
+        token_ids = tf.where(position == 0, self.cls_id, self.pad_id)
+        segment_ids = tf.zeros_like(position)
+        start = 1  # after [CLS]
+        for index, (segment, values) in enumerate(zip(segments, dense)):
+            end = start + tf.cast(segment.row_lengths(), tf.int32)[:, None]  # this segment's [SEP]
+            pieces = tf.gather(values, tf.clip_by_value(position - start, 0, length - 1), batch_dims=1)
+            token_ids = tf.where((position >= start) & (position < end), pieces, token_ids)
+            token_ids = tf.where(position == end, self.sep_id, token_ids)
+            segment_ids = tf.where((position >= start) & (position <= end), index, segment_ids)
+            start = end + 1
+        return {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": tf.cast(position < start, tf.int32)}

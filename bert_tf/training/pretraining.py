@@ -51,7 +51,6 @@ _MINIMUM = {
     "max_predictions_per_seq": 1,
     "global_batch_size": 1,
     "learning_rate": 0.0,
-    "warmup_steps": 0,
     "weight_decay": 0.0,
     "clip_norm": 0.0,
     "grad_accum_steps": 1,
@@ -87,7 +86,8 @@ class PretrainConfig:
     train_steps: int = 1000
     global_batch_size: int = 32  # over all replicas
     learning_rate: float = 1e-4  # peak, after linear warmup; then linear decay to zero
-    warmup_steps: int = 100
+    warmup_steps: int = None  # linear warmup steps; None: warmup_proportion of train_steps
+    warmup_proportion: float = 0.1  # share of train_steps warming up when warmup_steps is None
     optimizer: str = "adamw"  # bert_tf.training.optimization.OPTIMIZERS
     weight_decay: float = 0.01
     clip_norm: float = 1.0  # global gradient norm; 0 disables clipping
@@ -107,6 +107,12 @@ class PretrainConfig:
     def __post_init__(self):
         self.validate()
 
+    def run_warmup_steps(self):
+        """The run's warmup steps: `warmup_steps`, or by default `warmup_proportion` of `train_steps`."""
+        if self.warmup_steps is not None:
+            return self.warmup_steps
+        return int(self.warmup_proportion * self.train_steps)
+
     def validate(self):
         """Raises ConfigError naming the first bad field and its value; touches no file but to check it exists."""
 
@@ -125,8 +131,13 @@ class PretrainConfig:
                 fail(f"`{name}` must be one of {choices}", name)
         if not 0.0 < self.masking_rate <= 1.0:
             fail("`masking_rate` must be in (0, 1]", "masking_rate")
-        if self.warmup_steps > self.train_steps:
-            fail(f"`warmup_steps` exceeds `train_steps` ({self.train_steps})", "warmup_steps")
+        if self.warmup_steps is not None:  # set: checked as given (None derives it from warmup_proportion)
+            if self.warmup_steps < 0:
+                fail("`warmup_steps` must be >= 0", "warmup_steps")
+            if self.warmup_steps > self.train_steps:
+                fail(f"`warmup_steps` exceeds `train_steps` ({self.train_steps})", "warmup_steps")
+        if not 0.0 <= self.warmup_proportion <= 1.0:
+            fail("`warmup_proportion` must be in [0, 1]", "warmup_proportion")
         if self.vocab and not os.path.isfile(self.vocab):
             fail("`vocab` does not exist", "vocab")
         if self.model not in PRESETS and not os.path.isfile(self.model):
@@ -248,7 +259,7 @@ def pretrain(config, strategy=None, log=print):
             config.optimizer,
             config.learning_rate,
             config.train_steps,
-            config.warmup_steps,
+            config.run_warmup_steps(),
             config.weight_decay,
             clip_norm=0,  # the loop clips the global gradient
             loss_scale=config.dtype == "float16",

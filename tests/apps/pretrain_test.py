@@ -162,4 +162,7 @@ def test_bad_flags_exit_before_any_side_effect(tmp_path):
     ):
         result = _run(model_dir, *extra)
         assert result.returncode != 0, extra
+        # One line naming the flag, not absl's help of every flag before it.
+        lines = [line for line in result.stderr.splitlines() if "bert-tf-pretrain: error:" in line]
+        assert len(lines) == 1 and "flags:" not in result.stderr and "--global_batch_size" not in result.stderr
     assert not model_dir.exists()

@@ -39,5 +39,5 @@ def test_bad_flags_exit_nonzero_without_output(tmp_path):
 
 
 def test_helpfull_lists_flags(tmp_path):
-    result = _run("--helpfull", cwd=tmp_path)  # absl prints the help and exits 1 by convention
+    result = _run("--helpfull", cwd=tmp_path)
     assert "--vocab_size" in result.stdout + result.stderr and "--min_frequency" in result.stdout + result.stderr

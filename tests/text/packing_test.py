@@ -84,3 +84,33 @@ def test_inside_tf_data():
     dataset = tf.data.Dataset.from_tensor_slices(_ragged([[5, 6], [7, 8, 9, 10, 11, 12]])).batch(2).map(packer)
     batch = next(iter(dataset))
     assert batch["token_ids"].shape == (2, 6)
+
+
+@pytest.mark.parametrize("pair", [False, True])
+def test_same_as_tensorflow_texts_combine_segments_and_pad_model_inputs(pair):
+    import tensorflow_text as text
+
+    rng = np.random.default_rng(0)
+    rows = lambda: [list(rng.integers(1000, 2000, rng.integers(0, 12))) for _ in range(64)]  # noqa: E731
+    segments = [_ragged(rows())] + ([_ragged(rows())] if pair else [])
+    packer = BertPacker(16, CLS, SEP, PAD)
+    ours = packer(*segments)
+    ids, segment_ids = text.combine_segments(packer._trim(segments), start_of_sequence_id=CLS, end_of_segment_id=SEP)
+    token_ids, padding_mask = text.pad_model_inputs(ids, 16, pad_value=PAD)
+    np.testing.assert_array_equal(ours["token_ids"], token_ids)
+    np.testing.assert_array_equal(ours["segment_ids"], text.pad_model_inputs(segment_ids, 16, pad_value=0)[0])
+    np.testing.assert_array_equal(ours["padding_mask"], padding_mask)
+    assert ours["token_ids"].dtype == tf.int32 and tuple(ours["token_ids"].shape) == (64, 16)
+
+
+def test_packing_logs_no_onednn_error():
+    import subprocess
+    import sys
+
+    code = (
+        "import tensorflow as tf; from bert_tf.text.packing import BertPacker; "
+        "a = tf.ragged.constant([[5, 6, 7], [8]]); BertPacker(8, 101, 102)(a, a)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "oneDNN supports" not in result.stderr  # TensorFlow's E line for an integer Transpose

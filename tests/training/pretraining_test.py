@@ -126,6 +126,8 @@ def test_fill_mask_ranks_pieces_of_the_vocabulary(runs, corpus_and_vocab):
         (dict(model_dir=None), "model_dir=None"),
         (dict(masking_rate=2.0), "masking_rate=2.0"),
         (dict(warmup_steps=50, train_steps=10), "warmup_steps=50"),
+        (dict(warmup_steps=-1), "warmup_steps=-1"),
+        (dict(warmup_proportion=1.5), "warmup_proportion=1.5"),
         (dict(model="huge"), "model='huge'"),
         (dict(corpus=["/nonexistent/*.txt"]), "corpus=['/nonexistent/*.txt']"),
         (dict(vocab="/nonexistent/vocab.txt"), "vocab='/nonexistent/vocab.txt'"),
@@ -140,3 +142,10 @@ def test_bad_settings_are_refused_naming_field_and_value(overrides, received, tm
     with pytest.raises(ConfigError, match="PretrainConfig: .*Received: " + re.escape(received)):
         PretrainConfig(**values)
     assert not (tmp_path / "never").exists()
+
+
+def test_warmup_defaults_to_a_proportion_of_the_run(tmp_path):
+    short = PretrainConfig(model_dir=str(tmp_path / "never"), train_steps=60)  # no warmup_steps: never refused
+    assert short.warmup_steps is None and short.run_warmup_steps() == 6
+    assert PretrainConfig(model_dir="runs/x", train_steps=1000, warmup_proportion=0.01).run_warmup_steps() == 10
+    assert PretrainConfig(model_dir="runs/x", train_steps=60, warmup_steps=60).run_warmup_steps() == 60  # as given
