@@ -134,7 +134,10 @@ def _read_json(path):
 def _request(config):
     """The fields of `config` that decide what a run trains, as JSON stores them (in training_settings.json)."""
     fields = {k: v for k, v in dataclasses.asdict(config).items() if k not in _NOT_RECORDED}
-    fields["init"] = os.path.abspath(config.init)
+    for name in ("init", "train_file", "eval_file"):  # the same files from another working directory
+        value = fields[name]
+        if value and not value.startswith("tfds:"):
+            fields[name] = os.path.abspath(value)
     return json.loads(json.dumps(fields))
 
 
