@@ -167,7 +167,7 @@ def train_steps_warning(num_train, global_batch_size, epochs, train_steps, unit=
         return None
     return (
         f"Warning: only {train_steps} training steps ({num_train} training {unit}, batch {global_batch_size}, "
-        f"{epochs:g} epochs); fine-tuning usually needs at least {MIN_TRAIN_STEPS} and may otherwise learn to "
+        f"{epochs:g} epoch{'' if epochs == 1 else 's'}); fine-tuning usually needs at least {MIN_TRAIN_STEPS} and may otherwise learn to "
         "predict the most frequent label only. Use more --epochs, a smaller --global_batch_size or more training "
         "data (or set --train_steps)."
     )
