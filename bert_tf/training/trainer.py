@@ -329,7 +329,9 @@ class _Progress(keras.utils.Progbar):
     from step N it showed the N resumed steps as if they had just been taken."""
 
     def __init__(self, target, initial, **kwargs):
-        super().__init__(target, **kwargs)
+        # interval=0: every update is drawn (one per compiled call); Keras' 0.05 s dropped those of fast calls, so
+        # the bar showed step 1 when evaluation at step 6 began.
+        super().__init__(target, interval=0, **kwargs)
         self._initial, self._mark = initial, None
 
     def _estimate_step_duration(self, current, now):
