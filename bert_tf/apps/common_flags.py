@@ -56,7 +56,11 @@ def define_training_flags():
     )
     flags.DEFINE_string("tpu", None, "TPU name or grpc:// address for --strategy=tpu.")
     flags.DEFINE_integer(
-        "steps_per_loop", 50, "Steps per compiled loop call (between progress updates).", lower_bound=1
+        "steps_per_loop",
+        50,
+        "Steps per compiled loop call at most (between progress updates); calls are shorter when steps are slow, "
+        "so progress shows at least every 15 s.",
+        lower_bound=1,
     )
     flags.DEFINE_bool("deterministic", False, "Enable TensorFlow op determinism (reproducible runs, slower).")
     _defined = True

@@ -106,6 +106,20 @@ flags.DEFINE_enum(
     "initializer_range). Default: the task's (glorot_uniform for the built-in tasks).",
 )
 flags.DEFINE_integer("evals_per_epoch", 1, "Evaluations (and checkpoints) per epoch.", lower_bound=1)
+flags.DEFINE_integer(
+    "checkpoint_steps",
+    0,
+    "Steps between training checkpoints (0: at each evaluation).",
+    lower_bound=0,
+    allow_override=True,
+)
+flags.DEFINE_integer(
+    "keep_checkpoints",
+    1,
+    "Training checkpoints kept (for resuming; the best model is kept apart in --model_dir).",
+    lower_bound=1,
+    allow_override=True,
+)
 flags.DEFINE_integer("eval_batch_size", 64, "Batch size of evaluation.", lower_bound=1)
 flags.DEFINE_string("tfds_data_dir", None, "TensorFlow Datasets data directory for tfds: inputs.")
 flags.DEFINE_integer("seed", 0, "Seed for initialization, shuffling and dropout.", allow_override=True)

@@ -67,8 +67,9 @@ flags.DEFINE_float(
     upper_bound=1.0,
 )
 flags.DEFINE_integer("grad_accum_steps", 1, "Micro-batches per step.", lower_bound=1)
-flags.DEFINE_integer("checkpoint_steps", 500, "Steps between checkpoints.", lower_bound=1)
-flags.DEFINE_integer("keep_checkpoints", 3, "Checkpoints kept.", lower_bound=1)
+# allow_override: finetune defines both with its own defaults.
+flags.DEFINE_integer("checkpoint_steps", 500, "Steps between checkpoints.", lower_bound=1, allow_override=True)
+flags.DEFINE_integer("keep_checkpoints", 3, "Checkpoints kept.", lower_bound=1, allow_override=True)
 flags.DEFINE_integer("eval_steps", 20, "Held-out batches per evaluation (0: none).", lower_bound=0)
 flags.DEFINE_integer("eval_interval", 500, "Steps between evaluations.", lower_bound=1)
 flags.DEFINE_integer(

@@ -33,7 +33,19 @@ from bert_tf.models import BertEncoder
 from bert_tf.text import BertTokenizer
 from bert_tf.training.distribute import create_strategy, dtype_policy, is_chief
 from bert_tf.training.optimization import create_optimizer
-from bert_tf.training.trainer import LoopConfig, TrainingLoop
+from bert_tf.training.trainer import LoopConfig, TrainingLoop, newest_step, read_training_settings
+
+# Fewer optimizer steps than this get a warning: a classifier then often learns only the most frequent label.
+MIN_TRAIN_STEPS = 100
+# FinetuneConfig fields that do not change what a run trains (left out of the record a finished run is matched on).
+_NOT_RECORDED = (
+    "model_dir",
+    "steps_per_loop",
+    "eval_batch_size",
+    "jit_compile",
+    "checkpoint_steps",
+    "keep_checkpoints",
+)
 
 
 @dataclasses.dataclass
@@ -78,6 +90,8 @@ class FinetuneConfig:
     seed: int = 0
     steps_per_loop: int = 50
     evals_per_epoch: int = 1  # evaluations (and checkpoints) per epoch
+    checkpoint_steps: int = 0  # steps between checkpoints; 0: at each evaluation (evals_per_epoch)
+    keep_checkpoints: int = 1  # training checkpoints kept (the best model is kept apart in model_dir)
     eval_batch_size: int = 64
     tfds_data_dir: str = None
 
@@ -116,6 +130,48 @@ def _read_json(path):
         raise ValueError(f"{path}: not valid JSON ({e}); delete it to restart the best-model selection.") from None
 
 
+def _request(config):
+    """The fields of `config` that decide what a run trains, as JSON stores them (in training_settings.json)."""
+    fields = {k: v for k, v in dataclasses.asdict(config).items() if k not in _NOT_RECORDED}
+    for name in ("init", "train_file", "eval_file"):  # the same files from another working directory
+        value = fields[name]
+        if value and not value.startswith("tfds:"):
+            fields[name] = os.path.abspath(value)
+    return json.loads(json.dumps(fields))
+
+
+def _finished(config, strategy):
+    """(step, best metrics or None) when `config.model_dir` holds this very run, finished; else None.
+
+    Decided from training_settings.json and the checkpoint-state file alone, before any data is read or model
+    built. Under several workers it answers None (every worker must take the same path; the loop then says so).
+    """
+    if strategy.num_replicas_in_sync > len(strategy.extended.worker_devices):
+        return None
+    saved = read_training_settings(config.model_dir)
+    if not saved or saved.get("request") != _request(config) or "train_steps" not in saved:
+        return None
+    step = newest_step(config.model_dir)
+    if step is None or step < saved["train_steps"]:
+        return None
+    results_file = os.path.join(config.model_dir, "eval_results.json")
+    if saved.get("has_eval", True):
+        return (step, _read_json(results_file)) if os.path.isfile(results_file) else None
+    return (step, None) if os.path.isfile(os.path.join(config.model_dir, "bert_model.ckpt.index")) else None
+
+
+def train_steps_warning(num_train, global_batch_size, epochs, train_steps, unit="examples"):
+    """A warning (a str) when `train_steps` is below `MIN_TRAIN_STEPS`, else None."""
+    if train_steps >= MIN_TRAIN_STEPS:
+        return None
+    return (
+        f"Warning: only {train_steps} training steps ({num_train} training {unit}, batch {global_batch_size}, "
+        f"{epochs:g} epoch{'' if epochs == 1 else 's'}); fine-tuning usually needs at least {MIN_TRAIN_STEPS} and may otherwise learn to "
+        "predict the most frequent label only. Use more --epochs, a smaller --global_batch_size or more training "
+        "data (or set --train_steps)."
+    )
+
+
 def finetune(config, strategy=None, log=print):
     """Runs `config`; returns the best evaluation's metrics (or the last training metrics without eval data).
 
@@ -130,6 +186,19 @@ def finetune(config, strategy=None, log=print):
     if task.check_config is not None:
         task.check_config(config)
     strategy = strategy or create_strategy("one_device")
+    finished = _finished(config, strategy)
+    if finished:
+        step, results = finished
+        where = (
+            f"best evaluation in {os.path.join(config.model_dir, 'eval_results.json')}"
+            if results is not None
+            else "no evaluation data"
+        )
+        log(
+            f"{config.model_dir}: already complete at step {step} (nothing to do); the model directory is "
+            f"{config.model_dir}, {where}. Use a new model_dir to train again."
+        )
+        return results or {}
     chief = is_chief(strategy)
     max_position_embeddings = load_config(config.init).max_position_embeddings
     if config.max_seq_length > max_position_embeddings:
@@ -143,6 +212,9 @@ def finetune(config, strategy=None, log=print):
         raise ValueError(f"{config.train_file}: no training examples.")
     steps_per_epoch = max(data.num_train // config.global_batch_size, 1)
     train_steps = config.train_steps or max(int(math.ceil(config.epochs * steps_per_epoch)), 1)
+    warning = train_steps_warning(
+        data.num_train, config.global_batch_size, train_steps / steps_per_epoch, train_steps, task.example_unit
+    )
     with strategy.scope():
         encoder, bert_config = _load_encoder(config)
         model = task.build_model(
@@ -177,7 +249,6 @@ def finetune(config, strategy=None, log=print):
             return {}
         results, write = data.evaluate(model)
         results = {k: float(v) for k, v in results.items() if isinstance(v, (int, float, np.floating, np.integer))}
-        log(f"step {loop.step}: " + ", ".join(f"{k} {v:.4f}" for k, v in results.items()))
         previous = best["metrics"]
         if chief and (previous is None or results[metric_name] > previous[metric_name]):
             best["metrics"] = dict(results, step=loop.step, epoch=loop.step / steps_per_epoch)
@@ -191,8 +262,9 @@ def finetune(config, strategy=None, log=print):
     loop_config = LoopConfig(
         train_steps=train_steps,
         steps_per_loop=min(config.steps_per_loop, interval),
-        checkpoint_steps=interval,
-        keep_checkpoints=2,
+        checkpoint_steps=config.checkpoint_steps or interval,
+        keep_checkpoints=config.keep_checkpoints,
+        initial_checkpoint=False,  # the initial weights are --init's
         eval_interval=interval,
         clip_norm=config.clip_norm,
         jit_compile=config.jit_compile,
@@ -211,6 +283,8 @@ def finetune(config, strategy=None, log=print):
         f"{steps_per_epoch} steps per epoch, {train_steps} steps, evaluation: "
         f"{data.num_eval if has_eval else 'none'}"
     )
+    if warning:
+        log(warning)
     loop = TrainingLoop(
         strategy,
         model,
@@ -219,7 +293,8 @@ def finetune(config, strategy=None, log=print):
         config.global_batch_size,
         config.model_dir,
         loop_config,
-        settings=settings,
+        # Recorded, not compared: how a re-run recognizes this run finished before reading any data.
+        settings=dict(settings, request=_request(config), has_eval=has_eval),
         objective=task.objective,
         incompatible=tuple(settings),
         evaluate_fn=evaluate if has_eval else None,

@@ -21,6 +21,7 @@ One `PretrainConfig` describes a run (its fields are the flags of
 
 import dataclasses
 import hashlib
+import json
 import os
 
 import keras
@@ -37,7 +38,14 @@ from bert_tf.text.packing import BertPacker
 from bert_tf.text.vocab import build_vocab, expand_files
 from bert_tf.training.distribute import DTYPES, create_strategy, dtype_policy, is_chief
 from bert_tf.training.optimization import OPTIMIZERS, create_optimizer
-from bert_tf.training.trainer import LoopConfig, TrainingLoop, glob_characters_error
+from bert_tf.training.trainer import (
+    INCOMPATIBLE,
+    LoopConfig,
+    TrainingLoop,
+    glob_characters_error,
+    newest_step,
+    read_training_settings,
+)
 
 DEFAULT_CORPUS_FILE = "default_corpus.txt"
 FILL_MASK_SENTENCES = ("The [MASK] of the function is returned.", "This module provides [MASK] for files.")
@@ -227,6 +235,24 @@ def format_fill_mask(results):
     ]
 
 
+def _finished(config, settings, strategy):
+    """The step of `config.model_dir`'s newest checkpoint when that directory holds this run (the same
+    incompatible settings), trained to `train_steps` and saved as a model directory; else None.
+
+    Reads only training_settings.json, the checkpoint-state file and the model directory's index, before any model
+    is built or data read. Under several workers it answers None (each must take the same path; the loop says so).
+    """
+    if strategy.num_replicas_in_sync > len(strategy.extended.worker_devices):
+        return None
+    saved = read_training_settings(config.model_dir)
+    step = newest_step(config.model_dir)
+    if saved is None or step is None or step < config.train_steps:
+        return None
+    if any(saved.get(key) != json.loads(json.dumps(settings.get(key))) for key in INCOMPATIBLE):
+        return None  # the loop refuses the resume and names the differences
+    return step if os.path.exists(os.path.join(config.model_dir, "bert_model.ckpt.index")) else None
+
+
 def pretrain(config, strategy=None, log=print):
     """Runs `config` (see the module docstring); returns the final training (and held-out) metrics.
 
@@ -252,6 +278,31 @@ def pretrain(config, strategy=None, log=print):
             f"PretrainConfig: `max_seq_length` ({config.max_seq_length}) exceeds the model's "
             f"max_position_embeddings ({bert_config.max_position_embeddings})."
         )
+    with open(vocab_file, "rb") as f:
+        vocab_sha = hashlib.sha256(f.read()).hexdigest()
+    settings = {
+        "model": bert_config.to_dict(),
+        "vocab_sha256": vocab_sha,
+        "max_seq_length": config.max_seq_length,
+        "max_predictions_per_seq": config.max_predictions_per_seq,
+        "global_batch_size": config.global_batch_size,
+        "nsp": config.nsp,
+        "corpus": [os.path.relpath(f) for f in files],
+        "seed": config.seed,
+        "corpus_format": corpus_format,
+        "group_size": config.group_size,
+        "masking_rate": config.masking_rate,
+        "whole_word_masking": config.whole_word_masking,
+        "lowercase": config.lowercase,
+    }
+    done = _finished(config, settings, strategy)
+    if done is not None:
+        log(
+            f"{config.model_dir}: already complete at step {done} (train_steps {config.train_steps}; nothing to do). "
+            f"Model directory: {config.model_dir} (bert_config.json, vocab.txt, bert_model.ckpt, bert_tf.json; "
+            f"TensorBoard logs in {os.path.join(config.model_dir, 'logs')}). Raise train_steps to train further."
+        )
+        return {}
     with strategy.scope():
         encoder = BertEncoder.from_bert_config(bert_config, dtype=dtype_policy(config.dtype))
         pretrainer = BertPretrainer(encoder, nsp=config.nsp)
@@ -294,23 +345,6 @@ def pretrain(config, strategy=None, log=print):
             log(f"No held-out evaluation: {e}")
             return None  # the loop trains without held-out evaluation
 
-    with open(vocab_file, "rb") as f:
-        vocab_sha = hashlib.sha256(f.read()).hexdigest()
-    settings = {
-        "model": bert_config.to_dict(),
-        "vocab_sha256": vocab_sha,
-        "max_seq_length": config.max_seq_length,
-        "max_predictions_per_seq": config.max_predictions_per_seq,
-        "global_batch_size": config.global_batch_size,
-        "nsp": config.nsp,
-        "corpus": [os.path.relpath(f) for f in files],
-        "seed": config.seed,
-        "corpus_format": corpus_format,
-        "group_size": config.group_size,
-        "masking_rate": config.masking_rate,
-        "whole_word_masking": config.whole_word_masking,
-        "lowercase": config.lowercase,
-    }
     loop_config = LoopConfig(
         train_steps=config.train_steps,
         steps_per_loop=config.steps_per_loop,
@@ -342,7 +376,8 @@ def pretrain(config, strategy=None, log=print):
             vocab_file=vocab_file if config.vocab else None,  # a built vocabulary is already there
             settings={"lowercase": config.lowercase, "max_seq_length": config.max_seq_length},
         )
-        log("Final: " + ", ".join(f"{k} {v:.4g}" for k, v in metrics.items()))
+        if metrics:  # none when the loop found the run complete
+            log("Final: " + ", ".join(f"{k} {v:.4g}" for k, v in metrics.items()))
         log(
             f"Model directory: {config.model_dir} (bert_config.json, vocab.txt, bert_model.ckpt, bert_tf.json; "
             f"TensorBoard logs in {os.path.join(config.model_dir, 'logs')})"

@@ -26,6 +26,7 @@ import re
 import shutil
 import signal
 import socket
+import sys
 import threading
 import time
 
@@ -188,6 +189,11 @@ class LoopConfig:
     clip_norm: float = 1.0  # global-norm clip of the whole step's gradient; 0 disables it
     jit_compile: bool = False
     nonfinite_retries: int = 0  # restore the last checkpoint and skip the batch this many times
+    # Seconds between progress updates: a compiled call runs fewer than `steps_per_loop` steps when steps are slow
+    # (the steps, their batches and the logged metrics are the same; only where the loop looks up changes); 0: off.
+    progress_seconds: float = 15.0
+    # A checkpoint of the initial weights at step 0 of a new run (a good checkpoint before the first interval).
+    initial_checkpoint: bool = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -315,6 +321,69 @@ def _write_checkpoint_state(directory, prefixes):
     with open(temporary, "w", encoding="utf-8") as f:
         f.write(text_format.MessageToString(state))
     os.replace(temporary, os.path.join(directory, "checkpoint"))
+
+
+class _Progress(keras.utils.Progbar):
+    """A `keras.utils.Progbar` whose time per step counts only the steps this run has taken, after its first
+    compiled call: Keras' own divides the time since the bar started by the whole step count, so after a resume
+    from step N it showed the N resumed steps as if they had just been taken."""
+
+    def __init__(self, target, initial, **kwargs):
+        # interval=0: every update is drawn (one per compiled call); Keras' 0.05 s dropped those of fast calls, so
+        # the bar showed step 1 when evaluation at step 6 began.
+        super().__init__(target, interval=0, **kwargs)
+        self._initial, self._mark = initial, None
+
+    def _estimate_step_duration(self, current, now):
+        if current <= self._initial:
+            return 0
+        if self._mark is None:  # the end of the first call (tracing, compiling, filling the input buffers)
+            self._mark = (current, now)
+            return (now - self._start) / (current - self._initial)
+        if current > self._mark[0]:
+            return (now - self._mark[1]) / (current - self._mark[0])
+        return (now - self._start) / (current - self._initial)
+
+    @property
+    def line_open(self):
+        """True while the bar's line on the console is not ended (the next message must start a new line)."""
+        return bool(self.verbose == 1 and self._dynamic_display and self._prev_total_width and not self._finalized)
+
+    _finalized = False
+
+    def update(self, current, values=None, finalize=None):
+        super().update(current, values, finalize)
+        self._finalized = self.target is not None and current >= self.target
+
+
+def newest_step(model_dir):
+    """The step of the newest checkpoint listed in `model_dir/checkpoints/checkpoint`, or None.
+
+    Reads only that small state file (and checks the checkpoint's index file exists): no model, data or
+    TensorFlow runtime is needed, so a finished run can be recognized at once.
+    """
+    directory = os.path.join(model_dir, "checkpoints")
+    try:
+        state = tf.train.get_checkpoint_state(directory)
+    except Exception:  # noqa: BLE001 (a damaged state file: the loop's resume names it)
+        return None
+    if state is None or not state.model_checkpoint_path:
+        return None
+    name = os.path.basename(state.model_checkpoint_path)
+    number = name[len("ckpt-") :] if name.startswith("ckpt-") else ""
+    if not number.isdigit() or not os.path.exists(os.path.join(directory, name + ".index")):
+        return None
+    return int(number)
+
+
+def read_training_settings(model_dir):
+    """The dict in `model_dir/TRAINING_SETTINGS_FILE`, or None when it is missing or not a readable JSON object."""
+    try:
+        with open(os.path.join(model_dir, TRAINING_SETTINGS_FILE), encoding="utf-8") as f:
+            saved = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return saved if isinstance(saved, dict) else None
 
 
 class TrainingLoop:
@@ -593,7 +662,7 @@ class TrainingLoop:
         appended to `errors`) when either is unreadable."""
         step = int(path.rsplit("-", 1)[1])
         try:
-            self.checkpoint.read(path).assert_existing_objects_matched()
+            self.checkpoint.read(path).assert_existing_objects_matched().expect_partial()
             self.data_checkpoint.read(self._data_prefix(step)).assert_consumed()
         except Exception as e:  # noqa: BLE001 (any unreadable file: OpError, IndexError, ...)
             errors.append(f"{path}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
@@ -744,15 +813,20 @@ class TrainingLoop:
             f"{who} stopped responding ({cause}); {kept}; re-run the same command on every worker to continue."
         )
 
-    def _stop_if_signalled(self, stop, log):
-        """At a compiled call's boundary: on a received signal (on any worker), saves and raises."""
+    def _agree(self, stop, steps):
+        """At a compiled call's boundary: (the stop signal received, on any worker, or None; the steps of the next
+        call). Under several workers one collective sums both, so every worker stops at the same step and takes
+        calls of the same length (the mean of their proposals: each times its own steps)."""
         signum = stop.received
-        if self._sum_over_workers is not None:  # every worker calls this at the same boundaries
-            flags = tf.constant([float(signum == s) for s in STOP_SIGNALS])
-            totals = self._sum_over_workers(flags).numpy()
-            signum = next((s for s, total in zip(STOP_SIGNALS, totals) if total > 0), None)
-        if not signum:
-            return
+        if self._sum_over_workers is None:  # every worker calls this at the same boundaries
+            return signum, steps
+        flags = tf.constant([float(signum == s) for s in STOP_SIGNALS] + [float(steps)])
+        totals = self._sum_over_workers(flags).numpy()
+        signum = next((s for s, total in zip(STOP_SIGNALS, totals) if total > 0), None)
+        return signum, max(int(totals[-1]) // self.strategy.num_replicas_in_sync, 1)
+
+    def _stop(self, signum, log):
+        """Saves at the current step and raises `TrainingInterrupted` for `signum`."""
         if self._saved_step != self.step:
             self.save()
         path = os.path.join(self.model_dir, "checkpoints", f"ckpt-{self.step}")
@@ -763,11 +837,44 @@ class TrainingLoop:
         log(message)
         raise TrainingInterrupted(message, signum, self.step)
 
+    def _call_steps(self, remaining, seconds_per_step):
+        """Steps of the next compiled call: the rest of the block, fewer when that would keep the console silent
+        for more than `progress_seconds`; 1 while the time of a step is not known yet (the first call also traces
+        and compiles, so the first two calls take one step each)."""
+        if not self.config.progress_seconds or remaining <= 1:
+            return remaining
+        if seconds_per_step is None:
+            return 1
+        return max(1, min(remaining, int(self.config.progress_seconds / max(seconds_per_step, 1e-9))))
+
+    @staticmethod
+    def _console(log, progress):
+        """`log` that first ends the progress bar's line, so a message never continues the bar's text."""
+
+        def say(message):
+            if progress.line_open:
+                sys.stdout.write("\n")
+                sys.stdout.flush()
+                progress._prev_total_width = 0  # the next update starts the bar on the new line
+            log(message)
+
+        return say
+
     def _train(self, stop, log):
         start = self.resume()
+        progress = _Progress(
+            self.config.train_steps,
+            start,
+            stateful_metrics=self.objective.progress_metrics + ["lr", "examples/s"],
+            verbose=1 if self.chief else 0,
+        )
+        log = self._console(log, progress)
+        if start >= self.config.train_steps:
+            log(f"Training in {self.model_dir} is already complete at step {start}.")
+            return {}
         if start:
             log(f"Resumed from step {start} in {self.model_dir}")
-        else:
+        elif self.config.initial_checkpoint:
             self.save()  # step 0: the last good checkpoint until the first interval
         writer = (
             tf.summary.create_file_writer(os.path.join(self.model_dir, "logs", "train"))
@@ -779,29 +886,34 @@ class TrainingLoop:
             if self.chief
             else tf.summary.create_noop_writer()
         )
-        progress = keras.utils.Progbar(
-            self.config.train_steps,
-            stateful_metrics=self.objective.progress_metrics + ["lr", "examples/s"],
-            verbose=1 if self.chief else 0,
-        )
         progress.update(start)
         metrics, retries, skipped = {}, 0, 0
+        # A block is what one call did before progress_seconds: `steps_per_loop` steps, cut at the checkpoint,
+        # evaluation and last steps. Its calls may be shorter; its metrics (logged at its end) cover all its batches.
+        block_end, block, batches, seconds_per_step, calls = None, {}, 0, None, 0
         notice = _first_call_notice(log)
         try:
             while self.step < self.config.train_steps:
-                self._stop_if_signalled(stop, log)
                 step = self.step
-                boundaries = [
-                    self.config.train_steps,
-                    (step // self.config.checkpoint_steps + 1) * self.config.checkpoint_steps,
-                ]
-                if self._evaluates:
-                    boundaries.append((step // self.config.eval_interval + 1) * self.config.eval_interval)
-                steps = min(self.config.steps_per_loop, min(boundaries) - step)
+                if block_end is None or step >= block_end:
+                    boundaries = [
+                        self.config.train_steps,
+                        (step // self.config.checkpoint_steps + 1) * self.config.checkpoint_steps,
+                    ]
+                    if self._evaluates:
+                        boundaries.append((step // self.config.eval_interval + 1) * self.config.eval_interval)
+                    block_end = step + min(self.config.steps_per_loop, min(boundaries) - step)
+                    block, batches = {k: 0.0 for k in self.objective.stat_names}, 0
+                signum, steps = self._agree(stop, self._call_steps(block_end - step, seconds_per_step))
+                if signum:
+                    self._stop(signum, log)
                 began = time.time()
                 totals = {k: float(v) for k, v in self._train_loop(self.train_iterator, tf.constant(steps)).items()}
                 elapsed = time.time() - began
                 notice.cancel()
+                calls += 1
+                if calls > 1:  # the first call also traced and compiled
+                    seconds_per_step = elapsed / steps
                 if not math.isfinite(totals["loss"]):
                     if retries >= self.config.nonfinite_retries:
                         raise NonFiniteLossError(
@@ -816,8 +928,11 @@ class TrainingLoop:
                     position = self.data_checkpoint.write(os.path.join(self.model_dir, ".skip"))
                     self.resume()
                     self.data_checkpoint.read(position)
+                    block_end = None
                     continue
-                metrics = self.objective.summary(totals, steps)
+                block = {k: block[k] + totals[k] for k in block}
+                batches += steps
+                metrics = self.objective.summary(block, batches)
                 if hasattr(self.optimizer, "dynamic_scale"):  # float16: overflowing steps are skipped, not applied
                     skipped += self._report_skipped(step, steps, skipped, log)
                     metrics["loss_scale"] = float(self.optimizer.dynamic_scale.numpy())
@@ -828,16 +943,24 @@ class TrainingLoop:
                     else float(self.optimizer.learning_rate)
                 )
                 metrics["examples/s"] = steps * self.global_batch_size / max(elapsed, 1e-9)
+                progress.update(self.step, [(k, v) for k, v in metrics.items() if k in progress.stateful_metrics])
+                if self.step < block_end:
+                    continue
                 with writer.as_default(step=self.step):
                     for name, value in metrics.items():
                         tf.summary.scalar(name, value)
-                progress.update(self.step, [(k, v) for k, v in metrics.items() if k in progress.stateful_metrics])
                 if self.step % self.config.checkpoint_steps == 0 or self.step >= self.config.train_steps:
                     self.save()
                 if self._evaluates and (
                     self.step % self.config.eval_interval == 0 or self.step >= self.config.train_steps
                 ):
+                    log(f"Evaluating at step {self.step} ...")
+                    began = time.time()
                     results = self.evaluate()
+                    log(
+                        f"Evaluation at step {self.step} ({time.time() - began:.0f} s): "
+                        + ", ".join(f"{k} {v:.4f}" for k, v in results.items())
+                    )
                     with eval_writer.as_default(step=self.step):
                         for name, value in results.items():
                             tf.summary.scalar(name, value)
@@ -876,4 +999,6 @@ __all__ = [
     "TrainingInterrupted",
     "TrainingLoop",
     "WorkerLostError",
+    "newest_step",
+    "read_training_settings",
 ]

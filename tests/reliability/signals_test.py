@@ -65,7 +65,8 @@ def test_sigint_saves_at_the_current_step_and_restores_the_handler(tmp_path):
         loop.train(log=messages.append)
     sender.join()
     step = raised.value.step
-    assert raised.value.exit_code == 130 and step > 0 and step % 3 == 0 and step == loop.step
+    # At a call's end: the first two calls take one step each (the step's time is not known yet), then blocks of 3.
+    assert raised.value.exit_code == 130 and step > 0 and (step <= 2 or step % 3 == 0) and step == loop.step
     path = os.path.join(str(tmp_path), "checkpoints", f"ckpt-{step}")
     expected = f"Received SIGINT at step {step}: saved {path}; re-run the same command to continue."
     assert str(raised.value) == expected and messages[-1] == expected
@@ -131,7 +132,7 @@ def test_sigterm_then_rerun_gives_the_uninterrupted_weights(tmp_path):
     assert line == (
         f"bert-tf-pretrain: error: Received SIGTERM at step {step}: saved {path}; re-run the same command to continue."
     )
-    assert os.path.exists(path + ".index") and step % 5 == 0
+    assert os.path.exists(path + ".index") and (step <= 2 or step % 5 == 0)  # calls of 1, 1, then blocks of 5
     print(f"SIGTERM arrived at step {step} of 600")
 
     resumed = subprocess.run(_command(model_dir, vocab), capture_output=True, text=True, timeout=600)
