@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # TensorFlow's C++ start-up notices (CPU features, no CUDA) are noise here.
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: demo tour test test-fast lint format setup clean
+.PHONY: demo tour test test-fast readme-check lint format setup clean
 
 # The main job: pretrain a tiny BERT on the offline default corpus (Python's own documentation), with a
 # vocabulary built on the fly, held-out evaluation and fill-mask predictions at the end. Re-running it
@@ -47,6 +47,10 @@ format: $(STAMP)
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -n 2 -m "not slow" tests
+
+# Every shell command of README.md: classified (run here or listed as long) and the short ones run as written.
+readme-check: $(STAMP)
+	$(PY) -m pytest -n 2 tests/readme_test.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
