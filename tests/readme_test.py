@@ -233,7 +233,8 @@ def _copy_of_repository(tmp_path):
     repo.mkdir()
     for name in os.listdir(ROOT):
         source = os.path.join(ROOT, name)
-        if name in (".git", ".venv", "runs", "build") or name.endswith(".egg-info") or name.startswith(".pytest"):
+        hidden_dir = name.startswith(".") and os.path.isdir(source)  # .git, .venv, caches
+        if hidden_dir or name in ("runs", "build", "dist", "shared") or name.endswith(".egg-info"):
             continue
         if name == "bert_tf":
             os.symlink(source, repo / name)
