@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo tour test test-fast lint format setup clean
+.PHONY: demo tour test test-fast readme-check lint format setup clean
 
 # The main job: pretrain a tiny BERT on the offline default corpus (Python's own documentation), with a
 # vocabulary built on the fly, held-out evaluation and fill-mask predictions at the end. Re-running it
@@ -45,6 +45,10 @@ format: $(STAMP)
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -n 2 -m "not slow" tests
+
+# Every shell command of README.md: classified (run here or listed as long) and the short ones run as written.
+readme-check: $(STAMP)
+	$(PY) -m pytest -n 2 tests/readme_test.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -59,7 +59,12 @@ flags.DEFINE_string(
     None,
     "GLUE file layout (sst2, mrpc, cola, stsb, qqp, mnli, qnli, rte, wnli): sets the columns, header and label names.",
 )
-flags.DEFINE_list("label_names", None, "Classification labels in id order (default: the training file's labels).")
+flags.DEFINE_list(
+    "label_names",
+    None,
+    "Classification labels in id order, as the files hold them (default: the training file's labels, or the "
+    "--glue_task's label names, e.g. negative,positive for sst2, whose files hold 0,1).",
+)
 flags.DEFINE_enum("file_format", None, FILE_FORMATS, "Data file format (default: from the extension).")
 flags.DEFINE_integer("tag_column", -1, "NER: the tag column of the CoNLL file.")
 flags.DEFINE_enum("tag_scheme", "auto", SCHEMES, "NER: tag scheme of the CoNLL files.")

@@ -1,5 +1,7 @@
 """Writing named tensors as a TF1 checkpoint or a safetensors file."""
 
+import os
+
 import numpy as np
 import tensorflow as tf
 from safetensors.numpy import save_file
@@ -39,3 +41,12 @@ def write_safetensors(path, arrays):
 
     tensors = {name: np.ascontiguousarray(value, dtype=np.float32) for name, value in arrays.items()}
     save_file(tensors, path, metadata={"format": "pt"})
+    # safetensors creates the file 0600 (a private temporary file renamed into place); give it the mode every
+    # other file of the directory gets, 0666 less the umask.
+    os.chmod(path, 0o666 & ~_umask())
+
+
+def _umask():
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask

@@ -26,16 +26,31 @@ TASKS = ("classification", "regression")
 FORMATS = ("tsv", "csv", "jsonl")
 _EXTENSIONS = {".tsv": "tsv", ".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl"}
 
-# GLUE train/dev layouts (files of the GLUE download script). Label names are
-# fixed so train and dev map labels to the same ids.
+# GLUE train/dev layouts (files of the GLUE download script). `label_values` are what the files hold, in id
+# order; `label_names` name those ids (TFDS's names for the same configs): SST-2's "0" is id 0, "negative".
+# Both are fixed so train and dev map labels to the same ids.
 _BINARY = ("0", "1")
+
+
+def _binary(negative, positive):
+    return dict(label_names=(negative, positive), label_values=_BINARY)
+
+
 _GLUE = {
-    "cola": dict(text_column=3, label_column=1, has_header=False, label_names=_BINARY),
-    "sst2": dict(text_column="sentence", label_column="label", label_names=_BINARY),
-    "mrpc": dict(text_column="#1 String", text_pair_column="#2 String", label_column="Quality", label_names=_BINARY),
+    "cola": dict(text_column=3, label_column=1, has_header=False, **_binary("unacceptable", "acceptable")),
+    "sst2": dict(text_column="sentence", label_column="label", **_binary("negative", "positive")),
+    "mrpc": dict(
+        text_column="#1 String",
+        text_pair_column="#2 String",
+        label_column="Quality",
+        **_binary("not_equivalent", "equivalent"),
+    ),
     "stsb": dict(text_column="sentence1", text_pair_column="sentence2", label_column="score", task="regression"),
     "qqp": dict(
-        text_column="question1", text_pair_column="question2", label_column="is_duplicate", label_names=_BINARY
+        text_column="question1",
+        text_pair_column="question2",
+        label_column="is_duplicate",
+        **_binary("not_duplicate", "duplicate"),
     ),
     "mnli": dict(
         text_column="sentence1",
@@ -55,7 +70,13 @@ _GLUE = {
         label_column="label",
         label_names=("entailment", "not_entailment"),
     ),
-    "wnli": dict(text_column="sentence1", text_pair_column="sentence2", label_column="label", label_names=_BINARY),
+    # WNLI's 1 is entailment (TFDS: 0 not_entailment, 1 entailment).
+    "wnli": dict(
+        text_column="sentence1",
+        text_pair_column="sentence2",
+        label_column="label",
+        **_binary("not_entailment", "entailment"),
+    ),
 }
 
 
@@ -96,7 +117,10 @@ def glue_layout(task_name):
 
     Returns:
         dict with `text_column`, `text_pair_column`, `label_column`, `task`,
-        `file_format` ("tsv"), `has_header` and `label_names`.
+        `file_format` ("tsv"), `has_header`, `label_names` (the classes' names
+        in id order, e.g. SST-2's ["negative", "positive"]) and `label_values`
+        (what the files hold for them, e.g. ["0", "1"]; None where the files
+        hold the names).
     """
     key = re.sub(r"[-_ ]", "", str(task_name).lower())
     if key not in _GLUE:
@@ -106,10 +130,8 @@ def glue_layout(task_name):
         )
     layout = dict(text_pair_column=None, task="classification", file_format="tsv", has_header=True)
     layout.update(_GLUE[key])
-    if layout.get("label_names") is not None:
-        layout["label_names"] = list(layout["label_names"])
-    else:
-        layout["label_names"] = None
+    for key in ("label_names", "label_values"):
+        layout[key] = list(layout[key]) if layout.get(key) is not None else None
     return layout
 
 
@@ -285,6 +307,7 @@ def read_examples(
     file_format=None,
     has_header=None,
     label_names=None,
+    label_values=None,
 ):
     """Reads classification or regression examples from a TSV, CSV or JSONL file.
 
@@ -313,12 +336,21 @@ def read_examples(
             file's labels, sorted numerically when all are numbers, else as
             strings; pass the training file's `label_names` when reading an
             evaluation file so ids agree. A label not in the list is an error.
+        label_values: what the file holds for each of `label_names`, in the
+            same order, when it holds something else than the names (GLUE's
+            SST-2 holds "0"/"1" for "negative"/"positive"); None: the file
+            holds the names.
 
     Returns:
         `ClassificationExamples`.
     """
     if task not in TASKS:
         raise ValueError(f"`task` must be one of {TASKS}. Received: task={task!r}")
+    if label_values is not None and (label_names is None or len(label_values) != len(label_names)):
+        raise ValueError(
+            "`label_values` needs `label_names` of the same length. "
+            f"Received: label_names={label_names!r}, label_values={label_values!r}"
+        )
     file_format = file_format or infer_format(path)
     if file_format not in FORMATS:
         raise ValueError(f"`file_format` must be one of {FORMATS}. Received: file_format={file_format!r}")
@@ -352,7 +384,11 @@ def read_examples(
     if task == "regression":
         examples.labels = [_to_float(path, line, value) for line, value in raw_labels]
         return examples
-    examples.labels, examples.label_names = label_ids(raw_labels, label_names, lambda line: f"{path}:{line}")
+    if label_values is None:
+        examples.labels, examples.label_names = label_ids(raw_labels, label_names, lambda line: f"{path}:{line}")
+    else:
+        examples.labels, _ = label_ids(raw_labels, label_values, lambda line: f"{path}:{line}")
+        examples.label_names = [str(name) for name in label_names]
     return examples
 
 

@@ -67,9 +67,11 @@ class SentenceData:
         )
         if config.glue_task:
             layout = classification.glue_layout(config.glue_task)
+            # --label_names replaces the task's labels: then they are what the files hold.
             kwargs.update(
-                {k: v for k, v in layout.items() if k != "label_names"},
+                {k: v for k, v in layout.items() if k not in ("label_names", "label_values")},
                 label_names=config.label_names or layout["label_names"],
+                label_values=None if config.label_names else layout["label_values"],
             )
         self.train = self._read(config.train_file, "train", kwargs)
         self.label_names = None if self.regression else self.train.label_names

@@ -85,7 +85,9 @@ def test_classification_learns_and_keeps_the_best_model(tiny_dir, tmp_path):
     assert results["accuracy"] == 1.0  # the sentiment word decides the label
     rows = (out / "predictions.tsv").read_text().splitlines()
     assert rows[0].split("\t")[:2] == ["index", "prediction"] and len(rows) == 25
-    assert read_settings(str(out))["labels"] == ["0", "1"]
+    assert read_settings(str(out))["labels"] == ["negative", "positive"]  # --glue_task=sst2 names the file's 0/1
+    assert {row.split("\t")[1] for row in rows[1:]} <= {"negative", "positive"}
+    assert rows[0].split("\t")[2:] == ["p(negative)", "p(positive)"]
     assert load_encoder(str(out)).count_params() > 0
 
 

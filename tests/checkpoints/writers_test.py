@@ -36,3 +36,17 @@ def test_safetensors_are_float32_with_pt_metadata(tmp_path):
         value = f.get_tensor("pooler.dense.weight")
     assert value.dtype == np.float32
     np.testing.assert_array_equal(value, weight)
+
+
+def test_safetensors_get_the_umask_mode_like_the_other_files(tmp_path):
+    """safetensors itself creates the file 0600; the directory's other files are 0666 less the umask."""
+    path = os.path.join(tmp_path, "model.safetensors")
+    mask = os.umask(0o027)
+    try:
+        writers.write_safetensors(path, {"w": np.zeros(3, np.float32)})
+        with open(os.path.join(tmp_path, "config.json"), "w") as f:
+            f.write("{}")
+    finally:
+        os.umask(mask)
+    assert os.stat(path).st_mode & 0o777 == 0o640
+    assert os.stat(os.path.join(tmp_path, "config.json")).st_mode & 0o777 == 0o640

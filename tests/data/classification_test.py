@@ -134,15 +134,48 @@ def test_unknown_extension_needs_a_format(tmp_path):
 def test_glue_sst2_and_mrpc_dev():
     sst2 = read_examples(os.path.join(GLUE, "SST-2", "dev.tsv"), **glue_layout("SST-2"))
     assert len(sst2) == 872 and sst2.pairs is None
-    assert sst2.label_names == ["0", "1"] and sorted(set(sst2.labels)) == [0, 1]
+    # The files hold 0/1; the names are the classes' (TFDS's), the ids stay the files' values.
+    assert sst2.label_names == ["negative", "positive"] and sorted(set(sst2.labels)) == [0, 1]
     assert sst2.texts[0] == "it 's a charming and often affecting journey . "
+    assert sst2.labels[0] == 1  # the dev file's first row: "1", positive
+    assert sum(sst2.labels) == 444  # SST-2 dev: 444 positive sentences
     mrpc = read_examples(os.path.join(GLUE, "MRPC", "dev.tsv"), **glue_layout("mrpc"))
     assert len(mrpc) == 408 and len(mrpc.pairs) == 408
+    assert mrpc.label_names == ["not_equivalent", "equivalent"]
     assert sum(mrpc.labels) == 279  # MRPC dev: 279 paraphrases
     assert mrpc.pairs[0].startswith('" The foodservice')  # the quote inside text survives
     assert glue_layout("sts_b")["task"] == "regression"
     with pytest.raises(ValueError, match="task_name='squad'"):
         glue_layout("squad")
+
+
+@pytest.mark.parametrize(
+    "task, names",
+    [
+        ("cola", ["unacceptable", "acceptable"]),
+        ("sst2", ["negative", "positive"]),
+        ("mrpc", ["not_equivalent", "equivalent"]),
+        ("qqp", ["not_duplicate", "duplicate"]),
+        ("wnli", ["not_entailment", "entailment"]),
+    ],
+)
+def test_glue_binary_tasks_name_their_labels(task, names):
+    layout = glue_layout(task)
+    assert layout["label_names"] == names and layout["label_values"] == ["0", "1"]
+    for textual in ("mnli", "qnli", "rte"):  # these files hold the names themselves
+        assert glue_layout(textual)["label_values"] is None
+
+
+def test_label_values_map_file_values_to_named_ids(tmp_path):
+    path = _write(tmp_path, "a.tsv", "sentence\tlabel\nx\t1\ny\t0\nz\t7\n")
+    kwargs = dict(text_column="sentence", label_column="label", label_names=["neg", "pos"], label_values=["0", "1"])
+    with pytest.raises(ValueError, match=r"a\.tsv:4: unknown label '7'. Known labels: \['0', '1'\]"):
+        read_examples(path, **kwargs)
+    path = _write(tmp_path, "b.tsv", "sentence\tlabel\nx\t1\ny\t0\n")
+    examples = read_examples(path, **kwargs)
+    assert examples.labels == [1, 0] and examples.label_names == ["neg", "pos"]
+    with pytest.raises(ValueError, match="label_values"):
+        read_examples(path, **dict(kwargs, label_names=["neg"]))
 
 
 def test_dataset_shapes(tokenizer):

@@ -38,3 +38,24 @@ def test_the_app_reports_a_missing_column_as_a_usage_error(tmp_path):
     )  # fmt: skip
     assert result.returncode != 0 and "needs `label_column` for training" in result.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_glue_task_names_the_labels_of_files_and_tfds(tmp_path):
+    """--glue_task=sst2: the files' 0/1 and TFDS's ClassLabel are the same ids with the same names."""
+    from bert_tf.tasks.classification import SentenceData
+    from tests.tfds_mock import mock_tfds
+
+    train = tmp_path / "train.tsv"
+    train.write_text("sentence\tlabel\ngood\t1\nbad\t0\n")
+    config = FinetuneConfig(task="classification", init="-", glue_task="sst2", train_file=str(train), model_dir="-")
+    data = SentenceData(config, tokenizer=None, max_position_embeddings=None)
+    assert data.label_names == ["negative", "positive"] and data.train.labels == [1, 0]
+    # --label_names replaces the task's names: then they are the file's values.
+    data = SentenceData(dataclasses.replace(config, label_names=["1", "0"]), None, None)
+    assert data.label_names == ["1", "0"] and data.train.labels == [0, 1]
+
+    rows = [{"idx": 0, "sentence": "good", "label": 1}, {"idx": 1, "sentence": "bad", "label": 0}]
+    _, mock = mock_tfds({"glue/sst2": rows})
+    with mock:
+        data = SentenceData(dataclasses.replace(config, train_file="tfds:glue/sst2"), None, None)
+    assert data.label_names == ["negative", "positive"] and data.train.labels == [1, 0]

