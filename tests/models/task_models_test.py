@@ -58,10 +58,10 @@ def test_pretrainer_fit_reduces_loss_on_a_repeated_batch():
     model = _pretrainer_compiled(tiny_encoder())
     batch = pretraining_batch()
     dataset = tf.data.Dataset.from_tensors(batch).repeat(30)
-    history = model.fit(dataset, epochs=1, verbose=0)
+    history = model.fit(dataset, epochs=1, verbose=0, shuffle=False)
     first = model.evaluate(tf.data.Dataset.from_tensors(batch), verbose=0, return_dict=True)
     assert np.isfinite(history.history["loss"][0])
-    model.fit(tf.data.Dataset.from_tensors(batch).repeat(30), epochs=1, verbose=0)
+    model.fit(tf.data.Dataset.from_tensors(batch).repeat(30), epochs=1, verbose=0, shuffle=False)
     second = model.evaluate(tf.data.Dataset.from_tensors(batch), verbose=0, return_dict=True)
     assert second["loss"] < first["loss"]
 
@@ -77,7 +77,7 @@ def test_pretrainer_one_step_fit_under_mirrored_strategy():
     with strategy.scope():
         model = _pretrainer_compiled(tiny_encoder())
     assert strategy.num_replicas_in_sync == 2
-    history = model.fit(tf.data.Dataset.from_tensors(pretraining_batch(batch=4)), epochs=1, verbose=0)
+    history = model.fit(tf.data.Dataset.from_tensors(pretraining_batch(batch=4)), epochs=1, verbose=0, shuffle=False)
     assert np.isfinite(history.history["loss"][0])
     assert np.isfinite(history.history["mlm_accuracy"][0])
 
