@@ -4,6 +4,7 @@ import os
 import socket
 
 import numpy as np
+import tensorflow as tf
 
 from bert_tf.checkpoints import save_model_dir
 from bert_tf.models import BertEncoder
@@ -88,3 +89,11 @@ def free_ports(count):
     for s in sockets:
         s.close()
     return ports
+
+
+def repeated_pretraining_batches(context, batch=8, count=4):
+    """A `TrainingLoop` dataset function: `count` fixed pretraining batches of `batch`, repeated forever."""
+    del context
+    batches = [pretraining_batch(batch=batch, seed=i) for i in range(count)]
+    merged = tf.nest.map_structure(lambda *parts: np.concatenate(parts), *batches)
+    return tf.data.Dataset.from_tensor_slices(merged).batch(batch).repeat()

@@ -413,20 +413,7 @@ def _pretrained_encoder(setting):
 
 
 def _hub_like(encoder, setting):
-    import keras_hub
-
-    backbone = keras_hub.models.BertBackbone(
-        vocabulary_size=encoder.vocabulary_size,
-        num_layers=encoder.num_layers,
-        num_heads=encoder.num_heads,
-        hidden_dim=encoder.hidden_dim,
-        intermediate_dim=encoder.intermediate_dim,
-        dropout=0.0,
-        max_sequence_length=encoder.max_position_embeddings,
-        dtype=_policy(setting),
-    )
-    keras_hub_peer.copy_encoder_to_hub(encoder, backbone)
-    return backbone
+    return keras_hub_peer.backbone_like(encoder, dtype=_policy(setting))
 
 
 def infer_rows(seq_length, batch_size):

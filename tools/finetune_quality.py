@@ -128,18 +128,7 @@ def run_keras_hub(task, seed, workdir):
     regression = train.task == "regression"
 
     keras.utils.set_random_seed(seed)
-    encoder = load_encoder(_weights_dir())
-    backbone = keras_hub.models.BertBackbone(
-        vocabulary_size=encoder.vocabulary_size,
-        num_layers=encoder.num_layers,
-        num_heads=encoder.num_heads,
-        hidden_dim=encoder.hidden_dim,
-        intermediate_dim=encoder.intermediate_dim,
-        dropout=0.1,
-        max_sequence_length=encoder.max_position_embeddings,
-    )
-    keras_hub_peer.copy_encoder_to_hub(encoder, backbone)
-    del encoder
+    backbone = keras_hub_peer.backbone_like(load_encoder(_weights_dir()), dropout=0.1)
     tokenizer = keras_hub.tokenizers.BertTokenizer(vocabulary=os.path.join(_weights_dir(), "vocab.txt"), lowercase=True)
     packer = keras_hub.layers.MultiSegmentPacker(
         sequence_length=FLAGS.max_seq_length,

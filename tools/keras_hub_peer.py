@@ -41,3 +41,21 @@ def copy_encoder_to_hub(encoder, backbone):
         elif "attention_output/bias" not in variable.path and "self_attention_layer/" in variable.path:
             value = value.reshape(value.shape[:-1] + (heads, head_dim))
         variable.assign(value)
+
+
+def backbone_like(encoder, dropout=0.0, dtype=None):
+    """A keras-hub `BertBackbone` of the encoder's shape holding its weights."""
+    import keras_hub
+
+    backbone = keras_hub.models.BertBackbone(
+        vocabulary_size=encoder.vocabulary_size,
+        num_layers=encoder.num_layers,
+        num_heads=encoder.num_heads,
+        hidden_dim=encoder.hidden_dim,
+        intermediate_dim=encoder.intermediate_dim,
+        dropout=dropout,
+        max_sequence_length=encoder.max_position_embeddings,
+        dtype=dtype,
+    )
+    copy_encoder_to_hub(encoder, backbone)
+    return backbone

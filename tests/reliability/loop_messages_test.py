@@ -3,19 +3,12 @@
 import re
 
 import keras
-import numpy as np
 import pytest
 import tensorflow as tf
 
 from bert_tf.models import BertEncoder, BertPretrainer
 from bert_tf.training import LoopConfig, TrainingLoop, create_optimizer, trainer
-from tests.helpers import pretraining_batch
-
-
-def _dataset_fn(context):
-    batches = [pretraining_batch(batch=8, seed=i) for i in range(4)]
-    merged = tf.nest.map_structure(lambda *parts: np.concatenate(parts), *batches)
-    return tf.data.Dataset.from_tensor_slices(merged).batch(8).repeat()
+from tests.helpers import repeated_pretraining_batches
 
 
 def _loop(model_dir, train_steps, dtype=None, initial_scale=None):
@@ -29,7 +22,9 @@ def _loop(model_dir, train_steps, dtype=None, initial_scale=None):
         if initial_scale:
             optimizer = keras.optimizers.LossScaleOptimizer(optimizer, initial_scale=initial_scale)
     config = LoopConfig(train_steps=train_steps, steps_per_loop=5, checkpoint_steps=10, clip_norm=1.0)
-    return TrainingLoop(strategy, model, optimizer, _dataset_fn, 8, str(model_dir), config, settings={"model": "t"})
+    return TrainingLoop(
+        strategy, model, optimizer, repeated_pretraining_batches, 8, str(model_dir), config, settings={"model": "t"}
+    )
 
 
 def test_float16_updates_skipped_by_loss_scaling_are_counted_and_logged(tmp_path):

@@ -16,15 +16,9 @@ from bert_tf.models import BertEncoder, BertPretrainer
 from bert_tf.text.vocab import build_vocab
 from bert_tf.training import LoopConfig, TrainingInterrupted, TrainingLoop, create_optimizer
 from tests.conftest import DATA_DIR
-from tests.helpers import pretraining_batch
+from tests.helpers import repeated_pretraining_batches
 
 CORPUS = os.path.join(DATA_DIR, "corpus", "gutenberg", "austen-persuasion.txt")
-
-
-def _dataset_fn(context):
-    batches = [pretraining_batch(batch=8, seed=i) for i in range(4)]
-    merged = tf.nest.map_structure(lambda *parts: np.concatenate(parts), *batches)
-    return tf.data.Dataset.from_tensor_slices(merged).batch(8).repeat()
 
 
 def _signal_when_exists(path, signum, deadline=120):
@@ -52,7 +46,7 @@ def test_sigint_saves_at_the_current_step_and_restores_the_handler(tmp_path):
         strategy,
         model,
         optimizer,
-        _dataset_fn,
+        repeated_pretraining_batches,
         8,
         str(tmp_path),
         LoopConfig(train_steps=100_000, steps_per_loop=3, checkpoint_steps=50_000),
