@@ -26,6 +26,9 @@ ACTIVATION_FORMULAS = {
 }
 ACTIVATIONS = tuple(ACTIVATION_FORMULAS)
 PRESETS = ("tiny", "mini", "small", "medium", "base", "large")
+# The architectures (Hugging Face `model_type`) the encoder builds. Each is one entry of `FAMILIES` here (what the
+# config says) and one name table in `bert_tf.checkpoints.families` (what the checkpoints call the weights).
+MODEL_TYPES = ("bert", "roberta", "distilbert", "electra")
 # Fields a config file must give (original and Hugging Face format alike): the architecture's sizes. The others
 # have documented defaults (the dataclass's; Hugging Face's are the same).
 REQUIRED_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
@@ -33,6 +36,54 @@ REQUIRED_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attent
 
 class ConfigError(ValueError):
     """A config file is missing a field or has a bad value; names both."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Family:
+    """What one architecture of the BERT family changes in the encoder and its heads (no TensorFlow here).
+
+    Attributes:
+        model_type: the Hugging Face `model_type`.
+        hf_class_prefix: the Hugging Face class names' prefix ("Roberta" -> `RobertaModel`,
+            `RobertaForSequenceClassification`, ...).
+        pooler_activation: activation of the dense on the first token that feeds sentence heads: BERT's and
+            RoBERTa's pooler (tanh), DistilBERT's `pre_classifier` (relu), ELECTRA's classification head (gelu).
+        mlm_activation: activation of the masked-LM head's transform; None: the encoder's `hidden_act`.
+        hf_fields: our field -> the Hugging Face `config.json` name, where it differs (DistilBERT's own names).
+        hf_fixed: fields the Hugging Face config cannot change (DistilBERT: no segments, LayerNorm 1e-12).
+        position_offset_from_padding: positions start at `pad_token_id + 1` (RoBERTa).
+    """
+
+    model_type: str
+    hf_class_prefix: str
+    pooler_activation: str = "tanh"
+    mlm_activation: str | None = None
+    hf_fields: tuple = ()
+    hf_fixed: tuple = ()
+    position_offset_from_padding: bool = False
+
+
+FAMILIES = {
+    "bert": Family("bert", "Bert"),
+    "roberta": Family("roberta", "Roberta", mlm_activation="gelu", position_offset_from_padding=True),
+    "distilbert": Family(
+        "distilbert",
+        "DistilBert",
+        pooler_activation="relu",
+        hf_fields=(
+            ("hidden_size", "dim"),
+            ("num_hidden_layers", "n_layers"),
+            ("num_attention_heads", "n_heads"),
+            ("intermediate_size", "hidden_dim"),
+            ("hidden_act", "activation"),
+            ("hidden_dropout_prob", "dropout"),
+            ("attention_probs_dropout_prob", "attention_dropout"),
+        ),
+        hf_fixed=(("type_vocab_size", 0), ("layer_norm_eps", 1e-12)),
+    ),
+    "electra": Family("electra", "Electra", pooler_activation="gelu", mlm_activation="gelu"),
+}
+assert tuple(FAMILIES) == MODEL_TYPES
 
 
 @dataclasses.dataclass
@@ -54,6 +105,13 @@ class BertConfig:
     layer_norm_eps: float = 1e-12
     # False: the original post-LN block. True: pre-LN with a final LayerNorm.
     pre_layer_norm: bool = False
+    # The architecture (a key of FAMILIES). The fields below are the family's options; a BERT config omits them.
+    model_type: str = "bert"
+    # Width of the embedding tables when it differs from hidden_size (ELECTRA): a dense projects them to H.
+    embedding_size: int | None = None
+    # Learned positions before the first token's (RoBERTa: pad_token_id + 1 = 2). The position table has
+    # max_position_embeddings + position_offset rows; max_position_embeddings is what a sequence may use.
+    position_offset: int = 0
 
     def __post_init__(self):
         self.validate()
@@ -67,12 +125,24 @@ class BertConfig:
             "num_attention_heads",
             "intermediate_size",
             "max_position_embeddings",
-            "type_vocab_size",
         )
         for name in positive:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ConfigError(f"{source}: field `{name}` must be a positive integer. Received: {name}={value!r}")
+        for name in ("type_vocab_size", "position_offset"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigError(f"{source}: field `{name}` must be an integer >= 0. Received: {name}={value!r}")
+        if self.model_type not in FAMILIES:
+            raise ConfigError(
+                f"{source}: field `model_type` must be one of {MODEL_TYPES}. Received: model_type={self.model_type!r}"
+            )
+        size = self.embedding_size
+        if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size <= 0):
+            raise ConfigError(
+                f"{source}: field `embedding_size` must be a positive integer or null. Received: embedding_size={size!r}"
+            )
         for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0.0 <= value < 1.0:
@@ -98,8 +168,18 @@ class BertConfig:
 
     # --- original bert_config.json ---
 
+    @property
+    def family(self):
+        """The `Family` of `model_type`."""
+        return FAMILIES[self.model_type]
+
     def to_dict(self):
-        return dataclasses.asdict(self)
+        """The original `bert_config.json` fields; the family options only where they differ from BERT's."""
+        data = dataclasses.asdict(self)
+        for name, default in _FAMILY_DEFAULTS.items():
+            if data[name] == default:
+                del data[name]
+        return data
 
     @classmethod
     def from_dict(cls, data, source="<dict>"):
@@ -137,9 +217,13 @@ class BertConfig:
 
     @classmethod
     def from_hf_dict(cls, data, source="<dict>"):
-        if data.get("model_type", "bert") != "bert":
+        """Builds a config from a Hugging Face `config.json` of any architecture in `MODEL_TYPES`."""
+        model_type = data.get("model_type", "bert")
+        family = FAMILIES.get(model_type)
+        if family is None:
             raise ConfigError(
-                f"{source}: field `model_type` must be 'bert'. Received: model_type={data['model_type']!r}"
+                f"{source}: model_type {model_type!r} is not supported; supported: {', '.join(MODEL_TYPES)}. "
+                f"Received: model_type={model_type!r}"
             )
         position = data.get("position_embedding_type", "absolute")
         if position != "absolute":
@@ -147,27 +231,49 @@ class BertConfig:
                 f"{source}: field `position_embedding_type` must be 'absolute'. "
                 f"Received: position_embedding_type={position!r}"
             )
-        mapped = {name: data[name] for name in _HF_SAME_NAMES if name in data}
+        renamed = dict(family.hf_fields)
+        mapped = {name: data[renamed.get(name, name)] for name in _HF_SAME_NAMES if renamed.get(name, name) in data}
         if "layer_norm_eps" in data:
             mapped["layer_norm_eps"] = data["layer_norm_eps"]
+        mapped.update(family.hf_fixed)
+        mapped["model_type"] = model_type
+        if data.get("embedding_size") not in (None, data.get("hidden_size")):
+            mapped["embedding_size"] = data["embedding_size"]
+        if family.position_offset_from_padding:
+            offset = data.get("pad_token_id", 1) + 1
+            if "max_position_embeddings" in mapped:
+                mapped["max_position_embeddings"] -= offset
+            mapped["position_offset"] = offset
         return cls.from_dict(mapped, source=source)
 
     def to_hf_dict(self):
-        data = {name: getattr(self, name) for name in _HF_SAME_NAMES}
+        """The Hugging Face `config.json` of the base model (`architectures` names it; task savers replace it)."""
         if self.pre_layer_norm:
             raise ConfigError(
                 "A pre-LN BERT has no Hugging Face `BertModel` equivalent; "
                 "export it as a bert_tf model directory instead."
             )
-        data.update(
-            {
-                "architectures": ["BertModel"],
-                "model_type": "bert",
-                "layer_norm_eps": self.layer_norm_eps,
-                "position_embedding_type": "absolute",
-                "pad_token_id": 0,
-            }
-        )
+        family = self.family
+        renamed = dict(family.hf_fields)
+        data = {renamed.get(name, name): getattr(self, name) for name in _HF_SAME_NAMES}
+        for name, value in family.hf_fixed:
+            if getattr(self, name) != value:
+                raise ConfigError(
+                    f"A {self.model_type} model has {name}={value!r} in Hugging Face; this one has "
+                    f"{name}={getattr(self, name)!r}: save it as a bert_tf model directory instead."
+                )
+            data.pop(renamed.get(name, name), None)
+        data.update({"architectures": [f"{family.hf_class_prefix}Model"], "model_type": self.model_type})
+        if not family.hf_fixed:
+            data.update({"layer_norm_eps": self.layer_norm_eps, "position_embedding_type": "absolute"})
+        data["pad_token_id"] = 0
+        if self.embedding_size is not None:
+            data["embedding_size"] = self.embedding_size
+        elif self.model_type == "electra":
+            data["embedding_size"] = self.hidden_size
+        if family.position_offset_from_padding:
+            data["pad_token_id"] = self.position_offset - 1
+            data["max_position_embeddings"] = self.max_position_embeddings + self.position_offset
         return data
 
     def to_hf_json_file(self, path):
@@ -187,6 +293,9 @@ class BertConfig:
             config = dataclasses.replace(config, vocab_size=vocab_size)
         return config
 
+
+# The family options' values for BERT (left out of a BERT `bert_config.json`).
+_FAMILY_DEFAULTS = {"model_type": "bert", "embedding_size": None, "position_offset": 0}
 
 _HF_SAME_NAMES = (
     "vocab_size",

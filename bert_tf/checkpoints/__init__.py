@@ -15,6 +15,7 @@ from bert_tf.checkpoints.api import (
     has_pretraining_heads,
     load_config,
     load_encoder,
+    load_model,
     load_pretrainer,
     model_tensors,
     restore_weights,
@@ -30,6 +31,7 @@ from bert_tf.checkpoints.readers import (
     vocab_file,
 )
 from bert_tf.checkpoints.settings import SETTINGS_FILE, infer_settings, read_settings, write_settings
+from bert_tf.checkpoints.tokenizer_files import find_tokenizer, load_tokenizer, write_tokenizer_files
 
 __all__ = [
     "GLOB_CHARACTERS",
@@ -43,6 +45,7 @@ __all__ = [
     "infer_settings",
     "load_config",
     "load_encoder",
+    "load_model",
     "load_pretrainer",
     "model_tensors",
     "read_settings",
@@ -50,6 +53,9 @@ __all__ = [
     "save_hf",
     "save_model_dir",
     "save_tf1",
+    "find_tokenizer",
+    "load_tokenizer",
     "vocab_file",
+    "write_tokenizer_files",
     "write_settings",
 ]

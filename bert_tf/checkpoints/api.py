@@ -15,14 +15,13 @@ import shutil
 
 import numpy as np
 
-from bert_tf.checkpoints import name_table, readers, writers
+from bert_tf.checkpoints import name_table, readers, tokenizer_files, writers
 from bert_tf.checkpoints import settings as settings_lib
 from bert_tf.checkpoints.readers import CheckpointError
 from bert_tf.config import BertConfig
 from bert_tf.models import BertEncoder, BertPretrainer
 from bert_tf.tasks import registry
 
-_HF_BASE_PREFIX = "bert."
 # Our activation names that Hugging Face spells differently.
 _HF_ACTIVATIONS = {"gelu_tanh": "gelu_new"}
 
@@ -39,21 +38,25 @@ def load_config(path, hidden_act=None):
     return config
 
 
-def load_encoder(path, dtype=None, hidden_act=None, allow_pickle=False):
+def load_encoder(path, dtype=None, hidden_act=None, allow_pickle=False, strict=False):
     """A `BertEncoder` with the weights of the checkpoint at `path`.
 
     Args:
-        path: a bert_tf model directory, a Hugging Face BERT directory, an
-            original TF1 checkpoint directory or checkpoint prefix; detected
-            by `detect_format`.
+        path: a bert_tf model directory, a Hugging Face directory of any
+            architecture in `bert_tf.config.MODEL_TYPES` (base model or any
+            task model: its heads are not read), an original TF1 checkpoint
+            directory or checkpoint prefix; detected by `detect_format`.
         dtype: the encoder's dtype policy (e.g. "mixed_float16"); variables stay float32.
         hidden_act: overrides the config's activation, e.g. "gelu_tanh" to
             reproduce the original TF1 code's tanh GELU on a Google checkpoint.
         allow_pickle: read a Hugging Face `pytorch_model.bin` (unsafe; needs torch).
+        strict: a checkpoint without the pooler (masked-LM checkpoints,
+            DistilBERT, ELECTRA) is an error; False (default) initialises it
+            fresh with a warning, as Hugging Face does.
     """
     config = load_config(path, hidden_act)
     encoder = BertEncoder.from_bert_config(config, dtype=dtype)
-    restore_weights(encoder, path, allow_pickle=allow_pickle)
+    restore_weights(encoder, path, allow_pickle=allow_pickle, strict=strict)
     return encoder
 
 
@@ -72,10 +75,12 @@ def load_pretrainer(path, dtype=None, hidden_act=None, nsp=None, allow_missing_h
     fmt = readers.detect_format(path)
     source = readers.open_source(path, fmt, allow_pickle)
     if nsp is None:
-        nsp = all(_stored_name(entry, source) is not None for entry in name_table.nsp_head_table())
+        nsp = _has_entries(name_table.nsp_head_table(config.model_type), source, config.model_type)
     encoder = BertEncoder.from_bert_config(config, dtype=dtype)
     pretrainer = BertPretrainer(encoder, nsp=nsp)
-    heads = name_table.mlm_head_table() + (name_table.nsp_head_table() if nsp else [])
+    heads = name_table.mlm_head_table(config.model_type) + (
+        name_table.nsp_head_table(config.model_type) if nsp else []
+    )
     _restore(
         pretrainer,
         name_table.model_table(pretrainer)[1],
@@ -86,43 +91,57 @@ def load_pretrainer(path, dtype=None, hidden_act=None, nsp=None, allow_missing_h
 
 
 def has_pretraining_heads(path, allow_pickle=False):
-    """True when the checkpoint at `path` holds the masked-LM head (`cls/predictions/*`)."""
+    """True when the checkpoint at `path` holds the masked-LM head (`cls/predictions/*`, or the family's names)."""
+    model_type = load_config(path).model_type
     source = readers.open_source(path, readers.detect_format(path), allow_pickle)
-    return all(_stored_name(entry, source) is not None for entry in name_table.mlm_head_table())
+    return _has_entries(name_table.mlm_head_table(model_type), source, model_type)
 
 
-def restore_weights(model, path, allow_pickle=False):
+def _has_entries(entries, source, model_type):
+    prefix = model_type + "."
+    return all(_stored_name(entry, source, prefix) is not None for entry in entries)
+
+
+def restore_weights(model, path, allow_pickle=False, strict=False):
     """Loads every variable of a built `model` (encoder or task model) from the checkpoint at `path`.
+
+    Optional tensors the checkpoint lacks (the pooler) stay freshly
+    initialised with a warning naming them; with `strict`, they are an error.
 
     Returns:
         the number of tensors loaded.
     """
     source = readers.open_source(path, readers.detect_format(path), allow_pickle)
-    return _restore(model, name_table.model_table(model)[1], source)
+    return _restore(model, name_table.model_table(model)[1], source, strict=strict)
 
 
-def _hf_base_prefix(source):
-    """ "bert." when the base-model tensors carry the task-model prefix, else ""."""
-    return _HF_BASE_PREFIX if f"{_HF_BASE_PREFIX}embeddings.word_embeddings.weight" in source.shapes else ""
+def _hf_base_prefix(source, prefix):
+    """`prefix` ("bert.", "roberta.", ...) when the base-model tensors carry it (task models), else ""."""
+    return prefix if f"{prefix}embeddings.word_embeddings.weight" in source.shapes else ""
 
 
-def _candidates(entry, source):
-    """(stored names to try, transposed?) for `entry` in `source`'s format."""
+def _candidates(entry, source, prefix):
+    """(stored names to try, transposed?) for `entry` in `source`'s format; `prefix` the family's base prefix."""
     if source.format == "tf1":
         return [entry.tf1], entry.tf1_transpose
     if entry.hf is None:
         return [], entry.hf_transpose
-    prefix = _hf_base_prefix(source) if entry.hf_in_base else ""
+    prefix = _hf_base_prefix(source, prefix) if entry.hf_in_base else ""
     return [prefix + name for name in (entry.hf, *entry.hf_aliases)], entry.hf_transpose
 
 
-def _stored_name(entry, source):
-    names, _ = _candidates(entry, source)
+def _stored_name(entry, source, prefix):
+    names, _ = _candidates(entry, source, prefix)
     return next((name for name in names if name in source.shapes), None)
 
 
-def _restore(model, entries, source, optional=()):
-    """Checks every entry's tensor in `source` (presence, shape), then assigns them all."""
+def _restore(model, entries, source, optional=(), strict=False):
+    """Checks every entry's tensor in `source` (presence, shape), then assigns them all.
+
+    `optional`: variable paths that may be missing (left as initialised, with a warning); entries marked
+    `optional` (the pooler) are too, unless `strict`.
+    """
+    prefix = name_table.hf_prefix(model)
     variables = {variable.path: variable for variable in model.weights}
     plan, missing, skipped = [], [], []
     for entry in entries:
@@ -132,7 +151,10 @@ def _restore(model, entries, source, optional=()):
                 f"{type(model).__name__} has no variable `{entry.ours}` from the name table. "
                 f"Received: variables={sorted(variables)}"
             )
-        names, transpose = _candidates(entry, source)
+        names, transpose = _candidates(entry, source, prefix)
+        if not names and entry.optional and not strict:
+            skipped.append(entry.ours)
+            continue
         if not names:
             raise CheckpointError(
                 f"Variable `{entry.ours}` has no name in the {source.format} format, "
@@ -140,7 +162,7 @@ def _restore(model, entries, source, optional=()):
             )
         name = next((n for n in names if n in source.shapes), None)
         if name is None:
-            if entry.ours in optional:
+            if entry.ours in optional or entry.optional and not strict:
                 skipped.append(entry.ours)
             else:
                 missing.append(f"`{names[0]}` (for `{entry.ours}`)")
@@ -160,7 +182,11 @@ def _restore(model, entries, source, optional=()):
             + (" ..." if len(missing) > 10 else "")
         )
     if skipped:
-        logging.warning("Not in %s, left freshly initialised: %s", source.path, ", ".join(skipped))
+        logging.warning(
+            "Not in %s, left freshly initialised (as Hugging Face does; fine-tuning trains them): %s",
+            source.path,
+            ", ".join(skipped),
+        )
     for variable, name, transpose in plan:
         value = source.read(name)
         variable.assign((value.T if transpose else value).astype(variable.dtype))
@@ -177,13 +203,15 @@ def model_tensors(model, fmt):
     unmapped = sorted(set(variables) - {entry.ours for entry in entries})
     if unmapped:
         raise CheckpointError(f"No checkpoint name for variable(s) {unmapped} of {type(model).__name__}.")
-    prefix = "" if model is encoder else _HF_BASE_PREFIX
+    prefix = "" if model is encoder else name_table.hf_prefix(model)
     arrays = {}
     for entry in entries:
         value = np.asarray(variables[entry.ours].numpy(), dtype=np.float32)
         if fmt == "tf1":
             name, transpose = entry.tf1, entry.tf1_transpose
         elif fmt == "hf":
+            if entry.hf is None and entry.optional:
+                continue  # the architecture has no such tensor (a masked-LM model's pooler)
             if entry.hf is None:
                 raise CheckpointError(
                     f"Variable `{entry.ours}` has no Hugging Face equivalent; save this model "
@@ -235,16 +263,18 @@ def save_model_dir(model, path, vocab_file=None, settings=None):
     return count
 
 
-def save_hf(model, path, vocab_file=None, lowercase=None):
-    """Writes a Hugging Face BERT directory: `config.json`, `model.safetensors` (+ `vocab.txt`).
+def save_hf(model, path, vocab_file=None, lowercase=None, labels=None, tokenizer_settings=None):
+    """Writes a Hugging Face directory: `config.json`, `model.safetensors` (+ `vocab.txt`).
 
-    An encoder becomes a `BertModel` (names without prefix), a pretrainer a
-    `BertForPreTraining` (`BertForMaskedLM` without NSP) with `bert.`-prefixed
-    base names; the masked-LM decoder stays tied to the word embeddings. A
+    The architecture is the model's family's (`RobertaModel`, ...): an
+    encoder becomes the base model (names without prefix), a pretrainer a
+    `...ForPreTraining` (`...ForMaskedLM` without NSP) with the family's
+    base prefix; the masked-LM decoder stays tied to the word embeddings. A
     task model gets the architecture its task declares (`ModelHeads` in
-    `bert_tf.tasks`), with `LABEL_i` id2label entries where it has labels. A
+    `bert_tf.tasks`) with `id2label` from `labels` (`LABEL_i` without). A
     pre-LN encoder is refused: Hugging Face BERT has no final LayerNorm.
-    With `lowercase` given, `tokenizer_config.json` records `do_lower_case`.
+    With `lowercase` or `tokenizer_settings` given, `tokenizer_config.json`
+    records how the tokenizer reads its files.
     Returns the number of tensors written.
     """
     encoder, _ = name_table.model_table(model)
@@ -259,25 +289,47 @@ def save_hf(model, path, vocab_file=None, lowercase=None):
     heads = registry.heads_for(model)  # Found: model_tensors built the model's table.
     config = encoder.bert_config().to_hf_dict()
     config["architectures"] = [heads.hf_architecture(model)]
-    config["hidden_act"] = _HF_ACTIVATIONS.get(config["hidden_act"], config["hidden_act"])
+    act = "activation" if "activation" in config else "hidden_act"
+    config[act] = _HF_ACTIVATIONS.get(config[act], config[act])
     if heads.hf_num_labels is not None:
         num_labels = heads.hf_num_labels(model)
-        config["id2label"] = {str(i): f"LABEL_{i}" for i in range(num_labels)}
-        config["label2id"] = {f"LABEL_{i}": i for i in range(num_labels)}
+        names = list(labels) if labels and len(labels) == num_labels else [f"LABEL_{i}" for i in range(num_labels)]
+        config["id2label"] = {str(i): name for i, name in enumerate(names)}
+        config["label2id"] = {name: i for i, name in enumerate(names)}
+        if num_labels == 1:
+            config["problem_type"] = "regression"
     os.makedirs(path, exist_ok=True)
     _write_json(os.path.join(path, readers.HF_CONFIG_FILE), config)
     writers.write_safetensors(os.path.join(path, readers.SAFETENSORS_FILE), arrays)
     _copy_vocab(vocab_file, path)
+    settings = dict(tokenizer_settings or {})
     if lowercase is not None:
+        settings["lowercase"] = bool(lowercase)
+    if settings:
         _write_json(
-            os.path.join(path, "tokenizer_config.json"),
-            {
-                "do_lower_case": bool(lowercase),
-                "tokenizer_class": "BertTokenizer",
-                "model_max_length": encoder.max_position_embeddings,
-            },
+            os.path.join(path, "tokenizer_config.json"), _hf_tokenizer_config(encoder, path, settings)
         )
     return len(arrays)
+
+
+def _hf_tokenizer_config(encoder, path, settings):
+    """`tokenizer_config.json` for the tokenizer files in `path` (transformers' slow and fast tokenizers read it)."""
+    prefix = name_table.hf_class(encoder, "Tokenizer")
+    config = {"model_max_length": encoder.max_position_embeddings, "tokenizer_class": prefix}
+    if os.path.isfile(os.path.join(path, tokenizer_files.BPE_VOCAB_FILE)):
+        specials = {"bos": "<s>", "eos": "</s>", "cls": "<s>", "sep": "</s>", "pad": "<pad>", "unk": "<unk>"}
+        config.update({f"{name}_token": token for name, token in specials.items()})
+        config.update({"mask_token": "<mask>", "add_prefix_space": bool(settings.get("add_prefix_space", False))})
+        config["tokenizer_class"] = "RobertaTokenizer"
+        return config
+    config.update(
+        {
+            "do_lower_case": bool(settings.get("lowercase", True)),
+            "strip_accents": settings.get("strip_accents"),
+            **{f"{name}_token": f"[{name.upper()}]" for name in ("cls", "sep", "pad", "unk", "mask")},
+        }
+    )
+    return config
 
 
 def _check_vocab(vocab_file):
@@ -299,24 +351,77 @@ def _write_json(path, data):
         f.write("\n")
 
 
+# --- whole models ---
+
+
+def load_model(path, dtype=None, allow_pickle=False, strict=False):
+    """The model the checkpoint at `path` holds, with the settings to use it: `(model, settings)`.
+
+    - a fine-tuned task model: a bert_tf model directory whose `bert_tf.json`
+      names a task, or a Hugging Face `...ForSequenceClassification`
+      (classification, or regression when `num_labels` is 1),
+      `...ForTokenClassification` (ner) or `...ForQuestionAnswering` (squad)
+      of any family, labels from `id2label`; `settings` then has `task` and
+      `labels`, as fine-tuning writes them;
+    - a `BertPretrainer` where the checkpoint holds the masked-LM head
+      (`...ForMaskedLM`, `...ForPreTraining`, with NSP where present);
+    - else the encoder (heads the checkpoint has and bert_tf does not read,
+      such as ELECTRA's discriminator, are named in a warning).
+    """
+    fmt = readers.detect_format(path)
+    config = load_config(path)
+    settings = settings_lib.infer_settings(path, config.max_position_embeddings)
+    architecture = ""
+    if fmt == "hf":
+        hf = settings_lib.read_json_file(readers.config_file(path, fmt))
+        architecture = (hf.get("architectures") or [""])[0]
+        id2label = hf.get("id2label") or {}
+        num_labels = hf.get("num_labels", len(id2label) or None)
+        task = registry.for_hf_architecture(architecture, num_labels)
+        if task is not None:
+            names = [str(id2label.get(str(i), f"LABEL_{i}")) for i in range(num_labels or 0)]
+            settings = {**settings, "task": task.name, "labels": names if task.needs_labels else None}
+    name = settings.get("task")
+    if name is not None:
+        task = registry.get(name)
+        labels = settings["labels"]
+        if task.needs_labels and not labels:
+            raise CheckpointError(f"{path}: a {task.name} model needs its label names. Received: labels={labels!r}")
+        encoder = BertEncoder.from_bert_config(config, dtype=dtype)
+        model = task.build_model(encoder, labels if task.needs_labels else None)
+        restore_weights(model, path, allow_pickle=allow_pickle, strict=strict)
+        return model, settings
+    if has_pretraining_heads(path, allow_pickle=allow_pickle):
+        return load_pretrainer(path, dtype=dtype, allow_pickle=allow_pickle), settings
+    if fmt == "hf" and architecture not in ("", name_table.hf_class(BertEncoder.from_bert_config(config))):
+        logging.warning(
+            "%s holds a %s; its heads are not read (bert_tf reads the masked-LM, classification, token "
+            "classification and question-answering heads): converting the encoder.",
+            path,
+            architecture,
+        )
+    return load_encoder(path, dtype=dtype, allow_pickle=allow_pickle, strict=strict), settings
+
+
 # --- converting ---
 
 # What `convert_checkpoint` writes: a bert_tf model directory or a Hugging Face directory.
 CONVERT_FORMATS = ("bert_tf", "hf")
 
 
-def convert_checkpoint(input_path, output, to="bert_tf", allow_pickle=False, allow_missing_vocab=False):
-    """Loads `input_path` (encoder, plus pretraining heads when present) and writes it to `output`.
+def convert_checkpoint(input_path, output, to="bert_tf", allow_pickle=False, allow_missing_vocab=False, strict=False):
+    """Loads the model at `input_path` (`load_model`: encoder, pretrainer or task model) and writes it to `output`.
 
     Args:
         input_path: any checkpoint `load_encoder` reads (format detected).
         output: the directory to write.
         to: "bert_tf" (a model directory, `save_model_dir`) or "hf" (`save_hf`).
         allow_pickle: read a Hugging Face `pytorch_model.bin` (unsafe; needs torch).
-        allow_missing_vocab: convert a checkpoint without `vocab.txt` (with a
-            warning); the output then has none, and fine-tuning or export
-            need one put there. False: CheckpointError before anything is
-            read or written.
+        allow_missing_vocab: convert a checkpoint without tokenizer files
+            (with a warning); the output then has none, and fine-tuning or
+            export need them put there. False: CheckpointError before
+            anything is read or written.
+        strict: a checkpoint without the pooler is an error (`load_encoder`).
 
     Returns:
         (detected input format, number of tensors written, model class name).
@@ -324,31 +429,33 @@ def convert_checkpoint(input_path, output, to="bert_tf", allow_pickle=False, all
     if to not in CONVERT_FORMATS:
         raise ValueError(f"`to` must be one of {CONVERT_FORMATS}. Received: to={to!r}")
     fmt = readers.detect_format(input_path)
-    vocab = readers.vocab_file(input_path)
-    if vocab is None:
-        directory = readers.checkpoint_dir(input_path)
+    directory = readers.checkpoint_dir(input_path)
+    has_tokenizer = tokenizer_files.has_tokenizer(input_path)
+    if not has_tokenizer:
         if not allow_missing_vocab:
-            raise CheckpointError(
-                f"No {readers.VOCAB_FILE} in {directory}: fine-tuning and export need the vocabulary beside the "
-                f"weights (a Hugging Face tokenizer.json alone is not read yet). Put the model's "
-                f"{readers.VOCAB_FILE} there, or convert without it with allow_missing_vocab=True "
-                "(command line: --allow_missing_vocab); nothing was written."
-            )
+            tokenizer_files.find_tokenizer(input_path)  # the error naming the files looked for
         logging.warning(
-            "No %s in %s: converting without a vocabulary (allow_missing_vocab); put one in %s before "
-            "fine-tuning or export.",
-            readers.VOCAB_FILE,
+            "No tokenizer files in %s (looked for %s): converting without them (allow_missing_vocab); put them "
+            "in %s before fine-tuning or export.",
             directory,
+            tokenizer_files.LOOKED_FOR,
             output,
         )
-    if has_pretraining_heads(input_path, allow_pickle=allow_pickle):
-        model = load_pretrainer(input_path, allow_pickle=allow_pickle)
-    else:
-        model = load_encoder(input_path, allow_pickle=allow_pickle)
-    encoder = getattr(model, "encoder", model)
-    settings = settings_lib.infer_settings(input_path, encoder.max_position_embeddings)
+    model, settings = load_model(input_path, allow_pickle=allow_pickle, strict=strict)
+    if has_tokenizer:
+        settings = {**settings, **tokenizer_files.tokenizer_settings(input_path)}
     if to == "hf":
-        count = save_hf(model, output, vocab_file=vocab, lowercase=settings["lowercase"])
+        count = save_hf(model, output, labels=settings.get("labels"))
     else:
-        count = save_model_dir(model, output, vocab_file=vocab, settings=settings)
+        count = save_model_dir(model, output, settings=settings)
+    if has_tokenizer:
+        tokenizer_files.write_tokenizer_files(input_path, output)
+        if to == "hf":
+            source_json = os.path.join(directory, tokenizer_files.TOKENIZER_JSON)
+            if os.path.isfile(source_json):
+                shutil.copyfile(source_json, os.path.join(output, tokenizer_files.TOKENIZER_JSON))
+            encoder = getattr(model, "encoder", model)
+            _write_json(
+                os.path.join(output, "tokenizer_config.json"), _hf_tokenizer_config(encoder, output, settings)
+            )
     return fmt, count, type(model).__name__

@@ -36,6 +36,7 @@ its head's table with the task (`bert_tf/tasks/*.py`).
 
 import dataclasses
 
+from bert_tf.config import FAMILIES
 from bert_tf.models import BertEncoder, BertPretrainer
 from bert_tf.tasks import registry
 
@@ -52,8 +53,11 @@ class Entry:
     hf_transpose: bool = False
     # Older Hugging Face names accepted on import (LayerNorm gamma/beta).
     hf_aliases: tuple = ()
-    # True for base-model tensors, which carry the `bert.` prefix in task models.
+    # True for base-model tensors, which carry the base-model prefix (`bert.`, `roberta.`, ...) in task models.
     hf_in_base: bool = True
+    # May be missing from a checkpoint (the pooler, which MLM-only checkpoints lack): loaded when present, else
+    # left freshly initialised with a warning (an error when loading strictly).
+    optional: bool = False
 
 
 def _dense(ours, tf1, hf, in_base=True):
@@ -80,68 +84,177 @@ def _layer_norm(ours, tf1, hf, in_base=True):
     ]
 
 
-def encoder_table(num_layers, pre_layer_norm=False):
-    """Entries for every variable of a `BertEncoder`, in checkpoint order."""
+@dataclasses.dataclass(frozen=True)
+class HfHeads:
+    """Where one family's Hugging Face checkpoints keep what is not the same in every family.
+
+    Module names without the base-model prefix; `encoder_layer(i)` gives the
+    block's names (`query`, `key`, `value`, `attention_output`,
+    `attention_layer_norm`, `intermediate`, `output`, `output_layer_norm`).
+    None: the family has no such module in Hugging Face.
+    """
+
+    encoder_layer: object  # i -> {our block part: HF module name}
+    segments: str | None = "embeddings.token_type_embeddings"
+    projection: str | None = None
+    pooler: str | None = "pooler.dense"  # the base model's pooler (BertModel, RobertaModel)
+    mlm: tuple = ()  # (transform dense, transform LayerNorm, output bias, bias aliases)
+    nsp: str | None = None
+    sequence_pooler: tuple = ("pooler.dense", True)  # (module, in the base model?) of the classifier's dense
+    sequence_logits: str = "classifier"
+
+
+def _bert_layer(i):
+    hf = f"encoder.layer.{i}"
+    return {
+        "query": f"{hf}.attention.self.query",
+        "key": f"{hf}.attention.self.key",
+        "value": f"{hf}.attention.self.value",
+        "attention_output": f"{hf}.attention.output.dense",
+        "attention_layer_norm": f"{hf}.attention.output.LayerNorm",
+        "intermediate": f"{hf}.intermediate.dense",
+        "output": f"{hf}.output.dense",
+        "output_layer_norm": f"{hf}.output.LayerNorm",
+    }
+
+
+def _distilbert_layer(i):
+    hf = f"transformer.layer.{i}"
+    return {
+        "query": f"{hf}.attention.q_lin",
+        "key": f"{hf}.attention.k_lin",
+        "value": f"{hf}.attention.v_lin",
+        "attention_output": f"{hf}.attention.out_lin",
+        "attention_layer_norm": f"{hf}.sa_layer_norm",
+        "intermediate": f"{hf}.ffn.lin1",
+        "output": f"{hf}.ffn.lin2",
+        "output_layer_norm": f"{hf}.output_layer_norm",
+    }
+
+
+# One entry per `bert_tf.config.MODEL_TYPES` architecture.
+HF_HEADS = {
+    "bert": HfHeads(
+        _bert_layer,
+        mlm=(
+            "cls.predictions.transform.dense",
+            "cls.predictions.transform.LayerNorm",
+            "cls.predictions.bias",
+            ("cls.predictions.decoder.bias",),
+        ),
+        nsp="cls.seq_relationship",
+    ),
+    "roberta": HfHeads(
+        _bert_layer,
+        mlm=("lm_head.dense", "lm_head.layer_norm", "lm_head.bias", ("lm_head.decoder.bias",)),
+        sequence_pooler=("classifier.dense", False),
+        sequence_logits="classifier.out_proj",
+    ),
+    "distilbert": HfHeads(
+        _distilbert_layer,
+        segments=None,
+        pooler=None,
+        mlm=("vocab_transform", "vocab_layer_norm", "vocab_projector.bias", ()),
+        sequence_pooler=("pre_classifier", False),
+    ),
+    "electra": HfHeads(
+        _bert_layer,
+        projection="embeddings_project",
+        pooler=None,
+        mlm=("generator_predictions.dense", "generator_predictions.LayerNorm", "generator_lm_head.bias", ()),
+        sequence_pooler=("classifier.dense", False),
+        sequence_logits="classifier.out_proj",
+    ),
+}
+
+
+def hf_heads(model):
+    """The `HfHeads` of `model`'s family (an encoder, or a task model on one)."""
+    encoder = getattr(model, "encoder", model)
+    return HF_HEADS[getattr(encoder, "model_type", "bert")]
+
+
+def hf_prefix(model):
+    """The base-model prefix of Hugging Face task models of `model`'s family ("bert.", "roberta.", ...)."""
+    return getattr(getattr(model, "encoder", model), "model_type", "bert") + "."
+
+
+def hf_class(model, suffix=""):
+    """The Hugging Face class of `model`'s family with `suffix`: `hf_class(m, "ForMaskedLM")` = "RobertaForMaskedLM"."""
+    return FAMILIES[getattr(getattr(model, "encoder", model), "model_type", "bert")].hf_class_prefix + (
+        suffix or "Model"
+    )
+
+
+def encoder_table(num_layers, pre_layer_norm=False, model_type="bert", type_vocab_size=2, embedding_size=None):
+    """Entries for every variable of a `BertEncoder`, in checkpoint order.
+
+    The TF1 names (which the bert_tf model directory uses for every family) are
+    Google's; the Hugging Face names are the family's (`HF_HEADS`).
+    """
+    heads = HF_HEADS[model_type]
     entries = [
         Entry(
             "embeddings/token_embedding/embeddings",
             "bert/embeddings/word_embeddings",
             "embeddings.word_embeddings.weight",
-        ),  # [V, H]
-        Entry(
-            "embeddings/segment_embedding/embeddings",
-            "bert/embeddings/token_type_embeddings",
-            "embeddings.token_type_embeddings.weight",
-        ),  # [G, H]
+        ),  # [V, E]
+    ]
+    if type_vocab_size:
+        entries.append(
+            Entry(
+                "embeddings/segment_embedding/embeddings",
+                "bert/embeddings/token_type_embeddings",
+                heads.segments and f"{heads.segments}.weight",
+            )
+        )  # [G, E]
+    entries += [
         Entry(
             "embeddings/position_embedding",
             "bert/embeddings/position_embeddings",
             "embeddings.position_embeddings.weight",
-        ),  # [S, H]
+        ),  # [S + offset, E]
         *_layer_norm("embeddings/layer_norm", "bert/embeddings/LayerNorm", "embeddings.LayerNorm"),
     ]
+    if embedding_size:
+        entries += _dense("embeddings/projection", "bert/embeddings_project", heads.projection)  # [E, H]
     for i in range(num_layers):
-        ours, tf1, hf = f"transformer_layer_{i}", f"bert/encoder/layer_{i}", f"encoder.layer.{i}"
+        ours, tf1, hf = f"transformer_layer_{i}", f"bert/encoder/layer_{i}", heads.encoder_layer(i)
         for part in ("query", "key", "value"):
-            entries += _dense(
-                f"{ours}/attention/{part}", f"{tf1}/attention/self/{part}", f"{hf}.attention.self.{part}"
-            )  # [H, H]
+            entries += _dense(f"{ours}/attention/{part}", f"{tf1}/attention/self/{part}", hf[part])  # [H, H]
         entries += _dense(
-            f"{ours}/attention/attention_output", f"{tf1}/attention/output/dense", f"{hf}.attention.output.dense"
+            f"{ours}/attention/attention_output", f"{tf1}/attention/output/dense", hf["attention_output"]
         )  # [H, H]
         entries += _layer_norm(
-            f"{ours}/attention_layer_norm", f"{tf1}/attention/output/LayerNorm", f"{hf}.attention.output.LayerNorm"
+            f"{ours}/attention_layer_norm", f"{tf1}/attention/output/LayerNorm", hf["attention_layer_norm"]
         )
-        entries += _dense(f"{ours}/intermediate", f"{tf1}/intermediate/dense", f"{hf}.intermediate.dense")  # [H, I]
-        entries += _dense(f"{ours}/output", f"{tf1}/output/dense", f"{hf}.output.dense")  # [I, H]
-        entries += _layer_norm(f"{ours}/output_layer_norm", f"{tf1}/output/LayerNorm", f"{hf}.output.LayerNorm")
+        entries += _dense(f"{ours}/intermediate", f"{tf1}/intermediate/dense", hf["intermediate"])  # [H, I]
+        entries += _dense(f"{ours}/output", f"{tf1}/output/dense", hf["output"])  # [I, H]
+        entries += _layer_norm(f"{ours}/output_layer_norm", f"{tf1}/output/LayerNorm", hf["output_layer_norm"])
     if pre_layer_norm:
         entries += _layer_norm("final_layer_norm", FINAL_LAYER_NORM_TF1, None)
-    entries += _dense("pooler/dense", "bert/pooler/dense", "pooler.dense")  # [H, H]
+    entries += pooler_entries(heads.pooler)  # [H, H]
     return entries
 
 
-def mlm_head_table():
-    """`BertPretrainer.mlm_head` <-> `cls/predictions/*` (decoder tied to word embeddings)."""
+def pooler_entries(hf, in_base=True):
+    """The pooler's dense, named `hf` in Hugging Face (None: the architecture has none); optional on import."""
     return [
-        *_dense(
-            "mlm_head/transform_dense",
-            "cls/predictions/transform/dense",
-            "cls.predictions.transform.dense",
-            in_base=False,
-        ),  # [H, H]
+        dataclasses.replace(entry, optional=True)
+        for entry in _dense("pooler/dense", "bert/pooler/dense", hf, in_base=in_base)
+    ]
+
+
+def mlm_head_table(model_type="bert"):
+    """`BertPretrainer.mlm_head` <-> `cls/predictions/*` (decoder tied to word embeddings) and the family's names."""
+    dense, layer_norm, bias, bias_aliases = HF_HEADS[model_type].mlm
+    return [
+        *_dense("mlm_head/transform_dense", "cls/predictions/transform/dense", dense, in_base=False),  # [H, E]
         *_layer_norm(
-            "mlm_head/transform_layer_norm",
-            "cls/predictions/transform/LayerNorm",
-            "cls.predictions.transform.LayerNorm",
-            in_base=False,
+            "mlm_head/transform_layer_norm", "cls/predictions/transform/LayerNorm", layer_norm, in_base=False
         ),
         Entry(
-            "mlm_head/output_bias",
-            "cls/predictions/output_bias",
-            "cls.predictions.bias",
-            hf_aliases=("cls.predictions.decoder.bias",),
-            hf_in_base=False,
+            "mlm_head/output_bias", "cls/predictions/output_bias", bias, hf_aliases=bias_aliases, hf_in_base=False
         ),  # [V]
     ]
 
@@ -167,9 +280,9 @@ def output_layer(ours, tf1, hf):
     ]
 
 
-def nsp_head_table():
-    """`BertPretrainer.nsp_head` <-> `cls/seq_relationship/*`."""
-    return output_layer("nsp_head/logits", "cls/seq_relationship/", "cls.seq_relationship")
+def nsp_head_table(model_type="bert"):
+    """`BertPretrainer.nsp_head` <-> `cls/seq_relationship/*` (only BERT has it in Hugging Face)."""
+    return output_layer("nsp_head/logits", "cls/seq_relationship/", HF_HEADS[model_type].nsp)
 
 
 def model_table(model):
@@ -198,27 +311,50 @@ def model_table(model):
             f"{type(model).__name__} has no encoder with a checkpoint name table at `model.encoder`. "
             f"Received: model={model!r}"
         )
-    return encoder, encoder_heads.entries(encoder) + heads.entries(model)
+    entries = encoder_heads.entries(encoder)
+    if heads.hf_pooler is not None:  # where this architecture keeps the pooler's dense in Hugging Face
+        place = heads.hf_pooler(model)
+        pooler = pooler_entries(*place) if place else pooler_entries(None)
+        entries = [entry for entry in entries if not entry.ours.startswith("pooler/")] + pooler
+    return encoder, entries + heads.entries(model)
 
 
 # === The encoder and the pretrainer (not fine-tuning tasks) ===
 
 
 def _encoder_entries(encoder):
-    return encoder_table(encoder.num_layers, encoder.pre_layer_norm)
+    return encoder_table(
+        encoder.num_layers,
+        encoder.pre_layer_norm,
+        encoder.model_type,
+        encoder.type_vocab_size,
+        encoder.embedding_size,
+    )
 
 
 def _pretrainer_entries(pretrainer):
-    return mlm_head_table() + (nsp_head_table() if pretrainer.nsp else [])
+    model_type = pretrainer.encoder.model_type
+    return mlm_head_table(model_type) + (nsp_head_table(model_type) if pretrainer.nsp else [])
 
 
 def _pretrainer_architecture(pretrainer):
-    return "BertForPreTraining" if pretrainer.nsp else "BertForMaskedLM"
+    return hf_class(pretrainer, "ForPreTraining" if pretrainer.nsp else "ForMaskedLM")
+
+
+def _pretrainer_pooler(pretrainer):
+    # BertForPreTraining has the pooler (for NSP); the ...ForMaskedLM classes have none.
+    return ("pooler.dense", True) if pretrainer.nsp else None
 
 
 registry.register_heads(
-    registry.ModelHeads(BertEncoder, _encoder_entries, hf_architecture=lambda encoder: "BertModel", is_encoder=True)
+    registry.ModelHeads(BertEncoder, _encoder_entries, hf_architecture=hf_class, is_encoder=True)
 )
 registry.register_heads(
-    registry.ModelHeads(BertPretrainer, _pretrainer_entries, hf_architecture=_pretrainer_architecture)
+    registry.ModelHeads(
+        BertPretrainer,
+        _pretrainer_entries,
+        hf_architecture=_pretrainer_architecture,
+        hf_pooler=_pretrainer_pooler,
+        hf_suffixes=("ForPreTraining", "ForMaskedLM"),
+    )
 )

@@ -9,6 +9,8 @@ to reproduce the model's inputs:
 - `strip_accents`: true/false, or null to follow `lowercase` (the reference rule).
 - `max_seq_length`: the sequence length the model is used with (<= its positions).
 - `labels`: label names of a fine-tuned task in class-index order, or null.
+- `add_prefix_space` (byte-level BPE directories only): the tokenizer puts a space before the text (absent:
+  false, RoBERTa's setting).
 Other keys are kept as they are, for apps that need more.
 """
 
@@ -41,10 +43,26 @@ def validate_settings(settings, source="settings"):
         raise ConfigError(
             f"{source}: field `max_seq_length` must be an integer >= 2. Received: max_seq_length={length!r}"
         )
+    if not isinstance(merged.get("add_prefix_space", False), bool):
+        raise ConfigError(
+            f"{source}: field `add_prefix_space` must be true or false. "
+            f"Received: add_prefix_space={merged['add_prefix_space']!r}"
+        )
     labels = merged["labels"]
     if labels is not None and (not isinstance(labels, list) or not all(isinstance(x, str) for x in labels)):
         raise ConfigError(f"{source}: field `labels` must be a list of strings or null. Received: labels={labels!r}")
     return merged
+
+
+def read_json_file(path):
+    """A JSON file's data; ConfigError naming the file when it is missing or not JSON."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except FileNotFoundError:
+        raise ConfigError(f"File not found: {path}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{path}: not valid JSON ({e}).") from None
 
 
 def write_settings(model_dir, settings):

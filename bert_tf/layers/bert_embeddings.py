@@ -9,6 +9,12 @@ from bert_tf.layers.layer_norm import LayerNorm
 class BertEmbeddings(keras.layers.Layer):
     """Sums word, segment and absolute position embeddings, then LayerNorm and dropout.
 
+    The family's variants: `type_vocab_size=0` has no segment table (DistilBERT) and 1 ignores
+    `segment_ids` (RoBERTa: every token is segment 0); `position_offset` skips that many learned
+    positions (RoBERTa's first token is at `pad_token_id + 1`); `embedding_size` (E) smaller or larger
+    than H makes the tables E wide, with a dense projecting the normalized sum to H (ELECTRA's
+    `embeddings_project`).
+
     Call args:
         token_ids: int `[B, T]`.
         segment_ids: int `[B, T]`.
@@ -26,6 +32,8 @@ class BertEmbeddings(keras.layers.Layer):
         dropout=0.1,
         initializer_range=0.02,
         layer_norm_epsilon=1e-12,
+        embedding_size=None,
+        position_offset=0,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -33,10 +41,13 @@ class BertEmbeddings(keras.layers.Layer):
             ("vocabulary_size", vocabulary_size),
             ("hidden_dim", hidden_dim),
             ("max_position_embeddings", max_position_embeddings),
-            ("type_vocab_size", type_vocab_size),
+            ("embedding_size", embedding_size or hidden_dim),
         ):
             if value <= 0:
                 raise ValueError(f"`{name}` must be positive. Received: {name}={value}")
+        for name, value in (("type_vocab_size", type_vocab_size), ("position_offset", position_offset)):
+            if value < 0:
+                raise ValueError(f"`{name}` must be >= 0. Received: {name}={value}")
         self.vocabulary_size = vocabulary_size
         self.hidden_dim = hidden_dim
         self.max_position_embeddings = max_position_embeddings
@@ -44,36 +55,58 @@ class BertEmbeddings(keras.layers.Layer):
         self.dropout = dropout
         self.initializer_range = initializer_range
         self.layer_norm_epsilon = layer_norm_epsilon
+        self.embedding_size = embedding_size
+        self.position_offset = position_offset
+        width = embedding_size or hidden_dim  # E
 
         # === Layers ===
         initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
         self.token_embedding = keras.layers.Embedding(
-            vocabulary_size, hidden_dim, embeddings_initializer=initializer, dtype="float32", name="token_embedding"
+            vocabulary_size, width, embeddings_initializer=initializer, dtype="float32", name="token_embedding"
         )
-        self.segment_embedding = keras.layers.Embedding(
-            type_vocab_size, hidden_dim, embeddings_initializer=initializer, dtype="float32", name="segment_embedding"
+        self.segment_embedding = (
+            keras.layers.Embedding(
+                type_vocab_size, width, embeddings_initializer=initializer, dtype="float32", name="segment_embedding"
+            )
+            if type_vocab_size
+            else None
         )
         self.layer_norm = LayerNorm(epsilon=layer_norm_epsilon, dtype="float32", name="layer_norm")
         self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
+        self.projection = (
+            keras.layers.Dense(hidden_dim, kernel_initializer=initializer, dtype=self.dtype_policy, name="projection")
+            if embedding_size
+            else None
+        )
 
     def build(self, token_ids_shape, segment_ids_shape=None):
+        width = self.embedding_size or self.hidden_dim
         self.token_embedding.build(token_ids_shape)
-        self.segment_embedding.build(token_ids_shape)
+        if self.segment_embedding is not None:
+            self.segment_embedding.build(token_ids_shape)
         self.position_embedding = self.add_weight(
             name="position_embedding",
-            shape=(self.max_position_embeddings, self.hidden_dim),
+            shape=(self.max_position_embeddings + self.position_offset, width),
             initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range),
         )
-        self.layer_norm.build(tuple(token_ids_shape) + (self.hidden_dim,))
+        self.layer_norm.build(tuple(token_ids_shape) + (width,))
+        if self.projection is not None:
+            self.projection.build(tuple(token_ids_shape) + (width,))
         self.built = True
 
     def call(self, token_ids, segment_ids, training=None):
         length = ops.shape(token_ids)[1]
-        x = self.token_embedding(token_ids) + self.segment_embedding(segment_ids)  # [B, T, H]
-        x = x + ops.cast(self.position_embedding[:length], "float32")[None, :, :]
+        x = self.token_embedding(token_ids)  # [B, T, E]
+        if self.type_vocab_size == 1:  # one segment: every token gets its row, whatever segment_ids say
+            x = x + self.segment_embedding.embeddings[0]
+        elif self.segment_embedding is not None:
+            x = x + self.segment_embedding(segment_ids)
+        offset = self.position_offset
+        x = x + ops.cast(self.position_embedding[offset : offset + length], "float32")[None, :, :]
         x = self.layer_norm(x)
         x = ops.cast(x, self.compute_dtype)
-        return self.dropout_layer(x, training=training)
+        x = self.dropout_layer(x, training=training)
+        return x if self.projection is None else self.projection(x)  # [B, T, H]
 
     def compute_output_shape(self, token_ids_shape, segment_ids_shape=None):
         return tuple(token_ids_shape) + (self.hidden_dim,)
@@ -89,6 +122,8 @@ class BertEmbeddings(keras.layers.Layer):
                 "dropout": self.dropout,
                 "initializer_range": self.initializer_range,
                 "layer_norm_epsilon": self.layer_norm_epsilon,
+                "embedding_size": self.embedding_size,
+                "position_offset": self.position_offset,
             }
         )
         return config

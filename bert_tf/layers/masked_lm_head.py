@@ -13,6 +13,8 @@ class MaskedLMHead(keras.layers.Layer):
 
     `logits = LN(act(dense(h[mask_positions]))) @ E^T + b`, where `E` `[V, H]`
     is the encoder's word-embedding table (the same variable, not a copy).
+    When the table is narrower than the encoder (ELECTRA's generator), the
+    dense maps H to the table's width.
 
     Args:
         token_embedding: the encoder's `keras.layers.Embedding` (`encoder.token_embedding`).
@@ -50,7 +52,8 @@ class MaskedLMHead(keras.layers.Layer):
         self.layer_norm = LayerNorm(epsilon=layer_norm_epsilon, dtype="float32", name="transform_layer_norm")
 
     def build(self, sequence_output_shape, mask_positions_shape=None):
-        self.transform_dense.build((None, None, self.hidden_dim))
+        # The encoder's width H; the transform maps it to the table's width (E, which is H but in ELECTRA).
+        self.transform_dense.build((None, None, sequence_output_shape[-1]))
         self.layer_norm.build((None, None, self.hidden_dim))
         self.output_bias = self.add_weight(name="output_bias", shape=(self.vocabulary_size,), initializer="zeros")
         self.built = True

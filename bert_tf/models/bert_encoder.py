@@ -7,7 +7,8 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from bert_tf.config import BertConfig
+from bert_tf.config import FAMILIES, BertConfig
+from bert_tf.layers.activations import get_activation
 from bert_tf.layers.bert_embeddings import BertEmbeddings
 from bert_tf.layers.layer_norm import LayerNorm
 from bert_tf.layers.token_matrix import scatter_tokens
@@ -15,15 +16,16 @@ from bert_tf.layers.transformer_block import TransformerBlock
 
 
 class _Pooler(keras.layers.Layer):
-    """tanh dense on the `[CLS]` vector: `[B, T, H] -> [B, H]`."""
+    """A dense with the family's activation on the first token's vector: `[B, T, H] -> [B, H]`."""
 
-    def __init__(self, hidden_dim, initializer_range=0.02, **kwargs):
+    def __init__(self, hidden_dim, initializer_range=0.02, activation="tanh", **kwargs):
         super().__init__(**kwargs)
         self.hidden_dim = hidden_dim
         self.initializer_range = initializer_range
+        self.activation = activation
         self.dense = keras.layers.Dense(
             hidden_dim,
-            activation="tanh",
+            activation=get_activation(activation),
             kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
             dtype=self.dtype_policy,
             name="dense",
@@ -41,7 +43,9 @@ class _Pooler(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update({"hidden_dim": self.hidden_dim, "initializer_range": self.initializer_range})
+        config.update(
+            {"hidden_dim": self.hidden_dim, "initializer_range": self.initializer_range, "activation": self.activation}
+        )
         return config
 
 
@@ -87,6 +91,12 @@ class BertEncoder(keras.Model):
         initializer_range: stddev of the truncated-normal initializer.
         layer_norm_epsilon: LayerNorm epsilon (1e-12 in the reference).
         pre_layer_norm: pre-LN blocks with a final LayerNorm instead of post-LN.
+        model_type: the architecture (`bert_tf.config.MODEL_TYPES`): it picks the
+            pooler's activation (`Family.pooler_activation`) and the checkpoint names.
+        embedding_size: width of the embedding tables when not `hidden_dim`
+            (ELECTRA), projected to `hidden_dim`; None: `hidden_dim`.
+        position_offset: learned positions before the first token's (RoBERTa: 2).
+            `type_vocab_size` 0 means no segment embeddings (DistilBERT).
     """
 
     def __init__(
@@ -104,9 +114,14 @@ class BertEncoder(keras.Model):
         initializer_range=0.02,
         layer_norm_epsilon=1e-12,
         pre_layer_norm=False,
+        model_type="bert",
+        embedding_size=None,
+        position_offset=0,
         dtype=None,
         **kwargs,
     ):
+        if model_type not in FAMILIES:
+            raise ValueError(f"`model_type` must be one of {tuple(FAMILIES)}. Received: model_type={model_type!r}")
         # === Layers ===
         self.embeddings = BertEmbeddings(
             vocabulary_size,
@@ -116,6 +131,8 @@ class BertEncoder(keras.Model):
             dropout=dropout,
             initializer_range=initializer_range,
             layer_norm_epsilon=layer_norm_epsilon,
+            embedding_size=embedding_size,
+            position_offset=position_offset,
             dtype=dtype,
             name="embeddings",
         )
@@ -145,7 +162,13 @@ class BertEncoder(keras.Model):
             if pre_layer_norm
             else None
         )
-        self.pooler = _Pooler(hidden_dim, initializer_range=initializer_range, dtype=dtype, name="pooler")
+        self.pooler = _Pooler(
+            hidden_dim,
+            initializer_range=initializer_range,
+            activation=FAMILIES[model_type].pooler_activation,
+            dtype=dtype,
+            name="pooler",
+        )
 
         # === Functional Model ===
         token_ids = keras.Input(shape=(None,), dtype="int32", name="token_ids")
@@ -188,6 +211,9 @@ class BertEncoder(keras.Model):
         self.initializer_range = initializer_range
         self.layer_norm_epsilon = layer_norm_epsilon
         self.pre_layer_norm = pre_layer_norm
+        self.model_type = model_type
+        self.embedding_size = embedding_size
+        self.position_offset = position_offset
 
     def call_unpadded(self, inputs, training=False):
         """The encoder with padding removed: the same outputs at real tokens, for a fraction of the work.
@@ -333,4 +359,7 @@ _CONFIG_FIELDS = (
     ("initializer_range", "initializer_range"),
     ("layer_norm_epsilon", "layer_norm_eps"),
     ("pre_layer_norm", "pre_layer_norm"),
+    ("model_type", "model_type"),
+    ("embedding_size", "embedding_size"),
+    ("position_offset", "position_offset"),
 )

@@ -2,6 +2,7 @@
 
 import keras
 
+from bert_tf.config import FAMILIES
 from bert_tf.layers.dense_head import DenseHead
 from bert_tf.layers.masked_lm_head import MaskedLMHead
 from bert_tf.models.task import EncoderTask
@@ -29,7 +30,7 @@ class BertPretrainer(EncoderTask):
     def create_heads(self, encoder, nsp):
         self.mlm_head = MaskedLMHead(
             encoder.token_embedding,
-            hidden_act=encoder.hidden_act,
+            hidden_act=FAMILIES[encoder.model_type].mlm_activation or encoder.hidden_act,
             initializer_range=encoder.initializer_range,
             layer_norm_epsilon=encoder.layer_norm_epsilon,
             dtype=encoder.dtype_policy,

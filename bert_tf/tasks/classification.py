@@ -21,7 +21,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf import metrics
-from bert_tf.checkpoints.name_table import output_layer
+from bert_tf.checkpoints.name_table import hf_class, hf_heads, output_layer
 from bert_tf.data import classification, tfds_inputs
 from bert_tf.export.classifier_module import ClassifierModule
 from bert_tf.models import BertClassifier
@@ -37,16 +37,21 @@ def parse_column(value):
     return int(text) if text.lstrip("-").isdigit() else text
 
 
-def head_table():
-    """`BertClassifier.head` <-> run_classifier's `output_weights`/`output_bias` (HF `classifier`)."""
-    return output_layer("classifier_head/logits", "", "classifier")
+def head_table(hf_name="classifier"):
+    """`BertClassifier.head` <-> run_classifier's `output_weights`/`output_bias` (HF `classifier`, RoBERTa's and
+    ELECTRA's `classifier.out_proj`)."""
+    return output_layer("classifier_head/logits", "", hf_name)
 
 
 HEADS = registry.ModelHeads(
     BertClassifier,
-    entries=lambda model: head_table(),
-    hf_architecture=lambda model: "BertForSequenceClassification",
+    entries=lambda model: head_table(hf_heads(model).sequence_logits),
+    hf_architecture=lambda model: hf_class(model, "ForSequenceClassification"),
     hf_num_labels=lambda model: model.num_classes,
+    # The dense on the first token: BERT's pooler, RoBERTa's and ELECTRA's `classifier.dense`, DistilBERT's
+    # `pre_classifier`.
+    hf_pooler=lambda model: hf_heads(model).sequence_pooler,
+    hf_suffixes=("ForSequenceClassification",),
 )
 
 
@@ -212,6 +217,7 @@ CLASSIFICATION = registry.register(
         serving_module=_serving_module,
         serves=lambda module: module.labels is not None,
         check_config=check_config,
+        hf_accepts=lambda num_labels: num_labels >= 2,
     )
 )
 
@@ -230,5 +236,6 @@ REGRESSION = registry.register(
         serving_module=_serving_module,
         serves=lambda module: module.labels is None,
         check_config=check_config,
+        hf_accepts=lambda num_labels: num_labels == 1,
     )
 )

@@ -9,7 +9,7 @@ character offsets (`TaggerModule`).
 import os
 
 from bert_tf import metrics
-from bert_tf.checkpoints.name_table import output_layer
+from bert_tf.checkpoints.name_table import hf_class, output_layer
 from bert_tf.data import tagging, tfds_inputs
 from bert_tf.export.tagger_module import TaggerModule
 from bert_tf.models import BertTokenClassifier
@@ -113,8 +113,10 @@ NER = registry.register(
         heads=registry.ModelHeads(
             BertTokenClassifier,
             entries=lambda model: head_table(),
-            hf_architecture=lambda model: "BertForTokenClassification",
+            hf_architecture=lambda model: hf_class(model, "ForTokenClassification"),
             hf_num_labels=lambda model: model.num_classes,
+            hf_pooler=lambda model: None,  # ...ForTokenClassification has no pooler
+            hf_suffixes=("ForTokenClassification",),
         ),
         objective=Objective([Head("logits", "", "ce")]),
         best_metric="f1",

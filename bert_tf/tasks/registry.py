@@ -37,6 +37,14 @@ class ModelHeads:
             Hugging Face `config.json`; None for models without labels.
         is_encoder: the class is an encoder (its table is the whole model's);
             a task model finds its encoder at `model.encoder`.
+        hf_pooler: `model -> (module, in base model) or None`: where this
+            Hugging Face architecture keeps the dense our encoder calls the
+            pooler (`("pooler.dense", True)` in `BertForSequenceClassification`,
+            `("classifier.dense", False)` in RoBERTa's), None where it has none
+            (`...ForTokenClassification`); unset: the base model's.
+        hf_suffixes: the Hugging Face class-name endings this model reads
+            (`("ForSequenceClassification",)`), after the family prefix; a
+            checkpoint of such a class converts to this model.
     """
 
     model_class: type
@@ -44,6 +52,8 @@ class ModelHeads:
     hf_architecture: Callable
     hf_num_labels: Callable | None = None
     is_encoder: bool = False
+    hf_pooler: Callable | None = None
+    hf_suffixes: tuple = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,6 +97,9 @@ class Task:
         check_config: `FinetuneConfig -> None`, raising ValueError that names
             the field when the settings cannot work for this task (checked
             before any file is read or written); None: nothing to check.
+        hf_accepts: `num_labels -> bool`, whether a Hugging Face checkpoint of
+            one of `heads.hf_suffixes` with that many labels is this task
+            (classification and regression share the class); None: all are.
 
     Task data (what `data(...)` returns) has:
         `label_names`: list of str or None;
@@ -116,6 +129,7 @@ class Task:
     # entity F1 0.495 vs 0.737 after 93 steps), the small head's outputs start too flat to be learned in time
     # (README "Fine-tuning quality", tools/finetune_quality.py).
     head_initializer: str = "glorot_uniform"
+    hf_accepts: Callable | None = None
 
 
 _TASKS = {}  # name -> Task
@@ -212,6 +226,17 @@ def heads_classes():
     """Every model class with registered checkpoint heads."""
     _load_builtins()
     return tuple(_HEADS)
+
+
+def for_hf_architecture(architecture, num_labels=None):
+    """The `Task` a Hugging Face checkpoint of class `architecture` (e.g. "RobertaForTokenClassification") with
+    `num_labels` labels converts to, or None (a base model, a masked-LM or pretraining model, an unknown head)."""
+    for task in registered():
+        if any(architecture.endswith(suffix) for suffix in task.heads.hf_suffixes) and (
+            task.hf_accepts is None or task.hf_accepts(num_labels)
+        ):
+            return task
+    return None
 
 
 def for_module(module):

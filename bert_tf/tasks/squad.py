@@ -11,7 +11,7 @@ import os
 import tensorflow as tf
 
 from bert_tf import metrics
-from bert_tf.checkpoints.name_table import output_layer
+from bert_tf.checkpoints.name_table import hf_class, output_layer
 from bert_tf.data import squad, tfds_inputs
 from bert_tf.export.span_module import SpanModule
 from bert_tf.models import BertSpanLabeler
@@ -118,7 +118,9 @@ SQUAD = registry.register(
         heads=registry.ModelHeads(
             BertSpanLabeler,
             entries=lambda model: head_table(),
-            hf_architecture=lambda model: "BertForQuestionAnswering",
+            hf_architecture=lambda model: hf_class(model, "ForQuestionAnswering"),
+            hf_pooler=lambda model: None,  # ...ForQuestionAnswering has no pooler
+            hf_suffixes=("ForQuestionAnswering",),
         ),
         objective=Objective([Head("start_logits", "start", "ce", 0.5), Head("end_logits", "end", "ce", 0.5)]),
         best_metric="f1",
