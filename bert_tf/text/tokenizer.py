@@ -25,6 +25,10 @@ ASCII exactly as the reference does. Only the other rows take the pipeline
 above, and only the non-ASCII characters of those are normalized one at a time
 for offsets.
 
+Vocabulary sources: a `vocab.txt` (`BertTokenizer(vocab_file)`, kept as a
+SavedModel asset), or an in-memory list (`BertTokenizer(vocabulary=[...])`, kept
+as constants and in `get_config()`).
+
 Shape legend: `N` strings, `W` words, `P` pieces.
 """
 
@@ -64,7 +68,7 @@ class BertTokenizer(keras.layers.Layer):
     Args:
         vocab_file: path to a `vocab.txt` (one token a line, id = line
             number). Kept as a path in `get_config()` and tracked as an asset
-            in a SavedModel.
+            in a SavedModel. Give this or `vocabulary`.
         lowercase: whether to lowercase (uncased models).
         strip_accents: whether to strip accents (NFD then drop `Mn`); `None`
             (default) follows `lowercase`, as BERT uncased does.
@@ -75,29 +79,74 @@ class BertTokenizer(keras.layers.Layer):
             original FullTokenizer. If `False`, the vocabulary's special tokens
             found verbatim in the raw text become their single ids, as the
             Hugging Face tokenizer does by default.
+        vocabulary: the tokens as a list of strings (id = index), instead of
+            `vocab_file`: the lines a `vocab.txt` would hold. Kept as a list in
+            `get_config()` and as constants in a SavedModel (no file needed).
+        unk_token: the vocabulary's unknown token (default "[UNK]").
+        special_tokens: the tokens kept whole by `split_special_tokens=False`,
+            each one in the vocabulary; `None` (default) keeps those of
+            "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]" that the vocabulary
+            has.
         **kwargs: standard `keras.layers.Layer` arguments.
+
+    `get_config()` holds `vocab_file` or `vocabulary`, whichever was given,
+    and `unk_token` and `special_tokens` only where they are not the defaults.
 
     Example:
 
     >>> tokenizer = BertTokenizer("vocab.txt")
     >>> ids = tokenizer(tf.constant(["Hello world!"]))  # ragged [1, (P)]
+    >>> BertTokenizer(vocabulary=["[PAD]", "[UNK]", "hello", "world", "!"])
     """
 
     def __init__(
         self,
-        vocab_file,
+        vocab_file=None,
         lowercase=True,
         strip_accents=None,
         max_input_chars_per_word=100,
         split_special_tokens=True,
+        *,
+        vocabulary=None,
+        unk_token="[UNK]",
+        special_tokens=None,
         **kwargs,
     ):
         kwargs.setdefault("dtype", "int32")
         super().__init__(**kwargs)
-        if not isinstance(vocab_file, str) or not vocab_file:
-            raise ValueError(f"`vocab_file` must be a non-empty path string. Received: vocab_file={vocab_file!r}")
-        if not tf.io.gfile.exists(vocab_file):
-            raise ValueError(f"`vocab_file` does not exist. Received: vocab_file={vocab_file}")
+        if vocabulary is None:
+            if not isinstance(vocab_file, str) or not vocab_file:
+                raise ValueError(
+                    "`vocab_file` must be a non-empty path string (or give `vocabulary`, a list of tokens). "
+                    f"Received: vocab_file={vocab_file!r}"
+                )
+            if not tf.io.gfile.exists(vocab_file):
+                raise ValueError(f"`vocab_file` does not exist. Received: vocab_file={vocab_file}")
+        else:
+            if vocab_file is not None:
+                raise ValueError(
+                    "Give `vocab_file` or `vocabulary`, not both. "
+                    f"Received: vocab_file={vocab_file!r} and a vocabulary of {_count(vocabulary)} tokens"
+                )
+            if (
+                not isinstance(vocabulary, (list, tuple))
+                or not vocabulary
+                or not all(isinstance(token, str) for token in vocabulary)
+            ):
+                raise ValueError(
+                    f"`vocabulary` must be a non-empty list of strings. Received: vocabulary={_preview(vocabulary)}"
+                )
+            vocabulary = list(vocabulary)
+        if not isinstance(unk_token, str) or not unk_token:
+            raise ValueError(f"`unk_token` must be a non-empty string. Received: unk_token={unk_token!r}")
+        if special_tokens is not None and (
+            not isinstance(special_tokens, (list, tuple))
+            or not all(isinstance(token, str) and token for token in special_tokens)
+        ):
+            raise ValueError(
+                "`special_tokens` must be None or a list of non-empty strings. "
+                f"Received: special_tokens={special_tokens!r}"
+            )
         if not isinstance(lowercase, bool):
             raise ValueError(f"`lowercase` must be a bool. Received: lowercase={lowercase!r}")
         if strip_accents is not None and not isinstance(strip_accents, bool):
@@ -116,38 +165,58 @@ class BertTokenizer(keras.layers.Layer):
                 f"`split_special_tokens` must be a bool. Received: split_special_tokens={split_special_tokens!r}"
             )
         self.vocab_file = vocab_file
+        self.vocabulary = vocabulary
+        self.unk_token = unk_token
+        self.special_tokens = None if special_tokens is None else list(special_tokens)
         self.lowercase = lowercase
         self.strip_accents = strip_accents
         self.max_input_chars_per_word = max_input_chars_per_word
         self.split_special_tokens = split_special_tokens
         self._convert_input_args = False
         self._allow_non_tensor_positional_args = True
-        self._load_vocabulary(vocab_file)
+        self._load_vocabulary()
         self.built = True
 
     # === Vocabulary ===
 
-    def _load_vocabulary(self, vocab_file):
-        vocab = _read_vocab(vocab_file)
+    def _load_vocabulary(self):
+        if self.vocabulary is None:
+            vocab = _read_vocab(self.vocab_file)
+            source = f"vocab_file={self.vocab_file}"
+        else:
+            vocab = self.vocabulary
+            source = f"vocabulary={_preview(vocab)}"
         # The reference maps a token to its last line; earlier duplicates and
         # empty lines get placeholders no normalized word can contain (NUL is
         # removed by cleaning), so that no id shifts.
         last = {token: i for i, token in enumerate(vocab)}
         pieces = [token if token and last[token] == i else f"\x00{i}" for i, token in enumerate(vocab)]
-        if "[UNK]" not in last:
-            raise ValueError(f"The vocabulary has no '[UNK]' token. Received: vocab_file={vocab_file}")
+        unk = self.unk_token
+        if unk not in last:
+            raise ValueError(f"The vocabulary has no {unk!r} token (`unk_token`). Received: {source}")
+        if self.special_tokens is None:
+            specials = [t for t in SPECIAL_TOKENS if t in last]
+        else:
+            missing = [t for t in self.special_tokens if t not in last]
+            if missing:
+                raise ValueError(
+                    f"`special_tokens` {missing} are not in the vocabulary. "
+                    f"Received: special_tokens={self.special_tokens!r}"
+                )
+            specials = self.special_tokens
         self._token_to_id = last
         self._vocab_size = len(vocab)
-        self._specials = {t: last[t] for t in SPECIAL_TOKENS if t in last}
-        self._specials_re = "|".join(_escape(t) for t in self._specials)
+        self._specials = {t: last[t] for t in specials}
+        # Longest first, so that a special token containing another one wins.
+        self._specials_re = "|".join(_escape(t) for t in sorted(self._specials, key=len, reverse=True))
         self._specials_contains_re = "(?s).*(?:%s).*" % self._specials_re
-        # Words longer than the limit never reach WordPiece (they are [UNK]).
+        # Words longer than the limit never reach WordPiece (they are unknown).
         self._wordpiece = tf_text.FastWordpieceTokenizer(
             vocab=pieces,
             suffix_indicator="##",
-            max_bytes_per_word=4 * self.max_input_chars_per_word + 4,
+            max_bytes_per_word=max(4 * self.max_input_chars_per_word + 4, len(unk.encode("utf-8"))),
             token_out_type=tf.int32,
-            unknown_token="[UNK]",
+            unknown_token=unk,
             no_pretokenization=True,
         )
         # Plain ASCII rows (see PLAIN_ASCII_PATTERN) in one op: tensorflow-text's
@@ -158,29 +227,34 @@ class BertTokenizer(keras.layers.Layer):
             suffix_indicator="##",
             max_bytes_per_word=self.max_input_chars_per_word,
             token_out_type=tf.int32,
-            unknown_token="[UNK]",
+            unknown_token=unk,
             no_pretokenization=False,
         )
-        # id -> token for detokenize, initialized from the file: the file is
-        # an asset of any SavedModel that holds this layer.
-        self._vocab_asset = tf.saved_model.Asset(vocab_file)
-        self._id_to_token = tf.lookup.StaticHashTable(
-            tf.lookup.TextFileInitializer(
+        if self.vocabulary is None:
+            # id -> token for detokenize, initialized from the file: the file
+            # is an asset of any SavedModel that holds this layer.
+            self._vocab_asset = tf.saved_model.Asset(self.vocab_file)
+            initializer = tf.lookup.TextFileInitializer(
                 self._vocab_asset,
                 key_dtype=tf.int64,
                 key_index=tf.lookup.TextFileIndex.LINE_NUMBER,
                 value_dtype=tf.string,
                 value_index=tf.lookup.TextFileIndex.WHOLE_LINE,
-            ),
-            default_value="[UNK]",
-        )
+            )
+        else:
+            # From constants: a SavedModel holds them, no file is needed.
+            initializer = tf.lookup.KeyValueTensorInitializer(
+                keys=tf.range(len(vocab), dtype=tf.int64),
+                values=tf.constant(vocab, tf.string),
+            )
+        self._id_to_token = tf.lookup.StaticHashTable(initializer, default_value=unk)
 
     def _special_id(self, token):
         return self._specials.get(token)
 
     @property
     def vocab_size(self):
-        """Number of lines of the vocabulary file."""
+        """Number of vocabulary entries (lines of the vocabulary file)."""
         return self._vocab_size
 
     @property
@@ -189,7 +263,7 @@ class BertTokenizer(keras.layers.Layer):
 
     @property
     def unk_id(self):
-        return self._special_id("[UNK]")
+        return self._token_to_id[self.unk_token]
 
     @property
     def cls_id(self):
@@ -222,8 +296,8 @@ class BertTokenizer(keras.layers.Layer):
         lengths = tf.strings.length(words, unit="UTF8_CHAR")
         too_long = lengths > self.max_input_chars_per_word  # [W]
         byte_lengths = tf.cast(tf.strings.length(words), tf.int64)
-        # "[UNK]" is itself a vocabulary entry: one piece, the unknown id.
-        words = tf.where(too_long, "[UNK]", words)
+        # The unknown token is itself a vocabulary entry: one piece, its id.
+        words = tf.where(too_long, self.unk_token, words)
         if not with_offsets:
             return self._wordpiece.tokenize(words)
         ids, starts, ends = self._wordpiece.tokenize_with_offsets(words)
@@ -560,18 +634,37 @@ class BertTokenizer(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
+        if self.vocabulary is None:
+            config["vocab_file"] = self.vocab_file
+        else:
+            config["vocabulary"] = list(self.vocabulary)
         config.update(
             {
-                "vocab_file": self.vocab_file,
                 "lowercase": self.lowercase,
                 "strip_accents": self.strip_accents,
                 "max_input_chars_per_word": self.max_input_chars_per_word,
                 "split_special_tokens": self.split_special_tokens,
             }
         )
+        if self.unk_token != "[UNK]":
+            config["unk_token"] = self.unk_token
+        if self.special_tokens is not None:
+            config["special_tokens"] = list(self.special_tokens)
         return config
 
 
 def _escape(token):
     """RE2 pattern matching `token` literally."""
     return "".join("\\" + c if not c.isalnum() else c for c in token)
+
+
+def _count(vocabulary):
+    return len(vocabulary) if isinstance(vocabulary, (list, tuple)) else "?"
+
+
+def _preview(vocabulary):
+    """A short description of a vocabulary argument for error messages."""
+    if isinstance(vocabulary, (list, tuple)):
+        head = ", ".join(repr(t) for t in vocabulary[:3])
+        return f"[{head}{', ...' if len(vocabulary) > 3 else ''}] ({len(vocabulary)} tokens)"
+    return repr(vocabulary)[:80]
