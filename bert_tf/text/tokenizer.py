@@ -47,6 +47,13 @@ def _read_vocab(vocab_file):
         lines = f.read().decode("utf-8").split("\n")
     if lines and lines[-1] == "":
         lines.pop()
+    empty = [number for number, line in enumerate(lines, 1) if not line]
+    if empty:
+        # TextFileInitializer (the id -> token table) refuses empty lines.
+        raise ValueError(
+            f"`vocab_file` has an empty line (line {empty[0]}); give its tokens as `vocabulary=[...]` instead. "
+            f"Received: vocab_file={vocab_file}"
+        )
     return [line.rstrip() for line in lines]
 
 
@@ -187,10 +194,11 @@ class BertTokenizer(keras.layers.Layer):
             vocab = self.vocabulary
             source = f"vocabulary={_preview(vocab)}"
         # The reference maps a token to its last line; earlier duplicates and
-        # empty lines get placeholders no normalized word can contain (NUL is
-        # removed by cleaning), so that no id shifts.
+        # empty lines get placeholders no normalized word can contain (U+0001
+        # is removed by cleaning; not NUL, which ends a key in
+        # tensorflow-text's WordPiece model builder), so that no id shifts.
         last = {token: i for i, token in enumerate(vocab)}
-        pieces = [token if token and last[token] == i else f"\x00{i}" for i, token in enumerate(vocab)]
+        pieces = [token if token and last[token] == i else f"\x01{i}" for i, token in enumerate(vocab)]
         unk = self.unk_token
         if unk not in last:
             raise ValueError(f"The vocabulary has no {unk!r} token (`unk_token`). Received: {source}")
