@@ -26,11 +26,14 @@ above, and only the non-ASCII characters of those are normalized one at a time
 for offsets.
 
 Vocabulary sources: a `vocab.txt` (`BertTokenizer(vocab_file)`, kept as a
-SavedModel asset), or an in-memory list (`BertTokenizer(vocabulary=[...])`, kept
-as constants and in `get_config()`).
+SavedModel asset), an in-memory list (`BertTokenizer(vocabulary=[...])`, kept
+as constants and in `get_config()`), or a Hugging Face WordPiece
+`tokenizer.json` (`BertTokenizer.from_tokenizer_json(path)`).
 
 Shape legend: `N` strings, `W` words, `P` pieces.
 """
+
+import json
 
 import keras
 import tensorflow as tf
@@ -104,6 +107,7 @@ class BertTokenizer(keras.layers.Layer):
     >>> tokenizer = BertTokenizer("vocab.txt")
     >>> ids = tokenizer(tf.constant(["Hello world!"]))  # ragged [1, (P)]
     >>> BertTokenizer(vocabulary=["[PAD]", "[UNK]", "hello", "world", "!"])
+    >>> BertTokenizer.from_tokenizer_json("tokenizer.json")
     """
 
     def __init__(
@@ -184,6 +188,36 @@ class BertTokenizer(keras.layers.Layer):
         self._load_vocabulary()
         self.built = True
 
+    @classmethod
+    def from_tokenizer_json(cls, path, **overrides):
+        """Builds the tokenizer a Hugging Face WordPiece `tokenizer.json` describes.
+
+        Reads the vocabulary (`model.vocab`, token -> id, ids 0..V-1), the
+        unknown token, `max_input_chars_per_word`, the `BertNormalizer`
+        settings (`lowercase`; `strip_accents`, where null following
+        `lowercase`) and the added tokens marked `special`, which
+        `split_special_tokens=False` keeps whole. The vocabulary is kept in
+        memory (`vocabulary=`), so no other file is needed.
+
+        Args:
+            path: path to a `tokenizer.json` whose `model.type` is "WordPiece"
+                (BERT, DistilBERT, ELECTRA, ... as `transformers` saves them).
+            **overrides: constructor arguments that replace those read from
+                the file, or add to them (e.g. `split_special_tokens=False`,
+                `name`).
+
+        Returns:
+            a `BertTokenizer`.
+
+        Raises:
+            ValueError: naming the file, where it is not JSON or describes a
+                tokenizer this class cannot reproduce exactly (another model
+                type, a `continuing_subword_prefix` other than "##",
+                `clean_text` or `handle_chinese_chars` false, vocabulary ids
+                with gaps, non-special added tokens, ...).
+        """
+        return cls(**{**_wordpiece_json_arguments(path), **overrides})
+
     # === Vocabulary ===
 
     def _load_vocabulary(self):
@@ -258,7 +292,8 @@ class BertTokenizer(keras.layers.Layer):
         self._id_to_token = tf.lookup.StaticHashTable(initializer, default_value=unk)
 
     def _special_id(self, token):
-        return self._specials.get(token)
+        """Id of a BERT special token by its name, special for `split_special_tokens` or not."""
+        return self._token_to_id.get(token)
 
     @property
     def vocab_size(self):
@@ -676,3 +711,127 @@ def _preview(vocabulary):
         head = ", ".join(repr(t) for t in vocabulary[:3])
         return f"[{head}{', ...' if len(vocabulary) > 3 else ''}] ({len(vocabulary)} tokens)"
     return repr(vocabulary)[:80]
+
+
+# Where another tokenizer.json model type is read, for the error message.
+_OTHER_MODEL_TYPES = {
+    "BPE": "byte-level BPE (RoBERTa, GPT-2) is read by `BytePairTokenizer`",
+    "Unigram": "SentencePiece Unigram (ALBERT, DeBERTa-v2, T5) is not supported yet",
+    "WordLevel": "WordLevel is not supported",
+}
+
+
+def _wordpiece_json_arguments(path):
+    """`BertTokenizer` arguments from a Hugging Face WordPiece `tokenizer.json`."""
+
+    def fail(problem):
+        return ValueError(f"Cannot read {path} as a WordPiece tokenizer.json: {problem}")
+
+    if not isinstance(path, str) or not path:
+        raise ValueError(f"`path` must be a non-empty path string. Received: path={path!r}")
+    if not tf.io.gfile.exists(path):
+        raise ValueError(f"`path` does not exist. Received: path={path}")
+    with tf.io.gfile.GFile(path, "rb") as f:
+        raw = f.read()
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise fail(f"it is not JSON ({error})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("model"), dict):
+        raise fail("it has no `model` object (is it a tokenizer.json?)")
+    model = data["model"]
+    model_type = model.get("type")
+    if model_type is None and "continuing_subword_prefix" in model and "max_input_chars_per_word" in model:
+        model_type = "WordPiece"  # old files leave the type out
+    if model_type != "WordPiece":
+        where = _OTHER_MODEL_TYPES.get(model_type, "only WordPiece is read by `BertTokenizer`")
+        raise fail(f"`model.type` is {model_type!r}, not 'WordPiece': {where}")
+    prefix = model.get("continuing_subword_prefix", "##")
+    if prefix != "##":
+        raise fail(f"`model.continuing_subword_prefix` is {prefix!r}; only '##' is supported")
+    vocabulary = _vocabulary_by_id(model.get("vocab"), fail)
+    unk_token = model.get("unk_token", "[UNK]")
+    if unk_token not in vocabulary:
+        raise fail(f"`model.unk_token` {unk_token!r} is not in `model.vocab`")
+    arguments = {
+        "vocabulary": vocabulary,
+        "unk_token": unk_token,
+        "max_input_chars_per_word": model.get("max_input_chars_per_word", 100),
+    }
+    arguments.update(_bert_normalizer_arguments(data.get("normalizer"), fail))
+    _check_pre_tokenizer(data.get("pre_tokenizer"), fail)
+    arguments["special_tokens"] = _special_tokens(data.get("added_tokens") or [], vocabulary, fail)
+    return arguments
+
+
+def _vocabulary_by_id(vocab, fail):
+    """The tokens of `model.vocab` (token -> id) in id order; ids must be 0..V-1."""
+    if not isinstance(vocab, dict) or not vocab:
+        raise fail("`model.vocab` must be a non-empty object mapping token -> id")
+    bad = [(t, i) for t, i in vocab.items() if not isinstance(i, int) or isinstance(i, bool)]
+    if bad:
+        raise fail(f"`model.vocab` ids must be integers, e.g. {bad[0][0]!r}: {bad[0][1]!r}")
+    by_id = {}
+    for token, token_id in vocab.items():
+        if token_id in by_id:
+            raise fail(f"`model.vocab` gives id {token_id} to both {by_id[token_id]!r} and {token!r}")
+        by_id[token_id] = token
+    size = len(by_id)
+    missing = sorted(set(range(size)) - set(by_id))
+    if missing:
+        outside = sorted(i for i in by_id if not 0 <= i < size)
+        raise fail(
+            f"`model.vocab` ids must be 0..{size - 1} without gaps; missing {missing[:5]}"
+            f"{' ...' if len(missing) > 5 else ''}, outside {outside[:5]}{' ...' if len(outside) > 5 else ''}"
+        )
+    return [by_id[i] for i in range(size)]
+
+
+def _bert_normalizer_arguments(normalizer, fail):
+    """`lowercase` and `strip_accents` of a `BertNormalizer` (alone or the one step of a `Sequence`)."""
+    steps = [normalizer]
+    if isinstance(normalizer, dict) and normalizer.get("type") == "Sequence":
+        steps = normalizer.get("normalizers") or []
+    types = [step.get("type") if isinstance(step, dict) else step for step in steps]
+    if types != ["BertNormalizer"]:
+        raise fail(f"`normalizer` must be one BertNormalizer (the reference's normalization); found {types}")
+    step = steps[0]
+    for field in ("clean_text", "handle_chinese_chars"):
+        if step.get(field, True) is not True:
+            raise fail(f"`normalizer.{field}` is {step.get(field)!r}; only true (the reference's) is supported")
+    lowercase = step.get("lowercase", True)
+    strip_accents = step.get("strip_accents")
+    return {"lowercase": lowercase, "strip_accents": strip_accents}
+
+
+def _check_pre_tokenizer(pre_tokenizer, fail):
+    """The pre-tokenizer must be BERT's (whitespace and punctuation splits)."""
+    steps = [pre_tokenizer]
+    if isinstance(pre_tokenizer, dict) and pre_tokenizer.get("type") == "Sequence":
+        steps = pre_tokenizer.get("pretokenizers") or []
+    types = [step.get("type") if isinstance(step, dict) else step for step in steps]
+    if types != ["BertPreTokenizer"]:
+        raise fail(f"`pre_tokenizer` must be one BertPreTokenizer; found {types}")
+
+
+def _special_tokens(added_tokens, vocabulary, fail):
+    """The added tokens marked `special`, checked against the vocabulary.
+
+    Non-special added tokens are matched whole by Hugging Face too, which this
+    tokenizer does not do, so they are refused rather than tokenized
+    differently. `lstrip`/`rstrip` change no id (whitespace gives no piece).
+    """
+    specials = []
+    for token in added_tokens:
+        content, token_id = token.get("content"), token.get("id")
+        if not token.get("special", False):
+            raise fail(
+                f"added token {content!r} (id {token_id}) is not special; only special added tokens are supported"
+            )
+        if not isinstance(token_id, int) or not 0 <= token_id < len(vocabulary) or vocabulary[token_id] != content:
+            raise fail(f"special added token {content!r} has id {token_id}, which `model.vocab` does not give it")
+        for flag in ("single_word", "normalized"):
+            if token.get(flag, False):
+                raise fail(f"special added token {content!r} has `{flag}` true; only false is supported")
+        specials.append(content)
+    return specials
