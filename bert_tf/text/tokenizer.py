@@ -25,8 +25,15 @@ ASCII exactly as the reference does. Only the other rows take the pipeline
 above, and only the non-ASCII characters of those are normalized one at a time
 for offsets.
 
+Vocabulary sources: a `vocab.txt` (`BertTokenizer(vocab_file)`, kept as a
+SavedModel asset), an in-memory list (`BertTokenizer(vocabulary=[...])`, kept
+as constants and in `get_config()`), or a Hugging Face WordPiece
+`tokenizer.json` (`BertTokenizer.from_tokenizer_json(path)`).
+
 Shape legend: `N` strings, `W` words, `P` pieces.
 """
+
+import json
 
 import keras
 import tensorflow as tf
@@ -43,6 +50,13 @@ def _read_vocab(vocab_file):
         lines = f.read().decode("utf-8").split("\n")
     if lines and lines[-1] == "":
         lines.pop()
+    empty = [number for number, line in enumerate(lines, 1) if not line]
+    if empty:
+        # TextFileInitializer (the id -> token table) refuses empty lines.
+        raise ValueError(
+            f"`vocab_file` has an empty line (line {empty[0]}); give its tokens as `vocabulary=[...]` instead. "
+            f"Received: vocab_file={vocab_file}"
+        )
     return [line.rstrip() for line in lines]
 
 
@@ -64,7 +78,7 @@ class BertTokenizer(keras.layers.Layer):
     Args:
         vocab_file: path to a `vocab.txt` (one token a line, id = line
             number). Kept as a path in `get_config()` and tracked as an asset
-            in a SavedModel.
+            in a SavedModel. Give this or `vocabulary`.
         lowercase: whether to lowercase (uncased models).
         strip_accents: whether to strip accents (NFD then drop `Mn`); `None`
             (default) follows `lowercase`, as BERT uncased does.
@@ -75,29 +89,75 @@ class BertTokenizer(keras.layers.Layer):
             original FullTokenizer. If `False`, the vocabulary's special tokens
             found verbatim in the raw text become their single ids, as the
             Hugging Face tokenizer does by default.
+        vocabulary: the tokens as a list of strings (id = index), instead of
+            `vocab_file`: the lines a `vocab.txt` would hold. Kept as a list in
+            `get_config()` and as constants in a SavedModel (no file needed).
+        unk_token: the vocabulary's unknown token (default "[UNK]").
+        special_tokens: the tokens kept whole by `split_special_tokens=False`,
+            each one in the vocabulary; `None` (default) keeps those of
+            "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]" that the vocabulary
+            has.
         **kwargs: standard `keras.layers.Layer` arguments.
+
+    `get_config()` holds `vocab_file` or `vocabulary`, whichever was given,
+    and `unk_token` and `special_tokens` only where they are not the defaults.
 
     Example:
 
     >>> tokenizer = BertTokenizer("vocab.txt")
     >>> ids = tokenizer(tf.constant(["Hello world!"]))  # ragged [1, (P)]
+    >>> BertTokenizer(vocabulary=["[PAD]", "[UNK]", "hello", "world", "!"])
+    >>> BertTokenizer.from_tokenizer_json("tokenizer.json")
     """
 
     def __init__(
         self,
-        vocab_file,
+        vocab_file=None,
         lowercase=True,
         strip_accents=None,
         max_input_chars_per_word=100,
         split_special_tokens=True,
+        *,
+        vocabulary=None,
+        unk_token="[UNK]",
+        special_tokens=None,
         **kwargs,
     ):
         kwargs.setdefault("dtype", "int32")
         super().__init__(**kwargs)
-        if not isinstance(vocab_file, str) or not vocab_file:
-            raise ValueError(f"`vocab_file` must be a non-empty path string. Received: vocab_file={vocab_file!r}")
-        if not tf.io.gfile.exists(vocab_file):
-            raise ValueError(f"`vocab_file` does not exist. Received: vocab_file={vocab_file}")
+        if vocabulary is None:
+            if not isinstance(vocab_file, str) or not vocab_file:
+                raise ValueError(
+                    "`vocab_file` must be a non-empty path string (or give `vocabulary`, a list of tokens). "
+                    f"Received: vocab_file={vocab_file!r}"
+                )
+            if not tf.io.gfile.exists(vocab_file):
+                raise ValueError(f"`vocab_file` does not exist. Received: vocab_file={vocab_file}")
+        else:
+            if vocab_file is not None:
+                raise ValueError(
+                    "Give `vocab_file` or `vocabulary`, not both. "
+                    f"Received: vocab_file={vocab_file!r} and a vocabulary of {_count(vocabulary)} tokens"
+                )
+            if (
+                not isinstance(vocabulary, (list, tuple))
+                or not vocabulary
+                or not all(isinstance(token, str) for token in vocabulary)
+            ):
+                raise ValueError(
+                    f"`vocabulary` must be a non-empty list of strings. Received: vocabulary={_preview(vocabulary)}"
+                )
+            vocabulary = list(vocabulary)
+        if not isinstance(unk_token, str) or not unk_token:
+            raise ValueError(f"`unk_token` must be a non-empty string. Received: unk_token={unk_token!r}")
+        if special_tokens is not None and (
+            not isinstance(special_tokens, (list, tuple))
+            or not all(isinstance(token, str) and token for token in special_tokens)
+        ):
+            raise ValueError(
+                "`special_tokens` must be None or a list of non-empty strings. "
+                f"Received: special_tokens={special_tokens!r}"
+            )
         if not isinstance(lowercase, bool):
             raise ValueError(f"`lowercase` must be a bool. Received: lowercase={lowercase!r}")
         if strip_accents is not None and not isinstance(strip_accents, bool):
@@ -116,38 +176,89 @@ class BertTokenizer(keras.layers.Layer):
                 f"`split_special_tokens` must be a bool. Received: split_special_tokens={split_special_tokens!r}"
             )
         self.vocab_file = vocab_file
+        self.vocabulary = vocabulary
+        self.unk_token = unk_token
+        self.special_tokens = None if special_tokens is None else list(special_tokens)
         self.lowercase = lowercase
         self.strip_accents = strip_accents
         self.max_input_chars_per_word = max_input_chars_per_word
         self.split_special_tokens = split_special_tokens
         self._convert_input_args = False
         self._allow_non_tensor_positional_args = True
-        self._load_vocabulary(vocab_file)
+        self._load_vocabulary()
         self.built = True
+
+    @classmethod
+    def from_tokenizer_json(cls, path, **overrides):
+        """Builds the tokenizer a Hugging Face WordPiece `tokenizer.json` describes.
+
+        Reads the vocabulary (`model.vocab`, token -> id, ids 0..V-1), the
+        unknown token, `max_input_chars_per_word`, the `BertNormalizer`
+        settings (`lowercase`; `strip_accents`, where null following
+        `lowercase`) and the added tokens marked `special`, which
+        `split_special_tokens=False` keeps whole. The vocabulary is kept in
+        memory (`vocabulary=`), so no other file is needed.
+
+        Args:
+            path: path to a `tokenizer.json` whose `model.type` is "WordPiece"
+                (BERT, DistilBERT, ELECTRA, ... as `transformers` saves them).
+            **overrides: constructor arguments that replace those read from
+                the file, or add to them (e.g. `split_special_tokens=False`,
+                `name`).
+
+        Returns:
+            a `BertTokenizer`.
+
+        Raises:
+            ValueError: naming the file, where it is not JSON or describes a
+                tokenizer this class cannot reproduce exactly (another model
+                type, a `continuing_subword_prefix` other than "##",
+                `clean_text` or `handle_chinese_chars` false, vocabulary ids
+                with gaps, non-special added tokens, ...).
+        """
+        return cls(**{**_wordpiece_json_arguments(path), **overrides})
 
     # === Vocabulary ===
 
-    def _load_vocabulary(self, vocab_file):
-        vocab = _read_vocab(vocab_file)
+    def _load_vocabulary(self):
+        if self.vocabulary is None:
+            vocab = _read_vocab(self.vocab_file)
+            source = f"vocab_file={self.vocab_file}"
+        else:
+            vocab = self.vocabulary
+            source = f"vocabulary={_preview(vocab)}"
         # The reference maps a token to its last line; earlier duplicates and
-        # empty lines get placeholders no normalized word can contain (NUL is
-        # removed by cleaning), so that no id shifts.
+        # empty lines get placeholders no normalized word can contain (U+0001
+        # is removed by cleaning; not NUL, which ends a key in
+        # tensorflow-text's WordPiece model builder), so that no id shifts.
         last = {token: i for i, token in enumerate(vocab)}
-        pieces = [token if token and last[token] == i else f"\x00{i}" for i, token in enumerate(vocab)]
-        if "[UNK]" not in last:
-            raise ValueError(f"The vocabulary has no '[UNK]' token. Received: vocab_file={vocab_file}")
+        pieces = [token if token and last[token] == i else f"\x01{i}" for i, token in enumerate(vocab)]
+        unk = self.unk_token
+        if unk not in last:
+            raise ValueError(f"The vocabulary has no {unk!r} token (`unk_token`). Received: {source}")
+        if self.special_tokens is None:
+            specials = [t for t in SPECIAL_TOKENS if t in last]
+        else:
+            missing = [t for t in self.special_tokens if t not in last]
+            if missing:
+                raise ValueError(
+                    f"`special_tokens` {missing} are not in the vocabulary. "
+                    f"Received: special_tokens={self.special_tokens!r}"
+                )
+            specials = self.special_tokens
         self._token_to_id = last
         self._vocab_size = len(vocab)
-        self._specials = {t: last[t] for t in SPECIAL_TOKENS if t in last}
-        self._specials_re = "|".join(_escape(t) for t in self._specials)
+        self._specials = {t: last[t] for t in specials}
+        # Longest first, so that a special token containing another one wins.
+        self._specials_re = "|".join(_escape(t) for t in sorted(self._specials, key=len, reverse=True))
         self._specials_contains_re = "(?s).*(?:%s).*" % self._specials_re
-        # Words longer than the limit never reach WordPiece (they are [UNK]).
+        # Words longer than the limit never reach WordPiece (they are unknown).
         self._wordpiece = tf_text.FastWordpieceTokenizer(
             vocab=pieces,
             suffix_indicator="##",
-            max_bytes_per_word=4 * self.max_input_chars_per_word + 4,
+            max_bytes_per_word=max(4 * self.max_input_chars_per_word + 4, len(unk.encode("utf-8"))),
             token_out_type=tf.int32,
-            unknown_token="[UNK]",
+            unknown_token=unk,
             no_pretokenization=True,
         )
         # Plain ASCII rows (see PLAIN_ASCII_PATTERN) in one op: tensorflow-text's
@@ -158,29 +269,35 @@ class BertTokenizer(keras.layers.Layer):
             suffix_indicator="##",
             max_bytes_per_word=self.max_input_chars_per_word,
             token_out_type=tf.int32,
-            unknown_token="[UNK]",
+            unknown_token=unk,
             no_pretokenization=False,
         )
-        # id -> token for detokenize, initialized from the file: the file is
-        # an asset of any SavedModel that holds this layer.
-        self._vocab_asset = tf.saved_model.Asset(vocab_file)
-        self._id_to_token = tf.lookup.StaticHashTable(
-            tf.lookup.TextFileInitializer(
+        if self.vocabulary is None:
+            # id -> token for detokenize, initialized from the file: the file
+            # is an asset of any SavedModel that holds this layer.
+            self._vocab_asset = tf.saved_model.Asset(self.vocab_file)
+            initializer = tf.lookup.TextFileInitializer(
                 self._vocab_asset,
                 key_dtype=tf.int64,
                 key_index=tf.lookup.TextFileIndex.LINE_NUMBER,
                 value_dtype=tf.string,
                 value_index=tf.lookup.TextFileIndex.WHOLE_LINE,
-            ),
-            default_value="[UNK]",
-        )
+            )
+        else:
+            # From constants: a SavedModel holds them, no file is needed.
+            initializer = tf.lookup.KeyValueTensorInitializer(
+                keys=tf.range(len(vocab), dtype=tf.int64),
+                values=tf.constant(vocab, tf.string),
+            )
+        self._id_to_token = tf.lookup.StaticHashTable(initializer, default_value=unk)
 
     def _special_id(self, token):
-        return self._specials.get(token)
+        """Id of a BERT special token by its name, special for `split_special_tokens` or not."""
+        return self._token_to_id.get(token)
 
     @property
     def vocab_size(self):
-        """Number of lines of the vocabulary file."""
+        """Number of vocabulary entries (lines of the vocabulary file)."""
         return self._vocab_size
 
     @property
@@ -189,7 +306,7 @@ class BertTokenizer(keras.layers.Layer):
 
     @property
     def unk_id(self):
-        return self._special_id("[UNK]")
+        return self._token_to_id[self.unk_token]
 
     @property
     def cls_id(self):
@@ -222,8 +339,8 @@ class BertTokenizer(keras.layers.Layer):
         lengths = tf.strings.length(words, unit="UTF8_CHAR")
         too_long = lengths > self.max_input_chars_per_word  # [W]
         byte_lengths = tf.cast(tf.strings.length(words), tf.int64)
-        # "[UNK]" is itself a vocabulary entry: one piece, the unknown id.
-        words = tf.where(too_long, "[UNK]", words)
+        # The unknown token is itself a vocabulary entry: one piece, its id.
+        words = tf.where(too_long, self.unk_token, words)
         if not with_offsets:
             return self._wordpiece.tokenize(words)
         ids, starts, ends = self._wordpiece.tokenize_with_offsets(words)
@@ -560,18 +677,161 @@ class BertTokenizer(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
+        if self.vocabulary is None:
+            config["vocab_file"] = self.vocab_file
+        else:
+            config["vocabulary"] = list(self.vocabulary)
         config.update(
             {
-                "vocab_file": self.vocab_file,
                 "lowercase": self.lowercase,
                 "strip_accents": self.strip_accents,
                 "max_input_chars_per_word": self.max_input_chars_per_word,
                 "split_special_tokens": self.split_special_tokens,
             }
         )
+        if self.unk_token != "[UNK]":
+            config["unk_token"] = self.unk_token
+        if self.special_tokens is not None:
+            config["special_tokens"] = list(self.special_tokens)
         return config
 
 
 def _escape(token):
     """RE2 pattern matching `token` literally."""
     return "".join("\\" + c if not c.isalnum() else c for c in token)
+
+
+def _count(vocabulary):
+    return len(vocabulary) if isinstance(vocabulary, (list, tuple)) else "?"
+
+
+def _preview(vocabulary):
+    """A short description of a vocabulary argument for error messages."""
+    if isinstance(vocabulary, (list, tuple)):
+        head = ", ".join(repr(t) for t in vocabulary[:3])
+        return f"[{head}{', ...' if len(vocabulary) > 3 else ''}] ({len(vocabulary)} tokens)"
+    return repr(vocabulary)[:80]
+
+
+# Where another tokenizer.json model type is read, for the error message.
+_OTHER_MODEL_TYPES = {
+    "BPE": "byte-level BPE (RoBERTa, GPT-2) is read by `BytePairTokenizer`",
+    "Unigram": "SentencePiece Unigram (ALBERT, DeBERTa-v2, T5) is not supported yet",
+    "WordLevel": "WordLevel is not supported",
+}
+
+
+def _wordpiece_json_arguments(path):
+    """`BertTokenizer` arguments from a Hugging Face WordPiece `tokenizer.json`."""
+
+    def fail(problem):
+        return ValueError(f"Cannot read {path} as a WordPiece tokenizer.json: {problem}")
+
+    if not isinstance(path, str) or not path:
+        raise ValueError(f"`path` must be a non-empty path string. Received: path={path!r}")
+    if not tf.io.gfile.exists(path):
+        raise ValueError(f"`path` does not exist. Received: path={path}")
+    with tf.io.gfile.GFile(path, "rb") as f:
+        raw = f.read()
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise fail(f"it is not JSON ({error})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("model"), dict):
+        raise fail("it has no `model` object (is it a tokenizer.json?)")
+    model = data["model"]
+    model_type = model.get("type")
+    if model_type is None and "continuing_subword_prefix" in model and "max_input_chars_per_word" in model:
+        model_type = "WordPiece"  # old files leave the type out
+    if model_type != "WordPiece":
+        where = _OTHER_MODEL_TYPES.get(model_type, "only WordPiece is read by `BertTokenizer`")
+        raise fail(f"`model.type` is {model_type!r}, not 'WordPiece': {where}")
+    prefix = model.get("continuing_subword_prefix", "##")
+    if prefix != "##":
+        raise fail(f"`model.continuing_subword_prefix` is {prefix!r}; only '##' is supported")
+    vocabulary = _vocabulary_by_id(model.get("vocab"), fail)
+    unk_token = model.get("unk_token", "[UNK]")
+    if unk_token not in vocabulary:
+        raise fail(f"`model.unk_token` {unk_token!r} is not in `model.vocab`")
+    arguments = {
+        "vocabulary": vocabulary,
+        "unk_token": unk_token,
+        "max_input_chars_per_word": model.get("max_input_chars_per_word", 100),
+    }
+    arguments.update(_bert_normalizer_arguments(data.get("normalizer"), fail))
+    _check_pre_tokenizer(data.get("pre_tokenizer"), fail)
+    arguments["special_tokens"] = _special_tokens(data.get("added_tokens") or [], vocabulary, fail)
+    return arguments
+
+
+def _vocabulary_by_id(vocab, fail):
+    """The tokens of `model.vocab` (token -> id) in id order; ids must be 0..V-1."""
+    if not isinstance(vocab, dict) or not vocab:
+        raise fail("`model.vocab` must be a non-empty object mapping token -> id")
+    bad = [(t, i) for t, i in vocab.items() if not isinstance(i, int) or isinstance(i, bool)]
+    if bad:
+        raise fail(f"`model.vocab` ids must be integers, e.g. {bad[0][0]!r}: {bad[0][1]!r}")
+    by_id = {}
+    for token, token_id in vocab.items():
+        if token_id in by_id:
+            raise fail(f"`model.vocab` gives id {token_id} to both {by_id[token_id]!r} and {token!r}")
+        by_id[token_id] = token
+    size = len(by_id)
+    missing = sorted(set(range(size)) - set(by_id))
+    if missing:
+        outside = sorted(i for i in by_id if not 0 <= i < size)
+        raise fail(
+            f"`model.vocab` ids must be 0..{size - 1} without gaps; missing {missing[:5]}"
+            f"{' ...' if len(missing) > 5 else ''}, outside {outside[:5]}{' ...' if len(outside) > 5 else ''}"
+        )
+    return [by_id[i] for i in range(size)]
+
+
+def _bert_normalizer_arguments(normalizer, fail):
+    """`lowercase` and `strip_accents` of a `BertNormalizer` (alone or the one step of a `Sequence`)."""
+    steps = [normalizer]
+    if isinstance(normalizer, dict) and normalizer.get("type") == "Sequence":
+        steps = normalizer.get("normalizers") or []
+    types = [step.get("type") if isinstance(step, dict) else step for step in steps]
+    if types != ["BertNormalizer"]:
+        raise fail(f"`normalizer` must be one BertNormalizer (the reference's normalization); found {types}")
+    step = steps[0]
+    for field in ("clean_text", "handle_chinese_chars"):
+        if step.get(field, True) is not True:
+            raise fail(f"`normalizer.{field}` is {step.get(field)!r}; only true (the reference's) is supported")
+    lowercase = step.get("lowercase", True)
+    strip_accents = step.get("strip_accents")
+    return {"lowercase": lowercase, "strip_accents": strip_accents}
+
+
+def _check_pre_tokenizer(pre_tokenizer, fail):
+    """The pre-tokenizer must be BERT's (whitespace and punctuation splits)."""
+    steps = [pre_tokenizer]
+    if isinstance(pre_tokenizer, dict) and pre_tokenizer.get("type") == "Sequence":
+        steps = pre_tokenizer.get("pretokenizers") or []
+    types = [step.get("type") if isinstance(step, dict) else step for step in steps]
+    if types != ["BertPreTokenizer"]:
+        raise fail(f"`pre_tokenizer` must be one BertPreTokenizer; found {types}")
+
+
+def _special_tokens(added_tokens, vocabulary, fail):
+    """The added tokens marked `special`, checked against the vocabulary.
+
+    Non-special added tokens are matched whole by Hugging Face too, which this
+    tokenizer does not do, so they are refused rather than tokenized
+    differently. `lstrip`/`rstrip` change no id (whitespace gives no piece).
+    """
+    specials = []
+    for token in added_tokens:
+        content, token_id = token.get("content"), token.get("id")
+        if not token.get("special", False):
+            raise fail(
+                f"added token {content!r} (id {token_id}) is not special; only special added tokens are supported"
+            )
+        if not isinstance(token_id, int) or not 0 <= token_id < len(vocabulary) or vocabulary[token_id] != content:
+            raise fail(f"special added token {content!r} has id {token_id}, which `model.vocab` does not give it")
+        for flag in ("single_word", "normalized"):
+            if token.get(flag, False):
+                raise fail(f"special added token {content!r} has `{flag}` true; only false is supported")
+        specials.append(content)
+    return specials

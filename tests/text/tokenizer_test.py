@@ -256,3 +256,20 @@ def test_character_offsets_index_the_decoded_string(minilm_vocab):
     assert scalar.numpy().tolist() == starts[0].numpy().tolist()
     with pytest.raises(ValueError, match="unit='word'"):
         tokenizer.tokenize_with_offsets(tf.constant(raw), unit="word")
+
+
+def test_duplicate_lines_keep_every_id(tmp_path):
+    # The reference maps a token to its last line; no later id shifts.
+    path = tmp_path / "vocab.txt"
+    path.write_text("[PAD]\n[UNK]\nfox\nthe\nfox\n##s\n \n", encoding="utf-8")
+    tokenizer = BertTokenizer(str(path))
+    assert tokenizer(tf.constant(["the foxs fox"])).to_list() == [[3, 4, 5, 4]]
+    assert tokenizer.vocab_size == 7
+    assert tokenizer.detokenize(tf.constant([[2, 4]])).numpy().tolist() == [b"fox fox"]
+
+
+def test_vocab_file_with_empty_line_rejected(tmp_path):
+    path = tmp_path / "vocab.txt"
+    path.write_text("[PAD]\n[UNK]\n\nfox\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"empty line \(line 3\).*vocabulary=.*Received: vocab_file="):
+        BertTokenizer(str(path))
