@@ -1,10 +1,14 @@
-"""bert-tf-convert: convert a BERT checkpoint to a bert_tf model directory or a Hugging Face directory.
+"""bert-tf-convert: convert a checkpoint to a bert_tf model directory or a Hugging Face directory.
 
-    bert-tf-convert --input=PATH --output=DIR [--to=bert_tf|hf] [--overwrite] [--allow_pickle] [--allow_missing_vocab]
+    bert-tf-convert --input=PATH --output=DIR [--to=bert_tf|hf] [--overwrite] [--allow_pickle]
+        [--allow_missing_vocab] [--strict]
 
-`--input` is a Hugging Face BERT directory, an original Google TF1 checkpoint
-(directory or `model.ckpt-N` prefix) or a bert_tf model directory; its format
-is detected. Pretraining heads (`cls/*`) are converted when present.
+`--input` is a Hugging Face directory of BERT, RoBERTa, DistilBERT or ELECTRA,
+an original Google TF1 checkpoint (directory or `model.ckpt-N` prefix) or a
+bert_tf model directory; its format is detected. The model it holds is
+converted whole: the encoder, the masked-LM (and NSP) head, or a fine-tuned
+classification, token-classification or question-answering head with its
+label names, which `bert-tf-export` then serves.
 """
 
 import os
@@ -22,8 +26,8 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string(
     "input",
     None,
-    "Checkpoint to convert: Hugging Face BERT directory, TF1 checkpoint "
-    "directory or prefix, or bert_tf model directory (format detected).",
+    "Checkpoint to convert: Hugging Face directory (BERT, RoBERTa, DistilBERT, ELECTRA, task heads included), "
+    "TF1 checkpoint directory or prefix, or bert_tf model directory (format detected).",
 )
 flags.DEFINE_string("output", None, "Directory to write; must be empty or absent unless --overwrite.")
 flags.DEFINE_enum(
@@ -40,7 +44,13 @@ flags.DEFINE_bool(
 flags.DEFINE_bool(
     "allow_missing_vocab",
     False,
-    "Convert a checkpoint without vocab.txt (warns); fine-tuning and export then need one put in --output.",
+    "Convert a checkpoint without tokenizer files (warns); fine-tuning and export then need them in --output.",
+)
+flags.DEFINE_bool(
+    "strict",
+    False,
+    "Refuse a checkpoint without the pooler (masked-LM checkpoints, DistilBERT, ELECTRA) instead of "
+    "initialising it fresh with a warning.",
 )
 flags.DEFINE_bool(
     "allow_pickle",
@@ -79,6 +89,7 @@ def main(argv):
             FLAGS.to,
             allow_pickle=FLAGS.allow_pickle,
             allow_missing_vocab=FLAGS.allow_missing_vocab,
+            strict=FLAGS.strict,
         )
     except (CheckpointError, ConfigError) as e:
         print(f"bert-tf-convert: error: {e}", file=sys.stderr)

@@ -78,9 +78,7 @@ def load_pretrainer(path, dtype=None, hidden_act=None, nsp=None, allow_missing_h
         nsp = _has_entries(name_table.nsp_head_table(config.model_type), source, config.model_type)
     encoder = BertEncoder.from_bert_config(config, dtype=dtype)
     pretrainer = BertPretrainer(encoder, nsp=nsp)
-    heads = name_table.mlm_head_table(config.model_type) + (
-        name_table.nsp_head_table(config.model_type) if nsp else []
-    )
+    heads = name_table.mlm_head_table(config.model_type) + (name_table.nsp_head_table(config.model_type) if nsp else [])
     _restore(
         pretrainer,
         name_table.model_table(pretrainer)[1],
@@ -306,9 +304,7 @@ def save_hf(model, path, vocab_file=None, lowercase=None, labels=None, tokenizer
     if lowercase is not None:
         settings["lowercase"] = bool(lowercase)
     if settings:
-        _write_json(
-            os.path.join(path, "tokenizer_config.json"), _hf_tokenizer_config(encoder, path, settings)
-        )
+        _write_json(os.path.join(path, "tokenizer_config.json"), _hf_tokenizer_config(encoder, path, settings))
     return len(arrays)
 
 
@@ -455,7 +451,5 @@ def convert_checkpoint(input_path, output, to="bert_tf", allow_pickle=False, all
             if os.path.isfile(source_json):
                 shutil.copyfile(source_json, os.path.join(output, tokenizer_files.TOKENIZER_JSON))
             encoder = getattr(model, "encoder", model)
-            _write_json(
-                os.path.join(output, "tokenizer_config.json"), _hf_tokenizer_config(encoder, output, settings)
-            )
+            _write_json(os.path.join(output, "tokenizer_config.json"), _hf_tokenizer_config(encoder, output, settings))
     return fmt, count, type(model).__name__

@@ -250,9 +250,7 @@ def mlm_head_table(model_type="bert"):
     dense, layer_norm, bias, bias_aliases = HF_HEADS[model_type].mlm
     return [
         *_dense("mlm_head/transform_dense", "cls/predictions/transform/dense", dense, in_base=False),  # [H, E]
-        *_layer_norm(
-            "mlm_head/transform_layer_norm", "cls/predictions/transform/LayerNorm", layer_norm, in_base=False
-        ),
+        *_layer_norm("mlm_head/transform_layer_norm", "cls/predictions/transform/LayerNorm", layer_norm, in_base=False),
         Entry(
             "mlm_head/output_bias", "cls/predictions/output_bias", bias, hf_aliases=bias_aliases, hf_in_base=False
         ),  # [V]
@@ -346,9 +344,7 @@ def _pretrainer_pooler(pretrainer):
     return ("pooler.dense", True) if pretrainer.nsp else None
 
 
-registry.register_heads(
-    registry.ModelHeads(BertEncoder, _encoder_entries, hf_architecture=hf_class, is_encoder=True)
-)
+registry.register_heads(registry.ModelHeads(BertEncoder, _encoder_entries, hf_architecture=hf_class, is_encoder=True))
 registry.register_heads(
     registry.ModelHeads(
         BertPretrainer,

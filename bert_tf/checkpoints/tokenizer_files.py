@@ -73,9 +73,7 @@ def find_tokenizer(path):
     if legacy:
         return legacy
     present = sorted(os.listdir(directory)) if os.path.isdir(directory) else []
-    raise CheckpointError(
-        f"No tokenizer in {directory}: looked for {LOOKED_FOR}. Received: files={present[:20]}"
-    )
+    raise CheckpointError(f"No tokenizer in {directory}: looked for {LOOKED_FOR}. Received: files={present[:20]}")
 
 
 def has_tokenizer(path):

@@ -20,7 +20,7 @@ import re
 
 import tensorflow as tf
 
-from bert_tf.text import BertPacker
+from bert_tf.text import packer_for
 
 TASKS = ("classification", "regression")
 FORMATS = ("tsv", "csv", "jsonl")
@@ -442,11 +442,9 @@ def make_dataset(
     """
     if batch_size <= 0:
         raise ValueError(f"`batch_size` must be positive. Received: batch_size={batch_size}")
-    packer = BertPacker(
+    packer = packer_for(
+        tokenizer,
         max_seq_length,
-        tokenizer.cls_id,
-        tokenizer.sep_id,
-        tokenizer.pad_id,
         truncation=truncation,
         max_position_embeddings=max_position_embeddings,
     )

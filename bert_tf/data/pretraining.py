@@ -34,7 +34,7 @@ import os
 
 import tensorflow as tf
 
-from bert_tf.text import BertPacker, MaskedLMMasker, expand_files
+from bert_tf.text import MaskedLMMasker, expand_files, packer_for
 from bert_tf.text.masking import example_keys, uniform
 
 FORMATS = ("lines", "paragraphs")
@@ -323,12 +323,6 @@ def _choose_rows(condition, if_true, if_false):
     return tf.gather(rows, tf.argsort(source))
 
 
-def continuation_ids(vocab_file):
-    """Ids of the `##` pieces of a vocabulary (for whole-word masking)."""
-    with tf.io.gfile.GFile(vocab_file, "r") as f:
-        return [i for i, line in enumerate(f.read().split("\n")) if line.startswith("##")]
-
-
 def pretraining_dataset(
     corpus,
     tokenizer,
@@ -494,11 +488,9 @@ def masked_batches(
     """
     if batch_size <= 0:
         raise ValueError(f"`batch_size` must be positive. Received: batch_size={batch_size}")
-    packer = BertPacker(
+    packer = packer_for(
+        tokenizer,
         max_seq_length,
-        tokenizer.cls_id,
-        tokenizer.sep_id,
-        tokenizer.pad_id,
         truncation="longest_first",
         max_position_embeddings=max_position_embeddings,
     )
@@ -510,7 +502,7 @@ def masked_batches(
         masking_rate=masking_rate,
         max_predictions_per_seq=max_predictions_per_seq,
         whole_word_masking=whole_word_masking,
-        continuation_ids=continuation_ids(tokenizer.vocab_file) if whole_word_masking else None,
+        continuation_ids=tokenizer.continuation_ids() if whole_word_masking else None,
         seed=seed,
     )
 

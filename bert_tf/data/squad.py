@@ -29,6 +29,8 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from bert_tf.text import pair_separators
+
 
 @dataclasses.dataclass
 class SquadExample:
@@ -288,10 +290,9 @@ def _max_context_window(spans, length):
 def _pack_window(tokenizer, max_seq_length, question, context, start, size):
     """`[CLS] question [SEP] context[start:start + size] [SEP]` as `[T]` arrays, with character offsets."""
     ids, starts, ends = context
-    tokens = np.concatenate(
-        [[tokenizer.cls_id], question, [tokenizer.sep_id], ids[start : start + size], [tokenizer.sep_id]]
-    )
-    offset = len(question) + 2
+    separators = [tokenizer.sep_id] * pair_separators(tokenizer)
+    tokens = np.concatenate([[tokenizer.cls_id], question, separators, ids[start : start + size], [tokenizer.sep_id]])
+    offset = len(question) + 1 + len(separators)
     window = slice(offset, offset + size)
     char_starts = np.full([max_seq_length], -1, np.int64)
     char_ends = np.full([max_seq_length], -1, np.int64)
@@ -322,7 +323,8 @@ def make_windows(examples, tokenizer, max_seq_length=384, doc_stride=128, max_qu
     Returns:
         `SquadWindows`.
     """
-    budget = max_seq_length - 3 - max_query_length
+    extra = pair_separators(tokenizer) - 1  # RoBERTa: `<s> question </s></s> context </s>`
+    budget = max_seq_length - 3 - extra - max_query_length
     if budget < 1 or doc_stride < 1:
         raise ValueError(
             "`max_seq_length` must leave room for the context after the question and 3 special tokens, "
@@ -340,7 +342,7 @@ def make_windows(examples, tokenizer, max_seq_length=384, doc_stride=128, max_qu
         answer = _answer_tokens(example, starts, ends)
         if answer is None and example.answers and not example.is_impossible:
             unmapped.append(example.id)
-        offset = len(question) + 2  # [CLS] question [SEP]
+        offset = len(question) + 2 + extra  # [CLS] question [SEP] (RoBERTa: a second separator)
         spans = _window_spans(len(ids), max_seq_length - 1 - offset, doc_stride)
         owner = _max_context_window(spans, len(ids))  # [L]
         for k, (start, size) in enumerate(spans):

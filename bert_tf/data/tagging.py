@@ -25,7 +25,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.metrics import split_tag
-from bert_tf.text import BertPacker
+from bert_tf.text import packer_for
 
 SCHEMES = ("auto", "BIO", "IOB1")
 _DOCSTART = "-DOCSTART-"
@@ -241,11 +241,9 @@ class _Windower:
         self.max_seq_length = max_seq_length
         self.budget = max_seq_length - 2  # [CLS] and [SEP]
         self.stride = stride
-        self.packer = BertPacker(
+        self.packer = packer_for(
+            tokenizer,
             max_seq_length,
-            tokenizer.cls_id,
-            tokenizer.sep_id,
-            tokenizer.pad_id,
             max_position_embeddings=max_position_embeddings,
         )
 

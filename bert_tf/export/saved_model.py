@@ -25,7 +25,6 @@ from bert_tf.checkpoints import SETTINGS_FILE
 from bert_tf.config import ConfigError
 from bert_tf.export.encoder_module import EncoderModule
 from bert_tf.models import BertEncoder
-from bert_tf.text import BertTokenizer
 
 METADATA_FILE = "bert_tf_export.json"  # In the SavedModel's assets.extra/.
 # Ops of the exported SavedModels that core TensorFlow lacks: a serving binary must have them registered
@@ -91,9 +90,7 @@ def serving_module(
     """The serving module (a `tf.Module`) of the model at `model_dir`; see `export_saved_model` for the args."""
     config = checkpoints.load_config(model_dir)
     settings = checkpoints.infer_settings(model_dir, config.max_position_embeddings)
-    vocab = checkpoints.vocab_file(model_dir)
-    if vocab is None:
-        raise ConfigError(f"{model_dir}: no vocab.txt; the SavedModel needs the vocabulary.")
+    checkpoints.find_tokenizer(model_dir)  # the SavedModel needs the tokenizer: an error naming the files looked for
     max_seq_length = max_seq_length or settings["max_seq_length"]
     if not 3 <= max_seq_length <= config.max_position_embeddings:
         raise ConfigError(
@@ -102,7 +99,7 @@ def serving_module(
         )
 
     def tokenizer(**kwargs):
-        return BertTokenizer(vocab, lowercase=settings["lowercase"], strip_accents=settings["strip_accents"], **kwargs)
+        return checkpoints.load_tokenizer(model_dir, settings, **kwargs)
 
     common = dict(max_input_bytes=max_input_bytes)
     if encoder_only or settings.get("task") is None:

@@ -6,7 +6,7 @@ Shape legend: B inputs, T tokens, H hidden.
 import tensorflow as tf
 
 from bert_tf.export import graph_ops
-from bert_tf.text.packing import BertPacker
+from bert_tf.text import packer_for
 
 # Signature input specs: the names are the request keys of every signature.
 TEXT = tf.TensorSpec([None], tf.string, name="text")
@@ -68,11 +68,9 @@ class ServingModule(tf.Module):
         self.vocab_size = encoder.vocabulary_size
         self.type_vocab_size = encoder.type_vocab_size
         self._packer = _Unsaved(
-            BertPacker(
+            packer_for(
+                tokenizer,
                 max_seq_length,
-                tokenizer.cls_id,
-                tokenizer.sep_id,
-                tokenizer.pad_id,
                 truncation=truncation,
                 max_position_embeddings=encoder.max_position_embeddings,
             )

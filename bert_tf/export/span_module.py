@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from bert_tf.export import graph_ops
 from bert_tf.export.serving_module import IDS, ServingModule
+from bert_tf.text import pair_separators
 
 QUESTION = tf.TensorSpec([None], tf.string, name="question")
 CONTEXT = tf.TensorSpec([None], tf.string, name="context")
@@ -92,14 +93,15 @@ class SpanModule(ServingModule):
         pieces, byte_starts, byte_ends = self.tokenizer.tokenize_with_offsets(context)  # [B, (L)]
         pieces = pieces.with_row_splits_dtype(tf.int64)
         query_length = query.row_lengths()  # [B]
-        budgets = self.max_seq_length - 3 - query_length
+        extra = pair_separators(self.tokenizer) - 1  # RoBERTa's second separator
+        budgets = self.max_seq_length - 3 - extra - query_length
         row, start, size = graph_ops.window_spans(pieces.row_lengths(), budgets, self.doc_stride)  # [N]
         features = self._pack(tf.gather(query, row), graph_ops.take_pieces(pieces, row, start, size))
         outputs = self.model.call_unpadded(features)
         start_logits, end_logits = outputs["start_logits"], outputs["end_logits"]  # [N, T]
 
         # Context tokens of each window: [offset, offset + size), after [CLS] question [SEP].
-        offset = tf.gather(query_length, row) + 2  # [N]
+        offset = tf.gather(query_length, row) + 2 + extra  # [N]
         position = tf.range(tf.shape(start_logits, out_type=tf.int64)[1])[None, :]  # [1, T]
         in_context = tf.logical_and(position >= offset[:, None], position < (offset + size)[:, None])  # [N, T]
         span_score, first, last = _best_spans(start_logits, end_logits, in_context, self.max_answer_length)

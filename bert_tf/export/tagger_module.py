@@ -77,10 +77,9 @@ class TaggerModule(ServingModule):
         super().__init__(model, tokenizer, max_seq_length, max_input_bytes=max_input_bytes, name=name)
         self.labels = tuple(labels)
         self.types, self.type_of_label, self.begins = (tuple(x) for x in entity_scheme(labels))
-        with tf.io.gfile.GFile(tokenizer.vocab_file, "rb") as f:
-            vocab = f.read().decode("utf-8").split("\n")
-        # Pieces that continue a word: "##" pieces, one flag per id.
-        self._continuation = np.array([token.startswith("##") for token in vocab[: tokenizer.vocab_size]], bool)
+        # Pieces that continue a word (WordPiece's "##" pieces), one flag per id.
+        self._continuation = np.zeros([tokenizer.vocab_size], bool)
+        self._continuation[tokenizer.continuation_ids()] = True
 
     def signatures(self):
         return {"serving_default": self._function(self.tag_text, TEXT), "ids": self._function(self.tag_ids, *IDS)}

@@ -5,7 +5,8 @@
 - `tokenizer`: `BertTokenizer`, the WordPiece Keras layer with the reference tokenizer's ids.
 - `normalization`: the reference's Unicode tables, `normalize` and `split_words`.
 - `offsets`: `bytes_to_chars` (byte offsets to character offsets) and `utf8_length`.
-- `packing`: `BertPacker` (trim, then `[CLS] A [SEP] B [SEP]`) and its `TRUNCATIONS`.
+- `packing`: `BertPacker` (trim, then `[CLS] A [SEP] B [SEP]`, or RoBERTa's pairs), its `TRUNCATIONS`, and
+  `packer_for(tokenizer, ...)`, the packer of a tokenizer.
 - `masking`: `MaskedLMMasker` (dynamic masked-LM masking) and its stateless random draws.
 - `vocab`: `build_vocab`, `expand_files` and the `SPECIAL_TOKENS` every vocabulary starts with.
 """
@@ -13,7 +14,7 @@
 from bert_tf.text.masking import MaskedLMMasker
 from bert_tf.text.normalization import normalize, split_words
 from bert_tf.text.offsets import bytes_to_chars
-from bert_tf.text.packing import TRUNCATIONS, BertPacker
+from bert_tf.text.packing import TRUNCATIONS, BertPacker, packer_for, pair_separators
 from bert_tf.text.tokenizer import BertTokenizer
 from bert_tf.text.vocab import SPECIAL_TOKENS, VocabSummary, build_vocab, expand_files
 
@@ -28,5 +29,7 @@ __all__ = [
     "bytes_to_chars",
     "expand_files",
     "normalize",
+    "packer_for",
+    "pair_separators",
     "split_words",
 ]

@@ -1,4 +1,4 @@
-"""BertPacker: trims one or two segments, then packs `[CLS] A [SEP] B [SEP]`.
+"""BertPacker: trims one or two segments, then packs `[CLS] A [SEP] B [SEP]` (RoBERTa: `<s> A </s></s> B </s>`).
 
 Trimming happens before packing, so the final `[SEP]` always survives.
 Shapes: B batch, T = max_seq_length.
@@ -8,6 +8,24 @@ import tensorflow as tf
 import tensorflow_text as text
 
 TRUNCATIONS = ("round_robin", "longest_first")
+STYLES = ("bert", "roberta")
+
+
+def pair_separators(tokenizer):
+    """Separators between the two texts of a pair with `tokenizer`: 1 (`[SEP]`), 2 for RoBERTa's `</s></s>`."""
+    return 2 if getattr(tokenizer, "packing", "bert") == "roberta" else 1
+
+
+def packer_for(tokenizer, max_seq_length, **kwargs):
+    """The `BertPacker` of `tokenizer`: its special ids and pair style (its `packing` attribute, "bert" if absent)."""
+    return BertPacker(
+        max_seq_length,
+        tokenizer.cls_id,
+        tokenizer.sep_id,
+        tokenizer.pad_id,
+        style=getattr(tokenizer, "packing", "bert"),
+        **kwargs,
+    )
 
 
 def _keep_first(segment, lengths):
@@ -28,11 +46,23 @@ class BertPacker:
             second segment, as the original `run_classifier.py` does).
         max_position_embeddings: the model's number of positions; a longer
             `max_seq_length` is refused.
+        style: "bert" (`[CLS] A [SEP] B [SEP]`, B in segment 1) or "roberta"
+            (`<s> A </s></s> B </s>`, every token in segment 0), as the
+            tokenizer's `packing` says (`packer_for`).
     """
 
     def __init__(
-        self, max_seq_length, cls_id, sep_id, pad_id=0, truncation="round_robin", max_position_embeddings=None
+        self,
+        max_seq_length,
+        cls_id,
+        sep_id,
+        pad_id=0,
+        truncation="round_robin",
+        max_position_embeddings=None,
+        style="bert",
     ):
+        if style not in STYLES:
+            raise ValueError(f"`style` must be one of {STYLES}. Received: style={style!r}")
         if truncation not in TRUNCATIONS:
             raise ValueError(f"`truncation` must be one of {TRUNCATIONS}. Received: truncation={truncation!r}")
         if max_seq_length < 3:
@@ -45,9 +75,11 @@ class BertPacker:
         self.max_seq_length = max_seq_length
         self.cls_id, self.sep_id, self.pad_id = cls_id, sep_id, pad_id
         self.truncation = truncation
+        self.style = style
 
     def _trim(self, segments):
-        budget = self.max_seq_length - 1 - len(segments)  # [CLS] and one [SEP] per segment
+        separators = len(segments) + (1 if self.style == "roberta" and len(segments) == 2 else 0)
+        budget = self.max_seq_length - 1 - separators  # [CLS] and the [SEP]s
         if len(segments) == 1 or self.truncation == "round_robin":
             return text.RoundRobinTrimmer(budget).trim(segments)
         first, second = segments
@@ -85,11 +117,16 @@ class BertPacker:
         token_ids = tf.where(position == 0, self.cls_id, self.pad_id)
         segment_ids = tf.zeros_like(position)
         start = 1  # after [CLS]
+        roberta = self.style == "roberta"
         for index, (segment, values) in enumerate(zip(segments, dense)):
+            if index and roberta:  # the pair's second separator, before B
+                token_ids = tf.where(position == start, self.sep_id, token_ids)
+                start = start + 1
             end = start + tf.cast(segment.row_lengths(), tf.int32)[:, None]  # this segment's [SEP]
             pieces = tf.gather(values, tf.clip_by_value(position - start, 0, length - 1), batch_dims=1)
             token_ids = tf.where((position >= start) & (position < end), pieces, token_ids)
             token_ids = tf.where(position == end, self.sep_id, token_ids)
-            segment_ids = tf.where((position >= start) & (position <= end), index, segment_ids)
+            if not roberta:
+                segment_ids = tf.where((position >= start) & (position <= end), index, segment_ids)
             start = end + 1
         return {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": tf.cast(position < start, tf.int32)}

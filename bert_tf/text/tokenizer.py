@@ -247,6 +247,7 @@ class BertTokenizer(keras.layers.Layer):
                 )
             specials = self.special_tokens
         self._token_to_id = last
+        self._vocabulary_list = list(vocab)
         self._vocab_size = len(vocab)
         self._specials = {t: last[t] for t in specials}
         # Longest first, so that a special token containing another one wins.
@@ -294,6 +295,15 @@ class BertTokenizer(keras.layers.Layer):
     def _special_id(self, token):
         """Id of a BERT special token by its name, special for `split_special_tokens` or not."""
         return self._token_to_id.get(token)
+
+    def get_vocabulary(self):
+        """The vocabulary's tokens, by id."""
+        return list(self._vocabulary_list)
+
+    def continuation_ids(self):
+        """Ids of the pieces that continue the word before them (`##` pieces): whole-word masking and the
+        tagger's word starts read them."""
+        return [i for i, token in enumerate(self._vocabulary_list) if token.startswith("##")]
 
     @property
     def vocab_size(self):

@@ -27,10 +27,17 @@ import os
 import numpy as np
 
 from bert_tf import tasks
-from bert_tf.checkpoints import glob_characters_error, load_config, readers, restore_weights, save_model_dir
+from bert_tf.checkpoints import (
+    glob_characters_error,
+    load_config,
+    load_tokenizer,
+    restore_weights,
+    save_model_dir,
+    write_tokenizer_files,
+)
 from bert_tf.checkpoints.settings import infer_settings
+from bert_tf.checkpoints.tokenizer_files import tokenizer_settings
 from bert_tf.models import BertEncoder
-from bert_tf.text import BertTokenizer
 from bert_tf.training.distribute import create_strategy, dtype_policy, is_chief
 from bert_tf.training.optimization import create_optimizer
 from bert_tf.training.trainer import LoopConfig, TrainingLoop, newest_step, read_training_settings
@@ -111,15 +118,9 @@ def _load_encoder(config):
 
 
 def _tokenizer(config, max_position_embeddings):
-    vocab = readers.vocab_file(config.init)
-    if vocab is None:
-        raise FileNotFoundError(f"No vocab.txt beside the checkpoint {config.init}; a model directory needs one.")
-    settings = infer_settings(config.init, max_position_embeddings)
-    return (
-        BertTokenizer(vocab, lowercase=settings["lowercase"], strip_accents=settings["strip_accents"]),
-        vocab,
-        settings,
-    )
+    """The tokenizer of `config.init` (any kind `checkpoints.load_tokenizer` reads) and the settings it was read with."""
+    settings = {**infer_settings(config.init, max_position_embeddings), **tokenizer_settings(config.init)}
+    return load_tokenizer(config.init, settings), settings
 
 
 def _read_json(path):
@@ -206,7 +207,7 @@ def finetune(config, strategy=None, log=print):
             f"max_seq_length ({config.max_seq_length}) exceeds the model's max_position_embeddings "
             f"({max_position_embeddings}) in {config.init}."
         )
-    tokenizer, vocab_file, init_settings = _tokenizer(config, max_position_embeddings)
+    tokenizer, init_settings = _tokenizer(config, max_position_embeddings)
     data = task.data(config, tokenizer, max_position_embeddings)
     if data.num_train == 0:
         raise ValueError(f"{config.train_file}: no training examples.")
@@ -232,12 +233,20 @@ def finetune(config, strategy=None, log=print):
             loss_scale=config.dtype == "float16",
         )
     model_settings = {
-        "lowercase": tokenizer.lowercase,
-        "strip_accents": init_settings["strip_accents"],
+        **{
+            key: init_settings[key]
+            for key in ("lowercase", "strip_accents", "add_prefix_space")
+            if key in init_settings
+        },
         "max_seq_length": config.max_seq_length,
         "labels": data.label_names,
         "task": task.name,
     }
+
+    def save():
+        save_model_dir(model, config.model_dir, settings=model_settings)
+        write_tokenizer_files(config.init, config.model_dir)
+
     results_file = os.path.join(config.model_dir, "eval_results.json")
     resuming = os.path.isdir(os.path.join(config.model_dir, "checkpoints")) and os.path.isfile(results_file)
     best = {"metrics": _read_json(results_file) if resuming else None}  # a resumed run keeps its best so far
@@ -252,7 +261,7 @@ def finetune(config, strategy=None, log=print):
         previous = best["metrics"]
         if chief and (previous is None or results[metric_name] > previous[metric_name]):
             best["metrics"] = dict(results, step=loop.step, epoch=loop.step / steps_per_epoch)
-            save_model_dir(model, config.model_dir, vocab_file=vocab_file, settings=model_settings)
+            save()
             write(config.model_dir)
             with open(results_file, "w", encoding="utf-8") as f:
                 json.dump(best["metrics"], f, indent=2, sort_keys=True)
@@ -301,6 +310,6 @@ def finetune(config, strategy=None, log=print):
     )
     metrics = loop.train(log=log)
     if not has_eval and chief:
-        save_model_dir(model, config.model_dir, vocab_file=vocab_file, settings=model_settings)
+        save()
         return metrics
     return best["metrics"]

@@ -33,8 +33,7 @@ from bert_tf.config import PRESETS, BertConfig, ConfigError
 from bert_tf.data.default_corpus import write_default_corpus
 from bert_tf.data.pretraining import FORMATS, EmptyCorpusError, pretraining_dataset
 from bert_tf.models import BertEncoder, BertPretrainer
-from bert_tf.text import SPECIAL_TOKENS, BertTokenizer
-from bert_tf.text.packing import BertPacker
+from bert_tf.text import SPECIAL_TOKENS, BertTokenizer, packer_for
 from bert_tf.text.vocab import build_vocab, expand_files
 from bert_tf.training.distribute import DTYPES, create_strategy, dtype_policy, is_chief
 from bert_tf.training.optimization import OPTIMIZERS, create_optimizer
@@ -209,7 +208,7 @@ def fill_mask(pretrainer, vocab_file, sentences, lowercase=True, max_seq_length=
         (a sentence without `[MASK]` is scored at position 0).
     """
     tokenizer = BertTokenizer(vocab_file, lowercase=lowercase, split_special_tokens=False)
-    packer = BertPacker(max_seq_length, tokenizer.cls_id, tokenizer.sep_id)
+    packer = packer_for(tokenizer, max_seq_length)
     inputs = packer(tokenizer.tokenize(tf.constant(list(sentences))))
     ids = inputs["token_ids"].numpy()  # [B, T]
     positions = np.array(
