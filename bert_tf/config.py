@@ -204,7 +204,7 @@ class BertConfig:
     def from_json_file(cls, path):
         """Reads an original `bert_config.json` or a Hugging Face `config.json`."""
         data = _read_json(path)
-        if _looks_like_hf(data):
+        if _looks_like_hf(data, os.path.basename(path)):
             return cls.from_hf_dict(data, source=path)
         return cls.from_dict(data, source=path)
 
@@ -312,8 +312,13 @@ _HF_SAME_NAMES = (
 )
 
 
-def _looks_like_hf(data):
-    return isinstance(data, dict) and ("model_type" in data or "layer_norm_eps" in data and "architectures" in data)
+def _looks_like_hf(data, file_name=None):
+    """Whether `data` is a Hugging Face `config.json` (ours, `bert_config.json`, may name a `model_type` too)."""
+    if not isinstance(data, dict) or file_name == "bert_config.json":
+        return False
+    if file_name == "config.json" or "architectures" in data or "transformers_version" in data:
+        return True
+    return "model_type" in data and not any(name in data for name in _FAMILY_DEFAULTS if name != "model_type")
 
 
 def _read_json(path):
