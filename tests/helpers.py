@@ -1,10 +1,15 @@
 """Small builders shared by the tests: tiny encoders, tiny model directories and random batches."""
 
+import json
 import os
+import shutil
 import socket
+import subprocess
+import sys
 
 import numpy as np
 import tensorflow as tf
+from tensorflow.core.framework import tensor_pb2
 
 from bert_tf.checkpoints import save_model_dir
 from bert_tf.models import BertEncoder
@@ -97,3 +102,48 @@ def repeated_pretraining_batches(context, batch=8, count=4):
     batches = [pretraining_batch(batch=batch, seed=i) for i in range(count)]
     merged = tf.nest.map_structure(lambda *parts: np.concatenate(parts), *batches)
     return tf.data.Dataset.from_tensor_slices(merged).batch(batch).repeat()
+
+
+SERVING_CLIENT = os.path.join(os.path.dirname(__file__), "export", "serving_client.py")
+
+
+def serve_blocked(requests, workdir, tag):
+    """Runs `requests` ({id: (model, signature, inputs)}) on SavedModels in a process where bert_tf cannot be
+    imported (`tests/export/serving_client.py`).
+
+    Returns:
+        (CompletedProcess, {id: {output: ndarray} or {"error": type name}}).
+    """
+    base = os.path.join(workdir, "client", tag)
+    shutil.rmtree(base, ignore_errors=True)
+    requests_dir, responses_dir = os.path.join(base, "requests"), os.path.join(base, "responses")
+    os.makedirs(responses_dir)
+    for request_id, (model, signature, inputs) in requests.items():
+        folder = os.path.join(requests_dir, request_id)
+        os.makedirs(folder)
+        with open(os.path.join(folder, "request.json"), "w", encoding="utf-8") as f:
+            json.dump({"model": model, "signature": signature}, f)
+        for name, value in inputs.items():
+            with open(os.path.join(folder, name + ".pb"), "wb") as f:
+                f.write(tf.make_tensor_proto(value).SerializeToString())
+    result = subprocess.run(
+        [sys.executable, SERVING_CLIENT, requests_dir, responses_dir],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+    )
+    responses = {}
+    for request_id in os.listdir(responses_dir):
+        folder = os.path.join(responses_dir, request_id)
+        responses[request_id] = {}
+        for name in os.listdir(folder):
+            if name == "error.json":
+                with open(os.path.join(folder, name), encoding="utf-8") as f:
+                    responses[request_id]["error"] = json.load(f)["type"]
+                continue
+            proto = tensor_pb2.TensorProto()
+            with open(os.path.join(folder, name), "rb") as f:
+                proto.ParseFromString(f.read())
+            responses[request_id][name[:-3]] = tf.make_ndarray(proto)
+    return result, responses

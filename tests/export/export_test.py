@@ -17,7 +17,6 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from tensorflow.core.framework import tensor_pb2
 
 from bert_tf import checkpoints
 from bert_tf.config import ConfigError
@@ -26,8 +25,8 @@ from bert_tf.export import METADATA_FILE, export_saved_model, load_task_model, s
 from bert_tf.export.saved_model import input_names
 from bert_tf.models import BertClassifier, BertEncoder, BertPretrainer, BertSpanLabeler, BertTokenClassifier
 from tests.conftest import REFERENCE_DIR
+from tests.helpers import serve_blocked as _serve
 
-CLIENT = os.path.join(os.path.dirname(__file__), "serving_client.py")
 TOLERANCE = 1e-5
 
 VOCAB = [
@@ -211,47 +210,6 @@ def _requests(modules, exported, texts, tag):
                 inputs = _text_inputs(names, texts)
             requests[f"{tag}.{kind}.{name}"] = (exported[kind], name, inputs)
     return requests
-
-
-def _serve(requests, workdir, tag):
-    """Runs `requests` ({id: (model, signature, inputs)}) in a blocked subprocess.
-
-    Returns:
-        (CompletedProcess, {id: {output: ndarray} or {"error": type name}}).
-    """
-    base = os.path.join(workdir, "client", tag)
-    shutil.rmtree(base, ignore_errors=True)
-    requests_dir, responses_dir = os.path.join(base, "requests"), os.path.join(base, "responses")
-    os.makedirs(responses_dir)
-    for request_id, (model, signature, inputs) in requests.items():
-        folder = os.path.join(requests_dir, request_id)
-        os.makedirs(folder)
-        with open(os.path.join(folder, "request.json"), "w", encoding="utf-8") as f:
-            json.dump({"model": model, "signature": signature}, f)
-        for name, value in inputs.items():
-            with open(os.path.join(folder, name + ".pb"), "wb") as f:
-                f.write(tf.make_tensor_proto(value).SerializeToString())
-    result = subprocess.run(
-        [sys.executable, CLIENT, requests_dir, responses_dir],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
-    )
-    responses = {}
-    for request_id in os.listdir(responses_dir):
-        folder = os.path.join(responses_dir, request_id)
-        responses[request_id] = {}
-        for name in os.listdir(folder):
-            if name == "error.json":
-                with open(os.path.join(folder, name), encoding="utf-8") as f:
-                    responses[request_id]["error"] = json.load(f)["type"]
-                continue
-            proto = tensor_pb2.TensorProto()
-            with open(os.path.join(folder, name), "rb") as f:
-                proto.ParseFromString(f.read())
-            responses[request_id][name[:-3]] = tf.make_ndarray(proto)
-    return result, responses
 
 
 def _in_process(modules, requests):

@@ -1,0 +1,95 @@
+"""Each family's converted checkpoint, exported, answers raw strings as transformers does, where bert_tf is absent.
+
+The Hugging Face folders of `../shared/reference/families/` are converted
+(`convert_checkpoint`), exported (`export_saved_model`) and queried in a
+subprocess that cannot import bert_tf (`tests/export/serving_client.py`): the
+classifier's logits on the reference texts equal transformers' within 1e-4,
+and fill-mask's best ids at a literal mask token equal the reference's top-5.
+"""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from bert_tf import checkpoints, text
+from bert_tf.export import export_saved_model
+from tests.helpers import serve_blocked
+
+SHARED = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "reference", "families"))
+FAMILIES = ("bert", "electra", "distilbert") + (("roberta",) if hasattr(text, "BytePairTokenizer") else ())
+MASK = {"roberta": "<mask>"}
+
+
+def _reference(family):
+    with open(os.path.join(SHARED, family, "reference.json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
+@pytest.fixture(scope="module")
+def saved_models(tmp_path_factory):
+    base = tmp_path_factory.mktemp("families")
+    models = {}
+    for family in FAMILIES:
+        for kind, folder in (("cls", f"{family}-cls"), ("mlm", family)):
+            model_dir, saved = str(base / f"{folder}-dir"), str(base / f"{folder}-saved")
+            checkpoints.convert_checkpoint(os.path.join(SHARED, folder), model_dir)
+            export_saved_model(model_dir, saved, text_pair=False)
+            models[family, kind] = saved
+    return base, models
+
+
+def test_classifier_savedmodel_logits_equal_transformers(saved_models):
+    base, models = saved_models
+    requests = {}
+    for family in FAMILIES:
+        texts = np.array([row["text"] for row in _reference(family)["single"]], dtype=object)
+        requests[f"{family}-single"] = (models[family, "cls"], "single", {"text": texts})
+        pairs = _reference(family)["pair"]
+        requests[f"{family}-pair"] = (
+            models[family, "cls"],
+            "pair",
+            {
+                "text": np.array([row["text"] for row in pairs], dtype=object),
+                "text_pair": np.array([row["text_pair"] for row in pairs], dtype=object),
+            },
+        )
+    result, responses = serve_blocked(requests, str(base), "cls")
+    assert result.returncode == 0, result.stderr[-3000:]
+    for family in FAMILIES:
+        reference = _reference(family)
+        for part in ("single", "pair"):
+            answer = responses[f"{family}-{part}"]
+            assert "error" not in answer, (family, part, answer)
+            expected = np.array([row["cls_logits"] for row in reference[part]])
+            np.testing.assert_allclose(answer["logits"], expected, atol=1e-4, rtol=0, err_msg=f"{family} {part}")
+            # Label names from config.json's id2label (the tiny random model's logits nearly tie, so the label
+            # is checked against the served logits).
+            labels = [label.decode() for label in answer["label"]]
+            assert labels == [["negative", "neutral", "positive"][i] for i in answer["logits"].argmax(axis=1)]
+
+
+def test_fill_mask_savedmodel_top5_equals_transformers(saved_models):
+    base, models = saved_models
+    requests, expected = {}, {}
+    for family in FAMILIES:
+        mask = MASK.get(family, "[MASK]")
+        rows = [row for row in _reference(family)["single"] if mask in row["text"]]
+        assert rows, family
+        requests[family] = (
+            models[family, "mlm"],
+            "fill_mask",
+            {"text": np.array([row["text"] for row in rows], dtype=object)},
+        )
+        expected[family] = rows
+    result, responses = serve_blocked(requests, str(base), "mlm")
+    assert result.returncode == 0, result.stderr[-3000:]
+    for family, rows in expected.items():
+        answer = responses[family]
+        assert "error" not in answer, (family, answer)
+        for i, row in enumerate(rows):
+            np.testing.assert_array_equal(answer["token_ids"][i][: len(row["input_ids"])], row["input_ids"])
+            position = int(answer["mask_positions"][i][0])
+            assert row["input_ids"][position] == answer["token_ids"][i][position]
+            np.testing.assert_array_equal(answer["top_ids"][i][0][:5], row["mlm_top5_ids"][position])
