@@ -312,8 +312,16 @@ _HF_SAME_NAMES = (
 )
 
 
+# Fields only an original-format file has: `to_dict` always writes `pre_layer_norm`, and Hugging Face has neither.
+_ORIGINAL_ONLY_FIELDS = ("pre_layer_norm", "position_offset")
+
+
 def _looks_like_hf(data):
-    return isinstance(data, dict) and ("model_type" in data or "layer_norm_eps" in data and "architectures" in data)
+    """True for a Hugging Face `config.json`: it names its `model_type` (so does a non-BERT `bert_config.json`
+    written by `to_dict`, told apart by its own fields), or has `architectures` and `layer_norm_eps`."""
+    if not isinstance(data, dict) or any(name in data for name in _ORIGINAL_ONLY_FIELDS):
+        return False
+    return "model_type" in data or "layer_norm_eps" in data and "architectures" in data
 
 
 def _read_json(path):
