@@ -52,6 +52,8 @@ class Family:
         hf_fields: our field -> the Hugging Face `config.json` name, where it differs (DistilBERT's own names).
         hf_fixed: fields the Hugging Face config cannot change (DistilBERT: no segments, LayerNorm 1e-12).
         position_offset_from_padding: positions start at `pad_token_id + 1` (RoBERTa).
+        new_model_fields: the fields a new model of the family takes over a BERT preset's (`BertConfig.for_family`):
+            what its Hugging Face checkpoints have (RoBERTa: one segment, LayerNorm 1e-5, positions from 2).
     """
 
     model_type: str
@@ -61,11 +63,18 @@ class Family:
     hf_fields: tuple = ()
     hf_fixed: tuple = ()
     position_offset_from_padding: bool = False
+    new_model_fields: tuple = ()
 
 
 FAMILIES = {
     "bert": Family("bert", "Bert"),
-    "roberta": Family("roberta", "Roberta", mlm_activation="gelu", position_offset_from_padding=True),
+    "roberta": Family(
+        "roberta",
+        "Roberta",
+        mlm_activation="gelu",
+        position_offset_from_padding=True,
+        new_model_fields=(("type_vocab_size", 1), ("layer_norm_eps", 1e-5), ("position_offset", 2)),
+    ),
     "distilbert": Family(
         "distilbert",
         "DistilBert",
@@ -80,6 +89,7 @@ FAMILIES = {
             ("attention_probs_dropout_prob", "attention_dropout"),
         ),
         hf_fixed=(("type_vocab_size", 0), ("layer_norm_eps", 1e-12)),
+        new_model_fields=(("type_vocab_size", 0),),
     ),
     "electra": Family("electra", "Electra", pooler_activation="gelu", mlm_activation="gelu"),
 }
@@ -281,6 +291,23 @@ class BertConfig:
             json.dump(self.to_hf_dict(), f, indent=2, sort_keys=True)
             f.write("\n")
 
+    def for_family(self, model_type, embedding_size=None):
+        """This (BERT) config's sizes as a new `model_type` model: the family's `new_model_fields`, and for ELECTRA
+        `embedding_size` (default `hidden_size // 2`, ELECTRA-small's 128 over 256). `embedding_size` is
+        refused for the other families (their Hugging Face models have no embedding projection)."""
+        family = FAMILIES.get(model_type)
+        if family is None:
+            raise ConfigError(f"`model_type` must be one of {MODEL_TYPES}. Received: model_type={model_type!r}")
+        if embedding_size is not None and model_type != "electra":
+            raise ConfigError(
+                f"`embedding_size` is ELECTRA's (model_type='electra'); a {model_type} model has none. "
+                f"Received: embedding_size={embedding_size!r}, model_type={model_type!r}"
+            )
+        fields = dict(family.new_model_fields, model_type=model_type)
+        if model_type == "electra":
+            fields["embedding_size"] = embedding_size or max(self.hidden_size // 2, 1)
+        return dataclasses.replace(self, **fields)
+
     # --- presets ---
 
     @classmethod
@@ -318,7 +345,10 @@ def _looks_like_hf(data, file_name=None):
         return False
     if file_name == "config.json" or "architectures" in data or "transformers_version" in data:
         return True
-    return "model_type" in data and not any(name in data for name in _FAMILY_DEFAULTS if name != "model_type")
+    # Ours always has `pre_layer_norm` (and a family's options); Hugging Face has none of them.
+    return "model_type" in data and not any(
+        name in data for name in ("pre_layer_norm", "embedding_size", "position_offset")
+    )
 
 
 def _read_json(path):

@@ -35,6 +35,26 @@ def test_original_format_round_trip(tmp_path):
         assert json.load(f)["num_hidden_layers"] == 4
 
 
+@pytest.mark.parametrize(
+    "family",
+    [
+        dict(model_type="roberta", position_offset=2, type_vocab_size=1, layer_norm_eps=1e-5),
+        dict(model_type="distilbert", type_vocab_size=0),
+        dict(model_type="electra", embedding_size=64),
+    ],
+    ids=lambda family: family["model_type"],
+)
+def test_original_format_round_trip_of_every_family(family, tmp_path):
+    """A non-BERT bert_config.json names its model_type, as a Hugging Face config.json does; it is still read in
+    the original format (RoBERTa's positions not shifted again, DistilBERT's fields not renamed)."""
+    config = BertConfig(vocab_size=100, hidden_size=128, num_attention_heads=2, intermediate_size=256, **family)
+    path = str(tmp_path / "bert_config.json")
+    config.to_json_file(path)
+    with open(path) as f:
+        assert json.load(f)["model_type"] == family["model_type"]
+    assert BertConfig.from_json_file(path) == config
+
+
 def test_hugging_face_format_round_trip(tmp_path):
     config = BertConfig.preset("small", vocab_size=500)
     path = str(tmp_path / "config.json")

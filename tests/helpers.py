@@ -147,3 +147,77 @@ def serve_blocked(requests, workdir, tag):
                 proto.ParseFromString(f.read())
             responses[request_id][name[:-3]] = tf.make_ndarray(proto)
     return result, responses
+
+
+def write_text(path, text):
+    """Writes `text` to `path` (UTF-8); returns the path as a str."""
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    return str(path)
+
+
+def sentiment_tsv(path, n=48, seed=0):
+    """A `sentence<TAB>label` TSV of `n` rows where the sentiment word decides the 0/1 label (--glue_task=sst2)."""
+    rng = np.random.default_rng(seed)
+    rows = ["sentence\tlabel"]
+    for _ in range(n):
+        label = int(rng.integers(2))
+        word = rng.choice(["good", "great", "fine"] if label else ["bad", "awful", "poor"])
+        rows.append(f"the movie was {word} .\t{label}")
+    return write_text(path, "\n".join(rows) + "\n")
+
+
+def conll_file(path, n=40, seed=0):
+    """A CoNLL-2003 file of `n` sentences (PER and LOC entities; the tag is the last column)."""
+    rng = np.random.default_rng(seed)
+    lines = ["-DOCSTART- -X- -X- O", ""]
+    for _ in range(n):
+        if rng.integers(2):
+            lines += [
+                "john NNP B-NP B-PER",
+                "smith NNP I-NP I-PER",
+                "went VBD B-VP O",
+                "to TO B-PP O",
+                "paris NNP B-NP B-LOC",
+                ". . O O",
+                "",
+            ]
+        else:
+            lines += [
+                "the DT B-NP O",
+                "actor NN I-NP O",
+                "went VBD B-VP O",
+                "to TO B-PP O",
+                "london NNP B-NP B-LOC",
+                ". . O O",
+                "",
+            ]
+    return write_text(path, "\n".join(lines) + "\n")
+
+
+def squad_file(path, n=12):
+    """A SQuAD 1.1 file of `n` one-paragraph articles with a "where" and a "who" question each."""
+    paragraphs = []
+    for i in range(n):
+        who = ["john smith", "the actor"][i % 2]
+        where = ["paris", "london"][i // 2 % 2]
+        context = f"{who} went to {where} . it was a good film ."
+        paragraphs.append(
+            {
+                "context": context,
+                "qas": [
+                    {
+                        "id": f"q{i}w",
+                        "question": "where did the actor go ?",
+                        "answers": [{"text": where, "answer_start": context.index(where)}],
+                    },
+                    {
+                        "id": f"q{i}s",
+                        "question": "who went to the film ?",
+                        "answers": [{"text": who, "answer_start": 0}],
+                    },
+                ],
+            }
+        )
+    data = {"version": "1.1", "data": [{"title": f"article {i}", "paragraphs": [p]} for i, p in enumerate(paragraphs)]}
+    return write_text(path, json.dumps(data))

@@ -67,11 +67,14 @@ CHEAP = {
         "demo",
         "--train_steps=2 --warmup_steps=1 --steps_per_loop=1 --eval_interval=2 --checkpoint_steps=2 --eval_steps=1",
     ),
-    # Pretraining (two chains: the slow tests spread over the xdist workers).
+    # Pretraining (chains of their own: the slow tests spread over the xdist workers).
     "bert-tf-pretrain --model_dir=runs/mini --corpus='../shared/data/corpus/*/*' --corpus_format=paragraphs "
     "--model=mini --max_seq_length=128 --global_batch_size=32 --train_steps=20000 --learning_rate=1e-4 "
     "--warmup_steps=1000 --optimizer=adamw --dtype=bfloat16 --strategy=one_device": Cheap(
         "pretraining-mini", _PRETRAIN_SHORT
+    ),
+    "bert-tf-pretrain --model_dir=runs/electra --model=mini --model_type=electra --train_steps=20000": Cheap(
+        "pretraining-electra", _PRETRAIN_SHORT
     ),
     "python -m bert_tf.apps.pretrain --corpus='../shared/data/corpus/*/*' --model=mini --model_dir=runs/mini-corpus "
     "--train_steps=1200 --learning_rate=1e-3 --warmup_steps=120 --global_batch_size=32 --max_seq_length=128 "

@@ -2,6 +2,9 @@
 
     bert-tf-pretrain --model_dir=runs/mini --corpus='corpus/*.txt' --model=mini --train_steps=10000
 
+--model_type=distilbert|electra|roberta pretrains that family's encoder with
+masked LM alone (no NSP head in their Hugging Face models).
+
 Without --corpus it trains on an offline default corpus (Python's own
 documentation); without --vocab it builds a vocabulary from the corpus.
 Re-running the same command continues from the newest checkpoint.
@@ -12,7 +15,7 @@ import sys
 from absl import app, flags
 
 from bert_tf.apps import common_flags, errors, launch
-from bert_tf.config import PRESETS
+from bert_tf.config import MODEL_TYPES, PRESETS
 from bert_tf.data.pretraining import FORMATS
 from bert_tf.training import (
     NonFiniteLossError,
@@ -37,10 +40,28 @@ flags.DEFINE_enum(
 flags.DEFINE_integer(
     "group_size", 16, "Documents per pair-building group; every 20th group is held out for evaluation.", lower_bound=2
 )
-flags.DEFINE_string("vocab", None, "vocab.txt; built from the corpus into model_dir when absent.")
+flags.DEFINE_string(
+    "vocab",
+    None,
+    "vocab.txt (--model_type=roberta: a byte-level BPE vocab.json, merges.txt beside it); "
+    "a WordPiece vocabulary is built from the corpus into model_dir when absent.",
+)
 flags.DEFINE_integer("vocab_size", 8000, "Size of a vocabulary built on the fly.", lower_bound=6)
 flags.DEFINE_bool("lowercase", True, "Uncased tokenization.")
 flags.DEFINE_string("model", "mini", f"Preset ({', '.join(PRESETS)}) or a bert_config.json path.")
+flags.DEFINE_enum(
+    "model_type",
+    "bert",
+    MODEL_TYPES,
+    "The architecture a preset becomes: roberta (one segment, positions from 2, LayerNorm 1e-5), distilbert "
+    "(no segments), electra (--embedding_size). A bert_config.json's own model_type must agree.",
+)
+flags.DEFINE_integer(
+    "embedding_size",
+    None,
+    "ELECTRA's embedding width, projected to the hidden size (default: hidden size / 2, as ELECTRA-small's 128).",
+    lower_bound=1,
+)
 # allow_override: finetune and export define these names with their own help or default (a process importing
 # several apps keeps the last definition; each bert-tf-* command imports only its own app).
 flags.DEFINE_string("model_dir", None, "Checkpoints, logs and the final model directory go here.", allow_override=True)
@@ -48,7 +69,11 @@ flags.DEFINE_integer("max_seq_length", 128, "Tokens per example.", lower_bound=8
 flags.DEFINE_integer("max_predictions_per_seq", 20, "Masked positions per example.", lower_bound=1)
 flags.DEFINE_float("masking_rate", 0.15, "Share of tokens masked.")
 flags.DEFINE_bool("whole_word_masking", False, "Mask all pieces of a word together.")
-flags.DEFINE_bool("nsp", True, "Next-sentence prediction.")
+flags.DEFINE_bool(
+    "nsp",
+    None,
+    "Next-sentence prediction (default: on for --model_type=bert; the other families have no NSP head).",
+)
 flags.DEFINE_integer(
     "train_steps", 1000, "Total optimizer steps.", lower_bound=1, allow_override=True
 )  # finetune: 0 (use --epochs)

@@ -8,8 +8,10 @@ One `PretrainConfig` describes a run (its fields are the flags of
 2. the vocabulary: `vocab`, or one built from the corpus into
    `model_dir/vocab.txt` (kept, so a re-run uses the same one);
 3. the model: a preset (`bert_tf.config.PRESETS`) or a `bert_config.json`,
-   with the vocabulary's size;
-4. masked LM (+ next-sentence prediction) with `TrainingLoop` under any
+   with the vocabulary's size; `model_type` makes a preset a model of that
+   family (`BertConfig.for_family`: RoBERTa's one segment and offset
+   positions, DistilBERT's no segments, ELECTRA's `embedding_size`);
+4. masked LM (+ next-sentence prediction, BERT only) with `TrainingLoop` under any
    strategy: tokenization, pair building and masking run in `tf.data`
    (`bert_tf.data.pretraining`); a re-run resumes from `model_dir/checkpoints`;
    every 20th group of documents is held out for evaluation when the corpus
@@ -28,8 +30,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.checkpoints import save_model_dir
-from bert_tf.config import PRESETS, BertConfig, ConfigError
+from bert_tf import text as text_lib
+from bert_tf.checkpoints import load_tokenizer, save_model_dir, write_tokenizer_files
+from bert_tf.config import MODEL_TYPES, PRESETS, BertConfig, ConfigError
 from bert_tf.data.default_corpus import write_default_corpus
 from bert_tf.data.pretraining import FORMATS, EmptyCorpusError, pretraining_dataset
 from bert_tf.models import BertEncoder, BertPretrainer
@@ -79,16 +82,18 @@ class PretrainConfig:
     corpus: list = dataclasses.field(default_factory=list)  # files or globs; empty: the offline default corpus
     corpus_format: str = "lines"  # bert_tf.data.pretraining.FORMATS
     group_size: int = 16  # documents per pair-building group; every 20th group is held out
-    vocab: str = None  # vocab.txt; None builds one from the corpus into model_dir
+    vocab: str = None  # vocab.txt (roberta: a byte-level BPE vocab.json, merges.txt beside it); None: built here
     vocab_size: int = 8000  # of a vocabulary built here
     lowercase: bool = True
     # Model and objective
     model: str = "mini"  # a preset (bert_tf.config.PRESETS) or a bert_config.json path
+    model_type: str = "bert"  # bert_tf.config.MODEL_TYPES: the family a preset becomes (a config file's must agree)
+    embedding_size: int = None  # ELECTRA's embedding width; None: hidden_size // 2 (ELECTRA-small: 128 over 256)
     max_seq_length: int = 128
     max_predictions_per_seq: int = 20
     masking_rate: float = 0.15
     whole_word_masking: bool = False
-    nsp: bool = True
+    nsp: bool = None  # next-sentence prediction; None: on for model_type bert, off for the others (no NSP head)
     # Optimization
     train_steps: int = 1000
     global_batch_size: int = 32  # over all replicas
@@ -113,6 +118,10 @@ class PretrainConfig:
 
     def __post_init__(self):
         self.validate()
+
+    def run_nsp(self):
+        """Whether the run trains next-sentence prediction: `nsp`, by default BERT's alone."""
+        return self.model_type == "bert" if self.nsp is None else self.nsp
 
     def run_warmup_steps(self):
         """The run's warmup steps: `warmup_steps`, or by default `warmup_proportion` of `train_steps`."""
@@ -145,6 +154,35 @@ class PretrainConfig:
                 fail(f"`warmup_steps` exceeds `train_steps` ({self.train_steps})", "warmup_steps")
         if not 0.0 <= self.warmup_proportion <= 1.0:
             fail("`warmup_proportion` must be in [0, 1]", "warmup_proportion")
+        if self.model_type not in MODEL_TYPES:
+            fail(f"`model_type` must be one of {MODEL_TYPES}", "model_type")
+        if self.nsp and self.model_type != "bert":
+            raise ConfigError(
+                f"PretrainConfig: `nsp` (next-sentence prediction) is BERT's: a Hugging Face {self.model_type} model "
+                f"has no NSP head. Leave `nsp` unset (off for {self.model_type}) or use model_type='bert'. "
+                f"Received: nsp={self.nsp!r}, model_type={self.model_type!r}"
+            )
+        if self.embedding_size is not None:
+            if self.model_type != "electra":
+                raise ConfigError(
+                    f"PretrainConfig: `embedding_size` is ELECTRA's; a {self.model_type} model has none. "
+                    f"Received: embedding_size={self.embedding_size!r}, model_type={self.model_type!r}"
+                )
+            if self.embedding_size < 1:
+                fail("`embedding_size` must be >= 1", "embedding_size")
+        if self.model_type == "roberta":
+            if not hasattr(text_lib, "BytePairTokenizer"):
+                fail(
+                    "`model_type` roberta needs a byte-level BPE tokenizer (bert_tf.text.BytePairTokenizer), which "
+                    "this version of bert_tf lacks",
+                    "model_type",
+                )
+            if not self.vocab:
+                fail(
+                    "`model_type` roberta needs `vocab`: a byte-level BPE vocab.json with merges.txt beside it "
+                    "(bert-tf-vocab --kind=bpe); a WordPiece vocabulary is not built for it",
+                    "vocab",
+                )
         if self.vocab and not os.path.isfile(self.vocab):
             fail("`vocab` does not exist", "vocab")
         if self.model not in PRESETS and not os.path.isfile(self.model):
@@ -190,33 +228,59 @@ def _only_special_tokens(vocab_file):
         return all(line.strip() in SPECIAL_TOKENS or not line.strip() for line in f)
 
 
-def model_config(model, vocab_size):
-    """The `BertConfig` of a preset name (with `vocab_size`) or of a bert_config.json path (which must agree)."""
+def model_config(model, vocab_size, model_type="bert", embedding_size=None):
+    """The `BertConfig` of a preset name (with `vocab_size`, as a `model_type` model) or of a bert_config.json path
+    (whose vocabulary size, model_type and ELECTRA embedding_size must agree with the arguments)."""
     if not os.path.isfile(model):
-        return BertConfig.preset(model, vocab_size=vocab_size)
+        return BertConfig.preset(model, vocab_size=vocab_size).for_family(model_type, embedding_size)
     config = BertConfig.from_json_file(model)
     if config.vocab_size != vocab_size:
         raise ConfigError(f"{model} has vocab_size {config.vocab_size} but the vocabulary has {vocab_size} pieces.")
+    if config.model_type != model_type:
+        raise ConfigError(
+            f"{model} is a {config.model_type} model but model_type is {model_type!r}: "
+            f"pass model_type={config.model_type!r} (--model_type={config.model_type})."
+        )
+    if embedding_size is not None and embedding_size != (config.embedding_size or config.hidden_size):
+        raise ConfigError(
+            f"{model} has embedding_size {config.embedding_size or config.hidden_size} but embedding_size is "
+            f"{embedding_size}: leave it unset with a config file."
+        )
     return config
+
+
+def is_byte_pair_vocab(vocab_file):
+    """True for a byte-level BPE vocabulary (`vocab.json`, with `merges.txt` beside it); else WordPiece."""
+    return vocab_file.endswith(".json")
+
+
+def pretraining_tokenizer(vocab_file, lowercase=True, **kwargs):
+    """The tokenizer of `vocab_file`: a WordPiece `BertTokenizer` of a vocab.txt, or the byte-level BPE tokenizer
+    of the directory holding a vocab.json and its merges.txt (`checkpoints.load_tokenizer`)."""
+    if is_byte_pair_vocab(vocab_file):
+        return load_tokenizer(os.path.dirname(os.path.abspath(vocab_file)), **kwargs)
+    return BertTokenizer(vocab_file, lowercase=lowercase, **kwargs)
 
 
 def fill_mask(pretrainer, vocab_file, sentences, lowercase=True, max_seq_length=128, top_k=5):
     """The `top_k` pieces the masked-LM head predicts for the first `[MASK]` of each sentence.
 
+    `[MASK]` stands for the vocabulary's mask token (RoBERTa's `<mask>`).
+
     Returns:
         One `(sentence, [(piece, probability), ...])` per sentence, most probable first
         (a sentence without `[MASK]` is scored at position 0).
     """
-    tokenizer = BertTokenizer(vocab_file, lowercase=lowercase, split_special_tokens=False)
+    tokenizer = pretraining_tokenizer(vocab_file, lowercase, split_special_tokens=False)
+    vocab = tokenizer.get_vocabulary()
+    mask_token = vocab[tokenizer.mask_id]
     packer = packer_for(tokenizer, max_seq_length)
-    inputs = packer(tokenizer.tokenize(tf.constant(list(sentences))))
+    inputs = packer(tokenizer.tokenize(tf.constant([s.replace("[MASK]", mask_token) for s in sentences])))
     ids = inputs["token_ids"].numpy()  # [B, T]
     positions = np.array(
         [[list(row).index(tokenizer.mask_id) if tokenizer.mask_id in row else 0] for row in ids], "int32"
     )  # [B, 1]
     logits = pretrainer(dict(inputs, mask_positions=tf.constant(positions)))["mlm"].numpy()[:, 0]  # [B, V]
-    with open(vocab_file, encoding="utf-8") as f:
-        vocab = f.read().split("\n")
     results = []
     for sentence, row in zip(sentences, logits):
         probabilities = np.exp(row - row.max())
@@ -270,8 +334,8 @@ def pretrain(config, strategy=None, log=print):
     strategy = strategy or create_strategy("one_device")
     chief = is_chief(strategy)
     files, corpus_format, vocab_file = corpus_and_vocab(config, chief, log)
-    tokenizer = BertTokenizer(vocab_file, lowercase=config.lowercase)
-    bert_config = model_config(config.model, tokenizer.vocab_size)
+    tokenizer = pretraining_tokenizer(vocab_file, config.lowercase)
+    bert_config = model_config(config.model, tokenizer.vocab_size, config.model_type, config.embedding_size)
     if config.max_seq_length > bert_config.max_position_embeddings:
         raise ConfigError(
             f"PretrainConfig: `max_seq_length` ({config.max_seq_length}) exceeds the model's "
@@ -285,7 +349,7 @@ def pretrain(config, strategy=None, log=print):
         "max_seq_length": config.max_seq_length,
         "max_predictions_per_seq": config.max_predictions_per_seq,
         "global_batch_size": config.global_batch_size,
-        "nsp": config.nsp,
+        "nsp": config.run_nsp(),
         "corpus": [os.path.relpath(f) for f in files],
         "seed": config.seed,
         "corpus_format": corpus_format,
@@ -304,7 +368,7 @@ def pretrain(config, strategy=None, log=print):
         return {}
     with strategy.scope():
         encoder = BertEncoder.from_bert_config(bert_config, dtype=dtype_policy(config.dtype))
-        pretrainer = BertPretrainer(encoder, nsp=config.nsp)
+        pretrainer = BertPretrainer(encoder, nsp=config.run_nsp())
         optimizer = create_optimizer(
             config.optimizer,
             config.learning_rate,
@@ -323,7 +387,7 @@ def pretrain(config, strategy=None, log=print):
             max_predictions_per_seq=config.max_predictions_per_seq,
             masking_rate=config.masking_rate,
             whole_word_masking=config.whole_word_masking,
-            nsp=config.nsp,
+            nsp=config.run_nsp(),
             batch_size=config.global_batch_size // context.num_input_pipelines,
             seed=config.seed,
             corpus_format=corpus_format,
@@ -369,17 +433,21 @@ def pretrain(config, strategy=None, log=print):
     )
     metrics = loop.train(log=log)
     if chief:
+        byte_pairs = is_byte_pair_vocab(vocab_file)
         save_model_dir(
             pretrainer,
             config.model_dir,
-            vocab_file=vocab_file if config.vocab else None,  # a built vocabulary is already there
+            # A built vocabulary is already there; a BPE one is written below.
+            vocab_file=vocab_file if config.vocab and not byte_pairs else None,
             settings={"lowercase": config.lowercase, "max_seq_length": config.max_seq_length},
         )
+        if byte_pairs:
+            write_tokenizer_files(os.path.dirname(os.path.abspath(vocab_file)), config.model_dir)
         if metrics:  # none when the loop found the run complete
             log("Final: " + ", ".join(f"{k} {v:.4g}" for k, v in metrics.items()))
         log(
-            f"Model directory: {config.model_dir} (bert_config.json, vocab.txt, bert_model.ckpt, bert_tf.json; "
-            f"TensorBoard logs in {os.path.join(config.model_dir, 'logs')})"
+            f"Model directory: {config.model_dir} (bert_config.json, {'vocab.json, merges.txt' if byte_pairs else 'vocab.txt'}, "
+            f"bert_model.ckpt, bert_tf.json; TensorBoard logs in {os.path.join(config.model_dir, 'logs')})"
         )
         if config.fill_mask:
             log("Fill-mask:")

@@ -7,14 +7,13 @@ import subprocess
 import sys
 
 import keras
-import numpy as np
 import pytest
 
 from bert_tf.checkpoints import load_encoder
 from bert_tf.checkpoints.settings import read_settings
 from bert_tf.training.distribute import create_strategy
 from bert_tf.training.finetuning import FinetuneConfig, finetune
-from tests.helpers import tiny_model_dir
+from tests.helpers import conll_file, sentiment_tsv, squad_file, tiny_model_dir, write_text
 from tests.tfds_mock import mock_tfds
 
 WORDS = (
@@ -51,25 +50,9 @@ def _app(*argv):
     )
 
 
-def _write(path, text):
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
-    return str(path)
-
-
-def _sentiment_tsv(path, n=48, seed=0):
-    rng = np.random.default_rng(seed)
-    rows = ["sentence\tlabel"]
-    for _ in range(n):
-        label = int(rng.integers(2))
-        word = rng.choice(["good", "great", "fine"] if label else ["bad", "awful", "poor"])
-        rows.append(f"the movie was {word} .\t{label}")
-    return _write(path, "\n".join(rows) + "\n")
-
-
 def test_classification_learns_and_keeps_the_best_model(tiny_dir, tmp_path):
-    train = _sentiment_tsv(tmp_path / "train.tsv", seed=0)
-    dev = _sentiment_tsv(tmp_path / "dev.tsv", n=24, seed=1)
+    train = sentiment_tsv(tmp_path / "train.tsv", seed=0)
+    dev = sentiment_tsv(tmp_path / "dev.tsv", n=24, seed=1)
     out = tmp_path / "run"
     _run(
         task="classification",
@@ -94,7 +77,7 @@ def test_classification_learns_and_keeps_the_best_model(tiny_dir, tmp_path):
 def test_regression_reports_pearson_and_spearman(tiny_dir, tmp_path):
     score = {"good": 4.5, "fine": 2.5, "bad": 0.5}  # the first segment's word decides
     rows = ["a\tb\tscore"] + [f"the {w} film\tit was {v}\t{score[w]}" for w in score for v in score] * 3
-    train = _write(tmp_path / "train.tsv", "\n".join(rows) + "\n")
+    train = write_text(tmp_path / "train.tsv", "\n".join(rows) + "\n")
     out = tmp_path / "run"
     _run(
         task="regression",
@@ -111,36 +94,9 @@ def test_regression_reports_pearson_and_spearman(tiny_dir, tmp_path):
     assert {"pearson", "spearman"} <= set(results) and results["pearson"] > 0.5
 
 
-def _conll(path, n=40, seed=0):
-    rng = np.random.default_rng(seed)
-    lines = ["-DOCSTART- -X- -X- O", ""]
-    for _ in range(n):
-        if rng.integers(2):
-            lines += [
-                "john NNP B-NP B-PER",
-                "smith NNP I-NP I-PER",
-                "went VBD B-VP O",
-                "to TO B-PP O",
-                "paris NNP B-NP B-LOC",
-                ". . O O",
-                "",
-            ]
-        else:
-            lines += [
-                "the DT B-NP O",
-                "actor NN I-NP O",
-                "went VBD B-VP O",
-                "to TO B-PP O",
-                "london NNP B-NP B-LOC",
-                ". . O O",
-                "",
-            ]
-    return _write(path, "\n".join(lines) + "\n")
-
-
 def test_ner_scores_entities_and_writes_conlleval_predictions(tiny_dir, tmp_path):
-    train = _conll(tmp_path / "train.txt")
-    dev = _conll(tmp_path / "dev.txt", n=10, seed=1)
+    train = conll_file(tmp_path / "train.txt")
+    dev = conll_file(tmp_path / "dev.txt", n=10, seed=1)
     out = tmp_path / "run"
     _run(task="ner", init=tiny_dir, train_file=train, eval_file=dev, epochs=15.0, model_dir=str(out))
     results = json.loads((out / "eval_results.json").read_text())
@@ -151,35 +107,8 @@ def test_ner_scores_entities_and_writes_conlleval_predictions(tiny_dir, tmp_path
     assert read_settings(str(out))["labels"][0] == "O"
 
 
-def _squad(path, n=12):
-    paragraphs = []
-    for i in range(n):
-        who = ["john smith", "the actor"][i % 2]
-        where = ["paris", "london"][i // 2 % 2]
-        context = f"{who} went to {where} . it was a good film ."
-        paragraphs.append(
-            {
-                "context": context,
-                "qas": [
-                    {
-                        "id": f"q{i}w",
-                        "question": "where did the actor go ?",
-                        "answers": [{"text": where, "answer_start": context.index(where)}],
-                    },
-                    {
-                        "id": f"q{i}s",
-                        "question": "who went to the film ?",
-                        "answers": [{"text": who, "answer_start": 0}],
-                    },
-                ],
-            }
-        )
-    data = {"version": "1.1", "data": [{"title": f"article {i}", "paragraphs": [p]} for i, p in enumerate(paragraphs)]}
-    return _write(path, json.dumps(data))
-
-
 def test_squad_holds_out_articles_and_scores_answers(tiny_dir, tmp_path):
-    train = _squad(tmp_path / "train.json")
+    train = squad_file(tmp_path / "train.json")
     out = tmp_path / "run"
     _run(
         task="squad",
@@ -203,8 +132,8 @@ def test_squad_holds_out_articles_and_scores_answers(tiny_dir, tmp_path):
 
 def test_unknown_eval_label_names_file_and_line(tiny_dir, tmp_path):
     """Through the app: the error is printed with file and line and the exit status is 1."""
-    train = _sentiment_tsv(tmp_path / "train.tsv")
-    dev = _write(tmp_path / "dev.tsv", "sentence\tlabel\nthe film was good .\t1\nthe film was bad .\t7\n")
+    train = sentiment_tsv(tmp_path / "train.tsv")
+    dev = write_text(tmp_path / "dev.tsv", "sentence\tlabel\nthe film was good .\t1\nthe film was bad .\t7\n")
     result = _app(
         "--task=classification",
         f"--init={tiny_dir}",
@@ -220,7 +149,7 @@ def test_unknown_eval_label_names_file_and_line(tiny_dir, tmp_path):
 
 
 def test_malformed_tsv_row_names_file_and_line(tiny_dir, tmp_path):
-    train = _write(tmp_path / "train.tsv", "sentence\tlabel\ngood film\t1\nbad film\t0\textra\n")
+    train = write_text(tmp_path / "train.tsv", "sentence\tlabel\ngood film\t1\nbad film\t0\textra\n")
     with pytest.raises(ValueError, match=re.escape(f"{train}:3")):
         _run(
             task="classification",
@@ -234,7 +163,7 @@ def test_malformed_tsv_row_names_file_and_line(tiny_dir, tmp_path):
 
 
 def test_conll_line_with_wrong_column_count_names_file_and_line(tiny_dir, tmp_path):
-    train = _write(tmp_path / "train.txt", "john NNP B-NP B-PER\nsmith NNP I-PER\n\n")
+    train = write_text(tmp_path / "train.txt", "john NNP B-NP B-PER\nsmith NNP I-PER\n\n")
     with pytest.raises(ValueError, match=re.escape(f"{train}:2")):
         _run(task="ner", init=tiny_dir, train_file=train, train_steps=1, model_dir=str(tmp_path / "run"))
 
@@ -256,7 +185,7 @@ def test_squad_answer_not_at_its_offset_names_the_question(tiny_dir, tmp_path):
             }
         ],
     }
-    train = _write(tmp_path / "train.json", json.dumps(data))
+    train = write_text(tmp_path / "train.json", json.dumps(data))
     with pytest.raises(ValueError, match="bad1"):
         _run(
             task="squad",
@@ -337,8 +266,8 @@ def test_tfds_inputs_offline_under_mock_data(tiny_dir, tmp_path):
 
 def test_mirrored_strategy_gives_the_one_device_result(tiny_dir, tmp_path):
     """Two replicas (logical CPUs) and one device: the same steps give the same scores."""
-    train = _sentiment_tsv(tmp_path / "train.tsv", seed=0)
-    dev = _sentiment_tsv(tmp_path / "dev.tsv", n=24, seed=1)
+    train = sentiment_tsv(tmp_path / "train.tsv", seed=0)
+    dev = sentiment_tsv(tmp_path / "dev.tsv", n=24, seed=1)
     results = {}
     for strategy in ("one_device", "mirrored"):
         out = tmp_path / strategy

@@ -10,7 +10,8 @@ import sys
 import pytest
 import tensorflow as tf
 
-from bert_tf.checkpoints import load_pretrainer
+import bert_tf.text
+from bert_tf.checkpoints import convert_checkpoint, load_pretrainer
 from bert_tf.config import ConfigError
 from bert_tf.training import PretrainConfig, fill_mask, pretrain
 from bert_tf.training.pretraining import format_fill_mask
@@ -149,3 +150,103 @@ def test_warmup_defaults_to_a_proportion_of_the_run(tmp_path):
     assert short.warmup_steps is None and short.run_warmup_steps() == 6
     assert PretrainConfig(model_dir="runs/x", train_steps=1000, warmup_proportion=0.01).run_warmup_steps() == 10
     assert PretrainConfig(model_dir="runs/x", train_steps=60, warmup_steps=60).run_warmup_steps() == 60  # as given
+
+
+@pytest.mark.parametrize(
+    "family, architecture", [("distilbert", "DistilBertForMaskedLM"), ("electra", "ElectraForMaskedLM")]
+)
+def test_family_pretrains_masked_lm_alone_and_converts_to_hugging_face(
+    family, architecture, corpus_and_vocab, tmp_path
+):
+    """model_type makes the preset that family's encoder; without NSP (no Hugging Face head for it) the run is
+    masked LM alone, and the model directory converts to the family's `...ForMaskedLM`."""
+    corpus, vocab = corpus_and_vocab
+    model_dir = str(tmp_path / "model")
+    settings = dict(SETTINGS, train_steps=3, fill_mask=["The [MASK] sat on the mat."])
+    messages = []
+    metrics = pretrain(
+        PretrainConfig(model_dir=model_dir, corpus=[corpus], vocab=vocab, model_type=family, **settings),
+        log=messages.append,
+    )
+    assert math.isfinite(metrics["loss"]) and "mlm_acc" in metrics and "nsp_loss" not in metrics
+    assert "  The [MASK] sat on the mat." in "\n".join(map(str, messages))
+    written = _json(model_dir, "bert_config.json")
+    assert written["model_type"] == family and written["hidden_size"] == 128  # the tiny preset's sizes
+    if family == "electra":
+        assert written["embedding_size"] == 64  # default: half the hidden size
+    else:
+        assert written["type_vocab_size"] == 0
+    assert _json(model_dir, "training_settings.json")["nsp"] is False
+    pretrainer = load_pretrainer(model_dir)
+    assert pretrainer.encoder.model_type == family and not pretrainer.nsp
+    out = str(tmp_path / "hf")
+    convert_checkpoint(model_dir, out, to="hf")
+    config = _json(out, "config.json")
+    assert config["architectures"] == [architecture] and config["model_type"] == family
+    if family == "electra":
+        assert config["embedding_size"] == 64 and config["hidden_size"] == 128
+
+
+@pytest.mark.parametrize(
+    "overrides, received",
+    [
+        (dict(model_type="electra", nsp=True), "nsp=True, model_type='electra'"),
+        (dict(model_type="distilbert", embedding_size=32), "embedding_size=32, model_type='distilbert'"),
+        (dict(model_type="gpt2"), "model_type='gpt2'"),
+        (dict(model_type="electra", embedding_size=0), "embedding_size=0"),
+    ],
+)
+def test_family_settings_are_refused_naming_both_fields(overrides, received, tmp_path):
+    with pytest.raises(ConfigError, match="PretrainConfig: .*Received: " + re.escape(received)):
+        PretrainConfig(model_dir=str(tmp_path / "never"), **dict(SETTINGS, **overrides))
+    assert not (tmp_path / "never").exists()
+
+
+def test_nsp_defaults_to_the_family():
+    assert PretrainConfig(model_dir="runs/x").run_nsp() is True
+    assert PretrainConfig(model_dir="runs/x", nsp=False).run_nsp() is False
+    assert PretrainConfig(model_dir="runs/x", model_type="distilbert").run_nsp() is False
+    assert PretrainConfig(model_dir="runs/x", model_type="electra", nsp=False).run_nsp() is False
+
+
+@pytest.mark.skipif(hasattr(bert_tf.text, "BytePairTokenizer"), reason="with BytePairTokenizer roberta is accepted")
+def test_roberta_is_refused_without_a_byte_level_bpe_tokenizer(tmp_path):
+    with pytest.raises(ConfigError, match="BytePairTokenizer.*Received: model_type='roberta'"):
+        PretrainConfig(model_dir=str(tmp_path / "never"), model_type="roberta")
+
+
+@pytest.mark.skipif(not hasattr(bert_tf.text, "BytePairTokenizer"), reason="bert_tf.text has no BytePairTokenizer")
+def test_roberta_needs_a_bpe_vocabulary(tmp_path):
+    with pytest.raises(ConfigError, match="vocab.json.*Received: vocab=None"):
+        PretrainConfig(model_dir=str(tmp_path / "never"), model_type="roberta")
+
+
+def test_model_file_of_another_family_is_refused(corpus_and_vocab, tmp_path):
+    from bert_tf.config import BertConfig
+    from bert_tf.training.pretraining import model_config
+
+    path = str(tmp_path / "bert_config.json")
+    BertConfig.preset("tiny", vocab_size=50).for_family("electra").to_json_file(path)
+    assert model_config(path, 50, "electra").embedding_size == 64
+    with pytest.raises(ConfigError, match="is an? electra model but model_type is 'bert'.*--model_type=electra"):
+        model_config(path, 50, "bert")
+
+
+def test_app_refuses_nsp_for_a_family_without_it(tmp_path):
+    """Through bert-tf-pretrain: a one-line usage error naming both flags, before any file is written."""
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bert_tf.apps.pretrain",
+            f"--model_dir={tmp_path / 'never'}",
+            "--model_type=distilbert",
+            "--nsp",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode != 0
+    assert "`nsp`" in result.stderr and "model_type='distilbert'" in result.stderr, result.stderr
+    assert not (tmp_path / "never").exists()

@@ -1,0 +1,155 @@
+"""Fine-tuning every encoder family on every built-in task, from the tiny Hugging Face reference checkpoints.
+
+Each run is a few steps on files of a few rows: it proves the family goes through `finetune()` (data, model,
+loop, evaluation, model directory) and that the model directory it writes rebuilds the same model with
+`export.load_task_model`. The checkpoints are described in shared/reference/families/README.md and
+tests/data/families/README.md; the data builders are the ones tests/apps/finetune_test.py uses.
+"""
+
+import dataclasses
+import json
+import logging
+import os
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import bert_tf.text
+from bert_tf import tasks
+from bert_tf.checkpoints import load_tokenizer
+from bert_tf.checkpoints.settings import read_settings
+from bert_tf.config import BertConfig
+from bert_tf.export import load_task_model
+from bert_tf.text import packer_for
+from bert_tf.training.finetuning import FinetuneConfig, finetune
+from tests.conftest import REFERENCE_DIR
+from tests.helpers import conll_file, sentiment_tsv, squad_file
+
+FAMILIES_DIR = os.path.join(REFERENCE_DIR, "families")
+TASK_HEADS_DIR = os.path.join(os.path.dirname(__file__), "..", "data", "families")
+FAMILIES = ("bert", "electra", "distilbert", "roberta")
+TASKS = ("classification", "regression", "ner", "squad")
+SENTENCES = ["the movie was good .", "john smith went to paris .", "where did the actor go ?"]
+
+
+def _needs_tokenizer(family):
+    """RoBERTa's byte-level BPE tokenizer (`bert_tf.text.BytePairTokenizer`) is written on another branch."""
+    if family == "roberta" and not hasattr(bert_tf.text, "BytePairTokenizer"):
+        pytest.skip("bert_tf.text has no BytePairTokenizer yet (RoBERTa's byte-level BPE)")
+
+
+def _init(family, task):
+    """The checkpoint a run starts from: the MLM model for sentence tasks, the family's task-head checkpoints
+    for the others (their encoders are the MLM model's; `finetune` reads only the encoder)."""
+    if task == "ner":
+        return os.path.join(TASK_HEADS_DIR, f"{family}-ner")
+    if task == "squad":
+        return os.path.join(TASK_HEADS_DIR, f"{family}-qa")
+    return os.path.join(FAMILIES_DIR, family)
+
+
+def _data(task, directory):
+    """FinetuneConfig fields of a tiny training (= evaluation) set for `task`, written in `directory`."""
+    if task == "classification":
+        path = sentiment_tsv(directory / "train.tsv", n=16)
+        return dict(train_file=path, eval_file=path, glue_task="sst2")
+    if task == "regression":
+        path = sentiment_tsv(directory / "train.tsv", n=16)
+        return dict(train_file=path, eval_file=path, text_column="sentence", label_column="label")
+    if task == "ner":
+        path = conll_file(directory / "train.txt", n=16)
+        return dict(train_file=path, eval_file=path)
+    path = squad_file(directory / "train.json", n=4)
+    return dict(train_file=path, eval_file=path, doc_stride=8, max_query_length=8)
+
+
+def _finetune(monkeypatch, **values):
+    """Runs `finetune` for one epoch (one evaluation, at the end, so the kept model is the last one); returns
+    (best metrics, the in-process model, the log lines)."""
+    built = []
+    get = tasks.get
+
+    def recording_get(name):
+        task = get(name)
+
+        def build_model(*args, **kwargs):
+            built.append(task.build_model(*args, **kwargs))
+            return built[-1]
+
+        return dataclasses.replace(task, build_model=build_model)
+
+    values = dict(max_seq_length=32, global_batch_size=8, learning_rate=1e-3, epochs=1.0, steps_per_loop=5, **values)
+    lines = []
+    keras.utils.set_random_seed(0)
+    with monkeypatch.context() as patch:
+        patch.setattr(tasks, "get", recording_get)
+        results = finetune(FinetuneConfig(**values), log=lines.append)
+    assert len(built) == 1
+    return results, built[0], lines
+
+
+def _batch(model_dir, settings):
+    tokenizer = load_tokenizer(model_dir, settings)
+    return packer_for(tokenizer, 32)(tokenizer.tokenize(tf.constant(SENTENCES)))
+
+
+@pytest.mark.parametrize("task", TASKS)
+@pytest.mark.parametrize("family", FAMILIES)
+def test_family_finetunes_and_its_model_directory_rebuilds_the_model(family, task, tmp_path, monkeypatch, caplog):
+    _needs_tokenizer(family)
+    init = _init(family, task)
+    out = tmp_path / "run"
+    with caplog.at_level(logging.WARNING):
+        results, model, lines = _finetune(
+            monkeypatch, task=task, init=init, model_dir=str(out), **_data(task, tmp_path)
+        )
+    assert results.get("step", 0) >= 1, (results, lines)
+    metric = tasks.get(task).best_metric
+    assert np.isfinite(results[metric]), results
+    assert (out / "eval_results.json").is_file()
+
+    settings = read_settings(str(out))
+    assert settings["task"] == task
+    if task == "classification":
+        assert settings["labels"] == ["negative", "positive"]
+    if task == "ner":
+        assert settings["labels"][0] == "O" and "B-PER" in settings["labels"]
+    tokenizer_files = ("vocab.json", "merges.txt") if family == "roberta" else ("vocab.txt",)
+    assert all((out / name).is_file() for name in tokenizer_files), sorted(os.listdir(out))
+    written = json.loads((out / "bert_config.json").read_text())
+    assert written.get("model_type", "bert") == family  # a BERT bert_config.json leaves it out
+    assert BertConfig.from_dict(written).model_type == family
+
+    loaded, loaded_settings = load_task_model(str(out))
+    assert type(loaded) is type(model)
+    batch = _batch(str(out), loaded_settings)
+    tf.nest.map_structure(
+        lambda a, b: np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-5), loaded(batch), model(batch)
+    )
+    if task == "classification":  # the MLM checkpoints have no pooler: fine-tuning starts a fresh one, and says so
+        assert any("pooler" in r.getMessage() and "freshly initialised" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_classifier_checkpoint_init_warns_of_a_fresh_pooler_only_without_one(family, tmp_path, monkeypatch, caplog):
+    """`--init=FAMILY-cls`: BERT's `...ForSequenceClassification` keeps the pooler in its base model, which the
+    encoder loads. The others keep that dense in their classification head (DistilBERT's `pre_classifier`,
+    ELECTRA's and RoBERTa's `classifier.dense`), which fine-tuning does not read: the encoder's pooler starts
+    fresh, with a warning naming it."""
+    _needs_tokenizer(family)
+    with caplog.at_level(logging.WARNING):
+        _finetune(
+            monkeypatch,
+            task="classification",
+            init=os.path.join(FAMILIES_DIR, f"{family}-cls"),
+            model_dir=str(tmp_path / "run"),
+            train_steps=1,
+            **_data("classification", tmp_path),
+        )
+    fresh = [r.getMessage() for r in caplog.records if "freshly initialised" in r.getMessage()]
+    if family == "bert":
+        assert not fresh
+    else:
+        assert len(fresh) == 1 and "pooler/dense/kernel" in fresh[0] and f"{family}-cls" in fresh[0], fresh
