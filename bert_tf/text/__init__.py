@@ -1,8 +1,9 @@
 """bert_tf.text: in-graph text processing, from raw strings to packed and masked ids.
 
-    from bert_tf.text import BertTokenizer, BertPacker, MaskedLMMasker, build_vocab
+    from bert_tf.text import BertTokenizer, BytePairTokenizer, BertPacker, MaskedLMMasker, build_vocab
 
 - `tokenizer`: `BertTokenizer`, the WordPiece Keras layer with the reference tokenizer's ids.
+- `byte_pair`: `BytePairTokenizer`, the byte-level BPE Keras layer (GPT-2, RoBERTa) with Hugging Face's ids.
 - `normalization`: the reference's Unicode tables, `normalize` and `split_words`.
 - `offsets`: `bytes_to_chars` (byte offsets to character offsets) and `utf8_length`.
 - `packing`: `BertPacker` (trim, then `[CLS] A [SEP] B [SEP]`) and its `TRUNCATIONS`.
@@ -10,6 +11,7 @@
 - `vocab`: `build_vocab`, `expand_files` and the `SPECIAL_TOKENS` every vocabulary starts with.
 """
 
+from bert_tf.text.byte_pair import BytePairTokenizer
 from bert_tf.text.masking import MaskedLMMasker
 from bert_tf.text.normalization import normalize, split_words
 from bert_tf.text.offsets import bytes_to_chars
@@ -22,6 +24,7 @@ __all__ = [
     "TRUNCATIONS",
     "BertPacker",
     "BertTokenizer",
+    "BytePairTokenizer",
     "MaskedLMMasker",
     "VocabSummary",
     "build_vocab",
