@@ -8,7 +8,8 @@
 - `offsets`: `bytes_to_chars` (byte offsets to character offsets) and `utf8_length`.
 - `packing`: `BertPacker` (trim, then `[CLS] A [SEP] B [SEP]`) and its `TRUNCATIONS`.
 - `masking`: `MaskedLMMasker` (dynamic masked-LM masking) and its stateless random draws.
-- `vocab`: `build_vocab`, `expand_files` and the `SPECIAL_TOKENS` every vocabulary starts with.
+- `vocab`: `build_vocab` (WordPiece), `build_bpe_vocab` (byte-level BPE), `expand_files` and the `SPECIAL_TOKENS`
+  every WordPiece vocabulary starts with (`BPE_SPECIAL_TOKENS` for BPE).
 """
 
 from bert_tf.text.byte_pair import BytePairTokenizer
@@ -17,9 +18,17 @@ from bert_tf.text.normalization import normalize, split_words
 from bert_tf.text.offsets import bytes_to_chars
 from bert_tf.text.packing import TRUNCATIONS, BertPacker
 from bert_tf.text.tokenizer import BertTokenizer
-from bert_tf.text.vocab import SPECIAL_TOKENS, VocabSummary, build_vocab, expand_files
+from bert_tf.text.vocab import (
+    BPE_SPECIAL_TOKENS,
+    SPECIAL_TOKENS,
+    VocabSummary,
+    build_bpe_vocab,
+    build_vocab,
+    expand_files,
+)
 
 __all__ = [
+    "BPE_SPECIAL_TOKENS",
     "SPECIAL_TOKENS",
     "TRUNCATIONS",
     "BertPacker",
@@ -27,6 +36,7 @@ __all__ = [
     "BytePairTokenizer",
     "MaskedLMMasker",
     "VocabSummary",
+    "build_bpe_vocab",
     "build_vocab",
     "bytes_to_chars",
     "expand_files",

@@ -620,6 +620,27 @@ class BytePairTokenizer(keras.layers.Layer):
         ids = tf.gather(ids, index)
         return tf.ragged.boolean_mask(ids, ids >= 0)
 
+    def _words_from_bytes(self, strings, segments, seg_starts, word_segments, word_starts, word_lengths, prefixed):
+        """The words' text read from the rows' bytes (for rows holding NUL).
+
+        Args:
+            strings: tf.string `[N]`, the valid rows.
+            segments, seg_starts: ragged `[N, (S)]` segments and their byte starts.
+            word_segments, word_starts, word_lengths, prefixed: int64 `[W]`: each word's segment, its start in
+                the segment (-1 for a prefix space), its length in bytes and whether it starts with a prefix space.
+
+        Returns:
+            tf.string `[W]`.
+        """
+        raw = tf.io.decode_raw(tf.strings.reduce_join(strings), tf.uint8)
+        row_base = tf.cumsum(tf.cast(tf.strings.length(strings), tf.int64), exclusive=True)
+        segment_base = tf.gather(row_base, segments.value_rowids()) + seg_starts.flat_values  # [S]
+        starts = tf.gather(segment_base, word_segments) + word_starts + prefixed
+        indices = tf.ragged.range(starts, starts + word_lengths - prefixed)
+        byte_strings = tf.constant([bytes([b]) for b in range(256)])
+        text = tf.strings.reduce_join(tf.gather(byte_strings, tf.cast(tf.gather(raw, indices), tf.int32)), axis=1)
+        return tf.where(prefixed > 0, tf.strings.join([" ", text]), text)
+
     def _tokenize(self, inputs, with_offsets):
         strings = tf.convert_to_tensor(inputs, tf.string)
         scalar = strings.shape.rank == 0
@@ -634,7 +655,11 @@ class BytePairTokenizer(keras.layers.Layer):
             lambda: tf.identity(strings),
             lambda: tf.strings.unicode_transcode(strings, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD),
         )
-        segments, seg_starts, special = self._segments(valid)  # [N, (S)]
+        # tensorflow-text's regex ops stop at NUL: they see U+0001 (the same class, the same length) instead,
+        # and the words are then read from the bytes themselves.
+        has_nul = tf.reduce_any(tf.strings.regex_full_match(valid, "(?s).*\x00.*"))
+        searchable = tf.cond(has_nul, lambda: tf.strings.regex_replace(valid, "\x00", "\x01"), lambda: valid)
+        segments, seg_starts, special = self._segments(searchable)  # [N, (S)]
         is_special = special.flat_values >= 0  # [S]
         text = tf.where(is_special, "", segments.flat_values)
         prefixed = tf.zeros_like(is_special)
@@ -647,7 +672,25 @@ class BytePairTokenizer(keras.layers.Layer):
         words, word_starts, word_ends = tf_text.regex_split_with_offsets(
             pieces.flat_values, PRETOKENIZE_PATTERN, keep_delim_regex_pattern=PRETOKENIZE_PATTERN
         )  # [K, (W)]
-        ids = self._bpe(words.flat_values)  # [W', (P)]
+        # Each word's segment, and its start in the segment's text (the prefix space included).
+        word_segments = tf.repeat(pieces.value_rowids(), words.row_lengths())  # [W']
+        word_in_text = (word_starts + tf.expand_dims(piece_starts.flat_values, 1)).flat_values
+        word_prefixed = tf.gather(tf.cast(prefixed, tf.int64), word_segments)
+        word_in_segment = word_in_text - word_prefixed
+        flat_words = tf.cond(
+            has_nul,
+            lambda: self._words_from_bytes(
+                valid,
+                segments,
+                seg_starts,
+                word_segments,
+                word_in_segment,
+                word_ends.flat_values - word_starts.flat_values,
+                word_prefixed * tf.cast(tf.equal(word_in_text, 0), tf.int64),  # the prefix space
+            ),
+            lambda: words.flat_values,
+        )
+        ids = self._bpe(flat_words)  # [W', (P)]
         seg_ids = words.with_flat_values(ids).merge_dims(1, 2)  # [K, (P)]
         seg_ids = pieces.with_flat_values(seg_ids).merge_dims(1, 2)  # [S, (P)]
         special_ids = tf.RaggedTensor.from_row_lengths(
@@ -663,11 +706,6 @@ class BytePairTokenizer(keras.layers.Layer):
         word_base = tf.cumsum(word_lengths, exclusive=True)
         local_ends = tf.cumsum(lengths) - tf.repeat(word_base, ids.row_lengths())
         local_starts = local_ends - lengths
-        # Word starts in segment coordinates.
-        word_in_segment = word_starts + tf.expand_dims(piece_starts.flat_values, 1)  # [K, (W)]
-        word_in_segment = word_in_segment.flat_values - tf.gather(
-            tf.cast(prefixed, tf.int64), tf.repeat(pieces.value_rowids(), words.row_lengths())
-        )
         base = tf.repeat(word_in_segment, ids.row_lengths())
         starts = base + local_starts
         ends = base + local_ends
@@ -677,7 +715,7 @@ class BytePairTokenizer(keras.layers.Layer):
         starts = tf.maximum(starts, 0)
         ends = tf.maximum(ends, 0)
         # Segment coordinates -> row, specials spanning their segment.
-        pieces_rows = tf.repeat(tf.repeat(pieces.value_rowids(), words.row_lengths()), ids.row_lengths())
+        pieces_rows = tf.repeat(word_segments, ids.row_lengths())
         seg_base = tf.gather(seg_starts.flat_values, pieces_rows)
 
         def to_segments(values):
@@ -734,10 +772,10 @@ class BytePairTokenizer(keras.layers.Layer):
         if unit not in ("byte", "char"):
             raise ValueError(f"`unit` must be 'byte' or 'char'. Received: unit={unit!r}")
         strings = tf.convert_to_tensor(inputs, tf.string)
-        ids, starts, ends = self._tokenize(strings, with_offsets=True)
         scalar = strings.shape.rank == 0
         if scalar:
-            strings, starts, ends = strings[None], starts[None], ends[None]
+            strings = strings[None]
+        ids, starts, ends = self._tokenize(strings, with_offsets=True)
         valid = tf.strings.unicode_transcode(strings, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD)
         # Offsets so far are bytes of the valid rows; characters are the same in both.
         _, char_starts = tf.strings.unicode_decode_with_offsets(valid, "UTF-8")  # [N, (C)]
@@ -759,18 +797,26 @@ class BytePairTokenizer(keras.layers.Layer):
             index -= tf.gather(bounds_shift, rows)
             return offsets.with_values(tf.clip_by_value(index, 0, tf.gather(char_counts, rows)))
 
-        start_chars, end_chars = chars(starts, "start"), chars(ends, "end")
-        if unit == "byte":
+        if unit == "char":
+            starts, ends = chars(starts, "start"), chars(ends, "end")
+        else:
 
             def original():
+                # The same characters, each at its original bytes; an offset inside a character keeps its
+                # distance from the character's start, within the original character (U+FFFD for 1-3 bytes).
                 _, orig_starts = tf.strings.unicode_decode_with_offsets(strings, "UTF-8", errors="replace")
-                orig_bounds = tf.concat([orig_starts, tf.cast(tf.strings.length(strings), tf.int64)[:, None]], 1)
-                flat = orig_bounds.flat_values
-                base = tf.cast(orig_bounds.row_starts(), tf.int64)
-                return (
-                    tf.gather(flat, start_chars.values + tf.gather(base, start_chars.value_rowids())),
-                    tf.gather(flat, end_chars.values + tf.gather(base, end_chars.value_rowids())),
-                )
+                orig_lengths = tf.cast(tf.strings.length(strings), tf.int64)
+                orig_bounds = tf.concat([orig_starts, orig_lengths[:, None]], axis=1).flat_values
+                orig_next = tf.concat([orig_bounds[1:], [0]], 0)
+                valid_bounds = flat_bounds - tf.repeat(shift, char_counts + 1)
+
+                def one(offsets):
+                    index = chars(offsets, "start").values + tf.gather(bounds_shift, offsets.value_rowids())
+                    within = offsets.values - tf.gather(valid_bounds, index)
+                    size = tf.maximum(tf.gather(orig_next, index) - tf.gather(orig_bounds, index), 0)
+                    return tf.gather(orig_bounds, index) + tf.minimum(within, size)
+
+                return one(starts), one(ends)
 
             s, e = tf.cond(
                 tf.reduce_all(tf.equal(strings, valid)),
@@ -778,10 +824,8 @@ class BytePairTokenizer(keras.layers.Layer):
                 original,
             )
             starts, ends = starts.with_values(s), ends.with_values(e)
-        else:
-            starts, ends = start_chars, end_chars
         if scalar:
-            return ids, starts[0], ends[0]
+            return ids[0], starts[0], ends[0]
         return ids, starts, ends
 
     def call(self, inputs):
