@@ -12,8 +12,10 @@ The reference is a `tokenizers.Tokenizer` with the same BPE model, a
 - "trained-30k": a 30,000-piece vocabulary trained in the test setup with
   `bert_tf.text.build_bpe_vocab` on the corpus files.
 
-Every line of every text file under ../shared/data is compared, plus the
-edge cases of `edge_cases.py` and a sweep over every Unicode code point.
+Every line of every text file under ../shared/data is compared with
+"roberta-json", the first 1,000 lines of each with "trained-30k" (every line:
+`@pytest.mark.slow`), plus the edge cases of `edge_cases.py` with all three
+and a code point sweep (every code point: slow; a sample: not).
 Input bytes go to our tokenizer as they are; the reference gets
 `line.decode("utf-8", errors="replace")`.
 """
@@ -88,7 +90,12 @@ def _make(setting, trained_dir=None, **kwargs):
 def pair(request):
     trained = request.getfixturevalue("trained_dir") if request.param == "trained-30k" else None
     ours, reference = _make(request.param, trained)
-    return request.param, ours, tf.function(ours.tokenize), reference
+    return request.param, ours, _compiled(ours.tokenize), reference
+
+
+def _compiled(fn):
+    """`fn` in a tf.function traced once for any batch size."""
+    return tf.function(fn, input_signature=[tf.TensorSpec([None], tf.string)])
 
 
 def _mismatches(ours_fn, reference, lines):
@@ -147,12 +154,42 @@ def test_data_files_found():
     assert len(CORPORA) >= 30, sorted(CORPORA)
 
 
+@pytest.fixture(scope="module")
+def roberta_json():
+    ours, reference = _make("roberta-json")
+    return _compiled(ours.tokenize), reference
+
+
+@pytest.fixture(scope="module")
+def trained_30k(trained_dir):
+    ours, reference = _make("trained-30k", trained_dir)
+    return _compiled(ours.tokenize), reference
+
+
 @pytest.mark.parametrize("name", sorted(CORPORA))
-def test_corpus_parity(pair, name):
-    setting, _, ours, reference = pair
+def test_corpus_parity(roberta_json, name):
+    """Every line of every file, RoBERTa's tokenizer.json (its files alone differ only on literal `<mask>`)."""
+    ours, reference = roberta_json
     lines = CORPORA[name]()
     bad = _mismatches(ours, reference, lines)
-    assert not bad, f"[{setting}] {_report(name, lines, bad)}"
+    assert not bad, _report(name, lines, bad)
+
+
+def test_trained_vocab_corpus_sample_parity(trained_30k):
+    """The first 1,000 lines of every file with the 30k vocabulary (all lines: the slow test below)."""
+    ours, reference = trained_30k
+    lines = [line for name in sorted(CORPORA) for line in CORPORA[name]()[:1000]]
+    bad = _mismatches(ours, reference, lines)
+    assert not bad, _report("sample", lines, bad)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(CORPORA))
+def test_trained_vocab_corpus_parity(trained_30k, name):
+    ours, reference = trained_30k
+    lines = CORPORA[name]()
+    bad = _mismatches(ours, reference, lines)
+    assert not bad, _report(name, lines, bad)
 
 
 def test_edge_case_parity(pair):
@@ -194,7 +231,7 @@ def test_add_prefix_space_parity(trained_dir):
         os.path.join(trained_dir, "vocab.json"), os.path.join(trained_dir, "merges.txt"), add_prefix_space=True
     )
     lines = ALL_EDGE_CASES + CORPORA["glue/SST-2/dev.tsv"]()
-    assert not _mismatches(tf.function(ours.tokenize), reference, lines)
+    assert not _mismatches(_compiled(ours.tokenize), reference, lines)
 
 
 def _json_variant(tmp_path, edit):
@@ -234,21 +271,31 @@ def test_tokenizer_json_variants(tmp_path):
     assert not _mismatches(ours.tokenize, reference, lines)
 
 
-def test_every_code_point_parity():
+def _code_point_mismatches(code_points):
     """Each code point in letter, number, space and apostrophe contexts, against the RoBERTa tokenizer.json.
 
-    Catches a character class of ours (RE2's `\\p{L}`, `\\p{N}`, our whitespace set) that differs from the
-    reference's (Oniguruma's).
+    Catches a character class of ours (the letter, number and whitespace tables) that differs from the
+    reference's (Oniguruma's `\\p{L}`, `\\p{N}`, `\\s`).
     """
     ours, reference = _make("roberta-json")
-    code_points = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
     probe = "A%sb 1%s2 %s'x  %s "
     lines = [
         "".join(probe % ((chr(c),) * 4) for c in code_points[i : i + 32]).encode("utf-8")
         for i in range(0, len(code_points), 32)
     ]
-    bad = _mismatches(tf.function(ours.tokenize), reference, lines)
-    assert not bad, _report("code points", lines, bad)
+    bad = _mismatches(_compiled(ours.tokenize), reference, lines)
+    return _report("code points", lines, bad) if bad else None
+
+
+def test_code_point_sample_parity():
+    """Every code point below U+3100 (every whitespace included), every 97th above; all: the slow test."""
+    code_points = list(range(0x3100)) + [c for c in range(0x3100, 0x110000, 97) if not 0xD800 <= c <= 0xDFFF]
+    assert not _code_point_mismatches(code_points)
+
+
+@pytest.mark.slow
+def test_every_code_point_parity():
+    assert not _code_point_mismatches([c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF])
 
 
 # === Offsets ===
