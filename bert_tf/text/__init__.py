@@ -21,6 +21,7 @@ from bert_tf.text.tokenizer import BertTokenizer
 from bert_tf.text.vocab import (
     BPE_SPECIAL_TOKENS,
     SPECIAL_TOKENS,
+    VOCAB_KINDS,
     VocabSummary,
     build_bpe_vocab,
     build_vocab,
@@ -31,6 +32,7 @@ __all__ = [
     "BPE_SPECIAL_TOKENS",
     "SPECIAL_TOKENS",
     "TRUNCATIONS",
+    "VOCAB_KINDS",
     "BertPacker",
     "BertTokenizer",
     "BytePairTokenizer",

@@ -20,6 +20,8 @@ from tokenizers import BertWordPieceTokenizer, ByteLevelBPETokenizer
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 BPE_SPECIAL_TOKENS = ("<s>", "<pad>", "</s>", "<unk>", "<mask>")
 BPE_FILES = ("vocab.json", "merges.txt")
+# Vocabulary kinds (`bert-tf-vocab --kind`): WordPiece (`build_vocab`) or byte-level BPE (`build_bpe_vocab`).
+VOCAB_KINDS = ("wordpiece", "bpe")
 
 
 @dataclasses.dataclass
