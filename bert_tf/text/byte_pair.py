@@ -312,6 +312,62 @@ def bpe_reference(word, ranks, ignore_merges=False, vocabulary=None):
     return symbols
 
 
+def _replace_invalid(strings):
+    return tf.strings.unicode_transcode(strings, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD)
+
+
+class _CharBounds:
+    """Character boundaries of valid UTF-8 rows `[N]`, the rows' ends included, for offset conversion."""
+
+    def __init__(self, valid):
+        _, char_starts = tf.strings.unicode_decode_with_offsets(valid, "UTF-8")  # [N, (C)]
+        self.counts = tf.cast(char_starts.row_lengths(), tf.int64)
+        lengths = tf.cast(tf.strings.length(valid), tf.int64)
+        # Rows shifted to follow each other, so that one searchsorted serves all.
+        self.shift = tf.cumsum(lengths + 1, exclusive=True)
+        self.local = tf.concat([char_starts, lengths[:, None]], axis=1).flat_values  # [C' + N]
+        self.flat = self.local + tf.repeat(self.shift, self.counts + 1)
+        self.row_base = tf.cumsum(self.counts + 1, exclusive=True)
+
+    def to_chars(self, offsets, side):
+        """Byte offsets ragged `[N, (P)]` -> characters: "start", the one holding the byte; "end", those before."""
+        return offsets.with_values(self.indices(offsets, side) - tf.gather(self.row_base, offsets.value_rowids()))
+
+    def indices(self, offsets, side):
+        """Indices into `flat` (see `to_chars`)."""
+        rows = offsets.value_rowids()
+        shifted = offsets.values + tf.gather(self.shift, rows)
+        if side == "start":
+            index = tf.searchsorted(self.flat, shifted, side="right", out_type=tf.int64) - 1
+        else:
+            index = tf.searchsorted(self.flat, shifted, side="left", out_type=tf.int64)
+        base = tf.gather(self.row_base, rows)
+        return tf.clip_by_value(index, base, base + tf.gather(self.counts, rows))
+
+
+def _to_original_bytes(strings, starts, ends):
+    """Byte offsets into the rows with invalid UTF-8 replaced -> into the original rows.
+
+    The characters are the same; each keeps its bytes' order, an offset inside a character keeping its
+    distance from the character's start, within the original character (U+FFFD stands for 1 to 3 bytes).
+
+    Returns:
+        the flat values of both.
+    """
+    bounds = _CharBounds(_replace_invalid(strings))
+    _, orig_starts = tf.strings.unicode_decode_with_offsets(strings, "UTF-8", errors="replace")
+    orig_lengths = tf.cast(tf.strings.length(strings), tf.int64)
+    orig_bounds = tf.concat([orig_starts, orig_lengths[:, None]], axis=1).flat_values
+    orig_sizes = tf.maximum(tf.concat([orig_bounds[1:], [0]], 0) - orig_bounds, 0)
+
+    def one(offsets):
+        index = bounds.indices(offsets, "start")
+        within = offsets.values - tf.gather(bounds.local, index)
+        return tf.gather(orig_bounds, index) + tf.minimum(within, tf.gather(orig_sizes, index))
+
+    return one(starts), one(ends)
+
+
 @keras.saving.register_keras_serializable(package="bert_tf")
 class BytePairTokenizer(keras.layers.Layer):
     """Byte-level BPE tokenizer layer (GPT-2, RoBERTa) with Hugging Face's ids.
@@ -896,52 +952,17 @@ class BytePairTokenizer(keras.layers.Layer):
         if scalar:
             strings = strings[None]
         ids, starts, ends = self._tokenize(strings, with_offsets=True)
-        valid = tf.strings.unicode_transcode(strings, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD)
-        # Offsets so far are bytes of the valid rows; characters are the same in both.
-        _, char_starts = tf.strings.unicode_decode_with_offsets(valid, "UTF-8")  # [N, (C)]
-        char_counts = tf.cast(char_starts.row_lengths(), tf.int64)
-        # Character boundaries, the row's end included, shifted so that rows follow each other.
-        lengths = tf.cast(tf.strings.length(valid), tf.int64)
-        shift = tf.cumsum(lengths + 1, exclusive=True)
-        flat_bounds = tf.concat([char_starts, lengths[:, None]], axis=1) + shift[:, None]
-        flat_bounds = flat_bounds.flat_values
-        bounds_shift = tf.cumsum(char_counts + 1, exclusive=True)
-
-        def chars(offsets, side):
-            rows = offsets.value_rowids()
-            shifted = offsets.values + tf.gather(shift, rows)
-            if side == "start":  # the character holding the byte
-                index = tf.searchsorted(flat_bounds, shifted, side="right", out_type=tf.int64) - 1
-            else:  # the characters starting before the offset
-                index = tf.searchsorted(flat_bounds, shifted, side="left", out_type=tf.int64)
-            index -= tf.gather(bounds_shift, rows)
-            return offsets.with_values(tf.clip_by_value(index, 0, tf.gather(char_counts, rows)))
-
+        all_valid = tf.reduce_all(tf.strings.regex_full_match(strings, VALID_UTF8_PATTERN))
         if unit == "char":
-            starts, ends = chars(starts, "start"), chars(ends, "end")
+            # Offsets so far are bytes of the valid rows, whose characters are those of the Python str.
+            valid = tf.cond(all_valid, lambda: tf.identity(strings), lambda: _replace_invalid(strings))
+            bounds = _CharBounds(valid)
+            starts, ends = bounds.to_chars(starts, "start"), bounds.to_chars(ends, "end")
         else:
-
-            def original():
-                # The same characters, each at its original bytes; an offset inside a character keeps its
-                # distance from the character's start, within the original character (U+FFFD for 1-3 bytes).
-                _, orig_starts = tf.strings.unicode_decode_with_offsets(strings, "UTF-8", errors="replace")
-                orig_lengths = tf.cast(tf.strings.length(strings), tf.int64)
-                orig_bounds = tf.concat([orig_starts, orig_lengths[:, None]], axis=1).flat_values
-                orig_next = tf.concat([orig_bounds[1:], [0]], 0)
-                valid_bounds = flat_bounds - tf.repeat(shift, char_counts + 1)
-
-                def one(offsets):
-                    index = chars(offsets, "start").values + tf.gather(bounds_shift, offsets.value_rowids())
-                    within = offsets.values - tf.gather(valid_bounds, index)
-                    size = tf.maximum(tf.gather(orig_next, index) - tf.gather(orig_bounds, index), 0)
-                    return tf.gather(orig_bounds, index) + tf.minimum(within, size)
-
-                return one(starts), one(ends)
-
             s, e = tf.cond(
-                tf.reduce_all(tf.equal(strings, valid)),
+                all_valid,
                 lambda: (tf.identity(starts.values), tf.identity(ends.values)),
-                original,
+                lambda: _to_original_bytes(strings, starts, ends),
             )
             starts, ends = starts.with_values(s), ends.with_values(e)
         if scalar:
