@@ -509,19 +509,17 @@ class BytePairTokenizer(keras.layers.Layer):
             if token_bytes.get(token_id) is None:
                 token_bytes[token_id] = token.encode("utf-8")
         # Merges as (left id, right id) -> rank, merged id.
-        ranks = {}
-        keys, values = [], []
+        ranks = {}  # a repeated merge keeps its last rank, as in Hugging Face
+        merged = {}
         for rank, (left, right) in enumerate(pairs):
             missing = [t for t in (left, right, left + right) if t not in vocab]
             if missing:
                 raise ValueError(f"Merge {rank} ({left!r} {right!r}) has tokens not in the vocabulary: {missing}")
             key = (vocab[left], vocab[right])
-            if key in ranks:
-                continue  # Hugging Face keeps the first rank of a repeated merge.
             ranks[key] = rank
-            keys.append(key[0] * self._vocab_size + key[1])
-            values.append(rank << 32 | vocab[left + right])
-        self._ranks = ranks
+            merged[key] = vocab[left + right]
+        keys = [left * self._vocab_size + right for left, right in ranks]
+        values = [rank << 32 | merged[key] for key, rank in ranks.items()]
         class_starts, class_of_range = _class_ranges()
         self._class_starts = tf.constant(class_starts)
         self._class_of_range = tf.constant(class_of_range)

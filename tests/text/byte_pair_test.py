@@ -419,6 +419,14 @@ def test_from_tokenizer_json_refuses_other_models(tmp_path):
         BytePairTokenizer.from_tokenizer_json(str(tmp_path / "missing.json"))
 
 
+def test_repeated_merge_keeps_its_last_rank():
+    vocab = {"a": 0, "b": 1, "c": 2, "ab": 3, "bc": 4}
+    for merges in (["a b", "b c", "a b"], ["b c", "a b", "b c"]):
+        reference = tokenizers.Tokenizer(tokenizers.models.BPE(vocab, [tuple(m.split()) for m in merges]))
+        ours = BytePairTokenizer(vocab, merges, special_tokens=[])
+        assert ours.tokenize(tf.constant("abc")).numpy().tolist() == reference.encode("abc").ids
+
+
 def test_argument_errors(tmp_path):
     vocab, merges = _roberta("vocab.json"), _roberta("merges.txt")
     with pytest.raises(ValueError, match="`vocabulary` file does not exist"):
