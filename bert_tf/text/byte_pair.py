@@ -523,6 +523,9 @@ class BytePairTokenizer(keras.layers.Layer):
         class_starts, class_of_range = _class_ranges()
         self._class_starts = tf.constant(class_starts)
         self._class_of_range = tf.constant(class_of_range)
+        # The Basic Multilingual Plane as one table (64 KB): one gather for most text.
+        bmp = class_of_range[np.searchsorted(class_starts, np.arange(0x10000), side="right") - 1]
+        self._bmp_classes = tf.constant(bmp.astype(np.int8))
         byte_ids = np.array([by_bytes.get(bytes([b]), -1) for b in range(256)], np.int32)
         self._byte_ids = tf.constant(byte_ids)
         keys = np.array(keys or [-1], np.int64)
@@ -658,7 +661,15 @@ class BytePairTokenizer(keras.layers.Layer):
         code_points, offsets = tf.strings.unicode_decode_with_offsets(segments, "UTF-8")  # [S, (C)]
         c = code_points.flat_values
         row = code_points.value_rowids()
-        kind = tf.gather(self._class_of_range, tf.searchsorted(self._class_starts, c, side="right") - 1)
+        kind = tf.cast(tf.gather(self._bmp_classes, tf.minimum(c, 0xFFFF)), tf.int32)
+        beyond = c > 0xFFFF
+        kind = tf.cond(
+            tf.reduce_any(beyond),
+            lambda: tf.where(
+                beyond, tf.gather(self._class_of_range, tf.searchsorted(self._class_starts, c, side="right") - 1), kind
+            ),
+            lambda: kind,
+        )
         first = tf.concat([[True], tf.not_equal(row[1:], row[:-1])], 0)  # the first character of a segment
         last = tf.concat([tf.not_equal(row[1:], row[:-1]), [True]], 0)
         is_ws = kind >= _SPACE_LIKE
