@@ -528,6 +528,7 @@ class BytePairTokenizer(keras.layers.Layer):
         self._bmp_classes = tf.constant(bmp.astype(np.int8))
         byte_ids = np.array([by_bytes.get(bytes([b]), -1) for b in range(256)], np.int32)
         self._byte_ids = tf.constant(byte_ids)
+        self._missing_bytes = bool((byte_ids < 0).any())  # not a byte-level vocabulary: those bytes are dropped
         keys = np.array(keys or [-1], np.int64)
         values = np.array(values or [-1], np.int64)
         self._merge_table = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(keys, values), -1)
@@ -820,7 +821,7 @@ class BytePairTokenizer(keras.layers.Layer):
         order = tf.math.invert_permutation(tf.concat([hit_rows, miss_rows], 0))
         ids = tf.gather(tf.concat([hit_ids, miss_ids], 0), order)
         ids = tf.gather(ids, index)
-        return tf.ragged.boolean_mask(ids, ids >= 0)
+        return tf.ragged.boolean_mask(ids, ids >= 0) if self._missing_bytes else ids
 
     def _substrings(self, strings, rows, starts, like):
         """Substrings of rows read from their bytes (for rows holding NUL, which regex ops stop at).

@@ -33,14 +33,13 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.text import BytePairTokenizer, build_bpe_vocab
+from tests.conftest import DATA_DIR, REFERENCE_DIR
 from tests.text.edge_cases import BPE_EDGE_CASES, EDGE_CASES
-from tests.text.parity_test import CORPORA, _data_path
+from tests.text.parity_test import CORPORA
 
 tokenizers = pytest.importorskip("tokenizers")
 
-ROBERTA_DIR = os.path.normpath(
-    os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "reference", "families", "roberta")
-)
+ROBERTA_DIR = os.path.join(REFERENCE_DIR, "families", "roberta")
 BATCH_SIZE = 4096
 ALL_EDGE_CASES = EDGE_CASES + BPE_EDGE_CASES
 SETTINGS = ("roberta-json", "roberta-files", "trained-30k")
@@ -70,7 +69,9 @@ def _legacy_reference(vocab_json, merges_txt, add_prefix_space=False):
 @pytest.fixture(scope="module")
 def trained_dir(tmp_path_factory):
     output = str(tmp_path_factory.mktemp("bpe30k"))
-    build_bpe_vocab(sorted(glob.glob(_data_path("corpus", "*", "*"))), output, vocab_size=30000, show_progress=False)
+    build_bpe_vocab(
+        sorted(glob.glob(os.path.join(DATA_DIR, "corpus", "*", "*"))), output, vocab_size=30000, show_progress=False
+    )
     return output
 
 
