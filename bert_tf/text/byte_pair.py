@@ -36,6 +36,13 @@ vocabulary token whose BPE gives itself is looked up in a hash table; the
 others go through one `tf.while_loop` that merges all of them at once, one
 merge rank a step, dropping finished words as it goes.
 
+Limits: a word's merges take one loop step per merge rank used, so a very
+long word of varied letters is slow (a 100,000-letter random word: about 9 s
+on 2 cores; a 5 MB line of ordinary text: 0.2 s). All occurrences of the
+lowest-ranked pair in a word merge in one step, as GPT-2's `bpe()` does; this
+equals Hugging Face's priority queue for merge tables where a merge's result
+is only used by later merges, as every trained table is.
+
 Shape legend: `N` strings, `S` segments, `W` words, `P` pieces.
 """
 

@@ -23,6 +23,7 @@ Input bytes go to our tokenizer as they are; the reference gets
 import glob
 import json
 import os
+import random
 import re
 import subprocess
 import sys
@@ -297,6 +298,15 @@ def test_code_point_sample_parity():
 @pytest.mark.slow
 def test_every_code_point_parity():
     assert not _code_point_mismatches([c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF])
+
+
+@pytest.mark.slow
+def test_long_line_and_long_word_parity():
+    ours, reference = _make("roberta-json")
+    sample = b" ".join(ALL_EDGE_CASES[:80]) + b" " + b" ".join(CORPORA["multilingual/udhr/Russian-UTF8"]())
+    line = (sample * (10_000_000 // len(sample) + 1))[:10_000_000]
+    word = bytes(random.Random(0).choice(b"abcdefghijklmnopqrstuvwxyz") for _ in range(20_000))
+    assert not _mismatches(ours.tokenize, reference, [line, b"x" * 1_000_000, word])
 
 
 # === Offsets ===
