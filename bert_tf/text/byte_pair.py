@@ -755,7 +755,7 @@ class BytePairTokenizer(keras.layers.Layer):
         ]
 
         def body(step, index, lengths, values, done_index, done_lengths, done_values):
-            rows = tf.repeat(tf.range(tf.size(lengths, out_type=tf.int64)), lengths)
+            rows = tf.ragged.row_splits_to_segment_ids(tf.concat([[0], tf.cumsum(lengths)], 0))
             same_row = tf.equal(rows[:-1], rows[1:])
             keys = tf.cast(values[:-1], tf.int64) * vocab_size + tf.cast(values[1:], tf.int64)
             keys = tf.where(tf.logical_and(same_row, tf.logical_and(values[:-1] >= 0, values[1:] >= 0)), keys, -1)
