@@ -917,10 +917,17 @@ class BytePairTokenizer(keras.layers.Layer):
                 values + seg_base, pieces_rows, nrows=tf.size(is_special, out_type=tf.int64)
             )
 
-        special_starts = tf.boolean_mask(seg_starts.flat_values, is_special)
-        special_ends = special_starts + tf.boolean_mask(
-            tf.cast(tf.strings.length(segments.flat_values), tf.int64), is_special
+        # An added token spans its text, without the whitespace lstrip/rstrip took (trim_offsets).
+        special_text = tf.boolean_mask(segments.flat_values, is_special)
+        special_lengths = tf.cast(tf.strings.length(special_text), tf.int64)
+        leading = special_lengths - tf.cast(
+            tf.strings.length(tf.strings.regex_replace(special_text, f"^{_WS_CLASS}+", "")), tf.int64
         )
+        trailing = special_lengths - tf.cast(
+            tf.strings.length(tf.strings.regex_replace(special_text, f"{_WS_CLASS}+$", "")), tf.int64
+        )
+        special_starts = tf.boolean_mask(seg_starts.flat_values, is_special) + leading
+        special_ends = special_starts - leading + special_lengths - trailing
         out = []
         for values, special_values in ((starts, special_starts), (ends, special_ends)):
             per_segment = tf.concat([to_segments(values), special_ids.with_values(special_values)], axis=1)
@@ -949,7 +956,7 @@ class BytePairTokenizer(keras.layers.Layer):
         spans "the"; a piece of spaces alone is empty, at its end). A piece
         holding part of a character's bytes spans those bytes ("byte") or the
         whole character ("char", as Hugging Face). A verbatim added token
-        spans its text (with the whitespace `lstrip`/`rstrip` took). With
+        spans its text (not the whitespace `lstrip`/`rstrip` took). With
         `add_prefix_space`, the added space is empty, at the segment's start.
 
         Args:
