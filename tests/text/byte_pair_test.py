@@ -341,7 +341,7 @@ def test_byte_offsets_slice_the_input():
     lines = [b"Hello  world's <mask>!", "caf\u00e9 \U0001f600 \u4e2d".encode(), b"caf\xe9 x"]
     ids, starts, ends = ours.tokenize_with_offsets(tf.constant(lines))
     pieces = [[line[s:e] for s, e in zip(ss, ee)] for line, ss, ee in zip(lines, starts.to_list(), ends.to_list())]
-    assert pieces[0] == [b"H", b"ell", b"o", b"world", b"'s", b"<mask>", b"!"][:3] + pieces[0][3:]
+    assert pieces[0][:3] == [b"H", b"ell", b"o"] and pieces[0][-2:] == [b"<mask>", b"!"]
     assert b"".join(pieces[0]) == b"Helloworld's<mask>!"
     # A piece holding part of a character holds those bytes; "\xe9" (invalid) is one U+FFFD, 1 byte here.
     assert b"".join(pieces[1]) == "caf\u00e9\U0001f600\u4e2d".encode()
