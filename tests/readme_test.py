@@ -104,6 +104,13 @@ CHEAP = {
     "bert-tf-convert --input=runs/minilm --output=runs/minilm-hf --to=hf": Cheap("tools"),
     "bert-tf-vocab --input='../shared/data/corpus/gutenberg/*.txt' --output=runs/vocab.txt --vocab_size=30522 "
     "--min_frequency=1": Cheap("tools", f"--input={SMALL_CORPUS} --vocab_size=600"),
+    "bert-tf-vocab --kind=bpe --input='../shared/data/corpus/*/*' --output=runs/bpe --vocab_size=30000": Cheap(
+        "tools", f"--input={SMALL_CORPUS} --vocab_size=600"
+    ),
+    "python tools/benchmark_tokenizer.py --bpe_vocab=runs/bpe/vocab.json --bpe_merges=runs/bpe/merges.txt "
+    "--input=../shared/data/corpus/wikitext2/wiki.test.raw --repeats=5": Cheap(
+        "tools", f"--input={SMALL_CORPUS} --repeats=1"
+    ),
     "python tools/benchmark_tokenizer.py --vocab=$M/vocab.txt --input='../shared/data/corpus/*/*' --repeats=3 "
     "--pipeline_corpus=../shared/data/corpus/wikitext2/wiki.test.raw": Cheap(
         "tools", f"--input={SMALL_CORPUS} --repeats=1 --pipeline_warmup_batches=1 --pipeline_batches=2"

@@ -7,6 +7,14 @@ lines for:
   * tokenizers.BertWordPieceTokenizer.encode_batch (the reference);
   * keras_hub.tokenizers.BertTokenizer, batched.
 
+With `--bpe_vocab` and `--bpe_merges` (a byte-level BPE vocab.json and
+merges.txt, e.g. RoBERTa's), a second table times, on the same lines:
+  * bert_tf.text.BytePairTokenizer.tokenize and tokenize_with_offsets;
+  * tokenizers.ByteLevelBPETokenizer.encode_batch (the reference, with
+    RoBERTa's special tokens);
+  * keras_hub.tokenizers.BytePairTokenizer, batched;
+and the share of lines on which each gives the reference's ids.
+
 The sides run interleaved, `--repeats` rounds of one pass each, so that load
 from other processes hits them alike; the table gives medians, and "x HF" is
 the median over rounds of (reference seconds / row seconds) in the same round.
@@ -20,6 +28,8 @@ Usage:
   python tools/benchmark_tokenizer.py --vocab=path/to/vocab.txt \\
       --input='../shared/data/corpus/*/*' --batch_size=4096 \\
       --pipeline_corpus=../shared/data/corpus/wikitext2/wiki.test.raw
+  python tools/benchmark_tokenizer.py --bpe_vocab=DIR/vocab.json --bpe_merges=DIR/merges.txt \\
+      --input=../shared/data/corpus/wikitext2/wiki.test.raw
 """
 
 import glob
@@ -29,7 +39,9 @@ import time
 from absl import app, flags
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("vocab", None, "WordPiece vocab.txt.", required=True)
+flags.DEFINE_string("vocab", None, "WordPiece vocab.txt (the WordPiece table; unset: none).")
+flags.DEFINE_string("bpe_vocab", None, "Byte-level BPE vocab.json (the BPE table, with --bpe_merges; unset: none).")
+flags.DEFINE_string("bpe_merges", None, "Byte-level BPE merges.txt (with --bpe_vocab).")
 flags.DEFINE_string("input", None, "Glob of text files (one example a line).", required=True)
 flags.DEFINE_integer("batch_size", 4096, "Lines per call.")
 flags.DEFINE_boolean("lowercase", True, "Uncased (True) or cased (False).")
@@ -73,29 +85,35 @@ def _pipeline_examples_per_second(tokenizer):
     return statistics.median(rates)
 
 
-def main(argv):
-    del argv
+def _time_table(rows, reference_name, megabytes, title, agreement=None):
+    """Times `rows` ([(name, fn)]) interleaved and prints the markdown table."""
+    for _, fn in rows:
+        fn()  # warm-up (tracing, caches)
+    seconds = {name: [] for name, _ in rows}
+    for _ in range(FLAGS.repeats):
+        for name, fn in rows:
+            seconds[name].append(_seconds(fn))
+    print(f"\n{title}, median of {FLAGS.repeats} interleaved rounds\n")
+    columns = "| tokenizer | seconds | MB/s | x HF |" + (" same ids as HF |" if agreement else "")
+    print(columns)
+    print("|---|---:|---:|---:|" + ("---:|" if agreement else ""))
+    for name, _ in rows:
+        median = statistics.median(seconds[name])
+        if reference_name is None:
+            ratio = "-"
+        else:
+            ratio = "%.1f" % statistics.median(r / s for r, s in zip(seconds[reference_name], seconds[name]))
+        same = f" {agreement[name]} |" if agreement else ""
+        print(f"| {name} | {median:.2f} | {megabytes / median:.1f} | {ratio} |{same}")
+
+
+def _wordpiece_table(batches, texts, megabytes):
     import tensorflow as tf
 
     from bert_tf.text import BertTokenizer
 
-    paths = sorted(glob.glob(FLAGS.input))
-    if not paths:
-        raise app.UsageError(f"--input matches no file. Received: {FLAGS.input}")
-    if FLAGS.batch_size < 1:
-        raise app.UsageError(f"--batch_size must be positive. Received: {FLAGS.batch_size}")
-    if FLAGS.repeats < 1:
-        raise app.UsageError(f"--repeats must be positive. Received: {FLAGS.repeats}")
-    lines = []
-    for path in paths:
-        with open(path, "rb") as f:
-            lines.extend(f.read().split(b"\n"))
-    megabytes = sum(len(line) for line in lines) / 1e6
-    texts = [line.decode("utf-8", errors="replace") for line in lines]
     size = FLAGS.batch_size
-    batches = [tf.constant(lines[i : i + size]) for i in range(0, len(lines), size)]
     rows = []
-
     ours = BertTokenizer(FLAGS.vocab, lowercase=FLAGS.lowercase)
     tokenize = tf.function(ours.tokenize)
     with_offsets = tf.function(ours.tokenize_with_offsets)
@@ -141,27 +159,99 @@ def main(argv):
     except ImportError:
         print("keras-hub is not installed: skipped")
 
-    for _, fn in rows:
-        fn()  # warm-up (tracing, caches)
-    seconds = {name: [] for name, _ in rows}
-    for _ in range(FLAGS.repeats):
-        for name, fn in rows:
-            seconds[name].append(_seconds(fn))
+    title = f"WordPiece: {len(texts)} lines, {megabytes:.1f} MB, batch_size={size}, lowercase={FLAGS.lowercase}"
+    _time_table(rows, reference_name, megabytes, title)
+    return ours
 
-    print(
-        f"\n{len(lines)} lines, {megabytes:.1f} MB, batch_size={size}, "
-        f"lowercase={FLAGS.lowercase}, median of {FLAGS.repeats} "
-        "interleaved rounds\n"
+
+def _bpe_table(batches, texts, megabytes):
+    """Byte-level BPE: bert_tf vs Hugging Face (the reference) vs keras-hub, and their agreement with it."""
+    import tensorflow as tf
+    import tokenizers
+
+    from bert_tf.text import BytePairTokenizer
+
+    size = FLAGS.batch_size
+    ours = BytePairTokenizer(FLAGS.bpe_vocab, FLAGS.bpe_merges)
+    tokenize = tf.function(ours.tokenize, input_signature=[tf.TensorSpec([None], tf.string)])
+    with_offsets = tf.function(ours.tokenize_with_offsets, input_signature=[tf.TensorSpec([None], tf.string)])
+    # The reference as transformers' RobertaTokenizer builds it from the two files.
+    reference = tokenizers.ByteLevelBPETokenizer(FLAGS.bpe_vocab, FLAGS.bpe_merges)
+    reference.add_special_tokens(
+        [
+            tokenizers.AddedToken(t, lstrip=t == "<mask>", normalized=False, special=True)
+            for t in ("<s>", "<pad>", "</s>", "<unk>", "<mask>")
+            if ours.token_to_id(t) is not None
+        ]
     )
-    print("| tokenizer | seconds | MB/s | x HF |")
-    print("|---|---:|---:|---:|")
-    for name, _ in rows:
-        median = statistics.median(seconds[name])
-        if reference_name is None:
-            ratio = "-"
-        else:
-            ratio = "%.1f" % statistics.median(r / s for r, s in zip(seconds[reference_name], seconds[name]))
-        print(f"| {name} | {median:.2f} | {megabytes / median:.1f} | {ratio} |")
+    text_batches = [texts[i : i + size] for i in range(0, len(texts), size)]
+    # name: (timed run, ids of a batch index for the agreement column)
+    sides = {
+        "bert_tf BytePairTokenizer.tokenize (tf.function)": (
+            lambda: [tokenize(b).flat_values.numpy() for b in batches],
+            lambda i: tokenize(batches[i]).to_list(),
+        ),
+        "bert_tf BytePairTokenizer.tokenize_with_offsets": (
+            lambda: [with_offsets(b)[0].flat_values.numpy() for b in batches],
+            lambda i: with_offsets(batches[i])[0].to_list(),
+        ),
+        "HF tokenizers ByteLevelBPETokenizer.encode_batch": (
+            lambda: [reference.encode_batch(b, add_special_tokens=False) for b in text_batches],
+            lambda i: [e.ids for e in reference.encode_batch(text_batches[i], add_special_tokens=False)],
+        ),
+    }
+    try:
+        import keras_hub
+
+        hub = keras_hub.tokenizers.BytePairTokenizer(vocabulary=FLAGS.bpe_vocab, merges=FLAGS.bpe_merges)
+        hub_fn = tf.function(hub.tokenize, input_signature=[tf.TensorSpec([None], tf.string)])
+        sides["keras_hub BytePairTokenizer (tf.function)"] = (
+            lambda: [hub_fn(b).flat_values.numpy() for b in batches],
+            lambda i: hub_fn(batches[i]).to_list(),
+        )
+    except ImportError:
+        print("keras-hub is not installed: skipped")
+    reference_name = "HF tokenizers ByteLevelBPETokenizer.encode_batch"
+    ids = {name: [row for i in range(len(batches)) for row in side[1](i)] for name, side in sides.items()}
+    agreement = {
+        name: "%.2f%%" % (100 * sum(a == b for a, b in zip(rows, ids[reference_name])) / max(len(rows), 1))
+        for name, rows in ids.items()
+    }
+    rows = [(name, side[0]) for name, side in sides.items()]
+    title = f"Byte-level BPE ({ours.vocab_size} ids): {len(texts)} lines, {megabytes:.1f} MB, batch_size={size}"
+    _time_table(rows, reference_name, megabytes, title, agreement)
+
+
+def main(argv):
+    del argv
+    import tensorflow as tf
+
+    paths = sorted(glob.glob(FLAGS.input))
+    if not paths:
+        raise app.UsageError(f"--input matches no file. Received: {FLAGS.input}")
+    if FLAGS.batch_size < 1:
+        raise app.UsageError(f"--batch_size must be positive. Received: {FLAGS.batch_size}")
+    if FLAGS.repeats < 1:
+        raise app.UsageError(f"--repeats must be positive. Received: {FLAGS.repeats}")
+    if bool(FLAGS.bpe_vocab) != bool(FLAGS.bpe_merges):
+        raise app.UsageError("--bpe_vocab and --bpe_merges go together.")
+    if not FLAGS.vocab and not FLAGS.bpe_vocab:
+        raise app.UsageError("Nothing to time: set --vocab (WordPiece) and/or --bpe_vocab with --bpe_merges.")
+    if FLAGS.pipeline_corpus and not FLAGS.vocab:
+        raise app.UsageError("--pipeline_corpus needs --vocab (the pipeline row uses BertTokenizer).")
+    lines = []
+    for path in paths:
+        with open(path, "rb") as f:
+            lines.extend(f.read().split(b"\n"))
+    megabytes = sum(len(line) for line in lines) / 1e6
+    texts = [line.decode("utf-8", errors="replace") for line in lines]
+    size = FLAGS.batch_size
+    batches = [tf.constant(lines[i : i + size]) for i in range(0, len(lines), size)]
+
+    if FLAGS.vocab:
+        ours = _wordpiece_table(batches, texts, megabytes)
+    if FLAGS.bpe_vocab:
+        _bpe_table(batches, texts, megabytes)
 
     if FLAGS.pipeline_corpus:
         rate = _pipeline_examples_per_second(ours)

@@ -1,8 +1,13 @@
-"""WordPiece vocabulary builder (Hugging Face `tokenizers` trainer underneath).
+"""Vocabulary builders (Hugging Face `tokenizers` trainers underneath).
 
-Reads text files, decodes every line as UTF-8 with replacement (a line with
-invalid bytes is counted, never fatal) and writes `vocab.txt` with `[PAD]` at
-id 0, then `[UNK]`, `[CLS]`, `[SEP]`, `[MASK]`, then the learned pieces.
+Both read text files and decode every line as UTF-8 with replacement (a line
+with invalid bytes is counted, never fatal).
+
+- `build_vocab`: WordPiece; writes `vocab.txt` with `[PAD]` at id 0, then
+  `[UNK]`, `[CLS]`, `[SEP]`, `[MASK]`, then the learned pieces.
+- `build_bpe_vocab`: byte-level BPE (GPT-2, RoBERTa); writes `vocab.json` and
+  `merges.txt` with RoBERTa's `<s>`, `<pad>`, `</s>`, `<unk>`, `<mask>` at
+  ids 0 to 4 (`BPE_SPECIAL_TOKENS`), then the 256 bytes, then the merges.
 """
 
 import dataclasses
@@ -10,9 +15,13 @@ import glob
 import os
 import time
 
-from tokenizers import BertWordPieceTokenizer
+from tokenizers import BertWordPieceTokenizer, ByteLevelBPETokenizer
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+BPE_SPECIAL_TOKENS = ("<s>", "<pad>", "</s>", "<unk>", "<mask>")
+BPE_FILES = ("vocab.json", "merges.txt")
+# Vocabulary kinds (`bert-tf-vocab --kind`): WordPiece (`build_vocab`) or byte-level BPE (`build_bpe_vocab`).
+VOCAB_KINDS = ("wordpiece", "bpe")
 
 
 @dataclasses.dataclass
@@ -144,4 +153,77 @@ def build_vocab(
         vocab_size=len(pieces),
         seconds=time.time() - start,
         output=output,
+    )
+
+
+def build_bpe_vocab(
+    inputs,
+    output_dir,
+    vocab_size=50265,
+    min_frequency=2,
+    add_prefix_space=False,
+    show_progress=True,
+):
+    """Trains a byte-level BPE vocabulary (RoBERTa's kind) and writes `vocab.json` and `merges.txt`.
+
+    `bert_tf.text.BytePairTokenizer(vocab.json, merges.txt)` reads them.
+
+    Args:
+        inputs: file paths or globs (a list, or one comma-separated string).
+        output_dir: directory to write `vocab.json` and `merges.txt` into (made if missing).
+        vocab_size: size of the vocabulary: the 5 special tokens, the 256 bytes and the merges.
+        min_frequency: pairs seen fewer times are not merged.
+        add_prefix_space: train with a space before each line (as the tokenizer's option of that name).
+
+    Returns:
+        A `VocabSummary` (`output` is `output_dir`).
+    """
+    minimum = len(BPE_SPECIAL_TOKENS) + 256
+    if vocab_size <= minimum:
+        raise ValueError(
+            f"`vocab_size` must exceed the {len(BPE_SPECIAL_TOKENS)} special tokens and the 256 bytes ({minimum}). "
+            f"Received: vocab_size={vocab_size}"
+        )
+    if min_frequency < 1:
+        raise ValueError(f"`min_frequency` must be at least 1. Received: min_frequency={min_frequency}")
+    files = expand_files(inputs)
+    start = time.time()
+    reader = _LineReader(files)
+    tokenizer = ByteLevelBPETokenizer(add_prefix_space=add_prefix_space)
+    tokenizer.train_from_iterator(
+        reader,
+        vocab_size=vocab_size,
+        min_frequency=min_frequency,
+        special_tokens=list(BPE_SPECIAL_TOKENS),
+        show_progress=show_progress,
+    )
+    vocab = tokenizer.get_vocab()
+    specials = tuple(sorted(BPE_SPECIAL_TOKENS, key=lambda t: vocab.get(t, len(vocab))))
+    if specials != BPE_SPECIAL_TOKENS or [vocab[t] for t in specials] != list(range(len(specials))):
+        raise RuntimeError(f"Trainer did not put the special tokens first: { {t: vocab.get(t) for t in specials} }")
+    if len(vocab) <= len(BPE_SPECIAL_TOKENS) or reader.bytes == 0:
+        raise ValueError(
+            f"No text to build a vocabulary from in {', '.join(files)} ({reader.lines} lines, {reader.bytes} bytes); "
+            f"no vocabulary written to {output_dir}."
+        )
+    # Written into a temporary directory beside `output_dir` and moved: never a partial pair of files.
+    os.makedirs(output_dir, exist_ok=True)
+    temporary = os.path.join(output_dir, ".bpe.tmp")
+    os.makedirs(temporary, exist_ok=True)
+    try:
+        tokenizer.save_model(temporary)
+        for name in BPE_FILES:
+            os.replace(os.path.join(temporary, name), os.path.join(output_dir, name))
+    finally:
+        for name in os.listdir(temporary):
+            os.remove(os.path.join(temporary, name))
+        os.rmdir(temporary)
+    return VocabSummary(
+        files=len(files),
+        lines=reader.lines,
+        bytes=reader.bytes,
+        replaced_lines=reader.replaced_lines,
+        vocab_size=len(vocab),
+        seconds=time.time() - start,
+        output=output_dir,
     )

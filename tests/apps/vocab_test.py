@@ -41,3 +41,49 @@ def test_bad_flags_exit_nonzero_without_output(tmp_path):
 def test_helpfull_lists_flags(tmp_path):
     result = _run("--helpfull", cwd=tmp_path)
     assert "--vocab_size" in result.stdout + result.stderr and "--min_frequency" in result.stdout + result.stderr
+
+
+def test_bpe_kind_writes_vocab_json_and_merges_that_tokenize_like_hugging_face(tmp_path):
+    import tensorflow as tf
+    import tokenizers
+
+    from bert_tf.text import BytePairTokenizer
+
+    lines = ["hello world, hello there.", "It's 2024: naïve café, 東京 \U0001f600!", "  spaced   out  "]
+    corpus = tmp_path / "c.txt"
+    corpus.write_bytes(("\n".join(lines) + "\n").encode() * 20 + b"caf\xe9\n")
+    result = _run(
+        "--kind=bpe",
+        f"--input={corpus}",
+        "--output=out",
+        "--vocab_size=400",
+        "--min_frequency=1",
+        "--noprogress",
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "pieces to out" in result.stdout and "1 lines with invalid UTF-8" in result.stdout
+    vocab, merges = str(tmp_path / "out" / "vocab.json"), str(tmp_path / "out" / "merges.txt")
+    ours = BytePairTokenizer(vocab, merges)
+    assert [ours.token_to_id(t) for t in ("<s>", "<pad>", "</s>", "<unk>", "<mask>")] == [0, 1, 2, 3, 4]
+    reference = tokenizers.ByteLevelBPETokenizer(vocab, merges)
+    texts = lines + ["unseen words, hello!", "hello <s> world </s>"]
+    expected = [e.ids for e in reference.encode_batch(texts[:-1], add_special_tokens=False)]
+    expected.append(reference.encode("hello ", add_special_tokens=False).ids + [0])
+    expected[-1] += reference.encode(" world ", add_special_tokens=False).ids + [2]
+    assert ours.tokenize(tf.constant(texts)).to_list() == expected
+
+
+def test_bpe_kind_flag_errors(tmp_path):
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("hello world\n" * 10)
+    lowercase = _run("--kind=bpe", f"--input={corpus}", "--output=out", "--nolowercase", cwd=tmp_path)
+    assert lowercase.returncode != 0 and "--kind=wordpiece only" in lowercase.stderr
+    (tmp_path / "file").write_text("x")
+    not_dir = _run("--kind=bpe", f"--input={corpus}", "--output=file", cwd=tmp_path)
+    assert not_dir.returncode != 0 and "must be a directory" in not_dir.stderr
+    small = _run("--kind=bpe", f"--input={corpus}", "--output=out", "--vocab_size=100", cwd=tmp_path)
+    assert small.returncode == 1 and "256 bytes" in small.stderr
+    unknown = _run("--kind=sentencepiece", f"--input={corpus}", "--output=out", cwd=tmp_path)
+    assert unknown.returncode != 0 and "--kind" in unknown.stderr
+    assert not os.path.exists(tmp_path / "out")

@@ -93,3 +93,49 @@ _BYTES = [
 ]
 
 EDGE_CASES = [t.encode("utf-8") for t in _TEXT] + _BYTES
+
+# Byte-level BPE (GPT-2 pre-tokenization and RoBERTa's special tokens), used with EDGE_CASES.
+_BPE_TEXT = [
+    # Runs of spaces: `\s+(?!\S)` leaves the last one to the next word.
+    "a  b",
+    "a   b    c",
+    "  leading",
+    "trailing  ",
+    "trailing ",
+    "   ",
+    " x ",
+    "a \tb a\t b a\t\tb a \n b a\n\n b",
+    "\n\nfoo\n",
+    "a\u00a0 b a \u00a0b a\u3000\u3000b \u2028 x",
+    "  's  'S 't",
+    # Contractions, case and apostrophes.
+    "it's I'm we're they've he'll she'd don't",
+    "IT'S I'M WE'RE THEY'VE HE'LL SHE'D DON'T",
+    "'s's 'll'd ''s '' 'x \u2019s",
+    "rock'n'roll o'clock 'tis",
+    # Digits, letters, punctuation runs.
+    "1234567890 12,345.67 3rd 2nd 10x x10 \u0661\u0662\u0663 \u2460\u2461 \u00bd",
+    "!!!??? ... --- *** ### $$$ a--b a...b (a) [b] {c}",
+    "email@example.com https://example.com/a?b=c&d=e#f",
+    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa " + "-" * 80,
+    "ababababababab aaaaaaa bbbbbbb",
+    # Emoji, CJK, combining marks.
+    "\U0001f600\U0001f600\U0001f600 a\U0001f44d b \U0001f468\u200d\U0001f469",
+    "\u4e2d\u6587 \u65e5\u672c\u8a9e \ud55c\uad6d\uc5b4 \u4e2d\u6587abc",
+    "e\u0301 a\u0300\u0301 \u0301x x\u0301y \u0915\u094d\u0937",
+    # Literal special tokens glued to words and after spaces.
+    "<s>",
+    "</s>",
+    "<mask>",
+    "<s>a</s>",
+    "a<s>b</s>c",
+    "Hello <mask>.",
+    "Hello  <mask>",
+    "Hello\t<mask> world",
+    "<mask><mask> <mask>  <mask>",
+    "x<mask>y <pad> <unk> </s></s>",
+    "< s> <s > <mask <MASK> </ s>",
+    " <s> ",
+]
+
+BPE_EDGE_CASES = [t.encode("utf-8") for t in _BPE_TEXT] + [b"a\xff <mask>\xff", b"\xff\xfe  \xff"]

@@ -1,11 +1,12 @@
 """Vocabulary builder: layout, cased/uncased, invalid UTF-8 counted, real corpus."""
 
+import json
 import os
 
 import pytest
 from tokenizers import BertWordPieceTokenizer
 
-from bert_tf.text.vocab import SPECIAL_TOKENS, build_vocab
+from bert_tf.text.vocab import BPE_SPECIAL_TOKENS, SPECIAL_TOKENS, build_bpe_vocab, build_vocab
 from tests.conftest import DATA_DIR
 
 TEXT = ("The Quick brown fox jumps over the lazy dog.\nÉmile naïvely jumped; the dogs were jumping quickly!\n") * 50
@@ -68,3 +69,23 @@ def test_gutenberg_vocab_tokenizes_its_corpus(tmp_path):
     reference = BertWordPieceTokenizer(output, lowercase=True)
     encoded = reference.encode("It is a truth universally acknowledged.", add_special_tokens=False)
     assert "[UNK]" not in encoded.tokens
+
+
+def test_bpe_vocab_layout_and_errors(tmp_path):
+    corpus = tmp_path / "a.txt"
+    corpus.write_bytes(TEXT.encode("utf-8") + b"caf\xe9\n")
+    output = tmp_path / "bpe"
+    summary = build_bpe_vocab([str(corpus)], str(output), vocab_size=400, min_frequency=1, show_progress=False)
+    assert sorted(os.listdir(output)) == ["merges.txt", "vocab.json"]
+    with open(output / "vocab.json", encoding="utf-8") as f:
+        vocab = json.load(f)
+    assert [vocab[t] for t in BPE_SPECIAL_TOKENS] == [0, 1, 2, 3, 4]
+    assert len(vocab) == summary.vocab_size <= 400 and "The" in vocab and "Ġthe" in vocab  # cased
+    assert summary.lines == 101 and summary.replaced_lines == 1
+    with pytest.raises(ValueError, match="vocab_size"):
+        build_bpe_vocab([str(corpus)], str(tmp_path / "small"), vocab_size=261, show_progress=False)
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    with pytest.raises(ValueError, match="No text"):
+        build_bpe_vocab([str(empty)], str(tmp_path / "none"), vocab_size=300, show_progress=False)
+    assert not os.path.exists(tmp_path / "small") and not os.path.exists(tmp_path / "none")
