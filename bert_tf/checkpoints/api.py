@@ -447,9 +447,6 @@ def convert_checkpoint(input_path, output, to="bert_tf", allow_pickle=False, all
     if has_tokenizer:
         tokenizer_files.write_tokenizer_files(input_path, output)
         if to == "hf":
-            source_json = os.path.join(directory, tokenizer_files.TOKENIZER_JSON)
-            if os.path.isfile(source_json):
-                shutil.copyfile(source_json, os.path.join(output, tokenizer_files.TOKENIZER_JSON))
             encoder = getattr(model, "encoder", model)
             _write_json(os.path.join(output, "tokenizer_config.json"), _hf_tokenizer_config(encoder, output, settings))
     return fmt, count, type(model).__name__

@@ -9,9 +9,11 @@ A directory holds one of
 A bert_tf model directory always holds the legacy files (`vocab.txt`, or
 `vocab.json` + `merges.txt`) and its `bert_tf.json` says how to read them
 (`lowercase`, `strip_accents`, `add_prefix_space`); `write_tokenizer_files`
-writes them from whichever the source has. For a Hugging Face directory,
-`load_tokenizer` prefers `tokenizer.json` (what `AutoTokenizer` reads), then
-the legacy files.
+writes them from whichever the source has, and copies `tokenizer.json` when
+the source has one. `load_tokenizer` prefers `tokenizer.json` (what
+`AutoTokenizer` reads: RoBERTa's `<mask>` takes the space before it or not as
+the file says, where transformers' tokenizer from the legacy files always
+does), then the legacy files.
 """
 
 import json
@@ -20,7 +22,6 @@ import shutil
 
 from bert_tf import text as text_lib
 from bert_tf.checkpoints.readers import VOCAB_FILE, CheckpointError, checkpoint_dir
-from bert_tf.checkpoints.settings import SETTINGS_FILE
 
 BPE_VOCAB_FILE = "vocab.json"
 MERGES_FILE = "merges.txt"
@@ -53,8 +54,8 @@ def find_tokenizer(path):
     """`(kind, files)` of the tokenizer beside the checkpoint at `path`; CheckpointError naming the files looked for.
 
     `kind` is "wordpiece" or "bpe"; `files` a dict with `vocab` (and `merges`) for the legacy files, or `json` for
-    `tokenizer.json`. A bert_tf model directory is read from its legacy files; any other directory from
-    `tokenizer.json` when it has one.
+    `tokenizer.json`. `tokenizer.json` is preferred where there is one: it says everything (special tokens'
+    `lstrip`, which the legacy files cannot), and model directories made from such a checkpoint keep a copy.
     """
     directory = checkpoint_dir(path)
 
@@ -67,8 +68,7 @@ def find_tokenizer(path):
         legacy = ("wordpiece", {"vocab": there(VOCAB_FILE)})
     elif there(BPE_VOCAB_FILE) and there(MERGES_FILE):
         legacy = ("bpe", {"vocab": there(BPE_VOCAB_FILE), "merges": there(MERGES_FILE)})
-    own = os.path.isfile(os.path.join(directory, SETTINGS_FILE))
-    if there(TOKENIZER_JSON) and not (own and legacy):
+    if there(TOKENIZER_JSON):
         return _tokenizer_json_kind(there(TOKENIZER_JSON)), {"json": there(TOKENIZER_JSON)}
     if legacy:
         return legacy
@@ -150,6 +150,9 @@ def write_tokenizer_files(path, output):
                 shutil.copyfile(source, target)
             written.append(os.path.basename(source))
         return written
+    target = os.path.join(output, TOKENIZER_JSON)
+    if not (os.path.exists(target) and os.path.samefile(files["json"], target)):
+        shutil.copyfile(files["json"], target)
     model = _read_json(files["json"])["model"]
     vocab = model["vocab"]
     by_id = sorted(vocab.items(), key=lambda item: item[1])
@@ -158,11 +161,11 @@ def write_tokenizer_files(path, output):
     if kind == "wordpiece":
         with open(os.path.join(output, VOCAB_FILE), "w", encoding="utf-8") as f:
             f.writelines(f"{token}\n" for token, _ in by_id)
-        return [VOCAB_FILE]
+        return [TOKENIZER_JSON, VOCAB_FILE]
     with open(os.path.join(output, BPE_VOCAB_FILE), "w", encoding="utf-8") as f:
         json.dump(dict(by_id), f, ensure_ascii=False)
     with open(os.path.join(output, MERGES_FILE), "w", encoding="utf-8") as f:
         f.write("#version: 0.2\n")
         for merge in model.get("merges", []):
             f.write((merge if isinstance(merge, str) else " ".join(merge)) + "\n")
-    return [BPE_VOCAB_FILE, MERGES_FILE]
+    return [TOKENIZER_JSON, BPE_VOCAB_FILE, MERGES_FILE]

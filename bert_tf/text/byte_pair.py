@@ -634,6 +634,27 @@ class BytePairTokenizer(keras.layers.Layer):
         """Id of a vocabulary token as written in vocab.json ("Ġthe"), or `None`."""
         return self._token_to_id.get(token)
 
+    # How pairs are packed (`bert_tf.text.packer_for`): `<s> A </s></s> B </s>`, one segment.
+    packing = "roberta"
+
+    def get_vocabulary(self):
+        """The tokens by id, as written in vocab.json (ids no token has are "")."""
+        tokens = [""] * self._vocab_size
+        for token, token_id in self._token_to_id.items():
+            tokens[token_id] = token
+        return tokens
+
+    def continuation_ids(self):
+        """Ids of the pieces that continue the word before them: those not starting with "Ġ" (a space), except
+        the special tokens. Whole-word masking and the tagger's word starts read them. (A word's first piece at
+        the start of a text, or after punctuation, has no "Ġ" either: such pieces join the word before.)"""
+        specials = {entry["id"] for entry in self._specials}
+        return [
+            i
+            for i, token in enumerate(self.get_vocabulary())
+            if token and not token.startswith("\u0120") and i not in specials
+        ]
+
     # === Tokenization ===
 
     def _segments(self, strings):
