@@ -429,7 +429,14 @@ def convert_checkpoint(input_path, output, to="bert_tf", allow_pickle=False, all
     has_tokenizer = tokenizer_files.has_tokenizer(input_path)
     if not has_tokenizer:
         if not allow_missing_vocab:
-            tokenizer_files.find_tokenizer(input_path)  # the error naming the files looked for
+            try:
+                tokenizer_files.find_tokenizer(input_path)
+            except CheckpointError as e:  # names the files looked for
+                raise CheckpointError(
+                    f"{e} Fine-tuning and export need the tokenizer beside the weights: put its files there, or "
+                    "convert without them with allow_missing_vocab=True (command line: --allow_missing_vocab); "
+                    "nothing was written."
+                ) from None
         logging.warning(
             "No tokenizer files in %s (looked for %s): converting without them (allow_missing_vocab); put them "
             "in %s before fine-tuning or export.",
