@@ -30,14 +30,13 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from bert_tf import text as text_lib
 from bert_tf.checkpoints import load_tokenizer, save_model_dir, write_tokenizer_files
 from bert_tf.config import MODEL_TYPES, PRESETS, BertConfig, ConfigError
 from bert_tf.data.default_corpus import write_default_corpus
 from bert_tf.data.pretraining import FORMATS, EmptyCorpusError, pretraining_dataset
 from bert_tf.models import BertEncoder, BertPretrainer
 from bert_tf.text import SPECIAL_TOKENS, BertTokenizer, packer_for
-from bert_tf.text.vocab import build_vocab, expand_files
+from bert_tf.text.vocab import build_bpe_vocab, build_vocab, expand_files
 from bert_tf.training.distribute import DTYPES, create_strategy, dtype_policy, is_chief
 from bert_tf.training.optimization import OPTIMIZERS, create_optimizer
 from bert_tf.training.trainer import (
@@ -170,19 +169,12 @@ class PretrainConfig:
                 )
             if self.embedding_size < 1:
                 fail("`embedding_size` must be >= 1", "embedding_size")
-        if self.model_type == "roberta":
-            if not hasattr(text_lib, "BytePairTokenizer"):
-                fail(
-                    "`model_type` roberta needs a byte-level BPE tokenizer (bert_tf.text.BytePairTokenizer), which "
-                    "this version of bert_tf lacks",
-                    "model_type",
-                )
-            if not self.vocab:
-                fail(
-                    "`model_type` roberta needs `vocab`: a byte-level BPE vocab.json with merges.txt beside it "
-                    "(bert-tf-vocab --kind=bpe); a WordPiece vocabulary is not built for it",
-                    "vocab",
-                )
+        if self.model_type == "roberta" and self.vocab and not is_byte_pair_vocab(self.vocab):
+            fail(
+                "`model_type` roberta needs a byte-level BPE vocabulary: a vocab.json with merges.txt beside it "
+                "(bert-tf-vocab --kind=bpe), or none to build one from the corpus",
+                "vocab",
+            )
         if self.vocab and not os.path.isfile(self.vocab):
             fail("`vocab` does not exist", "vocab")
         if self.model not in PRESETS and not os.path.isfile(self.model):
@@ -208,6 +200,12 @@ def corpus_and_vocab(config, chief=True, log=print):
         if chief and not os.path.exists(path):
             log(f"No corpus: wrote {write_default_corpus(path)} documents of Python documentation to {path}")
         files, corpus_format = [path], "paragraphs"
+    if config.model_type == "roberta":  # a byte-level BPE vocabulary: vocab.json + merges.txt
+        vocab = config.vocab or os.path.join(config.model_dir, "vocab.json")
+        merges = os.path.join(os.path.dirname(vocab), "merges.txt")
+        if not config.vocab and chief and not (os.path.exists(vocab) and os.path.exists(merges)):
+            log(build_bpe_vocab(files, config.model_dir, vocab_size=config.vocab_size, show_progress=False))
+        return files, corpus_format, vocab
     vocab = config.vocab or os.path.join(config.model_dir, "vocab.txt")
     if not config.vocab and chief:
         if os.path.exists(vocab) and _only_special_tokens(vocab):

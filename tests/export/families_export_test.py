@@ -13,12 +13,12 @@ import os
 import numpy as np
 import pytest
 
-from bert_tf import checkpoints, text
+from bert_tf import checkpoints
 from bert_tf.export import export_saved_model
 from tests.helpers import serve_blocked
 
 SHARED = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "reference", "families"))
-FAMILIES = ("bert", "electra", "distilbert") + (("roberta",) if hasattr(text, "BytePairTokenizer") else ())
+FAMILIES = ("bert", "electra", "distilbert", "roberta")
 MASK = {"roberta": "<mask>"}
 
 

@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import bert_tf.text
 from bert_tf import tasks
 from bert_tf.checkpoints import load_tokenizer
 from bert_tf.checkpoints.settings import read_settings
@@ -32,12 +31,6 @@ TASK_HEADS_DIR = os.path.join(os.path.dirname(__file__), "..", "data", "families
 FAMILIES = ("bert", "electra", "distilbert", "roberta")
 TASKS = ("classification", "regression", "ner", "squad")
 SENTENCES = ["the movie was good .", "john smith went to paris .", "where did the actor go ?"]
-
-
-def _needs_tokenizer(family):
-    """RoBERTa's byte-level BPE tokenizer (`bert_tf.text.BytePairTokenizer`) is written on another branch."""
-    if family == "roberta" and not hasattr(bert_tf.text, "BytePairTokenizer"):
-        pytest.skip("bert_tf.text has no BytePairTokenizer yet (RoBERTa's byte-level BPE)")
 
 
 def _init(family, task):
@@ -98,7 +91,6 @@ def _batch(model_dir, settings):
 @pytest.mark.parametrize("task", TASKS)
 @pytest.mark.parametrize("family", FAMILIES)
 def test_family_finetunes_and_its_model_directory_rebuilds_the_model(family, task, tmp_path, monkeypatch, caplog):
-    _needs_tokenizer(family)
     init = _init(family, task)
     out = tmp_path / "run"
     with caplog.at_level(logging.WARNING):
@@ -138,7 +130,6 @@ def test_classifier_checkpoint_init_warns_of_a_fresh_pooler_only_without_one(fam
     encoder loads. The others keep that dense in their classification head (DistilBERT's `pre_classifier`,
     ELECTRA's and RoBERTa's `classifier.dense`), which fine-tuning does not read: the encoder's pooler starts
     fresh, with a warning naming it."""
-    _needs_tokenizer(family)
     with caplog.at_level(logging.WARNING):
         _finetune(
             monkeypatch,

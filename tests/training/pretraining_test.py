@@ -10,8 +10,7 @@ import sys
 import pytest
 import tensorflow as tf
 
-import bert_tf.text
-from bert_tf.checkpoints import convert_checkpoint, load_pretrainer
+from bert_tf.checkpoints import convert_checkpoint, load_pretrainer, load_tokenizer
 from bert_tf.config import ConfigError
 from bert_tf.training import PretrainConfig, fill_mask, pretrain
 from bert_tf.training.pretraining import format_fill_mask
@@ -209,16 +208,40 @@ def test_nsp_defaults_to_the_family():
     assert PretrainConfig(model_dir="runs/x", model_type="electra", nsp=False).run_nsp() is False
 
 
-@pytest.mark.skipif(hasattr(bert_tf.text, "BytePairTokenizer"), reason="with BytePairTokenizer roberta is accepted")
-def test_roberta_is_refused_without_a_byte_level_bpe_tokenizer(tmp_path):
-    with pytest.raises(ConfigError, match="BytePairTokenizer.*Received: model_type='roberta'"):
-        PretrainConfig(model_dir=str(tmp_path / "never"), model_type="roberta")
+def test_roberta_builds_a_byte_level_bpe_vocabulary_and_converts_to_hugging_face(corpus_and_vocab, tmp_path):
+    """RoBERTa from scratch: a byte-level BPE vocabulary built from the corpus (vocab.json + merges.txt), its
+    packing and `<mask>`, masked LM alone; the model directory converts to a `RobertaForMaskedLM` whose tokenizer
+    files Hugging Face reads."""
+    corpus, _ = corpus_and_vocab
+    model_dir = str(tmp_path / "model")
+    messages = []
+    settings = dict(SETTINGS, train_steps=3, vocab_size=300, fill_mask=["The [MASK] sat on the mat."])
+    metrics = pretrain(
+        PretrainConfig(model_dir=model_dir, corpus=[corpus], model_type="roberta", **settings), log=messages.append
+    )
+    assert math.isfinite(metrics["loss"]) and "nsp_loss" not in metrics
+    assert os.path.isfile(os.path.join(model_dir, "vocab.json")) and os.path.isfile(
+        os.path.join(model_dir, "merges.txt")
+    )
+    assert "  The [MASK] sat on the mat." in "\n".join(map(str, messages))
+    written = _json(model_dir, "bert_config.json")
+    assert (written["model_type"], written["position_offset"], written["type_vocab_size"]) == ("roberta", 2, 1)
+    out = str(tmp_path / "hf")
+    convert_checkpoint(model_dir, out, to="hf")
+    config = _json(out, "config.json")
+    assert config["architectures"] == ["RobertaForMaskedLM"] and config["max_position_embeddings"] == 512 + 2
+    tokenizers = pytest.importorskip("tokenizers")
+    theirs = tokenizers.ByteLevelBPETokenizer(os.path.join(out, "vocab.json"), os.path.join(out, "merges.txt"))
+    ours = load_tokenizer(out)
+    text = "the cat sat on the mat ."
+    assert ours.tokenize(tf.constant(text)).numpy().tolist() == theirs.encode(text).ids
 
 
-@pytest.mark.skipif(not hasattr(bert_tf.text, "BytePairTokenizer"), reason="bert_tf.text has no BytePairTokenizer")
-def test_roberta_needs_a_bpe_vocabulary(tmp_path):
-    with pytest.raises(ConfigError, match="vocab.json.*Received: vocab=None"):
-        PretrainConfig(model_dir=str(tmp_path / "never"), model_type="roberta")
+def test_roberta_refuses_a_wordpiece_vocabulary(tmp_path):
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\na\n")
+    with pytest.raises(ConfigError, match="vocab.json.*Received: vocab="):
+        PretrainConfig(model_dir=str(tmp_path / "never"), model_type="roberta", vocab=str(vocab))
 
 
 def test_model_file_of_another_family_is_refused(corpus_and_vocab, tmp_path):
