@@ -92,13 +92,11 @@ def held_out_scores(model_dir, settings, eval_batches, baseline_batches, corpus_
     import numpy as np
     import tensorflow as tf
 
-    from bert_tf.checkpoints import load_pretrainer
+    from bert_tf.checkpoints import load_pretrainer, load_tokenizer
     from bert_tf.checkpoints.settings import read_settings
     from bert_tf.data import pretraining_dataset
-    from bert_tf.text import BertTokenizer
 
-    vocab = os.path.join(model_dir, "vocab.txt")
-    tokenizer = BertTokenizer(vocab, lowercase=read_settings(model_dir)["lowercase"])
+    tokenizer = load_tokenizer(model_dir, read_settings(model_dir))  # WordPiece or RoBERTa's byte-level BPE
 
     def batches(split, count):
         return pretraining_dataset(
@@ -129,8 +127,7 @@ def held_out_scores(model_dir, settings, eval_batches, baseline_batches, corpus_
         correct += int((guess == gold).sum())
         baseline += int((gold == baseline_token).sum())
         total += int(used.sum())
-    with open(vocab, encoding="utf-8") as f:
-        token = f.read().split("\n")[baseline_token]
+    token = tokenizer.get_vocabulary()[baseline_token]
     return correct / max(total, 1), baseline / max(total, 1), total, token
 
 
@@ -148,7 +145,7 @@ def main(argv):
     os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
     model = settings.get("model", {})
     title = (
-        f"BERT L={model.get('num_hidden_layers')} H={model.get('hidden_size')} pretraining, "
+        f"{model.get('model_type', 'bert').upper()} L={model.get('num_hidden_layers')} H={model.get('hidden_size')} pretraining, "
         f"batch {settings['global_batch_size']} x {settings['max_seq_length']}"
     )
     plot(train, evaluation, output, title)
