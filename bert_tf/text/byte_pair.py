@@ -319,6 +319,36 @@ def bpe_reference(word, ranks, ignore_merges=False, vocabulary=None):
     return symbols
 
 
+def _concat_rows(a, b):
+    """`tf.concat([a, b], axis=1)` of ragged `[N, (X)]` and `[N, (Y)]`, without an integer Transpose.
+
+    The ragged concat permutes rows with a Transpose, which TensorFlow's oneDNN build logs at ERROR level
+    once per process ("oneDNN supports DT_INT64 only on platforms with AVX-512"); here each value's place
+    in the result is computed and the values gathered there.
+    """
+    a_lengths = a.row_lengths()
+    splits = tf.concat([[0], tf.cumsum(a_lengths + tf.cast(b.row_lengths(), a_lengths.dtype))], 0)
+    a_rows = a.value_rowids()
+    b_rows = tf.cast(b.value_rowids(), a_rows.dtype)
+    a_places = (
+        tf.gather(splits, a_rows) + tf.range(tf.size(a_rows, out_type=a_rows.dtype)) - tf.gather(a.row_splits, a_rows)
+    )
+    b_places = (
+        tf.gather(splits, b_rows)
+        + tf.gather(a_lengths, b_rows)
+        + tf.range(tf.size(b_rows, out_type=b_rows.dtype))
+        - tf.gather(tf.cast(b.row_splits, a_rows.dtype), b_rows)
+    )
+    order = tf.math.invert_permutation(tf.concat([a_places, b_places], 0))
+    values = tf.gather(tf.concat([a.values, b.values], 0), order)
+    return tf.RaggedTensor.from_row_splits(values, splits, validate=False)
+
+
+def _one_per_row(values):
+    """`[N]` -> ragged `[N, (1)]`."""
+    return tf.RaggedTensor.from_row_lengths(values, tf.ones_like(values, tf.int64), validate=False)
+
+
 def _replace_invalid(strings):
     return tf.strings.unicode_transcode(strings, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD)
 
@@ -332,7 +362,7 @@ class _CharBounds:
         lengths = tf.cast(tf.strings.length(valid), tf.int64)
         # Rows shifted to follow each other, so that one searchsorted serves all.
         self.shift = tf.cumsum(lengths + 1, exclusive=True)
-        self.local = tf.concat([char_starts, lengths[:, None]], axis=1).flat_values  # [C' + N]
+        self.local = _concat_rows(char_starts, _one_per_row(lengths)).flat_values  # [C' + N]
         self.flat = self.local + tf.repeat(self.shift, self.counts + 1)
         self.row_base = tf.cumsum(self.counts + 1, exclusive=True)
 
@@ -364,7 +394,7 @@ def _to_original_bytes(strings, starts, ends):
     bounds = _CharBounds(_replace_invalid(strings))
     _, orig_starts = tf.strings.unicode_decode_with_offsets(strings, "UTF-8", errors="replace")
     orig_lengths = tf.cast(tf.strings.length(strings), tf.int64)
-    orig_bounds = tf.concat([orig_starts, orig_lengths[:, None]], axis=1).flat_values
+    orig_bounds = _concat_rows(orig_starts, _one_per_row(orig_lengths)).flat_values
     orig_sizes = tf.maximum(tf.concat([orig_bounds[1:], [0]], 0) - orig_bounds, 0)
 
     def one(offsets):
@@ -911,7 +941,7 @@ class BytePairTokenizer(keras.layers.Layer):
         special_ids = tf.RaggedTensor.from_row_lengths(
             tf.boolean_mask(special.flat_values, is_special), tf.cast(is_special, tf.int64), validate=False
         )
-        seg_ids = tf.concat([seg_ids, special_ids], axis=1)  # specials have no text pieces
+        seg_ids = _concat_rows(seg_ids, special_ids)  # specials have no text pieces
         out_ids = segments.with_flat_values(seg_ids).merge_dims(1, 2)  # [N, (P)]
         if not with_offsets:
             return out_ids[0] if scalar else out_ids
@@ -951,7 +981,7 @@ class BytePairTokenizer(keras.layers.Layer):
         special_ends = special_starts - leading + special_lengths - trailing
         out = []
         for values, special_values in ((starts, special_starts), (ends, special_ends)):
-            per_segment = tf.concat([to_segments(values), special_ids.with_values(special_values)], axis=1)
+            per_segment = _concat_rows(to_segments(values), special_ids.with_values(special_values))
             out.append(segments.with_flat_values(per_segment).merge_dims(1, 2))
         out_starts, out_ends = out
         if scalar:

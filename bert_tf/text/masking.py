@@ -186,18 +186,22 @@ class MaskedLMMasker:
         sorted_maskable = tf.gather(maskable, order, batch_dims=1)
         sorted_size = tf.gather(word_size, order, batch_dims=1)
 
+        # No bool (or integer) Transpose, which TensorFlow's oneDNN build logs at ERROR level ("oneDNN supports
+        # DT_BOOL only on platforms with AVX-512"): the columns are transposed, and `take` carried, as float32
+        # (a Cast next to a Transpose would be moved by grappler to make the Transpose bool again).
         def step(carry, column):
-            taken, take = carry
+            taken, take = carry  # take: 1.0 or 0.0
             is_new, can_mask, size = column
-            take = tf.where(is_new, tf.logical_and(can_mask, taken + size <= budget), take)
-            taken = taken + tf.where(tf.logical_and(is_new, take), size, 0.0)
+            fits = tf.cast(tf.logical_and(can_mask > 0.0, taken + size <= budget), tf.float32)
+            take = tf.where(is_new > 0.0, fits, take)
+            taken = taken + tf.where(tf.logical_and(is_new > 0.0, take > 0.0), size, 0.0)
             return taken, take
 
+        columns = tf.stack([tf.cast(new_word, tf.float32), tf.cast(sorted_maskable, tf.float32), sorted_size])
+        columns = tf.transpose(columns, [0, 2, 1])  # [3, T, B]
         _, take = tf.scan(
-            step,
-            (tf.transpose(new_word), tf.transpose(sorted_maskable), tf.transpose(sorted_size)),
-            initializer=(tf.zeros([batch]), tf.zeros([batch], tf.bool)),
+            step, (columns[0], columns[1], columns[2]), initializer=(tf.zeros([batch]), tf.zeros([batch]))
         )
-        take = tf.logical_and(tf.transpose(take), sorted_maskable)  # [B, T] in sorted order
+        take = tf.logical_and(tf.transpose(take) > 0.0, sorted_maskable)  # [B, T] in sorted order
         inverse = tf.argsort(order, axis=1, stable=True)
         return tf.gather(take, inverse, batch_dims=1)

@@ -470,3 +470,22 @@ def test_argument_errors(tmp_path):
         BytePairTokenizer(vocab, merges).tokenize(tf.constant(ALL_EDGE_CASES)).to_list()
     )
     assert in_memory.token_to_id("Ġthe") == data["Ġthe"] and in_memory.vocab_size == 2000
+
+
+def test_tokenizing_logs_no_onednn_error():
+    # A ragged concat along axis 1 is an integer Transpose, which TensorFlow's oneDNN build logs at ERROR level.
+    code = textwrap.dedent(
+        f"""
+        import tensorflow as tf
+        from bert_tf.text import BytePairTokenizer
+        t = BytePairTokenizer.from_tokenizer_json({_roberta("tokenizer.json")!r})
+        x = tf.constant([b"hello world, a <mask> test.", b"", b"bad \\xff bytes \\x00"])
+        t.tokenize(x)
+        t.tokenize_with_offsets(x)
+        t.tokenize_with_offsets(x, unit="char")
+        t.detokenize(t.tokenize(x))
+        """
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "oneDNN supports" not in result.stderr
