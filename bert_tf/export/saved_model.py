@@ -24,7 +24,6 @@ from bert_tf import checkpoints, tasks
 from bert_tf.checkpoints import SETTINGS_FILE
 from bert_tf.config import ConfigError
 from bert_tf.export.encoder_module import EncoderModule
-from bert_tf.models import BertEncoder
 
 METADATA_FILE = "bert_tf_export.json"  # In the SavedModel's assets.extra/.
 # Ops of the exported SavedModels that core TensorFlow lacks: a serving binary must have them registered
@@ -70,9 +69,7 @@ def load_task_model(path, dtype=None):
             f"{path}: a {task.name} model needs its label names (`labels` in "
             f"{SETTINGS_FILE}). Received: labels={labels!r}"
         )
-    encoder = BertEncoder.from_bert_config(config, dtype=dtype)
-    model = task.build_model(encoder, labels if task.needs_labels else None)
-    checkpoints.restore_weights(model, path)
+    model, _ = checkpoints.load_model(path, dtype=dtype)  # the task model of `settings` (checked above)
     return model, settings
 
 
