@@ -3,9 +3,9 @@
 THROWAWAY ENV ONLY. This script imports torch and transformers, which bert_tf must never depend
 on: do not run it with the project's virtualenv. Use the env of tools/make_family_references.py:
 
-    python3.11 -m venv /work/refenv
-    /work/refenv/bin/pip install "torch==2.13.0+cpu" "transformers==5.24.0" safetensors
-    /work/refenv/bin/python tools/check_hf_roundtrip.py CONVERTED_DIR REFERENCE_DIR
+    python3.11 -m venv ../refenv
+    ../refenv/bin/pip install "torch==2.13.0+cpu" "transformers==5.24.0" safetensors
+    ../refenv/bin/python tools/check_hf_roundtrip.py CONVERTED_DIR REFERENCE_DIR
 
 CONVERTED_DIR is a Hugging Face directory (config.json, model.safetensors, tokenizer files), e.g.
 what bert_tf's converter writes with --to=hf. It is loaded with the transformers Auto class that
@@ -14,7 +14,7 @@ fits config.json's `architectures` (AutoModelForMaskedLM, ...ForSequenceClassifi
 with no missing, unexpected or mismatched tensors.
 
 REFERENCE_DIR is a folder with a reference.json: tests/data/families/FAMILY-{ner,qa},
-electra-disc, bert-pretraining, or /work/shared/reference/families/FAMILY (whose reference.json
+electra-disc, bert-pretraining, or ../shared/reference/families/FAMILY (whose reference.json
 also holds the cls_logits of FAMILY-cls/: for a FAMILY-cls folder the script reads ../FAMILY/'s
 reference.json). The model runs on the reference's own input_ids (token_type_ids,
 attention_mask), so model and tokenizer are judged apart; the tokenizer of CONVERTED_DIR re-encodes

@@ -3,10 +3,10 @@
 THROWAWAY ENV ONLY. This script imports torch and transformers, which bert_tf must never depend
 on: do not run it with the project's virtualenv. Make a separate one outside the repository:
 
-    python3.11 -m venv /work/refenv
-    /work/refenv/bin/pip install "torch==2.13.0+cpu" "transformers==5.24.0" safetensors
-    /work/refenv/bin/python tools/make_family_references.py \
-        --src /work/shared/reference/families --out tests/data/families
+    python3.11 -m venv ../refenv
+    ../refenv/bin/pip install "torch==2.13.0+cpu" "transformers==5.24.0" safetensors
+    ../refenv/bin/python tools/make_family_references.py \
+        --src ../shared/reference/families --out tests/data/families
 
 (`torch==2.13.0+cpu` is the CPU-only wheel; on a machine whose index lacks it, plain
 `torch==2.13.0` from PyPI works too, only larger.)
@@ -336,7 +336,7 @@ def make(src, out, family, task):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--src", type=Path, default=Path("/work/shared/reference/families"))
+    p.add_argument("--src", type=Path, default=Path(__file__).resolve().parents[2] / "shared/reference/families")
     p.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / "tests/data/families")
     args = p.parse_args()
     torch.set_grad_enabled(False)
