@@ -54,6 +54,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from bert_tf.text.normalization import VALID_UTF8_PATTERN
+from bert_tf.text.offsets import CharBounds, concat_rows, replace_invalid_utf8, to_original_bytes
 
 # Unicode White_Space (Rust `char::is_whitespace`, Oniguruma's `\s`): RE2's
 # `\s` is ASCII only.
@@ -317,92 +318,6 @@ def bpe_reference(word, ranks, ignore_merges=False, vocabulary=None):
                 i += 1
         symbols = merged
     return symbols
-
-
-def _concat_rows(a, b):
-    """`tf.concat([a, b], axis=1)` of ragged `[N, (X)]` and `[N, (Y)]`, without an integer Transpose.
-
-    The ragged concat permutes rows with a Transpose, which TensorFlow's oneDNN build logs at ERROR level
-    once per process ("oneDNN supports DT_INT64 only on platforms with AVX-512"); here each value's place
-    in the result is computed and the values gathered there.
-    """
-    a_lengths = a.row_lengths()
-    splits = tf.concat([[0], tf.cumsum(a_lengths + tf.cast(b.row_lengths(), a_lengths.dtype))], 0)
-    a_rows = a.value_rowids()
-    b_rows = tf.cast(b.value_rowids(), a_rows.dtype)
-    a_places = (
-        tf.gather(splits, a_rows) + tf.range(tf.size(a_rows, out_type=a_rows.dtype)) - tf.gather(a.row_splits, a_rows)
-    )
-    b_places = (
-        tf.gather(splits, b_rows)
-        + tf.gather(a_lengths, b_rows)
-        + tf.range(tf.size(b_rows, out_type=b_rows.dtype))
-        - tf.gather(tf.cast(b.row_splits, a_rows.dtype), b_rows)
-    )
-    order = tf.math.invert_permutation(tf.concat([a_places, b_places], 0))
-    values = tf.gather(tf.concat([a.values, b.values], 0), order)
-    return tf.RaggedTensor.from_row_splits(values, splits, validate=False)
-
-
-def _one_per_row(values):
-    """`[N]` -> ragged `[N, (1)]`."""
-    return tf.RaggedTensor.from_row_lengths(values, tf.ones_like(values, tf.int64), validate=False)
-
-
-def _replace_invalid(strings):
-    return tf.strings.unicode_transcode(strings, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD)
-
-
-class _CharBounds:
-    """Character boundaries of valid UTF-8 rows `[N]`, the rows' ends included, for offset conversion."""
-
-    def __init__(self, valid):
-        _, char_starts = tf.strings.unicode_decode_with_offsets(valid, "UTF-8")  # [N, (C)]
-        self.counts = tf.cast(char_starts.row_lengths(), tf.int64)
-        lengths = tf.cast(tf.strings.length(valid), tf.int64)
-        # Rows shifted to follow each other, so that one searchsorted serves all.
-        self.shift = tf.cumsum(lengths + 1, exclusive=True)
-        self.local = _concat_rows(char_starts, _one_per_row(lengths)).flat_values  # [C' + N]
-        self.flat = self.local + tf.repeat(self.shift, self.counts + 1)
-        self.row_base = tf.cumsum(self.counts + 1, exclusive=True)
-
-    def to_chars(self, offsets, side):
-        """Byte offsets ragged `[N, (P)]` -> characters: "start", the one holding the byte; "end", those before."""
-        return offsets.with_values(self.indices(offsets, side) - tf.gather(self.row_base, offsets.value_rowids()))
-
-    def indices(self, offsets, side):
-        """Indices into `flat` (see `to_chars`)."""
-        rows = offsets.value_rowids()
-        shifted = offsets.values + tf.gather(self.shift, rows)
-        if side == "start":
-            index = tf.searchsorted(self.flat, shifted, side="right", out_type=tf.int64) - 1
-        else:
-            index = tf.searchsorted(self.flat, shifted, side="left", out_type=tf.int64)
-        base = tf.gather(self.row_base, rows)
-        return tf.clip_by_value(index, base, base + tf.gather(self.counts, rows))
-
-
-def _to_original_bytes(strings, starts, ends):
-    """Byte offsets into the rows with invalid UTF-8 replaced -> into the original rows.
-
-    The characters are the same; each keeps its bytes' order, an offset inside a character keeping its
-    distance from the character's start, within the original character (U+FFFD stands for 1 to 3 bytes).
-
-    Returns:
-        the flat values of both.
-    """
-    bounds = _CharBounds(_replace_invalid(strings))
-    _, orig_starts = tf.strings.unicode_decode_with_offsets(strings, "UTF-8", errors="replace")
-    orig_lengths = tf.cast(tf.strings.length(strings), tf.int64)
-    orig_bounds = _concat_rows(orig_starts, _one_per_row(orig_lengths)).flat_values
-    orig_sizes = tf.maximum(tf.concat([orig_bounds[1:], [0]], 0) - orig_bounds, 0)
-
-    def one(offsets):
-        index = bounds.indices(offsets, "start")
-        within = offsets.values - tf.gather(bounds.local, index)
-        return tf.gather(orig_bounds, index) + tf.minimum(within, tf.gather(orig_sizes, index))
-
-    return one(starts), one(ends)
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -908,11 +823,7 @@ class BytePairTokenizer(keras.layers.Layer):
             raise ValueError(
                 f"`inputs` must be a tf.string scalar or vector [N]. Received: inputs.shape={strings.shape}"
             )
-        valid = tf.cond(
-            tf.reduce_all(tf.strings.regex_full_match(strings, VALID_UTF8_PATTERN)),
-            lambda: tf.identity(strings),
-            lambda: tf.strings.unicode_transcode(strings, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD),
-        )
+        valid = replace_invalid_utf8(strings)
         # tensorflow-text's regex ops stop at NUL: they see U+0001 (the same class, the same length) instead,
         # and the words are then read from the bytes themselves.
         has_nul = tf.reduce_any(tf.strings.regex_full_match(valid, "(?s).*\x00.*"))
@@ -941,7 +852,7 @@ class BytePairTokenizer(keras.layers.Layer):
         special_ids = tf.RaggedTensor.from_row_lengths(
             tf.boolean_mask(special.flat_values, is_special), tf.cast(is_special, tf.int64), validate=False
         )
-        seg_ids = _concat_rows(seg_ids, special_ids)  # specials have no text pieces
+        seg_ids = concat_rows(seg_ids, special_ids)  # specials have no text pieces
         out_ids = segments.with_flat_values(seg_ids).merge_dims(1, 2)  # [N, (P)]
         if not with_offsets:
             return out_ids[0] if scalar else out_ids
@@ -981,7 +892,7 @@ class BytePairTokenizer(keras.layers.Layer):
         special_ends = special_starts - leading + special_lengths - trailing
         out = []
         for values, special_values in ((starts, special_starts), (ends, special_ends)):
-            per_segment = _concat_rows(to_segments(values), special_ids.with_values(special_values))
+            per_segment = concat_rows(to_segments(values), special_ids.with_values(special_values))
             out.append(segments.with_flat_values(per_segment).merge_dims(1, 2))
         out_starts, out_ends = out
         if scalar:
@@ -1030,14 +941,14 @@ class BytePairTokenizer(keras.layers.Layer):
         all_valid = tf.reduce_all(tf.strings.regex_full_match(strings, VALID_UTF8_PATTERN))
         if unit == "char":
             # Offsets so far are bytes of the valid rows, whose characters are those of the Python str.
-            valid = tf.cond(all_valid, lambda: tf.identity(strings), lambda: _replace_invalid(strings))
-            bounds = _CharBounds(valid)
+            valid = replace_invalid_utf8(strings)
+            bounds = CharBounds(valid)
             starts, ends = bounds.to_chars(starts, "start"), bounds.to_chars(ends, "end")
         else:
             s, e = tf.cond(
                 all_valid,
                 lambda: (tf.identity(starts.values), tf.identity(ends.values)),
-                lambda: _to_original_bytes(strings, starts, ends),
+                lambda: to_original_bytes(strings, starts, ends),
             )
             starts, ends = starts.with_values(s), ends.with_values(e)
         if scalar:

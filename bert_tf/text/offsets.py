@@ -1,6 +1,9 @@
-"""Offsets in UTF-8 text: byte lengths of code points and byte-to-character offsets."""
+"""Offsets in UTF-8 text, shared by the tokenizers: byte lengths of code points, byte-to-character offsets,
+invalid UTF-8 replaced as Python's `decode(errors="replace")` does, and offsets mapped back to the original bytes."""
 
 import tensorflow as tf
+
+from bert_tf.text.normalization import VALID_UTF8_PATTERN
 
 
 def utf8_length(code_points):
@@ -31,3 +34,98 @@ def bytes_to_chars(strings, offsets):
     chars = tf.searchsorted(dense_starts, dense_offsets, side="left")
     result = tf.RaggedTensor.from_tensor(tf.cast(chars, tf.int64), lengths=offsets.row_lengths())
     return result[0] if scalar else result
+
+
+def _transcode(strings):
+    return tf.strings.unicode_transcode(strings, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD)
+
+
+def replace_invalid_utf8(strings):
+    """Rows `[N]` with each invalid UTF-8 sequence replaced by U+FFFD (the rows themselves when all are valid)."""
+    return tf.cond(
+        tf.reduce_all(tf.strings.regex_full_match(strings, VALID_UTF8_PATTERN)),
+        lambda: tf.identity(strings),
+        lambda: _transcode(strings),
+    )
+
+
+def concat_rows(a, b):
+    """`tf.concat([a, b], axis=1)` of ragged `[N, (X)]` and `[N, (Y)]`, without an integer Transpose.
+
+    The ragged concat permutes rows with a Transpose, which TensorFlow's oneDNN build logs at ERROR level
+    once per process ("oneDNN supports DT_INT64 only on platforms with AVX-512"); here each value's place
+    in the result is computed and the values gathered there.
+    """
+    a_lengths = a.row_lengths()
+    splits = tf.concat([[0], tf.cumsum(a_lengths + tf.cast(b.row_lengths(), a_lengths.dtype))], 0)
+    a_rows = a.value_rowids()
+    b_rows = tf.cast(b.value_rowids(), a_rows.dtype)
+    a_places = (
+        tf.gather(splits, a_rows) + tf.range(tf.size(a_rows, out_type=a_rows.dtype)) - tf.gather(a.row_splits, a_rows)
+    )
+    b_places = (
+        tf.gather(splits, b_rows)
+        + tf.gather(a_lengths, b_rows)
+        + tf.range(tf.size(b_rows, out_type=b_rows.dtype))
+        - tf.gather(tf.cast(b.row_splits, a_rows.dtype), b_rows)
+    )
+    order = tf.math.invert_permutation(tf.concat([a_places, b_places], 0))
+    values = tf.gather(tf.concat([a.values, b.values], 0), order)
+    return tf.RaggedTensor.from_row_splits(values, splits, validate=False)
+
+
+def one_per_row(values):
+    """`[N]` -> ragged `[N, (1)]`."""
+    return tf.RaggedTensor.from_row_lengths(values, tf.ones_like(values, tf.int64), validate=False)
+
+
+class CharBounds:
+    """Character boundaries of valid UTF-8 rows `[N]`, the rows' ends included, for offset conversion."""
+
+    def __init__(self, valid):
+        _, char_starts = tf.strings.unicode_decode_with_offsets(valid, "UTF-8")  # [N, (C)]
+        self.counts = tf.cast(char_starts.row_lengths(), tf.int64)
+        lengths = tf.cast(tf.strings.length(valid), tf.int64)
+        # Rows shifted to follow each other, so that one searchsorted serves all.
+        self.shift = tf.cumsum(lengths + 1, exclusive=True)
+        self.local = concat_rows(char_starts, one_per_row(lengths)).flat_values  # [C' + N]
+        self.flat = self.local + tf.repeat(self.shift, self.counts + 1)
+        self.row_base = tf.cumsum(self.counts + 1, exclusive=True)
+
+    def to_chars(self, offsets, side):
+        """Byte offsets ragged `[N, (P)]` -> characters: "start", the one holding the byte; "end", those before."""
+        return offsets.with_values(self.indices(offsets, side) - tf.gather(self.row_base, offsets.value_rowids()))
+
+    def indices(self, offsets, side):
+        """Indices into `flat` (see `to_chars`)."""
+        rows = offsets.value_rowids()
+        shifted = offsets.values + tf.gather(self.shift, rows)
+        if side == "start":
+            index = tf.searchsorted(self.flat, shifted, side="right", out_type=tf.int64) - 1
+        else:
+            index = tf.searchsorted(self.flat, shifted, side="left", out_type=tf.int64)
+        base = tf.gather(self.row_base, rows)
+        return tf.clip_by_value(index, base, base + tf.gather(self.counts, rows))
+
+
+def to_original_bytes(strings, starts, ends):
+    """Byte offsets into the rows with invalid UTF-8 replaced -> into the original rows.
+
+    The characters are the same; each keeps its bytes' order, an offset inside a character keeping its
+    distance from the character's start, within the original character (U+FFFD stands for 1 to 3 bytes).
+
+    Returns:
+        the flat values of both.
+    """
+    bounds = CharBounds(_transcode(strings))
+    _, orig_starts = tf.strings.unicode_decode_with_offsets(strings, "UTF-8", errors="replace")
+    orig_lengths = tf.cast(tf.strings.length(strings), tf.int64)
+    orig_bounds = concat_rows(orig_starts, one_per_row(orig_lengths)).flat_values
+    orig_sizes = tf.maximum(tf.concat([orig_bounds[1:], [0]], 0) - orig_bounds, 0)
+
+    def one(offsets):
+        index = bounds.indices(offsets, "start")
+        within = offsets.values - tf.gather(bounds.local, index)
+        return tf.gather(orig_bounds, index) + tf.minimum(within, tf.gather(orig_sizes, index))
+
+    return one(starts), one(ends)

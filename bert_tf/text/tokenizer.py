@@ -39,8 +39,8 @@ import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from bert_tf.text.normalization import PLAIN_ASCII_PATTERN, VALID_UTF8_PATTERN, normalize, split_words
-from bert_tf.text.offsets import bytes_to_chars, utf8_length
+from bert_tf.text.normalization import PLAIN_ASCII_PATTERN, normalize, split_words
+from bert_tf.text.offsets import bytes_to_chars, replace_invalid_utf8, to_original_bytes, utf8_length
 from bert_tf.text.vocab import SPECIAL_TOKENS
 
 
@@ -436,17 +436,7 @@ class BertTokenizer(keras.layers.Layer):
     def _tokenize_general(self, strings, with_offsets):
         """Tokenizes any rows `[N]` with the full reference normalization."""
         # Invalid UTF-8 -> U+FFFD, removed by normalize().
-        valid = tf.cond(
-            tf.reduce_all(tf.strings.regex_full_match(strings, VALID_UTF8_PATTERN)),
-            lambda: tf.identity(strings),
-            lambda: tf.strings.unicode_transcode(
-                strings,
-                "UTF-8",
-                "UTF-8",
-                errors="replace",
-                replacement_char=0xFFFD,
-            ),
-        )
+        valid = replace_invalid_utf8(strings)
         # tensorflow-text's regex ops stop at NUL; U+0001 is removed by
         # cleaning just as NUL is, and has the same length.
         valid = tf.strings.regex_replace(valid, "\x00", "\x01")
@@ -555,7 +545,12 @@ class BertTokenizer(keras.layers.Layer):
         ends = segments.with_flat_values(ends).merge_dims(1, 2)
         # Bytes of the valid (transcoded) row -> bytes of the original row;
         # they differ only where invalid UTF-8 was replaced.
-        return self._to_original_bytes(strings, valid, starts, ends)
+        starts_values, ends_values = tf.cond(
+            tf.reduce_all(tf.equal(strings, valid)),
+            lambda: (tf.identity(starts.values), tf.identity(ends.values)),
+            lambda: to_original_bytes(strings, starts, ends),
+        )
+        return starts.with_values(starts_values), ends.with_values(ends_values)
 
     def _char_normalized_lengths(self, code_points):
         """Bytes each character normalizes to, on its own.
@@ -583,37 +578,6 @@ class BertTokenizer(keras.layers.Layer):
         chars = tf.strings.unicode_encode(tf.gather(code_points, other)[:, None], "UTF-8")
         other_lengths = tf.strings.length(normalize(chars, self.lowercase, self.strip_accents))
         return tf.tensor_scatter_nd_update(lengths, other[:, None], tf.cast(other_lengths, tf.int64))
-
-    def _to_original_bytes(self, strings, valid, starts, ends):
-        """Byte offsets into the valid (transcoded) rows -> original rows.
-
-        They differ only where invalid UTF-8 was replaced.
-        """
-
-        def identity():
-            return tf.identity(starts.values), tf.identity(ends.values)
-
-        def convert():
-            _, orig_starts = tf.strings.unicode_decode_with_offsets(strings, "UTF-8", errors="replace")
-            _, valid_starts = tf.strings.unicode_decode_with_offsets(valid, "UTF-8")
-            orig_len = tf.cast(tf.strings.length(strings), tf.int64)
-            valid_len = tf.cast(tf.strings.length(valid), tf.int64)
-            # Character boundaries including the end: [N, (C + 1)].
-            orig_bounds = tf.concat([orig_starts, orig_len[:, None]], axis=1)
-            valid_bounds = tf.concat([valid_starts, valid_len[:, None]], axis=1)
-            # Global (row-shifted) positions keep searchsorted one-dimensional.
-            valid_shift = tf.cumsum(valid_len + 1, exclusive=True)
-            bounds_g = (valid_bounds + valid_shift[:, None]).flat_values
-
-            def one(offsets):
-                shifted = offsets.values + tf.gather(valid_shift, offsets.value_rowids())
-                index = tf.searchsorted(bounds_g, shifted)
-                return tf.gather(orig_bounds.flat_values, index)
-
-            return one(starts), one(ends)
-
-        starts_values, ends_values = tf.cond(tf.reduce_all(tf.equal(strings, valid)), identity, convert)
-        return starts.with_values(starts_values), ends.with_values(ends_values)
 
     def tokenize(self, inputs):
         """Tokenizes strings into WordPiece ids, without special tokens.
