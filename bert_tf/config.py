@@ -213,7 +213,7 @@ class BertConfig:
     @classmethod
     def from_json_file(cls, path):
         """Reads an original `bert_config.json` or a Hugging Face `config.json`."""
-        data = _read_json(path)
+        data = read_json(path)
         if _looks_like_hf(data, os.path.basename(path)):
             return cls.from_hf_dict(data, source=path)
         return cls.from_dict(data, source=path)
@@ -351,12 +351,13 @@ def _looks_like_hf(data, file_name=None):
     )
 
 
-def _read_json(path):
+def read_json(path, what="Config file"):
+    """A JSON file's data; ConfigError naming the file (as `what`) when it is missing or not JSON."""
     try:
         with open(path, encoding="utf-8") as f:
             return json.load(f)
     except FileNotFoundError:
-        raise ConfigError(f"Config file not found: {path}") from None
+        raise ConfigError(f"{what} not found: {path}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ConfigError(f"{path}: not valid JSON ({e}).") from None
 

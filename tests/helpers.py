@@ -221,3 +221,19 @@ def squad_file(path, n=12):
         )
     data = {"version": "1.1", "data": [{"title": f"article {i}", "paragraphs": [p]} for i, p in enumerate(paragraphs)]}
     return write_text(path, json.dumps(data))
+
+
+def tokenizer_module(tokenizer, default_value=0):
+    """A `tf.Module` holding `tokenizer`, with `tokenize` (strings `[N]` -> padded ids `[N, P]`) and `detokenize`
+    (ids `[N, P]` -> strings) as SavedModel functions."""
+    module = tf.Module()
+    module.tokenizer = tokenizer
+    module.tokenize = tf.function(
+        lambda x: tokenizer.tokenize(x).to_tensor(default_value=default_value),
+        input_signature=[tf.TensorSpec([None], tf.string)],
+    )
+    module.detokenize = tf.function(
+        lambda ids: tokenizer.detokenize(ids),
+        input_signature=[tf.TensorSpec([None, None], tf.int32)],
+    )
+    return module

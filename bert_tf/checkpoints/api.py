@@ -18,7 +18,7 @@ import numpy as np
 from bert_tf.checkpoints import name_table, readers, tokenizer_files, writers
 from bert_tf.checkpoints import settings as settings_lib
 from bert_tf.checkpoints.readers import CheckpointError
-from bert_tf.config import BertConfig
+from bert_tf.config import BertConfig, read_json
 from bert_tf.models import BertEncoder, BertPretrainer
 from bert_tf.tasks import registry
 
@@ -369,7 +369,7 @@ def load_model(path, dtype=None, allow_pickle=False, strict=False):
     settings = settings_lib.infer_settings(path, config.max_position_embeddings)
     architecture = ""
     if fmt == "hf":
-        hf = settings_lib.read_json_file(readers.config_file(path, fmt))
+        hf = read_json(readers.config_file(path, fmt))
         architecture = (hf.get("architectures") or [""])[0]
         id2label = hf.get("id2label") or {}
         num_labels = hf.get("num_labels", len(id2label) or None)

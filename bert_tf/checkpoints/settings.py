@@ -17,7 +17,7 @@ Other keys are kept as they are, for apps that need more.
 import json
 import os
 
-from bert_tf.config import ConfigError
+from bert_tf.config import ConfigError, read_json
 
 SETTINGS_FILE = "bert_tf.json"
 
@@ -54,17 +54,6 @@ def validate_settings(settings, source="settings"):
     return merged
 
 
-def read_json_file(path):
-    """A JSON file's data; ConfigError naming the file when it is missing or not JSON."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except FileNotFoundError:
-        raise ConfigError(f"File not found: {path}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ConfigError(f"{path}: not valid JSON ({e}).") from None
-
-
 def write_settings(model_dir, settings):
     """Writes `model_dir/bert_tf.json`; returns the validated settings."""
     path = os.path.join(model_dir, SETTINGS_FILE)
@@ -78,14 +67,7 @@ def write_settings(model_dir, settings):
 def read_settings(model_dir):
     """Reads `model_dir/bert_tf.json` (defaults filled in); ConfigError names a bad field and the file."""
     path = os.path.join(model_dir, SETTINGS_FILE)
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except FileNotFoundError:
-        raise ConfigError(f"Settings file not found: {path}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ConfigError(f"{path}: not valid JSON ({e}).") from None
-    return validate_settings(data, source=path)
+    return validate_settings(read_json(path, what="Settings file"), source=path)
 
 
 def infer_settings(path, max_position_embeddings):

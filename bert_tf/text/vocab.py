@@ -34,6 +34,19 @@ class VocabSummary:
     seconds: float
     output: str
 
+    @classmethod
+    def of(cls, reader, files, vocab_size, start, output):
+        """The summary of a build that read `files` through `reader` and started at `start` (time.time())."""
+        return cls(
+            files=len(files),
+            lines=reader.lines,
+            bytes=reader.bytes,
+            replaced_lines=reader.replaced_lines,
+            vocab_size=vocab_size,
+            seconds=time.time() - start,
+            output=output,
+        )
+
     def __str__(self):
         return (
             f"Wrote {self.vocab_size} pieces to {self.output} from {self.files} files "
@@ -145,15 +158,7 @@ def build_vocab(
     finally:
         if os.path.exists(temporary):
             os.remove(temporary)
-    return VocabSummary(
-        files=len(files),
-        lines=reader.lines,
-        bytes=reader.bytes,
-        replaced_lines=reader.replaced_lines,
-        vocab_size=len(pieces),
-        seconds=time.time() - start,
-        output=output,
-    )
+    return VocabSummary.of(reader, files, len(pieces), start, output)
 
 
 def build_bpe_vocab(
@@ -218,12 +223,4 @@ def build_bpe_vocab(
         for name in os.listdir(temporary):
             os.remove(os.path.join(temporary, name))
         os.rmdir(temporary)
-    return VocabSummary(
-        files=len(files),
-        lines=reader.lines,
-        bytes=reader.bytes,
-        replaced_lines=reader.replaced_lines,
-        vocab_size=len(vocab),
-        seconds=time.time() - start,
-        output=output_dir,
-    )
+    return VocabSummary.of(reader, files, len(vocab), start, output_dir)

@@ -35,6 +35,7 @@ import tensorflow as tf
 
 from bert_tf.text import BytePairTokenizer, build_bpe_vocab
 from tests.conftest import DATA_DIR, REFERENCE_DIR
+from tests.helpers import tokenizer_module
 from tests.text.edge_cases import BPE_EDGE_CASES, EDGE_CASES
 from tests.text.parity_test import CORPORA
 
@@ -389,12 +390,7 @@ def test_get_config_round_trips(tmp_path):
 
 def test_saved_model_runs_without_bert_tf(tmp_path):
     tokenizer = BytePairTokenizer.from_tokenizer_json(_roberta("tokenizer.json"))
-    module = tf.Module()
-    module.tokenizer = tokenizer
-    module.tokenize = tf.function(
-        lambda x: tokenizer.tokenize(x).to_tensor(default_value=-1),
-        input_signature=[tf.TensorSpec([None], tf.string)],
-    )
+    module = tokenizer_module(tokenizer, default_value=-1)
     path = str(tmp_path / "saved")
     tf.saved_model.save(module, path)
     lines = [b"Hello <mask> world's", b"caf\xe9  x", b""]

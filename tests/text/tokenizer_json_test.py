@@ -17,6 +17,7 @@ import tensorflow as tf
 
 from bert_tf.text import BertPacker, BertTokenizer
 from tests.conftest import DATA_DIR, REFERENCE_DIR
+from tests.helpers import tokenizer_module
 
 tokenizers = pytest.importorskip("tokenizers")
 
@@ -319,16 +320,7 @@ def test_custom_special_and_unk_tokens():
 
 def test_saved_model_with_vocabulary_list(tmp_path):
     tokenizer = BertTokenizer(vocabulary=VOCAB, split_special_tokens=False)
-    module = tf.Module()
-    module.tokenizer = tokenizer
-    module.tokenize = tf.function(
-        lambda x: tokenizer(x).to_tensor(),
-        input_signature=[tf.TensorSpec([None], tf.string)],
-    )
-    module.detokenize = tf.function(
-        lambda ids: tokenizer.detokenize(ids),
-        input_signature=[tf.TensorSpec([None, None], tf.int32)],
-    )
+    module = tokenizer_module(tokenizer)
     path = str(tmp_path / "saved")
     tf.saved_model.save(module, path)
     assets = os.path.join(path, "assets")

@@ -8,6 +8,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.text import BertTokenizer
+from tests.helpers import tokenizer_module
 
 VOCAB = [
     "[PAD]",
@@ -166,16 +167,7 @@ def test_tf_data_and_tf_function(vocab_file):
 
 def test_saved_model_round_trip(vocab_file, tmp_path):
     tokenizer = BertTokenizer(vocab_file)
-    module = tf.Module()
-    module.tokenizer = tokenizer
-    module.tokenize = tf.function(
-        lambda x: tokenizer(x).to_tensor(),
-        input_signature=[tf.TensorSpec([None], tf.string)],
-    )
-    module.detokenize = tf.function(
-        lambda ids: tokenizer.detokenize(ids),
-        input_signature=[tf.TensorSpec([None, None], tf.int32)],
-    )
+    module = tokenizer_module(tokenizer)
     first, second = str(tmp_path / "first"), str(tmp_path / "second")
     tf.saved_model.save(module, first)
     os.remove(vocab_file)  # the SavedModel must not need the original file
