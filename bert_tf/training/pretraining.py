@@ -35,7 +35,7 @@ from bert_tf.config import MODEL_TYPES, PRESETS, BertConfig, ConfigError
 from bert_tf.data.default_corpus import write_default_corpus
 from bert_tf.data.pretraining import FORMATS, EmptyCorpusError, pretraining_dataset
 from bert_tf.models import BertEncoder, BertPretrainer
-from bert_tf.text import SPECIAL_TOKENS, BertTokenizer, packer_for, pair_separators
+from bert_tf.text import SPECIAL_TOKENS, BertTokenizer, packer_for
 from bert_tf.text.vocab import build_bpe_vocab, build_vocab, expand_files
 from bert_tf.training.distribute import DTYPES, create_strategy, dtype_policy, is_chief
 from bert_tf.training.optimization import OPTIMIZERS, create_optimizer
@@ -270,13 +270,7 @@ def fill_mask(pretrainer, vocab_file, sentences, lowercase=True, max_seq_length=
         (a sentence without `[MASK]` is scored at position 0).
     """
     tokenizer = pretraining_tokenizer(vocab_file, lowercase, split_special_tokens=False)
-    vocab = tokenizer.get_vocabulary()
-    mask_token = vocab[tokenizer.mask_id]
-    shown = vocab  # WordPiece pieces as written ("##ing"); byte-level BPE pieces as the text they stand for (" the")
-    if pair_separators(tokenizer) == 2:
-        shown = [
-            piece.decode("utf-8", "replace") for piece in tokenizer.detokenize(tf.range(len(vocab))[:, None]).numpy()
-        ]
+    mask_token = tokenizer.get_vocabulary()[tokenizer.mask_id]
     packer = packer_for(tokenizer, max_seq_length)
     inputs = packer(tokenizer.tokenize(tf.constant([s.replace("[MASK]", mask_token) for s in sentences])))
     ids = inputs["token_ids"].numpy()  # [B, T]
@@ -289,7 +283,9 @@ def fill_mask(pretrainer, vocab_file, sentences, lowercase=True, max_seq_length=
         probabilities = np.exp(row - row.max())
         probabilities /= probabilities.sum()
         best = np.argsort(-probabilities)[:top_k]
-        results.append((sentence, [(shown[i], float(probabilities[i])) for i in best]))
+        # Each piece detokenized alone: WordPiece's as written ("##ing"), byte-level BPE's as its text (" the").
+        pieces = [piece.decode("utf-8", "replace") for piece in tokenizer.detokenize(best[:, None]).numpy()]
+        results.append((sentence, [(piece, float(probabilities[i])) for piece, i in zip(pieces, best)]))
     return results
 
 
