@@ -426,17 +426,17 @@ def convert_checkpoint(input_path, output, to="bert_tf", allow_pickle=False, all
         raise ValueError(f"`to` must be one of {CONVERT_FORMATS}. Received: to={to!r}")
     fmt = readers.detect_format(input_path)
     directory = readers.checkpoint_dir(input_path)
-    has_tokenizer = tokenizer_files.has_tokenizer(input_path)
-    if not has_tokenizer:
+    try:
+        tokenizer_files.find_tokenizer(input_path)
+        has_tokenizer = True
+    except CheckpointError as e:  # names the files looked for
         if not allow_missing_vocab:
-            try:
-                tokenizer_files.find_tokenizer(input_path)
-            except CheckpointError as e:  # names the files looked for
-                raise CheckpointError(
-                    f"{e} Fine-tuning and export need the tokenizer beside the weights: put its files there, or "
-                    "convert without them with allow_missing_vocab=True (command line: --allow_missing_vocab); "
-                    "nothing was written."
-                ) from None
+            raise CheckpointError(
+                f"{e} Fine-tuning and export need the tokenizer beside the weights: put its files there, or "
+                "convert without them with allow_missing_vocab=True (command line: --allow_missing_vocab); "
+                "nothing was written."
+            ) from None
+        has_tokenizer = False
         logging.warning(
             "No tokenizer files in %s (looked for %s): converting without them (allow_missing_vocab); put them "
             "in %s before fine-tuning or export.",

@@ -76,15 +76,6 @@ def find_tokenizer(path):
     raise CheckpointError(f"No tokenizer in {directory}: looked for {LOOKED_FOR}. Received: files={present[:20]}")
 
 
-def has_tokenizer(path):
-    """Whether `find_tokenizer(path)` finds one."""
-    try:
-        find_tokenizer(path)
-    except CheckpointError:
-        return False
-    return True
-
-
 def load_tokenizer(path, settings=None, **kwargs):
     """The tokenizer layer (`BertTokenizer` or `BytePairTokenizer`) of the checkpoint at `path`.
 
