@@ -9,6 +9,12 @@ to reproduce the model's inputs:
 - `strip_accents`: true/false, or null to follow `lowercase` (the reference rule).
 - `max_seq_length`: the sequence length the model is used with (<= its positions).
 - `labels`: label names of a fine-tuned task in class-index order, or null.
+- `split_special_tokens`: false (default, as Hugging Face's tokenizers): the vocabulary's special tokens written in
+  the text ("[MASK]", "[SEP]", ...) are their single ids; true: they are ordinary text ("[", "mask", "]").
+- `pooling`: the sentence embedding's pooling, a list of `bert_tf.layers.POOLING_MODES` names concatenated in
+  order (default ["mean"]); `normalize`: the embedding is L2-normalized (default true). A sentence-transformers
+  folder's `modules.json` and `1_Pooling/config.json` give both (`checkpoints.sentence_transformers`).
+- `include_prompt` (sentence-transformers folders only, where its pooling config has it): kept as read.
 - `add_prefix_space` (byte-level BPE directories only): the tokenizer puts a space before the text (absent:
   false, RoBERTa's setting).
 Other keys are kept as they are, for apps that need more.
@@ -18,10 +24,19 @@ import json
 import os
 
 from bert_tf.config import ConfigError, read_json
+from bert_tf.layers.sentence_pooling import check_pooling
 
 SETTINGS_FILE = "bert_tf.json"
 
-DEFAULTS = {"lowercase": True, "strip_accents": None, "max_seq_length": 512, "labels": None}
+DEFAULTS = {
+    "lowercase": True,
+    "strip_accents": None,
+    "max_seq_length": 512,
+    "labels": None,
+    "split_special_tokens": False,
+    "pooling": ["mean"],
+    "normalize": True,
+}
 
 
 def validate_settings(settings, source="settings"):
@@ -43,11 +58,13 @@ def validate_settings(settings, source="settings"):
         raise ConfigError(
             f"{source}: field `max_seq_length` must be an integer >= 2. Received: max_seq_length={length!r}"
         )
-    if not isinstance(merged.get("add_prefix_space", False), bool):
-        raise ConfigError(
-            f"{source}: field `add_prefix_space` must be true or false. "
-            f"Received: add_prefix_space={merged['add_prefix_space']!r}"
-        )
+    for field in ("split_special_tokens", "normalize", "add_prefix_space", "include_prompt"):
+        if field in merged and not isinstance(merged[field], bool):
+            raise ConfigError(f"{source}: field `{field}` must be true or false. Received: {field}={merged[field]!r}")
+    try:
+        merged["pooling"] = list(check_pooling(merged["pooling"], source=f"{source}: field `pooling`"))
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
     labels = merged["labels"]
     if labels is not None and (not isinstance(labels, list) or not all(isinstance(x, str) for x in labels)):
         raise ConfigError(f"{source}: field `labels` must be a list of strings or null. Received: labels={labels!r}")

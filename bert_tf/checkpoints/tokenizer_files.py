@@ -82,10 +82,12 @@ def load_tokenizer(path, settings=None, **kwargs):
     Args:
         path: a checkpoint directory (or prefix) with tokenizer files (`find_tokenizer`).
         settings: the model directory's settings (`lowercase`, `strip_accents`, `add_prefix_space`) for the
-            legacy files; `tokenizer.json` says them itself.
-        **kwargs: passed to the layer (e.g. `split_special_tokens`).
+            legacy files; `tokenizer.json` says them itself. `split_special_tokens` (default false) applies to
+            every kind.
+        **kwargs: passed to the layer (e.g. `split_special_tokens`, which overrides the settings').
     """
     settings = settings or {}
+    kwargs.setdefault("split_special_tokens", settings.get("split_special_tokens", False))
     kind, files = find_tokenizer(path)
     if kind == "wordpiece":
         if "json" in files:

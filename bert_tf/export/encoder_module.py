@@ -5,8 +5,8 @@ Shape legend: B inputs, T tokens, H hidden, M `[MASK]`s per input, K top_k, V vo
 
 import tensorflow as tf
 
-from bert_tf.export import graph_ops
-from bert_tf.export.serving_module import IDS, TEXT, TEXT_PAIR, ServingModule
+from bert_tf.export.serving_module import IDS, TEXT, TEXT_PAIR, ServingModule, Unsaved
+from bert_tf.layers import SentencePooling
 
 
 class EncoderModule(ServingModule):
@@ -16,8 +16,9 @@ class EncoderModule(ServingModule):
         `serving_default`, `single`: `text` `[B]`; `pair`: `text`, `text_pair`
             `[B]`; `ids`: `token_ids`, `segment_ids`, `padding_mask` int32
             `[B, T]`. Each returns `pooled_output` `[B, H]`,
-            `sentence_embedding` `[B, H]` (mean over real tokens, `[CLS]` and
-            `[SEP]` included, L2-normalized), `sequence_output` `[B, T, H]`,
+            `sentence_embedding` `[B, D]` (the model directory's `pooling` over
+            real tokens, `[CLS]` and `[SEP]` included, L2-normalized when
+            `normalize`: sentence-transformers' embedding), `sequence_output` `[B, T, H]`,
             `padding_mask` and `token_ids` `[B, T]` (T: the batch's longest
             row).
         `fill_mask` (with a pretrainer): `text` `[B]` with literal `[MASK]`
@@ -28,14 +29,14 @@ class EncoderModule(ServingModule):
 
     Args:
         encoder: the `BertEncoder`.
-        tokenizer: its `BertTokenizer` (`split_special_tokens=True`: literal
-            special tokens are text, as in fine-tuning).
+        tokenizer: its tokenizer layer (`BertTokenizer`, `BytePairTokenizer`).
         max_seq_length: T.
         pretrainer: a `BertPretrainer` on `encoder`, for `fill_mask`.
         mask_tokenizer: the tokenizer `fill_mask` uses; it must keep special
             tokens (`split_special_tokens=False`) so that "[MASK]" in the text
             becomes the mask id.
         top_k: K, candidates per `[MASK]`.
+        pooling, normalize: the `sentence_embedding` (`bert_tf.layers.SentencePooling`).
         max_input_bytes, truncation: see `ServingModule`.
     """
 
@@ -47,6 +48,8 @@ class EncoderModule(ServingModule):
         pretrainer=None,
         mask_tokenizer=None,
         top_k=5,
+        pooling="mean",
+        normalize=True,
         max_input_bytes=None,
         truncation="longest_first",
         name=None,
@@ -74,6 +77,9 @@ class EncoderModule(ServingModule):
         if pretrainer is not None:
             self.mask_tokenizer = mask_tokenizer
         self.top_k = min(top_k, self.vocab_size)
+        self._pooler = Unsaved(SentencePooling(pooling, normalize))
+        self.pooling = list(self._pooler.value.pooling)
+        self.normalize = normalize
 
     @property
     def encoder(self):
@@ -96,6 +102,12 @@ class EncoderModule(ServingModule):
     def embed_text(self, text):
         (text,) = self._strings(text)
         return self._outputs(self._pack(self.tokenizer.tokenize(text)))
+
+    def sentence_embeddings(self, text):
+        """Checked strings `[B]` -> the `sentence_embedding` float32 `[B, D]` alone (for modules built on this one)."""
+        features = self._pack(self.tokenizer.tokenize(text))
+        sequence = self.encoder.call_unpadded(features)["sequence_output"]
+        return self._pooler.value(sequence, features["padding_mask"])
 
     def embed_pair(self, text, text_pair):
         text, text_pair = self._strings(text, text_pair)
@@ -142,7 +154,7 @@ class EncoderModule(ServingModule):
         sequence = outputs["sequence_output"]  # [B, T, H]
         return {
             "pooled_output": outputs["pooled_output"],
-            "sentence_embedding": graph_ops.sentence_embedding(sequence, features["padding_mask"]),
+            "sentence_embedding": self._pooler.value(sequence, features["padding_mask"]),
             "sequence_output": sequence,
             "padding_mask": features["padding_mask"],
             "token_ids": features["token_ids"],

@@ -81,18 +81,6 @@ def trim_to_longest(features):
     return {key: value[:, :longest] for key, value in features.items()}
 
 
-def sentence_embedding(sequence_output, padding_mask):
-    """Mean of `[B, T, H]` over real tokens (`[CLS]` and `[SEP]` included), L2-normalized: `[B, H]`.
-
-    The pooling of sentence-transformers (`Pooling(mean)` then `Normalize`).
-    """
-    mask = tf.cast(padding_mask, sequence_output.dtype)[:, :, None]  # [B, T, 1]
-    total = tf.reduce_sum(sequence_output * mask, axis=1)  # [B, H]
-    mean = total / tf.maximum(tf.reduce_sum(mask, axis=1), 1.0)
-    norm = tf.norm(mean, axis=-1, keepdims=True)
-    return mean / tf.maximum(norm, 1e-12)
-
-
 def window_spans(lengths, budgets, stride):
     """Doc-stride windows over rows of pieces, as google-research/bert `run_squad.py`.
 

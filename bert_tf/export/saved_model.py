@@ -99,6 +99,7 @@ def serving_module(
         return checkpoints.load_tokenizer(model_dir, settings, **kwargs)
 
     common = dict(max_input_bytes=max_input_bytes)
+    embedding = dict(pooling=settings["pooling"], normalize=settings["normalize"])
     if encoder_only or settings.get("task") is None:
         if checkpoints.has_pretraining_heads(model_dir):
             pretrainer = checkpoints.load_pretrainer(model_dir)
@@ -109,9 +110,10 @@ def serving_module(
                 pretrainer=pretrainer,
                 mask_tokenizer=tokenizer(split_special_tokens=False),
                 top_k=top_k,
+                **embedding,
                 **common,
             )
-        return EncoderModule(checkpoints.load_encoder(model_dir), tokenizer(), max_seq_length, **common)
+        return EncoderModule(checkpoints.load_encoder(model_dir), tokenizer(), max_seq_length, **embedding, **common)
     model, settings = load_task_model(model_dir)
     task = tasks.get(settings["task"])  # Known: load_task_model checked it.
     options = tasks.ServingOptions(

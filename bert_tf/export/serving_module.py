@@ -21,7 +21,7 @@ IDS = (
 BYTES_PER_TOKEN = 100
 
 
-class _Unsaved:
+class Unsaved:
     """Holds an object outside the SavedModel's object graph."""
 
     def __init__(self, value):
@@ -61,13 +61,13 @@ class ServingModule(tf.Module):
             raise ValueError(f"`max_input_bytes` must be positive. Received: max_input_bytes={max_input_bytes}")
         self.tokenizer = tokenizer
         self.model_variables = [variable.value for variable in model.weights]
-        self._model = _Unsaved(model)
+        self._model = Unsaved(model)
         self.max_seq_length = max_seq_length
         self.max_input_bytes = max_input_bytes
         self.max_position_embeddings = encoder.max_position_embeddings
         self.vocab_size = encoder.vocabulary_size
         self.type_vocab_size = encoder.type_vocab_size
-        self._packer = _Unsaved(
+        self._packer = Unsaved(
             packer_for(
                 tokenizer,
                 max_seq_length,

@@ -2,8 +2,8 @@
 
 Layers: `BertEmbeddings` (word + position + segment, LayerNorm, dropout),
 `BertSelfAttention`, `TransformerBlock` (post-LN or pre-LN), `LayerNorm`,
-`MaskedLMHead` (tied to the word embeddings) and `DenseHead` (NSP and task
-logits).
+`MaskedLMHead` (tied to the word embeddings), `DenseHead` (NSP and task
+logits) and `SentencePooling` (sentence embeddings, as sentence-transformers pools).
 
 Functions: `get_activation` (`hidden_act` name -> function) with the GELUs
 `gelu_erf` and `gelu_tanh`; the fused element-wise kernels `layer_norm`,
@@ -19,6 +19,7 @@ from bert_tf.layers.dense_head import HEAD_INITIALIZERS, DenseHead
 from bert_tf.layers.dropout import dropout
 from bert_tf.layers.layer_norm import LayerNorm, layer_norm
 from bert_tf.layers.masked_lm_head import MaskedLMHead
+from bert_tf.layers.sentence_pooling import POOLING_MODES, SentencePooling, check_pooling
 from bert_tf.layers.token_matrix import dense_tokens, scatter_tokens
 from bert_tf.layers.transformer_block import TransformerBlock
 
@@ -29,7 +30,10 @@ __all__ = [
     "HEAD_INITIALIZERS",
     "LayerNorm",
     "MaskedLMHead",
+    "POOLING_MODES",
+    "SentencePooling",
     "TransformerBlock",
+    "check_pooling",
     "dense_tokens",
     "dropout",
     "dropped_softmax",

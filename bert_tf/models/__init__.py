@@ -2,7 +2,7 @@
 
 `BertEncoder` is a Keras functional model (embeddings, transformer blocks,
 pooler). A task model (`BertPretrainer`, `BertClassifier`,
-`BertTokenClassifier`, `BertSpanLabeler`) is an `EncoderTask`: its heads,
+`BertTokenClassifier`, `BertSpanLabeler`, `BertSentenceEncoder`) is an `EncoderTask`: its heads,
 wired once in its `heads` method, on an encoder.
 
 Forward paths. All compute the same function where their outputs are read
@@ -49,6 +49,7 @@ cheaper path than the graph exists.
 from bert_tf.models.bert_classifier import BertClassifier
 from bert_tf.models.bert_encoder import BertEncoder
 from bert_tf.models.bert_pretrainer import BertPretrainer
+from bert_tf.models.bert_sentence_encoder import BertSentenceEncoder
 from bert_tf.models.bert_span_labeler import BertSpanLabeler
 from bert_tf.models.bert_token_classifier import BertTokenClassifier
 from bert_tf.models.task import ENCODER_INPUTS, EncoderTask, encoder_inputs
@@ -58,6 +59,7 @@ __all__ = [
     "BertClassifier",
     "BertEncoder",
     "BertPretrainer",
+    "BertSentenceEncoder",
     "BertSpanLabeler",
     "BertTokenClassifier",
     "EncoderTask",

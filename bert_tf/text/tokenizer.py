@@ -84,11 +84,11 @@ class BertTokenizer(keras.layers.Layer):
             (default) follows `lowercase`, as BERT uncased does.
         max_input_chars_per_word: a word of more characters than this (after
             normalization) becomes one `[UNK]`.
-        split_special_tokens: if `True` (default), literal "[MASK]", "[SEP]",
-            ... in the text are ordinary text ("[", "mask", "]"), as in the
-            original FullTokenizer. If `False`, the vocabulary's special tokens
-            found verbatim in the raw text become their single ids, as the
-            Hugging Face tokenizer does by default.
+        split_special_tokens: if `False` (default), the vocabulary's special
+            tokens found verbatim in the raw text (exact case) become their
+            single ids, as the Hugging Face tokenizer does by default. If
+            `True`, literal "[MASK]", "[SEP]", ... in the text are ordinary
+            text ("[", "mask", "]"), as in the original FullTokenizer.
         vocabulary: the tokens as a list of strings (id = index), instead of
             `vocab_file`: the lines a `vocab.txt` would hold. Kept as a list in
             `get_config()` and as constants in a SavedModel (no file needed).
@@ -116,7 +116,7 @@ class BertTokenizer(keras.layers.Layer):
         lowercase=True,
         strip_accents=None,
         max_input_chars_per_word=100,
-        split_special_tokens=True,
+        split_special_tokens=False,
         *,
         vocabulary=None,
         unk_token="[UNK]",
