@@ -15,6 +15,9 @@ scores. Fractions in [0, 1], NOT percent (conlleval prints percent).
 SQuAD (`normalize_answer`, `squad_exact`, `squad_f1`, `squad_metrics`): the
 official evaluate-v1.1.py and evaluate-v2.0.py scores. `squad_metrics` reports
 PERCENT (0..100), as those scripts print.
+
+Retrieval (`retrieval_metrics`): recall@k and MRR@k as sentence-transformers'
+`InformationRetrievalEvaluator` defines them. Fractions in [0, 1].
 """
 
 import collections
@@ -494,3 +497,48 @@ def _percent(scores):
         "exact_match": 100.0 * sum(s[0] for s in scores) / len(scores),
         "f1": 100.0 * sum(s[1] for s in scores) / len(scores),
     }
+
+
+# === Retrieval ===
+
+
+def retrieval_metrics(rankings, relevant, recall_at=(1, 5, 10), mrr_at=10):
+    """Recall@k and MRR@k of ranked passage ids against each query's relevant ids.
+
+    Args:
+        rankings: one list of passage ids per query, best first (at least
+            `max(recall_at + (mrr_at,))` long unless the corpus is smaller).
+        relevant: one collection of relevant passage ids per query (non-empty).
+        recall_at: the k of each `recall@k`: the fraction of a query's relevant
+            ids found in its top k, averaged over queries (with one relevant
+            id per query, the share of queries whose passage is in the top k).
+        mrr_at: k of `mrr@k`: 1 / rank of the first relevant id within the top
+            k (0 if none), averaged over queries.
+
+    Returns:
+        dict of Python floats: `recall@k` for each k, `mrr@{mrr_at}`.
+
+    Raises:
+        ValueError: no query, different lengths, a query without relevant ids.
+    """
+    if len(rankings) != len(relevant):
+        raise ValueError(f"One ranking per query: received {len(rankings)} rankings for {len(relevant)} queries.")
+    if not rankings:
+        raise ValueError("No query to score.")
+    recalls = {k: 0.0 for k in recall_at}
+    reciprocal = 0.0
+    for index, (ranked, gold) in enumerate(zip(rankings, relevant)):
+        gold = set(gold)
+        if not gold:
+            raise ValueError(f"Query {index} has no relevant passage.")
+        ranked = list(ranked)
+        for k in recall_at:
+            recalls[k] += len(gold.intersection(ranked[:k])) / len(gold)
+        for rank, passage in enumerate(ranked[:mrr_at], 1):
+            if passage in gold:
+                reciprocal += 1.0 / rank
+                break
+    count = len(rankings)
+    metrics = {f"recall@{k}": recalls[k] / count for k in recall_at}
+    metrics[f"mrr@{mrr_at}"] = reciprocal / count
+    return metrics

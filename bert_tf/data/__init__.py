@@ -20,6 +20,7 @@ module: `classification.make_dataset`, `tagging.make_dataset`, `squad.make_datas
 from bert_tf.data import classification, default_corpus, pretraining, squad, tagging, tfds_inputs, tfrecords
 from bert_tf.data.classification import ClassificationExamples, glue_layout
 from bert_tf.data.default_corpus import write_default_corpus
+from bert_tf.data.passages import Passages, read_passages
 from bert_tf.data.pretraining import EmptyCorpusError, pretraining_dataset
 from bert_tf.data.squad import SquadExample, SquadWindows, extract_answers, read_squad
 from bert_tf.data.tagging import ConllData, iob1_to_bio, read_conll, sorted_label_names, to_bio, word_predictions
@@ -27,6 +28,8 @@ from bert_tf.data.tfds_inputs import is_tfds
 from bert_tf.data.tfrecords import ShardError, pretraining_dataset_from_shards, read_manifest, write_pretraining_shards
 
 __all__ = [
+    "Passages",
+    "read_passages",
     "ClassificationExamples",
     "ConllData",
     "EmptyCorpusError",

@@ -252,6 +252,28 @@ def _jsonl_rows(path, columns):
         yield line, row
 
 
+def read_rows(path, columns, file_format, has_header=None):
+    """Yields `(line, {role: value})` for each record of a TSV, CSV or JSONL file.
+
+    Args:
+        path: the file.
+        columns: `{role: column}`: a header name / JSON key, or a 0-based index
+            (header-less TSV/CSV); a None column is left out of the rows.
+        file_format: "tsv", "csv" or "jsonl".
+        has_header: see `read_examples`.
+
+    Raises:
+        ValueError naming the file and line: a missing column, a wrong column
+        count, invalid JSON, a non-string JSON text.
+    """
+    if file_format == "jsonl":
+        for role, column in columns.items():
+            if column is not None and not isinstance(column, str):
+                raise ValueError(f"JSONL columns are keys (strings). Received: {role}_column={column!r}")
+        return _jsonl_rows(path, columns)
+    return _delimited_rows(path, file_format, columns, has_header)
+
+
 def _sorted_labels(values):
     """Stable label order: numerically if all labels are numbers, else as strings."""
 
@@ -359,14 +381,7 @@ def read_examples(
     if not tf.io.gfile.exists(path):
         raise FileNotFoundError(f"No such file: {path}")
     columns = {"text": text_column, "pair": text_pair_column, "label": label_column}
-    if file_format == "jsonl":
-        for role, column in columns.items():
-            if column is not None and not isinstance(column, str):
-                raise ValueError(f"JSONL columns are keys (strings). Received: {role}_column={column!r}")
-        rows = _jsonl_rows(path, columns)
-    else:
-        rows = _delimited_rows(path, file_format, columns, has_header)
-
+    rows = read_rows(path, columns, file_format, has_header)
     texts, pairs, raw_labels, lines = [], [], [], []
     for line, row in rows:
         texts.append(row["text"])
