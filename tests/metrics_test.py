@@ -505,3 +505,19 @@ def test_metrics_module_does_not_import_tensorflow():
     with open(metrics.__file__, encoding="utf-8") as f:
         imports = [line.split()[1] for line in f if line.startswith(("import ", "from "))]
     assert sorted(imports) == ["absl", "collections", "math", "numpy", "re", "string"]
+
+
+def test_retrieval_metrics_by_hand():
+    rankings = [["a", "b", "c"], ["c", "b", "a"], ["x", "y", "z"]]
+    relevant = [{"b"}, {"a", "c"}, {"q"}]
+    results = metrics.retrieval_metrics(rankings, relevant, recall_at=(1, 2, 3), mrr_at=2)
+    # Query 1: b at rank 2. Query 2: c at rank 1, a at rank 3. Query 3: never found.
+    assert results == pytest.approx(
+        {"recall@1": (0 + 0.5 + 0) / 3, "recall@2": (1 + 0.5 + 0) / 3, "recall@3": (1 + 1 + 0) / 3, "mrr@2": 0.5}
+    )
+    with pytest.raises(ValueError, match="Query 0 has no relevant passage"):
+        metrics.retrieval_metrics([["a"]], [set()])
+    with pytest.raises(ValueError, match="One ranking per query"):
+        metrics.retrieval_metrics([["a"]], [])
+    with pytest.raises(ValueError, match="No query"):
+        metrics.retrieval_metrics([], [])
