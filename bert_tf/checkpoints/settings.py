@@ -23,8 +23,8 @@ Other keys are kept as they are, for apps that need more.
 import json
 import os
 
-from bert_tf.config import ConfigError, read_json
 from bert_tf.checkpoints.sentence_transformers import is_sentence_transformers_dir, read_sentence_transformers
+from bert_tf.config import ConfigError, read_json
 from bert_tf.layers.sentence_pooling import check_pooling
 
 SETTINGS_FILE = "bert_tf.json"
