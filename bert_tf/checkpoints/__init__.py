@@ -6,7 +6,8 @@
 
 Every tensor name of every format lives in one name table: the encoder's and the
 pretraining heads' in `name_table.py`, each fine-tuning head's in its task
-declaration (`bert_tf/tasks/`), built from the same `Entry` helpers.
+declaration (`bert_tf/tasks/`), built from the same `Entry` helpers. A sentence-transformers folder's
+`modules.json` and module configs give the settings of its embedding (`sentence_transformers.py`).
 """
 
 from bert_tf.checkpoints.api import (
@@ -30,6 +31,7 @@ from bert_tf.checkpoints.readers import (
     glob_characters_error,
     vocab_file,
 )
+from bert_tf.checkpoints.sentence_transformers import is_sentence_transformers_dir, read_sentence_transformers
 from bert_tf.checkpoints.settings import SETTINGS_FILE, infer_settings, read_settings, write_settings
 from bert_tf.checkpoints.tokenizer_files import find_tokenizer, load_tokenizer, write_tokenizer_files
 
@@ -43,11 +45,13 @@ __all__ = [
     "detect_format",
     "has_pretraining_heads",
     "infer_settings",
+    "is_sentence_transformers_dir",
     "load_config",
     "load_encoder",
     "load_model",
     "load_pretrainer",
     "model_tensors",
+    "read_sentence_transformers",
     "read_settings",
     "restore_weights",
     "save_hf",

@@ -23,6 +23,7 @@ Other keys are kept as they are, for apps that need more.
 import json
 import os
 
+from bert_tf.checkpoints.sentence_transformers import is_sentence_transformers_dir, read_sentence_transformers
 from bert_tf.config import ConfigError, read_json
 from bert_tf.layers.sentence_pooling import check_pooling
 
@@ -92,7 +93,9 @@ def infer_settings(path, max_position_embeddings):
 
     `lowercase` comes from a Hugging Face `tokenizer_config.json` (`do_lower_case`)
     when present, else from the vocabulary: a vocabulary with no upper-case
-    word piece (outside `[CLS]`-style specials) is uncased.
+    word piece (outside `[CLS]`-style specials) is uncased. A sentence-transformers
+    folder (`modules.json`) gives `pooling`, `normalize`, `include_prompt` and
+    `max_seq_length` (`checkpoints.sentence_transformers`).
     """
     directory = path if os.path.isdir(path) else os.path.dirname(path) or "."
     if os.path.isfile(os.path.join(directory, SETTINGS_FILE)):
@@ -115,6 +118,8 @@ def infer_settings(path, max_position_embeddings):
     length = data.get("model_max_length")
     if isinstance(length, int) and 2 <= length < max_position_embeddings:
         settings["max_seq_length"] = length
+    if is_sentence_transformers_dir(directory):
+        settings.update(read_sentence_transformers(directory, max_position_embeddings, settings["lowercase"]))
     return settings
 
 

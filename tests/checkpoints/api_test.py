@@ -183,6 +183,9 @@ def test_settings_and_vocab_written(tmp_path):
         "strip_accents": None,
         "max_seq_length": 32,
         "labels": ["no", "yes"],
+        "split_special_tokens": False,
+        "pooling": ["mean"],
+        "normalize": True,
     }
     shapes = dict(tf.train.list_variables(os.path.join(out, "bert_model.ckpt")))
     assert shapes["output_weights"] == [2, 16] and shapes["output_bias"] == [2]  # run_classifier's names.

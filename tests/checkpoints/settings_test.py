@@ -11,7 +11,12 @@ from bert_tf.config import ConfigError
 
 def test_round_trip_fills_defaults(tmp_path):
     written = settings.write_settings(tmp_path, {"lowercase": False, "labels": ["neg", "pos"]})
-    assert written == {"lowercase": False, "strip_accents": None, "max_seq_length": 512, "labels": ["neg", "pos"]}
+    assert written == {
+        **settings.DEFAULTS,
+        "lowercase": False,
+        "labels": ["neg", "pos"],
+    }
+    assert (written["split_special_tokens"], written["pooling"], written["normalize"]) == (False, ["mean"], True)
     assert settings.read_settings(tmp_path) == written
 
 
