@@ -29,7 +29,7 @@ TOKENIZE_CHUNK = 4096
 # Inputs from which `encode` shows a progress bar by default (on a terminal).
 PROGRESS_MIN_TEXTS = 1024
 ENV_FORWARD = "BERT_TF_EMBED_FORWARD"
-FORWARDS = ("auto", "padded", "unpadded")
+FORWARDS = ("auto", "unpadded", "padded", "padded_xla")
 
 
 def bucket_length(longest, max_seq_length):
@@ -119,6 +119,8 @@ class SentenceEmbedder:
         self._pooler = SentencePooling(self.pooling, normalize=False)
         self._max_bytes = BYTES_PER_TOKEN * max_seq_length
         self.forward = _forward_setting()
+        if self.forward == "auto":
+            self.forward = "unpadded"
         self._tokenize_fn = tf.function(
             self._tokenize, input_signature=[tf.TensorSpec([None], tf.string)], autograph=False
         )
@@ -219,29 +221,49 @@ class SentenceEmbedder:
     def _embed_batch(self, rows, longest, batch_size):
         """Unnormalized embeddings float32 `[len(rows), D]` of one batch of piece arrays."""
         count = len(rows)
-        rows = rows + [np.zeros([0], np.int32)] * (batch_size - count)  # a fixed batch size: one graph per length
+        if self._padded:
+            rows = rows + [np.zeros([0], np.int32)] * (batch_size - count)  # a fixed batch size: one graph per length
+            length = bucket_length(longest, self._max_seq_length)
+        else:
+            length = None  # the batch's longest row, in-graph: one graph for every batch
         lengths = np.array([len(r) for r in rows], np.int32)
         flat = np.concatenate(rows) if lengths.sum() else np.zeros([0], np.int32)
-        length = bucket_length(longest, self._max_seq_length)
         fn = self._embed_fns.get(length)
         if fn is None:
             fn = self._embed_fns[length] = self._embed_function(length)
         return fn(tf.constant(flat), tf.constant(lengths)).numpy()[:count]
 
+    @property
+    def _padded(self):
+        return self.forward in ("padded", "padded_xla")
+
     def _embed_function(self, length):
-        """The forward at padded length `length`: flat pieces `[P]`, row lengths `[B]` -> float32 `[B, D]`."""
-        padded = self.forward == "padded" or (self.forward == "auto" and _padded_by_default())
+        """The forward: flat pieces `[P]`, row lengths `[B]` -> float32 `[B, D]`.
+
+        `length` None: the padding-free encoder (`call_unpadded`) on the batch cut to its longest row, any batch
+        shape; else the whole encoder (`call`) at padded length `length` (XLA-compiled for "padded_xla").
+        """
 
         def embed(flat, lengths):
             pieces = tf.RaggedTensor.from_row_lengths(flat, lengths)  # [B, (P)]
-            features = {key: value[:, :length] for key, value in self._packer(pieces).items()}  # [B, T]
-            if padded:
-                sequence = self.model.encoder(features)["sequence_output"]
-            else:
+            features = self._packer(pieces)  # [B, max_seq_length]
+            if length is None:
+                longest = tf.reduce_max(tf.concat([lengths + 2, [1]], axis=0))
+                features = {key: value[:, :longest] for key, value in features.items()}  # [B, T]
                 sequence = self.model.encoder.call_unpadded(features)["sequence_output"]  # [B, T, H]
+                return self._pooler(sequence, features["padding_mask"])  # [B, D]
+            return padded({key: value[:, :length] for key, value in features.items()})  # [B, T] in
+
+        def padded_forward(features):
+            sequence = self.model.encoder(features)["sequence_output"]  # [B, T, H]
             return self._pooler(sequence, features["padding_mask"])  # [B, D]
 
-        return tf.function(embed, autograph=False, reduce_retracing=False)
+        if length is None:
+            spec = [tf.TensorSpec([None], tf.int32), tf.TensorSpec([None], tf.int32)]
+            return tf.function(embed, input_signature=spec, autograph=False)
+        # The packer's ops have no XLA kernels: only the forward is compiled.
+        padded = tf.function(padded_forward, autograph=False, jit_compile=self.forward == "padded_xla" or None)
+        return tf.function(embed, autograph=False)
 
 
 def _forward_setting():
@@ -249,7 +271,3 @@ def _forward_setting():
     if setting not in FORWARDS:
         raise ValueError(f"{ENV_FORWARD} must be one of {list(FORWARDS)}. Received: {ENV_FORWARD}={setting!r}")
     return setting
-
-
-def _padded_by_default():
-    return False
