@@ -228,16 +228,17 @@ class SentenceEmbedder:
             length = None  # the batch's longest row, in-graph: one graph for every batch
         lengths = np.array([len(r) for r in rows], np.int32)
         flat = np.concatenate(rows) if lengths.sum() else np.zeros([0], np.int32)
-        fn = self._embed_fns.get(length)
+        key = (length, len(rows)) if length else None
+        fn = self._embed_fns.get(key)
         if fn is None:
-            fn = self._embed_fns[length] = self._embed_function(length)
+            fn = self._embed_fns[key] = self._embed_function(length, len(rows))
         return fn(tf.constant(flat), tf.constant(lengths)).numpy()[:count]
 
     @property
     def _padded(self):
         return self.forward in ("padded", "padded_xla")
 
-    def _embed_function(self, length):
+    def _embed_function(self, length, batch_size):
         """The forward: flat pieces `[P]`, row lengths `[B]` -> float32 `[B, D]`.
 
         `length` None: the padding-free encoder (`call_unpadded`) on the batch cut to its longest row, any batch
@@ -258,12 +259,12 @@ class SentenceEmbedder:
             sequence = self.model.encoder(features)["sequence_output"]  # [B, T, H]
             return self._pooler(sequence, features["padding_mask"])  # [B, D]
 
-        if length is None:
-            spec = [tf.TensorSpec([None], tf.int32), tf.TensorSpec([None], tf.int32)]
-            return tf.function(embed, input_signature=spec, autograph=False)
-        # The packer's ops have no XLA kernels: only the forward is compiled.
-        padded = tf.function(padded_forward, autograph=False, jit_compile=self.forward == "padded_xla" or None)
-        return tf.function(embed, autograph=False)
+        # One graph for the padding-free path; one per (length, batch size) for the padded one.
+        spec = [tf.TensorSpec([None], tf.int32), tf.TensorSpec([None if length is None else batch_size], tf.int32)]
+        if length is not None:
+            # The packer's ops have no XLA kernels: only the forward is compiled.
+            padded = tf.function(padded_forward, autograph=False, jit_compile=self.forward == "padded_xla" or None)
+        return tf.function(embed, input_signature=spec, autograph=False)
 
 
 def _forward_setting():
