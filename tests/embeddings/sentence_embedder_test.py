@@ -121,6 +121,13 @@ def test_from_model_embeds_an_in_memory_model(model_dir, embedder):
         SentenceEmbedder.from_model(encoder, tokenizer, max_seq_length=16)
 
 
+def test_progress_bar_counts_texts(embedder, capsys):
+    embedder.encode(TEXTS, show_progress_bar=True)
+    assert f"{len(TEXTS)}/{len(TEXTS)}" in capsys.readouterr().out
+    embedder.encode(TEXTS)  # short input: no bar by default
+    assert "/" not in capsys.readouterr().out
+
+
 def test_bucket_lengths():
     assert [bucket_length(n, 512) for n in (1, 3, 8, 9, 64, 65, 128, 129, 500)] == [
         8,
@@ -136,6 +143,7 @@ def test_bucket_lengths():
     assert bucket_length(11, 12) == 12
 
 
+@pytest.mark.slow
 def test_minilm_equals_the_exported_saved_model(minilm_dir):
     texts = [
         "A man is eating food.",
