@@ -28,6 +28,13 @@ BYTES_PER_TOKEN = 100
 TOKENIZE_CHUNK = 4096
 # Inputs from which `encode` shows a progress bar by default (on a terminal).
 PROGRESS_MIN_TEXTS = 1024
+# The forward `encode` runs, from `BERT_TF_EMBED_FORWARD`: "unpadded" (`BertEncoder.call_unpadded` on each batch
+# cut to its longest row: one graph for every batch shape, only real tokens through the dense layers), "padded"
+# (the whole encoder on batches padded to `bucket_length` and a fixed batch size: one graph per length) or
+# "padded_xla" (the same, XLA-compiled). "auto" (default) is "unpadded": length-sorted batches leave the padded
+# forwards little padding to waste, yet on CPU they were slower (SST-2 dev, MiniLM, 2-core AMD EPYC: 221.6
+# sentences/s unpadded, 199.0 padded, 176.6 padded_xla after 40 s of compiling) and trace a graph per length
+# (tools/benchmark.py --sections=embed measures all three on any machine).
 ENV_FORWARD = "BERT_TF_EMBED_FORWARD"
 FORWARDS = ("auto", "unpadded", "padded", "padded_xla")
 
