@@ -26,7 +26,7 @@ from bert_tf.text import packer_for
 BYTES_PER_TOKEN = 100
 # Texts tokenized per tokenizer call (the lengths that batches are sorted by).
 TOKENIZE_CHUNK = 4096
-# Inputs from which `encode` shows a progress bar by default (on a terminal).
+# Inputs from which `encode` shows a progress bar by default (when stdout is a terminal).
 PROGRESS_MIN_TEXTS = 1024
 # The forward `encode` runs, from `BERT_TF_EMBED_FORWARD`: "unpadded" (`BertEncoder.call_unpadded` on each batch
 # cut to its longest row: one graph for every batch shape, only real tokens through the dense layers), "padded"
@@ -73,10 +73,11 @@ class SentenceEmbedder:
     finds). Its embeddings are those of the directory's exported SavedModel
     (`sentence_embedding` of `bert_tf.export`).
 
-    `encode` sorts the texts by token count, so short texts share short
-    batches, pads each batch to a bucketed length (`bucket_length`) and a
-    fixed batch size, so few graphs are traced, and returns the embeddings in
-    the input order.
+    `encode` tokenizes in-graph, sorts the texts by token count, so short
+    texts share short batches, runs each batch through the encoder's
+    padding-free path (one traced graph for every batch shape; see
+    `ENV_FORWARD` for the padded ones, which pad to `bucket_length` and a
+    fixed batch size) and returns the embeddings in the input order.
 
     Args:
         path: the checkpoint directory.
@@ -156,7 +157,8 @@ class SentenceEmbedder:
             normalize: None follows the model (the directory's `normalize`);
                 True/False forces L2 normalization on or off.
             show_progress_bar: None shows one for large inputs (at least
-                `PROGRESS_MIN_TEXTS`) when stderr is a terminal.
+                `PROGRESS_MIN_TEXTS`) when stdout (where Keras' `Progbar`
+                writes) is a terminal.
             convert_to_numpy: True (numpy); False returns a `tf.Tensor`.
 
         Returns:
@@ -172,7 +174,7 @@ class SentenceEmbedder:
         self._check_batch_size(batch_size)
         normalize = self.normalize if normalize is None else bool(normalize)
         if show_progress_bar is None:
-            show_progress_bar = len(texts) >= PROGRESS_MIN_TEXTS and sys.stderr.isatty()
+            show_progress_bar = len(texts) >= PROGRESS_MIN_TEXTS and sys.stdout.isatty()
         embeddings = np.zeros((len(texts), self.embedding_dimension), np.float32)
         if texts:
             lengths, pieces = self._tokenized(texts)  # [N], list of int32 arrays
