@@ -1,0 +1,37 @@
+"""bert_tf.embeddings: sentence embeddings of raw texts from a model directory, in Python and for whole files.
+
+    from bert_tf.embeddings import SentenceEmbedder
+    embedder = SentenceEmbedder("path/to/model_dir")
+    vectors = embedder.encode(["first text", "second text"])  # float32 [2, D]
+
+- `sentence_embedder`: `SentenceEmbedder` (`encode`, `similarity`), sentence-transformers' `encode` on the
+  directory's pooling and normalization; `bucket_length`, the padded lengths of its batches.
+- `embed_file`: `embed_file` (a corpus file -> `embeddings.npy` + `ids.txt`, or TFRecord; resumable shards), what
+  `bert-tf-embed` calls; its file names and `read_manifest`.
+"""
+
+from bert_tf.embeddings.embed_file import (
+    EMBEDDINGS_FILE,
+    IDS_FILE,
+    MANIFEST_FILE,
+    OUTPUT_FORMATS,
+    TFRECORD_FILE,
+    EmbedResumeError,
+    embed_file,
+    read_manifest,
+)
+from bert_tf.embeddings.sentence_embedder import FORWARDS, SentenceEmbedder, bucket_length
+
+__all__ = [
+    "EMBEDDINGS_FILE",
+    "FORWARDS",
+    "IDS_FILE",
+    "MANIFEST_FILE",
+    "OUTPUT_FORMATS",
+    "TFRECORD_FILE",
+    "EmbedResumeError",
+    "SentenceEmbedder",
+    "bucket_length",
+    "embed_file",
+    "read_manifest",
+]

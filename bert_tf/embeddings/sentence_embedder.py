@@ -1,0 +1,283 @@
+"""SentenceEmbedder: raw strings in, sentence embeddings out (numpy), as sentence-transformers' `encode`.
+
+    from bert_tf.embeddings import SentenceEmbedder
+    embedder = SentenceEmbedder("path/to/all-MiniLM-L6-v2")  # bert_tf, Hugging Face or TF1 directory
+    vectors = embedder.encode(["A man is eating food.", "A man is riding a horse."])  # float32 [2, D]
+    scores = embedder.similarity(vectors, vectors)  # cosine [2, 2]
+
+Shape legend: N texts, B batch, T tokens (a bucketed length), H hidden, D embedding.
+"""
+
+import math
+import os
+import sys
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from bert_tf import checkpoints
+from bert_tf.layers import SentencePooling
+from bert_tf.models import BertSentenceEncoder
+from bert_tf.text import packer_for
+
+# Bytes kept of each input string per token of `max_seq_length` before tokenizing (as the exported SavedModel:
+# `bert_tf.export.serving_module.BYTES_PER_TOKEN`), so a megabyte string costs no more than a long sentence.
+BYTES_PER_TOKEN = 100
+# Texts tokenized per tokenizer call (the lengths that batches are sorted by).
+TOKENIZE_CHUNK = 4096
+# Inputs from which `encode` shows a progress bar by default (when stdout is a terminal).
+PROGRESS_MIN_TEXTS = 1024
+# The forward `encode` runs, from `BERT_TF_EMBED_FORWARD`: "unpadded" (`BertEncoder.call_unpadded` on each batch
+# cut to its longest row: one graph for every batch shape, only real tokens through the dense layers), "padded"
+# (the whole encoder on batches padded to `bucket_length` and a fixed batch size: one graph per length) or
+# "padded_xla" (the same, XLA-compiled). "auto" (default) is "unpadded": length-sorted batches leave the padded
+# forwards little padding to waste, yet on CPU they were slower (SST-2 dev, MiniLM, 2-core AMD EPYC: 221.6
+# sentences/s unpadded, 199.0 padded, 176.6 padded_xla after 40 s of compiling) and trace a graph per length
+# (tools/benchmark.py --sections=embed measures all three on any machine).
+ENV_FORWARD = "BERT_TF_EMBED_FORWARD"
+FORWARDS = ("auto", "unpadded", "padded", "padded_xla")
+
+
+def bucket_length(longest, max_seq_length):
+    """The padded length of a batch whose longest packed row has `longest` tokens: the next multiple of 8 up to 64,
+    of 16 up to 128, of 32 beyond, capped at `max_seq_length`. Few distinct lengths, so few traced graphs; little
+    padding, so little wasted work."""
+    step = 8 if longest <= 64 else 16 if longest <= 128 else 32
+    return min(max_seq_length, max(step, int(math.ceil(longest / step)) * step))
+
+
+def _check_texts(texts):
+    """`texts` as `(list of str, single)`: a str is one text; ValueError names the index of a non-string item."""
+    if isinstance(texts, str):
+        return [texts], True
+    if texts is None or isinstance(texts, (bytes, dict)) or not hasattr(texts, "__iter__"):
+        raise ValueError(f"`texts` must be a string or a list of strings. Received: {type(texts).__name__}")
+    texts = list(texts)
+    for index, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise ValueError(
+                f"`texts` must hold strings only: item {index} is {type(text).__name__}. Received: texts[{index}]="
+                f"{text!r:.80}"
+            )
+    return texts, False
+
+
+class SentenceEmbedder:
+    """Embeds texts with a sentence encoder: tokenizer and packing in-graph, the forward in a `tf.function`.
+
+    Built from any checkpoint `bert_tf.checkpoints.load_encoder` reads (a
+    bert_tf model directory, a Hugging Face directory, a TF1 checkpoint); the
+    pooling, normalization, `max_seq_length` and tokenizer come from the
+    directory's settings (`bert_tf.json`, or those `checkpoints.infer_settings`
+    finds). Its embeddings are those of the directory's exported SavedModel
+    (`sentence_embedding` of `bert_tf.export`).
+
+    `encode` tokenizes in-graph, sorts the texts by token count, so short
+    texts share short batches, runs each batch through the encoder's
+    padding-free path (one traced graph for every batch shape; see
+    `ENV_FORWARD` for the padded ones, which pad to `bucket_length` and a
+    fixed batch size) and returns the embeddings in the input order.
+
+    Args:
+        path: the checkpoint directory.
+        max_seq_length: tokens per text (`[CLS]` and `[SEP]` included; longer
+            texts are truncated); default: the directory's `max_seq_length`.
+        batch_size: texts per forward call (default of `encode`).
+        dtype: the encoder's dtype policy (e.g. "mixed_bfloat16").
+    """
+
+    def __init__(self, path, max_seq_length=None, batch_size=32, dtype=None):
+        config = checkpoints.load_config(path)
+        settings = checkpoints.infer_settings(path, config.max_position_embeddings)
+        tokenizer = checkpoints.load_tokenizer(path, settings)
+        encoder = checkpoints.load_encoder(path, dtype=dtype)
+        model = BertSentenceEncoder(encoder, settings["pooling"], settings["normalize"])
+        self._setup(model, tokenizer, max_seq_length or settings["max_seq_length"], batch_size)
+        self.path = path
+
+    @classmethod
+    def from_model(cls, model, tokenizer, max_seq_length, batch_size=32):
+        """An embedder of an in-memory `BertSentenceEncoder` (e.g. one being trained) and its tokenizer layer.
+
+        The model's current weights are read at every `encode` call.
+        """
+        if not isinstance(model, BertSentenceEncoder):
+            raise ValueError(f"`model` must be a BertSentenceEncoder. Received: {type(model).__name__}")
+        embedder = cls.__new__(cls)
+        embedder._setup(model, tokenizer, max_seq_length, batch_size)
+        embedder.path = None
+        return embedder
+
+    def _setup(self, model, tokenizer, max_seq_length, batch_size):
+        encoder = model.encoder
+        if not 3 <= max_seq_length <= encoder.max_position_embeddings:
+            raise ValueError(
+                f"`max_seq_length` must be in [3, {encoder.max_position_embeddings}] (the model's positions). "
+                f"Received: max_seq_length={max_seq_length}"
+            )
+        self._check_batch_size(batch_size)
+        self.model = model
+        self.tokenizer = tokenizer
+        self._max_seq_length = max_seq_length
+        self.batch_size = batch_size
+        self.pooling = list(model.pooling)
+        self.normalize = model.normalize
+        self._packer = packer_for(tokenizer, max_seq_length, max_position_embeddings=encoder.max_position_embeddings)
+        self._pooler = SentencePooling(self.pooling, normalize=False)
+        self._max_bytes = BYTES_PER_TOKEN * max_seq_length
+        self.forward = _forward_setting()
+        if self.forward == "auto":
+            self.forward = "unpadded"
+        self._tokenize_fn = tf.function(
+            self._tokenize, input_signature=[tf.TensorSpec([None], tf.string)], autograph=False
+        )
+        self._embed_fns = {}
+
+    # --- properties ---
+
+    @property
+    def max_seq_length(self):
+        """Tokens per text (`[CLS]` and `[SEP]` included)."""
+        return self._max_seq_length
+
+    @property
+    def embedding_dimension(self):
+        """D: the hidden size times the number of pooling modes."""
+        return self.model.encoder.hidden_dim * len(self.pooling)
+
+    # --- encode ---
+
+    def encode(self, texts, batch_size=None, normalize=None, show_progress_bar=None, convert_to_numpy=True):
+        """Embeds `texts`.
+
+        Args:
+            texts: a string, or a list (any iterable) of strings.
+            batch_size: texts per forward call; default: the embedder's.
+            normalize: None follows the model (the directory's `normalize`);
+                True/False forces L2 normalization on or off.
+            show_progress_bar: None shows one for large inputs (at least
+                `PROGRESS_MIN_TEXTS`) when stdout (where Keras' `Progbar`
+                writes) is a terminal.
+            convert_to_numpy: True (numpy); False returns a `tf.Tensor`.
+
+        Returns:
+            float32 `[N, D]` in the input order (`[D]` for a single string;
+            `[0, D]` for an empty list).
+
+        Raises:
+            ValueError: `texts` is not a string or a list of strings (the
+                message names the index of the first bad item).
+        """
+        texts, single = _check_texts(texts)
+        batch_size = self.batch_size if batch_size is None else batch_size
+        self._check_batch_size(batch_size)
+        normalize = self.normalize if normalize is None else bool(normalize)
+        if show_progress_bar is None:
+            show_progress_bar = len(texts) >= PROGRESS_MIN_TEXTS and sys.stdout.isatty()
+        embeddings = np.zeros((len(texts), self.embedding_dimension), np.float32)
+        if texts:
+            lengths, pieces = self._tokenized(texts)  # [N], list of int32 arrays
+            order = np.argsort(-lengths, kind="stable")  # longest first: the first batch traces the longest bucket
+            progress = keras.utils.Progbar(len(texts), unit_name="text") if show_progress_bar else None
+            for start in range(0, len(texts), batch_size):
+                rows = order[start : start + batch_size]
+                embeddings[rows] = self._embed_batch([pieces[i] for i in rows], int(lengths[rows].max()), batch_size)
+                if progress is not None:
+                    progress.update(min(start + batch_size, len(texts)))
+        if normalize:
+            norms = np.linalg.norm(embeddings, axis=1, keepdims=True)
+            embeddings = embeddings / np.maximum(norms, 1e-12)
+        result = embeddings[0] if single else embeddings
+        return result if convert_to_numpy else tf.constant(result)
+
+    def similarity(self, a, b):
+        """Cosine similarity float32 `[N, M]` of embeddings `a` `[N, D]` and `b` `[M, D]` (a `[D]` is one row)."""
+        a = np.atleast_2d(np.asarray(a, np.float32))
+        b = np.atleast_2d(np.asarray(b, np.float32))
+        if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[1]:
+            raise ValueError(
+                f"`similarity` takes embeddings [N, D] and [M, D] of one dimension D. Received: shapes {a.shape} "
+                f"and {b.shape}"
+            )
+        a = a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)
+        b = b / np.maximum(np.linalg.norm(b, axis=1, keepdims=True), 1e-12)
+        return a @ b.T
+
+    # --- steps ---
+
+    @staticmethod
+    def _check_batch_size(batch_size):
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"`batch_size` must be a positive integer. Received: batch_size={batch_size!r}")
+
+    def _tokenize(self, texts):
+        """Strings `[N]` -> the pieces of each, trimmed to fit `max_seq_length`: flat int32 `[P]`, lengths `[N]`."""
+        pieces = self.tokenizer.tokenize(tf.strings.substr(texts, 0, self._max_bytes))  # [N, (P)]
+        pieces = pieces[:, : self._max_seq_length - 2]
+        return tf.cast(pieces.flat_values, tf.int32), tf.cast(pieces.row_lengths(), tf.int32)
+
+    def _tokenized(self, texts):
+        """Packed lengths int `[N]` (pieces + `[CLS]` + `[SEP]`) and each text's pieces (int32 arrays)."""
+        lengths, pieces = [], []
+        for start in range(0, len(texts), TOKENIZE_CHUNK):
+            flat, counts = self._tokenize_fn(tf.constant(texts[start : start + TOKENIZE_CHUNK]))
+            counts = counts.numpy()
+            pieces.extend(np.split(flat.numpy(), np.cumsum(counts)[:-1]))
+            lengths.append(counts + 2)
+        return np.concatenate(lengths), pieces
+
+    def _embed_batch(self, rows, longest, batch_size):
+        """Unnormalized embeddings float32 `[len(rows), D]` of one batch of piece arrays."""
+        count = len(rows)
+        if self._padded:
+            rows = rows + [np.zeros([0], np.int32)] * (batch_size - count)  # a fixed batch size: one graph per length
+            length = bucket_length(longest, self._max_seq_length)
+        else:
+            length = None  # the batch's longest row, in-graph: one graph for every batch
+        lengths = np.array([len(r) for r in rows], np.int32)
+        flat = np.concatenate(rows) if lengths.sum() else np.zeros([0], np.int32)
+        key = (length, len(rows)) if length else None
+        fn = self._embed_fns.get(key)
+        if fn is None:
+            fn = self._embed_fns[key] = self._embed_function(length, len(rows))
+        return fn(tf.constant(flat), tf.constant(lengths)).numpy()[:count]
+
+    @property
+    def _padded(self):
+        return self.forward in ("padded", "padded_xla")
+
+    def _embed_function(self, length, batch_size):
+        """The forward: flat pieces `[P]`, row lengths `[B]` -> float32 `[B, D]`.
+
+        `length` None: the padding-free encoder (`call_unpadded`) on the batch cut to its longest row, any batch
+        shape; else the whole encoder (`call`) at padded length `length` (XLA-compiled for "padded_xla").
+        """
+
+        def embed(flat, lengths):
+            pieces = tf.RaggedTensor.from_row_lengths(flat, lengths)  # [B, (P)]
+            features = self._packer(pieces)  # [B, max_seq_length]
+            if length is None:
+                longest = tf.reduce_max(tf.concat([lengths + 2, [1]], axis=0))
+                features = {key: value[:, :longest] for key, value in features.items()}  # [B, T]
+                sequence = self.model.encoder.call_unpadded(features)["sequence_output"]  # [B, T, H]
+                return self._pooler(sequence, features["padding_mask"])  # [B, D]
+            return padded({key: value[:, :length] for key, value in features.items()})  # [B, T] in
+
+        def padded_forward(features):
+            sequence = self.model.encoder(features)["sequence_output"]  # [B, T, H]
+            return self._pooler(sequence, features["padding_mask"])  # [B, D]
+
+        # One graph for the padding-free path; one per (length, batch size) for the padded one.
+        spec = [tf.TensorSpec([None], tf.int32), tf.TensorSpec([None if length is None else batch_size], tf.int32)]
+        if length is not None:
+            # The packer's ops have no XLA kernels: only the forward is compiled.
+            padded = tf.function(padded_forward, autograph=False, jit_compile=self.forward == "padded_xla" or None)
+        return tf.function(embed, input_signature=spec, autograph=False)
+
+
+def _forward_setting():
+    setting = os.environ.get(ENV_FORWARD, "auto").strip().lower()
+    if setting not in FORWARDS:
+        raise ValueError(f"{ENV_FORWARD} must be one of {list(FORWARDS)}. Received: {ENV_FORWARD}={setting!r}")
+    return setting
