@@ -127,6 +127,14 @@ flags.DEFINE_integer(
 )
 flags.DEFINE_integer("eval_batch_size", 64, "Batch size of evaluation.", lower_bound=1)
 flags.DEFINE_string("tfds_data_dir", None, "TensorFlow Datasets data directory for tfds: inputs.")
+flags.DEFINE_bool(
+    "split_special_tokens",
+    None,
+    "Read [MASK], [SEP], ... written in the data as text (true) or as their single ids (false); default: as the "
+    "--init directory's bert_tf.json says (Hugging Face and TF1 checkpoints: false, as Hugging Face's tokenizers). "
+    "Recorded in the model directory's bert_tf.json, which the export follows.",
+    allow_override=True,
+)
 flags.DEFINE_integer("seed", 0, "Seed for initialization, shuffling and dropout.", allow_override=True)
 
 

@@ -48,6 +48,14 @@ flags.DEFINE_string(
 )
 flags.DEFINE_integer("vocab_size", 8000, "Size of a vocabulary built on the fly.", lower_bound=6)
 flags.DEFINE_bool("lowercase", True, "Uncased tokenization.")
+# allow_override: finetune defines it with its own default (None: the --init directory's).
+flags.DEFINE_bool(
+    "split_special_tokens",
+    False,
+    "Read [MASK], [SEP], ... written in the corpus as text ([, mask, ]) instead of their single ids (kept whole by "
+    "default, as Hugging Face's tokenizers do); recorded in the model directory's bert_tf.json.",
+    allow_override=True,
+)
 flags.DEFINE_string("model", "mini", f"Preset ({', '.join(PRESETS)}) or a bert_config.json path.")
 flags.DEFINE_enum(
     "model_type",

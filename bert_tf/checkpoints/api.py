@@ -312,6 +312,8 @@ def _hf_tokenizer_config(encoder, path, settings):
     """`tokenizer_config.json` for the tokenizer files in `path` (transformers' slow and fast tokenizers read it)."""
     prefix = name_table.hf_class(encoder, "Tokenizer")
     config = {"model_max_length": encoder.max_position_embeddings, "tokenizer_class": prefix}
+    if settings.get("split_special_tokens"):  # transformers' default is false
+        config["split_special_tokens"] = True
     if os.path.isfile(os.path.join(path, tokenizer_files.BPE_VOCAB_FILE)):
         specials = {"bos": "<s>", "eos": "</s>", "cls": "<s>", "sep": "</s>", "pad": "<pad>", "unk": "<unk>"}
         config.update({f"{name}_token": token for name, token in specials.items()})

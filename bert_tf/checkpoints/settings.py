@@ -115,6 +115,8 @@ def infer_settings(path, max_position_embeddings):
         settings["lowercase"] = _vocab_is_uncased(os.path.join(directory, "vocab.txt"))
     if isinstance(data.get("strip_accents"), bool):
         settings["strip_accents"] = data["strip_accents"]
+    if isinstance(data.get("split_special_tokens"), bool):  # transformers' tokenizers read it there too
+        settings["split_special_tokens"] = data["split_special_tokens"]
     length = data.get("model_max_length")
     if isinstance(length, int) and 2 <= length < max_position_embeddings:
         settings["max_seq_length"] = length

@@ -104,6 +104,7 @@ def write_pretraining_shards(
         "dupe_factor": dupe_factor,
         "vocab_sha256": _sha256(tokenizer.vocab_file),
         "lowercase": tokenizer.lowercase,
+        "split_special_tokens": tokenizer.split_special_tokens,
         "corpus": [os.path.abspath(f) for f in files],
         "records": sum(s["records"] for s in shards),
         "shards": shards,

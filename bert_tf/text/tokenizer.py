@@ -12,18 +12,22 @@ Pipeline (the reference's order):
 1. Invalid UTF-8 is replaced by U+FFFD (which cleaning then removes), as
    Python's `bytes.decode("utf-8", errors="replace")` would before the
    reference.
-2. Normalize and split into words: clean, strip accents, lowercase, split on
-   whitespace, punctuation and CJK ideographs (`bert_tf.text.normalization`,
-   which holds the reference's Unicode tables).
-3. WordPiece (greedy longest match first, `##` continuations); a word longer
+2. Unless `split_special_tokens`, the vocabulary's special tokens written in
+   the raw text ("[MASK]", "[SEP]", ... in exact case, before any
+   normalization, also glued to words) are cut out and become their single
+   ids, as Hugging Face's tokenizers do by default.
+3. Normalize and split the rest into words: clean, strip accents, lowercase,
+   split on whitespace, punctuation and CJK ideographs
+   (`bert_tf.text.normalization`, which holds the reference's Unicode tables).
+4. WordPiece (greedy longest match first, `##` continuations); a word longer
    than `max_input_chars_per_word` characters becomes `[UNK]`.
 
 Speed: rows of plain ASCII (printable, tab, newline, carriage return; most
-real text) need no cleaning, NFD or special tables: they are lowercased and go
-to tensorflow-text's end-to-end WordPiece, whose BERT pretokenization splits
-ASCII exactly as the reference does. Only the other rows take the pipeline
-above, and only the non-ASCII characters of those are normalized one at a time
-for offsets.
+real text) without a special token need no cleaning, NFD or special tables:
+they are lowercased and go to tensorflow-text's end-to-end WordPiece, whose
+BERT pretokenization splits ASCII exactly as the reference does. Only the
+other rows take the pipeline above, and only the non-ASCII characters of those
+are normalized one at a time for offsets.
 
 Vocabulary sources: a `vocab.txt` (`BertTokenizer(vocab_file)`, kept as a
 SavedModel asset), an in-memory list (`BertTokenizer(vocabulary=[...])`, kept
@@ -67,9 +71,13 @@ class BertTokenizer(keras.layers.Layer):
     Runs entirely in-graph (tf.data, tf.function, SavedModel). Ids equal
     those of Hugging Face `tokenizers.BertWordPieceTokenizer(vocab_file,
     lowercase=lowercase, strip_accents=strip_accents, clean_text=True,
-    handle_chinese_chars=True)` without special tokens added, and those of
-    google-research/bert `FullTokenizer` (which never keeps special tokens, as
-    `split_special_tokens=True` here).
+    handle_chinese_chars=True)` (and `BertTokenizerFast`, `BertTokenizer`)
+    without special tokens added: by default, as there, the vocabulary's
+    special tokens written in the text ("[MASK]", "[SEP]", ... in exact case,
+    also glued to words: "x[SEP]y") are their single ids, each spanning itself
+    in `tokenize_with_offsets`. With `split_special_tokens=True` they are
+    ordinary text, and the ids are those of google-research/bert
+    `FullTokenizer` (which never keeps special tokens).
 
     Invalid UTF-8 bytes are replaced by U+FFFD, which cleaning removes: the
     ids are those the reference gives for
@@ -290,7 +298,10 @@ class BertTokenizer(keras.layers.Layer):
                 keys=tf.range(len(vocab), dtype=tf.int64),
                 values=tf.constant(vocab, tf.string),
             )
-        self._id_to_token = tf.lookup.StaticHashTable(initializer, default_value=unk)
+        # Anonymous: a file's table is otherwise shared by name (made of the Asset's address), so a table
+        # whose handle outlives its tokenizer (in a traced function, a traceback) could serve a later
+        # tokenizer's detokenize with another vocabulary.
+        self._id_to_token = tf.lookup.StaticHashTable(initializer, default_value=unk, experimental_is_anonymous=True)
 
     def _special_id(self, token):
         """Id of a BERT special token by its name, special for `split_special_tokens` or not."""

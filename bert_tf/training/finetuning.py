@@ -101,6 +101,9 @@ class FinetuneConfig:
     keep_checkpoints: int = 1  # training checkpoints kept (the best model is kept apart in model_dir)
     eval_batch_size: int = 64
     tfds_data_dir: str = None
+    # Literal "[MASK]", "[SEP]", ... in the data: True reads them as text, False as their single ids; None: as the
+    # init directory says (bert_tf.json; Hugging Face and TF1 checkpoints: false, Hugging Face's default).
+    split_special_tokens: bool = None
 
 
 # === The run ===
@@ -120,6 +123,8 @@ def _load_encoder(config):
 def _tokenizer(config, max_position_embeddings):
     """The tokenizer of `config.init` (any kind `checkpoints.load_tokenizer` reads) and the settings it was read with."""
     settings = {**infer_settings(config.init, max_position_embeddings), **tokenizer_settings(config.init)}
+    if config.split_special_tokens is not None:
+        settings["split_special_tokens"] = config.split_special_tokens
     return load_tokenizer(config.init, settings), settings
 
 
@@ -184,6 +189,11 @@ def finetune(config, strategy=None, log=print):
     message = glob_characters_error(config.model_dir)
     if message:
         raise ValueError(f"FinetuneConfig: {message}.")
+    if config.split_special_tokens is not None and not isinstance(config.split_special_tokens, bool):
+        raise ValueError(
+            "FinetuneConfig: `split_special_tokens` must be True, False or None (the init directory's). "
+            f"Received: split_special_tokens={config.split_special_tokens!r}"
+        )
     if task.check_config is not None:
         task.check_config(config)
     strategy = strategy or create_strategy("one_device")
@@ -235,7 +245,7 @@ def finetune(config, strategy=None, log=print):
     model_settings = {
         **{
             key: init_settings[key]
-            for key in ("lowercase", "strip_accents", "add_prefix_space")
+            for key in ("lowercase", "strip_accents", "add_prefix_space", "split_special_tokens")
             if key in init_settings
         },
         "max_seq_length": config.max_seq_length,

@@ -84,6 +84,9 @@ class PretrainConfig:
     vocab: str = None  # vocab.txt (roberta: a byte-level BPE vocab.json, merges.txt beside it); None: built here
     vocab_size: int = 8000  # of a vocabulary built here
     lowercase: bool = True
+    # False: "[MASK]", "[SEP]", ... written in the corpus are their single ids (never masked), as Hugging Face's
+    # tokenizers read them; True: they are text ("[", "mask", "]"), as google-research/bert's. bert_tf.json keeps it.
+    split_special_tokens: bool = False
     # Model and objective
     model: str = "mini"  # a preset (bert_tf.config.PRESETS) or a bert_config.json path
     model_type: str = "bert"  # bert_tf.config.MODEL_TYPES: the family a preset becomes (a config file's must agree)
@@ -146,6 +149,9 @@ class PretrainConfig:
                 fail(f"`{name}` must be one of {choices}", name)
         if not 0.0 < self.masking_rate <= 1.0:
             fail("`masking_rate` must be in (0, 1]", "masking_rate")
+        for name in ("lowercase", "split_special_tokens"):
+            if not isinstance(getattr(self, name), bool):
+                fail(f"`{name}` must be True or False", name)
         if self.warmup_steps is not None:  # set: checked as given (None derives it from warmup_proportion)
             if self.warmup_steps < 0:
                 fail("`warmup_steps` must be >= 0", "warmup_steps")
@@ -333,7 +339,7 @@ def pretrain(config, strategy=None, log=print):
     strategy = strategy or create_strategy("one_device")
     chief = is_chief(strategy)
     files, corpus_format, vocab_file = corpus_and_vocab(config, chief, log)
-    tokenizer = pretraining_tokenizer(vocab_file, config.lowercase)
+    tokenizer = pretraining_tokenizer(vocab_file, config.lowercase, split_special_tokens=config.split_special_tokens)
     bert_config = model_config(config.model, tokenizer.vocab_size, config.model_type, config.embedding_size)
     if config.max_seq_length > bert_config.max_position_embeddings:
         raise ConfigError(
@@ -356,6 +362,7 @@ def pretrain(config, strategy=None, log=print):
         "masking_rate": config.masking_rate,
         "whole_word_masking": config.whole_word_masking,
         "lowercase": config.lowercase,
+        "split_special_tokens": config.split_special_tokens,
     }
     done = _finished(config, settings, strategy)
     if done is not None:
@@ -438,7 +445,11 @@ def pretrain(config, strategy=None, log=print):
             config.model_dir,
             # A built vocabulary is already there; a BPE one is written below.
             vocab_file=vocab_file if config.vocab and not byte_pairs else None,
-            settings={"lowercase": config.lowercase, "max_seq_length": config.max_seq_length},
+            settings={
+                "lowercase": config.lowercase,
+                "max_seq_length": config.max_seq_length,
+                "split_special_tokens": config.split_special_tokens,
+            },
         )
         if byte_pairs:
             write_tokenizer_files(os.path.dirname(os.path.abspath(vocab_file)), config.model_dir)

@@ -9,7 +9,7 @@ import sys
 import keras
 import pytest
 
-from bert_tf.checkpoints import load_encoder
+from bert_tf.checkpoints import load_encoder, load_tokenizer
 from bert_tf.checkpoints.settings import read_settings
 from bert_tf.training.distribute import create_strategy
 from bert_tf.training.finetuning import FinetuneConfig, finetune
@@ -72,6 +72,41 @@ def test_classification_learns_and_keeps_the_best_model(tiny_dir, tmp_path):
     assert {row.split("\t")[1] for row in rows[1:]} <= {"negative", "positive"}
     assert rows[0].split("\t")[2:] == ["p(negative)", "p(positive)"]
     assert load_encoder(str(out)).count_params() > 0
+
+
+@pytest.fixture(scope="module")
+def split_init(tmp_path_factory):
+    """A tiny model directory whose bert_tf.json says `split_special_tokens: true` (not the default)."""
+    directory = tmp_path_factory.mktemp("split_init")
+    return tiny_model_dir(directory, WORDS, max_position_embeddings=64, split_special_tokens=True)
+
+
+def _short_run(init, model_dir, **overrides):
+    train = sentiment_tsv(os.path.join(os.path.dirname(model_dir), "train.tsv"), n=8)
+    _run(
+        task="classification",
+        init=init,
+        train_file=train,
+        glue_task="sst2",
+        train_steps=1,
+        model_dir=model_dir,
+        **overrides,
+    )
+    return read_settings(model_dir)
+
+
+def test_split_special_tokens_is_the_init_directorys(split_init, tmp_path):
+    """bert_tf.json's `split_special_tokens` goes from --init to the fine-tuned directory (and so to its export)."""
+    settings = _short_run(split_init, str(tmp_path / "run"))
+    assert settings["split_special_tokens"] is True
+    assert load_tokenizer(str(tmp_path / "run"), settings).split_special_tokens
+    with pytest.raises(ValueError, match="split_special_tokens='yes'"):
+        _short_run(split_init, str(tmp_path / "bad"), split_special_tokens="yes")
+    assert not os.path.exists(tmp_path / "bad")
+
+
+def test_split_special_tokens_flag_overrides_the_init_directory(split_init, tmp_path):
+    assert _short_run(split_init, str(tmp_path / "run"), split_special_tokens=False)["split_special_tokens"] is False
 
 
 def test_regression_reports_pearson_and_spearman(tiny_dir, tmp_path):

@@ -12,11 +12,14 @@ from bert_tf.config import ConfigError
 def test_round_trip_fills_defaults(tmp_path):
     written = settings.write_settings(tmp_path, {"lowercase": False, "labels": ["neg", "pos"]})
     assert written == {
-        **settings.DEFAULTS,
         "lowercase": False,
+        "strip_accents": None,
+        "max_seq_length": 512,
         "labels": ["neg", "pos"],
+        "split_special_tokens": False,
+        "pooling": ["mean"],
+        "normalize": True,
     }
-    assert (written["split_special_tokens"], written["pooling"], written["normalize"]) == (False, ["mean"], True)
     assert settings.read_settings(tmp_path) == written
 
 
@@ -39,6 +42,15 @@ def test_infer_from_tokenizer_config(tmp_path):
         json.dump({"do_lower_case": False, "strip_accents": True, "model_max_length": 256}, f)
     inferred = settings.infer_settings(str(tmp_path), max_position_embeddings=512)
     assert (inferred["lowercase"], inferred["strip_accents"], inferred["max_seq_length"]) == (False, True, 256)
+    assert inferred["split_special_tokens"] is False  # transformers' default
+    with open(os.path.join(tmp_path, "tokenizer_config.json"), "w") as f:
+        json.dump({"split_special_tokens": True}, f)
+    assert settings.infer_settings(str(tmp_path), max_position_embeddings=512)["split_special_tokens"] is True
+
+
+def test_split_special_tokens_must_be_a_bool(tmp_path):
+    with pytest.raises(ConfigError, match="split_special_tokens='yes'"):
+        settings.write_settings(tmp_path, {"split_special_tokens": "yes"})
 
 
 @pytest.mark.parametrize("pieces, lowercase", [(["[CLS]", "the", "##s"], True), (["[CLS]", "The", "the"], False)])

@@ -234,6 +234,8 @@ SAFE_CASES = {
     "whitespace": [" ", "\t\n \u3000\u00a0"],
     "invalid_utf8": [b"caf\xc3 \xff\xfe John\x80 lives in Paris", b"\xc3\xa9\xed\xa0\x80 dog"],
     "megabyte": [("John lives in Paris. " * 50_000).encode("utf-8"), b"x" * (1 << 20)],
+    # Literal special tokens: their single ids (the directories' default), [mask] and [Mask] are text.
+    "special_tokens": ["[CLS] John[SEP]lives in [MASK] Paris.", "[mask] [SEP][SEP] Café 東京[PAD] [Mask]"],
 }
 
 
@@ -542,6 +544,56 @@ def test_invalid_utf8_answers(served, modules):
     ):
         for i in range(n):  # Character offsets into the text as Python decodes it, bytes as they came.
             assert text.decode("utf-8", "replace")[start[i] : end[i]] == surface[i].decode("utf-8", "replace")
+
+
+def test_literal_special_tokens_are_their_ids_in_every_signature(served, modules):
+    """Every kind's signatures answer, loaded as in process, with the special tokens written in the text kept whole
+    (the default of a directory without `split_special_tokens`), and offsets that slice the text."""
+    responses = _check_case(served, "special_tokens")
+    texts = SAFE_CASES["special_tokens"]
+    token_ids = responses["special_tokens.encoder.serving_default"]["token_ids"]
+    # [CLS] | [CLS] john [SEP] lives in [MASK] paris . | [SEP]
+    np.testing.assert_array_equal(token_ids[0, :10], [2, 2, 22, 3, 23, 24, 4, 21, 10, 3])
+    # [CLS] | [ mask ] [SEP] [SEP] cafe 東 京 [PAD] [ mask ] | [SEP]: "[", "]" and "mask" are not in VOCAB.
+    np.testing.assert_array_equal(token_ids[1, :14], [2, 1, 1, 1, 3, 3, 30, 31, 32, 0, 1, 1, 1, 3])
+    assert responses["special_tokens.encoder.serving_default"]["padding_mask"][1, :14].all()  # [PAD] is a token
+    assert responses["special_tokens.encoder.fill_mask"]["num_masks"].tolist() == [1, 0]
+    ner = responses["special_tokens.ner.serving_default"]
+    assert [e for row in _python_entities(modules["ner"][0], texts) for e in row] == [
+        (ner["entity_type"][row, i].decode(), ner["entity_start"][row, i], ner["entity_end"][row, i], surface)
+        for row in range(2)
+        for i in range(ner["num_entities"][row])
+        for surface in [texts[row][ner["entity_start"][row, i] : ner["entity_end"][row, i]]]
+    ]
+    assert all(
+        ner["entity_text"][row, i].decode() == texts[row][ner["entity_start"][row, i] : ner["entity_end"][row, i]]
+        for row in range(2)
+        for i in range(ner["num_entities"][row])
+    )
+    qa = responses["special_tokens.squad.serving_default"]
+    for i, context in enumerate(texts):
+        assert context[qa["start"][i] : qa["end"][i]] == qa["answer"][i].decode()
+
+
+def test_directory_that_splits_special_tokens(vocab_file, workdir):
+    """`split_special_tokens: true` in bert_tf.json: the signatures read "[MASK]" as text, but `fill_mask`."""
+    texts = tf.constant(["the [MASK] sat [SEP]"])
+    split = [2, 5, 1, 1, 1, 7, 1, 1, 1, 3]  # [CLS] the [ mask ] sat [ sep ] [SEP]: "[", "]", "mask", "sep" unknown
+    modules = {}
+    for kind in ("encoder", "classification"):
+        path = os.path.join(workdir, "models", f"split-{kind}")
+        settings = dict(KINDS[kind][0], split_special_tokens=True)
+        checkpoints.save_model_dir(_task_model(kind, _tiny_encoder()), path, vocab_file=vocab_file, settings=settings)
+        modules[kind] = serving_module(path)
+        assert modules[kind].tokenizer.split_special_tokens
+        np.testing.assert_array_equal(_packed(modules[kind], texts)["token_ids"][0], split)
+    encoder = modules["encoder"]
+    assert not encoder.mask_tokenizer.split_special_tokens
+    signatures = encoder.signatures()
+    np.testing.assert_array_equal(signatures["serving_default"](text=texts)["token_ids"][0], split)
+    out = signatures["fill_mask"](text=texts)
+    np.testing.assert_array_equal(out["num_masks"], [1])
+    np.testing.assert_array_equal(out["token_ids"][0], [2, 5, 4, 7, 3, 3])  # [CLS] the [MASK] sat [SEP] [SEP]
 
 
 def test_megabyte_string_answers(served):

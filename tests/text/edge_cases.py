@@ -1,7 +1,10 @@
 """Edge-case inputs for tokenizer parity tests.
 
 `EDGE_CASES` holds `bytes` (UTF-8, sometimes deliberately invalid): the
-reference tokenizer receives `line.decode("utf-8", errors="replace")`.
+reference tokenizer receives `line.decode("utf-8", errors="replace")`. Its
+tail, `SPECIAL_TOKEN_CASES`, writes BERT's special tokens in the text: alone,
+glued to words and to each other, in look-alike case or spacing, next to
+accents, CJK, Unicode spaces and removed characters.
 """
 
 _TEXT = [
@@ -92,7 +95,36 @@ _BYTES = [
     b"[MA\xffSK] [MASK]\xff",
 ]
 
-EDGE_CASES = [t.encode("utf-8") for t in _TEXT] + _BYTES
+# Literal special tokens: kept whole (exact case, matched on the raw text before normalization) unless
+# split_special_tokens, as Hugging Face's tokenizers do.
+_SPECIAL_TOKEN_TEXT = [
+    "[MASK]",
+    "[SEP]",
+    "[CLS]",
+    "[PAD]",
+    "[UNK]",
+    "The [MASK] sat on the mat.",
+    "[CLS] Hello world [SEP] Second sentence [SEP]",
+    # Look-alikes that are not special: other case, inner spaces, half brackets, fullwidth, zero-width inside.
+    "[mask] [Mask] [MASK [ MASK ] [ MASK] MASK] [MAS K] [MASKS] [[MASK]]",
+    "[\uff2d\uff21\uff33\uff2b] \uff3bMASK\uff3d [MASK\u200b] [\u200bMASK] [MA\x00SK]",
+    # Glued to words, punctuation, continuations and each other.
+    "x[SEP]y [CLS][SEP] a[MASK]b [MASK][MASK] [SEP]. ,[SEP], [MASK]S [SEP]ARATE ##[MASK] [SEP]##s",
+    # Next to accents (composed, decomposed, a combining mark right after the token), case mapping, CJK, emoji.
+    "caf\u00e9[MASK]na\u00efve Caf\u00e9 [MASK] CAF\u00c9[SEP]\u00c9",
+    "\u00e9[UNK]\u0301 [UNK]\u0301 [MASK]\u0301x e\u0301[SEP]",
+    "I\u0307[MASK]\u0130 \u0130[SEP] Stra\u00dfe[MASK]STRASSE",
+    "\u4e2d[MASK]\u6587 [SEP]\u4e2d\u6587[CLS] \u65e5\u672c\u8a9e[MASK]\u3002",
+    "\U0001f600[MASK]\U0001f600 [SEP]\ufeff",
+    # Whitespace variants and characters cleaning removes around them.
+    "a\u00a0[MASK]\u3000b\t[SEP]\n[CLS]\u2028x \u200b[MASK]\u200b",
+    "  [PAD]  [PAD][PAD]  ",
+    "a\x00[MASK] [SEP]\x7f \x01[CLS]\x01",
+]
+
+SPECIAL_TOKEN_CASES = [t.encode("utf-8") for t in _SPECIAL_TOKEN_TEXT] + [b"[MASK]\xff[SEP]", b"\xfe[CLS]\xc3"]
+
+EDGE_CASES = [t.encode("utf-8") for t in _TEXT] + _BYTES + SPECIAL_TOKEN_CASES
 
 # Byte-level BPE (GPT-2 pre-tokenization and RoBERTa's special tokens), used with EDGE_CASES.
 _BPE_TEXT = [

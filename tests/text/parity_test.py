@@ -2,10 +2,15 @@
 
 The reference is Hugging Face `tokenizers.BertWordPieceTokenizer` with the
 same vocabulary and settings (`clean_text=True`, `handle_chinese_chars=True`),
-`encode_batch(lines, add_special_tokens=False)`. Every line of every text file
-under ../shared/data is compared, uncased and cased, plus the edge cases of
-`edge_cases.py` and a sweep over every Unicode code point. Input bytes go to
-our tokenizer as they are; the reference gets
+`encode_batch(lines, add_special_tokens=False)`, built as Hugging Face builds
+it: the vocabulary's special tokens registered and kept whole where the text
+writes them (its default; `encode_special_tokens=True` for our
+`split_special_tokens=True`). Every line of every text file under
+../shared/data is compared, uncased and cased, plus the edge cases of
+`edge_cases.py` (ids and character offsets) and a sweep over every Unicode
+code point; the tokenizer read from the MiniLM folder's `tokenizer.json` is
+compared with `tokenizers.Tokenizer.from_file` on the same edge cases. Input
+bytes go to our tokenizer as they are; the reference gets
 `line.decode("utf-8", errors="replace")`.
 """
 
@@ -18,7 +23,7 @@ import tensorflow as tf
 
 from bert_tf.text import BertTokenizer
 from bert_tf.text.normalization import normalize, split_words
-from tests.text.edge_cases import EDGE_CASES
+from tests.text.edge_cases import EDGE_CASES, SPECIAL_TOKEN_CASES
 
 tokenizers = pytest.importorskip("tokenizers")
 
@@ -85,7 +90,9 @@ def _corpora():
 CORPORA = _corpora()
 
 
-def _reference(vocab, lowercase, strip_accents, encode_special_tokens=True):
+def _reference(vocab, lowercase, strip_accents, encode_special_tokens=False):
+    """Hugging Face's tokenizer of `vocab`: it registers the vocabulary's [PAD], [UNK], [CLS], [SEP], [MASK] as
+    special tokens, kept whole in the text unless `encode_special_tokens`."""
     ref = tokenizers.BertWordPieceTokenizer(
         vocab,
         lowercase=lowercase,
@@ -93,7 +100,7 @@ def _reference(vocab, lowercase, strip_accents, encode_special_tokens=True):
         clean_text=True,
         handle_chinese_chars=True,
     )
-    # Literal "[MASK]" as plain text, as BertTokenizer(split_special_tokens=True).
+    # True: literal "[MASK]" is plain text, as BertTokenizer(split_special_tokens=True).
     ref._tokenizer.encode_special_tokens = encode_special_tokens
     return ref
 
@@ -144,20 +151,72 @@ def test_edge_case_parity(pair):
     assert not bad, [(EDGE_CASES[i], ours(tf.constant([EDGE_CASES[i]]))) for i in bad]
 
 
+def test_edge_cases_hold_special_tokens(minilm_vocab):
+    """The edge cases write special tokens both ways: kept whole, and look-alikes that are plain text."""
+    kept = BertTokenizer(minilm_vocab)(tf.constant(SPECIAL_TOKEN_CASES)).to_list()
+    split = BertTokenizer(minilm_vocab, split_special_tokens=True)(tf.constant(SPECIAL_TOKEN_CASES)).to_list()
+    mask_id = BertTokenizer(minilm_vocab).mask_id
+    assert sum(row.count(mask_id) for row in kept) >= 20
+    assert not any(mask_id in row for row in split)
+    look_alikes = SPECIAL_TOKEN_CASES[7]  # "[mask] [Mask] [MASK [ MASK ] ... [[MASK]]": one special token
+    assert kept[7].count(mask_id) == 1, look_alikes
+
+
 @pytest.mark.parametrize("setting", sorted(SETTINGS))
-def test_special_tokens_kept_parity(minilm_vocab, setting):
-    """split_special_tokens=False matches the reference's default."""
+def test_split_special_tokens_parity(minilm_vocab, setting):
+    """split_special_tokens=True matches the reference with `encode_special_tokens=True`."""
     lowercase, strip_accents = SETTINGS[setting]
     ours = BertTokenizer(
         minilm_vocab,
         lowercase=lowercase,
         strip_accents=strip_accents,
-        split_special_tokens=False,
+        split_special_tokens=True,
     )
-    ref = _reference(minilm_vocab, lowercase, strip_accents, encode_special_tokens=False)
+    ref = _reference(minilm_vocab, lowercase, strip_accents, encode_special_tokens=True)
     lines = EDGE_CASES + CORPORA["glue/SST-2/dev.tsv"]()
     assert not _mismatches(ours.tokenize, ref, lines)
     assert not _mismatches(lambda x: ours.tokenize_with_offsets(x)[0], ref, lines)
+
+
+def _offset_mismatches(ours, ref, lines):
+    """Lines whose `tokenize_with_offsets(unit="char")` ids or offsets differ from the reference's encoding."""
+    ids, starts, ends = ours.tokenize_with_offsets(tf.constant(lines), unit="char")
+    theirs = ref.encode_batch([line.decode("utf-8", errors="replace") for line in lines], add_special_tokens=False)
+    bad = []
+    for line, row_ids, row_starts, row_ends, encoding in zip(
+        lines, ids.to_list(), starts.to_list(), ends.to_list(), theirs
+    ):
+        if row_ids != encoding.ids or list(zip(row_starts, row_ends)) != encoding.offsets:
+            bad.append((line[:80], list(zip(row_ids, row_starts, row_ends))[:8], encoding.offsets[:8]))
+    return bad
+
+
+@pytest.mark.parametrize("split_special_tokens", [False, True])
+@pytest.mark.parametrize("setting", sorted(SETTINGS))
+def test_edge_case_offsets_parity(minilm_vocab, setting, split_special_tokens):
+    """Character offsets equal the reference's (a kept special token spans itself), special tokens kept or not."""
+    lowercase, strip_accents = SETTINGS[setting]
+    ours = BertTokenizer(
+        minilm_vocab, lowercase=lowercase, strip_accents=strip_accents, split_special_tokens=split_special_tokens
+    )
+    ref = _reference(minilm_vocab, lowercase, strip_accents, encode_special_tokens=split_special_tokens)
+    assert not _offset_mismatches(ours, ref, EDGE_CASES)
+
+
+@pytest.mark.parametrize("split_special_tokens", [False, True])
+def test_tokenizer_json_parity(minilm_dir, split_special_tokens):
+    """`BertTokenizer.from_tokenizer_json` (default: special tokens kept) against `Tokenizer.from_file`."""
+    path = os.path.join(minilm_dir, "tokenizer.json")
+    overrides = {"split_special_tokens": True} if split_special_tokens else {}
+    ours = BertTokenizer.from_tokenizer_json(path, **overrides)
+    assert ours.split_special_tokens == split_special_tokens
+    ref = tokenizers.Tokenizer.from_file(path)
+    ref.no_padding()  # the file pads and truncates to 128
+    ref.no_truncation()
+    ref.encode_special_tokens = split_special_tokens
+    assert not _offset_mismatches(ours, ref, EDGE_CASES)
+    lines = CORPORA["glue/SST-2/dev.tsv"]()
+    assert not _mismatches(ours.tokenize, ref, lines)
 
 
 @pytest.mark.parametrize("setting", sorted(SETTINGS))

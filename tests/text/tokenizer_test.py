@@ -1,5 +1,6 @@
 """Unit tests of bert_tf.text.BertTokenizer on a tiny vocabulary."""
 
+import gc
 import os
 import shutil
 
@@ -102,11 +103,28 @@ def test_max_input_chars_per_word(vocab_file):
 
 
 def test_split_special_tokens(vocab_file):
-    text = tf.constant(["fox [MASK] [mask] x[SEP]"])
-    split = BertTokenizer(vocab_file)(text).to_list()[0]
-    assert split == _ids("fox", "[", "mask", "]", "[", "mask", "]", "[UNK]", "[", "[UNK]", "]")
-    kept = BertTokenizer(vocab_file, split_special_tokens=False)(text).to_list()[0]
-    assert kept == _ids("fox", "[MASK]", "[", "mask", "]", "[UNK]", "[SEP]")
+    text = tf.constant(["fox [MASK] [mask] x[SEP]", "[CLS][SEP]"])
+    kept = BertTokenizer(vocab_file)(text).to_list()  # the default, as Hugging Face's
+    assert kept[0] == _ids("fox", "[MASK]", "[", "mask", "]", "[UNK]", "[SEP]")
+    assert kept[1] == _ids("[CLS]", "[SEP]")
+    split = BertTokenizer(vocab_file, split_special_tokens=True)(text).to_list()
+    assert split[0] == _ids("fox", "[", "mask", "]", "[", "mask", "]", "[UNK]", "[", "[UNK]", "]")
+    assert split[1] == _ids("[", "[UNK]", "]", "[", "[UNK]", "]")
+
+
+def test_special_tokens_keep_their_case_and_offsets(vocab_file):
+    """Special tokens match the raw text in exact case, before lowercasing, and span themselves."""
+    tokenizer = BertTokenizer(vocab_file)
+    assert not tokenizer.split_special_tokens
+    texts = ["The[MASK]fox", "[Mask] [MASK]caf\u00e9 中[SEP]", "[PAD]"]
+    ids, starts, ends = tokenizer.tokenize_with_offsets(tf.constant(texts), unit="char")
+    assert ids.to_list() == [
+        _ids("the", "[MASK]", "fox"),
+        _ids("[", "mask", "]", "[MASK]", "cafe", "中", "[SEP]"),
+        _ids("[PAD]"),
+    ]
+    pieces = [[t[a:b] for a, b in zip(s, e)] for t, s, e in zip(texts, starts.to_list(), ends.to_list())]
+    assert pieces == [["The", "[MASK]", "fox"], ["[", "Mask", "]", "[MASK]", "caf\u00e9", "中", "[SEP]"], ["[PAD]"]]
 
 
 def _pieces(text, starts, ends):
@@ -195,9 +213,13 @@ def test_get_config_round_trip(vocab_file):
     config = tokenizer.get_config()
     assert config["vocab_file"] == vocab_file
     assert "vocabulary" not in config and "fox" not in str(config)
+    assert config["split_special_tokens"] is False
     clone = BertTokenizer.from_config(config)
     text = tf.constant(["The Quick [MASK] aaaaaaaa"])
     assert clone(text).to_list() == tokenizer(text).to_list()
+    assert tokenizer.mask_id in clone(text).to_list()[0]
+    split = BertTokenizer.from_config({**config, "split_special_tokens": True})
+    assert tokenizer.mask_id not in split(text).to_list()[0]
     restored = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(tokenizer))
     assert restored.get_config() == config
 
@@ -265,3 +287,20 @@ def test_vocab_file_with_empty_line_rejected(tmp_path):
     path.write_text("[PAD]\n[UNK]\n\nfox\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"empty line \(line 3\).*vocabulary=.*Received: vocab_file="):
         BertTokenizer(str(path))
+
+
+def test_detokenize_table_is_its_own(tmp_path):
+    """A vocab file's id -> token table is never another tokenizer's, even where an earlier table's handle outlives
+    its tokenizer (a traced function, a traceback): tables shared by name served other vocabularies at times."""
+    handles, wrong = [], []
+    for i in range(25):
+        path = tmp_path / f"vocab{i}.txt"
+        path.write_text(f"[PAD]\n[UNK]\nw{i}\n", encoding="utf-8")
+        tokenizer = BertTokenizer(str(path))
+        got = tokenizer.detokenize(tf.constant([[2]])).numpy()[0]
+        if got != f"w{i}".encode():
+            wrong.append((i, got))
+        handles.append(tokenizer._id_to_token.resource_handle)
+        del tokenizer
+        gc.collect()
+    assert not wrong

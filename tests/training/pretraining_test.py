@@ -27,6 +27,7 @@ SETTINGS = dict(
     max_seq_length=32,
     max_predictions_per_seq=5,
     steps_per_loop=2,
+    split_special_tokens=True,  # not the default: bert_tf.json and the resume record must say it
 )
 
 
@@ -86,6 +87,9 @@ def test_library_call_writes_the_directory_the_app_writes(runs):
     assert files == _files(app_dir)
     for name in ("bert_config.json", "bert_tf.json", "training_settings.json"):
         assert _json(library_dir, name) == _json(app_dir, name), name
+    assert _json(library_dir, "bert_tf.json")["split_special_tokens"] is True
+    assert _json(library_dir, "training_settings.json")["split_special_tokens"] is True
+    assert load_tokenizer(library_dir, _json(library_dir, "bert_tf.json")).split_special_tokens
     with (
         open(os.path.join(library_dir, "vocab.txt"), encoding="utf-8") as a,
         open(os.path.join(app_dir, "vocab.txt"), encoding="utf-8") as b,
@@ -134,6 +138,7 @@ def test_fill_mask_ranks_pieces_of_the_vocabulary(runs, corpus_and_vocab):
         (dict(dtype="float8"), "dtype='float8'"),
         (dict(corpus_format="pages"), "corpus_format='pages'"),
         (dict(group_size=1), "group_size=1"),
+        (dict(split_special_tokens="no"), "split_special_tokens='no'"),
     ],
 )
 def test_bad_settings_are_refused_naming_field_and_value(overrides, received, tmp_path):
