@@ -101,7 +101,7 @@ CHEAP = {
     "serving_default --input_exprs 'text=[\"a charming and often affecting journey\"]'": Cheap("finetuning"),
     # Search: MiniLM with a 115-line corpus instead of WikiText-2's 2891 lines.
     "bert-tf-export --model_dir=$M --output_dir=runs/serving/search/1 --max_seq_length=256 "
-    "--search_corpus=../shared/data/corpus/wikitext2/wiki.test.raw": Cheap(
+    "--search_corpus=../shared/data/corpus/wikitext2/wiki.test.raw --search_format=text": Cheap(
         "search", "--search_corpus=../shared/data/multilingual/udhr/English-Latin1 --max_seq_length=32"
     ),
     # Checkpoints and text tools.

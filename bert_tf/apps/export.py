@@ -19,6 +19,7 @@ from absl import app, flags
 from bert_tf.apps import errors, launch
 from bert_tf.checkpoints import CheckpointError, detect_format
 from bert_tf.config import ConfigError
+from bert_tf.data.passages import PASSAGE_FORMATS
 from bert_tf.export import check_output_dir, export_saved_model
 
 FLAGS = flags.FLAGS
@@ -85,6 +86,12 @@ flags.DEFINE_string(
     None,
     "--search_corpus TSV/CSV/JSONL: the id's column. Default: 0-based record numbers.",
 )
+flags.DEFINE_enum(
+    "search_format",
+    None,
+    list(PASSAGE_FORMATS),
+    "--search_corpus file format. Default: from its extension (.txt, .text or none: text; .tsv, .csv, .jsonl).",
+)
 flags.DEFINE_integer("search_batch_size", 32, "Passages per batch when embedding --search_corpus.", lower_bound=1)
 
 
@@ -103,7 +110,7 @@ def _validate_flags():
     if os.path.abspath(FLAGS.output_dir) == os.path.abspath(FLAGS.model_dir):
         raise app.UsageError(f"--output_dir must differ from --model_dir. Received: --output_dir={FLAGS.output_dir}")
     if FLAGS.search_corpus is None:
-        for name in ("search_text_column", "search_id_column"):
+        for name in ("search_text_column", "search_id_column", "search_format"):
             if FLAGS[name].value is not None:
                 raise app.UsageError(f"--{name} describes --search_corpus, which is not given.")
     elif not os.path.isfile(FLAGS.search_corpus):
@@ -140,6 +147,7 @@ def main(argv):
             search_corpus=FLAGS.search_corpus,
             search_text_column=_column(FLAGS.search_text_column),
             search_id_column=_column(FLAGS.search_id_column),
+            search_format=FLAGS.search_format,
             search_batch_size=FLAGS.search_batch_size,
         )
     except (CheckpointError, ConfigError, ValueError) as e:

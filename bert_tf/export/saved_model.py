@@ -189,6 +189,7 @@ def export_saved_model(
     search_corpus=None,
     search_text_column=None,
     search_id_column=None,
+    search_format=None,
     search_batch_size=32,
 ):
     """Exports the model at `model_dir` as a SavedModel taking raw strings.
@@ -221,6 +222,8 @@ def export_saved_model(
             before anything is written.
         search_text_column, search_id_column: the corpus's text and id
             columns (TSV/CSV/JSONL; default ids: 0-based record numbers).
+        search_format: "text", "tsv", "csv" or "jsonl"; default: from the
+            corpus file's extension (`.txt`, `.text` or none: text).
         search_batch_size: passages per batch when embedding the corpus.
 
     Returns:
@@ -231,11 +234,14 @@ def export_saved_model(
     check_output_dir(output_dir, overwrite)
     passages = None
     if search_corpus is not None:
-        passages = read_passages(search_corpus, text_column=search_text_column, id_column=search_id_column)
-    elif search_text_column is not None or search_id_column is not None:
+        passages = read_passages(
+            search_corpus, text_column=search_text_column, id_column=search_id_column, file_format=search_format
+        )
+    elif search_text_column is not None or search_id_column is not None or search_format is not None:
         raise ValueError(
-            "search_text_column and search_id_column describe a search corpus; pass search_corpus too. "
-            f"Received: search_text_column={search_text_column!r}, search_id_column={search_id_column!r}"
+            "search_text_column, search_id_column and search_format describe a search corpus; pass search_corpus "
+            f"too. Received: search_text_column={search_text_column!r}, search_id_column={search_id_column!r}, "
+            f"search_format={search_format!r}"
         )
     module = serving_module(
         model_dir,

@@ -112,6 +112,8 @@ def test_bad_search_corpus_exits_non_zero_before_writing(classifier_dir, tmp_pat
     output = tmp_path / "out"
     with pytest.raises(Exception, match="--search_text_column describes --search_corpus"):
         _run(model_dir=classifier_dir, output_dir=str(output), search_text_column="text")
+    with pytest.raises(Exception, match="--search_format describes --search_corpus"):
+        _run(model_dir=classifier_dir, output_dir=str(output), search_format="text")
     with pytest.raises(Exception, match="--search_corpus is not a file"):
         _run(model_dir=classifier_dir, output_dir=str(output), search_corpus=str(tmp_path / "absent.txt"))
     empty = write_text(tmp_path / "empty.txt", "\n")
@@ -172,6 +174,7 @@ def test_helpfull_documents_flags():
         "search_corpus",
         "search_text_column",
         "search_id_column",
+        "search_format",
         "search_batch_size",
     ):
         assert f"--{name}" in out or f"--[no]{name}" in out, name

@@ -134,7 +134,8 @@ def test_jsonl_id_column(model_dir, workdir):
     """The ids of a JSONL corpus's id column come back from `search` (the app test runs a TSV through a save)."""
     rows = [{"doc": f"doc-{i}", "body": text, "other": i} for i, text in enumerate(CORPUS_TEXTS)]
     corpus = write_text(workdir / "corpus.jsonl", "".join(json.dumps(row) + "\n" for row in rows))
-    module = serving_module(model_dir, passages=read_passages(corpus, text_column="body", id_column="doc"))
+    passages = read_passages(corpus, text_column="body", id_column="doc", file_format="jsonl")
+    module = serving_module(model_dir, passages=passages)
     assert isinstance(module, SearchModule) and module.metadata()["search"]["corpus_size"] == len(rows)
     got = module.search(tf.constant(["john lives in paris ."]), tf.constant(2))  # eagerly
     assert got["ids"][0, 0].numpy().decode() == "doc-2"
@@ -169,6 +170,9 @@ def test_bad_corpus_is_refused_before_anything_is_written(model_dir, tmp_path):
         export_saved_model(model_dir, output, search_corpus=str(tmp_path / "absent.txt"))
     with pytest.raises(ValueError, match="pass search_corpus too"):
         export_saved_model(model_dir, output, search_text_column="text")
+    raw = write_text(tmp_path / "corpus.raw", "the cat\n")
+    with pytest.raises(ValueError, match="Cannot infer the file format of .*corpus.raw"):
+        export_saved_model(model_dir, output, search_corpus=raw)
     assert _nothing_written(output)
 
 
