@@ -142,7 +142,7 @@ LONG = {
         "about 40 minutes: 12 fine-tuning runs of all-MiniLM-L6-v2 (keras-hub's side 2.5-3x longer)"
     ),
     "python tools/search_benchmark.py --output_md=runs/search_benchmark.md": Long(
-        "about 6 minutes: embeds 1000 WikiText-2 passages, saves and loads 1k/10k/100k-passage search models"
+        "about 4 minutes: embeds 1000 WikiText-2 passages, saves and loads 1k/10k/100k-passage search models"
     ),
     "python tools/benchmark.py --quick": Long("about 4 minutes; tests/tools/benchmark_test.py runs it (slow)"),
 }

@@ -60,13 +60,14 @@ class SearchModule(EncoderModule):
         if embeddings is None:
             embeddings = self.embed_passages(passage_texts, batch_size)
         embeddings = np.asarray(embeddings, np.float32)
-        if embeddings.ndim != 2 or embeddings.shape[0] != len(passage_texts):
+        dim = self.encoder.hidden_dim * len(self.pooling)  # D
+        if embeddings.shape != (len(passage_texts), dim):
             raise ValueError(
-                f"`embeddings` must be [N, D] with N = {len(passage_texts)} passages. "
-                f"Received: shape {embeddings.shape}"
+                f"`embeddings` must be [N, D] with N = {len(passage_texts)} passages and D = {dim} (the model's "
+                f"sentence_embedding). Received: shape {embeddings.shape}"
             )
         self.corpus_size = len(passage_texts)
-        self.embedding_dim = int(embeddings.shape[1])
+        self.embedding_dim = dim
         self.corpus_embeddings = tf.Variable(embeddings, trainable=False, name="corpus_embeddings")  # [N, D]
         self.corpus_ids = tf.Variable(tf.constant(passage_ids, tf.string), trainable=False, name="corpus_ids")
         self.corpus_texts = tf.Variable(tf.constant(passage_texts, tf.string), trainable=False, name="corpus_texts")

@@ -149,8 +149,10 @@ def test_search_module_refuses_mismatched_corpus(model_dir):
         SearchModule(*args, passage_ids=[], passage_texts=[])
     with pytest.raises(ValueError, match="One id per passage"):
         SearchModule(*args, passage_ids=["a"], passage_texts=["x", "y"])
-    with pytest.raises(ValueError, match=r"`embeddings` must be \[N, D\] with N = 2"):
+    with pytest.raises(ValueError, match=r"`embeddings` must be \[N, D\] with N = 2 passages and D = 16"):
         SearchModule(*args, passage_ids=["a", "b"], passage_texts=["x", "y"], embeddings=np.zeros([3, 16]))
+    with pytest.raises(ValueError, match=r"Received: shape \(2, 8\)"):
+        SearchModule(*args, passage_ids=["a", "b"], passage_texts=["x", "y"], embeddings=np.zeros([2, 8]))
 
 
 def _nothing_written(output):
