@@ -36,6 +36,7 @@ setuptools.setup(
             "bert-tf-pretrain=bert_tf.apps.pretrain:run",
             "bert-tf-finetune=bert_tf.apps.finetune:run",
             "bert-tf-export=bert_tf.apps.export:run",
+            "bert-tf-embed=bert_tf.apps.embed:run",
         ],
     },
 )

@@ -99,6 +99,9 @@ CHEAP = {
     'python -c "import tensorflow_text, sys; from tensorflow.python.tools import saved_model_cli; '
     'sys.exit(saved_model_cli.main())" run --dir runs/serving/sst2/1 --tag_set serve --signature_def '
     "serving_default --input_exprs 'text=[\"a charming and often affecting journey\"]'": Cheap("finetuning"),
+    # Sentence embeddings.
+    "bert-tf-embed --model_dir=$M --input=../shared/data/glue/SST-2/dev.tsv --text_column=sentence "
+    "--output=runs/sst2-embeddings --max_seq_length=128": Cheap("embed", "--shard_size=500"),
     # Search: MiniLM with a 115-line corpus instead of WikiText-2's 2891 lines.
     "bert-tf-export --model_dir=$M --output_dir=runs/serving/search/1 --max_seq_length=256 "
     "--search_corpus=../shared/data/corpus/wikitext2/wiki.test.raw --search_format=text": Cheap(
@@ -140,6 +143,9 @@ LONG = {
     "--output_png=runs/benchmark.png": Long("about 25 minutes"),
     "python tools/finetune_quality.py --tasks=STS-B,MRPC --seeds=1,2,3": Long(
         "about 40 minutes: 12 fine-tuning runs of all-MiniLM-L6-v2 (keras-hub's side 2.5-3x longer)"
+    ),
+    "python tools/benchmark.py --sections=embed --reference_python=../refenv/bin/python": Long(
+        "about 10 minutes; needs a Python with sentence-transformers and torch (not this project's environment)"
     ),
     "python tools/search_benchmark.py --output_md=runs/search_benchmark.md": Long(
         "about 4 minutes: embeds 1000 WikiText-2 passages, saves and loads 1k/10k/100k-passage search models"
@@ -236,9 +242,10 @@ def test_readme_commands_write_under_runs():
     """What a README command writes (model and output directories, output files) goes under runs/ (ignored)."""
     for block in readme_commands():
         for command in block:
+            reads_model_dir = command.startswith(("bert-tf-embed ", "bert-tf-export "))  # --model_dir: the model read
             for word in _shell_words(command):
                 match = re.match(r"--(model_dir|output|output_dir|output_md|output_png)=(.*)", word)
-                if match and match.group(2) != "M":  # $M: the installed MiniLM, read (bert-tf-export --model_dir)
+                if match and not (reads_model_dir and match.group(1) == "model_dir"):
                     assert match.group(2).startswith("runs/"), f"{command}\n  writes {match.group(2)} outside runs/"
     with open(os.path.join(ROOT, ".gitignore"), encoding="utf-8") as f:
         assert "/runs/" in f.read().split()

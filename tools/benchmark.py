@@ -28,6 +28,12 @@ Sections (`--sections`, all by default):
             (`BertTextClassifierPreprocessor`, `--seq_length`) + backbone
             exported together; batch 32 over the whole dev set and batch 1.
             Also the largest difference between the two sides' embeddings.
+  embed     `SentenceEmbedder.encode` (sentences/s) over the SST-2 dev sentences, batch `--batch_size`,
+            `--embed_max_seq_length` tokens, in each forward of `bert_tf.embeddings.FORWARDS` (best one
+            compared) vs sentence-transformers' `encode` (torch, CPU) on the same MiniLM folder: in this
+            Python when it has sentence_transformers, else in `--reference_python` running
+            tools/sentence_transformers_timing.py (one process per repeat; its model load is not timed).
+            Also the largest difference between the two sides' embeddings.
   text      tokenizer MB/s (bert_tf, keras-hub, HF `tokenizers`) and
             in-graph pretraining batches/s from raw text (bert_tf only: no
             peer builds NSP pairs in tf.data).
@@ -59,7 +65,8 @@ from absl import app, flags
 
 FLAGS = flags.FLAGS
 flags.DEFINE_boolean("quick", False, "Smoke run: tiny model, short sequences, one repeat.")
-flags.DEFINE_list("sections", ["peak", "train", "infer", "serve", "text"], "Sections to run.")
+SECTIONS = ("peak", "train", "infer", "serve", "embed", "text")
+flags.DEFINE_list("sections", list(SECTIONS), "Sections to run.")
 flags.DEFINE_list("train_configs", ["mini", "minilm"], "Model sizes of the training rows.")
 flags.DEFINE_list(
     "settings",
@@ -83,6 +90,13 @@ flags.DEFINE_string(
     "../shared/data/corpus/wikitext2/wiki.test.raw",
     "Text file(s) (glob) for the tokenizer and pipeline rows.",
 )
+flags.DEFINE_string(
+    "reference_python",
+    None,
+    "embed: a Python interpreter with sentence-transformers and torch (e.g. a separate virtual environment's "
+    "bin/python) that times the reference when this one cannot import sentence_transformers.",
+)
+flags.DEFINE_integer("embed_max_seq_length", 256, "embed: tokens per sentence (sentence-transformers' MiniLM: 256).")
 flags.DEFINE_string("output_md", None, "Also write the markdown table here.")
 flags.DEFINE_string("output_png", None, "Write the ratio chart here.")
 
@@ -659,6 +673,128 @@ def serve_rows(seq_length, batch_size):
     return rows
 
 
+# --- embed ---
+
+REFERENCE_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sentence_transformers_timing.py")
+
+
+def _reference_encoder(model_dir, sentences, batch_size, max_seq_length, workdir):
+    """`(name, time_once)`: `time_once()` -> `(sentences/s, embeddings, note)` of one timed sentence-transformers
+    pass (after an untimed one), in this process or in `--reference_python`; None when neither can."""
+    try:
+        import sentence_transformers
+    except ImportError:
+        sentence_transformers = None
+    if sentence_transformers is not None:
+        import torch
+
+        model = sentence_transformers.SentenceTransformer(model_dir, device="cpu")
+        model.max_seq_length = max_seq_length
+
+        def encode():
+            return model.encode(sentences, batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False)
+
+        encode()
+
+        def in_process():
+            start = time.perf_counter()
+            embeddings = encode()
+            return len(sentences) / (time.perf_counter() - start), embeddings, f"{torch.get_num_threads()} threads"
+
+        return f"torch {torch.__version__} CPU", in_process
+    if not FLAGS.reference_python:
+        return None
+    import json
+    import subprocess
+
+    import numpy as np
+
+    sentences_file = os.path.join(workdir, "sentences.txt")
+    with open(sentences_file, "w", encoding="utf-8") as f:
+        f.write("\n".join(sentences) + "\n")
+    embeddings_file = os.path.join(workdir, "reference.npy")
+
+    def other_process():
+        command = [
+            FLAGS.reference_python,
+            REFERENCE_SCRIPT,
+            f"--model_dir={model_dir}",
+            f"--sentences={sentences_file}",
+            f"--batch_size={batch_size}",
+            f"--max_seq_length={max_seq_length}",
+            "--repeats=1",
+            "--warmup=1",
+            f"--embeddings_out={embeddings_file}",
+        ]
+        result = subprocess.run(command, capture_output=True, text=True, timeout=1800)
+        if result.returncode:
+            raise RuntimeError(f"--reference_python={FLAGS.reference_python} failed:\n{result.stderr[-3000:]}")
+        report = json.loads(result.stdout.strip().splitlines()[-1])
+        note = f"{report['torch_threads']} threads, {os.path.basename(FLAGS.reference_python)} process"
+        return report["sentences_per_s"][0], np.load(embeddings_file), note
+
+    return "torch CPU (--reference_python)", other_process
+
+
+def embed_rows(batch_size):
+    """`SentenceEmbedder.encode` in each forward vs sentence-transformers' `encode`, alternating in every repeat."""
+    import numpy as np
+
+    from bert_tf.embeddings import FORWARDS, SentenceEmbedder
+
+    sentences = _sst2_sentences()
+    max_seq_length = 32 if FLAGS.quick else FLAGS.embed_max_seq_length
+    with tempfile.TemporaryDirectory() as workdir:
+        model_dir, _ = _model_dir(workdir)
+        forwards = [forward for forward in FORWARDS if forward != "auto"]
+        if FLAGS.quick:
+            forwards = forwards[:2]
+        embedders = {}
+        for forward in forwards:
+            os.environ["BERT_TF_EMBED_FORWARD"] = forward
+            embedders[forward] = SentenceEmbedder(model_dir, max_seq_length=max_seq_length, batch_size=batch_size)
+        os.environ.pop("BERT_TF_EMBED_FORWARD")
+        reference = (
+            None if FLAGS.quick else _reference_encoder(model_dir, sentences, batch_size, max_seq_length, workdir)
+        )
+        for embedder in embedders.values():
+            for _ in range(FLAGS.warmup):
+                embedder.encode(sentences)
+        rates = {("bert_tf", forward): [] for forward in forwards}
+        peer_rates, peer_note, peer_embeddings = [], "", None
+        for _ in range(FLAGS.repeats):
+            for forward, embedder in embedders.items():
+                start = time.perf_counter()
+                embeddings = embedder.encode(sentences)
+                rates[("bert_tf", forward)].append(len(sentences) / (time.perf_counter() - start))
+            if reference is not None:
+                rate, peer_embeddings, peer_note = reference[1]()
+                peer_rates.append(rate)
+        medians = {key: statistics.median(values) for key, values in rates.items()}
+        ours_setting, ours = _best(medians, "bert_tf")
+        name = f"encode, SST-2 dev sentences ({len(sentences)}), batch {batch_size}, max_seq_length {max_seq_length}"
+        detail = "; ".join(f"{forward} {medians[('bert_tf', forward)]:.1f}" for forward in forwards)
+        if reference is None:
+            why = "--quick" if FLAGS.quick else "no sentence_transformers here and no --reference_python"
+            return [Row("embed", name, "sent/s", ours, ours_setting=ours_setting, note=f"{detail}; peer: {why}")]
+        rows = [
+            Row(
+                "embed",
+                name,
+                "sent/s",
+                ours,
+                statistics.median(peer_rates),
+                "sentence-transformers",
+                ours_setting,
+                reference[0],
+                note=f"bert_tf forwards: {detail}; peer {peer_note}",
+            )
+        ]
+        difference = float(np.max(np.abs(embeddings - peer_embeddings)))
+        rows.append(Row("embed", "same model: max abs difference of the embeddings", "abs", difference))
+    return rows
+
+
 # --- text ---
 
 
@@ -825,7 +961,7 @@ def main(argv):
         FLAGS.seq_length, FLAGS.batch_size = 32, 4
         FLAGS.steps, FLAGS.warmup, FLAGS.repeats = 1, 1, 1
         FLAGS.train_configs = ["tiny"]
-    unknown = set(FLAGS.sections) - {"peak", "train", "infer", "serve", "text"}
+    unknown = set(FLAGS.sections) - set(SECTIONS)
     if unknown:
         print(f"error: unknown --sections {sorted(unknown)}", file=sys.stderr)
         return 1
@@ -843,11 +979,12 @@ def main(argv):
         "train": lambda: train_rows(FLAGS.seq_length, FLAGS.batch_size),
         "infer": lambda: infer_rows(FLAGS.seq_length, FLAGS.batch_size),
         "serve": lambda: serve_rows(FLAGS.seq_length, FLAGS.batch_size),
+        "embed": lambda: embed_rows(FLAGS.batch_size),
         "text": text_rows,
     }
     if "train" in FLAGS.sections and "peak" not in FLAGS.sections:
         peak_rows()
-    for section in ("peak", "train", "infer", "serve", "text"):
+    for section in SECTIONS:
         if section in FLAGS.sections:
             start = time.perf_counter()
             rows.extend(sections[section]())

@@ -6,8 +6,32 @@
 
 - `sentence_embedder`: `SentenceEmbedder` (`encode`, `similarity`), sentence-transformers' `encode` on the
   directory's pooling and normalization; `bucket_length`, the padded lengths of its batches.
+- `embed_file`: `embed_file` (a corpus file -> `embeddings.npy` + `ids.txt`, or TFRecord; resumable shards), what
+  `bert-tf-embed` calls; its file names and `read_manifest`.
 """
 
-from bert_tf.embeddings.sentence_embedder import SentenceEmbedder, bucket_length
+from bert_tf.embeddings.embed_file import (
+    EMBEDDINGS_FILE,
+    IDS_FILE,
+    MANIFEST_FILE,
+    OUTPUT_FORMATS,
+    TFRECORD_FILE,
+    EmbedResumeError,
+    embed_file,
+    read_manifest,
+)
+from bert_tf.embeddings.sentence_embedder import FORWARDS, SentenceEmbedder, bucket_length
 
-__all__ = ["SentenceEmbedder", "bucket_length"]
+__all__ = [
+    "EMBEDDINGS_FILE",
+    "FORWARDS",
+    "IDS_FILE",
+    "MANIFEST_FILE",
+    "OUTPUT_FORMATS",
+    "TFRECORD_FILE",
+    "EmbedResumeError",
+    "SentenceEmbedder",
+    "bucket_length",
+    "embed_file",
+    "read_manifest",
+]

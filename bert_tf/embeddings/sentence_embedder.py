@@ -26,10 +26,17 @@ from bert_tf.text import packer_for
 BYTES_PER_TOKEN = 100
 # Texts tokenized per tokenizer call (the lengths that batches are sorted by).
 TOKENIZE_CHUNK = 4096
-# Inputs from which `encode` shows a progress bar by default (on a terminal).
+# Inputs from which `encode` shows a progress bar by default (when stdout is a terminal).
 PROGRESS_MIN_TEXTS = 1024
+# The forward `encode` runs, from `BERT_TF_EMBED_FORWARD`: "unpadded" (`BertEncoder.call_unpadded` on each batch
+# cut to its longest row: one graph for every batch shape, only real tokens through the dense layers), "padded"
+# (the whole encoder on batches padded to `bucket_length` and a fixed batch size: one graph per length) or
+# "padded_xla" (the same, XLA-compiled). "auto" (default) is "unpadded": length-sorted batches leave the padded
+# forwards little padding to waste, yet on CPU they were slower (SST-2 dev, MiniLM, 2-core AMD EPYC: 221.6
+# sentences/s unpadded, 199.0 padded, 176.6 padded_xla after 40 s of compiling) and trace a graph per length
+# (tools/benchmark.py --sections=embed measures all three on any machine).
 ENV_FORWARD = "BERT_TF_EMBED_FORWARD"
-FORWARDS = ("auto", "padded", "unpadded")
+FORWARDS = ("auto", "unpadded", "padded", "padded_xla")
 
 
 def bucket_length(longest, max_seq_length):
@@ -66,10 +73,11 @@ class SentenceEmbedder:
     finds). Its embeddings are those of the directory's exported SavedModel
     (`sentence_embedding` of `bert_tf.export`).
 
-    `encode` sorts the texts by token count, so short texts share short
-    batches, pads each batch to a bucketed length (`bucket_length`) and a
-    fixed batch size, so few graphs are traced, and returns the embeddings in
-    the input order.
+    `encode` tokenizes in-graph, sorts the texts by token count, so short
+    texts share short batches, runs each batch through the encoder's
+    padding-free path (one traced graph for every batch shape; see
+    `ENV_FORWARD` for the padded ones, which pad to `bucket_length` and a
+    fixed batch size) and returns the embeddings in the input order.
 
     Args:
         path: the checkpoint directory.
@@ -119,6 +127,8 @@ class SentenceEmbedder:
         self._pooler = SentencePooling(self.pooling, normalize=False)
         self._max_bytes = BYTES_PER_TOKEN * max_seq_length
         self.forward = _forward_setting()
+        if self.forward == "auto":
+            self.forward = "unpadded"
         self._tokenize_fn = tf.function(
             self._tokenize, input_signature=[tf.TensorSpec([None], tf.string)], autograph=False
         )
@@ -147,7 +157,8 @@ class SentenceEmbedder:
             normalize: None follows the model (the directory's `normalize`);
                 True/False forces L2 normalization on or off.
             show_progress_bar: None shows one for large inputs (at least
-                `PROGRESS_MIN_TEXTS`) when stderr is a terminal.
+                `PROGRESS_MIN_TEXTS`) when stdout (where Keras' `Progbar`
+                writes) is a terminal.
             convert_to_numpy: True (numpy); False returns a `tf.Tensor`.
 
         Returns:
@@ -163,7 +174,7 @@ class SentenceEmbedder:
         self._check_batch_size(batch_size)
         normalize = self.normalize if normalize is None else bool(normalize)
         if show_progress_bar is None:
-            show_progress_bar = len(texts) >= PROGRESS_MIN_TEXTS and sys.stderr.isatty()
+            show_progress_bar = len(texts) >= PROGRESS_MIN_TEXTS and sys.stdout.isatty()
         embeddings = np.zeros((len(texts), self.embedding_dimension), np.float32)
         if texts:
             lengths, pieces = self._tokenized(texts)  # [N], list of int32 arrays
@@ -219,29 +230,50 @@ class SentenceEmbedder:
     def _embed_batch(self, rows, longest, batch_size):
         """Unnormalized embeddings float32 `[len(rows), D]` of one batch of piece arrays."""
         count = len(rows)
-        rows = rows + [np.zeros([0], np.int32)] * (batch_size - count)  # a fixed batch size: one graph per length
+        if self._padded:
+            rows = rows + [np.zeros([0], np.int32)] * (batch_size - count)  # a fixed batch size: one graph per length
+            length = bucket_length(longest, self._max_seq_length)
+        else:
+            length = None  # the batch's longest row, in-graph: one graph for every batch
         lengths = np.array([len(r) for r in rows], np.int32)
         flat = np.concatenate(rows) if lengths.sum() else np.zeros([0], np.int32)
-        length = bucket_length(longest, self._max_seq_length)
-        fn = self._embed_fns.get(length)
+        key = (length, len(rows)) if length else None
+        fn = self._embed_fns.get(key)
         if fn is None:
-            fn = self._embed_fns[length] = self._embed_function(length)
+            fn = self._embed_fns[key] = self._embed_function(length, len(rows))
         return fn(tf.constant(flat), tf.constant(lengths)).numpy()[:count]
 
-    def _embed_function(self, length):
-        """The forward at padded length `length`: flat pieces `[P]`, row lengths `[B]` -> float32 `[B, D]`."""
-        padded = self.forward == "padded" or (self.forward == "auto" and _padded_by_default())
+    @property
+    def _padded(self):
+        return self.forward in ("padded", "padded_xla")
+
+    def _embed_function(self, length, batch_size):
+        """The forward: flat pieces `[P]`, row lengths `[B]` -> float32 `[B, D]`.
+
+        `length` None: the padding-free encoder (`call_unpadded`) on the batch cut to its longest row, any batch
+        shape; else the whole encoder (`call`) at padded length `length` (XLA-compiled for "padded_xla").
+        """
 
         def embed(flat, lengths):
             pieces = tf.RaggedTensor.from_row_lengths(flat, lengths)  # [B, (P)]
-            features = {key: value[:, :length] for key, value in self._packer(pieces).items()}  # [B, T]
-            if padded:
-                sequence = self.model.encoder(features)["sequence_output"]
-            else:
+            features = self._packer(pieces)  # [B, max_seq_length]
+            if length is None:
+                longest = tf.reduce_max(tf.concat([lengths + 2, [1]], axis=0))
+                features = {key: value[:, :longest] for key, value in features.items()}  # [B, T]
                 sequence = self.model.encoder.call_unpadded(features)["sequence_output"]  # [B, T, H]
+                return self._pooler(sequence, features["padding_mask"])  # [B, D]
+            return padded({key: value[:, :length] for key, value in features.items()})  # [B, T] in
+
+        def padded_forward(features):
+            sequence = self.model.encoder(features)["sequence_output"]  # [B, T, H]
             return self._pooler(sequence, features["padding_mask"])  # [B, D]
 
-        return tf.function(embed, autograph=False, reduce_retracing=False)
+        # One graph for the padding-free path; one per (length, batch size) for the padded one.
+        spec = [tf.TensorSpec([None], tf.int32), tf.TensorSpec([None if length is None else batch_size], tf.int32)]
+        if length is not None:
+            # The packer's ops have no XLA kernels: only the forward is compiled.
+            padded = tf.function(padded_forward, autograph=False, jit_compile=self.forward == "padded_xla" or None)
+        return tf.function(embed, input_signature=spec, autograph=False)
 
 
 def _forward_setting():
@@ -249,7 +281,3 @@ def _forward_setting():
     if setting not in FORWARDS:
         raise ValueError(f"{ENV_FORWARD} must be one of {list(FORWARDS)}. Received: {ENV_FORWARD}={setting!r}")
     return setting
-
-
-def _padded_by_default():
-    return False

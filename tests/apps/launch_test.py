@@ -15,6 +15,7 @@ APPS = [
     ("pretrain", "--max_predictions_per_seq", "--global_batch_size"),
     ("finetune", "--warmup_proportion", "--global_batch_size"),
     ("export", "--output_dir", None),
+    ("embed", "--shard_size", None),
 ]
 
 

@@ -45,6 +45,7 @@ def test_quick_run_fills_every_section_and_writes_table_and_chart(tmp_path):
         "| infer | encoder latency 1x32",
         "| serve | SavedModel, SST-2 dev text -> embedding, batch 4",
         "| serve | SavedModel, SST-2 dev text -> embedding, batch 1",
+        "| embed | encode, SST-2 dev sentences (64), batch 4",
         "| text | tokenizer",
     ):
         cells = _cells(table, row)

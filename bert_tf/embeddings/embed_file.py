@@ -1,0 +1,327 @@
+"""embed_file: the sentence embeddings of a whole corpus file, written in resumable shards (bert-tf-embed's call).
+
+    from bert_tf.embeddings import embed_file
+    embed_file("models/minilm", "corpus.txt", "corpus_embeddings")
+
+The output directory:
+
+    embeddings.json     the manifest: model, count, dimension, pooling, normalize, and what the run
+                        read (input file and its SHA-256, columns, max_seq_length, shard size, format);
+                        `complete` once the final files are written
+    embeddings.npy      float32 [N, D] ("npy" format), in input order
+    ids.txt             one id a line, in the same order ("npy" format)
+    embeddings.tfrecord ("tfrecord" format) one `tf.train.Example` per passage: `id` (bytes),
+                        `embedding` (float list of D)
+    shards/00000.npy    while running: each finished shard of `shard_size` passages, written atomically;
+                        a restart with the same input and model skips them; removed once joined
+
+Shape legend: N passages, D embedding.
+"""
+
+import hashlib
+import json
+import os
+import shutil
+import time
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from bert_tf.data import read_passages
+from bert_tf.embeddings.sentence_embedder import SentenceEmbedder
+
+MANIFEST_FILE = "embeddings.json"
+EMBEDDINGS_FILE = "embeddings.npy"
+IDS_FILE = "ids.txt"
+TFRECORD_FILE = "embeddings.tfrecord"
+SHARDS_DIR = "shards"
+OUTPUT_FORMATS = ("npy", "tfrecord")
+# Passages per `encode` call inside a shard: the progress bar moves this often.
+ENCODE_CHUNK = 2048
+# Manifest fields a resumed run must share with the run that wrote the shards.
+RUN_FIELDS = (
+    "model",
+    "model_files",
+    "input",
+    "input_sha256",
+    "text_column",
+    "id_column",
+    "count",
+    "dimension",
+    "pooling",
+    "normalize",
+    "max_seq_length",
+    "shard_size",
+    "output_format",
+)
+
+
+class EmbedResumeError(ValueError):
+    """An output directory holds shards of a different run (input, model or settings): the message names them."""
+
+
+def _sha256(path):
+    digest = hashlib.sha256()
+    with tf.io.gfile.GFile(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _model_files(path):
+    """`{name: [size, mtime_ns]}` of the files directly in the model directory: a retrained model differs."""
+    directory = path if os.path.isdir(path) else os.path.dirname(path) or "."
+    files = {}
+    for name in sorted(os.listdir(directory)):
+        full = os.path.join(directory, name)
+        if os.path.isfile(full):
+            stat = os.stat(full)
+            files[name] = [stat.st_size, stat.st_mtime_ns]
+    return files
+
+
+def _write_atomically(path, write):
+    """Calls `write(temporary_path)`, then renames the file to `path` (a reader never sees half a file)."""
+    temporary = f"{path}.tmp-{os.getpid()}"
+    write(temporary)
+    os.replace(temporary, path)
+
+
+def _save_npy(path, array):
+    with open(path, "wb") as f:  # a file object: np.save would add ".npy" to a path's name
+        np.save(f, array)
+
+
+def _write_json(path, data):
+    def write(temporary):
+        with open(temporary, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=2)
+            f.write("\n")
+
+    _write_atomically(path, write)
+
+
+def read_manifest(output):
+    """The manifest of an output directory (`embeddings.json`), or None when there is none."""
+    path = os.path.join(output, MANIFEST_FILE)
+    if not os.path.isfile(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        try:
+            return json.load(f)
+        except json.JSONDecodeError as e:
+            raise EmbedResumeError(f"{path}: not a valid manifest ({e}); pass overwrite=True to start again.") from None
+
+
+def _check_resume(output, previous, manifest):
+    """Raises `EmbedResumeError` naming each run field that differs between the shards' run and this one."""
+    changed = [
+        f"{field}: {previous.get(field)!r} -> {manifest[field]!r}"
+        for field in RUN_FIELDS
+        if previous.get(field) != manifest[field]
+    ]
+    if changed:
+        raise EmbedResumeError(
+            f"{output} holds shards of a different run ({'; '.join(changed)}). Resuming would mix embeddings: "
+            "pass overwrite=True (--overwrite) to start again, or choose another output."
+        )
+
+
+def _prepare_output(output, overwrite):
+    """The manifest of an unfinished run to resume in `output`, or None for a fresh start (the directory made)."""
+    if os.path.exists(output) and not os.path.isdir(output):
+        raise FileExistsError(f"The output path exists and is not a directory. Received: output={output}")
+    previous = read_manifest(output) if os.path.isdir(output) else None
+    if overwrite and os.path.isdir(output):
+        shutil.rmtree(output)
+        previous = None
+    elif previous is not None and previous.get("complete"):
+        raise FileExistsError(
+            f"{output} already holds the complete embeddings of {previous.get('input')} (pass overwrite=True, "
+            f"--overwrite, to replace them). Received: output={output}"
+        )
+    elif previous is None and os.path.isdir(output) and os.listdir(output):
+        raise FileExistsError(
+            f"The output directory is not empty and has no {MANIFEST_FILE} (pass overwrite=True, --overwrite, to "
+            f"replace it). Received: output={output}"
+        )
+    os.makedirs(os.path.join(output, SHARDS_DIR), exist_ok=True)
+    return previous
+
+
+def _shard_path(output, index):
+    return os.path.join(output, SHARDS_DIR, f"{index:05d}.npy")
+
+
+def _finished_shard(path, rows, dimension):
+    """The shard at `path` if a previous run finished it (shape `[rows, dimension]`), else None."""
+    if not os.path.isfile(path):
+        return None
+    shard = np.load(path, mmap_mode="r")
+    if shard.shape != (rows, dimension) or shard.dtype != np.float32:
+        raise EmbedResumeError(
+            f"{path}: a finished shard must be float32 [{rows}, {dimension}]; found {shard.dtype} {list(shard.shape)}. "
+            "Pass overwrite=True (--overwrite) to start again."
+        )
+    return shard
+
+
+def _join(output, manifest, ids, shards):
+    """Writes the final files from the shards (in order); returns their names."""
+    count, dimension = manifest["count"], manifest["dimension"]
+    if manifest["output_format"] == "npy":
+
+        def write_embeddings(temporary):
+            # Opened as a memory map: a corpus larger than memory is copied shard by shard.
+            joined = np.lib.format.open_memmap(temporary, mode="w+", dtype=np.float32, shape=(count, dimension))
+            start = 0
+            for path in shards:
+                shard = np.load(path, mmap_mode="r")
+                joined[start : start + len(shard)] = shard
+                start += len(shard)
+            joined.flush()
+            del joined
+
+        def write_ids(temporary):
+            with open(temporary, "w", encoding="utf-8") as f:
+                f.writelines(f"{identifier}\n" for identifier in ids)
+
+        _write_atomically(os.path.join(output, EMBEDDINGS_FILE), write_embeddings)
+        _write_atomically(os.path.join(output, IDS_FILE), write_ids)
+        return [EMBEDDINGS_FILE, IDS_FILE]
+
+    def write_records(temporary):
+        index = 0
+        with tf.io.TFRecordWriter(temporary) as writer:
+            for path in shards:
+                for vector in np.load(path):
+                    feature = {
+                        "id": tf.train.Feature(bytes_list=tf.train.BytesList(value=[ids[index].encode("utf-8")])),
+                        "embedding": tf.train.Feature(float_list=tf.train.FloatList(value=vector)),
+                    }
+                    writer.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
+                    index += 1
+
+    _write_atomically(os.path.join(output, TFRECORD_FILE), write_records)
+    return [TFRECORD_FILE]
+
+
+def embed_file(
+    model_dir,
+    input_path,
+    output,
+    text_column=None,
+    id_column=None,
+    file_format=None,
+    output_format="npy",
+    batch_size=32,
+    max_seq_length=None,
+    shard_size=10000,
+    max_shards=None,
+    overwrite=False,
+    show_progress=True,
+    log=print,
+):
+    """Embeds every passage of `input_path` with the model at `model_dir` and writes them to `output`.
+
+    Args:
+        model_dir: a checkpoint `SentenceEmbedder` reads (bert_tf, Hugging Face or TF1 directory).
+        input_path: the corpus: a text file (one passage per line; ids are
+            0-based line numbers) or a TSV/CSV/JSONL file (`text_column`,
+            `id_column`), read by `bert_tf.data.read_passages` (bad rows: a
+            ValueError naming the file and line).
+        output: the output directory (see the module docstring). A directory
+            holding an unfinished run of the same input, model and settings
+            is resumed: its finished shards are kept; one of another run is
+            refused (`EmbedResumeError` naming what differs), as is a complete
+            one (`FileExistsError`), unless `overwrite`.
+        output_format: "npy" (`embeddings.npy` + `ids.txt`) or "tfrecord".
+        batch_size, max_seq_length: `SentenceEmbedder`'s.
+        shard_size: passages per shard (the unit of resumption).
+        max_shards: stop after embedding this many new shards, leaving a
+            resumable output (None: all).
+        overwrite: replace whatever `output` holds.
+        show_progress: a progress bar (passages/s) on stderr.
+        log: receives the messages.
+
+    Returns:
+        the manifest (dict, also `output/embeddings.json`); `complete` is
+        False when `max_shards` stopped the run early.
+    """
+    if output_format not in OUTPUT_FORMATS:
+        raise ValueError(f"`output_format` must be one of {OUTPUT_FORMATS}. Received: output_format={output_format!r}")
+    if isinstance(shard_size, bool) or not isinstance(shard_size, int) or shard_size < 1:
+        raise ValueError(f"`shard_size` must be a positive integer. Received: shard_size={shard_size!r}")
+    if max_shards is not None and max_shards < 1:
+        raise ValueError(f"`max_shards` must be positive or None. Received: max_shards={max_shards!r}")
+    passages = read_passages(input_path, text_column=text_column, id_column=id_column, file_format=file_format)
+    previous = _prepare_output(output, overwrite)
+    embedder = SentenceEmbedder(model_dir, max_seq_length=max_seq_length, batch_size=batch_size)
+    manifest = {
+        "model": os.path.abspath(model_dir),
+        "model_files": _model_files(model_dir),
+        "input": os.path.abspath(input_path),
+        "input_sha256": _sha256(input_path),
+        "text_column": text_column,
+        "id_column": id_column,
+        "count": len(passages),
+        "dimension": embedder.embedding_dimension,
+        "pooling": embedder.pooling,
+        "normalize": embedder.normalize,
+        "max_seq_length": embedder.max_seq_length,
+        "shard_size": shard_size,
+        "output_format": output_format,
+        "shards": -(-len(passages) // shard_size),
+        "complete": False,
+    }
+    if previous is not None:
+        _check_resume(output, previous, manifest)
+    _write_json(os.path.join(output, MANIFEST_FILE), manifest)
+
+    shards, skipped, embedded = [], 0, 0
+    progress = (
+        keras.utils.Progbar(len(passages), stateful_metrics=["passages/s"], unit_name="passage")
+        if show_progress
+        else None
+    )
+    done, start_time, new_passages = 0, time.perf_counter(), 0
+    for index in range(manifest["shards"]):
+        path = _shard_path(output, index)
+        texts = passages.texts[index * shard_size : (index + 1) * shard_size]
+        shards.append(path)
+        if _finished_shard(path, len(texts), manifest["dimension"]) is not None:
+            skipped += 1
+            done += len(texts)
+            if progress is not None:
+                progress.update(done)
+            continue
+        if max_shards is not None and embedded >= max_shards:
+            break
+        vectors = []
+        for chunk in range(0, len(texts), ENCODE_CHUNK):
+            vectors.append(embedder.encode(texts[chunk : chunk + ENCODE_CHUNK], show_progress_bar=False))
+            done += len(vectors[-1])
+            new_passages += len(vectors[-1])
+            if progress is not None:
+                rate = new_passages / max(time.perf_counter() - start_time, 1e-9)
+                progress.update(done, values=[("passages/s", rate)])
+        _write_atomically(path, lambda temporary, v=np.concatenate(vectors): _save_npy(temporary, v))
+        embedded += 1
+    if progress is not None and done < len(passages):
+        print()  # ends the unfinished bar's line
+    if skipped:
+        log(f"Resumed in {output}: {skipped} finished shard(s) kept.")
+    if len(shards) < manifest["shards"] or not os.path.isfile(shards[-1]):
+        finished = sum(os.path.isfile(p) for p in shards)
+        log(f"Stopped after {embedded} new shard(s) ({finished} of {manifest['shards']} done); run again to go on.")
+        return manifest
+    files = _join(output, manifest, passages.ids, shards)
+    manifest["complete"] = True
+    _write_json(os.path.join(output, MANIFEST_FILE), manifest)
+    shutil.rmtree(os.path.join(output, SHARDS_DIR))
+    log(
+        f"Embedded {manifest['count']} passages of {input_path} ({manifest['dimension']} dimensions) into "
+        f"{output}: {', '.join(files)}."
+    )
+    return manifest
