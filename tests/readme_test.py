@@ -102,6 +102,11 @@ CHEAP = {
     # Sentence embeddings.
     "bert-tf-embed --model_dir=$M --input=../shared/data/glue/SST-2/dev.tsv --text_column=sentence "
     "--output=runs/sst2-embeddings --max_seq_length=128": Cheap("embed", "--shard_size=500"),
+    # Search: MiniLM with a 115-line corpus instead of WikiText-2's 2891 lines.
+    "bert-tf-export --model_dir=$M --output_dir=runs/serving/search/1 --max_seq_length=256 "
+    "--search_corpus=../shared/data/corpus/wikitext2/wiki.test.raw --search_format=text": Cheap(
+        "search", "--search_corpus=../shared/data/multilingual/udhr/English-Latin1 --max_seq_length=32"
+    ),
     # Checkpoints and text tools.
     "bert-tf-convert --input=$M --output=runs/minilm": Cheap("tools"),
     "bert-tf-convert --input=runs/minilm --output=runs/minilm-hf --to=hf": Cheap("tools"),
@@ -141,6 +146,9 @@ LONG = {
     ),
     "python tools/benchmark.py --sections=embed --reference_python=../refenv/bin/python": Long(
         "about 10 minutes; needs a Python with sentence-transformers and torch (not this project's environment)"
+    ),
+    "python tools/search_benchmark.py --output_md=runs/search_benchmark.md": Long(
+        "about 4 minutes: embeds 1000 WikiText-2 passages, saves and loads 1k/10k/100k-passage search models"
     ),
     "python tools/benchmark.py --quick": Long("about 4 minutes; tests/tools/benchmark_test.py runs it (slow)"),
 }
@@ -234,7 +242,7 @@ def test_readme_commands_write_under_runs():
     """What a README command writes (model and output directories, output files) goes under runs/ (ignored)."""
     for block in readme_commands():
         for command in block:
-            reads_model_dir = command.startswith("bert-tf-embed ")  # its --model_dir is the model it reads
+            reads_model_dir = command.startswith(("bert-tf-embed ", "bert-tf-export "))  # --model_dir: the model read
             for word in _shell_words(command):
                 match = re.match(r"--(model_dir|output|output_dir|output_md|output_png)=(.*)", word)
                 if match and not (reads_model_dir and match.group(1) == "model_dir"):

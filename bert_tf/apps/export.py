@@ -5,7 +5,8 @@
 The kind comes from the directory: a fine-tuned one (`task` in bert_tf.json)
 answers its task (classification, regression, ner, squad); a pretrained or
 converted one gives embeddings, plus a `fill_mask` signature when the
-checkpoint has the masked-LM head. The SavedModel loads with only tensorflow
+checkpoint has the masked-LM head; --search_corpus adds a corpus and a
+`search` signature (query, k -> the k nearest passages). The SavedModel loads with only tensorflow
 and tensorflow_text installed (`import tensorflow_text` before
 `tf.saved_model.load`) and serves in TF Serving.
 """
@@ -18,6 +19,7 @@ from absl import app, flags
 from bert_tf.apps import errors, launch
 from bert_tf.checkpoints import CheckpointError, detect_format
 from bert_tf.config import ConfigError
+from bert_tf.data.passages import PASSAGE_FORMATS
 from bert_tf.export import check_output_dir, export_saved_model
 
 FLAGS = flags.FLAGS
@@ -67,6 +69,30 @@ flags.DEFINE_integer(
 )
 flags.DEFINE_integer("max_query_length", 64, "squad: question pieces kept.", lower_bound=1, allow_override=True)
 flags.DEFINE_integer("max_answer_length", 30, "squad: longest answer, in pieces.", lower_bound=1, allow_override=True)
+flags.DEFINE_string(
+    "search_corpus",
+    None,
+    "Passages to search: embedded now and saved in the SavedModel with a `search` signature (query, k -> ids, "
+    "texts, scores of the k nearest passages). A text file (one passage per line, ids = 0-based line numbers) "
+    "or a TSV/CSV/JSONL file (--search_text_column, --search_id_column).",
+)
+flags.DEFINE_string(
+    "search_text_column",
+    None,
+    "--search_corpus TSV/CSV/JSONL: the passage's column (header name / JSON key, or 0-based index).",
+)
+flags.DEFINE_string(
+    "search_id_column",
+    None,
+    "--search_corpus TSV/CSV/JSONL: the id's column. Default: 0-based record numbers.",
+)
+flags.DEFINE_enum(
+    "search_format",
+    None,
+    list(PASSAGE_FORMATS),
+    "--search_corpus file format. Default: from its extension (.txt, .text or none: text; .tsv, .csv, .jsonl).",
+)
+flags.DEFINE_integer("search_batch_size", 32, "Passages per batch when embedding --search_corpus.", lower_bound=1)
 
 
 def _validate_flags():
@@ -83,10 +109,21 @@ def _validate_flags():
         raise app.UsageError(f"--output_dir: {e}") from None
     if os.path.abspath(FLAGS.output_dir) == os.path.abspath(FLAGS.model_dir):
         raise app.UsageError(f"--output_dir must differ from --model_dir. Received: --output_dir={FLAGS.output_dir}")
+    if FLAGS.search_corpus is None:
+        for name in ("search_text_column", "search_id_column", "search_format"):
+            if FLAGS[name].value is not None:
+                raise app.UsageError(f"--{name} describes --search_corpus, which is not given.")
+    elif not os.path.isfile(FLAGS.search_corpus):
+        raise app.UsageError(f"--search_corpus is not a file. Received: --search_corpus={FLAGS.search_corpus}")
     try:
         detect_format(FLAGS.model_dir)
     except CheckpointError as e:
         raise app.UsageError(f"--model_dir: {e}") from None
+
+
+def _column(value):
+    """A column flag: a digit string is a 0-based index (header-less TSV/CSV), anything else a name."""
+    return int(value) if value is not None and value.isdigit() else value
 
 
 def main(argv):
@@ -107,6 +144,11 @@ def main(argv):
             doc_stride=FLAGS.doc_stride,
             max_query_length=FLAGS.max_query_length,
             max_answer_length=FLAGS.max_answer_length,
+            search_corpus=FLAGS.search_corpus,
+            search_text_column=_column(FLAGS.search_text_column),
+            search_id_column=_column(FLAGS.search_id_column),
+            search_format=FLAGS.search_format,
+            search_batch_size=FLAGS.search_batch_size,
         )
     except (CheckpointError, ConfigError, ValueError) as e:
         print(f"bert-tf-export: error: {e}", file=sys.stderr)
@@ -122,6 +164,8 @@ def main(argv):
     )
     for name, spec in metadata["signatures"].items():
         print(f"  {name}: {', '.join(spec['inputs'])} -> {', '.join(spec['outputs'])}")
+    if "search" in metadata:
+        print(f"Search corpus: {metadata['search']['corpus_size']} passages from {FLAGS.search_corpus}")
     return 0
 
 

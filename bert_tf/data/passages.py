@@ -15,6 +15,7 @@ import tensorflow as tf
 from bert_tf.data.classification import FORMATS, infer_format, read_rows
 
 TEXT_EXTENSIONS = (".txt", ".text", "")
+PASSAGE_FORMATS = ("text",) + FORMATS  # `file_format` choices of read_passages
 
 
 @dataclasses.dataclass

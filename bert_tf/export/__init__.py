@@ -20,6 +20,7 @@ from bert_tf.export.saved_model import (
     save_module,
     serving_module,
 )
+from bert_tf.export.search_module import SearchModule
 from bert_tf.export.serving_module import ServingModule
 from bert_tf.export.span_module import SpanModule
 from bert_tf.export.tagger_module import TaggerModule
@@ -28,6 +29,7 @@ __all__ = [
     "ClassifierModule",
     "EncoderModule",
     "METADATA_FILE",
+    "SearchModule",
     "ServingModule",
     "SpanModule",
     "TEXT_OPS",

@@ -6,7 +6,8 @@
 The kind of model comes from the directory: `task` in `bert_tf.json` (a task
 registered in `bert_tf.tasks`: classification, regression, ner, squad, ...)
 or, without one, the encoder (plus a `fill_mask` signature when the
-checkpoint holds the masked-LM head). The task declares the model and its
+checkpoint holds the masked-LM head, and a `search` signature over a corpus
+given as `search_corpus`). The task declares the model and its
 serving module. The SavedModel needs only `tensorflow` and `tensorflow_text`
 to load; its vocabulary is an asset; `assets.extra/bert_tf_export.json`
 records the kind, the label names and every signature's inputs and outputs.
@@ -23,7 +24,9 @@ from tensorflow.core.protobuf import saved_model_pb2
 from bert_tf import checkpoints, tasks
 from bert_tf.checkpoints import SETTINGS_FILE
 from bert_tf.config import ConfigError
+from bert_tf.data import read_passages
 from bert_tf.export.encoder_module import EncoderModule
+from bert_tf.export.search_module import SearchModule
 
 METADATA_FILE = "bert_tf_export.json"  # In the SavedModel's assets.extra/.
 # Ops of the exported SavedModels that core TensorFlow lacks: a serving binary must have them registered
@@ -83,11 +86,22 @@ def serving_module(
     doc_stride=128,
     max_query_length=64,
     max_answer_length=30,
+    passages=None,
+    search_batch_size=32,
 ):
-    """The serving module (a `tf.Module`) of the model at `model_dir`; see `export_saved_model` for the args."""
+    """The serving module (a `tf.Module`) of the model at `model_dir`; see `export_saved_model` for the args.
+
+    `passages` (a `bert_tf.data.Passages`) makes it a `SearchModule` over them (an encoder: refused for a
+    fine-tuned directory unless `encoder_only`).
+    """
     config = checkpoints.load_config(model_dir)
     settings = checkpoints.infer_settings(model_dir, config.max_position_embeddings)
     checkpoints.find_tokenizer(model_dir)  # the SavedModel needs the tokenizer: an error naming the files looked for
+    if passages is not None and settings.get("task") is not None and not encoder_only:
+        raise ConfigError(
+            f"{model_dir}: a search corpus needs the encoder, and this directory holds a fine-tuned "
+            f"{settings['task']} model; pass encoder_only=True (--encoder_only) to search with its encoder."
+        )
     max_seq_length = max_seq_length or settings["max_seq_length"]
     if not 3 <= max_seq_length <= config.max_position_embeddings:
         raise ConfigError(
@@ -101,19 +115,27 @@ def serving_module(
     common = dict(max_input_bytes=max_input_bytes)
     embedding = dict(pooling=settings["pooling"], normalize=settings["normalize"])
     if encoder_only or settings.get("task") is None:
+        if passages is None:
+            module_class, corpus = EncoderModule, {}
+        else:
+            module_class = SearchModule
+            corpus = dict(passage_ids=passages.ids, passage_texts=passages.texts, batch_size=search_batch_size)
         if checkpoints.has_pretraining_heads(model_dir):
             pretrainer = checkpoints.load_pretrainer(model_dir)
-            return EncoderModule(
+            return module_class(
                 pretrainer.encoder,
                 tokenizer(),
                 max_seq_length,
                 pretrainer=pretrainer,
                 mask_tokenizer=tokenizer(split_special_tokens=False),
                 top_k=top_k,
+                **corpus,
                 **embedding,
                 **common,
             )
-        return EncoderModule(checkpoints.load_encoder(model_dir), tokenizer(), max_seq_length, **embedding, **common)
+        return module_class(
+            checkpoints.load_encoder(model_dir), tokenizer(), max_seq_length, **corpus, **embedding, **common
+        )
     model, settings = load_task_model(model_dir)
     task = tasks.get(settings["task"])  # Known: load_task_model checked it.
     options = tasks.ServingOptions(
@@ -164,6 +186,11 @@ def export_saved_model(
     doc_stride=128,
     max_query_length=64,
     max_answer_length=30,
+    search_corpus=None,
+    search_text_column=None,
+    search_id_column=None,
+    search_format=None,
+    search_batch_size=32,
 ):
     """Exports the model at `model_dir` as a SavedModel taking raw strings.
 
@@ -186,13 +213,36 @@ def export_saved_model(
             default 100 per token of `max_seq_length`.
         doc_stride, max_query_length, max_answer_length: squad windows and
             answers (in word pieces).
+        search_corpus: a corpus file (`bert_tf.data.read_passages`: a text
+            file with one passage per line, ids its 0-based line numbers, or a
+            TSV/CSV/JSONL file) to embed now and hold in the SavedModel, with a
+            `search` signature (`bert_tf.export.SearchModule`): `query`
+            `[B]`, `k` -> the k nearest passages' `ids`, `texts`, `scores`.
+            The corpus is read, and refused with read_passages' errors,
+            before anything is written.
+        search_text_column, search_id_column: the corpus's text and id
+            columns (TSV/CSV/JSONL; default ids: 0-based record numbers).
+        search_format: "text", "tsv", "csv" or "jsonl"; default: from the
+            corpus file's extension (`.txt`, `.text` or none: text).
+        search_batch_size: passages per batch when embedding the corpus.
 
     Returns:
         the metadata dict also written to `assets.extra/bert_tf_export.json`:
         `kind`, `labels`, `max_seq_length`, `signatures` (inputs and outputs
-        of each).
+        of each), and with a corpus `search` (`corpus_size`, `embedding_dim`).
     """
     check_output_dir(output_dir, overwrite)
+    passages = None
+    if search_corpus is not None:
+        passages = read_passages(
+            search_corpus, text_column=search_text_column, id_column=search_id_column, file_format=search_format
+        )
+    elif search_text_column is not None or search_id_column is not None or search_format is not None:
+        raise ValueError(
+            "search_text_column, search_id_column and search_format describe a search corpus; pass search_corpus "
+            f"too. Received: search_text_column={search_text_column!r}, search_id_column={search_id_column!r}, "
+            f"search_format={search_format!r}"
+        )
     module = serving_module(
         model_dir,
         encoder_only=encoder_only,
@@ -203,6 +253,8 @@ def export_saved_model(
         doc_stride=doc_stride,
         max_query_length=max_query_length,
         max_answer_length=max_answer_length,
+        passages=passages,
+        search_batch_size=search_batch_size,
     )
     return save_module(module, output_dir, overwrite=overwrite)
 
@@ -220,6 +272,7 @@ def save_module(module, output_dir, overwrite=False):
             name: {"inputs": input_names(function), "outputs": sorted(function.structured_outputs)}
             for name, function in sorted(signatures.items())
         },
+        **module.metadata(),
     }
     output_dir = os.path.abspath(output_dir)
     parent = os.path.dirname(output_dir)

@@ -89,6 +89,10 @@ class ServingModule(tf.Module):
         """`{name: concrete function}` for `tf.saved_model.save`; `serving_default` included."""
         raise NotImplementedError
 
+    def metadata(self):
+        """Entries this module adds to the export metadata (`assets.extra/bert_tf_export.json`); none here."""
+        return {}
+
     # --- shared in-graph steps ---
 
     def _strings(self, *inputs):

@@ -15,7 +15,7 @@ from bert_tf.apps import export as app
 from bert_tf.export import METADATA_FILE, load_task_model
 from bert_tf.models import BertClassifier
 from bert_tf.text import BertPacker, BertTokenizer
-from tests.helpers import tiny_model_dir
+from tests.helpers import tiny_model_dir, write_text
 
 WORDS = ["good", "bad", "movie", "the", "was", "."]
 
@@ -86,6 +86,54 @@ def test_missing_model_dir_is_a_usage_error(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def test_main_exports_a_search_corpus_with_tsv_ids(tmp_path, capsys):
+    model_dir = tiny_model_dir(tmp_path / "encoder", WORDS, max_position_embeddings=16)
+    corpus = write_text(tmp_path / "corpus.tsv", "doc\tpassage\nd-good\tthe movie was good .\nd-bad\tbad\n")
+    output = str(tmp_path / "search")
+    assert (
+        _run(
+            model_dir=model_dir,
+            output_dir=output,
+            search_corpus=corpus,
+            search_text_column="passage",
+            search_id_column="doc",
+            search_batch_size=1,
+        )
+        == 0
+    )
+    printed = capsys.readouterr().out
+    assert "search: query, k -> ids, scores, texts" in printed and "Search corpus: 2 passages" in printed
+    got = tf.saved_model.load(output).signatures["search"](query=tf.constant(["bad", "the movie was good ."]), k=5)
+    assert got["ids"].numpy().astype(str).tolist() == [["d-bad", "d-good"], ["d-good", "d-bad"]]
+    assert got["texts"].numpy()[0, 0] == b"bad"
+
+
+def test_bad_search_corpus_exits_non_zero_before_writing(classifier_dir, tmp_path, capsys):
+    output = tmp_path / "out"
+    with pytest.raises(Exception, match="--search_text_column describes --search_corpus"):
+        _run(model_dir=classifier_dir, output_dir=str(output), search_text_column="text")
+    with pytest.raises(Exception, match="--search_format describes --search_corpus"):
+        _run(model_dir=classifier_dir, output_dir=str(output), search_format="text")
+    with pytest.raises(Exception, match="--search_corpus is not a file"):
+        _run(model_dir=classifier_dir, output_dir=str(output), search_corpus=str(tmp_path / "absent.txt"))
+    empty = write_text(tmp_path / "empty.txt", "\n")
+    assert _run(model_dir=classifier_dir, output_dir=str(output), search_corpus=empty, encoder_only=True) == 1
+    assert "empty.txt: no passage in the file" in capsys.readouterr().err
+    no_text = write_text(tmp_path / "corpus.jsonl", '{"text": "good"}\n{"id": 3}\n')
+    assert (
+        _run(
+            model_dir=classifier_dir,
+            output_dir=str(output),
+            search_corpus=no_text,
+            search_text_column="text",
+            encoder_only=True,
+        )
+        == 1
+    )
+    assert "corpus.jsonl:2" in capsys.readouterr().err
+    assert not output.exists() and not [n for n in os.listdir(tmp_path) if ".partial-" in n]
+
+
 def _subprocess(*args):
     return subprocess.run(
         [sys.executable, "-m", "bert_tf.apps.export", *args],
@@ -123,5 +171,10 @@ def test_helpfull_documents_flags():
         "doc_stride",
         "max_query_length",
         "max_answer_length",
+        "search_corpus",
+        "search_text_column",
+        "search_id_column",
+        "search_format",
+        "search_batch_size",
     ):
         assert f"--{name}" in out or f"--[no]{name}" in out, name
