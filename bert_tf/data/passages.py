@@ -64,7 +64,16 @@ def read_passages(path, text_column=None, id_column=None, file_format=None, has_
         raise FileNotFoundError(f"No such corpus file: {path}")
     if file_format is None:
         extension = os.path.splitext(path)[1].lower()
-        file_format = "text" if extension in TEXT_EXTENSIONS else infer_format(path)
+        if extension in TEXT_EXTENSIONS:
+            file_format = "text"
+        else:
+            try:
+                file_format = infer_format(path)
+            except ValueError:
+                raise ValueError(
+                    f"Cannot infer the corpus format of {path!r} from its extension {extension!r}; pass the format "
+                    f"(one of {PASSAGE_FORMATS}: .txt/.text or no extension is text, one passage per line)."
+                ) from None
     if file_format not in ("text",) + FORMATS:
         raise ValueError(f"`file_format` must be one of {('text',) + FORMATS}. Received: file_format={file_format!r}")
     ids, texts, lines = [], [], []

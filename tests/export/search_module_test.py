@@ -173,7 +173,7 @@ def test_bad_corpus_is_refused_before_anything_is_written(model_dir, tmp_path):
     with pytest.raises(ValueError, match="pass search_corpus too"):
         export_saved_model(model_dir, output, search_text_column="text")
     raw = write_text(tmp_path / "corpus.raw", "the cat\n")
-    with pytest.raises(ValueError, match="Cannot infer the file format of .*corpus.raw"):
+    with pytest.raises(ValueError, match="Cannot infer the corpus format of .*corpus.raw.*one of .*text"):
         export_saved_model(model_dir, output, search_corpus=raw)
     assert _nothing_written(output)
 
