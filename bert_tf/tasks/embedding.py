@@ -62,9 +62,10 @@ def normalized(vectors):
     return vectors / np.maximum(np.linalg.norm(vectors, axis=-1, keepdims=True), 1e-12)
 
 
-def embed_texts(model, texts, tokenizer, max_seq_length, batch_size, max_position_embeddings=None):
-    """Embeddings float32 `[N, D]` of `texts` by `model` (a `BertSentenceEncoder`), in batches of similar length."""
-    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # short texts share short batches
+def text_batches(texts, tokenizer, max_seq_length, batch_size, max_position_embeddings=None):
+    """`(order, dataset)`: the indices of `texts` sorted by length (short texts share short batches) and a dataset of
+    their encoder-input batches `[B, T]` in that order (reusable: iterate it again for another model state)."""
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
     dataset = classification.make_dataset(
         ClassificationExamples(texts=[texts[i] for i in order]),
         tokenizer,
@@ -72,6 +73,11 @@ def embed_texts(model, texts, tokenizer, max_seq_length, batch_size, max_positio
         batch_size,
         max_position_embeddings=max_position_embeddings,
     )
+    return order, dataset
+
+
+def embed_batches(model, order, dataset):
+    """Embeddings float32 `[N, D]` by `model` (a `BertSentenceEncoder`) of `text_batches`' output, in text order."""
     sorted_embeddings = common.predict(model, dataset)["logits"]  # [N, D]
     embeddings = np.empty_like(sorted_embeddings)
     embeddings[order] = sorted_embeddings
@@ -95,6 +101,7 @@ class EmbeddingData:
         self.scored = config.label_column not in (None, "")
         self.best_metric = SCORED_METRIC if self.scored else RETRIEVAL_METRIC
         self.label_names = None
+        self._batches = {}  # evaluation texts' batches, by name
         self.train = self._read(config.train_file)
         self.eval = self._read(config.eval_file) if config.eval_file else None
         if self.eval is None and self._squad and config.eval_every_nth_article:
@@ -149,15 +156,16 @@ class EmbeddingData:
 
         return dataset.map(triple)
 
-    def _embed(self, model, texts):
-        return embed_texts(
-            model,
-            texts,
-            self.tokenizer,
-            self.config.max_seq_length,
-            self.config.eval_batch_size,
-            self.max_position_embeddings,
-        )
+    def _embed(self, model, name, texts):
+        if name not in self._batches:  # built once: every evaluation of the run embeds the same texts
+            self._batches[name] = text_batches(
+                texts,
+                self.tokenizer,
+                self.config.max_seq_length,
+                self.config.eval_batch_size,
+                self.max_position_embeddings,
+            )
+        return embed_batches(model, *self._batches[name])
 
     def evaluate(self, model):
         if self.scored:
@@ -165,7 +173,8 @@ class EmbeddingData:
         return self._evaluate_retrieval(model)
 
     def _evaluate_scored(self, model):
-        a, b = normalized(self._embed(model, self.eval.anchors)), normalized(self._embed(model, self.eval.positives))
+        a = normalized(self._embed(model, "anchors", self.eval.anchors))
+        b = normalized(self._embed(model, "positives", self.eval.positives))
         cosines = np.sum(a * b, axis=-1)  # [N]
         results = metrics.glue_metrics(self.eval.scores, cosines, task="regression")
 
@@ -180,9 +189,8 @@ class EmbeddingData:
         corpus = list(dict.fromkeys(self.eval.positives + (self.eval.negatives or [])))  # distinct passages, in order
         index = {text: i for i, text in enumerate(corpus)}
         relevant = [[index[text]] for text in self.eval.positives]
-        top = rank_passages(
-            self._embed(model, self.eval.anchors), self._embed(model, corpus), max(RECALL_AT + (MRR_AT,))
-        )
+        queries, passages = self._embed(model, "anchors", self.eval.anchors), self._embed(model, "corpus", corpus)
+        top = rank_passages(queries, passages, max(RECALL_AT + (MRR_AT,)))
         results = metrics.retrieval_metrics(top.tolist(), relevant, recall_at=RECALL_AT, mrr_at=MRR_AT)
 
         def write(directory):
