@@ -68,6 +68,12 @@ flags.DEFINE_list(
     "e.g. cls,mean. Default: --init's (a sentence-transformers folder's, else mean).",
 )
 flags.DEFINE_string(
+    "eval_corpus",
+    None,
+    "Embedding: passages added to the retrieval evaluation's corpus (besides the evaluation's positives): a text "
+    "file, one passage per line, or TSV/CSV/JSONL with the passages in --text_pair_column.",
+)
+flags.DEFINE_string(
     "glue_task",
     None,
     "GLUE file layout (sst2, mrpc, cola, stsb, qqp, mnli, qnli, rte, wnli): sets the columns, header and label names.",
@@ -147,7 +153,7 @@ def _validate():
     for name in ("task", "init", "train_file", "model_dir"):
         if not FLAGS[name].value:
             raise app.UsageError(f"--{name} is required.")
-    for name in ("init", "train_file", "eval_file"):
+    for name in ("init", "train_file", "eval_file", "eval_corpus"):
         value = FLAGS[name].value
         if value and not value.startswith("tfds:") and not os.path.exists(value):
             raise app.UsageError(f"--{name} does not exist. Received: --{name}={value}")

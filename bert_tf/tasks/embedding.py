@@ -12,8 +12,9 @@ Training data (`bert_tf.data.text_pairs`):
 Evaluation after every epoch: scored pairs by the Spearman correlation of
 cos(a, b) with the gold scores (best checkpoint by `spearman`); pairs and
 SQuAD data by retrieval (each anchor/question is a query against the distinct
-positives/paragraphs of the evaluation data: recall@1/5/10 and MRR@10, best
-checkpoint by `mrr@10`). Without `eval_file`, `eval_every_nth_article` holds
+positives/paragraphs of the evaluation data, plus the passages of
+`eval_corpus` when given: recall@1/5/10 and MRR@10, best checkpoint by
+`mrr@10`). Without `eval_file`, `eval_every_nth_article` holds
 out SQuAD articles.
 
 The model's pooling and normalization are `--init`'s (`bert_tf.json`, or a
@@ -32,8 +33,9 @@ import tensorflow as tf
 
 from bert_tf import metrics
 from bert_tf.checkpoints.name_table import hf_class
-from bert_tf.data import classification, squad, text_pairs
+from bert_tf.data import classification, read_passages, squad, text_pairs
 from bert_tf.data.classification import ClassificationExamples
+from bert_tf.data.passages import TEXT_EXTENSIONS
 from bert_tf.export.embedding_module import EmbeddingModule
 from bert_tf.layers import check_pooling
 from bert_tf.models import BertSentenceEncoder
@@ -108,6 +110,7 @@ class EmbeddingData:
             examples, held = split_by_article(squad.read_squad(config.train_file), config.eval_every_nth_article)
             self.train = text_pairs.squad_pairs(examples, config.train_file)
             self.eval = text_pairs.squad_pairs(held, config.train_file) if held else None
+        self.extra_passages = self._passages(config.eval_corpus) if config.eval_corpus else []
         keep = common.subset(len(self.train), config.max_train_examples, config.seed)
         if len(keep) < len(self.train):
             self.train = self.train.subset(keep)
@@ -127,6 +130,13 @@ class EmbeddingData:
             score_column=parse_column(self.config.label_column),
             file_format=self.config.file_format,
         )
+
+    def _passages(self, path):
+        """The texts of a passage file: one per line, or the positive's column of a TSV/CSV/JSONL file."""
+        extension = os.path.splitext(path)[1].lower()
+        is_text = self.config.file_format is None and extension in TEXT_EXTENSIONS
+        column = None if is_text else parse_column(self.config.text_pair_column)
+        return read_passages(path, text_column=column, file_format="text" if is_text else self.config.file_format).texts
 
     @property
     def num_train(self):
@@ -186,7 +196,8 @@ class EmbeddingData:
         return results, write
 
     def _evaluate_retrieval(self, model):
-        corpus = list(dict.fromkeys(self.eval.positives + (self.eval.negatives or [])))  # distinct passages, in order
+        # The distinct passages, in order: the evaluation's positives (and negatives), then the passage file's.
+        corpus = list(dict.fromkeys(self.eval.positives + (self.eval.negatives or []) + self.extra_passages))
         index = {text: i for i, text in enumerate(corpus)}
         relevant = [[index[text]] for text in self.eval.positives]
         queries, passages = self._embed(model, "anchors", self.eval.anchors), self._embed(model, "corpus", corpus)
@@ -230,6 +241,11 @@ def check_config(config):
             f"Task `{config.task}`: `label_column` and `negative_column` are columns of TSV/CSV/JSONL pairs; a SQuAD "
             f"file (no `text_column`) has none. Received: label_column={config.label_column!r}, "
             f"negative_column={config.negative_column!r}"
+        )
+    if config.eval_corpus and config.label_column:
+        raise ValueError(
+            f"Task `{config.task}`: scored pairs are evaluated by correlation, without a passage corpus. "
+            f"Received: label_column={config.label_column!r}, eval_corpus={config.eval_corpus!r}"
         )
     if config.pooling is not None:
         check_pooling(config.pooling, source=f"Task `{config.task}`: `pooling`")

@@ -82,6 +82,7 @@ class FinetuneConfig:
     # Embedding
     negative_column: object = None  # the hard negative's column of (anchor, positive, negative) rows
     pooling: list = None  # the sentence embedding's pooling modes; None keeps --init's
+    eval_corpus: str = None  # passages added to the retrieval evaluation's corpus (distractors)
     # Training
     max_seq_length: int = 128
     epochs: float = 3.0
@@ -137,7 +138,7 @@ def _read_json(path):
 def _request(config):
     """The fields of `config` that decide what a run trains, as JSON stores them (in training_settings.json)."""
     fields = {k: v for k, v in dataclasses.asdict(config).items() if k not in _NOT_RECORDED}
-    for name in ("init", "train_file", "eval_file"):  # the same files from another working directory
+    for name in ("init", "train_file", "eval_file", "eval_corpus"):  # the same files from another working directory
         value = fields[name]
         if value and not value.startswith("tfds:"):
             fields[name] = os.path.abspath(value)

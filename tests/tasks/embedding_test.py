@@ -81,15 +81,19 @@ def _embed(model, tokenizer, texts):
     return embed_batches(model, *text_batches(texts, tokenizer, 16, 4))
 
 
+EXTRA_PASSAGES = ["a bird flies", "a cat purrs", "the red mat"]  # a passage file's: one is also a positive
+
+
 @pytest.fixture(scope="module")
 def pair_run(tiny_dir, pair_files, tmp_path_factory):
     run = tmp_path_factory.mktemp("run")
+    corpus = run.parent / "passages.txt"
+    corpus.write_text("\n".join(EXTRA_PASSAGES) + "\n", encoding="utf-8")
     keras.utils.set_random_seed(0)
-    best = finetune(
-        _config(tiny_dir, run, pair_files[0], eval_file=pair_files[1], negative_column="negative"),
-        strategy=create_strategy("one_device"),
-        **QUIET,
+    config = _config(
+        tiny_dir, run, pair_files[0], eval_file=pair_files[1], negative_column="negative", eval_corpus=str(corpus)
     )
+    best = finetune(config, strategy=create_strategy("one_device"), **QUIET)
     return str(run), best
 
 
@@ -116,7 +120,8 @@ def test_triplets_train_with_retrieval_evaluation_and_the_model_directory_keeps_
     # The evaluation ranks as the saved model does.
     tokenizer = checkpoints.load_tokenizer(run, settings)
     dev = [line.split("\t") for line in open(pair_files[1]).read().splitlines()[1:]]
-    corpus = list(dict.fromkeys(row[1] for row in dev) | dict.fromkeys(row[2] for row in dev))
+    corpus = list(dict.fromkeys([row[1] for row in dev] + [row[2] for row in dev] + EXTRA_PASSAGES))
+    assert len(corpus) > len(set(row[1] for row in dev) | set(row[2] for row in dev))
     top = rank_passages(_embed(model, tokenizer, [row[0] for row in dev]), _embed(model, tokenizer, corpus), 10)
     expected = [
         f"{i}\t{corpus.index(row[1])}\t{','.join(map(str, ranked))}" for i, (row, ranked) in enumerate(zip(dev, top))
@@ -205,6 +210,7 @@ def test_squad_files_train_on_question_paragraph_pairs_with_held_out_articles(ti
         ({"text_column": None, "text_pair_column": None, "label_column": "score"}, "a SQuAD file"),
         ({"glue_task": "stsb"}, "not GLUE layouts"),
         ({"pooling": ["median"]}, r"`pooling`: pooling must be one of"),
+        ({"label_column": "score", "eval_corpus": "passages.txt"}, "without a passage corpus"),
     ],
 )
 def test_settings_it_cannot_work_with_are_refused_before_anything_is_written(tiny_dir, tmp_path, overrides, message):
@@ -227,6 +233,7 @@ def _newest_checkpoint(run):
     }
 
 
+@pytest.mark.slow
 def test_an_interrupted_run_resumes_exactly(tiny_dir, pair_files, tmp_path):
     def run(model_dir, log):
         keras.utils.set_random_seed(0)
