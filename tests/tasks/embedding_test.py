@@ -13,8 +13,9 @@ from bert_tf.checkpoints import read_settings
 from bert_tf.export import EmbeddingModule, export_saved_model, load_task_model, serving_module
 from bert_tf.export.saved_model import kind_of
 from bert_tf.models import BertSentenceEncoder
-from bert_tf.tasks.embedding import embed_batches, rank_passages, text_batches
+from bert_tf.tasks.embedding import EmbeddingData, embed_batches, rank_passages, text_batches
 from bert_tf.training import FinetuneConfig, create_strategy, finetune
+from tests.conftest import DATA_DIR
 from tests.helpers import tiny_model_dir
 
 ANIMALS = {"cat": "purrs", "dog": "barks", "bird": "sings", "fish": "swims"}
@@ -263,3 +264,34 @@ def test_the_task_is_registered_with_its_names():
     task = tasks.get("embedding")
     assert task.model_settings == ("pooling", "normalize") and task.serving_class is EmbeddingModule
     assert "embedding" in tasks.names()
+
+
+XQUAD = os.path.join(DATA_DIR, "squad", "xquad.en.json")
+
+
+@pytest.mark.slow
+def test_finetuning_minilm_on_xquad_questions_improves_retrieval_of_held_out_articles(minilm_dir, tmp_path):
+    """A small version of the README's measurement: 20 steps on the questions of every other XQuAD article, then
+    the held-out articles' 578 questions against their 120 paragraphs. MRR@10 before 0.9203; after, with seeds
+    0, 1, 2: 0.9232, 0.9265, 0.9210 (2-core AMD EPYC); recall@10 0.9879 -> 0.9913, 0.9913, 0.9896."""
+    config = FinetuneConfig(
+        task="embedding",
+        init=minilm_dir,
+        train_file=XQUAD,
+        model_dir=str(tmp_path / "run"),
+        eval_every_nth_article=2,
+        max_seq_length=128,
+        global_batch_size=16,
+        train_steps=20,
+        learning_rate=5e-5,
+        seed=1,
+        steps_per_loop=20,
+    )
+    settings = checkpoints.infer_settings(minilm_dir, 512)
+    data = EmbeddingData(config, checkpoints.load_tokenizer(minilm_dir, settings), 512)
+    assert (data.num_train, data.num_eval) == (612, 578)
+    start = BertSentenceEncoder(checkpoints.load_encoder(minilm_dir), settings["pooling"], settings["normalize"])
+    before, _ = data.evaluate(start)
+    keras.utils.set_random_seed(1)
+    after = finetune(config, strategy=create_strategy("one_device"), **QUIET)
+    assert after["mrr@10"] > before["mrr@10"] and after["recall@10"] >= before["recall@10"], (before, after)
