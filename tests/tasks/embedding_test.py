@@ -2,6 +2,8 @@
 
 import json
 import os
+import subprocess
+import sys
 
 import keras
 import numpy as np
@@ -15,6 +17,7 @@ from bert_tf.export.saved_model import kind_of
 from bert_tf.models import BertSentenceEncoder
 from bert_tf.tasks.embedding import EmbeddingData, embed_batches, rank_passages, text_batches
 from bert_tf.training import FinetuneConfig, create_strategy, finetune
+from bert_tf.training.distribute import mirrored_strategy
 from tests.conftest import DATA_DIR
 from tests.helpers import tiny_model_dir
 
@@ -295,3 +298,52 @@ def test_finetuning_minilm_on_xquad_questions_improves_retrieval_of_held_out_art
     keras.utils.set_random_seed(1)
     after = finetune(config, strategy=create_strategy("one_device"), **QUIET)
     assert after["mrr@10"] > before["mrr@10"] and after["recall@10"] >= before["recall@10"], (before, after)
+
+
+def test_two_replicas_train_with_per_replica_negatives(tiny_dir, pair_files, tmp_path):
+    """MirroredStrategy over two logical CPUs: each replica ranks its 4 anchors against its own 4 pairs' texts
+    (the loss values are checked in tests/training/embedding_objective_test.py); the run trains and evaluates."""
+    keras.utils.set_random_seed(0)
+    config = _config(tiny_dir, tmp_path / "run", pair_files[0], eval_file=pair_files[1], train_steps=4)
+    logged = []
+    best = finetune(config, strategy=mirrored_strategy(["/cpu:0", "/cpu:1"]), log=logged.append)
+    assert best["step"] == 4 and 0.0 < best["mrr@10"] <= 1.0
+    assert read_settings(str(tmp_path / "run"))["task"] == "embedding"
+
+
+def _app(*argv):
+    return subprocess.run(
+        [sys.executable, "-m", "bert_tf.apps.finetune", *argv],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, CUDA_VISIBLE_DEVICES=""),
+        timeout=300,
+    )
+
+
+@pytest.mark.slow
+def test_the_app_takes_the_embedding_flags(tiny_dir, pair_files, tmp_path):
+    common = [
+        "--task=embedding",
+        f"--init={tiny_dir}",
+        f"--train_file={pair_files[0]}",
+        "--text_column=anchor",
+        "--text_pair_column=positive",
+        "--max_seq_length=16",
+        "--global_batch_size=8",
+        "--train_steps=2",
+    ]
+    refused = _app(*common, "--pooling=median", f"--model_dir={tmp_path / 'refused'}")
+    assert refused.returncode != 0 and "pooling must be one of" in refused.stderr
+    assert not (tmp_path / "refused").exists()
+    result = _app(
+        *common,
+        f"--eval_file={pair_files[1]}",
+        "--negative_column=negative",
+        "--pooling=max,cls",
+        f"--eval_corpus={pair_files[1]}",  # a TSV: its --text_pair_column holds the passages
+        f"--model_dir={tmp_path / 'run'}",
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Best evaluation:" in result.stdout and "mrr@10" in result.stdout
+    assert read_settings(str(tmp_path / "run"))["pooling"] == ["max", "cls"]
