@@ -147,9 +147,11 @@ def make_dataset(
     at `[:, 2]`.
 
     Returns:
-        `tf.data.Dataset` of `(features, scores)`: features dict `token_ids`,
-        `segment_ids`, `padding_mask` int32 `[B, K, T]`; scores float32 `[B]`
-        (zeros for unscored pairs).
+        `tf.data.Dataset` of `(features, scores, positive_ids)`: features dict
+        `token_ids`, `segment_ids`, `padding_mask` int32 `[B, K, T]`; scores
+        float32 `[B]` (zeros for unscored pairs); positive_ids int32 `[B]`, the
+        index of each positive among the distinct positive texts (equal texts,
+        equal ids: several questions of one paragraph).
     """
     if batch_size <= 0:
         raise ValueError(f"`batch_size` must be positive. Received: batch_size={batch_size}")
@@ -158,17 +160,19 @@ def make_dataset(
     columns = [pairs.anchors, pairs.positives] + ([pairs.negatives] if pairs.negatives is not None else [])
     texts = tf.constant(list(zip(*columns)), tf.string, shape=[n, len(columns)])  # [N, K]
     scores = tf.constant(pairs.scores if pairs.scores is not None else [0.0] * n, tf.float32, shape=[n])
-    dataset = tf.data.Dataset.from_tensor_slices((texts, scores))
+    distinct = {}
+    positive_ids = tf.constant([distinct.setdefault(p, len(distinct)) for p in pairs.positives], tf.int32, shape=[n])
+    dataset = tf.data.Dataset.from_tensor_slices((texts, scores, positive_ids))
     if shuffle:
         dataset = dataset.shuffle(max(n, 1), seed=seed, reshuffle_each_iteration=True)
     if repeat:
         dataset = dataset.repeat()
     dataset = dataset.batch(batch_size, drop_remainder=True)
 
-    def encode(texts, scores):  # [B, K] strings -> [B, K, T] features
+    def encode(texts, scores, positive_ids):  # [B, K] strings -> [B, K, T] features
         k = texts.shape[1]
         packed = [packer(tokenizer.tokenize(texts[:, i])) for i in range(k)]  # K x {name: [B, T]}
         features = {name: tf.stack([p[name] for p in packed], axis=1) for name in packed[0]}
-        return features, scores
+        return features, scores, positive_ids
 
     return dataset.map(encode, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(tf.data.AUTOTUNE)

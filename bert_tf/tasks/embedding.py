@@ -7,7 +7,11 @@ Training data (`bert_tf.data.text_pairs`):
   (`MultipleNegativesRankingLoss`, scale 20, cosine similarity);
 - scored pairs (`label_column` a float score): `CosineSimilarityLoss`;
 - a SQuAD v1.1/v2.0 JSON file (no `text_column`): question -> its paragraph
-  pairs, in-batch negatives.
+  pairs (answerable questions), in-batch negatives.
+
+In-batch negatives leave out another anchor's positive that is the same text
+as an anchor's own (several questions of one paragraph in a batch): it is not
+a negative (`ranking_losses`' `positive_ids`).
 
 Evaluation after every epoch: scored pairs by the Spearman correlation of
 cos(a, b) with the gold scores (best checkpoint by `spearman`); pairs and
@@ -95,6 +99,12 @@ def rank_passages(queries, passages, top_k):
     return np.take_along_axis(top, order, axis=1)
 
 
+def squad_question_pairs(examples, path):
+    """(question, paragraph) pairs of the answerable `SquadExample`s (a SQuAD v2.0 unanswerable question's
+    paragraph does not answer it)."""
+    return text_pairs.squad_pairs([e for e in examples if not e.is_impossible], path)
+
+
 class EmbeddingData:
     """Training pairs and evaluation data of an embedding run (see the module docstring)."""
 
@@ -104,12 +114,13 @@ class EmbeddingData:
         self.best_metric = SCORED_METRIC if self.scored else RETRIEVAL_METRIC
         self.label_names = None
         self._batches = {}  # evaluation texts' batches, by name
-        self.train = self._read(config.train_file)
-        self.eval = self._read(config.eval_file) if config.eval_file else None
-        if self.eval is None and self._squad and config.eval_every_nth_article:
+        if self._squad and not config.eval_file and config.eval_every_nth_article:
             examples, held = split_by_article(squad.read_squad(config.train_file), config.eval_every_nth_article)
-            self.train = text_pairs.squad_pairs(examples, config.train_file)
-            self.eval = text_pairs.squad_pairs(held, config.train_file) if held else None
+            self.train = squad_question_pairs(examples, config.train_file)
+            self.eval = squad_question_pairs(held, config.train_file) if held else None
+        else:
+            self.train = self._read(config.train_file)
+            self.eval = self._read(config.eval_file) if config.eval_file else None
         self.extra_passages = self._passages(config.eval_corpus) if config.eval_corpus else []
         keep = common.subset(len(self.train), config.max_train_examples, config.seed)
         if len(keep) < len(self.train):
@@ -121,7 +132,7 @@ class EmbeddingData:
 
     def _read(self, path):
         if self._squad:
-            return text_pairs.squad_pairs(squad.read_squad(path), path)
+            return squad_question_pairs(squad.read_squad(path), path)
         return text_pairs.read_text_pairs(
             path,
             parse_column(self.config.text_column),
@@ -161,8 +172,9 @@ class EmbeddingData:
         dataset = common.worker_slice(dataset, context)
         key = SCORE if self.scored else RANKING
 
-        def triple(features, scores):
-            return trim_texts(features), {key: scores}, {key: tf.ones_like(scores)}
+        def triple(features, scores, positive_ids):
+            labels = {key: scores if self.scored else positive_ids}
+            return trim_texts(features), labels, {key: tf.ones_like(scores)}
 
         return dataset.map(triple)
 

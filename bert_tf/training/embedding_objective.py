@@ -35,13 +35,19 @@ def cosine_similarities(a, b):
     return tf.matmul(a, b, transpose_b=True)
 
 
-def ranking_losses(embeddings, scale=RANKING_SCALE):
+def ranking_losses(embeddings, scale=RANKING_SCALE, positive_ids=None):
     """Per-anchor multiple-negatives ranking loss and whether the anchor ranks its positive first.
 
     Args:
         embeddings: float `[B, K]` texts' embeddings `[B, K, D]`: anchors at
             `[:, 0]`, positives at `[:, 1]`, hard negatives at `[:, 2:]`.
         scale: the similarities' multiplier.
+        positive_ids: int `[B]`, equal for equal positive texts, or None. Another
+            anchor's positive that is the same text as anchor i's own is not a
+            negative of anchor i: it leaves anchor i's candidates (several
+            questions of one paragraph in a batch). Without repeated positives
+            the loss is sentence-transformers' (which avoids them by sampling
+            batches without duplicates).
 
     Returns:
         `(loss [B], correct [B])`: `logsumexp_j(s_ij) - s_ii` with `s = scale *
@@ -54,6 +60,11 @@ def ranking_losses(embeddings, scale=RANKING_SCALE):
     candidates = tf.concat(tf.unstack(embeddings[:, 1:], axis=1), axis=0)  # [B * (K-1), D]
     scores = scale * cosine_similarities(anchors, candidates)  # [B, B * (K-1)]
     own = tf.range(tf.shape(anchors)[0])
+    if positive_ids is not None:
+        repeated = tf.equal(positive_ids[:, None], positive_ids[None, :])  # [B, B]
+        repeated = tf.logical_and(repeated, tf.logical_not(tf.cast(tf.eye(tf.shape(anchors)[0]), tf.bool)))
+        repeated = tf.pad(repeated, [[0, 0], [0, tf.shape(scores)[1] - tf.shape(anchors)[0]]])  # negatives stay
+        scores = tf.where(repeated, tf.constant(-float("inf"), scores.dtype), scores)
     positive = tf.gather(scores, own, axis=1, batch_dims=1)  # [B]: s_ii
     loss = tf.reduce_logsumexp(scores, axis=1) - positive
     correct = tf.cast(tf.equal(tf.argmax(scores, axis=1, output_type=tf.int32), own), tf.float32)
@@ -71,9 +82,9 @@ class EmbeddingObjective(Objective):
     """The loss of a sentence-embedding model whose output is `[B, K, D]`.
 
     A batch's labels and sample weights hold one key: `RANKING` (pairs or
-    triplets: in-batch negatives; its labels are unused, the positive of
-    anchor i is candidate i) or `SCORE` (scored pairs, the gold scores `[B]`:
-    cosine-similarity loss). Which one is fixed by the data of a run. Logged:
+    triplets: in-batch negatives; the positive of anchor i is candidate i, and
+    its labels are the positives' ids `[B]`, see `ranking_losses`) or `SCORE`
+    (scored pairs, the gold scores `[B]`: cosine-similarity loss). Which one is fixed by the data of a run. Logged:
     `loss` and `ranking_acc` (the share of anchors whose positive ranks first)
     or `score_loss`.
     """
@@ -99,7 +110,7 @@ class EmbeddingObjective(Objective):
             if head.output not in labels:
                 continue
             if head.output == RANKING:
-                per_example, correct = ranking_losses(outputs, self.scale)
+                per_example, correct = ranking_losses(outputs, self.scale, labels[head.output])
             else:
                 per_example = cosine_losses(outputs, labels[head.output])
                 correct = tf.zeros_like(per_example)

@@ -81,9 +81,12 @@ def test_squad_pairs_are_questions_and_their_paragraphs():
 def test_batches_pack_each_text_alone(tmp_path):
     vocab = _write(tmp_path / "vocab.txt", "\n".join([*SPECIAL_TOKENS, *WORDS]) + "\n")
     tokenizer = BertTokenizer(vocab)
-    pairs = text_pairs.TextPairs(["the cat", "a dog"], ["cat sat on the mat", "dog"], ["ran", "the mat"], [0.5, 1.0])
-    features, scores = next(iter(text_pairs.make_dataset(pairs, tokenizer, 8, 2)))
-    assert features["token_ids"].shape == (2, 3, 8) and scores.numpy().tolist() == [0.5, 1.0]
+    pairs = text_pairs.TextPairs(
+        ["the cat", "a dog", "the dog"], ["cat sat on the mat", "dog", "dog"], ["ran", "the mat", "a"], [0.5, 1.0, 0.0]
+    )
+    features, scores, positive_ids = next(iter(text_pairs.make_dataset(pairs, tokenizer, 8, 3)))
+    assert features["token_ids"].shape == (3, 3, 8) and scores.numpy().tolist() == [0.5, 1.0, 0.0]
+    assert positive_ids.numpy().tolist() == [0, 1, 1]  # the same positive text, the same id
     ids = {piece: i for i, piece in enumerate([*SPECIAL_TOKENS, *WORDS])}
     cls, sep = ids["[CLS]"], ids["[SEP]"]
     np.testing.assert_array_equal(features["token_ids"][0, 0], [cls, ids["the"], ids["cat"], sep, 0, 0, 0, 0])
@@ -94,4 +97,4 @@ def test_batches_pack_each_text_alone(tmp_path):
     assert features["segment_ids"].numpy().max() == 0
     np.testing.assert_array_equal(features["padding_mask"][1, 1], [1, 1, 1, 0, 0, 0, 0, 0])
     # a last partial batch is dropped (in-batch negatives need full batches)
-    assert len(list(text_pairs.make_dataset(pairs, tokenizer, 8, 3))) == 0
+    assert len(list(text_pairs.make_dataset(pairs, tokenizer, 8, 4))) == 0

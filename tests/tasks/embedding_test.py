@@ -275,8 +275,8 @@ XQUAD = os.path.join(DATA_DIR, "squad", "xquad.en.json")
 @pytest.mark.slow
 def test_finetuning_minilm_on_xquad_questions_improves_retrieval_of_held_out_articles(minilm_dir, tmp_path):
     """A small version of the README's measurement: 20 steps on the questions of every other XQuAD article, then
-    the held-out articles' 578 questions against their 120 paragraphs. MRR@10 before 0.9203; after, with seeds
-    0, 1, 2: 0.9232, 0.9265, 0.9210 (2-core AMD EPYC); recall@10 0.9879 -> 0.9913, 0.9913, 0.9896."""
+    the held-out articles' 578 questions against their 120 paragraphs. Before: recall@5 0.9775, MRR@10 0.9203;
+    after, with seeds 0, 1, 2: recall@5 0.9792, 0.9810, 0.9810, MRR@10 0.9272, 0.9281, 0.9242 (2-core AMD EPYC)."""
     config = FinetuneConfig(
         task="embedding",
         init=minilm_dir,
@@ -297,7 +297,7 @@ def test_finetuning_minilm_on_xquad_questions_improves_retrieval_of_held_out_art
     before, _ = data.evaluate(start)
     keras.utils.set_random_seed(1)
     after = finetune(config, strategy=create_strategy("one_device"), **QUIET)
-    assert after["mrr@10"] > before["mrr@10"] and after["recall@10"] >= before["recall@10"], (before, after)
+    assert after["recall@5"] > before["recall@5"] and after["mrr@10"] > before["mrr@10"], (before, after)
 
 
 def test_two_replicas_train_with_per_replica_negatives(tiny_dir, pair_files, tmp_path):

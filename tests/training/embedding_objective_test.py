@@ -52,6 +52,29 @@ def test_ranking_loss_matches_numpy_and_sentence_transformers(reference):
     assert np.all(triplets.numpy() > pairs.numpy())  # hard negatives only add candidates
 
 
+def test_a_repeated_positive_is_not_a_negative_of_its_twin(reference):
+    """Anchors 0 and 2 share one positive text (ids equal): each one's candidates lose the other's copy."""
+    a, p, n = reference["anchors"][:4], reference["positives"][:4].copy(), reference["negatives"][:4]
+    p[2] = p[0]
+    embeddings = tf.constant(np.stack([a, p, n], axis=1), tf.float32)
+    loss, _ = ranking_losses(embeddings, positive_ids=tf.constant([0, 1, 0, 2]))
+    expected = numpy_ranking(a, p, n)
+    keep = [i for i in range(8) if i != 2]  # anchor 0 without candidate 2 (its positive's twin)
+    expected[0] = numpy_ranking(a[[0]], np.concatenate([p, n])[keep][None, 0], np.concatenate([p, n])[keep][1:])[0]
+    keep = [i for i in range(8) if i != 0]  # anchor 2 without candidate 0; its own positive is then at index 1
+    candidates = np.concatenate([p, n])[keep]
+    scores = 20.0 * _unit(a[[2]]) @ _unit(candidates).T
+    expected[2] = np.log(np.exp(scores).sum()) - scores[0, 1]
+    np.testing.assert_allclose(loss.numpy(), expected, rtol=1e-5, atol=1e-5)
+    # Distinct ids: sentence-transformers' loss, however the ids are numbered.
+    distinct, _ = ranking_losses(tf.constant(np.stack([a, reference["positives"][:4], n], axis=1), tf.float32))
+    numbered, _ = ranking_losses(
+        tf.constant(np.stack([a, reference["positives"][:4], n], axis=1), tf.float32),
+        positive_ids=tf.constant([7, 3, 5, 0]),
+    )
+    np.testing.assert_allclose(numbered.numpy(), distinct.numpy(), rtol=1e-6)
+
+
 def test_ranking_loss_scale_and_unnormalized_inputs():
     rng = np.random.default_rng(0)
     a, p = rng.normal(size=(4, 3)), rng.normal(size=(4, 3))
@@ -78,7 +101,7 @@ def _objective_loss(strategy, embeddings, key, labels):
         part = slice(i * size, (i + 1) * size)
         return (
             tf.constant(embeddings[part], tf.float32),
-            {key: tf.constant(labels[part], tf.float32)},
+            {key: tf.constant(labels[part], tf.float32 if key == SCORE else tf.int32)},
             {key: tf.ones([size])},
         )
 
@@ -94,7 +117,7 @@ def test_objective_ranks_within_each_replica_and_averages_over_anchors(replicas,
     a, p, n = reference["anchors"][:4], reference["positives"][:4], reference["negatives"][:4]
     embeddings = np.stack([a, p, n], axis=1)
     strategy = create_strategy("one_device") if replicas == 1 else mirrored_strategy(["/cpu:0", "/cpu:1"])
-    stats = _objective_loss(strategy, embeddings, RANKING, np.zeros(4))
+    stats = _objective_loss(strategy, embeddings, RANKING, np.arange(4))  # 4 distinct positives
     halves = [slice(0, 4)] if replicas == 1 else [slice(0, 2), slice(2, 4)]  # per-replica in-batch negatives
     expected = np.concatenate([numpy_ranking(a[h], p[h], n[h]) for h in halves]).mean()
     np.testing.assert_allclose(stats["loss"], expected, rtol=1e-5)
