@@ -107,6 +107,20 @@ CHEAP = {
     "--search_corpus=../shared/data/corpus/wikitext2/wiki.test.raw --search_format=text": Cheap(
         "search", "--search_corpus=../shared/data/multilingual/udhr/English-Latin1 --max_seq_length=32"
     ),
+    # Sentence embeddings: fine-tuning on XQuAD questions, retrieval before and after, export.
+    "bert-tf-finetune --task=embedding --init=$M --train_file=../shared/data/squad/xquad.en.json "
+    "--eval_every_nth_article=2 --max_seq_length=256 --global_batch_size=16 --epochs=2 --learning_rate=5e-5 "
+    "--seed=0 --model_dir=runs/xquad-embedding": Cheap(
+        "embedding",
+        "--train_steps=2 --max_train_examples=16 --max_seq_length=32 --global_batch_size=4 --eval_every_nth_article=12",
+    ),
+    "python tools/embedding_retrieval.py --model=$M --squad_file=../shared/data/squad/xquad.en.json "
+    "--eval_every_nth_article=2 --corpus=all": Cheap("embedding", "--max_seq_length=32 --eval_every_nth_article=12"),
+    "python tools/embedding_retrieval.py --model=runs/xquad-embedding "
+    "--squad_file=../shared/data/squad/xquad.en.json --eval_every_nth_article=2 --corpus=all": Cheap(
+        "embedding", "--max_seq_length=32 --eval_every_nth_article=12"
+    ),
+    "bert-tf-export --model_dir=runs/xquad-embedding --output_dir=runs/serving/xquad-embedding/1": Cheap("embedding"),
     # Checkpoints and text tools.
     "bert-tf-convert --input=$M --output=runs/minilm": Cheap("tools"),
     "bert-tf-convert --input=runs/minilm --output=runs/minilm-hf --to=hf": Cheap("tools"),

@@ -1,4 +1,4 @@
-"""bert-tf-finetune: fine-tune any BERT for classification, regression, NER or extractive QA.
+"""bert-tf-finetune: fine-tune any BERT for classification, regression, NER, extractive QA or sentence embeddings.
 
     bert-tf-finetune --task=classification --init=path/to/bert --glue_task=sst2 \\
         --train_file=SST-2/train.tsv --eval_file=SST-2/dev.tsv --model_dir=runs/sst2
@@ -6,7 +6,8 @@
 `--init` is anything `load_encoder` reads: a bert_tf model directory (e.g. the
 output of bert-tf-pretrain), a Hugging Face BERT directory or a Google TF1
 checkpoint. Data files: TSV/CSV/JSONL (classification, regression), CoNLL
-column files (ner), SQuAD v1.1/v2.0 JSON (squad), or `tfds:NAME[:SPLIT]`.
+column files (ner), SQuAD v1.1/v2.0 JSON (squad), text pairs in TSV/CSV/JSONL or
+SQuAD JSON (embedding), or `tfds:NAME[:SPLIT]`.
 After every epoch the evaluation file is scored with the task's official
 metric; the best weights, `eval_results.json` and the predictions stay in
 `--model_dir`. Re-running the same command continues from the newest checkpoint.
@@ -23,6 +24,7 @@ from bert_tf.apps import common_flags, errors, launch
 from bert_tf.config import ConfigError
 from bert_tf.data.classification import FORMATS as FILE_FORMATS
 from bert_tf.data.tagging import SCHEMES
+from bert_tf.layers import POOLING_MODES
 from bert_tf.layers.dense_head import HEAD_INITIALIZERS
 from bert_tf.training import (
     FinetuneConfig,
@@ -53,7 +55,24 @@ flags.DEFINE_string(
 )
 flags.DEFINE_string("text_column", None, "Text column: header name, or 0-based index for header-less files.")
 flags.DEFINE_string("text_pair_column", None, "Second text column of pair tasks (name or index).")
-flags.DEFINE_string("label_column", None, "Label column (name or index).")
+flags.DEFINE_string("label_column", None, "Label column (name or index); embedding: the pair's similarity score.")
+flags.DEFINE_string(
+    "negative_column",
+    None,
+    "Embedding: the hard negative's column of (anchor, positive, negative) rows (name or index).",
+)
+flags.DEFINE_list(
+    "pooling",
+    None,
+    f"Embedding: the sentence embedding's pooling, one of {list(POOLING_MODES)} or several (concatenated), "
+    "e.g. cls,mean. Default: --init's (a sentence-transformers folder's, else mean).",
+)
+flags.DEFINE_string(
+    "eval_corpus",
+    None,
+    "Embedding: passages added to the retrieval evaluation's corpus (besides the evaluation's positives): a text "
+    "file, one passage per line, or TSV/CSV/JSONL with the passages in --text_pair_column.",
+)
 flags.DEFINE_string(
     "glue_task",
     None,
@@ -83,7 +102,7 @@ flags.DEFINE_float(
 flags.DEFINE_integer(
     "eval_every_nth_article",
     0,
-    "QA without --eval_file: hold out every n-th article of "
+    "QA and embedding on SQuAD files, without --eval_file: hold out every n-th article of "
     "--train_file for evaluation (5 = an 80/20 split by article).",
     lower_bound=0,
 )
@@ -142,7 +161,7 @@ def _validate():
     for name in ("task", "init", "train_file", "model_dir"):
         if not FLAGS[name].value:
             raise app.UsageError(f"--{name} is required.")
-    for name in ("init", "train_file", "eval_file"):
+    for name in ("init", "train_file", "eval_file", "eval_corpus"):
         value = FLAGS[name].value
         if value and not value.startswith("tfds:") and not os.path.exists(value):
             raise app.UsageError(f"--{name} does not exist. Received: --{name}={value}")

@@ -386,7 +386,8 @@ def load_model(path, dtype=None, allow_pickle=False, strict=False):
         if task.needs_labels and not labels:
             raise CheckpointError(f"{path}: a {task.name} model needs its label names. Received: labels={labels!r}")
         encoder = BertEncoder.from_bert_config(config, dtype=dtype)
-        model = task.build_model(encoder, labels if task.needs_labels else None)
+        built_with = {key: settings[key] for key in task.model_settings}  # e.g. an embedding's pooling
+        model = task.build_model(encoder, labels if task.needs_labels else None, **built_with)
         restore_weights(model, path, allow_pickle=allow_pickle, strict=strict)
         return model, settings
     if has_pretraining_heads(path, allow_pickle=allow_pickle):

@@ -9,6 +9,7 @@ SavedModel that takes raw strings" of README.md.
 """
 
 from bert_tf.export.classifier_module import ClassifierModule
+from bert_tf.export.embedding_module import EmbeddingModule
 from bert_tf.export.encoder_module import EncoderModule
 from bert_tf.export.saved_model import (
     METADATA_FILE,
@@ -27,6 +28,7 @@ from bert_tf.export.tagger_module import TaggerModule
 
 __all__ = [
     "ClassifierModule",
+    "EmbeddingModule",
     "EncoderModule",
     "METADATA_FILE",
     "SearchModule",

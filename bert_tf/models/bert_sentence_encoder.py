@@ -17,6 +17,10 @@ class BertSentenceEncoder(EncoderTask):
     read from a sentence-transformers folder's `modules.json` and
     `1_Pooling/config.json` when converted.
 
+    Called on real tensors of shape `[B, K, T]` (K texts per example, e.g.
+    anchor, positive and negative, as embedding fine-tuning batches them) it
+    returns `[B, K, D]` from one encoder call on all `B * K` texts.
+
     The model has no weights of its own: its checkpoint is the encoder's.
     """
 
@@ -34,4 +38,9 @@ class BertSentenceEncoder(EncoderTask):
 
     def call_selected(self, inputs, training=None):
         # Every real token is read; padding is not.
+        if len(inputs["token_ids"].shape) == 3:  # [B, K, T]: K texts per example
+            shape = keras.ops.shape(inputs["token_ids"])
+            flat = {name: keras.ops.reshape(value, (-1, shape[2])) for name, value in inputs.items()}  # [B*K, T]
+            embeddings = self.call_unpadded(flat, training=training)  # [B*K, D]
+            return keras.ops.reshape(embeddings, (shape[0], shape[1], -1))  # [B, K, D]
         return self.call_unpadded(inputs, training=training)

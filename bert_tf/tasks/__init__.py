@@ -1,11 +1,11 @@
 """bert_tf.tasks: every fine-tuning task declared once.
 
     from bert_tf import tasks
-    tasks.names()                  # ("classification", "regression", "ner", "squad")
+    tasks.names()                  # ("classification", "embedding", "ner", "regression", "squad")
     task = tasks.get("ner")        # its model, objective, metric, data, serving module, checkpoint heads
 
 One file per task family declares its tasks (`classification.py`: classification
-and regression; `ner.py`; `squad.py`); `registry.py` holds the `Task` and
+and regression; `ner.py`; `squad.py`; `embedding.py`); `registry.py` holds the `Task` and
 `ModelHeads` declaration types and the lookups that fine-tuning, export,
 checkpoints and the apps use. A new task is a `Task` passed to `register`.
 """

@@ -20,7 +20,12 @@ import importlib
 from collections.abc import Callable
 
 # The modules that declare the built-in tasks (each registers its tasks when imported).
-BUILTIN_MODULES = ("bert_tf.tasks.classification", "bert_tf.tasks.ner", "bert_tf.tasks.squad")
+BUILTIN_MODULES = (
+    "bert_tf.tasks.classification",
+    "bert_tf.tasks.ner",
+    "bert_tf.tasks.squad",
+    "bert_tf.tasks.embedding",
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,6 +105,12 @@ class Task:
         hf_accepts: `num_labels -> bool`, whether a Hugging Face checkpoint of
             one of `heads.hf_suffixes` with that many labels is this task
             (classification and regression share the class); None: all are.
+        model_settings: names of `bert_tf.json` settings the model is built
+            with (the embedding's `pooling` and `normalize`): `build_model` takes
+            them as keyword arguments. Fine-tuning takes each from `--init`'s
+            settings (a `FinetuneConfig` field of the same name, when set,
+            replaces it) and records it in the model directory;
+            `checkpoints.load_model` passes the directory's.
 
     Task data (what `data(...)` returns) has:
         `label_names`: list of str or None;
@@ -109,7 +120,9 @@ class Task:
             `tf.data.Dataset` of `(features, labels, sample_weights)` with
             labels and weights keyed by the objective heads' outputs;
         `evaluate(model)`: `(metrics dict, write)` where `write(directory)`
-            writes the predictions file.
+            writes the predictions file;
+        optionally `best_metric`: the metric that picks the kept checkpoint
+            when it depends on the data (else the task's `best_metric`).
     """
 
     name: str
@@ -130,6 +143,7 @@ class Task:
     # (README "Fine-tuning quality", tools/finetune_quality.py).
     head_initializer: str = "glorot_uniform"
     hf_accepts: Callable | None = None
+    model_settings: tuple = ()
 
 
 _TASKS = {}  # name -> Task

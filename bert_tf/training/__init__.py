@@ -11,6 +11,7 @@ from bert_tf.training.distribute import (
     is_chief,
     mirrored_strategy,
 )
+from bert_tf.training.embedding_objective import EmbeddingObjective, cosine_losses, ranking_losses
 from bert_tf.training.finetuning import FinetuneConfig, finetune
 from bert_tf.training.optimization import OPTIMIZERS, FusedAdamW, WarmupLinearDecay, create_optimizer
 from bert_tf.training.pretraining import PretrainConfig, fill_mask, pretrain
@@ -31,6 +32,7 @@ __all__ = [
     "OPTIMIZERS",
     "STRATEGIES",
     "TRAINING_SETTINGS_FILE",
+    "EmbeddingObjective",
     "FinetuneConfig",
     "FusedAdamW",
     "Head",
@@ -43,6 +45,7 @@ __all__ = [
     "TrainingLoop",
     "WarmupLinearDecay",
     "WorkerLostError",
+    "cosine_losses",
     "create_optimizer",
     "create_strategy",
     "dtype_policy",
@@ -51,4 +54,5 @@ __all__ = [
     "is_chief",
     "mirrored_strategy",
     "pretrain",
+    "ranking_losses",
 ]

@@ -78,7 +78,11 @@ class FinetuneConfig:
     n_best_size: int = 20
     max_answer_length: int = 30
     null_score_diff_threshold: float = 0.0  # v2.0 only
-    eval_every_nth_article: int = 0  # no eval_file: every n-th article of train_file is held out
+    eval_every_nth_article: int = 0  # no eval_file: every n-th article of train_file is held out (SQuAD files)
+    # Embedding
+    negative_column: object = None  # the hard negative's column of (anchor, positive, negative) rows
+    pooling: list = None  # the sentence embedding's pooling modes; None keeps --init's
+    eval_corpus: str = None  # passages added to the retrieval evaluation's corpus (distractors)
     # Training
     max_seq_length: int = 128
     epochs: float = 3.0
@@ -139,7 +143,7 @@ def _read_json(path):
 def _request(config):
     """The fields of `config` that decide what a run trains, as JSON stores them (in training_settings.json)."""
     fields = {k: v for k, v in dataclasses.asdict(config).items() if k not in _NOT_RECORDED}
-    for name in ("init", "train_file", "eval_file"):  # the same files from another working directory
+    for name in ("init", "train_file", "eval_file", "eval_corpus"):  # the same files from another working directory
         value = fields[name]
         if value and not value.startswith("tfds:"):
             fields[name] = os.path.abspath(value)
@@ -226,12 +230,17 @@ def finetune(config, strategy=None, log=print):
     warning = train_steps_warning(
         data.num_train, config.global_batch_size, train_steps / steps_per_epoch, train_steps, task.example_unit
     )
+    built_with = {  # the settings the task's model is built with: --init's, or the config's field of that name
+        key: init_settings[key] if getattr(config, key, None) is None else getattr(config, key)
+        for key in task.model_settings
+    }
     with strategy.scope():
         encoder, bert_config = _load_encoder(config)
         model = task.build_model(
             encoder,
             data.label_names if task.needs_labels else None,
             head_initializer=config.head_initializer or task.head_initializer,
+            **built_with,
         )
         optimizer = create_optimizer(
             config.optimizer,
@@ -248,6 +257,7 @@ def finetune(config, strategy=None, log=print):
             for key in ("lowercase", "strip_accents", "add_prefix_space", "split_special_tokens")
             if key in init_settings
         },
+        **built_with,
         "max_seq_length": config.max_seq_length,
         "labels": data.label_names,
         "task": task.name,
@@ -260,7 +270,7 @@ def finetune(config, strategy=None, log=print):
     results_file = os.path.join(config.model_dir, "eval_results.json")
     resuming = os.path.isdir(os.path.join(config.model_dir, "checkpoints")) and os.path.isfile(results_file)
     best = {"metrics": _read_json(results_file) if resuming else None}  # a resumed run keeps its best so far
-    metric_name = task.best_metric
+    metric_name = getattr(data, "best_metric", None) or task.best_metric
     has_eval = data.num_eval is not None
 
     def evaluate(loop):

@@ -17,7 +17,7 @@ from bert_tf.text import BertTokenizer
 from bert_tf.training.finetuning import FinetuneConfig, finetune
 from tests.helpers import tiny_encoder
 
-BUILTIN = ("classification", "ner", "regression", "squad")
+BUILTIN = ("classification", "embedding", "ner", "regression", "squad")
 
 
 def test_builtin_tasks_are_registered_and_sorted():
@@ -43,7 +43,9 @@ def test_unknown_task_lists_the_known_ones():
 
 def test_finetune_refuses_an_unknown_task_before_reading_anything(tmp_path):
     config = FinetuneConfig(task="sentiment", init="/nonexistent", train_file="/nonexistent", model_dir=str(tmp_path))
-    with pytest.raises(ValueError, match=r"must be one of \('classification', 'ner', 'regression', 'squad'\)"):
+    with pytest.raises(
+        ValueError, match=r"must be one of \('classification', 'embedding', 'ner', 'regression', 'squad'\)"
+    ):
         finetune(config, log=lambda message: None)
     assert list(tmp_path.iterdir()) == []
 

@@ -1,0 +1,26 @@
+"""EmbeddingModule: the serving module of a fine-tuned sentence-embedding model (task "embedding")."""
+
+from bert_tf.export.encoder_module import EncoderModule
+
+
+class EmbeddingModule(EncoderModule):
+    """An `EncoderModule` of a `BertSentenceEncoder`: the same signatures, with the model's pooling and normalize.
+
+    Its own class so that the export metadata's `kind` is the task's,
+    "embedding" (`bert_tf.tasks.for_module`), not "encoder".
+
+    Args:
+        model: the `bert_tf.models.BertSentenceEncoder`.
+        tokenizer, max_seq_length, max_input_bytes: see `EncoderModule`.
+    """
+
+    def __init__(self, model, tokenizer, max_seq_length, max_input_bytes=None, name=None):
+        super().__init__(
+            model.encoder,
+            tokenizer,
+            max_seq_length,
+            pooling=model.pooling,
+            normalize=model.normalize,
+            max_input_bytes=max_input_bytes,
+            name=name,
+        )

@@ -1,0 +1,292 @@
+"""Sentence embeddings: `BertSentenceEncoder` trained on text pairs (sentence-transformers' losses).
+
+Training data (`bert_tf.data.text_pairs`):
+
+- pairs (`text_column` anchor, `text_pair_column` positive) and triplets
+  (`negative_column` a hard negative) from TSV/CSV/JSONL: in-batch negatives
+  (`MultipleNegativesRankingLoss`, scale 20, cosine similarity);
+- scored pairs (`label_column` a float score): `CosineSimilarityLoss`;
+- a SQuAD v1.1/v2.0 JSON file (no `text_column`): question -> its paragraph
+  pairs (answerable questions), in-batch negatives.
+
+In-batch negatives leave out another anchor's positive that is the same text
+as an anchor's own (several questions of one paragraph in a batch): it is not
+a negative (`ranking_losses`' `positive_ids`).
+
+Evaluation after every epoch: scored pairs by the Spearman correlation of
+cos(a, b) with the gold scores (best checkpoint by `spearman`); pairs and
+SQuAD data by retrieval (each anchor/question is a query against the distinct
+positives/paragraphs of the evaluation data, plus the passages of
+`eval_corpus` when given: recall@1/5/10 and MRR@10, best checkpoint by
+`mrr@10`). Without `eval_file`, `eval_every_nth_article` holds
+out SQuAD articles.
+
+The model's pooling and normalization are `--init`'s (`bert_tf.json`, or a
+sentence-transformers folder's: default mean + normalize), or `pooling` of
+the config; the model directory records both, and the export
+(`EmbeddingModule`, kind "embedding") uses them. The model has no weights of
+its own: its checkpoint is the encoder's.
+
+Shapes: N texts, Q queries, P passages, D embedding size.
+"""
+
+import os
+
+import numpy as np
+import tensorflow as tf
+
+from bert_tf import metrics
+from bert_tf.checkpoints.name_table import hf_class
+from bert_tf.data import classification, read_passages, squad, text_pairs
+from bert_tf.data.classification import ClassificationExamples
+from bert_tf.data.passages import TEXT_EXTENSIONS
+from bert_tf.export.embedding_module import EmbeddingModule
+from bert_tf.layers import check_pooling
+from bert_tf.models import BertSentenceEncoder
+from bert_tf.tasks import common, registry
+from bert_tf.tasks.classification import parse_column
+from bert_tf.tasks.squad import split_by_article
+from bert_tf.training.embedding_objective import RANKING, SCORE, EmbeddingObjective
+
+# Retrieval evaluation: the k of each recall@k, and of MRR@k (the metric that keeps the best checkpoint).
+RECALL_AT = (1, 5, 10)
+MRR_AT = 10
+RETRIEVAL_METRIC = f"mrr@{MRR_AT}"
+SCORED_METRIC = "spearman"
+
+
+HEADS = registry.ModelHeads(
+    BertSentenceEncoder,
+    entries=lambda model: [],  # pooling and normalization have no weights
+    hf_architecture=lambda model: hf_class(model.encoder),  # a sentence encoder is the base model (BertModel)
+)
+
+
+def normalized(vectors):
+    """Rows of `vectors` `[N, D]` scaled to unit length (zero rows stay zero)."""
+    vectors = np.asarray(vectors, np.float32)
+    return vectors / np.maximum(np.linalg.norm(vectors, axis=-1, keepdims=True), 1e-12)
+
+
+def text_batches(texts, tokenizer, max_seq_length, batch_size, max_position_embeddings=None):
+    """`(order, dataset)`: the indices of `texts` sorted by length (short texts share short batches) and a dataset of
+    their encoder-input batches `[B, T]` in that order (reusable: iterate it again for another model state)."""
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    dataset = classification.make_dataset(
+        ClassificationExamples(texts=[texts[i] for i in order]),
+        tokenizer,
+        max_seq_length,
+        batch_size,
+        max_position_embeddings=max_position_embeddings,
+    )
+    return order, dataset
+
+
+def embed_batches(model, order, dataset):
+    """Embeddings float32 `[N, D]` by `model` (a `BertSentenceEncoder`) of `text_batches`' output, in text order."""
+    sorted_embeddings = common.predict(model, dataset)["logits"]  # [N, D]
+    embeddings = np.empty_like(sorted_embeddings)
+    embeddings[order] = sorted_embeddings
+    return embeddings
+
+
+def rank_passages(queries, passages, top_k):
+    """Indices `[Q, min(top_k, P)]` of the passages most cosine-similar to each query, best first."""
+    similarities = normalized(queries) @ normalized(passages).T  # [Q, P]
+    k = min(top_k, similarities.shape[1])
+    top = np.argpartition(-similarities, k - 1, axis=1)[:, :k]
+    order = np.take_along_axis(similarities, top, axis=1).argsort(axis=1)[:, ::-1]
+    return np.take_along_axis(top, order, axis=1)
+
+
+def squad_question_pairs(examples, path):
+    """(question, paragraph) pairs of the answerable `SquadExample`s (a SQuAD v2.0 unanswerable question's
+    paragraph does not answer it)."""
+    return text_pairs.squad_pairs([e for e in examples if not e.is_impossible], path)
+
+
+class EmbeddingData:
+    """Training pairs and evaluation data of an embedding run (see the module docstring)."""
+
+    def __init__(self, config, tokenizer, max_position_embeddings):
+        self.config, self.tokenizer, self.max_position_embeddings = config, tokenizer, max_position_embeddings
+        self.scored = config.label_column not in (None, "")
+        self.best_metric = SCORED_METRIC if self.scored else RETRIEVAL_METRIC
+        self.label_names = None
+        self._batches = {}  # evaluation texts' batches, by name
+        if self._squad and not config.eval_file and config.eval_every_nth_article:
+            examples, held = split_by_article(squad.read_squad(config.train_file), config.eval_every_nth_article)
+            self.train = squad_question_pairs(examples, config.train_file)
+            self.eval = squad_question_pairs(held, config.train_file) if held else None
+        else:
+            self.train = self._read(config.train_file)
+            self.eval = self._read(config.eval_file) if config.eval_file else None
+        self.extra_passages = self._passages(config.eval_corpus) if config.eval_corpus else []
+        keep = common.subset(len(self.train), config.max_train_examples, config.seed)
+        if len(keep) < len(self.train):
+            self.train = self.train.subset(keep)
+
+    @property
+    def _squad(self):
+        return not self.config.text_column
+
+    def _read(self, path):
+        if self._squad:
+            return squad_question_pairs(squad.read_squad(path), path)
+        return text_pairs.read_text_pairs(
+            path,
+            parse_column(self.config.text_column),
+            parse_column(self.config.text_pair_column),
+            negative_column=parse_column(self.config.negative_column),
+            score_column=parse_column(self.config.label_column),
+            file_format=self.config.file_format,
+        )
+
+    def _passages(self, path):
+        """The texts of a passage file: one per line, or the positive's column of a TSV/CSV/JSONL file."""
+        extension = os.path.splitext(path)[1].lower()
+        is_text = self.config.file_format is None and extension in TEXT_EXTENSIONS
+        column = None if is_text else parse_column(self.config.text_pair_column)
+        return read_passages(path, text_column=column, file_format="text" if is_text else self.config.file_format).texts
+
+    @property
+    def num_train(self):
+        return len(self.train)
+
+    @property
+    def num_eval(self):
+        return None if self.eval is None else len(self.eval)
+
+    def train_dataset(self, context, global_batch_size):
+        """Shuffled, repeated global batches of `[B, K, T]` texts, this worker's rows, cut to the longest text."""
+        dataset = text_pairs.make_dataset(
+            self.train,
+            self.tokenizer,
+            self.config.max_seq_length,
+            global_batch_size,
+            shuffle=True,
+            seed=self.config.seed,
+            repeat=True,
+            max_position_embeddings=self.max_position_embeddings,
+        )
+        dataset = common.worker_slice(dataset, context)
+        key = SCORE if self.scored else RANKING
+
+        def triple(features, scores, positive_ids):
+            labels = {key: scores if self.scored else positive_ids}
+            return trim_texts(features), labels, {key: tf.ones_like(scores)}
+
+        return dataset.map(triple)
+
+    def _embed(self, model, name, texts):
+        if name not in self._batches:  # built once: every evaluation of the run embeds the same texts
+            self._batches[name] = text_batches(
+                texts,
+                self.tokenizer,
+                self.config.max_seq_length,
+                self.config.eval_batch_size,
+                self.max_position_embeddings,
+            )
+        return embed_batches(model, *self._batches[name])
+
+    def evaluate(self, model):
+        if self.scored:
+            return self._evaluate_scored(model)
+        return self._evaluate_retrieval(model)
+
+    def _evaluate_scored(self, model):
+        a = normalized(self._embed(model, "anchors", self.eval.anchors))
+        b = normalized(self._embed(model, "positives", self.eval.positives))
+        cosines = np.sum(a * b, axis=-1)  # [N]
+        results = metrics.glue_metrics(self.eval.scores, cosines, task="regression")
+
+        def write(directory):
+            with open(os.path.join(directory, "predictions.tsv"), "w", encoding="utf-8") as f:
+                f.write("index\tcosine\tscore\n")
+                f.writelines(f"{i}\t{c:.6f}\t{s:g}\n" for i, (c, s) in enumerate(zip(cosines, self.eval.scores)))
+
+        return results, write
+
+    def _evaluate_retrieval(self, model):
+        # The distinct passages, in order: the evaluation's positives (and negatives), then the passage file's.
+        corpus = list(dict.fromkeys(self.eval.positives + (self.eval.negatives or []) + self.extra_passages))
+        index = {text: i for i, text in enumerate(corpus)}
+        relevant = [[index[text]] for text in self.eval.positives]
+        queries, passages = self._embed(model, "anchors", self.eval.anchors), self._embed(model, "corpus", corpus)
+        top = rank_passages(queries, passages, max(RECALL_AT + (MRR_AT,)))
+        results = metrics.retrieval_metrics(top.tolist(), relevant, recall_at=RECALL_AT, mrr_at=MRR_AT)
+
+        def write(directory):
+            with open(os.path.join(directory, "predictions.tsv"), "w", encoding="utf-8") as f:
+                f.write("index\trelevant\tranked\n")  # passages are indices into the evaluation's distinct positives
+                for i, (gold, ranked) in enumerate(zip(relevant, top)):
+                    f.write(f"{i}\t{gold[0]}\t{','.join(str(p) for p in ranked)}\n")
+
+        return results, write
+
+
+def trim_texts(features, multiple=common.TRIM_MULTIPLE):
+    """Cuts `[B, K, T]` features to the longest text of the batch (rounded up to `multiple`)."""
+    mask = features["padding_mask"]  # [B, K, T]
+    full = tf.shape(mask)[2]
+    longest = tf.reduce_max(tf.reduce_sum(tf.cast(mask, tf.int32), axis=2))
+    length = tf.maximum(tf.minimum(full, (longest + multiple - 1) // multiple * multiple), tf.minimum(full, 1))
+    return {name: value[:, :, :length] for name, value in features.items()}
+
+
+def check_config(config):
+    """Pairs need both text columns (or none: a SQuAD file); scored pairs have no negatives; a known pooling; no
+    GLUE/tfds inputs."""
+    if config.glue_task or (config.train_file or "").startswith("tfds:"):
+        raise ValueError(
+            f"Task `{config.task}` reads TSV/CSV/JSONL pairs or SQuAD JSON files, not GLUE layouts or tfds: inputs. "
+            f"Received: glue_task={config.glue_task!r}, train_file={config.train_file!r}"
+        )
+    if bool(config.text_column) != bool(config.text_pair_column):
+        raise ValueError(
+            f"Task `{config.task}` needs `text_column` and `text_pair_column` (anchor and positive) for TSV/CSV/JSONL "
+            f"pairs, or neither for a SQuAD JSON file. Received: text_column={config.text_column!r}, "
+            f"text_pair_column={config.text_pair_column!r}"
+        )
+    if not config.text_column and (config.label_column or config.negative_column):
+        raise ValueError(
+            f"Task `{config.task}`: `label_column` and `negative_column` are columns of TSV/CSV/JSONL pairs; a SQuAD "
+            f"file (no `text_column`) has none. Received: label_column={config.label_column!r}, "
+            f"negative_column={config.negative_column!r}"
+        )
+    if config.eval_corpus and config.label_column:
+        raise ValueError(
+            f"Task `{config.task}`: scored pairs are evaluated by correlation, without a passage corpus. "
+            f"Received: label_column={config.label_column!r}, eval_corpus={config.eval_corpus!r}"
+        )
+    if config.pooling is not None:
+        check_pooling(config.pooling, source=f"Task `{config.task}`: `pooling`")
+    if config.label_column and config.negative_column:
+        raise ValueError(
+            f"Task `{config.task}`: scored pairs (`label_column`) train without negatives. "
+            f"Received: label_column={config.label_column!r}, negative_column={config.negative_column!r}"
+        )
+
+
+def _serving_module(model, tokenizer, max_seq_length, label_names, options):
+    return EmbeddingModule(model, tokenizer, max_seq_length, max_input_bytes=options.max_input_bytes)
+
+
+EMBEDDING = registry.register(
+    registry.Task(
+        name="embedding",
+        build_model=lambda encoder, label_names, pooling=("mean",), normalize=True, **options: BertSentenceEncoder(
+            encoder, pooling=list(pooling), normalize=normalize
+        ),
+        heads=HEADS,
+        objective=EmbeddingObjective(),
+        best_metric=RETRIEVAL_METRIC,
+        needs_labels=False,
+        data=EmbeddingData,
+        serving_class=EmbeddingModule,
+        serving_module=_serving_module,
+        check_config=check_config,
+        model_settings=("pooling", "normalize"),
+        example_unit="pairs",
+    )
+)
