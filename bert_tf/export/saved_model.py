@@ -91,13 +91,15 @@ def serving_module(
 ):
     """The serving module (a `tf.Module`) of the model at `model_dir`; see `export_saved_model` for the args.
 
-    `passages` (a `bert_tf.data.Passages`) makes it a `SearchModule` over them (an encoder: refused for a
-    fine-tuned directory unless `encoder_only`).
+    `passages` (a `bert_tf.data.Passages`) makes it a `SearchModule` over them, on the directory's encoder and
+    pooling: an encoder, a sentence-embedding model (a task served by an `EncoderModule`, e.g. "embedding"), or,
+    with `encoder_only`, the encoder of another fine-tuned model.
     """
     config = checkpoints.load_config(model_dir)
     settings = checkpoints.infer_settings(model_dir, config.max_position_embeddings)
     checkpoints.find_tokenizer(model_dir)  # the SavedModel needs the tokenizer: an error naming the files looked for
-    if passages is not None and settings.get("task") is not None and not encoder_only:
+    embeds = settings.get("task") is None or issubclass(_task_of(model_dir, settings).serving_class, EncoderModule)
+    if passages is not None and not (embeds or encoder_only):
         raise ConfigError(
             f"{model_dir}: a search corpus needs the encoder, and this directory holds a fine-tuned "
             f"{settings['task']} model; pass encoder_only=True (--encoder_only) to search with its encoder."
@@ -114,7 +116,7 @@ def serving_module(
 
     common = dict(max_input_bytes=max_input_bytes)
     embedding = dict(pooling=settings["pooling"], normalize=settings["normalize"])
-    if encoder_only or settings.get("task") is None:
+    if encoder_only or settings.get("task") is None or passages is not None:
         if passages is None:
             module_class, corpus = EncoderModule, {}
         else:

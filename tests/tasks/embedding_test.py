@@ -159,6 +159,13 @@ def test_export_serves_the_models_embedding(pair_run, tmp_path):
     expected = _embed(model, checkpoints.load_tokenizer(run, settings), texts)
     np.testing.assert_allclose(served["sentence_embedding"].numpy(), expected, atol=1e-5)
     assert not np.allclose(np.linalg.norm(expected, axis=-1), 1.0)  # normalize=false, as recorded
+    # The trained model searches a corpus with no --encoder_only: the search ranks by its own embedding.
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the red cat\na dog barks\nwhich bird sings ?\n")
+    export_saved_model(run, str(tmp_path / "search"), search_corpus=str(corpus))
+    found = tf.saved_model.load(str(tmp_path / "search")).signatures["search"](query=tf.constant(texts[:2]), k=3)
+    scores = expected[:2] @ np.delete(expected, 2, axis=0).T  # passages: texts 0, 1, 3
+    np.testing.assert_allclose(found["scores"].numpy(), -np.sort(-scores, axis=-1), atol=1e-5)
 
 
 def test_scored_pairs_train_with_the_cosine_loss_and_keep_the_best_spearman(tiny_dir, tmp_path):
