@@ -109,6 +109,9 @@ VOCAB_SIZE = 30522
 MASKED_FRACTION = 0.15
 
 
+SEARCH_PASSAGES = 10_000  # corpus size of the search-latency row
+
+
 @dataclasses.dataclass
 class Row:
     section: str
@@ -776,7 +779,10 @@ def embed_rows(batch_size):
         detail = "; ".join(f"{forward} {medians[('bert_tf', forward)]:.1f}" for forward in forwards)
         if reference is None:
             why = "--quick" if FLAGS.quick else "no sentence_transformers here and no --reference_python"
-            return [Row("embed", name, "sent/s", ours, ours_setting=ours_setting, note=f"{detail}; peer: {why}")]
+            return [
+                Row("embed", name, "sent/s", ours, ours_setting=ours_setting, note=f"{detail}; peer: {why}"),
+                _search_row(model_dir, sentences, embeddings, max_seq_length, workdir),
+            ]
         rows = [
             Row(
                 "embed",
@@ -792,7 +798,62 @@ def embed_rows(batch_size):
         ]
         difference = float(np.max(np.abs(embeddings - peer_embeddings)))
         rows.append(Row("embed", "same model: max abs difference of the embeddings", "abs", difference))
+        rows.append(_search_row(model_dir, sentences, embeddings, max_seq_length, workdir))
     return rows
+
+
+def _search_row(model_dir, sentences, embeddings, max_seq_length, workdir):
+    """The search SavedModel's latency at batch 1 (k=10) over SEARCH_PASSAGES passages, next to `serving_default`
+    (the encoder alone) on the same query, alternating; loaded back as a server loads it.
+
+    The corpus is the SST-2 sentences repeated (new ids) with their own embeddings, so the scan has the size of a
+    real corpus of that many short passages; tools/search_benchmark.py measures more sizes, on disk and loading too.
+    """
+    import numpy as np
+    import tensorflow as tf
+
+    from bert_tf.export import SearchModule, save_module, serving_module
+
+    size = 200 if FLAGS.quick else SEARCH_PASSAGES
+    index = np.arange(size) % len(sentences)
+    base = serving_module(model_dir, max_seq_length=max_seq_length)
+    module = SearchModule(
+        base.encoder,
+        base.tokenizer,
+        max_seq_length,
+        [str(i) for i in range(size)],
+        [sentences[i] for i in index],
+        embeddings=np.asarray(embeddings)[index],
+        pooling=base.pooling,
+        normalize=base.normalize,
+    )
+    output = os.path.join(workdir, "search")
+    save_module(module, output)
+    loaded = tf.saved_model.load(output)
+    search, encode = loaded.signatures["search"], loaded.signatures["serving_default"]
+    calls = {
+        "search": lambda query: search(query=query, k=tf.constant(10))["ids"].numpy(),
+        "encode": lambda query: encode(text=query)["sentence_embedding"].numpy(),
+    }
+    times = {name: [] for name in calls}
+    rounds = 5 if FLAGS.quick else 100
+    for round_index in range(rounds + 1):
+        query = tf.constant([sentences[round_index % len(sentences)]])
+        for name, call in calls.items():
+            start = time.perf_counter()
+            call(query)
+            if round_index:  # the first round warms up
+                times[name].append(1000 * (time.perf_counter() - start))
+    return Row(
+        "embed",
+        f"search SavedModel, {size:,} passages, batch 1, k=10 (medians of {rounds})",
+        "ms",
+        statistics.median(times["search"]),
+        statistics.median(times["encode"]),
+        "serving_default (encoder alone)",
+        note="ratio: the encoder's share of a search request; tools/search_benchmark.py for other sizes",
+        higher_is_better=False,
+    )
 
 
 # --- text ---

@@ -46,6 +46,7 @@ def test_quick_run_fills_every_section_and_writes_table_and_chart(tmp_path):
         "| serve | SavedModel, SST-2 dev text -> embedding, batch 4",
         "| serve | SavedModel, SST-2 dev text -> embedding, batch 1",
         "| embed | encode, SST-2 dev sentences (64), batch 4",
+        "| embed | search SavedModel, 200 passages, batch 1, k=10",
         "| text | tokenizer",
     ):
         cells = _cells(table, row)
@@ -55,6 +56,7 @@ def test_quick_run_fills_every_section_and_writes_table_and_chart(tmp_path):
         "| train | fine-tune tiny classifier, SST-2 dev text 4x32",
         "| infer | encoder forward",
         "| serve | SavedModel, SST-2 dev text -> embedding, batch 4",
+        "| embed | search SavedModel, 200 passages",
     ):
         assert re.fullmatch(r"\d+\.\d\dx", _cells(table, row)[6]), row
     # The two sides really share weights: same outputs up to GELU's tanh approximation in keras-hub.
