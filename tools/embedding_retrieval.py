@@ -22,10 +22,10 @@ from absl import app, flags
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from bert_tf import checkpoints, metrics  # noqa: E402 (after the path and log level)
+from bert_tf import metrics  # noqa: E402 (after the path and log level)
 from bert_tf.data import read_squad  # noqa: E402
-from bert_tf.models import BertSentenceEncoder  # noqa: E402
-from bert_tf.tasks.embedding import MRR_AT, RECALL_AT, embed_batches, rank_passages, text_batches  # noqa: E402
+from bert_tf.embeddings import SentenceEmbedder  # noqa: E402
+from bert_tf.tasks.embedding import MRR_AT, RECALL_AT, rank_passages  # noqa: E402
 from bert_tf.tasks.squad import split_by_article  # noqa: E402
 
 FLAGS = flags.FLAGS
@@ -41,20 +41,14 @@ flags.DEFINE_enum("corpus", "held_out", ["held_out", "all"], "The passages searc
 
 def main(argv):
     del argv
-    config = checkpoints.load_config(FLAGS.model)
-    settings = checkpoints.infer_settings(FLAGS.model, config.max_position_embeddings)
-    tokenizer = checkpoints.load_tokenizer(FLAGS.model, settings)
-    encoder = checkpoints.load_encoder(FLAGS.model)
-    model = BertSentenceEncoder(encoder, pooling=settings["pooling"], normalize=settings["normalize"])
+    embedder = SentenceEmbedder(FLAGS.model, max_seq_length=FLAGS.max_seq_length, batch_size=FLAGS.batch_size)
     examples = read_squad(FLAGS.squad_file)
     _, held = split_by_article(examples, FLAGS.eval_every_nth_article)
     corpus = list(dict.fromkeys(e.context for e in (held if FLAGS.corpus == "held_out" else examples)))
     index = {text: i for i, text in enumerate(corpus)}
 
-    def embed(texts):
-        return embed_batches(model, *text_batches(texts, tokenizer, FLAGS.max_seq_length, FLAGS.batch_size))
-
-    top = rank_passages(embed([e.question for e in held]), embed(corpus), max(RECALL_AT + (MRR_AT,)))
+    queries, passages = embedder.encode([e.question for e in held]), embedder.encode(corpus)
+    top = rank_passages(queries, passages, max(RECALL_AT + (MRR_AT,)))
     results = metrics.retrieval_metrics(top.tolist(), [[index[e.context]] for e in held], RECALL_AT, MRR_AT)
     summary = {"queries": len(held), "passages": len(corpus), **{k: round(v, 4) for k, v in results.items()}}
     print(json.dumps(summary, sort_keys=True))

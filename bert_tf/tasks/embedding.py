@@ -37,9 +37,9 @@ import tensorflow as tf
 
 from bert_tf import metrics
 from bert_tf.checkpoints.name_table import hf_class
-from bert_tf.data import classification, read_passages, squad, text_pairs
-from bert_tf.data.classification import ClassificationExamples
+from bert_tf.data import read_passages, squad, text_pairs
 from bert_tf.data.passages import TEXT_EXTENSIONS
+from bert_tf.embeddings import SentenceEmbedder
 from bert_tf.export.embedding_module import EmbeddingModule
 from bert_tf.layers import check_pooling
 from bert_tf.models import BertSentenceEncoder
@@ -68,28 +68,6 @@ def normalized(vectors):
     return vectors / np.maximum(np.linalg.norm(vectors, axis=-1, keepdims=True), 1e-12)
 
 
-def text_batches(texts, tokenizer, max_seq_length, batch_size, max_position_embeddings=None):
-    """`(order, dataset)`: the indices of `texts` sorted by length (short texts share short batches) and a dataset of
-    their encoder-input batches `[B, T]` in that order (reusable: iterate it again for another model state)."""
-    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-    dataset = classification.make_dataset(
-        ClassificationExamples(texts=[texts[i] for i in order]),
-        tokenizer,
-        max_seq_length,
-        batch_size,
-        max_position_embeddings=max_position_embeddings,
-    )
-    return order, dataset
-
-
-def embed_batches(model, order, dataset):
-    """Embeddings float32 `[N, D]` by `model` (a `BertSentenceEncoder`) of `text_batches`' output, in text order."""
-    sorted_embeddings = common.predict(model, dataset)["logits"]  # [N, D]
-    embeddings = np.empty_like(sorted_embeddings)
-    embeddings[order] = sorted_embeddings
-    return embeddings
-
-
 def rank_passages(queries, passages, top_k):
     """Indices `[Q, min(top_k, P)]` of the passages most cosine-similar to each query, best first."""
     similarities = normalized(queries) @ normalized(passages).T  # [Q, P]
@@ -113,7 +91,7 @@ class EmbeddingData:
         self.scored = config.label_column not in (None, "")
         self.best_metric = SCORED_METRIC if self.scored else RETRIEVAL_METRIC
         self.label_names = None
-        self._batches = {}  # evaluation texts' batches, by name
+        self._embedder = None  # the evaluation's SentenceEmbedder of the model being trained
         if self._squad and not config.eval_file and config.eval_every_nth_article:
             examples, held = split_by_article(squad.read_squad(config.train_file), config.eval_every_nth_article)
             self.train = squad_question_pairs(examples, config.train_file)
@@ -178,16 +156,13 @@ class EmbeddingData:
 
         return dataset.map(triple)
 
-    def _embed(self, model, name, texts):
-        if name not in self._batches:  # built once: every evaluation of the run embeds the same texts
-            self._batches[name] = text_batches(
-                texts,
-                self.tokenizer,
-                self.config.max_seq_length,
-                self.config.eval_batch_size,
-                self.max_position_embeddings,
+    def _embed(self, model, texts):
+        """Embeddings `[N, D]` of `texts` by the model being trained (its current weights), as `encode` gives them."""
+        if self._embedder is None or self._embedder.model is not model:
+            self._embedder = SentenceEmbedder.from_model(
+                model, self.tokenizer, self.config.max_seq_length, self.config.eval_batch_size
             )
-        return embed_batches(model, *self._batches[name])
+        return self._embedder.encode(texts, show_progress_bar=False)
 
     def evaluate(self, model):
         if self.scored:
@@ -195,8 +170,8 @@ class EmbeddingData:
         return self._evaluate_retrieval(model)
 
     def _evaluate_scored(self, model):
-        a = normalized(self._embed(model, "anchors", self.eval.anchors))
-        b = normalized(self._embed(model, "positives", self.eval.positives))
+        a = normalized(self._embed(model, self.eval.anchors))
+        b = normalized(self._embed(model, self.eval.positives))
         cosines = np.sum(a * b, axis=-1)  # [N]
         results = metrics.glue_metrics(self.eval.scores, cosines, task="regression")
 
@@ -212,7 +187,7 @@ class EmbeddingData:
         corpus = list(dict.fromkeys(self.eval.positives + (self.eval.negatives or []) + self.extra_passages))
         index = {text: i for i, text in enumerate(corpus)}
         relevant = [[index[text]] for text in self.eval.positives]
-        queries, passages = self._embed(model, "anchors", self.eval.anchors), self._embed(model, "corpus", corpus)
+        queries, passages = self._embed(model, self.eval.anchors), self._embed(model, corpus)
         top = rank_passages(queries, passages, max(RECALL_AT + (MRR_AT,)))
         results = metrics.retrieval_metrics(top.tolist(), relevant, recall_at=RECALL_AT, mrr_at=MRR_AT)
 

@@ -12,10 +12,12 @@ import tensorflow as tf
 
 from bert_tf import checkpoints, tasks
 from bert_tf.checkpoints import read_settings
+from bert_tf.data import ClassificationExamples, classification
+from bert_tf.embeddings import SentenceEmbedder
 from bert_tf.export import EmbeddingModule, export_saved_model, load_task_model, serving_module
 from bert_tf.export.saved_model import kind_of
 from bert_tf.models import BertSentenceEncoder
-from bert_tf.tasks.embedding import EmbeddingData, embed_batches, rank_passages, text_batches
+from bert_tf.tasks.embedding import EmbeddingData, rank_passages
 from bert_tf.training import FinetuneConfig, create_strategy, finetune
 from bert_tf.training.distribute import mirrored_strategy
 from tests.conftest import DATA_DIR
@@ -82,7 +84,7 @@ def _config(tiny_dir, model_dir, train_file, **overrides):
 
 
 def _embed(model, tokenizer, texts):
-    return embed_batches(model, *text_batches(texts, tokenizer, 16, 4))
+    return SentenceEmbedder.from_model(model, tokenizer, 16, batch_size=4).encode(texts)
 
 
 EXTRA_PASSAGES = ["a bird flies", "a cat purrs", "the red mat"]  # a passage file's: one is also a positive
@@ -137,10 +139,9 @@ def test_the_model_embeds_k_texts_per_example_in_one_call(pair_run):
     model, settings = load_task_model(pair_run[0])
     tokenizer = checkpoints.load_tokenizer(pair_run[0], settings)
     texts = ["the red cat", "a small cat purrs", "a dog barks", "the blue fish", "a fish swims", "a big bird sings"]
-    order, batches = text_batches(texts, tokenizer, 16, 6)
-    features = next(iter(batches))
-    separate = model(features).numpy()[np.argsort(order)]  # [6, D] in text order
-    flat = {k: tf.reshape(tf.gather(v, np.argsort(order)), [2, 3, -1]) for k, v in features.items()}  # [B=2, K=3, T]
+    features = next(iter(classification.make_dataset(ClassificationExamples(texts=texts), tokenizer, 16, 6)))
+    separate = model(features).numpy()  # [6, D]
+    flat = {k: tf.reshape(v, [2, 3, -1]) for k, v in features.items()}  # [B=2, K=3, T]
     together = model(flat).numpy()
     assert together.shape == (2, 3, separate.shape[-1])
     np.testing.assert_allclose(together.reshape(6, -1), separate, atol=1e-5)
