@@ -10,14 +10,19 @@ Every flag of an app is a field of its library config (`PretrainConfig`,
 `FinetuneConfig`) of the same name, except `PROCESS_FLAGS`;
 `config_from_flags` builds the config and refuses a flag without a field or
 a field without a flag.
+
+`check_checkpoint_dir` is the `--model_dir` check of the apps that read a
+checkpoint (bert-tf-export, bert-tf-embed).
 """
 
 import dataclasses
+import os
 
 import keras
 import tensorflow as tf
 from absl import app, flags
 
+from bert_tf.checkpoints import CheckpointError, detect_format
 from bert_tf.training.distribute import DTYPES, STRATEGIES, create_strategy
 from bert_tf.training.optimization import OPTIMIZERS
 
@@ -79,6 +84,20 @@ def validate_training_flags():
     """Checks the shared flags' combinations; raises `app.UsageError` naming the bad one."""
     if flags.FLAGS.strategy == "tpu" and flags.FLAGS.tpu is None:
         raise app.UsageError("--strategy=tpu needs --tpu (a name, grpc:// address, or 'local').")
+
+
+def check_checkpoint_dir(name, flag_values=flags.FLAGS):
+    """Raises `app.UsageError` naming `--NAME` unless it is given and names a checkpoint directory `load_encoder`
+    reads (bert_tf, Hugging Face or TF1: `checkpoints.detect_format`)."""
+    path = flag_values[name].value
+    if not path:
+        raise app.UsageError(f"--{name} is required. Received: --{name}=None")
+    if not os.path.isdir(path):
+        raise app.UsageError(f"--{name} is not a directory. Received: --{name}={path}")
+    try:
+        detect_format(path)
+    except CheckpointError as e:
+        raise app.UsageError(f"--{name}: {e}") from None
 
 
 def app_flag_names(module, flag_values=flags.FLAGS):

@@ -17,7 +17,8 @@ import sys
 from absl import app, flags
 
 from bert_tf.apps import errors, launch
-from bert_tf.checkpoints import CheckpointError, detect_format
+from bert_tf.apps.common_flags import check_checkpoint_dir
+from bert_tf.checkpoints import CheckpointError
 from bert_tf.config import ConfigError
 from bert_tf.embeddings import OUTPUT_FORMATS, embed_file
 
@@ -76,21 +77,16 @@ flags.DEFINE_bool("progress", True, "Show a progress bar (passages/s) on stderr.
 
 def _validate_flags():
     """Checks every flag before any side effect; raises app.UsageError naming the bad one."""
-    for name in ("model_dir", "input", "output"):
+    check_checkpoint_dir("model_dir")
+    for name in ("input", "output"):
         if not FLAGS[name].value:
             raise app.UsageError(f"--{name} is required. Received: --{name}=None")
-    if not os.path.isdir(FLAGS.model_dir):
-        raise app.UsageError(f"--model_dir is not a directory. Received: --model_dir={FLAGS.model_dir}")
     if not os.path.isfile(FLAGS.input):
         raise app.UsageError(f"--input is not a file. Received: --input={FLAGS.input}")
     if os.path.exists(FLAGS.output) and not os.path.isdir(FLAGS.output):
         raise app.UsageError(f"--output exists and is not a directory. Received: --output={FLAGS.output}")
     if os.path.abspath(FLAGS.output) == os.path.abspath(FLAGS.model_dir):
         raise app.UsageError(f"--output must differ from --model_dir. Received: --output={FLAGS.output}")
-    try:
-        detect_format(FLAGS.model_dir)
-    except CheckpointError as e:
-        raise app.UsageError(f"--model_dir: {e}") from None
 
 
 def main(argv):

@@ -17,7 +17,8 @@ import sys
 from absl import app, flags
 
 from bert_tf.apps import errors, launch
-from bert_tf.checkpoints import CheckpointError, detect_format
+from bert_tf.apps.common_flags import check_checkpoint_dir
+from bert_tf.checkpoints import CheckpointError
 from bert_tf.config import ConfigError
 from bert_tf.data.passages import PASSAGE_FORMATS
 from bert_tf.export import check_output_dir, export_saved_model
@@ -97,10 +98,7 @@ flags.DEFINE_integer("search_batch_size", 32, "Passages per batch when embedding
 
 def _validate_flags():
     """Checks every flag before any side effect; raises app.UsageError naming the bad one."""
-    if not FLAGS.model_dir:
-        raise app.UsageError("--model_dir is required. Received: --model_dir=None")
-    if not os.path.isdir(FLAGS.model_dir):
-        raise app.UsageError(f"--model_dir is not a directory. Received: --model_dir={FLAGS.model_dir}")
+    check_checkpoint_dir("model_dir")
     if not FLAGS.output_dir:
         raise app.UsageError("--output_dir is required. Received: --output_dir=None")
     try:
@@ -115,10 +113,6 @@ def _validate_flags():
                 raise app.UsageError(f"--{name} describes --search_corpus, which is not given.")
     elif not os.path.isfile(FLAGS.search_corpus):
         raise app.UsageError(f"--search_corpus is not a file. Received: --search_corpus={FLAGS.search_corpus}")
-    try:
-        detect_format(FLAGS.model_dir)
-    except CheckpointError as e:
-        raise app.UsageError(f"--model_dir: {e}") from None
 
 
 def _column(value):
