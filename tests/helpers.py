@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 
+import keras
 import numpy as np
 import tensorflow as tf
 from tensorflow.core.framework import tensor_pb2
@@ -24,10 +25,16 @@ def tiny_encoder(**overrides):
     return BertEncoder(**{**TINY, **overrides})
 
 
-def tiny_model_dir(directory, words, max_position_embeddings, model_fn=None, **settings):
+def tiny_model_dir(directory, words, max_position_embeddings, model_fn=None, seed=0, **settings):
     """A model directory: a random one-layer tiny encoder (or `model_fn(encoder)`, a task model on it) over
     the vocabulary `SPECIAL_TOKENS + words`; `settings` go to `bert_tf.json` (default: lowercase, and
-    `max_seq_length` the model's positions). Returns the directory as a str."""
+    `max_seq_length` the model's positions). Returns the directory as a str.
+
+    The weights come from `seed`, not from whatever state the global random
+    generators are in when a fixture happens to run (that depends on which
+    tests ran before it in the same worker, and a rare start fails to learn).
+    """
+    keras.utils.set_random_seed(seed)
     directory = str(directory)
     os.makedirs(directory, exist_ok=True)
     pieces = [*SPECIAL_TOKENS, *words]
