@@ -25,7 +25,7 @@ from bert_tf import BertConfig
 from bert_tf.apps import launch
 from bert_tf.checkpoints import load_encoder, save_hf, save_model_dir
 from bert_tf.data import pretraining_dataset
-from bert_tf.models import BertEncoder, BertPretrainer
+from bert_tf.models import BertPretrainer, build_encoder
 from bert_tf.text import BertPacker, BertTokenizer, build_vocab
 
 FLAGS = flags.FLAGS
@@ -135,7 +135,7 @@ def main(argv):
         hidden_dropout_prob=0.0,
         attention_probs_dropout_prob=0.0,
     )
-    pretrainer = BertPretrainer(BertEncoder.from_bert_config(config))
+    pretrainer = BertPretrainer(build_encoder(config))
     loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     pretrainer.compile(
         optimizer=keras.optimizers.AdamW(2e-3, weight_decay=0.01),

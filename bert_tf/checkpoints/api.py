@@ -19,7 +19,7 @@ from bert_tf.checkpoints import name_table, readers, tokenizer_files, writers
 from bert_tf.checkpoints import settings as settings_lib
 from bert_tf.checkpoints.readers import CheckpointError
 from bert_tf.config import BertConfig, read_json
-from bert_tf.models import BertEncoder, BertPretrainer
+from bert_tf.models import BertPretrainer, build_encoder
 from bert_tf.tasks import registry
 
 # Our activation names that Hugging Face spells differently.
@@ -55,7 +55,7 @@ def load_encoder(path, dtype=None, hidden_act=None, allow_pickle=False, strict=F
             fresh with a warning, as Hugging Face does.
     """
     config = load_config(path, hidden_act)
-    encoder = BertEncoder.from_bert_config(config, dtype=dtype)
+    encoder = build_encoder(config, dtype=dtype)
     restore_weights(encoder, path, allow_pickle=allow_pickle, strict=strict)
     return encoder
 
@@ -76,7 +76,7 @@ def load_pretrainer(path, dtype=None, hidden_act=None, nsp=None, allow_missing_h
     source = readers.open_source(path, fmt, allow_pickle)
     if nsp is None:
         nsp = _has_entries(name_table.nsp_head_table(config.model_type), source, config.model_type)
-    encoder = BertEncoder.from_bert_config(config, dtype=dtype)
+    encoder = build_encoder(config, dtype=dtype)
     pretrainer = BertPretrainer(encoder, nsp=nsp)
     heads = name_table.mlm_head_table(config.model_type) + (name_table.nsp_head_table(config.model_type) if nsp else [])
     _restore(
@@ -385,14 +385,14 @@ def load_model(path, dtype=None, allow_pickle=False, strict=False):
         labels = settings["labels"]
         if task.needs_labels and not labels:
             raise CheckpointError(f"{path}: a {task.name} model needs its label names. Received: labels={labels!r}")
-        encoder = BertEncoder.from_bert_config(config, dtype=dtype)
+        encoder = build_encoder(config, dtype=dtype)
         built_with = {key: settings[key] for key in task.model_settings}  # e.g. an embedding's pooling
         model = task.build_model(encoder, labels if task.needs_labels else None, **built_with)
         restore_weights(model, path, allow_pickle=allow_pickle, strict=strict)
         return model, settings
     if has_pretraining_heads(path, allow_pickle=allow_pickle):
         return load_pretrainer(path, dtype=dtype, allow_pickle=allow_pickle), settings
-    if fmt == "hf" and architecture not in ("", name_table.hf_class(BertEncoder.from_bert_config(config))):
+    if fmt == "hf" and architecture not in ("", config.family.hf_class_prefix + "Model"):
         logging.warning(
             "%s holds a %s; its heads are not read (bert_tf reads the masked-LM, classification, token "
             "classification and question-answering heads): converting the encoder.",

@@ -1,7 +1,8 @@
 """BERT models: the encoder and the task models built on it.
 
 `BertEncoder` is a Keras functional model (embeddings, transformer blocks,
-pooler). A task model (`BertPretrainer`, `BertClassifier`,
+pooler); `build_encoder(bert_config)` builds the encoder of any `model_type`
+(`encoders.py` says which class each architecture uses). A task model (`BertPretrainer`, `BertClassifier`,
 `BertTokenClassifier`, `BertSpanLabeler`, `BertSentenceEncoder`) is an `EncoderTask`: its heads,
 wired once in its `heads` method, on an encoder.
 
@@ -52,6 +53,7 @@ from bert_tf.models.bert_pretrainer import BertPretrainer
 from bert_tf.models.bert_sentence_encoder import BertSentenceEncoder
 from bert_tf.models.bert_span_labeler import BertSpanLabeler
 from bert_tf.models.bert_token_classifier import BertTokenClassifier
+from bert_tf.models.encoders import build_encoder, encoder_class
 from bert_tf.models.task import ENCODER_INPUTS, EncoderTask, encoder_inputs
 
 __all__ = [
@@ -63,5 +65,7 @@ __all__ = [
     "BertSpanLabeler",
     "BertTokenClassifier",
     "EncoderTask",
+    "build_encoder",
+    "encoder_class",
     "encoder_inputs",
 ]

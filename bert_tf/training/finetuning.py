@@ -37,7 +37,7 @@ from bert_tf.checkpoints import (
 )
 from bert_tf.checkpoints.settings import infer_settings
 from bert_tf.checkpoints.tokenizer_files import tokenizer_settings
-from bert_tf.models import BertEncoder
+from bert_tf.models import build_encoder
 from bert_tf.training.distribute import create_strategy, dtype_policy, is_chief
 from bert_tf.training.optimization import create_optimizer
 from bert_tf.training.trainer import LoopConfig, TrainingLoop, newest_step, read_training_settings
@@ -119,7 +119,7 @@ def _load_encoder(config):
         bert_config = dataclasses.replace(
             bert_config, hidden_dropout_prob=config.dropout, attention_probs_dropout_prob=config.dropout
         )
-    encoder = BertEncoder.from_bert_config(bert_config, dtype=dtype_policy(config.dtype))
+    encoder = build_encoder(bert_config, dtype=dtype_policy(config.dtype))
     restore_weights(encoder, config.init)
     return encoder, bert_config
 

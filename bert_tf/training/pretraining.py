@@ -34,7 +34,7 @@ from bert_tf.checkpoints import load_tokenizer, save_model_dir, write_tokenizer_
 from bert_tf.config import MODEL_TYPES, PRESETS, BertConfig, ConfigError
 from bert_tf.data.default_corpus import write_default_corpus
 from bert_tf.data.pretraining import FORMATS, EmptyCorpusError, pretraining_dataset
-from bert_tf.models import BertEncoder, BertPretrainer
+from bert_tf.models import BertPretrainer, build_encoder
 from bert_tf.text import SPECIAL_TOKENS, BertTokenizer, packer_for
 from bert_tf.text.vocab import build_bpe_vocab, build_vocab, expand_files
 from bert_tf.training.distribute import DTYPES, create_strategy, dtype_policy, is_chief
@@ -373,7 +373,7 @@ def pretrain(config, strategy=None, log=print):
         )
         return {}
     with strategy.scope():
-        encoder = BertEncoder.from_bert_config(bert_config, dtype=dtype_policy(config.dtype))
+        encoder = build_encoder(bert_config, dtype=dtype_policy(config.dtype))
         pretrainer = BertPretrainer(encoder, nsp=config.run_nsp())
         optimizer = create_optimizer(
             config.optimizer,
