@@ -1,9 +1,11 @@
 """bert_tf.text: in-graph text processing, from raw strings to packed and masked ids.
 
-    from bert_tf.text import BertTokenizer, BytePairTokenizer, BertPacker, MaskedLMMasker, build_vocab
+    from bert_tf.text import BertTokenizer, BytePairTokenizer, SentencePieceTokenizer, BertPacker, MaskedLMMasker
 
 - `tokenizer`: `BertTokenizer`, the WordPiece Keras layer with the reference tokenizer's ids.
 - `byte_pair`: `BytePairTokenizer`, the byte-level BPE Keras layer (GPT-2, RoBERTa) with Hugging Face's ids.
+- `sentencepiece`: `SentencePieceTokenizer`, the SentencePiece unigram Keras layer (ALBERT, DeBERTa-v2/v3) with
+  Hugging Face's ids.
 - `normalization`: the reference's Unicode tables, `normalize` and `split_words`.
 - `offsets`: `bytes_to_chars` (byte offsets to character offsets) and `utf8_length`.
 - `packing`: `BertPacker` (trim, then `[CLS] A [SEP] B [SEP]`, or RoBERTa's pairs), its `TRUNCATIONS`, and
@@ -18,6 +20,7 @@ from bert_tf.text.masking import MaskedLMMasker
 from bert_tf.text.normalization import normalize, split_words
 from bert_tf.text.offsets import bytes_to_chars
 from bert_tf.text.packing import TRUNCATIONS, BertPacker, packer_for, pair_separators
+from bert_tf.text.sentencepiece import SentencePieceTokenizer
 from bert_tf.text.tokenizer import BertTokenizer
 from bert_tf.text.vocab import (
     BPE_SPECIAL_TOKENS,
@@ -38,6 +41,7 @@ __all__ = [
     "BertTokenizer",
     "BytePairTokenizer",
     "MaskedLMMasker",
+    "SentencePieceTokenizer",
     "VocabSummary",
     "build_bpe_vocab",
     "build_vocab",
