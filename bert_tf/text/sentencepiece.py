@@ -41,8 +41,22 @@ normalized text is the characters' normalizations end to end, as for ASCII and
 most text; elsewhere, e.g. where `` became ", proportionally within the
 segment). A piece's leading "▁" is not part of its span.
 
-Not reproduced (characters): a word that itself starts with "▁" (U+2581)
-after whitespace in ALBERT (Hugging Face adds no "▁" then, this layer does).
+Viterbi ties: a run of pieces that are powers of one unit ("-" "--", "0" "00")
+scores the same in any order; Hugging Face keeps the path whose last piece is
+the longest (the run shortest first), tensorflow-text's float32 sums pick any
+order, so each such run is sorted shortest first after the op.
+
+Not reproduced (tools/sentencepiece_parity.py over all 464,480 lines of
+../shared/data: 1 mismatched line for ALBERT and DeBERTa, 2 for cased ALBERT):
+- other exact ties between different piece sequences, e.g. "0,000,000" in
+  "$20,000,000!" ("0" "," "00" "000" against "000" "," "0" "00"): the op's
+  float32 sums decide, not Hugging Face's longest-last-piece rule;
+- ALBERT with `keep_accents`: a character the charsmap changes followed by
+  combining marks in a grapheme of under 6 bytes (U+FFFD then U+06E1 in the
+  Arabic UDHR): Hugging Face's `Precompiled` replaces the whole grapheme by the
+  character's mapping (dropping the marks), SentencePiece keeps the marks;
+- a word that itself starts with "▁" (U+2581) after whitespace in ALBERT
+  (Hugging Face adds no "▁" then, this layer does; not in the data).
 
 Shape legend: `N` strings, `S` segments, `C` characters, `P` pieces.
 """
@@ -339,6 +353,7 @@ class SentencePieceTokenizer(keras.layers.Layer):
         self._sentencepiece = tf_text.SentencepieceTokenizer(self._model_proto, out_type=tf.int32)
         self._splits_whitespace = self._split_whitespace_chars(run)
         # Piece bytes (offsets: does a piece start with "▁"?) and text (detokenize).
+        self._piece_root, self._piece_power = self._piece_roots()
         starts_boundary = np.array([p.startswith(WORD_BOUNDARY) for p in self._pieces], np.bool_)
         self._starts_boundary = tf.constant(starts_boundary)
         matched = [e for e in self._specials if not (self.split_special_tokens and e["special"])]
@@ -363,6 +378,21 @@ class SentencePieceTokenizer(keras.layers.Layer):
             texts[entry["id"]] = entry["content"]
         self._special_ids = tf.constant(sorted({e["id"] for e in self._specials}) or [-1], tf.int32)
         self._id_to_text = tf.constant(texts, tf.string)
+
+    def _piece_roots(self):
+        """Each piece's primitive root (an id shared by "-", "--", "---"; -1 - id for specials) and power."""
+        roots, root_ids, powers = {}, [], []
+        specials = {e["id"] for e in self._specials} | {self._unk_id}
+        for index, piece in enumerate(self._pieces):
+            size = len(piece)
+            unit = next((k for k in range(1, size + 1) if size % k == 0 and piece[:k] * (size // k) == piece), size)
+            if index in specials or not piece:
+                root_ids.append(-1 - index)
+                powers.append(1)
+                continue
+            root_ids.append(roots.setdefault(piece[:unit], len(roots)))
+            powers.append(min(size // unit, 1023))
+        return tf.constant(root_ids, tf.int32), tf.constant(powers, tf.int32)
 
     def _split_whitespace_chars(self, run):
         """The whitespace characters that end a word (ALBERT: all but those the charsmap removes)."""
@@ -636,8 +666,7 @@ class SentencePieceTokenizer(keras.layers.Layer):
         normalized = self._normalize(text)
         if with_offsets:
             ids, starts, ends = self._sentencepiece.tokenize_with_offsets(normalized)  # [S, (P)]
-            starts = tf.cast(starts, tf.int64)
-            ends = tf.cast(ends, tf.int64)
+            ids, starts, ends = self._break_ties(ids, tf.cast(starts, tf.int64), tf.cast(ends, tf.int64))
             # A piece's leading "▁" (for a space of the input) is not its text.
             space = tf.equal(
                 tf.strings.substr(
@@ -648,7 +677,7 @@ class SentencePieceTokenizer(keras.layers.Layer):
             boundary = tf.logical_and(tf.gather(self._starts_boundary, ids.values), space)
             starts = starts.with_values(tf.minimum(starts.values + tf.cast(boundary, tf.int64), ends.values))
         else:
-            ids = self._sentencepiece.tokenize(normalized)
+            ids = self._break_ties(self._sentencepiece.tokenize(normalized))
         # Special segments (empty text, no pieces): their one id.
         ids = self._with_specials(ids, special.flat_values)
         out_ids = segments.with_flat_values(ids).merge_dims(1, 2)
@@ -668,6 +697,35 @@ class SentencePieceTokenizer(keras.layers.Layer):
         if scalar:
             return out_ids[0], starts[0], ends[0]
         return out_ids, starts, ends
+
+    def _break_ties(self, ids, starts=None, ends=None):
+        """Orders runs of pieces that are powers of one unit ("-" "--", "0" "00") shortest first.
+
+        Such a run scores the same in any order; Hugging Face's Viterbi keeps the path whose last piece is
+        the longest, i.e. the run in ascending length, while tensorflow-text's float32 sums pick any.
+
+        Args:
+            ids: ragged int32 `[S, (P)]`; starts, ends: their int64 offsets (or `None`).
+
+        Returns:
+            ids (and offsets) with each run sorted.
+        """
+        values = ids.values
+        rows = ids.value_rowids()
+        root = tf.gather(self._piece_root, values)
+        power = tf.gather(self._piece_power, values)
+        new_run = tf.concat(
+            [[True], tf.logical_or(tf.not_equal(root[1:], root[:-1]), tf.not_equal(rows[1:], rows[:-1]))], 0
+        )
+        run = tf.cumsum(tf.cast(new_run, tf.int64)) - 1
+        order = tf.argsort(run * 1024 + tf.cast(power, tf.int64), stable=True)
+        ids = ids.with_values(tf.gather(values, order))
+        if starts is None:
+            return ids
+        lengths = tf.gather(ends.values - starts.values, order)
+        run_starts = tf.gather(tf.boolean_mask(starts.values, new_run), run)
+        within = tf.cumsum(lengths) - tf.gather(tf.boolean_mask(tf.cumsum(lengths, exclusive=True), new_run), run)
+        return ids, starts.with_values(run_starts + within - lengths), ends.with_values(run_starts + within)
 
     def _with_specials(self, values, special, fill=None):
         """Rows `[S, (P)]` where special segments (special >= 0) are `[special]` instead."""
