@@ -65,7 +65,6 @@ import base64
 import json
 
 import keras
-import numpy as np
 import sentencepiece
 import tensorflow as tf
 import tensorflow_text as tf_text
@@ -352,10 +351,7 @@ class SentencePieceTokenizer(keras.layers.Layer):
         self._model_proto = run.SerializeToString()
         self._sentencepiece = tf_text.SentencepieceTokenizer(self._model_proto, out_type=tf.int32)
         self._splits_whitespace = self._split_whitespace_chars(run)
-        # Piece bytes (offsets: does a piece start with "▁"?) and text (detokenize).
         self._piece_root, self._piece_power = self._piece_roots()
-        starts_boundary = np.array([p.startswith(WORD_BOUNDARY) for p in self._pieces], np.bool_)
-        self._starts_boundary = tf.constant(starts_boundary)
         matched = [e for e in self._specials if not (self.split_special_tokens and e["special"])]
         matched.sort(key=lambda e: -len(e["content"]))  # leftmost-longest
         alternatives = [
@@ -667,15 +663,12 @@ class SentencePieceTokenizer(keras.layers.Layer):
         if with_offsets:
             ids, starts, ends = self._sentencepiece.tokenize_with_offsets(normalized)  # [S, (P)]
             ids, starts, ends = self._break_ties(ids, tf.cast(starts, tf.int64), tf.cast(ends, tf.int64))
-            # A piece's leading "▁" (for a space of the input) is not its text.
-            space = tf.equal(
-                tf.strings.substr(
-                    tf.gather(normalized, starts.value_rowids()), starts.values, tf.ones_like(starts.values)
-                ),
-                " ",
+            # A piece's leading "▁" (for the spaces of the input before it) is not its text.
+            piece_text = tf.strings.substr(
+                tf.gather(normalized, starts.value_rowids()), starts.values, ends.values - starts.values
             )
-            boundary = tf.logical_and(tf.gather(self._starts_boundary, ids.values), space)
-            starts = starts.with_values(tf.minimum(starts.values + tf.cast(boundary, tf.int64), ends.values))
+            leading = tf.strings.length(piece_text) - tf.strings.length(tf.strings.regex_replace(piece_text, "^ +", ""))
+            starts = starts.with_values(starts.values + tf.cast(leading, tf.int64))
         else:
             ids = self._break_ties(self._sentencepiece.tokenize(normalized))
         # Special segments (empty text, no pieces): their one id.
