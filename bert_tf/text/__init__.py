@@ -11,8 +11,9 @@
 - `packing`: `BertPacker` (trim, then `[CLS] A [SEP] B [SEP]`, or RoBERTa's pairs), its `TRUNCATIONS`, and
   `packer_for(tokenizer, ...)`, the packer of a tokenizer.
 - `masking`: `MaskedLMMasker` (dynamic masked-LM masking) and its stateless random draws.
-- `vocab`: `build_vocab` (WordPiece), `build_bpe_vocab` (byte-level BPE), `expand_files` and the `SPECIAL_TOKENS`
-  every WordPiece vocabulary starts with (`BPE_SPECIAL_TOKENS` for BPE).
+- `vocab`: `build_vocab` (WordPiece), `build_bpe_vocab` (byte-level BPE), `build_unigram_vocab` (SentencePiece
+  unigram), `expand_files` and the `SPECIAL_TOKENS` every WordPiece vocabulary starts with (`BPE_SPECIAL_TOKENS`
+  for BPE, `UNIGRAM_SPECIAL_TOKENS` by family for unigram).
 """
 
 from bert_tf.text.byte_pair import BytePairTokenizer
@@ -25,9 +26,11 @@ from bert_tf.text.tokenizer import BertTokenizer
 from bert_tf.text.vocab import (
     BPE_SPECIAL_TOKENS,
     SPECIAL_TOKENS,
+    UNIGRAM_SPECIAL_TOKENS,
     VOCAB_KINDS,
     VocabSummary,
     build_bpe_vocab,
+    build_unigram_vocab,
     build_vocab,
     expand_files,
 )
@@ -36,6 +39,7 @@ __all__ = [
     "BPE_SPECIAL_TOKENS",
     "SPECIAL_TOKENS",
     "TRUNCATIONS",
+    "UNIGRAM_SPECIAL_TOKENS",
     "VOCAB_KINDS",
     "BertPacker",
     "BertTokenizer",
@@ -44,6 +48,7 @@ __all__ = [
     "SentencePieceTokenizer",
     "VocabSummary",
     "build_bpe_vocab",
+    "build_unigram_vocab",
     "build_vocab",
     "bytes_to_chars",
     "expand_files",
