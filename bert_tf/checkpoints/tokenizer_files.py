@@ -135,11 +135,12 @@ def load_tokenizer(path, settings=None, **kwargs):
     )
 
 
-def sentencepiece_options(path, model_file=None):
+def sentencepiece_options(path, model_file=None, default_family=None):
     """`SentencePieceTokenizer` options (`family`, `lowercase`, `strip_accents`, `split_by_punct`) of a directory
     with a SentencePiece `.model`, read as transformers reads it: `tokenizer_config.json`'s `do_lower_case`,
     `keep_accents` and `split_by_punct`; the family from its `tokenizer_class`, else `config.json`'s
-    `model_type`, else the `.model`'s name (`spiece.model`: ALBERT, `spm.model`: DeBERTa-v2)."""
+    `model_type`, else the `.model`'s name (`spiece.model`: ALBERT, `spm.model`: DeBERTa-v2), else
+    `default_family`."""
     directory = checkpoint_dir(path)
     config_path = os.path.join(directory, TOKENIZER_CONFIG)
     config = _read_json(config_path) if os.path.isfile(config_path) else {}
@@ -149,6 +150,7 @@ def sentencepiece_options(path, model_file=None):
         family = {"albert": "albert", "deberta-v2": "deberta-v2", "deberta-v3": "deberta-v2"}.get(model_type)
     if family is None and model_file is not None:
         family = {name: f for f, name in SENTENCEPIECE_FILES.items()}.get(os.path.basename(model_file))
+    family = family or default_family
     if family is None:
         raise CheckpointError(
             f"{directory}: cannot tell which SentencePiece family reads {model_file}: no tokenizer_class "
@@ -168,9 +170,10 @@ def sentencepiece_options(path, model_file=None):
 
 
 def sentencepiece_tokenizer_config(path):
-    """The `tokenizer_config.json` entries transformers needs to read the SentencePiece tokenizer at `path` as
-    bert_tf does (`tokenizer_class`, `do_lower_case`, `keep_accents`, `split_by_punct`, the special tokens)."""
-    tokenizer = load_tokenizer(path)
+    """The `tokenizer_config.json` entries transformers needs to read the SentencePiece tokenizer at `path` (a
+    directory, or the `SentencePieceTokenizer` itself) as bert_tf does (`tokenizer_class`, `do_lower_case`,
+    `keep_accents`, `split_by_punct`, the special tokens)."""
+    tokenizer = load_tokenizer(path) if isinstance(path, str) else path
     names = {"albert": "AlbertTokenizer", "deberta-v2": "DebertaV2Tokenizer"}
     config = {"tokenizer_class": names[tokenizer.family], "do_lower_case": tokenizer.lowercase}
     if tokenizer.family == "albert":
@@ -185,6 +188,19 @@ def sentencepiece_tokenizer_config(path):
     if tokenizer.cls_id is not None:
         config["bos_token"], config["eos_token"] = config["cls_token"], config.get("sep_token")
     return config
+
+
+def save_sentencepiece_tokenizer(tokenizer, output):
+    """Writes a `SentencePieceTokenizer`'s `.model` (`spiece.model` or `spm.model`) and a `tokenizer_config.json`
+    saying how to read it into `output`, where `load_tokenizer` and transformers find them. Returns the names."""
+    os.makedirs(output, exist_ok=True)
+    name = SENTENCEPIECE_FILES[tokenizer.family]
+    with open(os.path.join(output, name), "wb") as f:
+        f.write(tokenizer.model_proto())
+    with open(os.path.join(output, TOKENIZER_CONFIG), "w", encoding="utf-8") as f:
+        json.dump(sentencepiece_tokenizer_config(tokenizer), f, indent=2, sort_keys=True)
+        f.write("\n")
+    return [name, TOKENIZER_CONFIG]
 
 
 def tokenizer_settings(path):
