@@ -23,6 +23,8 @@ import json
 import os
 import shutil
 
+from sentencepiece import sentencepiece_model_pb2
+
 from bert_tf import text as text_lib
 from bert_tf.checkpoints.readers import VOCAB_FILE, CheckpointError, checkpoint_dir
 
@@ -190,17 +192,33 @@ def sentencepiece_tokenizer_config(path):
     return config
 
 
+def _sentencepiece_file_data(tokenizer):
+    """{name: bytes} of a `SentencePieceTokenizer`'s `.model`, `tokenizer_config.json` and the Hugging Face
+    `tokenizer.json` of it (`text.unigram_tokenizer_json`: transformers needs it for the added tokens)."""
+    proto = sentencepiece_model_pb2.ModelProto()
+    proto.ParseFromString(tokenizer.model_proto())
+    specials = [entry["content"] for entry in tokenizer.special_entries()]
+    hf = text_lib.unigram_tokenizer_json(
+        proto, tokenizer.family, tokenizer.lowercase, tokenizer.strip_accents, specials
+    )
+    config = json.dumps(sentencepiece_tokenizer_config(tokenizer), indent=2, sort_keys=True) + "\n"
+    return {
+        SENTENCEPIECE_FILES[tokenizer.family]: tokenizer.model_proto(),
+        TOKENIZER_CONFIG: config.encode("utf-8"),
+        TOKENIZER_JSON: hf.to_str().encode("utf-8"),
+    }
+
+
 def save_sentencepiece_tokenizer(tokenizer, output):
-    """Writes a `SentencePieceTokenizer`'s `.model` (`spiece.model` or `spm.model`) and a `tokenizer_config.json`
-    saying how to read it into `output`, where `load_tokenizer` and transformers find them. Returns the names."""
+    """Writes a `SentencePieceTokenizer`'s `.model` (`spiece.model` or `spm.model`), a `tokenizer_config.json`
+    saying how to read it and the Hugging Face `tokenizer.json` of it into `output`, where `load_tokenizer` and
+    transformers find them. Returns the names."""
     os.makedirs(output, exist_ok=True)
-    name = SENTENCEPIECE_FILES[tokenizer.family]
-    with open(os.path.join(output, name), "wb") as f:
-        f.write(tokenizer.model_proto())
-    with open(os.path.join(output, TOKENIZER_CONFIG), "w", encoding="utf-8") as f:
-        json.dump(sentencepiece_tokenizer_config(tokenizer), f, indent=2, sort_keys=True)
-        f.write("\n")
-    return [name, TOKENIZER_CONFIG]
+    data = _sentencepiece_file_data(tokenizer)
+    for name, content in data.items():
+        with open(os.path.join(output, name), "wb") as f:
+            f.write(content)
+    return sorted(data)
 
 
 def tokenizer_settings(path):
@@ -280,25 +298,19 @@ def _copy(source, output):
 
 
 def _write_sentencepiece_files(path, files, output):
-    """Copies the `.model`, `tokenizer.json` and `tokenizer_config.json` there are; a directory with only
-    `tokenizer.json` also gets a `.model` made from it (the proto `SentencePieceTokenizer` builds), and one
-    without `tokenizer_config.json` one saying how to read the `.model` (`sentencepiece_tokenizer_config`)."""
+    """Copies the `.model`, `tokenizer.json` and `tokenizer_config.json` there are, and writes those missing from
+    the tokenizer they make (`save_sentencepiece_tokenizer`): a `.model` from a `tokenizer.json` alone, the
+    `tokenizer.json` transformers needs for the added tokens, a `tokenizer_config.json` saying how to read them."""
     directory = checkpoint_dir(path)
-    written = []
-    model_files = [os.path.join(directory, n) for n in SENTENCEPIECE_FILES.values()]
-    model_files = [f for f in model_files if os.path.isfile(f)]
-    for source in model_files + [files.get("json")] + [os.path.join(directory, TOKENIZER_CONFIG)]:
-        if source and os.path.isfile(source):
-            written.append(_copy(source, output))
-    if not model_files:
-        tokenizer = load_tokenizer(path)
-        name = SENTENCEPIECE_FILES[tokenizer.family]
-        with open(os.path.join(output, name), "wb") as f:
-            f.write(tokenizer.model_proto())
-        written.append(name)
-    if not os.path.isfile(os.path.join(directory, TOKENIZER_CONFIG)):
-        with open(os.path.join(output, TOKENIZER_CONFIG), "w", encoding="utf-8") as f:
-            json.dump(sentencepiece_tokenizer_config(path), f, indent=2, sort_keys=True)
-            f.write("\n")
-        written.append(TOKENIZER_CONFIG)
+    sources = [os.path.join(directory, n) for n in (*SENTENCEPIECE_FILES.values(), TOKENIZER_JSON, TOKENIZER_CONFIG)]
+    written = [_copy(source, output) for source in sources if os.path.isfile(source)]
+    has_model = any(name in written for name in SENTENCEPIECE_FILES.values())
+    missing = [n for n in (TOKENIZER_JSON, TOKENIZER_CONFIG) if n not in written] + ([] if has_model else ["model"])
+    if missing:
+        data = _sentencepiece_file_data(load_tokenizer(path))
+        for name, content in data.items():
+            if name in missing or (name.endswith(".model") and "model" in missing):
+                with open(os.path.join(output, name), "wb") as f:
+                    f.write(content)
+                written.append(name)
     return written

@@ -33,6 +33,7 @@ from bert_tf.text.vocab import (
     build_unigram_vocab,
     build_vocab,
     expand_files,
+    unigram_tokenizer_json,
 )
 
 __all__ = [
@@ -56,4 +57,5 @@ __all__ = [
     "packer_for",
     "pair_separators",
     "split_words",
+    "unigram_tokenizer_json",
 ]

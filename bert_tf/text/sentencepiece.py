@@ -442,6 +442,10 @@ class SentencePieceTokenizer(keras.layers.Layer):
             )
         return entries
 
+    def special_entries(self):
+        """The tokens kept whole in the text: dicts with `content`, `id`, `lstrip`, `rstrip`, `special`."""
+        return [dict(entry) for entry in self._specials]
+
     def model_proto(self):
         """The SentencePiece model (serialized `ModelProto`) this layer was made from, as a `.model` file holds it."""
         return self._source_proto

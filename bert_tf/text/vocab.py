@@ -262,37 +262,49 @@ def _albert_text(line, lowercase):
     return line
 
 
-def _unigram_tokenizer_json(proto, family, lowercase):
-    """The Hugging Face `tokenizers` pipeline transformers builds for `family` from `proto` (its tokenizer.json)."""
-    specials = UNIGRAM_SPECIAL_TOKENS[family]
-    unk = specials.index("<unk>" if family == "albert" else "[UNK]")
+def unigram_tokenizer_json(proto, family, lowercase, strip_accents=None, special_tokens=None):
+    """The Hugging Face `tokenizers.Tokenizer` transformers builds for `family` from a SentencePiece `proto`
+    (what it saves as tokenizer.json): ALBERT's or DeBERTa-v2's normalizer, `Metaspace`, `[CLS] A [SEP] B [SEP]`.
+
+    Args:
+        proto: `sentencepiece_model_pb2.ModelProto` (unigram).
+        family: "albert" or "deberta-v2".
+        lowercase: `do_lower_case`; strip_accents: ALBERT's `not keep_accents` (default: `lowercase`).
+        special_tokens: the pieces kept whole in the text (default: the proto's control, user-defined and unknown
+            pieces).
+    """
+    strip_accents = lowercase if strip_accents is None else strip_accents
+    unk = next((i for i, p in enumerate(proto.pieces) if p.type == 2), 0)
+    if special_tokens is None:
+        special_tokens = [p.piece for p in proto.pieces if p.type in (2, 3, 4)]
     vocab = [(p.piece, p.score) for p in proto.pieces]
-    tokenizer = Tokenizer(models.Unigram(vocab, unk_id=unk, byte_fallback=False))
+    tokenizer = Tokenizer(models.Unigram(vocab, unk_id=unk, byte_fallback=bool(proto.trainer_spec.byte_fallback)))
+    metaspace = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always")
     if family == "albert":
         steps = [normalizers.Replace("``", '"'), normalizers.Replace("''", '"')]
+        if strip_accents:
+            steps += [normalizers.NFKD(), normalizers.StripAccents()]
         if lowercase:
-            steps += [normalizers.NFKD(), normalizers.StripAccents(), normalizers.Lowercase()]
-        steps.append(normalizers.Precompiled(proto.normalizer_spec.precompiled_charsmap))
-        tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
-            [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always")]
-        )
+            steps.append(normalizers.Lowercase())
+        if proto.normalizer_spec.precompiled_charsmap:
+            steps.append(normalizers.Precompiled(proto.normalizer_spec.precompiled_charsmap))
+        tokenizer.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(), metaspace])
     else:
         steps = [normalizers.Replace(Regex(r"\s{2,}|[\n\r\t]"), " "), normalizers.NFC()]
         steps.append(normalizers.Strip(left=False, right=True))
         if lowercase:
             steps.append(normalizers.Lowercase())
-        tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
-            [pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always")]
-        )
+        tokenizer.pre_tokenizer = pre_tokenizers.Sequence([metaspace])
     tokenizer.normalizer = normalizers.Sequence(steps)
     tokenizer.decoder = decoders.Metaspace(replacement="\u2581", prepend_scheme="always")
-    cls, sep = ("[CLS]", "[SEP]")
-    tokenizer.post_processor = processors.TemplateProcessing(
-        single=f"{cls}:0 $A:0 {sep}:0",
-        pair=f"{cls}:0 $A:0 {sep}:0 $B:1 {sep}:1",
-        special_tokens=[(cls, specials.index(cls)), (sep, specials.index(sep))],
-    )
-    tokenizer.add_special_tokens([AddedToken(t, normalized=False, special=True) for t in specials])
+    ids = {p.piece: i for i, p in reversed(list(enumerate(proto.pieces)))}
+    if "[CLS]" in ids and "[SEP]" in ids:
+        tokenizer.post_processor = processors.TemplateProcessing(
+            single="[CLS]:0 $A:0 [SEP]:0",
+            pair="[CLS]:0 $A:0 [SEP]:0 $B:1 [SEP]:1",
+            special_tokens=[("[CLS]", ids["[CLS]"]), ("[SEP]", ids["[SEP]"])],
+        )
+    tokenizer.add_special_tokens([AddedToken(t, normalized=False, special=True) for t in special_tokens])
     return tokenizer
 
 
@@ -410,7 +422,7 @@ def build_unigram_vocab(
         os.path.join(output_dir, "tokenizer_config.json"): json.dumps(
             _unigram_tokenizer_config(family, lowercase), indent=2, sort_keys=True
         ).encode(),
-        os.path.join(output_dir, "tokenizer.json"): _unigram_tokenizer_json(proto, family, lowercase)
+        os.path.join(output_dir, "tokenizer.json"): unigram_tokenizer_json(proto, family, lowercase)
         .to_str()
         .encode("utf-8"),
     }

@@ -307,3 +307,7 @@ def test_unigram_vocabulary_pretrains_and_reads_back(corpus_and_vocab, tmp_path)
     continuation = set(tokenizer.continuation_ids())
     pieces = tokenizer.get_vocabulary()
     assert continuation and all(not pieces[i].startswith("\u2581") for i in continuation)
+    out = str(tmp_path / "hf")
+    convert_checkpoint(model_dir, out, to="hf")  # the .model and a tokenizer_config.json transformers reads
+    assert _json(out, "tokenizer_config.json")["tokenizer_class"] == "AlbertTokenizer"
+    assert load_tokenizer(out)(text).to_list() == original(text).to_list()
