@@ -324,3 +324,35 @@ def test_errors(tmp_path):
     albert = SentencePieceTokenizer(model)
     with pytest.raises(ValueError, match="`unit`"):
         albert.tokenize_with_offsets(tf.constant(["x"]), unit="word")
+
+
+def test_whole_word_masking_keeps_words_of_boundary_pieces_whole(albert):
+    """A word is its "▁" piece and the pieces after it: whole-word masking masks all of them or none."""
+    from bert_tf.text import MaskedLMMasker
+
+    ids = albert(tf.constant(["unbelievably wonderful extraordinary performances tonight"] * 8))
+    packed = packer_for(albert, 24)(ids)
+    specials = [albert.cls_id, albert.sep_id, albert.pad_id, albert.unk_id, albert.mask_id]
+    masker = MaskedLMMasker(
+        albert.vocab_size,
+        albert.mask_id,
+        specials,
+        masking_rate=0.3,
+        mask_token_rate=1.0,
+        random_token_rate=0.0,
+        whole_word_masking=True,
+        continuation_ids=albert.continuation_ids(),
+    )
+    out = masker(packed["token_ids"], packed["padding_mask"], tf.range(8))
+    vocabulary = albert.get_vocabulary()
+    row = packed["token_ids"][0].numpy().tolist()
+    words = []  # positions of each word: a "▁" piece and the continuations after it
+    for position, token in enumerate(row[1 : row.index(albert.sep_id)], 1):
+        if vocabulary[token].startswith("\u2581") or not words:
+            words.append([])
+        words[-1].append(position)
+    assert any(len(word) > 1 for word in words)
+    assert (out["token_ids"].numpy() == albert.mask_id).any()
+    for masked in out["token_ids"].numpy():
+        for word in words:
+            assert len({masked[p] == albert.mask_id for p in word}) == 1, (word, masked)
