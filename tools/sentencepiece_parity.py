@@ -5,13 +5,15 @@ reference ids are `tokenizers.Tokenizer.from_file(tokenizer.json).encode_batch(l
 add_special_tokens=False)`, in-process; bert_tf's are those of `SentencePieceTokenizer.from_tokenizer_json`
 and of the `.model` read with `tokenizer_config.json`'s options (`checkpoints.load_tokenizer` of a folder
 without tokenizer.json). Lines are the raw bytes between newlines (the reference reads them decoded with
-`errors="replace"`). Prints one row per folder and way of loading, and the first mismatches.
+`errors="replace"`). DeBERTa is also checked with `split_by_punct` (its tokenizer.json with transformers'
+`Punctuation` pre-tokenizer). Prints one row per folder and way of loading, and the first mismatches.
 
     python tools/sentencepiece_parity.py [--data=../shared/data] [--limit=0] [--show=5]
 """
 
 import argparse
 import glob
+import json
 import os
 import shutil
 import tempfile
@@ -66,6 +68,28 @@ def mismatches(tokenizer, reference, lines):
     return out
 
 
+def punctuation_variant(folder, work):
+    """DeBERTa's tokenizer.json with split_by_punct (transformers' `Punctuation` pre-tokenizer first), in `work`."""
+    with open(os.path.join(folder, "tokenizer.json"), encoding="utf-8") as f:
+        data = json.load(f)
+    data["pre_tokenizer"]["pretokenizers"].insert(0, {"type": "Punctuation", "behavior": "Isolated"})
+    target = os.path.join(work, "deberta-v2-split_by_punct")
+    os.makedirs(target, exist_ok=True)
+    with open(os.path.join(target, "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(data, f)
+    return target
+
+
+def check_json_only(folder, lines, show=5):
+    """Rows for a folder with a tokenizer.json alone (from tokenizer.json)."""
+    path = os.path.join(folder, "tokenizer.json")
+    begin = time.perf_counter()
+    bad = mismatches(SentencePieceTokenizer.from_tokenizer_json(path), tokenizers.Tokenizer.from_file(path), lines)
+    for line, ours, theirs in bad[:show]:
+        print(f"  {os.path.basename(folder)}: {line[:120]!r}\n    ours {ours[:30]}\n    ref  {theirs[:30]}")
+    return [(os.path.basename(folder), "tokenizer.json", len(lines), len(bad), time.perf_counter() - begin)]
+
+
 def check(folder, lines, work, show=5):
     """Rows (folder, loaded from, lines, mismatched lines, seconds) and printed examples."""
     reference = tokenizers.Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
@@ -95,6 +119,7 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         for folder in sorted(glob.glob(os.path.join(FIXTURES, "*"))):
             rows.extend(check(folder, lines, work, args.show))
+        rows.extend(check_json_only(punctuation_variant(os.path.join(FIXTURES, "deberta-v2"), work), lines, args.show))
     print(f"{'family':<14}{'from':<16}{'lines':>10}{'mismatches':>12}{'seconds':>10}")
     for family, way, count, bad, seconds in rows:
         print(f"{family:<14}{way:<16}{count:>10}{bad:>12}{seconds:>10.1f}")

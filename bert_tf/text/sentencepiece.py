@@ -21,8 +21,12 @@ Pipeline (the reference's order):
      nmt_nfkc) and a split at whitespace, each word starting with "▁".
    - "deberta-v2": runs of 2+ whitespace characters and each tab, newline and
      carriage return become one space, then NFC, then trailing whitespace is
-     removed (and lowercasing if `lowercase`); spaces become "▁" and the
-     segment starts with one (unless it starts with a space already).
+     removed (and lowercasing if `lowercase`); with `split_by_punct`, each
+     punctuation mark (Unicode P* and ASCII punctuation) is a word of its own
+     and so is the text after it (Hugging Face's `Punctuation` pre-tokenizer:
+     a space goes before each mark, and after it unless a space follows);
+     spaces become "▁" and the segment starts with one (unless it starts with
+     a space already).
 4. The unigram model (Viterbi over the piece scores) cuts each word into
    pieces: tensorflow-text's `SentencepieceTokenizer` runs the model proto,
    modified so that it does only what step 3 leaves to it (the charsmap for
@@ -75,6 +79,8 @@ from bert_tf.text.offsets import CharBounds, replace_invalid_utf8, to_original_b
 
 FAMILIES = ("albert", "deberta-v2")
 
+# Hugging Face's `Punctuation` pre-tokenizer: Unicode P* and ASCII punctuation (which has some symbols).
+PUNCTUATION_CLASS = r"[\pP$+<=>^`|~]"
 # Unicode White_Space (Rust `char::is_whitespace`, Oniguruma's `\s`): RE2's `\s` is ASCII only.
 WHITESPACE_CLASS = r"[\t\n\x0B\f\r \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}]"
 WORD_BOUNDARY = "\u2581"
@@ -190,8 +196,8 @@ class SentencePieceTokenizer(keras.layers.Layer):
             "albert"; DeBERTa's `do_lower_case`, off by default).
         strip_accents: NFKD and removal of nonspacing marks (ALBERT's `not
             keep_accents`; default for "albert", refused for "deberta-v2").
-        split_by_punct: DeBERTa's `split_by_punct` (each punctuation mark its
-            own word). Not supported yet: `True` raises.
+        split_by_punct: DeBERTa's `split_by_punct`: each punctuation mark
+            (Unicode P* and ASCII punctuation) is a word of its own, "▁" first.
         special_tokens: tokens kept whole when written verbatim in the text,
             a list of strings or of dicts as in `tokenizer.json`'s
             `added_tokens` (`content`, `lstrip`, `rstrip`, `special`). `None`
@@ -240,10 +246,9 @@ class SentencePieceTokenizer(keras.layers.Layer):
                 raise ValueError(f"`{name}` must be a bool. Received: {name}={value!r}")
         if family == "deberta-v2" and strip_accents:
             raise ValueError("`strip_accents=True` is ALBERT's normalization; DeBERTa-v2 keeps accents.")
-        if split_by_punct:
+        if split_by_punct and family != "deberta-v2":
             raise ValueError(
-                "`split_by_punct=True` (DeBERTa's punctuation pre-tokenizer) is not supported yet. "
-                "Received: split_by_punct=True"
+                f"`split_by_punct` is DeBERTa-v2's option. Received: split_by_punct=True, family={family!r}"
             )
         self.model = model
         self.family = family
@@ -529,7 +534,11 @@ class SentencePieceTokenizer(keras.layers.Layer):
         return segments, starts, segments.with_flat_values(special)
 
     def _normalize(self, text):
-        """The family's normalization of segments `[S]` (step 3), as the SentencePiece op's input."""
+        """The family's normalization of segments `[S]` (step 3), as the SentencePiece op's input.
+
+        Returns:
+            `(normalized, prefix)`: tf.string `[S]` and int64 `[S]`, 1 where a space was put first (DeBERTa).
+        """
         if self.family == "albert":
             text = tf.strings.regex_replace(text, "``|''", '"')
             if self.strip_accents:
@@ -539,17 +548,21 @@ class SentencePieceTokenizer(keras.layers.Layer):
                 text = tf.strings.lower(text, encoding="utf-8")
             if self._splits_whitespace:
                 text = tf.strings.regex_replace(text, self._splits_whitespace, " ")
-            return text
+            return text, tf.zeros(tf.shape(text), tf.int64)
         text = tf.strings.regex_replace(text, f"{WHITESPACE_CLASS}{{2,}}|[\\n\\r\\t]", " ")
         text = tf_text.normalize_utf8(text, "NFC")
         text = tf.strings.regex_replace(text, f"{WHITESPACE_CLASS}+$", "")
         if self.lowercase:
             text = tf.strings.lower(text, encoding="utf-8")
+        if self.split_by_punct:
+            # Each mark a word ("▁" first), and the text after it one (unless it starts with a space or "▁").
+            text = tf.strings.regex_replace(text, f"({PUNCTUATION_CLASS})", r" \1")
+            text = tf.strings.regex_replace(text, f"({PUNCTUATION_CLASS})([^ {WORD_BOUNDARY}])", r"\1 \2")
         # Metaspace: a "▁" first unless the text starts with a space or "▁" already.
         prefix = tf.logical_and(
             tf.strings.length(text) > 0, tf.logical_not(tf.strings.regex_full_match(text, f"(?s)[ {WORD_BOUNDARY}].*"))
         )
-        return tf.where(prefix, tf.strings.join([" ", text]), text)
+        return tf.where(prefix, tf.strings.join([" ", text]), text), tf.cast(prefix, tf.int64)
 
     def _char_lengths(self, segments):
         """Bytes each character of segments `[S]` normalizes to on its own (alignment for offsets).
@@ -587,22 +600,28 @@ class SentencePieceTokenizer(keras.layers.Layer):
             last_text = tf.math.unsorted_segment_max(not_ws_rank, row, code_points.nrows())
             position = tf.range(1, tf.size(row, out_type=tf.int64) + 1)
             lengths = tf.where(position > tf.gather(last_text, row), tf.zeros_like(lengths), lengths)
+            if self.split_by_punct:
+                # The spaces put before a mark and after it (before text that starts with no space).
+                punct = tf.strings.regex_full_match(chars, PUNCTUATION_CLASS)
+                last = tf.concat([tf.not_equal(row[1:], row[:-1]), [True]], 0)
+                next_plain = tf.logical_and(
+                    tf.logical_not(last),
+                    tf.concat([tf.logical_not(tf.logical_or(ws, punct))[1:], [False]], 0),
+                )
+                next_plain = tf.logical_and(
+                    next_plain, tf.concat([tf.not_equal(c[1:], ord(WORD_BOUNDARY)), [False]], 0)
+                )
+                extra = tf.cast(punct, tf.int64) * (1 + tf.cast(next_plain, tf.int64))
+                lengths = lengths + tf.where(lengths > 0, extra, tf.zeros_like(extra))
         return code_points, offsets, lengths
 
-    def _map_offsets(self, segments, normalized, starts, ends):
-        """Offsets into normalized segments -> into the segments (ragged `[S, (P)]` int64 each)."""
+    def _map_offsets(self, segments, normalized, prefix, starts, ends):
+        """Offsets into normalized segments -> into the segments (ragged `[S, (P)]` int64 each).
+
+        `prefix` (int64 `[S]`): 1 where `_normalize` put a space first, which is no character of the segment.
+        """
         code_points, char_starts, lengths = self._char_lengths(segments)
         counts = code_points.row_lengths()
-        prefix = tf.zeros_like(counts)
-        if self.family == "deberta-v2":
-            # The space put first (Metaspace's prepended "▁") is no character of the segment.
-            prefix = tf.cast(
-                tf.logical_and(
-                    tf.strings.length(normalized) > 0,
-                    tf.logical_not(tf.strings.regex_full_match(segments, f"(?s)[ {WORD_BOUNDARY}].*")),
-                ),
-                tf.int64,
-            )
         row_total = tf.math.unsorted_segment_sum(lengths, code_points.value_rowids(), code_points.nrows())
         norm_lengths = tf.cast(tf.strings.length(normalized), tf.int64) - prefix
         seg_lengths = tf.cast(tf.strings.length(segments), tf.int64)
@@ -644,7 +663,8 @@ class SentencePieceTokenizer(keras.layers.Layer):
             return tf.where(tf.gather(exact, rows), mapped, scaled)
 
         new_starts = one(starts, "start")
-        new_ends = tf.maximum(one(ends, "end"), new_starts)
+        # A piece with no text in the normalized segment (a "▁" alone) has none in the input either.
+        new_ends = tf.where(ends.values > starts.values, tf.maximum(one(ends, "end"), new_starts), new_starts)
         return starts.with_values(new_starts), ends.with_values(new_ends)
 
     def _tokenize(self, inputs, with_offsets):
@@ -663,7 +683,7 @@ class SentencePieceTokenizer(keras.layers.Layer):
         flat = segments.flat_values  # [S]
         is_special = special.flat_values >= 0
         text = tf.where(is_special, "", flat)
-        normalized = self._normalize(text)
+        normalized, prefix = self._normalize(text)
         if with_offsets:
             ids, starts, ends = self._sentencepiece.tokenize_with_offsets(normalized)  # [S, (P)]
             ids, starts, ends = self._break_ties(ids, tf.cast(starts, tf.int64), tf.cast(ends, tf.int64))
@@ -680,7 +700,7 @@ class SentencePieceTokenizer(keras.layers.Layer):
         out_ids = segments.with_flat_values(ids).merge_dims(1, 2)
         if not with_offsets:
             return out_ids[0] if scalar else out_ids
-        starts, ends = self._map_offsets(text, normalized, starts, ends)
+        starts, ends = self._map_offsets(text, normalized, prefix, starts, ends)
         seg_lengths = tf.cast(tf.strings.length(flat), tf.int64)
         starts = self._with_specials(starts, tf.where(is_special, 0, -1), fill=0)
         ends = self._with_specials(ends, tf.where(is_special, 0, -1), fill=0)

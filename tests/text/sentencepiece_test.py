@@ -140,6 +140,35 @@ def test_data_sample_parity(folder):
     assert not bad, f"{len(bad)} of {len(lines)} lines differ, e.g. {bad[:3]}"
 
 
+def test_split_by_punct_parity(tmp_path):
+    """DeBERTa's split_by_punct (transformers adds a `Punctuation` pre-tokenizer), from tokenizer.json and from
+    the .model with a tokenizer_config.json saying it; offsets of plain text slice the pieces."""
+    with open(os.path.join(LOCAL, "deberta-v2", "tokenizer.json"), encoding="utf-8") as f:
+        data = json.load(f)
+    data["pre_tokenizer"]["pretokenizers"].insert(0, {"type": "Punctuation", "behavior": "Isolated"})
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    ours = SentencePieceTokenizer.from_tokenizer_json(str(path))
+    reference = tokenizers.Tokenizer.from_file(str(path))
+    assert ours.split_by_punct and ours.family == "deberta-v2"
+    lines = _data_sample()[::2] + [b"Hello, world!", b"a ,b", b"x--y", b"(ok) [MASK] fine.", "$5+3=8 \u2581!x".encode()]
+    expected = [
+        e.ids for e in reference.encode_batch([x.decode(errors="replace") for x in lines], add_special_tokens=False)
+    ]
+    assert ours(tf.constant(lines)).to_list() == expected
+    config = {"tokenizer_class": "DebertaV2Tokenizer", "do_lower_case": False, "split_by_punct": True}
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+    shutil.copyfile(os.path.join(LOCAL, "deberta-v2", "spm.model"), tmp_path / "spm.model")
+    os.remove(path)
+    from_model = checkpoints.load_tokenizer(str(tmp_path))
+    assert from_model.split_by_punct and from_model(tf.constant(lines[-5:])).to_list() == expected[-5:]
+    plain = ["Hello, world!", "(ok) fine.", "x--y"]
+    ids, starts, ends = ours.tokenize_with_offsets(tf.constant(plain))
+    vocabulary = ours.get_vocabulary()
+    for line, row, s, e in zip(plain, ids.to_list(), starts.to_list(), ends.to_list()):
+        assert [line[a:b] for a, b in zip(s, e)] == [vocabulary[i].lstrip("\u2581") for i in row]
+
+
 def test_model_file_reads_as_tokenizer_json(tmp_path):
     """The trained `.model` with the tokenizer_config.json transformers wrote gives the tokenizer.json's ids."""
     lines = tf.constant(_data_sample()[:800])
@@ -316,7 +345,7 @@ def test_errors(tmp_path):
     with pytest.raises(ValueError, match="`family`"):
         SentencePieceTokenizer(model, family="xlnet")
     with pytest.raises(ValueError, match="split_by_punct"):
-        SentencePieceTokenizer(model, family="deberta-v2", split_by_punct=True)
+        SentencePieceTokenizer(model, family="albert", split_by_punct=True)
     with pytest.raises(ValueError, match="model.type is 'BPE'"):
         SentencePieceTokenizer.from_tokenizer_json(os.path.join(FAMILIES_DIR, "roberta", "tokenizer.json"))
     with pytest.raises(ValueError, match="not in the model's pieces"):
