@@ -845,7 +845,7 @@ class SentencePieceTokenizer(keras.layers.Layer):
         pieces = tf.ragged.map_flat_values(lambda i: tf.gather(self._id_to_text, i), ids)
         if self._byte_fallback:
             is_byte = tf.strings.regex_full_match(pieces.flat_values, "<0x[0-9A-F]{2}>")
-            hex_digits = tf.strings.substr(pieces.flat_values, 3, 2)
+            hex_digits = tf.strings.substr(tf.where(is_byte, pieces.flat_values, "<0x00>"), 3, 2)
             raw = _hex_to_byte(hex_digits)
             pieces = pieces.with_flat_values(tf.where(is_byte, raw, pieces.flat_values))
         text = tf.strings.reduce_join(pieces, axis=-1)

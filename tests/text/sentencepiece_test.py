@@ -385,3 +385,46 @@ def test_whole_word_masking_keeps_words_of_boundary_pieces_whole(albert):
     for masked in out["token_ids"].numpy():
         for word in words:
             assert len({masked[p] == albert.mask_id for p in word}) == 1, (word, masked)
+
+
+def test_byte_fallback(tmp_path):
+    """A byte-fallback model: characters outside the pieces are their UTF-8 bytes' `<0xXX>` pieces, as Hugging
+    Face's `Unigram(byte_fallback=True)`; detokenize joins the bytes back into the characters."""
+    import io
+
+    import sentencepiece
+    from sentencepiece import sentencepiece_model_pb2
+
+    from bert_tf.text import unigram_tokenizer_json
+
+    with open(os.path.join(DATA_DIR, "corpus", "gutenberg", "austen-emma.txt"), encoding="utf-8") as f:
+        lines = [line for line in f.read().split("\n")[:3000] if line.strip()]
+    model = io.BytesIO()
+    sentencepiece.SentencePieceTrainer.train(
+        sentence_iterator=iter(lines),
+        model_writer=model,
+        model_type="unigram",
+        vocab_size=500,
+        byte_fallback=True,
+        normalization_rule_name="identity",
+        pad_id=0,
+        pad_piece="[PAD]",
+        unk_id=3,
+        unk_piece="[UNK]",
+        bos_id=-1,
+        eos_id=-1,
+        control_symbols=["[CLS]", "[SEP]"],
+        user_defined_symbols=["[MASK]"],
+        minloglevel=2,
+    )
+    (tmp_path / "spm.model").write_bytes(model.getvalue())
+    ours = SentencePieceTokenizer(str(tmp_path / "spm.model"), family="deberta-v2")
+    proto = sentencepiece_model_pb2.ModelProto()
+    proto.ParseFromString(model.getvalue())
+    reference = unigram_tokenizer_json(proto, "deberta-v2", lowercase=False)
+    texts = ["caf\u00e9 \u6771\u4eac \U0001f600 hello", "plain text [MASK]", "\u00e9\u00e9"]
+    ids = ours(tf.constant(texts))
+    assert ids.to_list() == [e.ids for e in reference.encode_batch(texts, add_special_tokens=False)]
+    assert ours.token_to_id("<0xC3>") in ids.to_list()[0]
+    # Special tokens are their text, joined as Hugging Face's Metaspace decoder joins them (no space before).
+    assert [t.decode() for t in ours.detokenize(ids).numpy()] == [texts[0], "plain text[MASK]", texts[2]]
