@@ -120,9 +120,9 @@ def main():
         for folder in sorted(glob.glob(os.path.join(FIXTURES, "*"))):
             rows.extend(check(folder, lines, work, args.show))
         rows.extend(check_json_only(punctuation_variant(os.path.join(FIXTURES, "deberta-v2"), work), lines, args.show))
-    print(f"{'family':<14}{'from':<16}{'lines':>10}{'mismatches':>12}{'seconds':>10}")
+    print(f"{'family':<28}{'from':<16}{'lines':>10}{'mismatches':>12}{'seconds':>10}")
     for family, way, count, bad, seconds in rows:
-        print(f"{family:<14}{way:<16}{count:>10}{bad:>12}{seconds:>10.1f}")
+        print(f"{family:<28}{way:<16}{count:>10}{bad:>12}{seconds:>10.1f}")
 
 
 if __name__ == "__main__":
