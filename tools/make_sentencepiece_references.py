@@ -8,7 +8,8 @@ the `.model` file (`from_pretrained`, which converts the proto):
 - `albert-cased/`: the same model read with `do_lower_case=False, keep_accents=True`;
 - `deberta-v2/`: `DebertaV2Tokenizer` from `spm.model` (cased).
 
-Each folder gets the `.model`, `tokenizer.json` and `tokenizer_config.json` transformers saves. The
+Each folder gets `tokenizer.json` and `tokenizer_config.json` as transformers saves them, and the `.model`
+(albert-cased shares albert's). The
 reference ids are then `tokenizers.Tokenizer.from_file(tokenizer.json)`, in-process, in
 tools/sentencepiece_parity.py and tests/text/sentencepiece_test.py.
 
@@ -79,7 +80,8 @@ def save(tokenizer, model_file, name, folder):
     shutil.rmtree(target, ignore_errors=True)
     os.makedirs(target)
     tokenizer.save_pretrained(target)
-    shutil.copyfile(model_file, os.path.join(target, name))
+    if name:
+        shutil.copyfile(model_file, os.path.join(target, name))
     for extra in ("special_tokens_map.json", "added_tokens.json"):
         path = os.path.join(target, extra)
         if os.path.exists(path):
@@ -102,7 +104,7 @@ def main():
         save(
             from_model_file(AlbertTokenizer, albert, "spiece.model", do_lower_case=False, keep_accents=True),
             albert,
-            "spiece.model",
+            None,  # the same model as albert/
             "albert-cased",
         )
         deberta = train(
