@@ -237,7 +237,7 @@ class DebertaV2Encoder(keras.Model):
         then the padding rows zeroed (no saving on padding yet). A
         TensorFlow-graph method, as `BertEncoder.call_unpadded`.
         """
-        outputs = self(inputs, training=training)
+        outputs = self(_encoder_inputs(inputs), training=training)
         mask = tf.cast(tf.convert_to_tensor(inputs["padding_mask"]), tf.float32)[:, :, None]  # [B, T, 1]
         return {
             "sequence_output": outputs["sequence_output"] * mask,
@@ -253,7 +253,7 @@ class DebertaV2Encoder(keras.Model):
         results as `BertEncoder.call_at`: `selected_output` float32 `[B, P, H]`
         and, when `pooled`, `pooled_output` float32 `[B, H]`.
         """
-        outputs = self(inputs, training=training)
+        outputs = self(_encoder_inputs(inputs), training=training)
         sequence = outputs["sequence_output"]  # [B, T, H]
         batch = tf.shape(sequence)[0]
         positions = (
@@ -330,6 +330,11 @@ _CONFIG_FIELDS = (
     ("conv_groups", "conv_groups"),
     ("pooler_activation", "pooler_hidden_act"),
 )
+
+
+def _encoder_inputs(inputs):
+    """The encoder's three inputs of a task model's features (which may add `mask_positions`, ...)."""
+    return {name: inputs[name] for name in ("token_ids", "segment_ids", "padding_mask")}
 
 
 def _config(*values):
