@@ -198,3 +198,33 @@ def test_bad_options_are_named():
         tiny(norm_rel_ebd="batch_norm")
     with pytest.raises(ConfigError, match=r"`position_buckets` is DeBERTa's.*Received: position_buckets=256"):
         BertConfig(vocab_size=30, position_buckets=256)
+
+
+def test_training_with_dropout_under_xla_runs_and_differs_from_inference():
+    encoder = tiny(**VARIANTS["conv"], dropout=0.1, attention_dropout=0.1)
+    classifier = BertClassifier(encoder, 3)
+    batch = _batch()
+    labels = tf.constant([0, 1, 2, 1])
+
+    @tf.function(jit_compile=True)
+    def step(inputs):
+        with tf.GradientTape() as tape:
+            logits = classifier(inputs, training=True)
+            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits))
+        return loss, tape.gradient(loss, classifier.trainable_variables)
+
+    loss, gradients = step(batch)
+    assert np.isfinite(loss.numpy()) and all(g is not None for g in gradients)
+    assert all(np.isfinite(tf.convert_to_tensor(g).numpy()).all() for g in gradients)
+    inference = classifier(batch).numpy()
+    assert not np.allclose(classifier(batch, training=True).numpy(), inference)
+
+
+def test_task_model_keras_file_round_trip(tmp_path):
+    classifier = BertClassifier(tiny(**VARIANTS["conv"]), 3)
+    batch = _batch()
+    path = str(tmp_path / "classifier.keras")
+    classifier.save(path)
+    loaded = keras.saving.load_model(path)
+    assert isinstance(loaded.encoder, DebertaV2Encoder)
+    np.testing.assert_allclose(loaded(batch), classifier(batch), atol=1e-6)

@@ -157,7 +157,12 @@ def test_warmup_defaults_to_a_proportion_of_the_run(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "family, architecture", [("distilbert", "DistilBertForMaskedLM"), ("electra", "ElectraForMaskedLM")]
+    "family, architecture",
+    [
+        ("distilbert", "DistilBertForMaskedLM"),
+        ("electra", "ElectraForMaskedLM"),
+        ("deberta-v2", "DebertaV2ForMaskedLM"),
+    ],
 )
 def test_family_pretrains_masked_lm_alone_and_converts_to_hugging_face(
     family, architecture, corpus_and_vocab, tmp_path
