@@ -168,6 +168,47 @@ class DisentangledSelfAttention(keras.layers.Layer):
         context = tf.reshape(tf.transpose(context, (0, 2, 1, 3)), (batch, length, self.hidden_dim))
         return self.output_dense(context)
 
+    def call_at(self, queries, positions, x, padding_mask, rel_embeddings, training=None):
+        """Attention outputs only for the queries at `positions`: `[B, P, H]` -> `[B, P, H]`.
+
+        `queries` are the inputs at `positions` (int `[B, P]`); keys and values
+        come from all of `x` `[B, T, H]`. Equal to `call` at those positions
+        for the cost of the K/V projections plus P/T of the rest.
+        """
+        batch, count = tf.shape(queries)[0], tf.shape(queries)[1]
+        length = tf.shape(x)[1]
+        query = self._heads(self.query_dense(queries)) * ops.cast(self.scale, self.compute_dtype)  # [B, N, P, D]
+        key = self._heads(self.key_dense(x))  # [B, N, T, D]
+        value = self._heads(self.value_dense(x))  # [B, N, T, D]
+        scores = tf.cast(tf.matmul(query, key, transpose_b=True), tf.float32)  # [B, N, P, T]
+        if self.pos_att_type:
+            table = ops.cast(rel_embeddings, self.compute_dtype)
+            if training and self.position_dropout:
+                table = dropout(table, draw_seed(self.position_dropout_layer), self.position_dropout)
+            table = table[: 2 * self.span]
+            index = relative_position_index(
+                tf.cast(positions, tf.int32), length, self.position_buckets, self.max_relative_positions
+            )  # [B, P, T]
+            index = tf.broadcast_to(index[:, None], (batch, self.num_heads, count, length))  # [B, N, P, T]
+            if "c2p" in self.pos_att_type:
+                pos_key = self._table_heads(self.key_dense if self.share_att_key else self.pos_key_dense, table)
+                c2p = tf.einsum("bnpd,nrd->bnpr", query, pos_key)  # [B, N, P, 2S]
+                scores += tf.cast(tf.gather(c2p, index, batch_dims=3), tf.float32)  # [B, N, P, T]
+            if "p2c" in self.pos_att_type:
+                pos_query = self._table_heads(self.query_dense if self.share_att_key else self.pos_query_dense, table)
+                pos_query = pos_query * ops.cast(self.scale, self.compute_dtype)
+                p2c = tf.einsum("bnkd,nrd->bnkr", key, pos_query)  # [B, N, T, 2S]
+                p2c = tf.gather(p2c, tf.transpose(index, (0, 1, 3, 2)), batch_dims=3)  # [B, N, T, P]
+                scores += tf.cast(tf.transpose(p2c, (0, 1, 3, 2)), tf.float32)
+        bias = (1.0 - tf.cast(padding_mask, tf.float32)) * _MASK_BIAS  # [B, T]
+        if training and self.dropout > 0:
+            probs = dropped_softmax(scores, bias, draw_seed(self.dropout_layer), self.dropout)
+        else:
+            probs = tf.nn.softmax(scores + bias[:, None, None, :], axis=-1)
+        context = tf.matmul(ops.cast(probs, self.compute_dtype), value)  # [B, N, P, D]
+        context = tf.reshape(tf.transpose(context, (0, 2, 1, 3)), (batch, count, self.hidden_dim))
+        return self.output_dense(context)
+
     def compute_output_shape(self, x_shape, padding_mask_shape=None, rel_embeddings_shape=None):
         return x_shape
 

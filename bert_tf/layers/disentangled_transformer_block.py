@@ -1,6 +1,7 @@
 """DisentangledTransformerBlock: one DeBERTa-v2/v3 encoder layer (post-LN, disentangled attention)."""
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 from bert_tf.layers.activations import get_activation
@@ -95,9 +96,24 @@ class DisentangledTransformerBlock(keras.layers.Layer):
         return dropout(x, draw_seed(self.dropout_layer), self.dropout)
 
     def call(self, x, padding_mask, rel_embeddings, training=None):
-        attended = self._dropout(self.attention(x, padding_mask, rel_embeddings, training=training), training)
-        x = ops.cast(self.attention_layer_norm(x + attended), self.compute_dtype)  # [B, T, H]
-        hidden = self._activation(self.intermediate_dense(x))  # [B, T, I]
+        attended = self.attention(x, padding_mask, rel_embeddings, training=training)
+        return self._residuals(x, attended, training)
+
+    def call_at(self, x, positions, padding_mask, rel_embeddings, training=None):
+        """The block's outputs only at `positions`: `[B, T, H]`, int `[B, P]` -> `[B, P, H]`.
+
+        Keys and values come from every token; the queries, relative terms,
+        feed-forward network and LayerNorms run at the P positions only
+        (`DisentangledSelfAttention.call_at`). Equal to `call` gathered there.
+        """
+        rows = tf.gather(x, tf.cast(positions, tf.int32), batch_dims=1)  # [B, P, H]
+        attended = self.attention.call_at(rows, positions, x, padding_mask, rel_embeddings, training=training)
+        return self._residuals(rows, attended, training)
+
+    def _residuals(self, x, attended, training):
+        """Post-LN: the attention's residual and LayerNorm, then the feed-forward network's, on rows `x`."""
+        x = ops.cast(self.attention_layer_norm(x + self._dropout(attended, training)), self.compute_dtype)
+        hidden = self._activation(self.intermediate_dense(x))  # [..., I]
         x = x + self._dropout(self.output_dense(hidden), training)
         return ops.cast(self.output_layer_norm(x), self.compute_dtype)
 

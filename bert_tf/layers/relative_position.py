@@ -39,15 +39,15 @@ def relative_position_index(query_positions, key_length, position_buckets, max_r
     """Row of the relative-embedding table for every (query, key) pair.
 
     Args:
-        query_positions: int `[Q]` positions of the queries (`tf.range(T)` for all).
+        query_positions: int `[..., Q]` positions of the queries (`tf.range(T)` for all; `[B, P]` for some).
         key_length: K, the keys being positions `0 .. K-1`.
         position_buckets: log buckets (> 0), or <= 0 for plain distances.
         max_relative_positions: the largest distance (> 0).
     Returns:
-        int32 `[Q, K]`: `clip(bucket(q - k) + S, 0, 2S - 1)`, S the span.
+        int32 `[..., Q, K]`: `clip(bucket(q - k) + S, 0, 2S - 1)`, S the span.
     """
     span = position_buckets if position_buckets > 0 else max_relative_positions
-    distance = tf.cast(query_positions, tf.int32)[:, None] - tf.range(key_length, dtype=tf.int32)[None, :]  # [Q, K]
+    distance = tf.cast(query_positions, tf.int32)[..., :, None] - tf.range(key_length, dtype=tf.int32)  # [..., Q, K]
     if position_buckets > 0:
         distance = log_bucket_position(distance, position_buckets, max_relative_positions)
     return tf.clip_by_value(distance + span, 0, 2 * span - 1)

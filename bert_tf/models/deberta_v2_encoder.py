@@ -33,10 +33,10 @@ class DebertaV2Encoder(keras.Model):
     Sequences may be longer than `position_buckets` and than
     `max_position_embeddings` when `position_biased_input` is false.
 
-    Forward paths: `call` is the functional graph. `call_at` and
-    `call_unpadded` are the simple, exact forms: the whole graph, then a
-    gather at `positions` (`call_at`) or zeros at padding (`call_unpadded`);
-    they cost what `call` does (no last-layer or padding savings yet).
+    Forward paths: `call` is the functional graph; `call_at` runs the last
+    layer only at the positions a head reads (as `BertEncoder.call_at`);
+    `call_unpadded` is the simple, exact form: the whole graph, then zeros at
+    padding (it costs what `call` does: no padding savings yet).
 
     Args:
         vocabulary_size, num_layers, num_heads, hidden_dim, intermediate_dim, hidden_act, dropout,
@@ -246,23 +246,45 @@ class DebertaV2Encoder(keras.Model):
         }
 
     def call_at(self, inputs, positions, training=False, pooled=False, unpadded=False):
-        """The encoder's final outputs only at `positions` (and `pooled_output` when `pooled`).
+        """The encoder's final outputs only where a head reads them.
 
-        The simple, exact form: the whole graph, then a gather (no saving in
-        the last layer yet); `unpadded` changes nothing. Same arguments and
-        results as `BertEncoder.call_at`: `selected_output` float32 `[B, P, H]`
-        and, when `pooled`, `pooled_output` float32 `[B, H]`.
+        Every layer but the last runs on all tokens; the last runs its
+        queries, relative-position terms, feed-forward network and
+        LayerNorms only at `positions` (and the first token when `pooled`),
+        see `DisentangledTransformerBlock.call_at`. Equal to `call` at those
+        positions (float32 round-off aside). `unpadded` changes nothing (no
+        padding savings yet). A one-layer encoder with the convolution runs
+        the whole graph, then gathers (the convolution follows the only layer).
+        Same arguments and results as `BertEncoder.call_at`: `selected_output`
+        float32 `[B, P, H]` and, when `pooled`, `pooled_output` float32 `[B, H]`.
         """
-        outputs = self(_encoder_inputs(inputs), training=training)
-        sequence = outputs["sequence_output"]  # [B, T, H]
-        batch = tf.shape(sequence)[0]
+        inputs = _encoder_inputs(inputs)
+        token_ids = tf.convert_to_tensor(inputs["token_ids"])
+        padding_mask = tf.convert_to_tensor(inputs["padding_mask"])
+        batch = tf.shape(token_ids)[0]
         positions = (
             tf.zeros((batch, 0), tf.int32) if positions is None else tf.cast(tf.convert_to_tensor(positions), tf.int32)
         )
-        result = {"selected_output": tf.gather(sequence, positions, batch_dims=1)}  # [B, P, H]
         if pooled:
-            result["pooled_output"] = outputs["pooled_output"]
-        return result
+            positions = tf.concat([tf.zeros((batch, 1), tf.int32), positions], axis=1)
+        if self.convolution is not None and self.num_layers == 1:
+            sequence = self(inputs, training=training)["sequence_output"]
+            x = tf.gather(sequence, positions, batch_dims=1)  # [B, P', H]
+        else:
+            embedded = self.embeddings(token_ids, inputs["segment_ids"], padding_mask, training=training)  # [B, T, H]
+            rel_embeddings = self.relative_embeddings(embedded)  # [2S, H]
+            x = embedded
+            for i, block in enumerate(self.transformer_layers[:-1]):
+                x = block(x, padding_mask, rel_embeddings, training=training)
+                if i == 0 and self.convolution is not None:
+                    x = self.convolution(embedded, x, padding_mask, training=training)
+            x = self.transformer_layers[-1].call_at(x, positions, padding_mask, rel_embeddings, training=training)
+        if not pooled:
+            return {"selected_output": tf.cast(x, tf.float32)}
+        return {
+            "selected_output": tf.cast(x[:, 1:], tf.float32),
+            "pooled_output": tf.cast(self.pooler(x[:, :1]), tf.float32),
+        }
 
     @property
     def token_embedding(self):
