@@ -28,7 +28,7 @@ ACTIVATIONS = tuple(ACTIVATION_FORMULAS)
 PRESETS = ("tiny", "mini", "small", "medium", "base", "large")
 # The architectures (Hugging Face `model_type`) the encoder builds. Each is one entry of `FAMILIES` here (what the
 # config says) and one name table in `bert_tf.checkpoints.families` (what the checkpoints call the weights).
-MODEL_TYPES = ("bert", "roberta", "distilbert", "electra")
+MODEL_TYPES = ("bert", "roberta", "distilbert", "electra", "deberta-v2")
 # Fields a config file must give (original and Hugging Face format alike): the architecture's sizes. The others
 # have documented defaults (the dataclass's; Hugging Face's are the same).
 REQUIRED_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
@@ -54,6 +54,8 @@ class Family:
         position_offset_from_padding: positions start at `pad_token_id + 1` (RoBERTa).
         new_model_fields: the fields a new model of the family takes over a BERT preset's (`BertConfig.for_family`):
             what its Hugging Face checkpoints have (RoBERTa: one segment, LayerNorm 1e-5, positions from 2).
+        hf_base_prefix: the base model's attribute in Hugging Face task models ("deberta" for DeBERTa-v2's
+            `deberta.`); None: the `model_type`.
     """
 
     model_type: str
@@ -64,6 +66,12 @@ class Family:
     hf_fixed: tuple = ()
     position_offset_from_padding: bool = False
     new_model_fields: tuple = ()
+    hf_base_prefix: str | None = None
+
+    @property
+    def base_prefix(self):
+        """The base-model prefix of Hugging Face task-model tensor names ("bert.", "roberta.", "deberta.")."""
+        return (self.hf_base_prefix or self.model_type) + "."
 
 
 FAMILIES = {
@@ -92,6 +100,23 @@ FAMILIES = {
         new_model_fields=(("type_vocab_size", 0),),
     ),
     "electra": Family("electra", "Electra", pooler_activation="gelu", mlm_activation="gelu"),
+    # DeBERTa-v2/v3: its own encoder class (bert_tf.models.DebertaV2Encoder); the pooler is HF's ContextPooler.
+    "deberta-v2": Family(
+        "deberta-v2",
+        "DebertaV2",
+        pooler_activation="gelu",
+        hf_base_prefix="deberta",
+        new_model_fields=(
+            ("type_vocab_size", 0),
+            ("layer_norm_eps", 1e-7),
+            ("relative_attention", True),
+            ("position_buckets", 256),
+            ("pos_att_type", ("p2c", "c2p")),
+            ("share_att_key", True),
+            ("norm_rel_ebd", "layer_norm"),
+            ("position_biased_input", False),
+        ),
+    ),
 }
 assert tuple(FAMILIES) == MODEL_TYPES
 
@@ -122,6 +147,27 @@ class BertConfig:
     # Learned positions before the first token's (RoBERTa: pad_token_id + 1 = 2). The position table has
     # max_position_embeddings + position_offset rows; max_position_embeddings is what a sequence may use.
     position_offset: int = 0
+    # --- DeBERTa-v2/v3 (model_type "deberta-v2") only; a BERT-style encoder refuses other values than these ---
+    # Disentangled attention over relative positions (DeBERTa requires it; BERT has none).
+    relative_attention: bool = False
+    # The largest relative distance; -1 means max_position_embeddings.
+    max_relative_positions: int = -1
+    # Log-bucketed relative positions with this many buckets (v3: 256); -1: plain distances.
+    position_buckets: int = -1
+    # Which position terms the attention scores add: "c2p" (content to position), "p2c" (position to content).
+    pos_att_type: tuple = ()
+    # The position terms reuse the query/key projections instead of their own.
+    share_att_key: bool = False
+    # "layer_norm": the relative-position table goes through a LayerNorm; "none": as stored.
+    norm_rel_ebd: str = "none"
+    # False: no absolute position table (DeBERTa-v3); True: learned absolute positions as BERT's.
+    position_biased_input: bool = True
+    # A convolution over tokens after the first layer (DeBERTa-v2 xlarge); 0: none.
+    conv_kernel_size: int = 0
+    conv_act: str = "tanh"
+    conv_groups: int = 1
+    # The sentence heads' pooler activation (HF `pooler_hidden_act`); None: the family's.
+    pooler_hidden_act: str | None = None
 
     def __post_init__(self):
         self.validate()
@@ -175,6 +221,70 @@ class BertConfig:
                 f"{source}: field `pre_layer_norm` must be true or false. "
                 f"Received: pre_layer_norm={self.pre_layer_norm!r}"
             )
+        self._validate_deberta(source)
+
+    def _validate_deberta(self, source):
+        """DeBERTa's fields: valid values for model_type deberta-v2, BERT's defaults for every other family."""
+        if isinstance(self.pos_att_type, list):
+            self.pos_att_type = tuple(self.pos_att_type)
+        if self.model_type != "deberta-v2":
+            changed = [name for name, default in _DEBERTA_DEFAULTS.items() if getattr(self, name) != default]
+            if changed:
+                name = changed[0]
+                raise ConfigError(
+                    f"{source}: field `{name}` is DeBERTa's (model_type 'deberta-v2'); a {self.model_type} model "
+                    f"leaves it out. Received: {name}={getattr(self, name)!r}"
+                )
+            return
+        if self.relative_attention is not True:
+            raise ConfigError(
+                f"{source}: field `relative_attention` must be true for a deberta-v2 model (DeBERTa without "
+                f"relative attention is not supported). Received: relative_attention={self.relative_attention!r}"
+            )
+        for name in ("max_relative_positions", "position_buckets"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or (value < 1 and value != -1):
+                raise ConfigError(
+                    f"{source}: field `{name}` must be a positive integer or -1. Received: {name}={value!r}"
+                )
+        att = self.pos_att_type
+        if not isinstance(att, tuple) or any(kind not in ("c2p", "p2c") for kind in att) or len(set(att)) != len(att):
+            raise ConfigError(
+                f"{source}: field `pos_att_type` must list distinct values among 'c2p' and 'p2c'. "
+                f"Received: pos_att_type={att!r}"
+            )
+        for name in ("share_att_key", "position_biased_input"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(
+                    f"{source}: field `{name}` must be true or false. Received: {name}={getattr(self, name)!r}"
+                )
+        if self.norm_rel_ebd not in ("none", "layer_norm"):
+            raise ConfigError(
+                f"{source}: field `norm_rel_ebd` must be 'none' or 'layer_norm'. Received: norm_rel_ebd={self.norm_rel_ebd!r}"
+            )
+        for name in ("conv_kernel_size", "conv_groups"):
+            value = getattr(self, name)
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int)
+                or value < (0 if name == "conv_kernel_size" else 1)
+            ):
+                raise ConfigError(
+                    f"{source}: field `{name}` must be an integer >= {0 if name == 'conv_kernel_size' else 1}. Received: {name}={value!r}"
+                )
+        if self.conv_kernel_size and self.conv_kernel_size % 2 == 0:
+            raise ConfigError(
+                f"{source}: field `conv_kernel_size` must be odd (Hugging Face pads (k - 1) // 2 on each side, so an "
+                f"even kernel changes the length). Received: conv_kernel_size={self.conv_kernel_size!r}"
+            )
+        if self.hidden_size % self.conv_groups:
+            raise ConfigError(
+                f"{source}: field `conv_groups` ({self.conv_groups}) must divide `hidden_size` ({self.hidden_size})."
+            )
+        for name in ("conv_act", "pooler_hidden_act"):
+            value = getattr(self, name)
+            if value is not None and value not in ACTIVATIONS:
+                raise ConfigError(f"{source}: field `{name}` must be one of {ACTIVATIONS}. Received: {name}={value!r}")
 
     # --- original bert_config.json ---
 
@@ -247,6 +357,8 @@ class BertConfig:
             mapped["layer_norm_eps"] = data["layer_norm_eps"]
         mapped.update(family.hf_fixed)
         mapped["model_type"] = model_type
+        if model_type == "deberta-v2":
+            mapped.update(_deberta_from_hf(data, source))
         if data.get("embedding_size") not in (None, data.get("hidden_size")):
             mapped["embedding_size"] = data["embedding_size"]
         if family.position_offset_from_padding:
@@ -284,6 +396,14 @@ class BertConfig:
         if family.position_offset_from_padding:
             data["pad_token_id"] = self.position_offset - 1
             data["max_position_embeddings"] = self.max_position_embeddings + self.position_offset
+        if self.model_type == "deberta-v2":
+            del data["position_embedding_type"]
+            data.update({name: getattr(self, name) for name in _DEBERTA_DEFAULTS if name != "pooler_hidden_act"})
+            data["pos_att_type"] = list(self.pos_att_type)
+            data["pooler_hidden_size"] = self.hidden_size
+            data["pooler_hidden_act"] = self.pooler_hidden_act or family.pooler_activation
+            data["pooler_dropout"] = 0.0
+            data["legacy"] = True  # the masked-LM head as `cls.predictions.*` (what transformers saves by default)
         return data
 
     def to_hf_json_file(self, path):
@@ -321,8 +441,55 @@ class BertConfig:
         return config
 
 
+# DeBERTa's options and their values in every other family.
+_DEBERTA_DEFAULTS = {
+    "relative_attention": False,
+    "max_relative_positions": -1,
+    "position_buckets": -1,
+    "pos_att_type": (),
+    "share_att_key": False,
+    "norm_rel_ebd": "none",
+    "position_biased_input": True,
+    "conv_kernel_size": 0,
+    "conv_act": "tanh",
+    "conv_groups": 1,
+    "pooler_hidden_act": None,
+}
 # The family options' values for BERT (left out of a BERT `bert_config.json`).
-_FAMILY_DEFAULTS = {"model_type": "bert", "embedding_size": None, "position_offset": 0}
+_FAMILY_DEFAULTS = {"model_type": "bert", "embedding_size": None, "position_offset": 0, **_DEBERTA_DEFAULTS}
+
+
+def _deberta_from_hf(data, source):
+    """DeBERTa-v2's `config.json` fields (Hugging Face defaults where absent) as `BertConfig` fields."""
+    fields = {}
+    hf_defaults = {**_DEBERTA_DEFAULTS, "pooler_hidden_act": "gelu"}
+    for name, default in hf_defaults.items():
+        fields[name] = data.get(name, default)
+    att = fields["pos_att_type"]
+    if att is None:
+        att = ()
+    elif isinstance(att, str):  # "p2c|c2p"
+        att = tuple(kind.strip() for kind in att.lower().split("|") if kind.strip())
+    elif isinstance(att, list):
+        att = tuple(att)
+    fields["pos_att_type"] = att
+    norm = fields["norm_rel_ebd"]
+    if isinstance(norm, str):
+        kinds = [kind.strip() for kind in norm.lower().split("|")]
+        fields["norm_rel_ebd"] = "layer_norm" if "layer_norm" in kinds else ("none" if kinds == ["none"] else norm)
+    pooler_size = data.get("pooler_hidden_size", data.get("hidden_size"))
+    if pooler_size != data.get("hidden_size"):
+        raise ConfigError(
+            f"{source}: field `pooler_hidden_size` must equal `hidden_size` ({data.get('hidden_size')}): a pooler of "
+            f"another width is not supported. Received: pooler_hidden_size={pooler_size!r}"
+        )
+    if data.get("relative_attention") is not True:
+        raise ConfigError(
+            f"{source}: field `relative_attention` must be true: DeBERTa without relative attention is not "
+            f"supported. Received: relative_attention={data.get('relative_attention')!r}"
+        )
+    return fields
+
 
 _HF_SAME_NAMES = (
     "vocab_size",

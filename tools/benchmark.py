@@ -65,8 +65,12 @@ from absl import app, flags
 
 FLAGS = flags.FLAGS
 flags.DEFINE_boolean("quick", False, "Smoke run: tiny model, short sequences, one repeat.")
-SECTIONS = ("peak", "train", "infer", "serve", "embed", "text")
-flags.DEFINE_list("sections", list(SECTIONS), "Sections to run.")
+SECTIONS = ("peak", "train", "infer", "serve", "embed", "text", "deberta")
+flags.DEFINE_list(
+    "sections",
+    [section for section in SECTIONS if section != "deberta"],
+    "Sections to run (deberta, about 11 minutes on 2 cores, only when named).",
+)
 flags.DEFINE_list("train_configs", ["mini", "minilm"], "Model sizes of the training rows.")
 flags.DEFINE_list(
     "settings",
@@ -97,6 +101,8 @@ flags.DEFINE_string(
     "bin/python) that times the reference when this one cannot import sentence_transformers.",
 )
 flags.DEFINE_integer("embed_max_seq_length", 256, "embed: tokens per sentence (sentence-transformers' MiniLM: 256).")
+flags.DEFINE_integer("deberta_batch_size", 8, "deberta: sequences per batch (DeBERTa-v3-small size).")
+flags.DEFINE_integer("deberta_seq_length", 128, "deberta: tokens per sequence.")
 flags.DEFINE_string("output_md", None, "Also write the markdown table here.")
 flags.DEFINE_string("output_png", None, "Write the ratio chart here.")
 
@@ -106,6 +112,11 @@ CONFIGS = {
     "minilm": dict(num_layers=6, num_heads=12, hidden_dim=384, intermediate_dim=1536),
 }
 VOCAB_SIZE = 30522
+# DeBERTa-v3-small's shape (its vocabulary is 128,100; the rows use VOCAB_SIZE to fit 2-core machines).
+DEBERTA_CONFIGS = {
+    "deberta-v3-small": dict(num_layers=6, num_heads=12, hidden_dim=768, intermediate_dim=3072, position_buckets=256),
+    "tiny": dict(num_layers=2, num_heads=2, hidden_dim=64, intermediate_dim=256, position_buckets=16),
+}
 MASKED_FRACTION = 0.15
 
 
@@ -493,6 +504,91 @@ def infer_rows(seq_length, batch_size):
                 note="bert_tf vs keras-hub",
             )
         )
+    return rows
+
+
+# --- DeBERTa ---
+
+
+def deberta_rows(seq_length, batch_size):
+    """DeBERTa-v3-small-size forward and training step, bert_tf's DebertaV2Encoder vs keras-hub's DebertaV3Backbone.
+
+    Both hold the same weights (checked: the float32 outputs agree first); the training step is the same harness
+    as the BERT rows (masked LM at 15% of positions, each library's AdamW), on each library's masked-LM model.
+    """
+    import keras
+    import keras_hub
+    import numpy as np
+    import tensorflow as tf
+
+    from bert_tf.models import BertPretrainer, DebertaV2Encoder
+    from bert_tf.training.optimization import FusedAdamW
+
+    name = "tiny" if FLAGS.quick else "deberta-v3-small"
+    cfg = DEBERTA_CONFIGS[name]
+    predictions = max(1, round(MASKED_FRACTION * seq_length))
+    features, labels = _random_batch(batch_size, seq_length, predictions)
+    features["segment_ids"] = np.zeros_like(features["segment_ids"])
+    features = {k: tf.constant(v) for k, v in features.items()}
+    encoder_inputs = {k: features[k] for k in ("token_ids", "segment_ids", "padding_mask")}
+    hub_inputs = {k: features[k] for k in ("token_ids", "padding_mask")}
+    labels = tf.constant(labels)
+
+    def encoder(setting, dropout):
+        return DebertaV2Encoder(
+            vocabulary_size=VOCAB_SIZE,
+            max_position_embeddings=512,
+            dropout=dropout,
+            attention_dropout=dropout,
+            dtype=_policy(setting),
+            **cfg,
+        )
+
+    rows, forward, train, outputs = [], {}, {}, {}
+    for setting in FLAGS.settings:
+        ours = encoder(setting, 0.0)
+        hub = keras_hub_peer.deberta_backbone_like(ours, dtype=_policy(setting))
+        for side, model, inputs, output in (
+            ("bert_tf", ours, encoder_inputs, lambda out: out["sequence_output"]),
+            ("keras-hub", hub, hub_inputs, lambda out: out),
+        ):
+            call = tf.function(
+                lambda x, m=model, o=output: o(m(x, training=False)), jit_compile=_jit(setting), reduce_retracing=True
+            )
+            forward[(side, setting)] = lambda c=call, x=inputs: c(x).numpy()
+            if setting == "float32":
+                outputs[side] = call(inputs).numpy()
+        pretrainer = BertPretrainer(encoder(setting, 0.1), nsp=False)
+        hub_mlm = keras_hub.models.DebertaV3MaskedLM(
+            backbone=keras_hub_peer.deberta_backbone_like(pretrainer.encoder, dropout=0.1, dtype=_policy(setting)),
+            preprocessor=None,
+        )
+        hub_features = {**hub_inputs, "mask_positions": features["mask_positions"]}
+        for side, model, inputs, optimizer_class in (
+            ("bert_tf", pretrainer, features, FusedAdamW),
+            ("keras-hub", hub_mlm, hub_features, keras.optimizers.AdamW),
+        ):
+            step = _train_step(model, _jit(setting), optimizer_class)
+            train[(side, setting)] = lambda s=step, x=inputs: s(x, labels).numpy()
+    shape = f"{name} ({_describe(cfg)}, {cfg['position_buckets']} buckets) {batch_size}x{seq_length}"
+    if "float32" in FLAGS.settings:
+        difference = float(np.max(np.abs(outputs["bert_tf"] - outputs["keras-hub"])))
+        rows.append(
+            Row(
+                "deberta",
+                "same weights: max abs difference of sequence_output, float32",
+                "abs",
+                difference,
+                note="bert_tf DebertaV2Encoder vs keras-hub DebertaV3Backbone",
+            )
+        )
+    rates = _median_rates(forward, batch_size, FLAGS.steps, FLAGS.warmup, FLAGS.repeats)
+    rows.extend(_best_rows("deberta", f"encoder forward {shape}", "seq/s", rates))
+    rows.append(_all_settings_row("deberta", "forward", rates))
+    rates = _median_rates(train, batch_size, FLAGS.steps, FLAGS.warmup, FLAGS.repeats)
+    rows.extend(_best_rows("deberta", f"training step {shape}", "seq/s", rates))
+    rows[-1].note = "masked LM, 15% positions, dropout 0.1; bert_tf FusedAdamW, keras-hub keras.optimizers.AdamW"
+    rows.append(_all_settings_row("deberta", "train", rates))
     return rows
 
 
@@ -1020,6 +1116,7 @@ def main(argv):
     if FLAGS.quick:
         CONFIGS["mini"] = CONFIGS["minilm"] = CONFIGS["tiny"]
         FLAGS.seq_length, FLAGS.batch_size = 32, 4
+        FLAGS.deberta_seq_length, FLAGS.deberta_batch_size = 32, 4
         FLAGS.steps, FLAGS.warmup, FLAGS.repeats = 1, 1, 1
         FLAGS.train_configs = ["tiny"]
     unknown = set(FLAGS.sections) - set(SECTIONS)
@@ -1042,6 +1139,7 @@ def main(argv):
         "serve": lambda: serve_rows(FLAGS.seq_length, FLAGS.batch_size),
         "embed": lambda: embed_rows(FLAGS.batch_size),
         "text": text_rows,
+        "deberta": lambda: deberta_rows(FLAGS.deberta_seq_length, FLAGS.deberta_batch_size),
     }
     if "train" in FLAGS.sections and "peak" not in FLAGS.sections:
         peak_rows()

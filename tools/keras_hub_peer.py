@@ -59,3 +59,64 @@ def backbone_like(encoder, dropout=0.0, dtype=None):
     )
     copy_encoder_to_hub(encoder, backbone)
     return backbone
+
+
+def copy_deberta_to_hub(encoder, backbone):
+    """Copies a `DebertaV2Encoder`'s weights into a keras-hub `DebertaV3Backbone` of the same shape.
+
+    keras-hub's backbone is DeBERTa-v3's shape only: c2p + p2c with shared keys, a LayerNorm-ed relative table,
+    no absolute positions, no segments, no convolution (the encoder must be configured so).
+    """
+    heads = encoder.num_heads
+    hidden = encoder.hidden_dim
+    head_dim = hidden // heads
+    ours = {v.path: v for v in encoder.weights}
+    pairs = {
+        "token_embedding/embeddings": "embeddings/token_embedding/embeddings",
+        "embeddings_layer_norm/gamma": "embeddings/layer_norm/gamma",
+        "embeddings_layer_norm/beta": "embeddings/layer_norm/beta",
+        "rel_embedding/rel_embedding": "relative_embeddings/embeddings",
+        "rel_embedding/rel_embeddings_layer_norm/gamma": "relative_embeddings/layer_norm/gamma",
+        "rel_embedding/rel_embeddings_layer_norm/beta": "relative_embeddings/layer_norm/beta",
+    }
+    for i in range(encoder.num_layers):
+        hub, our = f"disentangled_attention_encoder_layer_{i}/", f"transformer_layer_{i}/"
+        for name in ("query", "key", "value", "attention_output"):
+            for leaf in ("kernel", "bias"):
+                pairs[f"{hub}self_attention_layer/{name}/{leaf}"] = f"{our}attention/{name}/{leaf}"
+        for theirs, mine in (
+            ("self_attention_layer_norm", "attention_layer_norm"),
+            ("feedforward_layer_norm", "output_layer_norm"),
+            ("feedforward_intermediate_dense", "intermediate"),
+            ("feedforward_output_dense", "output"),
+        ):
+            for leaf in ("gamma", "beta") if "norm" in theirs else ("kernel", "bias"):
+                pairs[f"{hub}{theirs}/{leaf}"] = f"{our}{mine}/{leaf}"
+    for variable in backbone.weights:
+        if variable.path not in pairs:
+            raise ValueError(f"No bert_tf weight for keras-hub weight {variable.path}")
+        value = ours[pairs[variable.path]].numpy()
+        if "self_attention_layer/" in variable.path and "attention_output" not in variable.path:
+            value = value.reshape(value.shape[:-1] + (heads, head_dim))  # [H, H] -> [H, N, D]; [H] -> [N, D]
+        variable.assign(value)
+
+
+def deberta_backbone_like(encoder, dropout=0.0, dtype=None):
+    """A keras-hub `DebertaV3Backbone` of a `DebertaV2Encoder`'s shape holding its weights."""
+    import keras_hub
+
+    backbone = keras_hub.models.DebertaV3Backbone(
+        vocabulary_size=encoder.vocabulary_size,
+        num_layers=encoder.num_layers,
+        num_heads=encoder.num_heads,
+        hidden_dim=encoder.hidden_dim,
+        intermediate_dim=encoder.intermediate_dim,
+        dropout=dropout,
+        max_sequence_length=encoder.max_relative_positions
+        if encoder.max_relative_positions > 0
+        else encoder.max_position_embeddings,
+        bucket_size=encoder.position_buckets,
+        dtype=dtype,
+    )
+    copy_deberta_to_hub(encoder, backbone)
+    return backbone

@@ -18,7 +18,7 @@ import numpy as np
 from bert_tf.checkpoints import name_table, readers, tokenizer_files, writers
 from bert_tf.checkpoints import settings as settings_lib
 from bert_tf.checkpoints.readers import CheckpointError
-from bert_tf.config import BertConfig, read_json
+from bert_tf.config import FAMILIES, BertConfig, read_json
 from bert_tf.models import BertPretrainer, build_encoder
 from bert_tf.tasks import registry
 
@@ -96,7 +96,7 @@ def has_pretraining_heads(path, allow_pickle=False):
 
 
 def _has_entries(entries, source, model_type):
-    prefix = model_type + "."
+    prefix = FAMILIES[model_type].base_prefix
     return all(_stored_name(entry, source, prefix) is not None for entry in entries)
 
 

@@ -165,6 +165,18 @@ HF_HEADS = {
         sequence_pooler=("classifier.dense", False),
         sequence_logits="classifier.out_proj",
     ),
+    # DeBERTa-v2/v3: its encoder's table is `deberta_names.deberta_encoder_table`; these are its heads'.
+    "deberta-v2": HfHeads(
+        lambda i: {},  # not read: the DebertaV2Encoder's own table names its layers (deberta_names.deberta_layer)
+        pooler=None,
+        mlm=(
+            "cls.predictions.transform.dense",
+            "cls.predictions.transform.LayerNorm",
+            "cls.predictions.bias",
+            ("cls.predictions.decoder.bias",),
+        ),
+        sequence_pooler=("pooler.dense", False),
+    ),
 }
 
 
@@ -176,7 +188,7 @@ def hf_heads(model):
 
 def hf_prefix(model):
     """The base-model prefix of Hugging Face task models of `model`'s family ("bert.", "roberta.", ...)."""
-    return getattr(getattr(model, "encoder", model), "model_type", "bert") + "."
+    return FAMILIES[getattr(getattr(model, "encoder", model), "model_type", "bert")].base_prefix
 
 
 def hf_class(model, suffix=""):
@@ -354,3 +366,6 @@ registry.register_heads(
         hf_suffixes=("ForPreTraining", "ForMaskedLM"),
     )
 )
+
+# DeBERTa-v2's encoder has its own class and table (registered on import; it reads the helpers above).
+from bert_tf.checkpoints import deberta_names  # noqa: E402, F401

@@ -53,6 +53,7 @@ from bert_tf.models.bert_pretrainer import BertPretrainer
 from bert_tf.models.bert_sentence_encoder import BertSentenceEncoder
 from bert_tf.models.bert_span_labeler import BertSpanLabeler
 from bert_tf.models.bert_token_classifier import BertTokenClassifier
+from bert_tf.models.deberta_v2_encoder import DebertaV2Encoder
 from bert_tf.models.encoders import build_encoder, encoder_class
 from bert_tf.models.task import ENCODER_INPUTS, EncoderTask, encoder_inputs
 
@@ -62,6 +63,7 @@ __all__ = [
     "BertEncoder",
     "BertPretrainer",
     "BertSentenceEncoder",
+    "DebertaV2Encoder",
     "BertSpanLabeler",
     "BertTokenClassifier",
     "EncoderTask",

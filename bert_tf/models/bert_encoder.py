@@ -122,6 +122,11 @@ class BertEncoder(keras.Model):
     ):
         if model_type not in FAMILIES:
             raise ValueError(f"`model_type` must be one of {tuple(FAMILIES)}. Received: model_type={model_type!r}")
+        if model_type == "deberta-v2":
+            raise ValueError(
+                "A deberta-v2 model has its own encoder class: build it with `bert_tf.models.build_encoder(config)` "
+                f"or `DebertaV2Encoder`. Received: model_type={model_type!r}"
+            )
         # === Layers ===
         self.embeddings = BertEmbeddings(
             vocabulary_size,

@@ -16,7 +16,7 @@ from bert_tf.models.bert_encoder import BertEncoder
 # model_type -> "module:Class" of an encoder class other than BertEncoder. Each class keeps BertEncoder's
 # contract (docs/ARCHITECTURE.md, "How to add an encoder variant"): the same inputs and outputs, `call_at`,
 # `call_unpadded`, `token_embedding`, `from_bert_config` and `bert_config`.
-ENCODER_CLASSES = {}
+ENCODER_CLASSES = {"deberta-v2": "bert_tf.models.deberta_v2_encoder:DebertaV2Encoder"}
 
 
 def encoder_class(model_type):

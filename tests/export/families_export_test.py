@@ -18,7 +18,7 @@ from bert_tf.export import export_saved_model
 from tests.helpers import serve_blocked
 
 SHARED = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "reference", "families"))
-FAMILIES = ("bert", "electra", "distilbert", "roberta")
+FAMILIES = ("bert", "electra", "distilbert", "roberta", "deberta-v2")
 MASK = {"roberta": "<mask>"}
 
 

@@ -64,6 +64,15 @@ def test_quick_run_fills_every_section_and_writes_table_and_chart(tmp_path):
     assert float(_cells(table, "| serve | same weights")[3]) < 1e-3
 
 
+@pytest.mark.slow
+def test_quick_deberta_section_compares_the_same_weights_with_keras_hub():
+    result = _run("--quick", "--sections=deberta", "--settings=float32")
+    assert result.returncode == 0, result.stderr[-3000:]
+    for row in ("| deberta | encoder forward tiny", "| deberta | training step tiny"):
+        assert re.fullmatch(r"\d+\.\d\dx", _cells(result.stdout, row)[6]), row
+    assert float(_cells(result.stdout, "| deberta | same weights")[3]) < 1e-4
+
+
 def test_bad_flags_exit_with_a_named_error():
     result = _run("--settings=float16", "--sections=peak")
     assert result.returncode == 1

@@ -157,7 +157,12 @@ def test_warmup_defaults_to_a_proportion_of_the_run(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "family, architecture", [("distilbert", "DistilBertForMaskedLM"), ("electra", "ElectraForMaskedLM")]
+    "family, architecture",
+    [
+        ("distilbert", "DistilBertForMaskedLM"),
+        ("electra", "ElectraForMaskedLM"),
+        ("deberta-v2", "DebertaV2ForMaskedLM"),
+    ],
 )
 def test_family_pretrains_masked_lm_alone_and_converts_to_hugging_face(
     family, architecture, corpus_and_vocab, tmp_path
@@ -168,8 +173,10 @@ def test_family_pretrains_masked_lm_alone_and_converts_to_hugging_face(
     model_dir = str(tmp_path / "model")
     settings = dict(SETTINGS, train_steps=3, fill_mask=["The [MASK] sat on the mat."])
     messages = []
+    # DeBERTa-v2 builds its SentencePiece unigram vocabulary from the corpus (VOCAB_KIND_BY_MODEL_TYPE).
+    vocabulary = dict(vocab_size=120) if family == "deberta-v2" else dict(vocab=vocab)
     metrics = pretrain(
-        PretrainConfig(model_dir=model_dir, corpus=[corpus], vocab=vocab, model_type=family, **settings),
+        PretrainConfig(model_dir=model_dir, corpus=[corpus], model_type=family, **vocabulary, **settings),
         log=messages.append,
     )
     assert math.isfinite(metrics["loss"]) and "mlm_acc" in metrics and "nsp_loss" not in metrics
@@ -178,6 +185,9 @@ def test_family_pretrains_masked_lm_alone_and_converts_to_hugging_face(
     assert written["model_type"] == family and written["hidden_size"] == 128  # the tiny preset's sizes
     if family == "electra":
         assert written["embedding_size"] == 64  # default: half the hidden size
+    elif family == "deberta-v2":
+        assert "spm.model" in os.listdir(model_dir) and written["position_buckets"] == 256
+        assert written["type_vocab_size"] == 0 and not written["position_biased_input"]
     else:
         assert written["type_vocab_size"] == 0
     assert _json(model_dir, "training_settings.json")["nsp"] is False

@@ -1,0 +1,230 @@
+"""DisentangledSelfAttention: DeBERTa's attention over content and relative positions.
+
+Shapes: B batch, T tokens, H hidden, N heads, D = H / N head size, S the
+attention span (2S rows in the relative-embedding table).
+"""
+
+import math
+
+import keras
+import tensorflow as tf
+from keras import ops
+
+from bert_tf.layers.bert_self_attention import dropped_softmax
+from bert_tf.layers.dropout import draw_seed, dropout
+from bert_tf.layers.relative_position import relative_position_index
+
+# Added to the scores of padding keys; large enough for float32 softmax.
+_MASK_BIAS = -1e9
+POSITION_TERMS = ("c2p", "p2c")
+
+
+class DisentangledSelfAttention(keras.layers.Layer):
+    """Self-attention whose scores add content-to-position and position-to-content terms.
+
+    For query i and key j with relative-table row r = idx(i, j) (the bucketed
+    distance i - j shifted by S, `relative_position_index`):
+
+        score(i, j) = (q_i . k_j + [c2p] q_i . pk_r + [p2c] k_j . pq_r) / sqrt(D * (1 + len(pos_att_type)))
+
+    where pk = the table projected by the key projection (`share_att_key`)
+    or by its own `pos_key` dense, pq likewise by the query projection or
+    `pos_query`. Softmax runs in float32 under mixed precision; padding keys
+    get no weight.
+
+    Args:
+        num_heads: N.
+        hidden_dim: H.
+        pos_att_type: the position terms, a subset of ("c2p", "p2c").
+        share_att_key: the position terms use the query/key projections.
+        position_buckets: log buckets of the relative positions (<= 0: plain distances).
+        max_relative_positions: the largest distance (> 0; the encoder resolves -1).
+        dropout: dropout on the attention probabilities.
+        position_dropout: dropout on the relative-embedding table (HF: `hidden_dropout_prob`).
+    Call args:
+        x: `[B, T, H]`.
+        padding_mask: int `[B, T]`, 1 for real tokens.
+        rel_embeddings: `[2S, H]`, the `RelativeEmbeddings` output.
+    Returns:
+        `[B, T, H]`.
+    """
+
+    def __init__(
+        self,
+        num_heads,
+        hidden_dim,
+        pos_att_type=("p2c", "c2p"),
+        share_att_key=True,
+        position_buckets=256,
+        max_relative_positions=512,
+        dropout=0.1,
+        position_dropout=0.1,
+        initializer_range=0.02,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        if hidden_dim % num_heads:
+            raise ValueError(
+                f"`hidden_dim` must be divisible by `num_heads`. Received: hidden_dim={hidden_dim}, num_heads={num_heads}"
+            )
+        pos_att_type = tuple(pos_att_type)
+        if any(kind not in POSITION_TERMS for kind in pos_att_type):
+            raise ValueError(
+                f"`pos_att_type` must list terms of {POSITION_TERMS}. Received: pos_att_type={pos_att_type!r}"
+            )
+        if max_relative_positions < 1:
+            raise ValueError(
+                f"`max_relative_positions` must be positive (resolve -1 to max_position_embeddings first). "
+                f"Received: max_relative_positions={max_relative_positions}"
+            )
+        self.num_heads = num_heads
+        self.hidden_dim = hidden_dim
+        self.head_dim = hidden_dim // num_heads
+        self.pos_att_type = pos_att_type
+        self.share_att_key = share_att_key
+        self.position_buckets = position_buckets
+        self.max_relative_positions = max_relative_positions
+        self.dropout = dropout
+        self.position_dropout = position_dropout
+        self.initializer_range = initializer_range
+        self.span = position_buckets if position_buckets > 0 else max_relative_positions  # S
+        # Every term is divided by sqrt(D * (1 + number of position terms)).
+        self.scale = 1.0 / math.sqrt(self.head_dim * (1 + len(pos_att_type)))
+
+        # === Layers ===
+        def dense(name):
+            return keras.layers.Dense(
+                hidden_dim,
+                kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+                dtype=self.dtype_policy,
+                name=name,
+            )
+
+        self.query_dense = dense("query")
+        self.key_dense = dense("key")
+        self.value_dense = dense("value")
+        self.pos_key_dense = dense("pos_key") if "c2p" in pos_att_type and not share_att_key else None
+        self.pos_query_dense = dense("pos_query") if "p2c" in pos_att_type and not share_att_key else None
+        self.output_dense = dense("attention_output")
+        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="attention_dropout")
+        self.position_dropout_layer = keras.layers.Dropout(
+            position_dropout, dtype=self.dtype_policy, name="position_dropout"
+        )
+
+    def build(self, x_shape, padding_mask_shape=None, rel_embeddings_shape=None):
+        for layer in (
+            self.query_dense,
+            self.key_dense,
+            self.value_dense,
+            self.pos_key_dense,
+            self.pos_query_dense,
+            self.output_dense,
+        ):
+            if layer is not None:
+                layer.build((None, self.hidden_dim))
+        self.built = True
+
+    def _heads(self, x):
+        """`[B, T, H]` -> `[B, N, T, D]`."""
+        batch, length = tf.shape(x)[0], tf.shape(x)[1]
+        return tf.transpose(tf.reshape(x, (batch, length, self.num_heads, self.head_dim)), (0, 2, 1, 3))
+
+    def _table_heads(self, layer, table):
+        """The relative table projected by `layer`: `[2S, H]` -> `[N, 2S, D]`."""
+        projected = layer(table)  # [2S, H]
+        return tf.transpose(tf.reshape(projected, (-1, self.num_heads, self.head_dim)), (1, 0, 2))
+
+    def call(self, x, padding_mask, rel_embeddings, training=None):
+        batch, length = tf.shape(x)[0], tf.shape(x)[1]
+        query = self._heads(self.query_dense(x)) * ops.cast(self.scale, self.compute_dtype)  # [B, N, T, D] scaled
+        key = self._heads(self.key_dense(x))  # [B, N, T, D]
+        value = self._heads(self.value_dense(x))  # [B, N, T, D]
+        scores = tf.cast(tf.matmul(query, key, transpose_b=True), tf.float32)  # [B, N, T, T]
+        if self.pos_att_type:
+            table = ops.cast(rel_embeddings, self.compute_dtype)
+            if training and self.position_dropout:
+                table = dropout(table, draw_seed(self.position_dropout_layer), self.position_dropout)
+            index = relative_position_index(
+                tf.range(length), length, self.position_buckets, self.max_relative_positions
+            )  # [T, T] rows of the table
+            table = table[: 2 * self.span]
+            if "c2p" in self.pos_att_type:
+                pos_key = self._table_heads(self.key_dense if self.share_att_key else self.pos_key_dense, table)
+                c2p = tf.einsum("bnqd,nrd->qrbn", query, pos_key)  # [T, 2S, B, N]
+                c2p = tf.gather(c2p, index, axis=1, batch_dims=1)  # [Tq, Tk, B, N]
+                scores += tf.cast(tf.transpose(c2p, (2, 3, 0, 1)), tf.float32)
+            if "p2c" in self.pos_att_type:
+                pos_query = self._table_heads(self.query_dense if self.share_att_key else self.pos_query_dense, table)
+                pos_query = pos_query * ops.cast(self.scale, self.compute_dtype)
+                p2c = tf.einsum("bnkd,nrd->krbn", key, pos_query)  # [T, 2S, B, N]
+                p2c = tf.gather(p2c, tf.transpose(index), axis=1, batch_dims=1)  # [Tk, Tq, B, N]
+                scores += tf.cast(tf.transpose(p2c, (2, 3, 1, 0)), tf.float32)
+        bias = (1.0 - tf.cast(padding_mask, tf.float32)) * _MASK_BIAS  # [B, T]
+        if training and self.dropout > 0:
+            probs = dropped_softmax(scores, bias, draw_seed(self.dropout_layer), self.dropout)
+        else:
+            probs = tf.nn.softmax(scores + bias[:, None, None, :], axis=-1)
+        context = tf.matmul(ops.cast(probs, self.compute_dtype), value)  # [B, N, T, D]
+        context = tf.reshape(tf.transpose(context, (0, 2, 1, 3)), (batch, length, self.hidden_dim))
+        return self.output_dense(context)
+
+    def call_at(self, queries, positions, x, padding_mask, rel_embeddings, training=None):
+        """Attention outputs only for the queries at `positions`: `[B, P, H]` -> `[B, P, H]`.
+
+        `queries` are the inputs at `positions` (int `[B, P]`); keys and values
+        come from all of `x` `[B, T, H]`. Equal to `call` at those positions
+        for the cost of the K/V projections plus P/T of the rest.
+        """
+        batch, count = tf.shape(queries)[0], tf.shape(queries)[1]
+        length = tf.shape(x)[1]
+        query = self._heads(self.query_dense(queries)) * ops.cast(self.scale, self.compute_dtype)  # [B, N, P, D]
+        key = self._heads(self.key_dense(x))  # [B, N, T, D]
+        value = self._heads(self.value_dense(x))  # [B, N, T, D]
+        scores = tf.cast(tf.matmul(query, key, transpose_b=True), tf.float32)  # [B, N, P, T]
+        if self.pos_att_type:
+            table = ops.cast(rel_embeddings, self.compute_dtype)
+            if training and self.position_dropout:
+                table = dropout(table, draw_seed(self.position_dropout_layer), self.position_dropout)
+            table = table[: 2 * self.span]
+            index = relative_position_index(
+                tf.cast(positions, tf.int32), length, self.position_buckets, self.max_relative_positions
+            )  # [B, P, T]
+            index = tf.broadcast_to(index[:, None], (batch, self.num_heads, count, length))  # [B, N, P, T]
+            if "c2p" in self.pos_att_type:
+                pos_key = self._table_heads(self.key_dense if self.share_att_key else self.pos_key_dense, table)
+                c2p = tf.einsum("bnpd,nrd->bnpr", query, pos_key)  # [B, N, P, 2S]
+                scores += tf.cast(tf.gather(c2p, index, batch_dims=3), tf.float32)  # [B, N, P, T]
+            if "p2c" in self.pos_att_type:
+                pos_query = self._table_heads(self.query_dense if self.share_att_key else self.pos_query_dense, table)
+                pos_query = pos_query * ops.cast(self.scale, self.compute_dtype)
+                p2c = tf.einsum("bnkd,nrd->bnkr", key, pos_query)  # [B, N, T, 2S]
+                p2c = tf.gather(p2c, tf.transpose(index, (0, 1, 3, 2)), batch_dims=3)  # [B, N, T, P]
+                scores += tf.cast(tf.transpose(p2c, (0, 1, 3, 2)), tf.float32)
+        bias = (1.0 - tf.cast(padding_mask, tf.float32)) * _MASK_BIAS  # [B, T]
+        if training and self.dropout > 0:
+            probs = dropped_softmax(scores, bias, draw_seed(self.dropout_layer), self.dropout)
+        else:
+            probs = tf.nn.softmax(scores + bias[:, None, None, :], axis=-1)
+        context = tf.matmul(ops.cast(probs, self.compute_dtype), value)  # [B, N, P, D]
+        context = tf.reshape(tf.transpose(context, (0, 2, 1, 3)), (batch, count, self.hidden_dim))
+        return self.output_dense(context)
+
+    def compute_output_shape(self, x_shape, padding_mask_shape=None, rel_embeddings_shape=None):
+        return x_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "num_heads": self.num_heads,
+                "hidden_dim": self.hidden_dim,
+                "pos_att_type": list(self.pos_att_type),
+                "share_att_key": self.share_att_key,
+                "position_buckets": self.position_buckets,
+                "max_relative_positions": self.max_relative_positions,
+                "dropout": self.dropout,
+                "position_dropout": self.position_dropout,
+                "initializer_range": self.initializer_range,
+            }
+        )
+        return config
