@@ -28,9 +28,11 @@ ACTIVATIONS = tuple(ACTIVATION_FORMULAS)
 PRESETS = ("tiny", "mini", "small", "medium", "base", "large")
 # The architectures (Hugging Face `model_type`) the encoder builds. Each is one entry of `FAMILIES` here (what the
 # config says) and one name table in `bert_tf.checkpoints.families` (what the checkpoints call the weights).
-MODEL_TYPES = ("bert", "roberta", "distilbert", "electra")
+MODEL_TYPES = ("bert", "roberta", "distilbert", "electra", "albert")
 # Fields a config file must give (original and Hugging Face format alike): the architecture's sizes. The others
 # have documented defaults (the dataclass's; Hugging Face's are the same).
+# The families whose new models take an `embedding_size` (`BertConfig.for_family`).
+EMBEDDING_SIZE_TYPES = ("electra", "albert")
 REQUIRED_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
 
 
@@ -54,6 +56,12 @@ class Family:
         position_offset_from_padding: positions start at `pad_token_id + 1` (RoBERTa).
         new_model_fields: the fields a new model of the family takes over a BERT preset's (`BertConfig.for_family`):
             what its Hugging Face checkpoints have (RoBERTa: one segment, LayerNorm 1e-5, positions from 2).
+        layer_groups: the transformer blocks are `num_hidden_groups` groups of `inner_group_num` blocks, shared
+            across the `num_hidden_layers` layers (ALBERT); False: one block per layer.
+        embedding_projection: the embeddings are always projected to H by a dense, even when E == H (ALBERT's
+            `embedding_hidden_mapping_in`); False: only when `embedding_size` is set (ELECTRA).
+        hf_defaults: our field -> the value the family's Hugging Face config class gives a field that its
+            `config.json` leaves out, where it differs from `BertConfig`'s default (ALBERT: `gelu_new`, dropout 0).
     """
 
     model_type: str
@@ -64,6 +72,9 @@ class Family:
     hf_fixed: tuple = ()
     position_offset_from_padding: bool = False
     new_model_fields: tuple = ()
+    layer_groups: bool = False
+    embedding_projection: bool = False
+    hf_defaults: tuple = ()
 
 
 FAMILIES = {
@@ -92,6 +103,21 @@ FAMILIES = {
         new_model_fields=(("type_vocab_size", 0),),
     ),
     "electra": Family("electra", "Electra", pooler_activation="gelu", mlm_activation="gelu"),
+    # ALBERT: factorized embeddings (E-wide tables, always projected to H), blocks shared in groups, gelu_new.
+    # `for_family` gives a new model ALBERT-base's E = 128 (at most H) and its activation.
+    "albert": Family(
+        "albert",
+        "Albert",
+        layer_groups=True,
+        embedding_projection=True,
+        hf_defaults=(
+            ("embedding_size", 128),
+            ("hidden_act", "gelu_new"),
+            ("hidden_dropout_prob", 0.0),
+            ("attention_probs_dropout_prob", 0.0),
+        ),
+        new_model_fields=(("hidden_act", "gelu_new"),),
+    ),
 }
 assert tuple(FAMILIES) == MODEL_TYPES
 
@@ -122,6 +148,11 @@ class BertConfig:
     # Learned positions before the first token's (RoBERTa: pad_token_id + 1 = 2). The position table has
     # max_position_embeddings + position_offset rows; max_position_embeddings is what a sequence may use.
     position_offset: int = 0
+    # ALBERT's cross-layer sharing: the blocks are num_hidden_groups groups of inner_group_num blocks each; layer i
+    # of num_hidden_layers runs group int(i / (num_hidden_layers / num_hidden_groups)) (Hugging Face's formula),
+    # that is its inner blocks in order. 1 and 1 (ALBERT's released models): one block's weights for every layer.
+    num_hidden_groups: int = 1
+    inner_group_num: int = 1
 
     def __post_init__(self):
         self.validate()
@@ -140,6 +171,10 @@ class BertConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ConfigError(f"{source}: field `{name}` must be a positive integer. Received: {name}={value!r}")
+        for name in ("num_hidden_groups", "inner_group_num"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ConfigError(f"{source}: field `{name}` must be a positive integer. Received: {name}={value!r}")
         for name in ("type_vocab_size", "position_offset"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -152,6 +187,24 @@ class BertConfig:
         if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size <= 0):
             raise ConfigError(
                 f"{source}: field `embedding_size` must be a positive integer or null. Received: embedding_size={size!r}"
+            )
+        family = FAMILIES[self.model_type]
+        if not family.layer_groups and (self.num_hidden_groups, self.inner_group_num) != (1, 1):
+            raise ConfigError(
+                f"{source}: fields `num_hidden_groups` and `inner_group_num` (shared layer groups) are ALBERT's "
+                f"(model_type='albert'); a {self.model_type} model has one block per layer. Received: "
+                f"num_hidden_groups={self.num_hidden_groups!r}, inner_group_num={self.inner_group_num!r}"
+            )
+        if self.num_hidden_groups > self.num_hidden_layers:
+            raise ConfigError(
+                f"{source}: field `num_hidden_groups` ({self.num_hidden_groups}) must be at most "
+                f"`num_hidden_layers` ({self.num_hidden_layers}): layer i runs group "
+                f"int(i / (num_hidden_layers / num_hidden_groups)), so a further group would never run."
+            )
+        if family.embedding_projection and size is None:
+            raise ConfigError(
+                f"{source}: field `embedding_size` is required for model_type={self.model_type!r} (its embeddings "
+                f"are always projected to hidden_size; ALBERT-base has 128). Received: embedding_size=None"
             )
         for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
             value = getattr(self, name)
@@ -247,8 +300,17 @@ class BertConfig:
             mapped["layer_norm_eps"] = data["layer_norm_eps"]
         mapped.update(family.hf_fixed)
         mapped["model_type"] = model_type
-        if data.get("embedding_size") not in (None, data.get("hidden_size")):
+        defaults = dict(family.hf_defaults)
+        for name, value in defaults.items():
+            if name not in mapped and name != "embedding_size":
+                mapped[name] = value
+        if family.embedding_projection:  # always projected: E is kept even when it equals H
+            mapped["embedding_size"] = data.get("embedding_size", defaults.get("embedding_size"))
+        elif data.get("embedding_size") not in (None, data.get("hidden_size")):
             mapped["embedding_size"] = data["embedding_size"]
+        if family.layer_groups:
+            for name in ("num_hidden_groups", "inner_group_num"):
+                mapped[name] = data.get(name, 1)
         if family.position_offset_from_padding:
             offset = data.get("pad_token_id", 1) + 1
             if "max_position_embeddings" in mapped:
@@ -281,6 +343,8 @@ class BertConfig:
             data["embedding_size"] = self.embedding_size
         elif self.model_type == "electra":
             data["embedding_size"] = self.hidden_size
+        if family.layer_groups:
+            data.update(num_hidden_groups=self.num_hidden_groups, inner_group_num=self.inner_group_num)
         if family.position_offset_from_padding:
             data["pad_token_id"] = self.position_offset - 1
             data["max_position_embeddings"] = self.max_position_embeddings + self.position_offset
@@ -293,19 +357,22 @@ class BertConfig:
 
     def for_family(self, model_type, embedding_size=None):
         """This (BERT) config's sizes as a new `model_type` model: the family's `new_model_fields`, and for ELECTRA
-        `embedding_size` (default `hidden_size // 2`, ELECTRA-small's 128 over 256). `embedding_size` is
-        refused for the other families (their Hugging Face models have no embedding projection)."""
+        and ALBERT `embedding_size` (ELECTRA's default `hidden_size // 2`, ELECTRA-small's 128 over 256; ALBERT's
+        `min(128, hidden_size)`, ALBERT-base's 128). `embedding_size` is refused for the other families (their
+        Hugging Face models have no embedding projection)."""
         family = FAMILIES.get(model_type)
         if family is None:
             raise ConfigError(f"`model_type` must be one of {MODEL_TYPES}. Received: model_type={model_type!r}")
-        if embedding_size is not None and model_type != "electra":
+        if embedding_size is not None and model_type not in EMBEDDING_SIZE_TYPES:
             raise ConfigError(
-                f"`embedding_size` is ELECTRA's (model_type='electra'); a {model_type} model has none. "
-                f"Received: embedding_size={embedding_size!r}, model_type={model_type!r}"
+                f"`embedding_size` is ELECTRA's and ALBERT's (model_type in {EMBEDDING_SIZE_TYPES}); a {model_type} "
+                f"model has none. Received: embedding_size={embedding_size!r}, model_type={model_type!r}"
             )
         fields = dict(family.new_model_fields, model_type=model_type)
         if model_type == "electra":
             fields["embedding_size"] = embedding_size or max(self.hidden_size // 2, 1)
+        elif model_type == "albert":
+            fields["embedding_size"] = embedding_size or min(128, self.hidden_size)
         return dataclasses.replace(self, **fields)
 
     # --- presets ---
@@ -322,7 +389,13 @@ class BertConfig:
 
 
 # The family options' values for BERT (left out of a BERT `bert_config.json`).
-_FAMILY_DEFAULTS = {"model_type": "bert", "embedding_size": None, "position_offset": 0}
+_FAMILY_DEFAULTS = {
+    "model_type": "bert",
+    "embedding_size": None,
+    "position_offset": 0,
+    "num_hidden_groups": 1,
+    "inner_group_num": 1,
+}
 
 _HF_SAME_NAMES = (
     "vocab_size",
