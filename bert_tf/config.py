@@ -29,10 +29,10 @@ PRESETS = ("tiny", "mini", "small", "medium", "base", "large")
 # The architectures (Hugging Face `model_type`) the encoder builds. Each is one entry of `FAMILIES` here (what the
 # config says) and one name table in `bert_tf.checkpoints.families` (what the checkpoints call the weights).
 MODEL_TYPES = ("bert", "roberta", "distilbert", "electra", "albert")
-# Fields a config file must give (original and Hugging Face format alike): the architecture's sizes. The others
-# have documented defaults (the dataclass's; Hugging Face's are the same).
 # The families whose new models take an `embedding_size` (`BertConfig.for_family`).
 EMBEDDING_SIZE_TYPES = ("electra", "albert")
+# Fields a config file must give (original and Hugging Face format alike): the architecture's sizes. The others
+# have documented defaults (the dataclass's; Hugging Face's are the same).
 REQUIRED_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
 
 
@@ -166,12 +166,10 @@ class BertConfig:
             "num_attention_heads",
             "intermediate_size",
             "max_position_embeddings",
+            "num_hidden_groups",
+            "inner_group_num",
         )
         for name in positive:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ConfigError(f"{source}: field `{name}` must be a positive integer. Received: {name}={value!r}")
-        for name in ("num_hidden_groups", "inner_group_num"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ConfigError(f"{source}: field `{name}` must be a positive integer. Received: {name}={value!r}")
