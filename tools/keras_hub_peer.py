@@ -1,4 +1,4 @@
-"""The keras-hub side of the comparisons in tools/: a `BertBackbone` (or `AlbertBackbone`) holding a `BertEncoder`'s weights.
+"""The keras-hub side of the comparisons in tools/: a `BertBackbone` or `AlbertBackbone` holding our weights.
 
 Imported by the tool scripts, which run as `python tools/NAME.py` (tools/ is then on the path).
 """
