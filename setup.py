@@ -21,6 +21,7 @@ setuptools.setup(
         "tensorflow-datasets>=4.9",
         "safetensors>=0.4",
         "tokenizers>=0.19",
+        "sentencepiece>=0.2",  # the unigram vocabulary trainer and the .model proto (bert_tf.text.sentencepiece)
         "tensorboard>=2.19",
         "numpy>=1.26",
         "matplotlib>=3.8",  # PNG charts of the report and benchmark tools

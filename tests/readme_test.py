@@ -129,6 +129,11 @@ CHEAP = {
     "bert-tf-vocab --kind=bpe --input='../shared/data/corpus/*/*' --output=runs/bpe --vocab_size=30000": Cheap(
         "tools", f"--input={SMALL_CORPUS} --vocab_size=600"
     ),
+    "bert-tf-vocab --kind=unigram --input='../shared/data/corpus/*/*' --output=runs/unigram --vocab_size=8000": Cheap(
+        "tools", f"--input={SMALL_CORPUS} --vocab_size=600"
+    ),
+    "python tools/benchmark_tokenizer.py --sentencepiece=runs/unigram "
+    "--input=../shared/data/corpus/wikitext2/wiki.test.raw": Cheap("tools", f"--input={SMALL_CORPUS} --repeats=1"),
     "python tools/benchmark_tokenizer.py --bpe_vocab=runs/bpe/vocab.json --bpe_merges=runs/bpe/merges.txt "
     "--input=../shared/data/corpus/wikitext2/wiki.test.raw --repeats=5": Cheap(
         "tools", f"--input={SMALL_CORPUS} --repeats=1"

@@ -1,4 +1,4 @@
-"""Tokenizer throughput: bert_tf vs Hugging Face tokenizers vs keras-hub.
+"""Tokenizer throughput: bert_tf vs Hugging Face tokenizers vs keras-hub (vs the sentencepiece library).
 
 Prints a markdown table of MB/s (input UTF-8 bytes per second) on the same
 lines for:
@@ -13,6 +13,14 @@ merges.txt, e.g. RoBERTa's), a second table times, on the same lines:
   * tokenizers.ByteLevelBPETokenizer.encode_batch (the reference, with
     RoBERTa's special tokens);
   * keras_hub.tokenizers.BytePairTokenizer, batched;
+and the share of lines on which each gives the reference's ids.
+
+With `--sentencepiece` (a folder with a unigram `tokenizer.json` and its
+`.model`, e.g. ALBERT's or DeBERTa's), a third table times, on the same lines:
+  * bert_tf.text.SentencePieceTokenizer.tokenize and tokenize_with_offsets;
+  * tokenizers.Tokenizer.from_file(tokenizer.json).encode_batch (the reference);
+  * sentencepiece.SentencePieceProcessor.encode of the `.model` (the library's
+    own normalization: not the family's, so its agreement is informative only);
 and the share of lines on which each gives the reference's ids.
 
 The sides run interleaved, `--repeats` rounds of one pass each, so that load
@@ -30,6 +38,8 @@ Usage:
       --pipeline_corpus=../shared/data/corpus/wikitext2/wiki.test.raw
   python tools/benchmark_tokenizer.py --bpe_vocab=DIR/vocab.json --bpe_merges=DIR/merges.txt \\
       --input=../shared/data/corpus/wikitext2/wiki.test.raw
+  python tools/benchmark_tokenizer.py --sentencepiece=tests/data/sentencepiece/albert \\
+      --input=../shared/data/corpus/wikitext2/wiki.test.raw
 """
 
 import glob
@@ -42,6 +52,9 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string("vocab", None, "WordPiece vocab.txt (the WordPiece table; unset: none).")
 flags.DEFINE_string("bpe_vocab", None, "Byte-level BPE vocab.json (the BPE table, with --bpe_merges; unset: none).")
 flags.DEFINE_string("bpe_merges", None, "Byte-level BPE merges.txt (with --bpe_vocab).")
+flags.DEFINE_string(
+    "sentencepiece", None, "Folder with a unigram tokenizer.json and its .model (the SentencePiece table; unset: none)."
+)
 flags.DEFINE_string("input", None, "Glob of text files (one example a line).", required=True)
 flags.DEFINE_integer("batch_size", 4096, "Lines per call.")
 flags.DEFINE_boolean("lowercase", True, "Uncased (True) or cased (False).")
@@ -222,6 +235,58 @@ def _bpe_table(batches, texts, megabytes):
     _time_table(rows, reference_name, megabytes, title, agreement)
 
 
+def _sentencepiece_table(batches, texts, megabytes):
+    """SentencePiece unigram: bert_tf vs Hugging Face (the reference) vs the sentencepiece library."""
+    import os
+
+    import sentencepiece
+    import tensorflow as tf
+    import tokenizers
+
+    from bert_tf.text import SentencePieceTokenizer
+
+    size = FLAGS.batch_size
+    path = os.path.join(FLAGS.sentencepiece, "tokenizer.json")
+    ours = SentencePieceTokenizer.from_tokenizer_json(path)
+    tokenize = tf.function(ours.tokenize, input_signature=[tf.TensorSpec([None], tf.string)])
+    with_offsets = tf.function(ours.tokenize_with_offsets, input_signature=[tf.TensorSpec([None], tf.string)])
+    reference = tokenizers.Tokenizer.from_file(path)
+    models = [n for n in ("spiece.model", "spm.model") if os.path.exists(os.path.join(FLAGS.sentencepiece, n))]
+    text_batches = [texts[i : i + size] for i in range(0, len(texts), size)]
+    reference_name = "HF tokenizers Tokenizer(tokenizer.json).encode_batch"
+    sides = {
+        "bert_tf SentencePieceTokenizer.tokenize (tf.function)": (
+            lambda: [tokenize(b).flat_values.numpy() for b in batches],
+            lambda i: tokenize(batches[i]).to_list(),
+        ),
+        "bert_tf SentencePieceTokenizer.tokenize_with_offsets": (
+            lambda: [with_offsets(b)[0].flat_values.numpy() for b in batches],
+            lambda i: with_offsets(batches[i])[0].to_list(),
+        ),
+        reference_name: (
+            lambda: [reference.encode_batch(b, add_special_tokens=False) for b in text_batches],
+            lambda i: [e.ids for e in reference.encode_batch(text_batches[i], add_special_tokens=False)],
+        ),
+    }
+    if models:
+        processor = sentencepiece.SentencePieceProcessor(model_file=os.path.join(FLAGS.sentencepiece, models[0]))
+        sides[f"sentencepiece SentencePieceProcessor.encode ({models[0]})"] = (
+            lambda: [processor.encode(b) for b in text_batches],
+            lambda i: processor.encode(text_batches[i]),
+        )
+    ids = {name: [row for i in range(len(batches)) for row in side[1](i)] for name, side in sides.items()}
+    agreement = {
+        name: "%.2f%%" % (100 * sum(a == b for a, b in zip(rows, ids[reference_name])) / max(len(rows), 1))
+        for name, rows in ids.items()
+    }
+    rows = [(name, side[0]) for name, side in sides.items()]
+    title = (
+        f"SentencePiece unigram ({ours.family}, {ours.vocab_size} pieces): {len(texts)} lines, {megabytes:.1f} MB, "
+        f"batch_size={size}"
+    )
+    _time_table(rows, reference_name, megabytes, title, agreement)
+
+
 def main(argv):
     del argv
     import tensorflow as tf
@@ -235,8 +300,10 @@ def main(argv):
         raise app.UsageError(f"--repeats must be positive. Received: {FLAGS.repeats}")
     if bool(FLAGS.bpe_vocab) != bool(FLAGS.bpe_merges):
         raise app.UsageError("--bpe_vocab and --bpe_merges go together.")
-    if not FLAGS.vocab and not FLAGS.bpe_vocab:
-        raise app.UsageError("Nothing to time: set --vocab (WordPiece) and/or --bpe_vocab with --bpe_merges.")
+    if not FLAGS.vocab and not FLAGS.bpe_vocab and not FLAGS.sentencepiece:
+        raise app.UsageError(
+            "Nothing to time: set --vocab (WordPiece), --bpe_vocab with --bpe_merges, and/or --sentencepiece."
+        )
     if FLAGS.pipeline_corpus and not FLAGS.vocab:
         raise app.UsageError("--pipeline_corpus needs --vocab (the pipeline row uses BertTokenizer).")
     lines = []
@@ -252,6 +319,8 @@ def main(argv):
         ours = _wordpiece_table(batches, texts, megabytes)
     if FLAGS.bpe_vocab:
         _bpe_table(batches, texts, megabytes)
+    if FLAGS.sentencepiece:
+        _sentencepiece_table(batches, texts, megabytes)
 
     if FLAGS.pipeline_corpus:
         rate = _pipeline_examples_per_second(ours)

@@ -43,8 +43,9 @@ flags.DEFINE_integer(
 flags.DEFINE_string(
     "vocab",
     None,
-    "vocab.txt (--model_type=roberta: a byte-level BPE vocab.json, merges.txt beside it); "
-    "a WordPiece vocabulary is built from the corpus into model_dir when absent.",
+    "vocab.txt (--model_type=roberta: a byte-level BPE vocab.json, merges.txt beside it; any model type: a "
+    "SentencePiece .model, or a directory holding spiece.model/spm.model, e.g. from bert-tf-vocab --kind=unigram); "
+    "a vocabulary of the model type's kind is built from the corpus into model_dir when absent.",
 )
 flags.DEFINE_integer("vocab_size", 8000, "Size of a vocabulary built on the fly.", lower_bound=6)
 flags.DEFINE_bool("lowercase", True, "Uncased tokenization.")

@@ -1,7 +1,10 @@
-"""bert-tf-vocab: builds a WordPiece vocab.txt, or a byte-level BPE vocab.json + merges.txt, from text files.
+"""bert-tf-vocab: builds a WordPiece vocab.txt, a byte-level BPE vocab.json + merges.txt, or a SentencePiece
+unigram spiece.model (spm.model), from text files.
 
 bert-tf-vocab --input=GLOB[,GLOB] --output=vocab.txt --vocab_size=N [--nolowercase] [--min_frequency=N]
 bert-tf-vocab --kind=bpe --input=GLOB[,GLOB] --output=DIR --vocab_size=N [--min_frequency=N]
+bert-tf-vocab --kind=unigram --input=GLOB[,GLOB] --output=DIR --vocab_size=N [--family=albert|deberta-v2]
+    [--nolowercase]
 """
 
 import os
@@ -10,14 +13,32 @@ import sys
 from absl import app, flags
 
 from bert_tf.apps import errors, launch
-from bert_tf.text.vocab import BPE_FILES, VOCAB_KINDS, build_bpe_vocab, build_vocab, expand_files
+from bert_tf.text.vocab import (
+    BPE_FILES,
+    UNIGRAM_MODEL_FILES,
+    UNIGRAM_SPECIAL_TOKENS,
+    VOCAB_KINDS,
+    build_bpe_vocab,
+    build_unigram_vocab,
+    build_vocab,
+    expand_files,
+)
 
 FLAGS = flags.FLAGS
 flags.DEFINE_enum(
     "kind",
     "wordpiece",
     VOCAB_KINDS,
-    "wordpiece: BERT's vocab.txt; bpe: a byte-level BPE (RoBERTa's kind) vocab.json and merges.txt.",
+    "wordpiece: BERT's vocab.txt; bpe: a byte-level BPE (RoBERTa's kind) vocab.json and merges.txt; unigram: a "
+    "SentencePiece unigram model (ALBERT's spiece.model, DeBERTa-v2's spm.model) with tokenizer_config.json and "
+    "tokenizer.json.",
+)
+flags.DEFINE_enum(
+    "family",
+    "albert",
+    tuple(UNIGRAM_SPECIAL_TOKENS),
+    "--kind=unigram: whose special tokens and normalization (albert: uncased unless --nolowercase; deberta-v2: "
+    "cased unless --lowercase).",
 )
 flags.DEFINE_list("input", None, "Text files or globs, comma-separated (one sentence or paragraph per line).")
 flags.DEFINE_string(
@@ -27,7 +48,8 @@ flags.DEFINE_integer("vocab_size", 30522, "Vocabulary size, special tokens inclu
 flags.DEFINE_bool(
     "lowercase",
     True,
-    "Uncased vocabulary (lowercase and strip accents); --nolowercase for cased. WordPiece only (BPE is cased).",
+    "Uncased vocabulary (lowercase and strip accents); --nolowercase for cased. WordPiece and unigram (default "
+    "there: the --family's); BPE is cased.",
 )
 flags.DEFINE_integer("min_frequency", 2, "Pieces seen fewer times are not added.", lower_bound=1)
 flags.DEFINE_bool("progress", True, "Show a progress bar.")
@@ -39,12 +61,23 @@ def main(argv):
     if not FLAGS.input:
         raise app.UsageError("--input is required (text files or globs).")
     bpe = FLAGS.kind == "bpe"
+    unigram = FLAGS.kind == "unigram"
     if not FLAGS.output:
         raise app.UsageError(
             "--output is required ("
-            + ("directory for vocab.json and merges.txt" if bpe else "path of vocab.txt")
+            + (
+                "directory for vocab.json and merges.txt"
+                if bpe
+                else "directory for the .model"
+                if unigram
+                else "path of vocab.txt"
+            )
             + ")."
         )
+    if FLAGS["family"].present and not unigram:
+        raise app.UsageError(f"--family applies to --kind=unigram only. Received: --kind={FLAGS.kind}")
+    if unigram and os.path.exists(FLAGS.output) and not os.path.isdir(FLAGS.output):
+        raise app.UsageError(f"--output must be a directory with --kind=unigram. Received: --output={FLAGS.output}")
     if bpe and FLAGS["lowercase"].present:
         raise app.UsageError("--lowercase/--nolowercase applies to --kind=wordpiece only (byte-level BPE is cased).")
     if bpe and os.path.exists(FLAGS.output) and not os.path.isdir(FLAGS.output):
@@ -54,7 +87,16 @@ def main(argv):
     except FileNotFoundError as e:
         raise app.UsageError(f"--input: {e}") from None
     try:
-        if bpe:
+        if unigram:
+            summary = build_unigram_vocab(
+                FLAGS.input,
+                FLAGS.output,
+                vocab_size=FLAGS.vocab_size,
+                family=FLAGS.family,
+                lowercase=FLAGS.lowercase if FLAGS["lowercase"].present else None,
+                show_progress=FLAGS.progress,
+            )
+        elif bpe:
             summary = build_bpe_vocab(
                 FLAGS.input,
                 FLAGS.output,
@@ -77,6 +119,8 @@ def main(argv):
         return 1
     except errors.STORAGE_ERRORS as e:  # a read-only, full or missing disk
         kept = f"no vocabulary written to {FLAGS.output}" + (f" ({' and '.join(BPE_FILES)})" if bpe else "")
+        if unigram:
+            kept = f"no vocabulary written to {FLAGS.output} ({UNIGRAM_MODEL_FILES[FLAGS.family]})"
         print(errors.storage_error("bert-tf-vocab", e, kept), file=sys.stderr)
         return 1
     print(summary, file=sys.stdout)

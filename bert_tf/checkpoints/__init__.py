@@ -33,7 +33,13 @@ from bert_tf.checkpoints.readers import (
 )
 from bert_tf.checkpoints.sentence_transformers import is_sentence_transformers_dir, read_sentence_transformers
 from bert_tf.checkpoints.settings import SETTINGS_FILE, infer_settings, read_settings, write_settings
-from bert_tf.checkpoints.tokenizer_files import find_tokenizer, load_tokenizer, write_tokenizer_files
+from bert_tf.checkpoints.tokenizer_files import (
+    find_tokenizer,
+    load_tokenizer,
+    save_sentencepiece_tokenizer,
+    sentencepiece_options,
+    write_tokenizer_files,
+)
 
 __all__ = [
     "GLOB_CHARACTERS",
@@ -59,6 +65,8 @@ __all__ = [
     "save_tf1",
     "find_tokenizer",
     "load_tokenizer",
+    "save_sentencepiece_tokenizer",
+    "sentencepiece_options",
     "vocab_file",
     "write_tokenizer_files",
     "write_settings",

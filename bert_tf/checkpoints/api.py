@@ -314,6 +314,13 @@ def _hf_tokenizer_config(encoder, path, settings):
     config = {"model_max_length": encoder.max_position_embeddings, "tokenizer_class": prefix}
     if settings.get("split_special_tokens"):  # transformers' default is false
         config["split_special_tokens"] = True
+    try:
+        kind, _ = tokenizer_files.find_tokenizer(path)
+    except CheckpointError:
+        kind = None
+    if kind == "sentencepiece":
+        config.update(tokenizer_files.sentencepiece_tokenizer_config(path))
+        return config
     if os.path.isfile(os.path.join(path, tokenizer_files.BPE_VOCAB_FILE)):
         specials = {"bos": "<s>", "eos": "</s>", "cls": "<s>", "sep": "</s>", "pad": "<pad>", "unk": "<unk>"}
         config.update({f"{name}_token": token for name, token in specials.items()})

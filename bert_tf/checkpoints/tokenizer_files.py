@@ -4,7 +4,10 @@ A directory holds one of
 
 - WordPiece (BERT, DistilBERT, ELECTRA): `vocab.txt`;
 - byte-level BPE (RoBERTa): `vocab.json` + `merges.txt`;
-- either as a Hugging Face `tokenizer.json` (current transformers may save only this file).
+- SentencePiece unigram (ALBERT, DeBERTa-v2/v3): `spiece.model` or `spm.model`, read with the options of
+  `tokenizer_config.json` (`do_lower_case`, `keep_accents`, `split_by_punct`; the family from its
+  `tokenizer_class`, else `config.json`'s `model_type`, else the file's name);
+- any of them as a Hugging Face `tokenizer.json` (current transformers may save only this file).
 
 A bert_tf model directory always holds the legacy files (`vocab.txt`, or
 `vocab.json` + `merges.txt`) and its `bert_tf.json` says how to read them
@@ -20,15 +23,30 @@ import json
 import os
 import shutil
 
+from sentencepiece import sentencepiece_model_pb2
+
 from bert_tf import text as text_lib
 from bert_tf.checkpoints.readers import VOCAB_FILE, CheckpointError, checkpoint_dir
 
 BPE_VOCAB_FILE = "vocab.json"
 MERGES_FILE = "merges.txt"
 TOKENIZER_JSON = "tokenizer.json"
+TOKENIZER_CONFIG = "tokenizer_config.json"
+# SentencePiece model files by family (ALBERT's and DeBERTa's names).
+SENTENCEPIECE_FILES = {"albert": "spiece.model", "deberta-v2": "spm.model"}
 # What `find_tokenizer` looks for, in this order of preference for a bert_tf model directory.
-LOOKED_FOR = f"{VOCAB_FILE} (WordPiece), {BPE_VOCAB_FILE} + {MERGES_FILE} (byte-level BPE), or {TOKENIZER_JSON}"
-KINDS = ("wordpiece", "bpe")
+LOOKED_FOR = (
+    f"{VOCAB_FILE} (WordPiece), {BPE_VOCAB_FILE} + {MERGES_FILE} (byte-level BPE), "
+    f"{' or '.join(SENTENCEPIECE_FILES.values())} (SentencePiece), or {TOKENIZER_JSON}"
+)
+KINDS = ("wordpiece", "bpe", "sentencepiece")
+# transformers' tokenizer classes -> SentencePiece family.
+_SENTENCEPIECE_CLASSES = {
+    "AlbertTokenizer": "albert",
+    "AlbertTokenizerFast": "albert",
+    "DebertaV2Tokenizer": "deberta-v2",
+    "DebertaV2TokenizerFast": "deberta-v2",
+}
 
 
 def _read_json(path):
@@ -41,11 +59,11 @@ def _read_json(path):
 
 def _tokenizer_json_kind(path):
     model = _read_json(path).get("model") or {}
-    kind = {"WordPiece": "wordpiece", "BPE": "bpe"}.get(model.get("type"))
+    kind = {"WordPiece": "wordpiece", "BPE": "bpe", "Unigram": "sentencepiece"}.get(model.get("type"))
     if kind is None:
         raise CheckpointError(
             f"{path}: model type {model.get('type')!r} is not read yet; bert_tf reads WordPiece (BERT, DistilBERT, "
-            "ELECTRA) and byte-level BPE (RoBERTa) tokenizers."
+            "ELECTRA), byte-level BPE (RoBERTa) and SentencePiece unigram (ALBERT, DeBERTa-v2) tokenizers."
         )
     return kind
 
@@ -53,8 +71,8 @@ def _tokenizer_json_kind(path):
 def find_tokenizer(path):
     """`(kind, files)` of the tokenizer beside the checkpoint at `path`; CheckpointError naming the files looked for.
 
-    `kind` is "wordpiece" or "bpe"; `files` a dict with `vocab` (and `merges`) for the legacy files, or `json` for
-    `tokenizer.json`. `tokenizer.json` is preferred where there is one: it says everything (special tokens'
+    `kind` is "wordpiece", "bpe" or "sentencepiece"; `files` a dict with `vocab` (and `merges`) for the legacy
+    files, `model` for a SentencePiece `.model`, or `json` for `tokenizer.json`. `tokenizer.json` is preferred where there is one: it says everything (special tokens'
     `lstrip`, which the legacy files cannot), and model directories made from such a checkpoint keep a copy.
     """
     directory = checkpoint_dir(path)
@@ -68,6 +86,11 @@ def find_tokenizer(path):
         legacy = ("wordpiece", {"vocab": there(VOCAB_FILE)})
     elif there(BPE_VOCAB_FILE) and there(MERGES_FILE):
         legacy = ("bpe", {"vocab": there(BPE_VOCAB_FILE), "merges": there(MERGES_FILE)})
+    else:
+        for name in SENTENCEPIECE_FILES.values():
+            if there(name):
+                legacy = ("sentencepiece", {"model": there(name)})
+                break
     if there(TOKENIZER_JSON):
         return _tokenizer_json_kind(there(TOKENIZER_JSON)), {"json": there(TOKENIZER_JSON)}
     if legacy:
@@ -77,7 +100,8 @@ def find_tokenizer(path):
 
 
 def load_tokenizer(path, settings=None, **kwargs):
-    """The tokenizer layer (`BertTokenizer` or `BytePairTokenizer`) of the checkpoint at `path`.
+    """The tokenizer layer (`BertTokenizer`, `BytePairTokenizer` or `SentencePieceTokenizer`) of the checkpoint at
+    `path`.
 
     Args:
         path: a checkpoint directory (or prefix) with tokenizer files (`find_tokenizer`).
@@ -89,6 +113,14 @@ def load_tokenizer(path, settings=None, **kwargs):
     settings = settings or {}
     kwargs.setdefault("split_special_tokens", settings.get("split_special_tokens", False))
     kind, files = find_tokenizer(path)
+    if kind == "sentencepiece":
+        if "json" in files:
+            return text_lib.SentencePieceTokenizer.from_tokenizer_json(files["json"], **kwargs)
+        options = sentencepiece_options(path, files["model"])
+        for key in ("family", "lowercase", "strip_accents", "split_by_punct"):
+            if key in (settings.get("sentencepiece") or {}):
+                options[key] = settings["sentencepiece"][key]
+        return text_lib.SentencePieceTokenizer(files["model"], **options, **kwargs)
     if kind == "wordpiece":
         if "json" in files:
             return text_lib.BertTokenizer.from_tokenizer_json(files["json"], **kwargs)
@@ -105,6 +137,90 @@ def load_tokenizer(path, settings=None, **kwargs):
     )
 
 
+def sentencepiece_options(path, model_file=None, default_family=None):
+    """`SentencePieceTokenizer` options (`family`, `lowercase`, `strip_accents`, `split_by_punct`) of a directory
+    with a SentencePiece `.model`, read as transformers reads it: `tokenizer_config.json`'s `do_lower_case`,
+    `keep_accents` and `split_by_punct`; the family from its `tokenizer_class`, else `config.json`'s
+    `model_type`, else the `.model`'s name (`spiece.model`: ALBERT, `spm.model`: DeBERTa-v2), else
+    `default_family`."""
+    directory = checkpoint_dir(path)
+    config_path = os.path.join(directory, TOKENIZER_CONFIG)
+    config = _read_json(config_path) if os.path.isfile(config_path) else {}
+    family = _SENTENCEPIECE_CLASSES.get(config.get("tokenizer_class"))
+    if family is None and os.path.isfile(os.path.join(directory, "config.json")):
+        model_type = _read_json(os.path.join(directory, "config.json")).get("model_type")
+        family = {"albert": "albert", "deberta-v2": "deberta-v2", "deberta-v3": "deberta-v2"}.get(model_type)
+    if family is None and model_file is not None:
+        family = {name: f for f, name in SENTENCEPIECE_FILES.items()}.get(os.path.basename(model_file))
+    family = family or default_family
+    if family is None:
+        raise CheckpointError(
+            f"{directory}: cannot tell which SentencePiece family reads {model_file}: no tokenizer_class "
+            f"({sorted(_SENTENCEPIECE_CLASSES)}) in {TOKENIZER_CONFIG}, no model_type albert/deberta-v2 in "
+            "config.json. Received: tokenizer_class=" + repr(config.get("tokenizer_class"))
+        )
+    options = {"family": family}
+    for key, option in (("do_lower_case", "lowercase"), ("split_by_punct", "split_by_punct")):
+        if isinstance(config.get(key), bool):
+            options[option] = config[key]
+    if isinstance(config.get("keep_accents"), bool) and family == "albert":
+        options["strip_accents"] = not config["keep_accents"]
+    if family == "albert":  # transformers' AlbertTokenizer defaults
+        options.setdefault("lowercase", True)
+        options.setdefault("strip_accents", True)
+    return options
+
+
+def sentencepiece_tokenizer_config(path):
+    """The `tokenizer_config.json` entries transformers needs to read the SentencePiece tokenizer at `path` (a
+    directory, or the `SentencePieceTokenizer` itself) as bert_tf does (`tokenizer_class`, `do_lower_case`,
+    `keep_accents`, `split_by_punct`, the special tokens)."""
+    tokenizer = load_tokenizer(path) if isinstance(path, str) else path
+    names = {"albert": "AlbertTokenizer", "deberta-v2": "DebertaV2Tokenizer"}
+    config = {"tokenizer_class": names[tokenizer.family], "do_lower_case": tokenizer.lowercase}
+    if tokenizer.family == "albert":
+        config.update({"keep_accents": not tokenizer.strip_accents, "remove_space": True})
+    else:
+        config["split_by_punct"] = tokenizer.split_by_punct
+    vocabulary = tokenizer.get_vocabulary()
+    for name in ("cls", "sep", "pad", "unk", "mask"):
+        token_id = getattr(tokenizer, f"{name}_id")
+        if token_id is not None:
+            config[f"{name}_token"] = vocabulary[token_id]
+    if tokenizer.cls_id is not None:
+        config["bos_token"], config["eos_token"] = config["cls_token"], config.get("sep_token")
+    return config
+
+
+def _sentencepiece_file_data(tokenizer):
+    """{name: bytes} of a `SentencePieceTokenizer`'s `.model`, `tokenizer_config.json` and the Hugging Face
+    `tokenizer.json` of it (`text.unigram_tokenizer_json`: transformers needs it for the added tokens)."""
+    proto = sentencepiece_model_pb2.ModelProto()
+    proto.ParseFromString(tokenizer.model_proto())
+    specials = [entry["content"] for entry in tokenizer.special_entries()]
+    hf = text_lib.unigram_tokenizer_json(
+        proto, tokenizer.family, tokenizer.lowercase, tokenizer.strip_accents, specials
+    )
+    config = json.dumps(sentencepiece_tokenizer_config(tokenizer), indent=2, sort_keys=True) + "\n"
+    return {
+        SENTENCEPIECE_FILES[tokenizer.family]: tokenizer.model_proto(),
+        TOKENIZER_CONFIG: config.encode("utf-8"),
+        TOKENIZER_JSON: hf.to_str().encode("utf-8"),
+    }
+
+
+def save_sentencepiece_tokenizer(tokenizer, output):
+    """Writes a `SentencePieceTokenizer`'s `.model` (`spiece.model` or `spm.model`), a `tokenizer_config.json`
+    saying how to read it and the Hugging Face `tokenizer.json` of it into `output`, where `load_tokenizer` and
+    transformers find them. Returns the names."""
+    os.makedirs(output, exist_ok=True)
+    data = _sentencepiece_file_data(tokenizer)
+    for name, content in data.items():
+        with open(os.path.join(output, name), "wb") as f:
+            f.write(content)
+    return sorted(data)
+
+
 def tokenizer_settings(path):
     """What `bert_tf.json` must record to read the legacy files as the source's tokenizer does.
 
@@ -112,6 +228,14 @@ def tokenizer_settings(path):
     directory has one; {} otherwise (`infer_settings` reads `tokenizer_config.json` and the vocabulary).
     """
     kind, files = find_tokenizer(path)
+    if kind == "sentencepiece":
+        # How a copy of the `.model` reads as this tokenizer, should tokenizer_config.json go missing.
+        tokenizer = load_tokenizer(path)
+        return {
+            "sentencepiece": {
+                key: getattr(tokenizer, key) for key in ("family", "lowercase", "strip_accents", "split_by_punct")
+            }
+        }
     if "json" not in files:
         return {}
     data = _read_json(files["json"])
@@ -135,6 +259,8 @@ def write_tokenizer_files(path, output):
     `tokenizer.json`). Returns the names written."""
     kind, files = find_tokenizer(path)
     os.makedirs(output, exist_ok=True)
+    if kind == "sentencepiece":
+        return _write_sentencepiece_files(path, files, output)
     if "json" not in files:
         written = []
         for source in files.values():
@@ -162,3 +288,29 @@ def write_tokenizer_files(path, output):
         for merge in model.get("merges", []):
             f.write((merge if isinstance(merge, str) else " ".join(merge)) + "\n")
     return [TOKENIZER_JSON, BPE_VOCAB_FILE, MERGES_FILE]
+
+
+def _copy(source, output):
+    target = os.path.join(output, os.path.basename(source))
+    if not (os.path.exists(target) and os.path.samefile(source, target)):
+        shutil.copyfile(source, target)
+    return os.path.basename(source)
+
+
+def _write_sentencepiece_files(path, files, output):
+    """Copies the `.model`, `tokenizer.json` and `tokenizer_config.json` there are, and writes those missing from
+    the tokenizer they make (`save_sentencepiece_tokenizer`): a `.model` from a `tokenizer.json` alone, the
+    `tokenizer.json` transformers needs for the added tokens, a `tokenizer_config.json` saying how to read them."""
+    directory = checkpoint_dir(path)
+    sources = [os.path.join(directory, n) for n in (*SENTENCEPIECE_FILES.values(), TOKENIZER_JSON, TOKENIZER_CONFIG)]
+    written = [_copy(source, output) for source in sources if os.path.isfile(source)]
+    has_model = any(name in written for name in SENTENCEPIECE_FILES.values())
+    missing = [n for n in (TOKENIZER_JSON, TOKENIZER_CONFIG) if n not in written] + ([] if has_model else ["model"])
+    if missing:
+        data = _sentencepiece_file_data(load_tokenizer(path))
+        for name, content in data.items():
+            if name in missing or (name.endswith(".model") and "model" in missing):
+                with open(os.path.join(output, name), "wb") as f:
+                    f.write(content)
+                written.append(name)
+    return written

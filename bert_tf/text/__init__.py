@@ -1,16 +1,19 @@
 """bert_tf.text: in-graph text processing, from raw strings to packed and masked ids.
 
-    from bert_tf.text import BertTokenizer, BytePairTokenizer, BertPacker, MaskedLMMasker, build_vocab
+    from bert_tf.text import BertTokenizer, BytePairTokenizer, SentencePieceTokenizer, BertPacker, MaskedLMMasker
 
 - `tokenizer`: `BertTokenizer`, the WordPiece Keras layer with the reference tokenizer's ids.
 - `byte_pair`: `BytePairTokenizer`, the byte-level BPE Keras layer (GPT-2, RoBERTa) with Hugging Face's ids.
+- `sentencepiece`: `SentencePieceTokenizer`, the SentencePiece unigram Keras layer (ALBERT, DeBERTa-v2/v3) with
+  Hugging Face's ids.
 - `normalization`: the reference's Unicode tables, `normalize` and `split_words`.
 - `offsets`: `bytes_to_chars` (byte offsets to character offsets) and `utf8_length`.
 - `packing`: `BertPacker` (trim, then `[CLS] A [SEP] B [SEP]`, or RoBERTa's pairs), its `TRUNCATIONS`, and
   `packer_for(tokenizer, ...)`, the packer of a tokenizer.
 - `masking`: `MaskedLMMasker` (dynamic masked-LM masking) and its stateless random draws.
-- `vocab`: `build_vocab` (WordPiece), `build_bpe_vocab` (byte-level BPE), `expand_files` and the `SPECIAL_TOKENS`
-  every WordPiece vocabulary starts with (`BPE_SPECIAL_TOKENS` for BPE).
+- `vocab`: `build_vocab` (WordPiece), `build_bpe_vocab` (byte-level BPE), `build_unigram_vocab` (SentencePiece
+  unigram), `expand_files` and the `SPECIAL_TOKENS` every WordPiece vocabulary starts with (`BPE_SPECIAL_TOKENS`
+  for BPE, `UNIGRAM_SPECIAL_TOKENS` by family for unigram).
 """
 
 from bert_tf.text.byte_pair import BytePairTokenizer
@@ -18,28 +21,35 @@ from bert_tf.text.masking import MaskedLMMasker
 from bert_tf.text.normalization import normalize, split_words
 from bert_tf.text.offsets import bytes_to_chars
 from bert_tf.text.packing import TRUNCATIONS, BertPacker, packer_for, pair_separators
+from bert_tf.text.sentencepiece import SentencePieceTokenizer
 from bert_tf.text.tokenizer import BertTokenizer
 from bert_tf.text.vocab import (
     BPE_SPECIAL_TOKENS,
     SPECIAL_TOKENS,
+    UNIGRAM_SPECIAL_TOKENS,
     VOCAB_KINDS,
     VocabSummary,
     build_bpe_vocab,
+    build_unigram_vocab,
     build_vocab,
     expand_files,
+    unigram_tokenizer_json,
 )
 
 __all__ = [
     "BPE_SPECIAL_TOKENS",
     "SPECIAL_TOKENS",
     "TRUNCATIONS",
+    "UNIGRAM_SPECIAL_TOKENS",
     "VOCAB_KINDS",
     "BertPacker",
     "BertTokenizer",
     "BytePairTokenizer",
     "MaskedLMMasker",
+    "SentencePieceTokenizer",
     "VocabSummary",
     "build_bpe_vocab",
+    "build_unigram_vocab",
     "build_vocab",
     "bytes_to_chars",
     "expand_files",
@@ -47,4 +57,5 @@ __all__ = [
     "packer_for",
     "pair_separators",
     "split_words",
+    "unigram_tokenizer_json",
 ]

@@ -1,6 +1,6 @@
-"""Vocabulary builders (Hugging Face `tokenizers` trainers underneath).
+"""Vocabulary builders (Hugging Face `tokenizers` trainers, and the `sentencepiece` trainer for unigram).
 
-Both read text files and decode every line as UTF-8 with replacement (a line
+All read text files and decode every line as UTF-8 with replacement (a line
 with invalid bytes is counted, never fatal).
 
 - `build_vocab`: WordPiece; writes `vocab.txt` with `[PAD]` at id 0, then
@@ -8,20 +8,48 @@ with invalid bytes is counted, never fatal).
 - `build_bpe_vocab`: byte-level BPE (GPT-2, RoBERTa); writes `vocab.json` and
   `merges.txt` with RoBERTa's `<s>`, `<pad>`, `</s>`, `<unk>`, `<mask>` at
   ids 0 to 4 (`BPE_SPECIAL_TOKENS`), then the 256 bytes, then the merges.
+- `build_unigram_vocab`: SentencePiece unigram (ALBERT, DeBERTa-v2); writes
+  `spiece.model` (ALBERT: `<pad>`, `<unk>`, `[CLS]`, `[SEP]`, `[MASK]` at ids 0
+  to 4, `UNIGRAM_SPECIAL_TOKENS`) or `spm.model` (DeBERTa: `[PAD]`, `[CLS]`,
+  `[SEP]`, `[UNK]`, `[MASK]`), its `tokenizer_config.json` and the Hugging Face
+  `tokenizer.json` transformers would make of it.
 """
 
 import dataclasses
 import glob
+import io
+import json
 import os
 import time
+import unicodedata
 
-from tokenizers import BertWordPieceTokenizer, ByteLevelBPETokenizer
+import sentencepiece
+from sentencepiece import sentencepiece_model_pb2
+from tokenizers import (
+    AddedToken,
+    BertWordPieceTokenizer,
+    ByteLevelBPETokenizer,
+    Regex,
+    Tokenizer,
+    decoders,
+    models,
+    normalizers,
+    pre_tokenizers,
+    processors,
+)
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 BPE_SPECIAL_TOKENS = ("<s>", "<pad>", "</s>", "<unk>", "<mask>")
 BPE_FILES = ("vocab.json", "merges.txt")
-# Vocabulary kinds (`bert-tf-vocab --kind`): WordPiece (`build_vocab`) or byte-level BPE (`build_bpe_vocab`).
-VOCAB_KINDS = ("wordpiece", "bpe")
+# SentencePiece unigram layouts by family: the pieces at ids 0 to 4, and which of them is the unknown piece.
+UNIGRAM_SPECIAL_TOKENS = {
+    "albert": ("<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"),
+    "deberta-v2": ("[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]"),
+}
+UNIGRAM_MODEL_FILES = {"albert": "spiece.model", "deberta-v2": "spm.model"}
+# Vocabulary kinds (`bert-tf-vocab --kind`): WordPiece (`build_vocab`), byte-level BPE (`build_bpe_vocab`) or
+# SentencePiece unigram (`build_unigram_vocab`).
+VOCAB_KINDS = ("wordpiece", "bpe", "unigram")
 
 
 @dataclasses.dataclass
@@ -224,3 +252,196 @@ def build_bpe_vocab(
             os.remove(os.path.join(temporary, name))
         os.rmdir(temporary)
     return VocabSummary.of(reader, files, len(vocab), start, output_dir)
+
+
+def _albert_text(line, lowercase):
+    """What ALBERT's tokenizer gives SentencePiece (quotes, and without accents and lowercased if uncased)."""
+    line = line.replace("``", '"').replace("''", '"')
+    if lowercase:
+        line = "".join(c for c in unicodedata.normalize("NFKD", line) if unicodedata.category(c) != "Mn").lower()
+    return line
+
+
+def unigram_tokenizer_json(proto, family, lowercase, strip_accents=None, special_tokens=None):
+    """The Hugging Face `tokenizers.Tokenizer` transformers builds for `family` from a SentencePiece `proto`
+    (what it saves as tokenizer.json): ALBERT's or DeBERTa-v2's normalizer, `Metaspace`, `[CLS] A [SEP] B [SEP]`.
+
+    Args:
+        proto: `sentencepiece_model_pb2.ModelProto` (unigram).
+        family: "albert" or "deberta-v2".
+        lowercase: `do_lower_case`; strip_accents: ALBERT's `not keep_accents` (default: `lowercase`).
+        special_tokens: the pieces kept whole in the text (default: the proto's control, user-defined and unknown
+            pieces).
+    """
+    strip_accents = lowercase if strip_accents is None else strip_accents
+    unk = next((i for i, p in enumerate(proto.pieces) if p.type == 2), 0)
+    if special_tokens is None:
+        special_tokens = [p.piece for p in proto.pieces if p.type in (2, 3, 4)]
+    vocab = [(p.piece, p.score) for p in proto.pieces]
+    tokenizer = Tokenizer(models.Unigram(vocab, unk_id=unk, byte_fallback=bool(proto.trainer_spec.byte_fallback)))
+    metaspace = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always")
+    if family == "albert":
+        steps = [normalizers.Replace("``", '"'), normalizers.Replace("''", '"')]
+        if strip_accents:
+            steps += [normalizers.NFKD(), normalizers.StripAccents()]
+        if lowercase:
+            steps.append(normalizers.Lowercase())
+        if proto.normalizer_spec.precompiled_charsmap:
+            steps.append(normalizers.Precompiled(proto.normalizer_spec.precompiled_charsmap))
+        tokenizer.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(), metaspace])
+    else:
+        steps = [normalizers.Replace(Regex(r"\s{2,}|[\n\r\t]"), " "), normalizers.NFC()]
+        steps.append(normalizers.Strip(left=False, right=True))
+        if lowercase:
+            steps.append(normalizers.Lowercase())
+        tokenizer.pre_tokenizer = pre_tokenizers.Sequence([metaspace])
+    tokenizer.normalizer = normalizers.Sequence(steps)
+    tokenizer.decoder = decoders.Metaspace(replacement="\u2581", prepend_scheme="always")
+    ids = {p.piece: i for i, p in reversed(list(enumerate(proto.pieces)))}
+    if "[CLS]" in ids and "[SEP]" in ids:
+        tokenizer.post_processor = processors.TemplateProcessing(
+            single="[CLS]:0 $A:0 [SEP]:0",
+            pair="[CLS]:0 $A:0 [SEP]:0 $B:1 [SEP]:1",
+            special_tokens=[("[CLS]", ids["[CLS]"]), ("[SEP]", ids["[SEP]"])],
+        )
+    tokenizer.add_special_tokens([AddedToken(t, normalized=False, special=True) for t in special_tokens])
+    return tokenizer
+
+
+def _unigram_tokenizer_config(family, lowercase):
+    specials = UNIGRAM_SPECIAL_TOKENS[family]
+    pad, unk = (specials[0], specials[1]) if family == "albert" else (specials[0], specials[3])
+    config = {
+        "tokenizer_class": "AlbertTokenizer" if family == "albert" else "DebertaV2Tokenizer",
+        "do_lower_case": lowercase,
+        "bos_token": "[CLS]",
+        "eos_token": "[SEP]",
+        "cls_token": "[CLS]",
+        "sep_token": "[SEP]",
+        "mask_token": "[MASK]",
+        "pad_token": pad,
+        "unk_token": unk,
+    }
+    if family == "albert":
+        config.update({"keep_accents": not lowercase, "remove_space": True})
+    else:
+        config["split_by_punct"] = False
+    return config
+
+
+def build_unigram_vocab(
+    inputs,
+    output_dir,
+    vocab_size=30000,
+    family="albert",
+    lowercase=None,
+    character_coverage=0.9995,
+    input_sentence_size=2_000_000,
+    show_progress=True,
+):
+    """Trains a SentencePiece unigram model (ALBERT's or DeBERTa-v2's kind) with the `sentencepiece` trainer.
+
+    Writes into `output_dir`: the model (`spiece.model` for ALBERT, `spm.model` for DeBERTa-v2), a
+    `tokenizer_config.json` saying how to read it (`tokenizer_class`, `do_lower_case`, `keep_accents`) and the
+    Hugging Face `tokenizer.json` of it; `bert_tf.checkpoints.load_tokenizer(output_dir)` and transformers'
+    `AutoTokenizer` read the directory. The special tokens are the family's (`UNIGRAM_SPECIAL_TOKENS`, ids 0 to
+    4): padding and unknown as SentencePiece's pad and unk pieces, `[CLS]`, `[SEP]`, `[MASK]` user-defined
+    symbols, so that they are kept whole. The model uses SentencePiece's nmt_nfkc normalization (ALBERT's
+    tokenizer applies its charsmap; DeBERTa's does not); an uncased ALBERT vocabulary is trained on text
+    lowercased and without accents, as its tokenizer gives text to the model.
+
+    Args:
+        inputs: file paths or globs (a list, or one comma-separated string).
+        output_dir: directory to write into (made if missing).
+        vocab_size: number of pieces, the 5 special tokens included.
+        family: "albert" or "deberta-v2".
+        lowercase: uncased vocabulary (default: ALBERT yes, DeBERTa-v2 no).
+        character_coverage: share of characters the model covers (the rest are unknown).
+        input_sentence_size: lines sampled for training at most (0: all).
+
+    Returns:
+        A `VocabSummary` (`output` is the model file).
+    """
+    if family not in UNIGRAM_SPECIAL_TOKENS:
+        raise ValueError(f"`family` must be one of {tuple(UNIGRAM_SPECIAL_TOKENS)}. Received: family={family!r}")
+    lowercase = family == "albert" if lowercase is None else lowercase
+    specials = UNIGRAM_SPECIAL_TOKENS[family]
+    if vocab_size <= len(specials) + 1:
+        raise ValueError(
+            f"`vocab_size` must exceed the {len(specials)} special tokens. Received: vocab_size={vocab_size}"
+        )
+    if not 0 < character_coverage <= 1:
+        raise ValueError(f"`character_coverage` must be in (0, 1]. Received: character_coverage={character_coverage}")
+    files = expand_files(inputs)
+    start = time.time()
+    reader = _LineReader(files)
+    if family == "albert":
+        lines = (_albert_text(line.rstrip("\r\n"), lowercase) for line in reader)
+    else:
+        lines = (line.rstrip("\r\n").lower() if lowercase else line.rstrip("\r\n") for line in reader)
+    unk = specials.index("<unk>" if family == "albert" else "[UNK]")
+    user_defined = [t for i, t in enumerate(specials) if i not in (0, unk)]
+    model = _NonEmpty(lines)
+    trained = io.BytesIO()
+    try:
+        sentencepiece.SentencePieceTrainer.train(
+            sentence_iterator=iter(model),
+            model_writer=trained,
+            model_type="unigram",
+            vocab_size=vocab_size,
+            character_coverage=character_coverage,
+            normalization_rule_name="nmt_nfkc",
+            input_sentence_size=input_sentence_size,
+            shuffle_input_sentence=True,
+            pad_id=0,
+            pad_piece=specials[0],
+            unk_id=unk,
+            unk_piece=specials[unk],
+            bos_id=-1,
+            eos_id=-1,
+            user_defined_symbols=user_defined,
+            hard_vocab_limit=False,
+            minloglevel=0 if show_progress else 2,
+            num_threads=os.cpu_count() or 1,
+        )
+    except RuntimeError as e:
+        if not model.count:
+            raise ValueError(
+                f"No text to build a vocabulary from in {', '.join(files)} ({reader.lines} lines, {reader.bytes} "
+                f"bytes); no vocabulary written to {output_dir}."
+            ) from None
+        raise ValueError(f"The sentencepiece trainer failed on {', '.join(files)}: {e}") from None
+    proto = sentencepiece_model_pb2.ModelProto()
+    proto.ParseFromString(trained.getvalue())
+    if tuple(p.piece for p in proto.pieces[: len(specials)]) != specials:
+        raise RuntimeError(f"Trainer did not put the special tokens first: {[p.piece for p in proto.pieces[:5]]}")
+    os.makedirs(output_dir, exist_ok=True)
+    output = os.path.join(output_dir, UNIGRAM_MODEL_FILES[family])
+    written = {
+        output: trained.getvalue(),
+        os.path.join(output_dir, "tokenizer_config.json"): json.dumps(
+            _unigram_tokenizer_config(family, lowercase), indent=2, sort_keys=True
+        ).encode(),
+        os.path.join(output_dir, "tokenizer.json"): unigram_tokenizer_json(proto, family, lowercase)
+        .to_str()
+        .encode("utf-8"),
+    }
+    for path, data in written.items():  # each written beside and renamed: never a partial file
+        with open(path + ".tmp", "wb") as f:
+            f.write(data)
+        os.replace(path + ".tmp", path)
+    return VocabSummary.of(reader, files, len(proto.pieces), start, output)
+
+
+class _NonEmpty:
+    """The non-empty lines of an iterator, counted (the trainer fails on none)."""
+
+    def __init__(self, lines):
+        self.lines = lines
+        self.count = 0
+
+    def __iter__(self):
+        for line in self.lines:
+            if line.strip():
+                self.count += 1
+                yield line

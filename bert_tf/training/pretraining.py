@@ -6,7 +6,10 @@ One `PretrainConfig` describes a run (its fields are the flags of
 1. the corpus: `corpus` files, or without them an offline default corpus
    (Python's own documentation) written to `model_dir/default_corpus.txt`;
 2. the vocabulary: `vocab`, or one built from the corpus into
-   `model_dir/vocab.txt` (kept, so a re-run uses the same one);
+   `model_dir/vocab.txt` (kept, so a re-run uses the same one); its kind by
+   `model_type` (`VOCAB_KIND_BY_MODEL_TYPE`): WordPiece, byte-level BPE
+   (`vocab.json` + `merges.txt`) or SentencePiece unigram (`spiece.model`; a
+   `.model` or a directory holding one as `vocab` of any model type);
 3. the model: a preset (`bert_tf.config.PRESETS`) or a `bert_config.json`,
    with the vocabulary's size; `model_type` makes a preset a model of that
    family (`BertConfig.for_family`: RoBERTa's one segment and offset
@@ -31,12 +34,17 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.checkpoints import load_tokenizer, save_model_dir, write_tokenizer_files
+from bert_tf.checkpoints.tokenizer_files import (
+    SENTENCEPIECE_FILES,
+    save_sentencepiece_tokenizer,
+    sentencepiece_options,
+)
 from bert_tf.config import EMBEDDING_SIZE_TYPES, MODEL_TYPES, PRESETS, BertConfig, ConfigError
 from bert_tf.data.default_corpus import write_default_corpus
 from bert_tf.data.pretraining import FORMATS, EmptyCorpusError, pretraining_dataset
 from bert_tf.models import BertPretrainer, build_encoder
-from bert_tf.text import SPECIAL_TOKENS, BertTokenizer, packer_for
-from bert_tf.text.vocab import build_bpe_vocab, build_vocab, expand_files
+from bert_tf.text import SPECIAL_TOKENS, BertTokenizer, SentencePieceTokenizer, packer_for
+from bert_tf.text.vocab import build_bpe_vocab, build_unigram_vocab, build_vocab, expand_files
 from bert_tf.training.distribute import DTYPES, create_strategy, dtype_policy, is_chief
 from bert_tf.training.optimization import OPTIMIZERS, create_optimizer
 from bert_tf.training.trainer import (
@@ -81,7 +89,9 @@ class PretrainConfig:
     corpus: list = dataclasses.field(default_factory=list)  # files or globs; empty: the offline default corpus
     corpus_format: str = "lines"  # bert_tf.data.pretraining.FORMATS
     group_size: int = 16  # documents per pair-building group; every 20th group is held out
-    vocab: str = None  # vocab.txt (roberta: a byte-level BPE vocab.json, merges.txt beside it); None: built here
+    # vocab.txt (roberta: a byte-level BPE vocab.json, merges.txt beside it; any: a SentencePiece .model or a
+    # directory with spiece.model/spm.model); None: built here, of the kind VOCAB_KIND_BY_MODEL_TYPE says
+    vocab: str = None
     vocab_size: int = 8000  # of a vocabulary built here
     lowercase: bool = True
     # False: "[MASK]", "[SEP]", ... written in the corpus are their single ids (never masked), as Hugging Face's
@@ -183,7 +193,12 @@ class PretrainConfig:
                 "(bert-tf-vocab --kind=bpe), or none to build one from the corpus",
                 "vocab",
             )
-        if self.vocab and not os.path.isfile(self.vocab):
+        if self.vocab and os.path.isdir(self.vocab) and not sentencepiece_model_in(self.vocab):
+            fail(
+                f"`vocab` is a directory without a SentencePiece model ({' or '.join(SENTENCEPIECE_FILES.values())})",
+                "vocab",
+            )
+        if self.vocab and not os.path.exists(self.vocab):
             fail("`vocab` does not exist", "vocab")
         if self.model not in PRESETS and not os.path.isfile(self.model):
             fail(f"`model` must be a preset {PRESETS} or a bert_config.json path", "model")
@@ -192,6 +207,20 @@ class PretrainConfig:
                 expand_files(self.corpus)
             except FileNotFoundError as e:
                 fail(f"`corpus`: {e}", "corpus")
+
+
+# The vocabulary kind (bert-tf-vocab --kind) a model_type builds on the fly when `vocab` is not given; others:
+# "wordpiece". SentencePiece's family (special tokens, normalization) is UNIGRAM_FAMILY_BY_MODEL_TYPE's, else ALBERT's.
+VOCAB_KIND_BY_MODEL_TYPE = {"roberta": "bpe", "albert": "unigram", "deberta-v2": "unigram"}
+UNIGRAM_FAMILY_BY_MODEL_TYPE = {"deberta-v2": "deberta-v2"}
+
+
+def sentencepiece_model_in(path):
+    """The SentencePiece model of a directory (spiece.model or spm.model), or `None`."""
+    for name in SENTENCEPIECE_FILES.values():
+        if os.path.isfile(os.path.join(path, name)):
+            return os.path.join(path, name)
+    return None
 
 
 def corpus_and_vocab(config, chief=True, log=print):
@@ -208,7 +237,17 @@ def corpus_and_vocab(config, chief=True, log=print):
         if chief and not os.path.exists(path):
             log(f"No corpus: wrote {write_default_corpus(path)} documents of Python documentation to {path}")
         files, corpus_format = [path], "paragraphs"
-    if config.model_type == "roberta":  # a byte-level BPE vocabulary: vocab.json + merges.txt
+    kind = VOCAB_KIND_BY_MODEL_TYPE.get(config.model_type, "wordpiece")
+    if config.vocab and os.path.isdir(config.vocab):
+        return files, corpus_format, sentencepiece_model_in(config.vocab)
+    if kind == "unigram" and not config.vocab:
+        family = UNIGRAM_FAMILY_BY_MODEL_TYPE.get(config.model_type, "albert")
+        vocab = os.path.join(config.model_dir, SENTENCEPIECE_FILES[family])
+        if chief and not os.path.exists(vocab):
+            lowercase = config.lowercase if family == "albert" else None
+            log(build_unigram_vocab(files, config.model_dir, config.vocab_size, family, lowercase, show_progress=False))
+        return files, corpus_format, vocab
+    if kind == "bpe":  # a byte-level BPE vocabulary: vocab.json + merges.txt
         vocab = config.vocab or os.path.join(config.model_dir, "vocab.json")
         merges = os.path.join(os.path.dirname(vocab), "merges.txt")
         if not config.vocab and chief and not (os.path.exists(vocab) and os.path.exists(merges)):
@@ -260,15 +299,30 @@ def is_byte_pair_vocab(vocab_file):
     return vocab_file.endswith(".json")
 
 
-def pretraining_tokenizer(vocab_file, lowercase=True, **kwargs):
-    """The tokenizer of `vocab_file`: a WordPiece `BertTokenizer` of a vocab.txt, or the byte-level BPE tokenizer
-    of the directory holding a vocab.json and its merges.txt (`checkpoints.load_tokenizer`)."""
+def is_sentencepiece_vocab(vocab_file):
+    """True for a SentencePiece unigram model (a `.model` file)."""
+    return vocab_file.endswith(".model")
+
+
+def pretraining_tokenizer(vocab_file, lowercase=True, model_type="bert", **kwargs):
+    """The tokenizer of `vocab_file`: a WordPiece `BertTokenizer` of a vocab.txt, the byte-level BPE tokenizer
+    of the directory holding a vocab.json and its merges.txt (`checkpoints.load_tokenizer`), or the
+    `SentencePieceTokenizer` of a `.model`, read as the `tokenizer_config.json` beside it says (without one: the
+    family `model_type` builds, `lowercase` for ALBERT's)."""
     if is_byte_pair_vocab(vocab_file):
         return load_tokenizer(os.path.dirname(os.path.abspath(vocab_file)), **kwargs)
+    if is_sentencepiece_vocab(vocab_file):
+        family = UNIGRAM_FAMILY_BY_MODEL_TYPE.get(model_type, "albert")
+        options = sentencepiece_options(os.path.dirname(os.path.abspath(vocab_file)), vocab_file, family)
+        if family == "albert" and not os.path.isfile(
+            os.path.join(os.path.dirname(os.path.abspath(vocab_file)), "tokenizer_config.json")
+        ):
+            options.update(lowercase=lowercase, strip_accents=lowercase)
+        return SentencePieceTokenizer(vocab_file, **options, **kwargs)
     return BertTokenizer(vocab_file, lowercase=lowercase, **kwargs)
 
 
-def fill_mask(pretrainer, vocab_file, sentences, lowercase=True, max_seq_length=128, top_k=5):
+def fill_mask(pretrainer, vocab_file, sentences, lowercase=True, max_seq_length=128, top_k=5, model_type="bert"):
     """The `top_k` pieces the masked-LM head predicts for the first `[MASK]` of each sentence.
 
     `[MASK]` stands for the vocabulary's mask token (RoBERTa's `<mask>`).
@@ -277,7 +331,7 @@ def fill_mask(pretrainer, vocab_file, sentences, lowercase=True, max_seq_length=
         One `(sentence, [(piece, probability), ...])` per sentence, most probable first
         (a sentence without `[MASK]` is scored at position 0).
     """
-    tokenizer = pretraining_tokenizer(vocab_file, lowercase, split_special_tokens=False)
+    tokenizer = pretraining_tokenizer(vocab_file, lowercase, model_type, split_special_tokens=False)
     mask_token = tokenizer.get_vocabulary()[tokenizer.mask_id]
     packer = packer_for(tokenizer, max_seq_length)
     inputs = packer(tokenizer.tokenize(tf.constant([s.replace("[MASK]", mask_token) for s in sentences])))
@@ -341,7 +395,9 @@ def pretrain(config, strategy=None, log=print):
     strategy = strategy or create_strategy("one_device")
     chief = is_chief(strategy)
     files, corpus_format, vocab_file = corpus_and_vocab(config, chief, log)
-    tokenizer = pretraining_tokenizer(vocab_file, config.lowercase, split_special_tokens=config.split_special_tokens)
+    tokenizer = pretraining_tokenizer(
+        vocab_file, config.lowercase, config.model_type, split_special_tokens=config.split_special_tokens
+    )
     bert_config = model_config(config.model, tokenizer.vocab_size, config.model_type, config.embedding_size)
     if config.max_seq_length > bert_config.max_position_embeddings:
         raise ConfigError(
@@ -442,11 +498,12 @@ def pretrain(config, strategy=None, log=print):
     metrics = loop.train(log=log)
     if chief:
         byte_pairs = is_byte_pair_vocab(vocab_file)
+        sentencepiece = is_sentencepiece_vocab(vocab_file)
         save_model_dir(
             pretrainer,
             config.model_dir,
-            # A built vocabulary is already there; a BPE one is written below.
-            vocab_file=vocab_file if config.vocab and not byte_pairs else None,
+            # A built vocabulary is already there; a BPE or SentencePiece one is written below.
+            vocab_file=vocab_file if config.vocab and not (byte_pairs or sentencepiece) else None,
             settings={
                 "lowercase": config.lowercase,
                 "max_seq_length": config.max_seq_length,
@@ -455,15 +512,25 @@ def pretrain(config, strategy=None, log=print):
         )
         if byte_pairs:
             write_tokenizer_files(os.path.dirname(os.path.abspath(vocab_file)), config.model_dir)
+        if sentencepiece:  # the .model and how to read it (tokenizer_config.json), as load_tokenizer finds them
+            save_sentencepiece_tokenizer(tokenizer, config.model_dir)
         if metrics:  # none when the loop found the run complete
             log("Final: " + ", ".join(f"{k} {v:.4g}" for k, v in metrics.items()))
         log(
-            f"Model directory: {config.model_dir} (bert_config.json, {'vocab.json, merges.txt' if byte_pairs else 'vocab.txt'}, "
+            f"Model directory: {config.model_dir} (bert_config.json, "
+            f"{'vocab.json, merges.txt' if byte_pairs else SENTENCEPIECE_FILES[tokenizer.family] if sentencepiece else 'vocab.txt'}, "
             f"bert_model.ckpt, bert_tf.json; TensorBoard logs in {os.path.join(config.model_dir, 'logs')})"
         )
         if config.fill_mask:
             log("Fill-mask:")
-            results = fill_mask(pretrainer, vocab_file, config.fill_mask, config.lowercase, config.max_seq_length)
+            results = fill_mask(
+                pretrainer,
+                vocab_file,
+                config.fill_mask,
+                config.lowercase,
+                config.max_seq_length,
+                model_type=config.model_type,
+            )
             for line in format_fill_mask(results):
                 log(line)
     return metrics

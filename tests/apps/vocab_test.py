@@ -87,3 +87,37 @@ def test_bpe_kind_flag_errors(tmp_path):
     unknown = _run("--kind=sentencepiece", f"--input={corpus}", "--output=out", cwd=tmp_path)
     assert unknown.returncode != 0 and "--kind" in unknown.stderr
     assert not os.path.exists(tmp_path / "out")
+
+
+def test_unigram_kind_writes_a_model_that_reads_as_its_tokenizer_json(tmp_path):
+    import tensorflow as tf
+    import tokenizers
+
+    from bert_tf import checkpoints
+
+    lines = ["Hello world, hello there.", "It's 2024: naive cafe, the fox!", "  spaced   out  "]
+    corpus = tmp_path / "c.txt"
+    corpus.write_bytes(("\n".join(lines) + "\n").encode() * 20 + b"caf\xe9\n")
+    result = _run(
+        "--kind=unigram", f"--input={corpus}", "--output=out", "--vocab_size=60", "--noprogress", cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    assert "pieces to out/spiece.model" in result.stdout and "1 lines with invalid UTF-8" in result.stdout
+    assert sorted(os.listdir(tmp_path / "out")) == ["spiece.model", "tokenizer.json", "tokenizer_config.json"]
+    ours = checkpoints.load_tokenizer(str(tmp_path / "out"))
+    assert [ours.pad_id, ours.unk_id, ours.cls_id, ours.sep_id, ours.mask_id] == [0, 1, 2, 3, 4]
+    reference = tokenizers.Tokenizer.from_file(str(tmp_path / "out" / "tokenizer.json"))
+    texts = lines + ["UNSEEN words [MASK] here", "x[SEP]y"]
+    expected = [e.ids for e in reference.encode_batch(texts, add_special_tokens=False)]
+    assert ours.tokenize(tf.constant(texts)).to_list() == expected
+
+
+def test_unigram_kind_flag_errors(tmp_path):
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("hello world\n" * 10)
+    (tmp_path / "file").write_text("x")
+    not_dir = _run("--kind=unigram", f"--input={corpus}", "--output=file", cwd=tmp_path)
+    assert not_dir.returncode != 0 and "must be a directory" in not_dir.stderr
+    family = _run(f"--input={corpus}", "--output=v.txt", "--family=deberta-v2", cwd=tmp_path)
+    assert family.returncode != 0 and "--family applies to --kind=unigram only" in family.stderr
+    assert not os.path.exists(tmp_path / "v.txt")

@@ -6,7 +6,14 @@ import os
 import pytest
 from tokenizers import BertWordPieceTokenizer
 
-from bert_tf.text.vocab import BPE_SPECIAL_TOKENS, SPECIAL_TOKENS, build_bpe_vocab, build_vocab
+from bert_tf.text.vocab import (
+    BPE_SPECIAL_TOKENS,
+    SPECIAL_TOKENS,
+    UNIGRAM_SPECIAL_TOKENS,
+    build_bpe_vocab,
+    build_unigram_vocab,
+    build_vocab,
+)
 from tests.conftest import DATA_DIR
 
 TEXT = ("The Quick brown fox jumps over the lazy dog.\nÉmile naïvely jumped; the dogs were jumping quickly!\n") * 50
@@ -89,3 +96,32 @@ def test_bpe_vocab_layout_and_errors(tmp_path):
     with pytest.raises(ValueError, match="No text"):
         build_bpe_vocab([str(empty)], str(tmp_path / "none"), vocab_size=300, show_progress=False)
     assert not os.path.exists(tmp_path / "small") and not os.path.exists(tmp_path / "none")
+
+
+def test_unigram_vocab_layout_and_errors(tmp_path):
+    from sentencepiece import SentencePieceProcessor
+
+    corpus = tmp_path / "a.txt"
+    corpus.write_bytes(TEXT.encode("utf-8") + b"caf\xe9\n")
+    for family in ("albert", "deberta-v2"):
+        output = tmp_path / family
+        summary = build_unigram_vocab([str(corpus)], str(output), vocab_size=80, family=family, show_progress=False)
+        name = "spiece.model" if family == "albert" else "spm.model"
+        assert sorted(os.listdir(output)) == sorted([name, "tokenizer.json", "tokenizer_config.json"])
+        model = SentencePieceProcessor(model_file=str(output / name))
+        assert [model.id_to_piece(i) for i in range(5)] == list(UNIGRAM_SPECIAL_TOKENS[family])
+        pieces = [model.id_to_piece(i) for i in range(5, model.get_piece_size())]
+        assert any(p != p.lower() for p in pieces) == (family == "deberta-v2")  # ALBERT's is uncased
+        assert summary.vocab_size == model.get_piece_size() <= 80 and summary.replaced_lines == 1
+        with open(output / "tokenizer_config.json", encoding="utf-8") as f:
+            config = json.load(f)
+        assert config["do_lower_case"] == (family == "albert")
+    with pytest.raises(ValueError, match="family"):
+        build_unigram_vocab([str(corpus)], str(tmp_path / "x"), family="xlnet", show_progress=False)
+    with pytest.raises(ValueError, match="vocab_size"):
+        build_unigram_vocab([str(corpus)], str(tmp_path / "small"), vocab_size=5, show_progress=False)
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n\n")
+    with pytest.raises(ValueError, match="No text"):
+        build_unigram_vocab([str(empty)], str(tmp_path / "none"), vocab_size=300, show_progress=False)
+    assert not any(os.path.exists(tmp_path / n) for n in ("x", "small", "none"))

@@ -278,3 +278,36 @@ def test_app_refuses_nsp_for_a_family_without_it(tmp_path):
     assert result.returncode != 0
     assert "`nsp`" in result.stderr and "model_type='distilbert'" in result.stderr, result.stderr
     assert not (tmp_path / "never").exists()
+
+
+def test_unigram_vocabulary_pretrains_and_reads_back(corpus_and_vocab, tmp_path):
+    """model_type bert on a SentencePiece unigram vocabulary (a directory from build_unigram_vocab): the model
+    directory carries the .model and tokenizer_config.json, `load_tokenizer` reads it back, whole-word masking
+    takes "▁" pieces as word starts."""
+    from bert_tf.text import SentencePieceTokenizer, build_unigram_vocab
+
+    corpus, _ = corpus_and_vocab
+    vocab_dir = str(tmp_path / "vocab")
+    build_unigram_vocab(corpus, vocab_dir, vocab_size=60, show_progress=False)
+    model_dir = str(tmp_path / "model")
+    messages = []
+    settings = dict(SETTINGS, train_steps=2, whole_word_masking=True, fill_mask=["the [MASK] sat on the mat ."])
+    metrics = pretrain(
+        PretrainConfig(model_dir=model_dir, corpus=[corpus], vocab=vocab_dir, **settings), log=messages.append
+    )
+    assert math.isfinite(metrics["loss"])
+    assert {"spiece.model", "tokenizer_config.json"} <= set(os.listdir(model_dir))
+    assert "  the [MASK] sat on the mat ." in "\n".join(map(str, messages))
+    tokenizer = load_tokenizer(model_dir)
+    assert isinstance(tokenizer, SentencePieceTokenizer) and tokenizer.family == "albert"
+    original = load_tokenizer(vocab_dir)
+    text = tf.constant(["the cat sat on the mat .", "a [MASK] dog"])
+    assert tokenizer(text).to_list() == original(text).to_list()
+    assert _json(model_dir, "bert_config.json")["vocab_size"] == original.vocab_size
+    continuation = set(tokenizer.continuation_ids())
+    pieces = tokenizer.get_vocabulary()
+    assert continuation and all(not pieces[i].startswith("\u2581") for i in continuation)
+    out = str(tmp_path / "hf")
+    convert_checkpoint(model_dir, out, to="hf")  # the .model and a tokenizer_config.json transformers reads
+    assert _json(out, "tokenizer_config.json")["tokenizer_class"] == "AlbertTokenizer"
+    assert load_tokenizer(out)(text).to_list() == original(text).to_list()

@@ -1,0 +1,937 @@
+"""In-graph SentencePiece (unigram) tokenizer (ALBERT, DeBERTa-v2/v3) with Hugging Face's ids.
+
+`SentencePieceTokenizer` turns raw UTF-8 strings into unigram piece ids with
+TensorFlow and tensorflow-text ops only, so it runs inside `tf.data`,
+`tf.function` and an exported SavedModel (the model proto is a constant of the
+graph). Its ids are exactly those of the directory's Hugging Face tokenizer
+(`tokenizers` with the `tokenizer.json` transformers writes for `AlbertTokenizer`
+or `DebertaV2Tokenizer`), `encode(text, add_special_tokens=False)`.
+
+Pipeline (the reference's order):
+
+1. Invalid UTF-8 is replaced by U+FFFD, as Python's
+   `bytes.decode("utf-8", errors="replace")` would before the reference.
+2. The special and added tokens (`[CLS]`, `[MASK]`, `<pad>`, ...) written
+   verbatim in the text are split out and kept whole as their one id (unless
+   `split_special_tokens=True`), before any normalization.
+3. Each other segment is normalized as the family's `tokenizer.json` says:
+   - "albert": `` and '' become ", then (unless `keep_accents`) NFKD and
+     removal of nonspacing marks (Unicode Mn), then (if `lowercase`)
+     lowercasing, then the model's `precompiled_charsmap` (SentencePiece's
+     nmt_nfkc) and a split at whitespace, each word starting with "▁".
+   - "deberta-v2": runs of 2+ whitespace characters and each tab, newline and
+     carriage return become one space, then NFC, then trailing whitespace is
+     removed (and lowercasing if `lowercase`); with `split_by_punct`, each
+     punctuation mark (Unicode P* and ASCII punctuation) is a word of its own
+     and so is the text after it (Hugging Face's `Punctuation` pre-tokenizer:
+     a space goes before each mark, and after it unless a space follows);
+     spaces become "▁" and the segment starts with one (unless it starts with
+     a space already).
+4. The unigram model (Viterbi over the piece scores) cuts each word into
+   pieces: tensorflow-text's `SentencepieceTokenizer` runs the model proto,
+   modified so that it does only what step 3 leaves to it (the charsmap for
+   ALBERT, none for DeBERTa; the special pieces become ordinary scored pieces,
+   as Hugging Face's `Unigram` model holds them). Unknown characters are the
+   unknown id (one for each run, as both references fuse them); byte-fallback
+   models give `<0xXX>` pieces instead.
+
+Steps 3 run as TensorFlow ops (tensorflow-text's `normalize_utf8` for NFKD and
+NFC, RE2 for the rest) before the SentencePiece op, which then sees text where
+all whitespace is a plain space.
+
+Offsets: the pieces' offsets into the normalized text are mapped back to the
+input through each character's own normalization (exact wherever the
+normalized text is the characters' normalizations end to end, as for ASCII and
+most text; elsewhere, e.g. where `` became ", proportionally within the
+segment). A piece's leading "▁" is not part of its span.
+
+Viterbi ties: a run of pieces that are powers of one unit ("-" "--", "0" "00")
+scores the same in any order; Hugging Face keeps the path whose last piece is
+the longest (the run shortest first), tensorflow-text's float32 sums pick any
+order, so each such run is sorted shortest first after the op.
+
+Not reproduced (tools/sentencepiece_parity.py over all 464,480 lines of
+../shared/data: 1 mismatched line for ALBERT and DeBERTa, 2 for cased ALBERT):
+- other exact ties between different piece sequences, e.g. "0,000,000" in
+  "$20,000,000!" ("0" "," "00" "000" against "000" "," "0" "00"): the op's
+  float32 sums decide, not Hugging Face's longest-last-piece rule;
+- ALBERT with `keep_accents`: a character the charsmap changes followed by
+  combining marks in a grapheme of under 6 bytes (U+FFFD then U+06E1 in the
+  Arabic UDHR): Hugging Face's `Precompiled` replaces the whole grapheme by the
+  character's mapping (dropping the marks), SentencePiece keeps the marks;
+- a word that itself starts with "▁" (U+2581) after whitespace in ALBERT
+  (Hugging Face adds no "▁" then, this layer does; not in the data).
+
+Shape legend: `N` strings, `S` segments, `C` characters, `P` pieces.
+"""
+
+import base64
+import json
+
+import keras
+import sentencepiece
+import tensorflow as tf
+import tensorflow_text as tf_text
+from sentencepiece import sentencepiece_model_pb2
+
+from bert_tf.text.normalization import VALID_UTF8_PATTERN
+from bert_tf.text.offsets import CharBounds, replace_invalid_utf8, to_original_bytes
+
+FAMILIES = ("albert", "deberta-v2")
+
+# Hugging Face's `Punctuation` pre-tokenizer: Unicode P* and ASCII punctuation (which has some symbols).
+PUNCTUATION_CLASS = r"[\pP$+<=>^`|~]"
+# Unicode White_Space (Rust `char::is_whitespace`, Oniguruma's `\s`): RE2's `\s` is ASCII only.
+WHITESPACE_CLASS = r"[\t\n\x0B\f\r \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}]"
+WORD_BOUNDARY = "\u2581"
+
+# SentencePiece piece types (sentencepiece_model.proto).
+_NORMAL, _UNKNOWN, _CONTROL, _USER_DEFINED, _UNUSED, _BYTE = 1, 2, 3, 4, 5, 6
+
+_PAD_TOKENS = ("<pad>", "[PAD]")
+_CLS_TOKENS = ("[CLS]", "<s>", "<cls>")
+_SEP_TOKENS = ("[SEP]", "</s>", "<sep>")
+_MASK_TOKENS = ("[MASK]", "<mask>")
+
+
+def _read_bytes(path):
+    with tf.io.gfile.GFile(path, "rb") as f:
+        return f.read()
+
+
+def _parse_model(model):
+    """ModelProto from a path, serialized bytes, or a "base64:" string."""
+    if isinstance(model, str) and model.startswith("base64:"):
+        data = base64.b64decode(model[len("base64:") :])
+    elif isinstance(model, str):
+        if not tf.io.gfile.exists(model):
+            raise ValueError(f"`model` file does not exist. Received: model={model}")
+        data = _read_bytes(model)
+    elif isinstance(model, bytes):
+        data = model
+    else:
+        raise ValueError(
+            "`model` must be the path of a SentencePiece .model, its bytes or a 'base64:' string. "
+            f"Received: model={type(model).__name__}"
+        )
+    proto = sentencepiece_model_pb2.ModelProto()
+    try:
+        proto.ParseFromString(data)
+    except Exception as e:  # protobuf's DecodeError has no public common base
+        where = model if isinstance(model, str) and not model.startswith("base64:") else "the model bytes"
+        raise ValueError(f"{where}: not a SentencePiece model proto ({e}).") from None
+    if not proto.pieces:
+        where = model if isinstance(model, str) and not model.startswith("base64:") else "the model bytes"
+        raise ValueError(f"{where}: a SentencePiece model proto without pieces.")
+    if proto.trainer_spec.model_type not in (0, 1):  # unset or UNIGRAM
+        raise ValueError(
+            f"Only unigram SentencePiece models are read. Received: trainer_spec.model_type="
+            f"{proto.trainer_spec.model_type} (2: BPE, 3: word, 4: char)"
+        )
+    return proto
+
+
+def _escape(token):
+    """RE2 pattern matching `token` literally."""
+    return "".join("\\" + c if not c.isalnum() and ord(c) < 128 else c for c in token)
+
+
+def proto_from_unigram(vocab, unk_id, byte_fallback=False, precompiled_charsmap=b"", special_tokens=()):
+    """A SentencePiece unigram ModelProto from a Hugging Face `Unigram` vocabulary.
+
+    Args:
+        vocab: list of `[piece, score]`, by id (`tokenizer.json`'s `model.vocab`).
+        unk_id: id of the unknown piece.
+        byte_fallback: whether `<0x00>`..`<0xFF>` pieces stand for bytes.
+        precompiled_charsmap: the normalizer's charsmap (bytes), or empty for none.
+        special_tokens: pieces that are control symbols (kept whole in the text when read back).
+
+    Returns:
+        `sentencepiece_model_pb2.ModelProto`.
+    """
+    proto = sentencepiece_model_pb2.ModelProto()
+    proto.trainer_spec.model_type = 1
+    proto.trainer_spec.vocab_size = len(vocab)
+    proto.trainer_spec.unk_id = unk_id
+    proto.trainer_spec.byte_fallback = bool(byte_fallback)
+    proto.trainer_spec.bos_id = -1
+    proto.trainer_spec.eos_id = -1
+    proto.trainer_spec.pad_id = -1
+    byte_pieces = {f"<0x{b:02X}>" for b in range(256)} if byte_fallback else set()
+    for index, entry in enumerate(vocab):
+        if not isinstance(entry, (list, tuple)) or len(entry) != 2 or not isinstance(entry[0], str):
+            raise ValueError(f"Unigram vocabulary entry {index} must be [piece, score]. Received: {entry!r}")
+        piece = proto.pieces.add()
+        piece.piece = entry[0]
+        piece.score = float(entry[1])
+        if index == unk_id:
+            piece.type = _UNKNOWN
+        elif entry[0] in byte_pieces:
+            piece.type = _BYTE
+        elif entry[0] in special_tokens:
+            piece.type = _CONTROL
+        else:
+            piece.type = _NORMAL
+    proto.normalizer_spec.name = "user_defined" if precompiled_charsmap else "identity"
+    proto.normalizer_spec.precompiled_charsmap = precompiled_charsmap
+    return proto
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class SentencePieceTokenizer(keras.layers.Layer):
+    """SentencePiece unigram tokenizer layer (ALBERT, DeBERTa-v2/v3) with Hugging Face's ids.
+
+    Runs entirely in-graph (tf.data, tf.function, SavedModel). Ids equal those
+    of the Hugging Face fast tokenizer of the family built from the same model
+    (`encode(text, add_special_tokens=False)`); see the module docstring for
+    the pipeline.
+
+    Args:
+        model: a SentencePiece `.model` path (kept as a path in
+            `get_config()`), its bytes, or "base64:" and its bytes in base64
+            (what `get_config()` holds for bytes).
+        family: "albert" or "deberta-v2": which Hugging Face normalization
+            runs before the model (see the module docstring).
+        lowercase: lowercase the text (ALBERT's `do_lower_case`, default for
+            "albert"; DeBERTa's `do_lower_case`, off by default).
+        strip_accents: NFKD and removal of nonspacing marks (ALBERT's `not
+            keep_accents`; default for "albert", refused for "deberta-v2").
+        split_by_punct: DeBERTa's `split_by_punct`: each punctuation mark
+            (Unicode P* and ASCII punctuation) is a word of its own, "▁" first.
+        special_tokens: tokens kept whole when written verbatim in the text,
+            a list of strings or of dicts as in `tokenizer.json`'s
+            `added_tokens` (`content`, `lstrip`, `rstrip`, `special`). `None`
+            (default): the model's control, user-defined and unknown pieces.
+        split_special_tokens: if `True`, special tokens in the text are
+            ordinary text, as `tokenizer.encode_special_tokens = True` in
+            Hugging Face. Default `False`, the Hugging Face default.
+        **kwargs: standard `keras.layers.Layer` arguments.
+
+    Example:
+
+    >>> tokenizer = SentencePieceTokenizer("spiece.model", family="albert")
+    >>> ids = tokenizer(tf.constant(["Hello world!"]))  # ragged [1, (P)]
+    >>> tokenizer = SentencePieceTokenizer.from_tokenizer_json("tokenizer.json")
+    """
+
+    # How pairs are packed (`bert_tf.text.packer_for`): `[CLS] A [SEP] B [SEP]`, B in segment 1.
+    packing = "bert"
+
+    def __init__(
+        self,
+        model,
+        family="albert",
+        lowercase=None,
+        strip_accents=None,
+        split_by_punct=False,
+        special_tokens=None,
+        split_special_tokens=False,
+        **kwargs,
+    ):
+        kwargs.setdefault("dtype", "int32")
+        super().__init__(**kwargs)
+        if family not in FAMILIES:
+            raise ValueError(f"`family` must be one of {FAMILIES}. Received: family={family!r}")
+        if lowercase is None:
+            lowercase = family == "albert"
+        if strip_accents is None:
+            strip_accents = family == "albert"
+        for name, value in (
+            ("lowercase", lowercase),
+            ("strip_accents", strip_accents),
+            ("split_by_punct", split_by_punct),
+            ("split_special_tokens", split_special_tokens),
+        ):
+            if not isinstance(value, bool):
+                raise ValueError(f"`{name}` must be a bool. Received: {name}={value!r}")
+        if family == "deberta-v2" and strip_accents:
+            raise ValueError("`strip_accents=True` is ALBERT's normalization; DeBERTa-v2 keeps accents.")
+        if split_by_punct and family != "deberta-v2":
+            raise ValueError(
+                f"`split_by_punct` is DeBERTa-v2's option. Received: split_by_punct=True, family={family!r}"
+            )
+        self.model = model
+        self.family = family
+        self.lowercase = lowercase
+        self.strip_accents = strip_accents
+        self.split_by_punct = split_by_punct
+        self.special_tokens = special_tokens
+        self.split_special_tokens = split_special_tokens
+        self._convert_input_args = False
+        self._allow_non_tensor_positional_args = True
+        self._build_tables(_parse_model(model))
+        self.built = True
+
+    # === Constructors ===
+
+    @classmethod
+    def from_model_file(cls, path, **options):
+        """A tokenizer from a SentencePiece `.model` file (`spiece.model`, `spm.model`) and options.
+
+        Args:
+            path: the `.model` file.
+            **options: `family`, `lowercase`, `strip_accents`, ... (see the class).
+        """
+        return cls(path, **options)
+
+    @classmethod
+    def from_tokenizer_json(cls, path, **kwargs):
+        """A tokenizer from a Hugging Face `tokenizer.json` with a `Unigram` model.
+
+        The model proto is built from `model.vocab` (pieces and scores),
+        `model.unk_id`, `model.byte_fallback` and the `Precompiled`
+        normalizer's charsmap, and held as data in `get_config()`. The family
+        and its options are read from the normalizer and pre-tokenizer
+        (`WhitespaceSplit` or `Precompiled`: ALBERT; a `Replace` of
+        whitespace runs: DeBERTa-v2; `Lowercase`, `StripAccents`); the
+        `added_tokens` are kept whole in the text.
+
+        Args:
+            path: path of the `tokenizer.json`.
+            **kwargs: other arguments (e.g. `split_special_tokens`).
+        """
+        if not tf.io.gfile.exists(path):
+            raise ValueError(f"`path` does not exist. Received: path={path}")
+        try:
+            data = json.loads(_read_bytes(path).decode("utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise ValueError(f"{path} is not a JSON file: {e}") from None
+        model = data.get("model") or {}
+        if model.get("type") != "Unigram":
+            raise ValueError(
+                f"{path}: model.type is {model.get('type')!r}; SentencePieceTokenizer reads 'Unigram' models only."
+            )
+        options = unigram_json_options(data, path)
+        charsmap = options.pop("precompiled_charsmap")
+        added = data.get("added_tokens") or []
+        proto = proto_from_unigram(
+            model["vocab"],
+            model.get("unk_id") or 0,
+            model.get("byte_fallback", False),
+            charsmap,
+            {t.get("content") for t in added if t.get("special", True)},
+        )
+        for key, value in options.items():
+            kwargs.setdefault(key, value)
+        kwargs.setdefault("special_tokens", [dict(t) for t in added])
+        return cls("base64:" + base64.b64encode(proto.SerializeToString()).decode("ascii"), **kwargs)
+
+    # === Tables ===
+
+    def _build_tables(self, proto):
+        self._source_proto = proto.SerializeToString()
+        pieces = [(p.piece, p.type) for p in proto.pieces]
+        self._pieces = [p for p, _ in pieces]
+        self._vocab_size = len(pieces)
+        self._token_to_id = {}
+        for index, (piece, _) in enumerate(pieces):
+            self._token_to_id.setdefault(piece, index)
+        unknown = [i for i, (_, t) in enumerate(pieces) if t == _UNKNOWN]
+        self._unk_id = unknown[0] if unknown else None
+        self._byte_fallback = bool(proto.trainer_spec.byte_fallback)
+        specials = self.special_tokens
+        if specials is None:
+            specials = [p for p, t in pieces if t in (_CONTROL, _USER_DEFINED, _UNKNOWN)]
+        self._specials = self._special_entries(specials)
+        # The model the op runs: what step 3 leaves to it.
+        run = sentencepiece_model_pb2.ModelProto()
+        run.CopyFrom(proto)
+        for piece in run.pieces:
+            if piece.type in (_CONTROL, _USER_DEFINED):  # scored pieces, as Hugging Face's Unigram holds them
+                piece.type = _NORMAL
+        spec = run.normalizer_spec
+        spec.escape_whitespaces = True
+        if self.family == "albert":
+            # The charsmap, then SentencePiece's own whitespace handling: words split at spaces, each "▁" first.
+            spec.add_dummy_prefix = True
+            spec.remove_extra_whitespaces = True
+            if not spec.precompiled_charsmap:
+                spec.name = "identity"
+        else:
+            spec.add_dummy_prefix = False
+            spec.remove_extra_whitespaces = False
+            spec.name = "identity"
+            spec.precompiled_charsmap = b""
+        run.ClearField("denormalizer_spec")
+        self._model_proto = run.SerializeToString()
+        self._sentencepiece = tf_text.SentencepieceTokenizer(self._model_proto, out_type=tf.int32)
+        self._splits_whitespace = self._split_whitespace_chars(run)
+        self._piece_root, self._piece_power = self._piece_roots()
+        matched = [e for e in self._specials if not (self.split_special_tokens and e["special"])]
+        matched.sort(key=lambda e: -len(e["content"]))  # leftmost-longest
+        alternatives = [
+            (f"{WHITESPACE_CLASS}*" if e["lstrip"] else "")
+            + _escape(e["content"])
+            + (f"{WHITESPACE_CLASS}*" if e["rstrip"] else "")
+            for e in matched
+        ]
+        self._added_pattern = "|".join(alternatives) or None
+        if matched:
+            self._added_table = tf.lookup.StaticHashTable(
+                tf.lookup.KeyValueTensorInitializer(
+                    tf.constant([e["content"] for e in matched], tf.string),
+                    tf.constant([e["id"] for e in matched], tf.int32),
+                ),
+                -1,
+            )
+        texts = [p for p in self._pieces]
+        for entry in self._specials:
+            texts[entry["id"]] = entry["content"]
+        self._special_ids = tf.constant(sorted({e["id"] for e in self._specials}) or [-1], tf.int32)
+        self._id_to_text = tf.constant(texts, tf.string)
+
+    def _piece_roots(self):
+        """Each piece's primitive root (an id shared by "-", "--", "---"; -1 - id for specials) and power."""
+        roots, root_ids, powers = {}, [], []
+        specials = {e["id"] for e in self._specials} | {self._unk_id}
+        for index, piece in enumerate(self._pieces):
+            size = len(piece)
+            unit = next((k for k in range(1, size + 1) if size % k == 0 and piece[:k] * (size // k) == piece), size)
+            if index in specials or not piece:
+                root_ids.append(-1 - index)
+                powers.append(1)
+                continue
+            root_ids.append(roots.setdefault(piece[:unit], len(roots)))
+            powers.append(min(size // unit, 1023))
+        return tf.constant(root_ids, tf.int32), tf.constant(powers, tf.int32)
+
+    def _split_whitespace_chars(self, run):
+        """The whitespace characters that end a word (ALBERT: all but those the charsmap removes)."""
+        if self.family != "albert" or not run.normalizer_spec.precompiled_charsmap:
+            return WHITESPACE_CLASS
+        probe = sentencepiece_model_pb2.ModelProto()
+        probe.CopyFrom(run)
+        probe.normalizer_spec.add_dummy_prefix = False
+        probe.normalizer_spec.remove_extra_whitespaces = False
+        probe.normalizer_spec.escape_whitespaces = False
+        processor = sentencepiece.SentencePieceProcessor(model_proto=probe.SerializeToString())
+        kept = []
+        for code in [0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x20, 0x85, 0xA0, 0x1680, *range(0x2000, 0x200B)] + [
+            0x2028,
+            0x2029,
+            0x202F,
+            0x205F,
+            0x3000,
+        ]:
+            if processor.normalize(f"a{chr(code)}b") != "ab":
+                kept.append(f"\\x{{{code:X}}}")
+        return "[" + "".join(kept) + "]" if kept else None
+
+    def _special_entries(self, special_tokens):
+        if not isinstance(special_tokens, (list, tuple)):
+            raise ValueError(
+                f"`special_tokens` must be a list of strings or dicts. Received: special_tokens={special_tokens!r}"
+            )
+        entries = []
+        for entry in special_tokens:
+            if isinstance(entry, str):
+                entry = {"content": entry}
+            if not isinstance(entry, dict) or not isinstance(entry.get("content"), str) or not entry["content"]:
+                raise ValueError(
+                    f"`special_tokens` entries must be non-empty strings or dicts with 'content'. Received: {entry!r}"
+                )
+            content = entry["content"]
+            token_id = entry.get("id", self._token_to_id.get(content))
+            if token_id is None or not 0 <= token_id < self._vocab_size:
+                raise ValueError(f"Special token {content!r} is not in the model's pieces. Received: {entry!r}")
+            if entry.get("single_word"):
+                raise ValueError(f"Special tokens with single_word=True are not supported. Received: {entry!r}")
+            entries.append(
+                {
+                    "content": content,
+                    "id": int(token_id),
+                    "lstrip": bool(entry.get("lstrip", False)),
+                    "rstrip": bool(entry.get("rstrip", False)),
+                    "special": bool(entry.get("special", True)),
+                }
+            )
+        return entries
+
+    def special_entries(self):
+        """The tokens kept whole in the text: dicts with `content`, `id`, `lstrip`, `rstrip`, `special`."""
+        return [dict(entry) for entry in self._specials]
+
+    def model_proto(self):
+        """The SentencePiece model (serialized `ModelProto`) this layer was made from, as a `.model` file holds it."""
+        return self._source_proto
+
+    # === Vocabulary ===
+
+    def _first_present(self, candidates):
+        for token in candidates:
+            if token in self._token_to_id:
+                return self._token_to_id[token]
+        return None
+
+    @property
+    def vocab_size(self):
+        """Number of pieces."""
+        return self._vocab_size
+
+    @property
+    def pad_id(self):
+        return self._first_present(_PAD_TOKENS)
+
+    @property
+    def unk_id(self):
+        return self._unk_id
+
+    @property
+    def cls_id(self):
+        return self._first_present(_CLS_TOKENS)
+
+    @property
+    def sep_id(self):
+        return self._first_present(_SEP_TOKENS)
+
+    @property
+    def mask_id(self):
+        return self._first_present(_MASK_TOKENS)
+
+    def token_to_id(self, token):
+        """Id of a piece as written in the model ("▁the"), or `None`."""
+        return self._token_to_id.get(token)
+
+    def get_vocabulary(self):
+        """The pieces by id, as written in the model ("▁" for a word start)."""
+        return list(self._pieces)
+
+    def continuation_ids(self):
+        """Ids of the pieces that continue the word before them: those not starting with "▁", except the special
+        tokens, the unknown piece and byte pieces. Whole-word masking and the tagger's word starts read them."""
+        specials = {entry["id"] for entry in self._specials}
+        byte_like = {f"<0x{b:02X}>" for b in range(256)} if self._byte_fallback else set()
+        return [
+            i
+            for i, piece in enumerate(self._pieces)
+            if piece
+            and not piece.startswith(WORD_BOUNDARY)
+            and i not in specials
+            and i != self._unk_id
+            and piece not in byte_like
+        ]
+
+    # === Tokenization ===
+
+    def _segments(self, strings):
+        """Splits valid rows at verbatim added tokens.
+
+        Returns:
+            `(segments, starts, special)`: ragged `[N, (S)]` tf.string, their
+            int64 byte starts, and ragged int32 `[N, (S)]`, the added token's
+            id of a segment or -1.
+        """
+        if self._added_pattern is None:
+            segments = tf.RaggedTensor.from_tensor(strings[:, None])
+            starts = tf.zeros_like(segments, tf.int64)
+            special = tf.fill(tf.shape(segments.flat_values), -1)
+            return segments, starts, segments.with_flat_values(special)
+        pattern = self._added_pattern
+        segments, starts, _ = tf_text.regex_split_with_offsets(strings, pattern, keep_delim_regex_pattern=pattern)
+        stripped = tf.strings.regex_replace(segments.flat_values, f"^{WHITESPACE_CLASS}+|{WHITESPACE_CLASS}+$", "")
+        special = self._added_table.lookup(stripped)
+        special = tf.where(tf.strings.regex_full_match(segments.flat_values, pattern), special, -1)
+        return segments, starts, segments.with_flat_values(special)
+
+    def _normalize(self, text):
+        """The family's normalization of segments `[S]` (step 3), as the SentencePiece op's input.
+
+        Returns:
+            `(normalized, prefix)`: tf.string `[S]` and int64 `[S]`, 1 where a space was put first (DeBERTa).
+        """
+        if self.family == "albert":
+            text = tf.strings.regex_replace(text, "``|''", '"')
+            if self.strip_accents:
+                text = tf_text.normalize_utf8(text, "NFKD")
+                text = tf.strings.regex_replace(text, r"\p{Mn}", "")
+            if self.lowercase:
+                text = tf.strings.lower(text, encoding="utf-8")
+            if self._splits_whitespace:
+                text = tf.strings.regex_replace(text, self._splits_whitespace, " ")
+            return text, tf.zeros(tf.shape(text), tf.int64)
+        text = tf.strings.regex_replace(text, f"{WHITESPACE_CLASS}{{2,}}|[\\n\\r\\t]", " ")
+        text = tf_text.normalize_utf8(text, "NFC")
+        text = tf.strings.regex_replace(text, f"{WHITESPACE_CLASS}+$", "")
+        if self.lowercase:
+            text = tf.strings.lower(text, encoding="utf-8")
+        if self.split_by_punct:
+            # Each mark a word ("▁" first), and the text after it one (unless it starts with a space or "▁").
+            text = tf.strings.regex_replace(text, f"({PUNCTUATION_CLASS})", r" \1")
+            text = tf.strings.regex_replace(text, f"({PUNCTUATION_CLASS})([^ {WORD_BOUNDARY}])", r"\1 \2")
+        # Metaspace: a "▁" first unless the text starts with a space or "▁" already.
+        prefix = tf.logical_and(
+            tf.strings.length(text) > 0, tf.logical_not(tf.strings.regex_full_match(text, f"(?s)[ {WORD_BOUNDARY}].*"))
+        )
+        return tf.where(prefix, tf.strings.join([" ", text]), text), tf.cast(prefix, tf.int64)
+
+    def _char_lengths(self, segments):
+        """Bytes each character of segments `[S]` normalizes to on its own (alignment for offsets).
+
+        Returns:
+            `(code_points, offsets, lengths)`: ragged `[S, (C)]` int32, their int64 byte starts, and int64
+            normalized byte lengths.
+        """
+        code_points, offsets = tf.strings.unicode_decode_with_offsets(segments, "UTF-8")
+        c = code_points.flat_values
+        chars = tf.strings.unicode_encode(c[:, None], "UTF-8")
+        if self.family == "albert":
+            if self.strip_accents:
+                chars = tf_text.normalize_utf8(chars, "NFKD")
+                chars = tf.strings.regex_replace(chars, r"\p{Mn}", "")
+            if self.lowercase:
+                chars = tf.strings.lower(chars, encoding="utf-8")
+            if self._splits_whitespace:
+                chars = tf.strings.regex_replace(chars, self._splits_whitespace, " ")
+            lengths = tf.cast(tf.strings.length(chars), tf.int64)
+        else:
+            chars = tf_text.normalize_utf8(chars, "NFC")
+            if self.lowercase:
+                chars = tf.strings.lower(chars, encoding="utf-8")
+            lengths = tf.cast(tf.strings.length(chars), tf.int64)
+            # Whitespace: a run is one space, tabs and newlines one space each, none at the end.
+            ws = tf.strings.regex_full_match(chars, WHITESPACE_CLASS)
+            row = code_points.value_rowids()
+            first = tf.concat([[True], tf.not_equal(row[1:], row[:-1])], 0)
+            previous_ws = tf.logical_and(tf.logical_not(first), tf.concat([[False], ws[:-1]], 0))
+            lengths = tf.where(tf.logical_and(ws, previous_ws), tf.zeros_like(lengths), lengths)
+            lengths = tf.where(ws, tf.minimum(lengths, 1), lengths)
+            # Trailing whitespace is removed.
+            not_ws_rank = tf.where(ws, tf.zeros_like(row), tf.range(1, tf.size(row, out_type=tf.int64) + 1))
+            last_text = tf.math.unsorted_segment_max(not_ws_rank, row, code_points.nrows())
+            position = tf.range(1, tf.size(row, out_type=tf.int64) + 1)
+            lengths = tf.where(position > tf.gather(last_text, row), tf.zeros_like(lengths), lengths)
+            if self.split_by_punct:
+                # The spaces put before a mark and after it (before text that starts with no space).
+                punct = tf.strings.regex_full_match(chars, PUNCTUATION_CLASS)
+                last = tf.concat([tf.not_equal(row[1:], row[:-1]), [True]], 0)
+                next_plain = tf.logical_and(
+                    tf.logical_not(last),
+                    tf.concat([tf.logical_not(tf.logical_or(ws, punct))[1:], [False]], 0),
+                )
+                next_plain = tf.logical_and(
+                    next_plain, tf.concat([tf.not_equal(c[1:], ord(WORD_BOUNDARY)), [False]], 0)
+                )
+                extra = tf.cast(punct, tf.int64) * (1 + tf.cast(next_plain, tf.int64))
+                lengths = lengths + tf.where(lengths > 0, extra, tf.zeros_like(extra))
+        return code_points, offsets, lengths
+
+    def _map_offsets(self, segments, normalized, prefix, starts, ends):
+        """Offsets into normalized segments -> into the segments (ragged `[S, (P)]` int64 each).
+
+        `prefix` (int64 `[S]`): 1 where `_normalize` put a space first, which is no character of the segment.
+        """
+        code_points, char_starts, lengths = self._char_lengths(segments)
+        counts = code_points.row_lengths()
+        row_total = tf.math.unsorted_segment_sum(lengths, code_points.value_rowids(), code_points.nrows())
+        norm_lengths = tf.cast(tf.strings.length(normalized), tf.int64) - prefix
+        seg_lengths = tf.cast(tf.strings.length(segments), tf.int64)
+        exact = tf.equal(row_total, norm_lengths)  # [S]
+        # Cumulative normalized ends of each character, rows shifted apart for one searchsorted.
+        shift = tf.cumsum(norm_lengths + 1, exclusive=True)
+        char_rows = code_points.value_rowids()
+        within = tf.cumsum(lengths) - tf.repeat(tf.cumsum(row_total, exclusive=True), counts)
+        char_ends = within + tf.gather(shift, char_rows)  # [C]
+        char_base = tf.cumsum(counts, exclusive=True)
+        byte_ends = char_starts.flat_values + tf.cast(
+            tf.strings.length(tf.strings.unicode_encode(code_points.flat_values[:, None], "UTF-8")), tf.int64
+        )
+
+        def one(offsets, side):
+            rows = offsets.value_rowids()
+            local = tf.maximum(offsets.values - tf.gather(prefix, rows), 0)
+            local = tf.minimum(local, tf.gather(norm_lengths, rows))
+            # Exact: the character whose normalization holds the offset.
+            key = local + tf.gather(shift, rows)
+            if side == "start":
+                index = tf.searchsorted(char_ends, key, side="right", out_type=tf.int64)
+            else:
+                index = tf.searchsorted(char_ends, key, side="left", out_type=tf.int64)
+            row_first = tf.gather(char_base, rows)
+            row_count = tf.gather(counts, rows)
+            index = tf.clip_by_value(index, row_first, row_first + tf.maximum(row_count - 1, 0))
+            row_len = tf.gather(seg_lengths, rows)
+            if side == "start":
+                mapped = tf.gather(tf.concat([char_starts.flat_values, [0]], 0), index)
+                mapped = tf.where(local >= tf.gather(norm_lengths, rows), row_len, mapped)
+            else:
+                mapped = tf.gather(tf.concat([byte_ends, [0]], 0), index)
+                mapped = tf.where(local <= 0, tf.zeros_like(mapped), mapped)
+            mapped = tf.where(row_count > 0, mapped, tf.zeros_like(mapped))
+            # Otherwise: in proportion.
+            norm_total = tf.maximum(tf.gather(norm_lengths, rows), 1)
+            scaled = local * row_len // norm_total
+            return tf.where(tf.gather(exact, rows), mapped, scaled)
+
+        new_starts = one(starts, "start")
+        # A piece with no text in the normalized segment (a "▁" alone) has none in the input either.
+        new_ends = tf.where(ends.values > starts.values, tf.maximum(one(ends, "end"), new_starts), new_starts)
+        return starts.with_values(new_starts), ends.with_values(new_ends)
+
+    def _tokenize(self, inputs, with_offsets):
+        strings = tf.convert_to_tensor(inputs, tf.string)
+        scalar = strings.shape.rank == 0
+        if scalar:
+            strings = strings[None]
+        if strings.shape.rank != 1:
+            raise ValueError(
+                f"`inputs` must be a tf.string scalar or vector [N]. Received: inputs.shape={strings.shape}"
+            )
+        valid = replace_invalid_utf8(strings)
+        # Regex ops stop at NUL: it becomes U+0001 (a control character to both references as well).
+        valid = tf.strings.regex_replace(valid, "\x00", "\x01")
+        segments, seg_starts, special = self._segments(valid)  # [N, (S)]
+        flat = segments.flat_values  # [S]
+        is_special = special.flat_values >= 0
+        text = tf.where(is_special, "", flat)
+        normalized, prefix = self._normalize(text)
+        if with_offsets:
+            ids, starts, ends = self._sentencepiece.tokenize_with_offsets(normalized)  # [S, (P)]
+            ids, starts, ends = self._break_ties(ids, tf.cast(starts, tf.int64), tf.cast(ends, tf.int64))
+            # A piece's leading "▁" (for the spaces of the input before it) is not its text.
+            piece_text = tf.strings.substr(
+                tf.gather(normalized, starts.value_rowids()), starts.values, ends.values - starts.values
+            )
+            leading = tf.strings.length(piece_text) - tf.strings.length(tf.strings.regex_replace(piece_text, "^ +", ""))
+            starts = starts.with_values(starts.values + tf.cast(leading, tf.int64))
+        else:
+            ids = self._break_ties(self._sentencepiece.tokenize(normalized))
+        # Special segments (empty text, no pieces): their one id.
+        ids = self._with_specials(ids, special.flat_values)
+        out_ids = segments.with_flat_values(ids).merge_dims(1, 2)
+        if not with_offsets:
+            return out_ids[0] if scalar else out_ids
+        starts, ends = self._map_offsets(text, normalized, prefix, starts, ends)
+        seg_lengths = tf.cast(tf.strings.length(flat), tf.int64)
+        starts = self._with_specials(starts, tf.where(is_special, 0, -1), fill=0)
+        ends = self._with_specials(ends, tf.where(is_special, 0, -1), fill=0)
+        base = tf.repeat(seg_starts.flat_values, starts.row_lengths())
+        special_piece = tf.repeat(is_special, starts.row_lengths())
+        lengths = tf.repeat(seg_lengths, starts.row_lengths())
+        start_values = base + starts.values
+        end_values = base + tf.where(special_piece, lengths, ends.values)
+        starts = segments.with_flat_values(starts.with_values(start_values)).merge_dims(1, 2)
+        ends = segments.with_flat_values(ends.with_values(end_values)).merge_dims(1, 2)
+        if scalar:
+            return out_ids[0], starts[0], ends[0]
+        return out_ids, starts, ends
+
+    def _break_ties(self, ids, starts=None, ends=None):
+        """Orders runs of pieces that are powers of one unit ("-" "--", "0" "00") shortest first.
+
+        Such a run scores the same in any order; Hugging Face's Viterbi keeps the path whose last piece is
+        the longest, i.e. the run in ascending length, while tensorflow-text's float32 sums pick any.
+
+        Args:
+            ids: ragged int32 `[S, (P)]`; starts, ends: their int64 offsets (or `None`).
+
+        Returns:
+            ids (and offsets) with each run sorted.
+        """
+        values = ids.values
+        rows = ids.value_rowids()
+        root = tf.gather(self._piece_root, values)
+        power = tf.gather(self._piece_power, values)
+        new_run = tf.concat(
+            [[True], tf.logical_or(tf.not_equal(root[1:], root[:-1]), tf.not_equal(rows[1:], rows[:-1]))], 0
+        )
+        run = tf.cumsum(tf.cast(new_run, tf.int64)) - 1
+        order = tf.argsort(run * 1024 + tf.cast(power, tf.int64), stable=True)
+        ids = ids.with_values(tf.gather(values, order))
+        if starts is None:
+            return ids
+        lengths = tf.gather(ends.values - starts.values, order)
+        run_starts = tf.gather(tf.boolean_mask(starts.values, new_run), run)
+        within = tf.cumsum(lengths) - tf.gather(tf.boolean_mask(tf.cumsum(lengths, exclusive=True), new_run), run)
+        return ids, starts.with_values(run_starts + within - lengths), ends.with_values(run_starts + within)
+
+    def _with_specials(self, values, special, fill=None):
+        """Rows `[S, (P)]` where special segments (special >= 0) are `[special]` instead."""
+        is_special = special >= 0
+        keep = tf.repeat(tf.logical_not(is_special), values.row_lengths())
+        kept = tf.RaggedTensor.from_row_lengths(
+            tf.boolean_mask(values.values, keep),
+            tf.where(is_special, tf.zeros_like(values.row_lengths()), values.row_lengths()),
+            validate=False,
+        )
+        ones = tf.cast(is_special, kept.row_splits.dtype)
+        lengths = kept.row_lengths() + ones
+        splits = tf.concat([[0], tf.cumsum(lengths)], 0)
+        # Each special row holds one value, the others their kept values.
+        total = splits[-1]
+        place = tf.range(total)
+        row_of = tf.searchsorted(splits[1:], place, side="right")
+        within = place - tf.gather(splits, row_of)
+        special_row = tf.gather(is_special, row_of)
+        source = tf.gather(kept.row_splits, row_of) + within
+        kept_values = tf.gather(tf.concat([kept.values, tf.zeros([1], kept.values.dtype)], 0), source)
+        special_values = tf.cast(tf.gather(special, row_of), kept.values.dtype)
+        if fill is not None:
+            special_values = tf.fill(tf.shape(special_values), tf.constant(fill, kept.values.dtype))
+        return tf.RaggedTensor.from_row_splits(tf.where(special_row, special_values, kept_values), splits)
+
+    def tokenize(self, inputs):
+        """Tokenizes strings into piece ids, without special tokens added.
+
+        Args:
+            inputs: tf.string `[N]` (or a scalar).
+
+        Returns:
+            ragged int32 `[N, (P)]` (or `[P]` for a scalar).
+        """
+        return self._tokenize(inputs, with_offsets=False)
+
+    def tokenize_with_offsets(self, inputs, unit="byte"):
+        """Tokenizes strings and locates every piece in its input.
+
+        `inputs[i][starts[i, j]:ends[i, j]]` is the text piece j came from,
+        without the space its "▁" stands for ("▁the" spans "the"; a "▁" alone
+        is empty). A verbatim special token spans its text. Offsets are
+        exact where each character normalizes on its own to what the text
+        normalizes to (plain text); elsewhere within the segment in proportion.
+
+        Args:
+            inputs: tf.string `[N]` (or a scalar).
+            unit: "byte" for UTF-8 byte offsets into each input, or "char" for
+                character (code point) offsets, i.e. indices into the Python
+                `str` the bytes decode to with `errors="replace"`.
+
+        Returns:
+            `(ids, starts, ends)`: ragged int32 `[N, (P)]` and two ragged
+            int64 `[N, (P)]`.
+        """
+        if unit not in ("byte", "char"):
+            raise ValueError(f"`unit` must be 'byte' or 'char'. Received: unit={unit!r}")
+        strings = tf.convert_to_tensor(inputs, tf.string)
+        scalar = strings.shape.rank == 0
+        if scalar:
+            strings = strings[None]
+        ids, starts, ends = self._tokenize(strings, with_offsets=True)
+        all_valid = tf.reduce_all(tf.strings.regex_full_match(strings, VALID_UTF8_PATTERN))
+        if unit == "char":
+            bounds = CharBounds(replace_invalid_utf8(strings))
+            starts, ends = bounds.to_chars(starts, "start"), bounds.to_chars(ends, "end")
+        else:
+            s, e = tf.cond(
+                all_valid,
+                lambda: (tf.identity(starts.values), tf.identity(ends.values)),
+                lambda: to_original_bytes(strings, starts, ends),
+            )
+            starts, ends = starts.with_values(s), ends.with_values(e)
+        if scalar:
+            return ids[0], starts[0], ends[0]
+        return ids, starts, ends
+
+    def call(self, inputs):
+        return self.tokenize(inputs)
+
+    def detokenize(self, ids):
+        """Joins piece ids back into text: "▁" is a space, the first one dropped (Hugging Face's `Metaspace`
+        decoder); byte pieces are their bytes; special tokens their text. Normalization is not undone.
+
+        Args:
+            ids: int `[N, (P)]` ragged or dense (or `[P]`).
+
+        Returns:
+            tf.string `[N]` (or a scalar).
+        """
+        if not isinstance(ids, tf.RaggedTensor):
+            ids = tf.convert_to_tensor(ids)
+        scalar = ids.shape.rank == 1
+        if scalar:
+            ids = ids[None]
+        if not isinstance(ids, tf.RaggedTensor):
+            ids = tf.RaggedTensor.from_tensor(ids)
+        ids = tf.cast(ids, tf.int32)
+        pieces = tf.ragged.map_flat_values(lambda i: tf.gather(self._id_to_text, i), ids)
+        if self._byte_fallback:
+            is_byte = tf.strings.regex_full_match(pieces.flat_values, "<0x[0-9A-F]{2}>")
+            hex_digits = tf.strings.substr(tf.where(is_byte, pieces.flat_values, "<0x00>"), 3, 2)
+            raw = _hex_to_byte(hex_digits)
+            pieces = pieces.with_flat_values(tf.where(is_byte, raw, pieces.flat_values))
+        text = tf.strings.reduce_join(pieces, axis=-1)
+        text = tf.strings.regex_replace(text, WORD_BOUNDARY, " ")
+        text = tf.strings.regex_replace(text, "^ ", "")
+        text = tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD)
+        return text[0] if scalar else text
+
+    def compute_output_spec(self, inputs):
+        return keras.KerasTensor([inputs.shape[0], None], dtype="int32", ragged=True)
+
+    # === Config ===
+
+    def get_config(self):
+        config = super().get_config()
+        model = self.model
+        if isinstance(model, bytes):
+            model = "base64:" + base64.b64encode(model).decode("ascii")
+        config.update(
+            {
+                "model": model,
+                "family": self.family,
+                "lowercase": self.lowercase,
+                "strip_accents": self.strip_accents,
+                "split_by_punct": self.split_by_punct,
+                "special_tokens": self.special_tokens,
+                "split_special_tokens": self.split_special_tokens,
+            }
+        )
+        return config
+
+
+def _hex_to_byte(hex_digits):
+    """Two hex digits `[X]` -> the one-byte strings they stand for."""
+    digits = tf.strings.unicode_decode(hex_digits, "UTF-8").to_tensor(shape=[None, 2])
+    value = tf.where(digits >= ord("A"), digits - ord("A") + 10, digits - ord("0"))
+    byte = value[:, 0] * 16 + value[:, 1]
+    table = tf.constant([bytes([b]) for b in range(256)])
+    return tf.gather(table, tf.clip_by_value(byte, 0, 255))
+
+
+def unigram_json_options(data, path="tokenizer.json"):
+    """The `SentencePieceTokenizer` options a `tokenizer.json` (parsed) says, and its charsmap.
+
+    Returns:
+        dict with `family`, `lowercase`, `strip_accents`, `split_by_punct` and `precompiled_charsmap` (bytes).
+
+    Raises:
+        ValueError naming the file and the step that is not ALBERT's or DeBERTa-v2's.
+    """
+    normalizer = data.get("normalizer") or {}
+    steps = normalizer.get("normalizers", [normalizer]) if normalizer.get("type") == "Sequence" else [normalizer]
+    steps = [s for s in steps if s]
+    pre = data.get("pre_tokenizer") or {}
+    pres = pre.get("pretokenizers", [pre]) if pre.get("type") == "Sequence" else [pre]
+    pres = [p for p in pres if p]
+    types = [s.get("type") for s in steps]
+    pre_types = [p.get("type") for p in pres]
+    charsmap = b""
+    for step in steps:
+        if step.get("type") == "Precompiled" and step.get("precompiled_charsmap"):
+            charsmap = base64.b64decode(step["precompiled_charsmap"])
+    options = {
+        "lowercase": "Lowercase" in types,
+        "strip_accents": "StripAccents" in types,
+        "split_by_punct": "Punctuation" in pre_types,
+        "precompiled_charsmap": charsmap,
+    }
+    metaspace = [p for p in pres if p.get("type") == "Metaspace"]
+    if not metaspace or metaspace[0].get("replacement", WORD_BOUNDARY) != WORD_BOUNDARY:
+        raise ValueError(f"{path}: the pre-tokenizer has no Metaspace('▁'): {json.dumps(pre)[:200]}")
+    if metaspace[0].get("prepend_scheme", "always") != "always" and metaspace[0].get("add_prefix_space", True):
+        raise ValueError(
+            f"{path}: Metaspace prepend_scheme={metaspace[0].get('prepend_scheme')!r} is not supported "
+            "(ALBERT and DeBERTa-v2 prepend 'always')."
+        )
+    if "WhitespaceSplit" in pre_types or "Precompiled" in types:
+        options["family"] = "albert"
+        known = {"Replace", "NFKD", "StripAccents", "Lowercase", "Precompiled"}
+    else:
+        options["family"] = "deberta-v2"
+        known = {"Replace", "NFC", "Strip", "Lowercase"}
+    unknown = [t for t in types if t not in known]
+    if unknown:
+        raise ValueError(
+            f"{path}: normalizer steps {unknown} are not part of {options['family']}'s normalization "
+            f"(expected some of {sorted(known)}). Received: normalizer types={types}"
+        )
+    return options
