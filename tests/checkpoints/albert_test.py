@@ -144,12 +144,10 @@ def _tensors(path):
     ids=os.path.basename,
 )
 def test_hf_to_bert_tf_to_hf_is_bit_identical(tmp_path, folder):
-    """Through a bert_tf model directory (Google's ALBERT TF1 names) and back to Hugging Face."""
-    model, settings = checkpoints.load_model(folder)
+    """`convert_checkpoint` to a bert_tf model directory (Google's ALBERT TF1 names) and back to Hugging Face."""
     ours, back = str(tmp_path / "ours"), str(tmp_path / "hf")
-    checkpoints.save_model_dir(model, ours, settings=settings)
-    reloaded, settings = checkpoints.load_model(ours)
-    checkpoints.save_hf(reloaded, back, labels=settings.get("labels"))
+    checkpoints.convert_checkpoint(folder, ours)
+    checkpoints.convert_checkpoint(ours, back, to="hf")
     original, returned = _tensors(folder), _tensors(back)
     assert sorted(returned) == sorted(original)
     for name, value in original.items():
@@ -162,6 +160,9 @@ def test_hf_to_bert_tf_to_hf_is_bit_identical(tmp_path, folder):
         assert written[key] == source[key], key
     if source["architectures"][0].endswith("Classification"):
         assert written["id2label"] == source["id2label"]
+    # The SentencePiece model travels both ways.
+    assert checkpoints.find_tokenizer(back)[0] == checkpoints.find_tokenizer(folder)[0]
+    assert os.path.isfile(os.path.join(ours, "spiece.model")) and os.path.isfile(os.path.join(back, "spiece.model"))
 
 
 def test_model_directory_uses_googles_albert_names(tmp_path):
