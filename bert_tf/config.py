@@ -28,7 +28,9 @@ ACTIVATIONS = tuple(ACTIVATION_FORMULAS)
 PRESETS = ("tiny", "mini", "small", "medium", "base", "large")
 # The architectures (Hugging Face `model_type`) the encoder builds. Each is one entry of `FAMILIES` here (what the
 # config says) and one name table in `bert_tf.checkpoints.families` (what the checkpoints call the weights).
-MODEL_TYPES = ("bert", "roberta", "distilbert", "electra", "deberta-v2")
+MODEL_TYPES = ("bert", "roberta", "distilbert", "electra", "albert", "deberta-v2")
+# The families whose new models take an `embedding_size` (`BertConfig.for_family`).
+EMBEDDING_SIZE_TYPES = ("electra", "albert")
 # Fields a config file must give (original and Hugging Face format alike): the architecture's sizes. The others
 # have documented defaults (the dataclass's; Hugging Face's are the same).
 REQUIRED_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
@@ -56,6 +58,12 @@ class Family:
             what its Hugging Face checkpoints have (RoBERTa: one segment, LayerNorm 1e-5, positions from 2).
         hf_base_prefix: the base model's attribute in Hugging Face task models ("deberta" for DeBERTa-v2's
             `deberta.`); None: the `model_type`.
+        layer_groups: the transformer blocks are `num_hidden_groups` groups of `inner_group_num` blocks, shared
+            across the `num_hidden_layers` layers (ALBERT); False: one block per layer.
+        embedding_projection: the embeddings are always projected to H by a dense, even when E == H (ALBERT's
+            `embedding_hidden_mapping_in`); False: only when `embedding_size` is set (ELECTRA).
+        hf_defaults: our field -> the value the family's Hugging Face config class gives a field that its
+            `config.json` leaves out, where it differs from `BertConfig`'s default (ALBERT: `gelu_new`, dropout 0).
     """
 
     model_type: str
@@ -67,6 +75,10 @@ class Family:
     position_offset_from_padding: bool = False
     new_model_fields: tuple = ()
     hf_base_prefix: str | None = None
+
+    layer_groups: bool = False
+    embedding_projection: bool = False
+    hf_defaults: tuple = ()
 
     @property
     def base_prefix(self):
@@ -100,6 +112,21 @@ FAMILIES = {
         new_model_fields=(("type_vocab_size", 0),),
     ),
     "electra": Family("electra", "Electra", pooler_activation="gelu", mlm_activation="gelu"),
+    # ALBERT: factorized embeddings (E-wide tables, always projected to H), blocks shared in groups, gelu_new.
+    # `for_family` gives a new model ALBERT-base's E = 128 (at most H) and its activation.
+    "albert": Family(
+        "albert",
+        "Albert",
+        layer_groups=True,
+        embedding_projection=True,
+        hf_defaults=(
+            ("embedding_size", 128),
+            ("hidden_act", "gelu_new"),
+            ("hidden_dropout_prob", 0.0),
+            ("attention_probs_dropout_prob", 0.0),
+        ),
+        new_model_fields=(("hidden_act", "gelu_new"),),
+    ),
     # DeBERTa-v2/v3: its own encoder class (bert_tf.models.DebertaV2Encoder); the pooler is HF's ContextPooler.
     "deberta-v2": Family(
         "deberta-v2",
@@ -168,6 +195,11 @@ class BertConfig:
     conv_groups: int = 1
     # The sentence heads' pooler activation (HF `pooler_hidden_act`); None: the family's.
     pooler_hidden_act: str | None = None
+    # ALBERT's cross-layer sharing: the blocks are num_hidden_groups groups of inner_group_num blocks each; layer i
+    # of num_hidden_layers runs group int(i / (num_hidden_layers / num_hidden_groups)) (Hugging Face's formula),
+    # that is its inner blocks in order. 1 and 1 (ALBERT's released models): one block's weights for every layer.
+    num_hidden_groups: int = 1
+    inner_group_num: int = 1
 
     def __post_init__(self):
         self.validate()
@@ -181,6 +213,8 @@ class BertConfig:
             "num_attention_heads",
             "intermediate_size",
             "max_position_embeddings",
+            "num_hidden_groups",
+            "inner_group_num",
         )
         for name in positive:
             value = getattr(self, name)
@@ -198,6 +232,24 @@ class BertConfig:
         if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size <= 0):
             raise ConfigError(
                 f"{source}: field `embedding_size` must be a positive integer or null. Received: embedding_size={size!r}"
+            )
+        family = FAMILIES[self.model_type]
+        if not family.layer_groups and (self.num_hidden_groups, self.inner_group_num) != (1, 1):
+            raise ConfigError(
+                f"{source}: fields `num_hidden_groups` and `inner_group_num` (shared layer groups) are ALBERT's "
+                f"(model_type='albert'); a {self.model_type} model has one block per layer. Received: "
+                f"num_hidden_groups={self.num_hidden_groups!r}, inner_group_num={self.inner_group_num!r}"
+            )
+        if self.num_hidden_groups > self.num_hidden_layers:
+            raise ConfigError(
+                f"{source}: field `num_hidden_groups` ({self.num_hidden_groups}) must be at most "
+                f"`num_hidden_layers` ({self.num_hidden_layers}): layer i runs group "
+                f"int(i / (num_hidden_layers / num_hidden_groups)), so a further group would never run."
+            )
+        if family.embedding_projection and size is None:
+            raise ConfigError(
+                f"{source}: field `embedding_size` is required for model_type={self.model_type!r} (its embeddings "
+                f"are always projected to hidden_size; ALBERT-base has 128). Received: embedding_size=None"
             )
         for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
             value = getattr(self, name)
@@ -359,8 +411,17 @@ class BertConfig:
         mapped["model_type"] = model_type
         if model_type == "deberta-v2":
             mapped.update(_deberta_from_hf(data, source))
-        if data.get("embedding_size") not in (None, data.get("hidden_size")):
+        defaults = dict(family.hf_defaults)
+        for name, value in defaults.items():
+            if name not in mapped and name != "embedding_size":
+                mapped[name] = value
+        if family.embedding_projection:  # always projected: E is kept even when it equals H
+            mapped["embedding_size"] = data.get("embedding_size", defaults.get("embedding_size"))
+        elif data.get("embedding_size") not in (None, data.get("hidden_size")):
             mapped["embedding_size"] = data["embedding_size"]
+        if family.layer_groups:
+            for name in ("num_hidden_groups", "inner_group_num"):
+                mapped[name] = data.get(name, 1)
         if family.position_offset_from_padding:
             offset = data.get("pad_token_id", 1) + 1
             if "max_position_embeddings" in mapped:
@@ -393,6 +454,8 @@ class BertConfig:
             data["embedding_size"] = self.embedding_size
         elif self.model_type == "electra":
             data["embedding_size"] = self.hidden_size
+        if family.layer_groups:
+            data.update(num_hidden_groups=self.num_hidden_groups, inner_group_num=self.inner_group_num)
         if family.position_offset_from_padding:
             data["pad_token_id"] = self.position_offset - 1
             data["max_position_embeddings"] = self.max_position_embeddings + self.position_offset
@@ -413,19 +476,22 @@ class BertConfig:
 
     def for_family(self, model_type, embedding_size=None):
         """This (BERT) config's sizes as a new `model_type` model: the family's `new_model_fields`, and for ELECTRA
-        `embedding_size` (default `hidden_size // 2`, ELECTRA-small's 128 over 256). `embedding_size` is
-        refused for the other families (their Hugging Face models have no embedding projection)."""
+        and ALBERT `embedding_size` (ELECTRA's default `hidden_size // 2`, ELECTRA-small's 128 over 256; ALBERT's
+        `min(128, hidden_size)`, ALBERT-base's 128). `embedding_size` is refused for the other families (their
+        Hugging Face models have no embedding projection)."""
         family = FAMILIES.get(model_type)
         if family is None:
             raise ConfigError(f"`model_type` must be one of {MODEL_TYPES}. Received: model_type={model_type!r}")
-        if embedding_size is not None and model_type != "electra":
+        if embedding_size is not None and model_type not in EMBEDDING_SIZE_TYPES:
             raise ConfigError(
-                f"`embedding_size` is ELECTRA's (model_type='electra'); a {model_type} model has none. "
-                f"Received: embedding_size={embedding_size!r}, model_type={model_type!r}"
+                f"`embedding_size` is ELECTRA's and ALBERT's (model_type in {EMBEDDING_SIZE_TYPES}); a {model_type} "
+                f"model has none. Received: embedding_size={embedding_size!r}, model_type={model_type!r}"
             )
         fields = dict(family.new_model_fields, model_type=model_type)
         if model_type == "electra":
             fields["embedding_size"] = embedding_size or max(self.hidden_size // 2, 1)
+        elif model_type == "albert":
+            fields["embedding_size"] = embedding_size or min(128, self.hidden_size)
         return dataclasses.replace(self, **fields)
 
     # --- presets ---
@@ -456,7 +522,14 @@ _DEBERTA_DEFAULTS = {
     "pooler_hidden_act": None,
 }
 # The family options' values for BERT (left out of a BERT `bert_config.json`).
-_FAMILY_DEFAULTS = {"model_type": "bert", "embedding_size": None, "position_offset": 0, **_DEBERTA_DEFAULTS}
+_FAMILY_DEFAULTS = {
+    "model_type": "bert",
+    "embedding_size": None,
+    "position_offset": 0,
+    "num_hidden_groups": 1,
+    "inner_group_num": 1,
+    **_DEBERTA_DEFAULTS,
+}
 
 
 def _deberta_from_hf(data, source):

@@ -34,6 +34,12 @@ Sections (`--sections`, all by default):
             Python when it has sentence_transformers, else in `--reference_python` running
             tools/sentence_transformers_timing.py (one process per repeat; its model load is not timed).
             Also the largest difference between the two sides' embeddings.
+  albert    ALBERT-base (E 128, H 768, 12 layers sharing 1 group, vocabulary 30,000; random weights,
+            dropout 0 as ALBERT v2) at `--batch_size` x `--seq_length`: the encoder forward (sequences/s)
+            and a masked-LM training step (same harness as `train`), bert_tf `BertEncoder`
+            (`model_type="albert"`) / `BertPretrainer` vs keras-hub `AlbertBackbone` / `AlbertMaskedLM`,
+            each side's best `--settings`; first the largest difference of the two sides'
+            `sequence_output` on the same weights (float32), so the comparison is of one function.
   text      tokenizer MB/s (bert_tf, keras-hub, HF `tokenizers`) and
             in-graph pretraining batches/s from raw text (bert_tf only: no
             peer builds NSP pairs in tf.data).
@@ -65,10 +71,12 @@ from absl import app, flags
 
 FLAGS = flags.FLAGS
 flags.DEFINE_boolean("quick", False, "Smoke run: tiny model, short sequences, one repeat.")
-SECTIONS = ("peak", "train", "infer", "serve", "embed", "text", "deberta")
+SECTIONS = ("peak", "train", "infer", "serve", "embed", "albert", "text", "deberta")
+# Sections that only run when named (DeBERTa-v3-small size, about 11 minutes on 2 cores).
+NAMED_ONLY = ("deberta",)
 flags.DEFINE_list(
     "sections",
-    [section for section in SECTIONS if section != "deberta"],
+    [section for section in SECTIONS if section not in NAMED_ONLY],
     "Sections to run (deberta, about 11 minutes on 2 cores, only when named).",
 )
 flags.DEFINE_list("train_configs", ["mini", "minilm"], "Model sizes of the training rows.")
@@ -955,6 +963,92 @@ def _search_row(model_dir, sentences, embeddings, max_seq_length, workdir):
 # --- text ---
 
 
+# ALBERT-base: factorized embeddings 128 -> 768, 12 layers running one shared block.
+ALBERT_CONFIGS = {
+    "albert-base": dict(num_layers=12, num_heads=12, hidden_dim=768, intermediate_dim=3072, embedding_size=128),
+    "albert-tiny": dict(num_layers=2, num_heads=2, hidden_dim=64, intermediate_dim=256, embedding_size=32),
+}
+ALBERT_VOCAB_SIZE = 30000
+
+
+def _albert_encoder(cfg, setting):
+    from bert_tf.models import BertEncoder
+
+    return BertEncoder(
+        vocabulary_size=ALBERT_VOCAB_SIZE,
+        model_type="albert",
+        hidden_act="gelu_new",
+        max_position_embeddings=512,
+        dropout=0.0,
+        attention_dropout=0.0,
+        dtype=_policy(setting),
+        **cfg,
+    )
+
+
+def albert_rows(seq_length, batch_size):
+    import keras
+    import keras_hub
+    import numpy as np
+    import tensorflow as tf
+
+    from bert_tf.models import BertPretrainer
+    from bert_tf.training.optimization import FusedAdamW
+
+    name = "albert-tiny" if FLAGS.quick else "albert-base"
+    cfg = ALBERT_CONFIGS[name]
+    keras.utils.set_random_seed(0)
+    weights = _albert_encoder(cfg, "float32").get_weights()
+    predictions = max(1, round(MASKED_FRACTION * seq_length))
+    features, labels = _random_batch(batch_size, seq_length, predictions)
+    features["token_ids"] %= ALBERT_VOCAB_SIZE
+    features = {k: tf.constant(v) for k, v in features.items()}
+    labels = tf.constant(labels % ALBERT_VOCAB_SIZE)
+    encoder_features = {k: v for k, v in features.items() if k != "mask_positions"}
+    forwards, steps, outputs = {}, {}, {}
+    for setting in FLAGS.settings:
+        ours = _albert_encoder(cfg, setting)
+        ours.set_weights(weights)
+        hub = keras_hub_peer.albert_backbone_like(ours, dtype=_policy(setting))
+        for side, model in (("bert_tf", ours), ("keras-hub", hub)):
+            forward = tf.function(lambda x, m=model: m(x, training=False)["sequence_output"], jit_compile=_jit(setting))
+            forwards[(side, setting)] = lambda f=forward: f(encoder_features).numpy()
+            if setting == "float32":
+                outputs[side] = forward(encoder_features).numpy()
+        pretrainer = BertPretrainer(_albert_encoder(cfg, setting), nsp=False)
+        masked_lm = keras_hub.models.AlbertMaskedLM(
+            backbone=keras_hub_peer.albert_backbone_like(_albert_encoder(cfg, setting), dtype=_policy(setting)),
+            preprocessor=None,
+        )
+        for side, model, optimizer_class in (
+            ("bert_tf", pretrainer, FusedAdamW),
+            ("keras-hub", masked_lm, keras.optimizers.AdamW),
+        ):
+            step = _train_step(model, _jit(setting), optimizer_class)
+            steps[(side, setting)] = lambda s=step: s(features, labels).numpy()
+    rows = []
+    shape = f"{_describe(cfg)} E{cfg['embedding_size']} {batch_size}x{seq_length}"
+    if "float32" in FLAGS.settings:
+        difference = float(np.max(np.abs(outputs["bert_tf"] - outputs["keras-hub"])))
+        rows.append(
+            Row(
+                "albert",
+                f"{name} same weights: max abs difference of sequence_output, float32",
+                "abs",
+                difference,
+                note="bert_tf vs keras-hub AlbertBackbone (both tanh GELU, ALBERT's gelu_new)",
+            )
+        )
+    rates = _median_rates(forwards, batch_size, FLAGS.steps, FLAGS.warmup, FLAGS.repeats)
+    rows.extend(_best_rows("albert", f"{name} encoder forward ({shape})", "seq/s", rates))
+    rows.append(_all_settings_row("albert", f"{name} forward", rates))
+    rates = _median_rates(steps, batch_size, FLAGS.steps, FLAGS.warmup, FLAGS.repeats)
+    rows.extend(_best_rows("albert", f"{name} masked-LM training step ({shape})", "seq/s", rates))
+    rows[-1].note = "15% positions, dropout 0; optimizer: bert_tf FusedAdamW, keras-hub keras.optimizers.AdamW"
+    rows.append(_all_settings_row("albert", f"{name} train", rates))
+    return rows
+
+
 def text_rows():
     import keras_hub
     import tensorflow as tf
@@ -1138,6 +1232,7 @@ def main(argv):
         "infer": lambda: infer_rows(FLAGS.seq_length, FLAGS.batch_size),
         "serve": lambda: serve_rows(FLAGS.seq_length, FLAGS.batch_size),
         "embed": lambda: embed_rows(FLAGS.batch_size),
+        "albert": lambda: albert_rows(FLAGS.seq_length, FLAGS.batch_size),
         "text": text_rows,
         "deberta": lambda: deberta_rows(FLAGS.deberta_seq_length, FLAGS.deberta_batch_size),
     }

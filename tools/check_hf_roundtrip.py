@@ -22,7 +22,7 @@ each text and must give the same ids.
 
 It prints the max abs difference of every output that both the architecture and reference.json
 have (last_hidden_state always; logits, start/end_logits, discriminator_logits, cls_logits,
-top-5 MLM ids and logits, seq_relationship_logits), over single, pair and padded batch rows, and
+top-5 MLM ids and logits, seq_relationship_logits, ALBERT's sop_logits), over single, pair and padded batch rows, and
 exits 1 when a difference exceeds --tolerance (default 1e-4), an id differs, or loading was not
 clean. Top-5 logits are compared at the reference's top-5 ids, so near-ties cannot flip them.
 """
@@ -88,7 +88,10 @@ def outputs(model, architecture, inputs):
         out["discriminator_logits"] = o.logits
     elif architecture.endswith("ForPreTraining"):
         out["prediction_logits"] = o.prediction_logits
-        out["seq_relationship_logits"] = o.seq_relationship_logits
+        if hasattr(o, "sop_logits"):  # AlbertForPreTraining: sentence-order prediction
+            out["sop_logits"] = o.sop_logits
+        else:
+            out["seq_relationship_logits"] = o.seq_relationship_logits
     return out
 
 
@@ -111,6 +114,7 @@ def compare(got, row, diffs, id_mismatches, where):
         "end_logits",
         "discriminator_logits",
         "seq_relationship_logits",
+        "sop_logits",
     ):
         if key in got and key in row:
             add(key, got[key], row[key])

@@ -1,4 +1,4 @@
-"""The keras-hub side of the comparisons in tools/: a `BertBackbone` holding a `BertEncoder`'s weights.
+"""The keras-hub side of the comparisons in tools/: a `BertBackbone` or `AlbertBackbone` holding our weights.
 
 Imported by the tool scripts, which run as `python tools/NAME.py` (tools/ is then on the path).
 """
@@ -6,10 +6,6 @@ Imported by the tool scripts, which run as `python tools/NAME.py` (tools/ is the
 
 def copy_encoder_to_hub(encoder, backbone):
     """Copies a `BertEncoder`'s weights into a keras-hub `BertBackbone` of the same shape."""
-    heads = encoder.num_heads
-    hidden = encoder.hidden_dim
-    head_dim = hidden // heads
-    ours = {v.path: v for v in encoder.weights}
     pairs = {
         "token_embedding/embeddings": "embeddings/token_embedding/embeddings",
         "position_embedding/embeddings": "embeddings/position_embedding",
@@ -20,18 +16,33 @@ def copy_encoder_to_hub(encoder, backbone):
         "pooled_dense/bias": "pooler/dense/bias",
     }
     for i in range(encoder.num_layers):
-        hub, our = f"transformer_layer_{i}/", f"transformer_layer_{i}/"
-        for name in ("query", "key", "value", "attention_output"):
-            pairs[f"{hub}self_attention_layer/{name}/kernel"] = f"{our}attention/{name}/kernel"
-            pairs[f"{hub}self_attention_layer/{name}/bias"] = f"{our}attention/{name}/bias"
-        for theirs, mine in (
-            ("self_attention_layer_norm", "attention_layer_norm"),
-            ("feedforward_layer_norm", "output_layer_norm"),
-            ("feedforward_intermediate_dense", "intermediate"),
-            ("feedforward_output_dense", "output"),
-        ):
-            for leaf in ("gamma", "beta") if "norm" in theirs else ("kernel", "bias"):
-                pairs[f"{hub}{theirs}/{leaf}"] = f"{our}{mine}/{leaf}"
+        pairs.update(_block_pairs(f"transformer_layer_{i}/", f"transformer_layer_{i}/"))
+    _assign(encoder, backbone, pairs)
+
+
+def _block_pairs(hub, our):
+    """keras-hub `TransformerEncoder` weight path -> our `TransformerBlock`'s, for blocks at `hub` and `our`."""
+    pairs = {}
+    for name in ("query", "key", "value", "attention_output"):
+        pairs[f"{hub}self_attention_layer/{name}/kernel"] = f"{our}attention/{name}/kernel"
+        pairs[f"{hub}self_attention_layer/{name}/bias"] = f"{our}attention/{name}/bias"
+    for theirs, mine in (
+        ("self_attention_layer_norm", "attention_layer_norm"),
+        ("feedforward_layer_norm", "output_layer_norm"),
+        ("feedforward_intermediate_dense", "intermediate"),
+        ("feedforward_output_dense", "output"),
+    ):
+        for leaf in ("gamma", "beta") if "norm" in theirs else ("kernel", "bias"):
+            pairs[f"{hub}{theirs}/{leaf}"] = f"{our}{mine}/{leaf}"
+    return pairs
+
+
+def _assign(encoder, backbone, pairs):
+    """Assigns every keras-hub weight from ours by `pairs`, reshaping attention kernels to keras-hub's per-head ones."""
+    heads = encoder.num_heads
+    hidden = encoder.hidden_dim
+    head_dim = hidden // heads
+    ours = {v.path: v for v in encoder.weights}
     for variable in backbone.weights:
         if variable.path not in pairs:
             raise ValueError(f"No bert_tf weight for keras-hub weight {variable.path}")
@@ -59,6 +70,50 @@ def backbone_like(encoder, dropout=0.0, dtype=None):
     )
     copy_encoder_to_hub(encoder, backbone)
     return backbone
+
+
+def copy_albert_to_hub(encoder, backbone):
+    """Copies an ALBERT `BertEncoder`'s weights (shared groups) into a keras-hub `AlbertBackbone` of the same shape."""
+    pairs = {
+        "token_embedding/embeddings": "embeddings/token_embedding/embeddings",
+        "position_embedding/embeddings": "embeddings/position_embedding",
+        "segment_embedding/embeddings": "embeddings/segment_embedding/embeddings",
+        "embeddings_layer_norm/gamma": "embeddings/layer_norm/gamma",
+        "embeddings_layer_norm/beta": "embeddings/layer_norm/beta",
+        "embedding_projection/kernel": "embeddings/projection/kernel",
+        "embedding_projection/bias": "embeddings/projection/bias",
+        "pooled_dense/kernel": "pooler/dense/kernel",
+        "pooled_dense/bias": "pooler/dense/bias",
+    }
+    for g in range(encoder.num_hidden_groups):
+        for j in range(encoder.inner_group_num):
+            pairs.update(_block_pairs(f"group_{g}_inner_layer_{j}/", f"transformer_group_{g}_layer_{j}/"))
+    _assign(encoder, backbone, pairs)
+
+
+def albert_backbone_like(encoder, dropout=0.0, dtype=None):
+    """A keras-hub `AlbertBackbone` of the ALBERT encoder's shape holding its weights.
+
+    keras-hub runs group g for layers `[g * L / G, (g + 1) * L / G)` and requires G to divide L: the same order as
+    Hugging Face's (and ours) there. Its activation is tanh GELU, ALBERT's `gelu_new`.
+    """
+    import keras_hub
+
+    backbone = keras_hub.models.AlbertBackbone(
+        vocabulary_size=encoder.vocabulary_size,
+        num_layers=encoder.num_layers,
+        num_heads=encoder.num_heads,
+        embedding_dim=encoder.embedding_size,
+        hidden_dim=encoder.hidden_dim,
+        intermediate_dim=encoder.intermediate_dim,
+        num_groups=encoder.num_hidden_groups,
+        num_inner_repetitions=encoder.inner_group_num,
+        dropout=dropout,
+        max_sequence_length=encoder.max_position_embeddings,
+        num_segments=encoder.type_vocab_size,
+        dtype=dtype,
+    )
+    copy_albert_to_hub(encoder, backbone)
 
 
 def copy_deberta_to_hub(encoder, backbone):

@@ -2,7 +2,7 @@
 
     bert-tf-pretrain --model_dir=runs/mini --corpus='corpus/*.txt' --model=mini --train_steps=10000
 
---model_type=distilbert|electra|roberta pretrains that family's encoder with
+--model_type=distilbert|electra|roberta|albert pretrains that family's encoder with
 masked LM alone (no NSP head in their Hugging Face models).
 
 Without --corpus it trains on an offline default corpus (Python's own
@@ -63,12 +63,14 @@ flags.DEFINE_enum(
     "bert",
     MODEL_TYPES,
     "The architecture a preset becomes: roberta (one segment, positions from 2, LayerNorm 1e-5), distilbert "
-    "(no segments), electra (--embedding_size). A bert_config.json's own model_type must agree.",
+    "(no segments), electra (--embedding_size), albert (--embedding_size, one shared layer, gelu_new). "
+    "A bert_config.json's own model_type must agree.",
 )
 flags.DEFINE_integer(
     "embedding_size",
     None,
-    "ELECTRA's embedding width, projected to the hidden size (default: hidden size / 2, as ELECTRA-small's 128).",
+    "ELECTRA's and ALBERT's embedding width, projected to the hidden size (default: ELECTRA hidden size / 2, as "
+    "ELECTRA-small's 128; ALBERT min(128, hidden size), as ALBERT-base's).",
     lower_bound=1,
 )
 # allow_override: finetune and export define these names with their own help or default (a process importing

@@ -90,8 +90,9 @@ class HfHeads:
 
     Module names without the base-model prefix; `encoder_layer(i)` gives the
     block's names (`query`, `key`, `value`, `attention_output`,
-    `attention_layer_norm`, `intermediate`, `output`, `output_layer_norm`).
-    None: the family has no such module in Hugging Face.
+    `attention_layer_norm`, `intermediate`, `output`, `output_layer_norm`);
+    for a family with shared layer groups (ALBERT) `encoder_layer(g, j)`, block
+    j of group g. None: the family has no such module in Hugging Face.
     """
 
     encoder_layer: object  # i -> {our block part: HF module name}
@@ -132,6 +133,49 @@ def _distilbert_layer(i):
     }
 
 
+def _albert_layer(group, inner):
+    hf = f"encoder.albert_layer_groups.{group}.albert_layers.{inner}"
+    return {
+        "query": f"{hf}.attention.query",
+        "key": f"{hf}.attention.key",
+        "value": f"{hf}.attention.value",
+        "attention_output": f"{hf}.attention.dense",
+        "attention_layer_norm": f"{hf}.attention.LayerNorm",
+        "intermediate": f"{hf}.ffn",
+        "output": f"{hf}.ffn_output",
+        "output_layer_norm": f"{hf}.full_layer_layer_norm",
+    }
+
+
+def _albert_tf1_layer(group, inner):
+    """Google's ALBERT TF1 names of block `inner` of group `group` (google-research/albert `modeling.py`)."""
+    tf1 = f"bert/encoder/transformer/group_{group}/inner_group_{inner}"
+    return {
+        "query": f"{tf1}/attention_1/self/query",
+        "key": f"{tf1}/attention_1/self/key",
+        "value": f"{tf1}/attention_1/self/value",
+        "attention_output": f"{tf1}/attention_1/output/dense",
+        "attention_layer_norm": f"{tf1}/LayerNorm",
+        "intermediate": f"{tf1}/ffn_1/intermediate/dense",
+        "output": f"{tf1}/ffn_1/intermediate/output/dense",
+        "output_layer_norm": f"{tf1}/LayerNorm_1",
+    }
+
+
+def _bert_tf1_layer(i):
+    tf1 = f"bert/encoder/layer_{i}"
+    return {
+        "query": f"{tf1}/attention/self/query",
+        "key": f"{tf1}/attention/self/key",
+        "value": f"{tf1}/attention/self/value",
+        "attention_output": f"{tf1}/attention/output/dense",
+        "attention_layer_norm": f"{tf1}/attention/output/LayerNorm",
+        "intermediate": f"{tf1}/intermediate/dense",
+        "output": f"{tf1}/output/dense",
+        "output_layer_norm": f"{tf1}/output/LayerNorm",
+    }
+
+
 # One entry per `bert_tf.config.MODEL_TYPES` architecture.
 HF_HEADS = {
     "bert": HfHeads(
@@ -164,6 +208,14 @@ HF_HEADS = {
         mlm=("generator_predictions.dense", "generator_predictions.LayerNorm", "generator_lm_head.bias", ()),
         sequence_pooler=("classifier.dense", False),
         sequence_logits="classifier.out_proj",
+    ),
+    "albert": HfHeads(
+        _albert_layer,
+        projection="encoder.embedding_hidden_mapping_in",
+        pooler="pooler",
+        mlm=("predictions.dense", "predictions.LayerNorm", "predictions.bias", ("predictions.decoder.bias",)),
+        nsp="sop_classifier.classifier",  # AlbertForPreTraining's sentence-order head, on the pooled output
+        sequence_pooler=("pooler", True),
     ),
     # DeBERTa-v2/v3: its encoder's table is `deberta_names.deberta_encoder_table`; these are its heads'.
     "deberta-v2": HfHeads(
@@ -198,13 +250,25 @@ def hf_class(model, suffix=""):
     )
 
 
-def encoder_table(num_layers, pre_layer_norm=False, model_type="bert", type_vocab_size=2, embedding_size=None):
+def encoder_table(
+    num_layers,
+    pre_layer_norm=False,
+    model_type="bert",
+    type_vocab_size=2,
+    embedding_size=None,
+    num_hidden_groups=1,
+    inner_group_num=1,
+):
     """Entries for every variable of a `BertEncoder`, in checkpoint order.
 
     The TF1 names (which the bert_tf model directory uses for every family) are
-    Google's; the Hugging Face names are the family's (`HF_HEADS`).
+    Google's (for ALBERT, google-research/albert's); the Hugging Face names are
+    the family's (`HF_HEADS`). With shared layer groups (ALBERT) there is one
+    entry per distinct block variable: `num_hidden_groups * inner_group_num`
+    blocks, whatever `num_layers`.
     """
     heads = HF_HEADS[model_type]
+    groups = FAMILIES[model_type].layer_groups
     entries = [
         Entry(
             "embeddings/token_embedding/embeddings",
@@ -229,20 +293,24 @@ def encoder_table(num_layers, pre_layer_norm=False, model_type="bert", type_voca
         *_layer_norm("embeddings/layer_norm", "bert/embeddings/LayerNorm", "embeddings.LayerNorm"),
     ]
     if embedding_size:
-        entries += _dense("embeddings/projection", "bert/embeddings_project", heads.projection)  # [E, H]
-    for i in range(num_layers):
-        ours, tf1, hf = f"transformer_layer_{i}", f"bert/encoder/layer_{i}", heads.encoder_layer(i)
+        projection_tf1 = "bert/encoder/embedding_hidden_mapping_in" if groups else "bert/embeddings_project"
+        entries += _dense("embeddings/projection", projection_tf1, heads.projection)  # [E, H]
+    if groups:
+        blocks = [
+            (f"transformer_group_{g}_layer_{j}", _albert_tf1_layer(g, j), heads.encoder_layer(g, j))
+            for g in range(num_hidden_groups)
+            for j in range(inner_group_num)
+        ]
+    else:
+        blocks = [(f"transformer_layer_{i}", _bert_tf1_layer(i), heads.encoder_layer(i)) for i in range(num_layers)]
+    for ours, tf1, hf in blocks:
         for part in ("query", "key", "value"):
-            entries += _dense(f"{ours}/attention/{part}", f"{tf1}/attention/self/{part}", hf[part])  # [H, H]
-        entries += _dense(
-            f"{ours}/attention/attention_output", f"{tf1}/attention/output/dense", hf["attention_output"]
-        )  # [H, H]
-        entries += _layer_norm(
-            f"{ours}/attention_layer_norm", f"{tf1}/attention/output/LayerNorm", hf["attention_layer_norm"]
-        )
-        entries += _dense(f"{ours}/intermediate", f"{tf1}/intermediate/dense", hf["intermediate"])  # [H, I]
-        entries += _dense(f"{ours}/output", f"{tf1}/output/dense", hf["output"])  # [I, H]
-        entries += _layer_norm(f"{ours}/output_layer_norm", f"{tf1}/output/LayerNorm", hf["output_layer_norm"])
+            entries += _dense(f"{ours}/attention/{part}", tf1[part], hf[part])  # [H, H]
+        entries += _dense(f"{ours}/attention/attention_output", tf1["attention_output"], hf["attention_output"])
+        entries += _layer_norm(f"{ours}/attention_layer_norm", tf1["attention_layer_norm"], hf["attention_layer_norm"])
+        entries += _dense(f"{ours}/intermediate", tf1["intermediate"], hf["intermediate"])  # [H, I]
+        entries += _dense(f"{ours}/output", tf1["output"], hf["output"])  # [I, H]
+        entries += _layer_norm(f"{ours}/output_layer_norm", tf1["output_layer_norm"], hf["output_layer_norm"])
     if pre_layer_norm:
         entries += _layer_norm("final_layer_norm", FINAL_LAYER_NORM_TF1, None)
     entries += pooler_entries(heads.pooler)  # [H, H]
@@ -339,6 +407,8 @@ def _encoder_entries(encoder):
         encoder.model_type,
         encoder.type_vocab_size,
         encoder.embedding_size,
+        encoder.num_hidden_groups,
+        encoder.inner_group_num,
     )
 
 
@@ -352,8 +422,8 @@ def _pretrainer_architecture(pretrainer):
 
 
 def _pretrainer_pooler(pretrainer):
-    # BertForPreTraining has the pooler (for NSP); the ...ForMaskedLM classes have none.
-    return ("pooler.dense", True) if pretrainer.nsp else None
+    # BertForPreTraining has the pooler (for NSP; AlbertForPreTraining for SOP); the ...ForMaskedLM classes have none.
+    return (hf_heads(pretrainer).pooler, True) if pretrainer.nsp else None
 
 
 registry.register_heads(registry.ModelHeads(BertEncoder, _encoder_entries, hf_architecture=hf_class, is_encoder=True))

@@ -36,6 +36,10 @@ BertEncoder.call_at           layers but the last as `call` (or on real     pret
 BertEncoder.call_unpadded     every layer on the real tokens only, as one   `EncoderTask.call_unpadded`; the
                               `[M, H]` token matrix; 0 at padding           encoder SavedModel
 
+Shared layers (ALBERT): each path runs `BertEncoder.applied_layers`, the
+distinct blocks in the order the layers use them (a block shared by several
+layers is called once per layer), so the table holds for every family.
+
 Below these, the layers have the same split: `TransformerBlock.call`
 (`[B, T, H]`, the graph), `call_tokens` (a `[M, H]` token matrix: all
 positions, or only the real ones with a `token_index`) and `call_at` (the

@@ -77,6 +77,17 @@ class BertEncoder(keras.Model):
     the functional graph, every layer on all `B*T` positions; `call_at` runs
     the last layer only where a head reads; `call_unpadded` skips padding.
 
+    Shared layers (ALBERT, `Family.layer_groups`): `transformer_layers` holds
+    the distinct blocks, `num_hidden_groups` groups of `inner_group_num`
+    (`transformer_group_{g}_layer_{j}`); layer i of `num_layers` runs group
+    `int(i / (num_layers / num_hidden_groups))` (Hugging Face's formula, float
+    rounding included), that is the group's blocks in order. `applied_layers`
+    is that sequence (`num_layers * inner_group_num` blocks, repeating the
+    shared ones), which every forward path runs, and `encoder_outputs` has
+    one entry per applied block (Hugging Face's `hidden_states[1:]`). The
+    other families have one block per layer (`transformer_layer_{i}`), and
+    `applied_layers` is `transformer_layers`.
+
     Args:
         vocabulary_size: number of word pieces.
         num_layers: number of transformer blocks.
@@ -97,6 +108,8 @@ class BertEncoder(keras.Model):
             (ELECTRA), projected to `hidden_dim`; None: `hidden_dim`.
         position_offset: learned positions before the first token's (RoBERTa: 2).
             `type_vocab_size` 0 means no segment embeddings (DistilBERT).
+        num_hidden_groups: ALBERT's groups of shared blocks (1 and 1 for the other families).
+        inner_group_num: blocks per group.
     """
 
     def __init__(
@@ -117,6 +130,8 @@ class BertEncoder(keras.Model):
         model_type="bert",
         embedding_size=None,
         position_offset=0,
+        num_hidden_groups=1,
+        inner_group_num=1,
         dtype=None,
         **kwargs,
     ):
@@ -126,6 +141,13 @@ class BertEncoder(keras.Model):
             raise ValueError(
                 "A deberta-v2 model has its own encoder class: build it with `bert_tf.models.build_encoder(config)` "
                 f"or `DebertaV2Encoder`. Received: model_type={model_type!r}"
+            )
+        family = FAMILIES[model_type]
+        block_order = layer_blocks(num_layers, num_hidden_groups, inner_group_num, family.layer_groups)
+        if family.embedding_projection and not embedding_size:
+            raise ValueError(
+                f"A {model_type} encoder always projects its embeddings: `embedding_size` must be given. "
+                f"Received: embedding_size={embedding_size!r}"
             )
         # === Layers ===
         self.embeddings = BertEmbeddings(
@@ -141,6 +163,11 @@ class BertEncoder(keras.Model):
             dtype=dtype,
             name="embeddings",
         )
+        block_names = (
+            [f"transformer_group_{g}_layer_{j}" for g in range(num_hidden_groups) for j in range(inner_group_num)]
+            if family.layer_groups
+            else [f"transformer_layer_{i}" for i in range(num_layers)]
+        )
         self.transformer_layers = [
             TransformerBlock(
                 num_heads,
@@ -153,10 +180,11 @@ class BertEncoder(keras.Model):
                 layer_norm_epsilon=layer_norm_epsilon,
                 pre_layer_norm=pre_layer_norm,
                 dtype=dtype,
-                name=f"transformer_layer_{i}",
+                name=name,
             )
-            for i in range(num_layers)
+            for name in block_names
         ]
+        self.block_order = block_order
         self.final_layer_norm = (
             _FinalLayerNorm(
                 epsilon=layer_norm_epsilon,
@@ -181,7 +209,7 @@ class BertEncoder(keras.Model):
         padding_mask = keras.Input(shape=(None,), dtype="int32", name="padding_mask")
         x = self.embeddings(token_ids, segment_ids)  # [B, T, H]
         encoder_outputs = []
-        for block in self.transformer_layers:
+        for block in self.applied_layers:
             x = block(x, padding_mask)  # [B, T, H]
             encoder_outputs.append(x)
         if self.final_layer_norm is not None:
@@ -219,6 +247,14 @@ class BertEncoder(keras.Model):
         self.model_type = model_type
         self.embedding_size = embedding_size
         self.position_offset = position_offset
+        self.num_hidden_groups = num_hidden_groups
+        self.inner_group_num = inner_group_num
+
+    @property
+    def applied_layers(self):
+        """The blocks in the order the layers run them: `transformer_layers`, or with shared layers (ALBERT)
+        `num_layers * inner_group_num` entries that repeat the shared blocks."""
+        return [self.transformer_layers[k] for k in self.block_order]
 
     def call_unpadded(self, inputs, training=False):
         """The encoder with padding removed: the same outputs at real tokens, for a fraction of the work.
@@ -234,7 +270,7 @@ class BertEncoder(keras.Model):
         `call_unpadded` and the exported SavedModels run it.
         """
         batch, length = tf.shape(inputs["token_ids"])[0], tf.shape(inputs["token_ids"])[1]
-        token_index, layer_outputs = self._unpadded_layers(inputs, self.transformer_layers, training)
+        token_index, layer_outputs = self._unpadded_layers(inputs, self.applied_layers, training)
         x = layer_outputs[-1]
         if self.final_layer_norm is not None:
             x = layer_outputs[-1] = self.final_layer_norm(x)
@@ -282,16 +318,17 @@ class BertEncoder(keras.Model):
         )
         if pooled:
             positions = tf.concat([tf.zeros((batch, 1), tf.int32), positions], axis=1)
+        blocks = self.applied_layers
         if unpadded:
-            token_index, layer_outputs = self._unpadded_layers(inputs, self.transformer_layers[:-1], training)
+            token_index, layer_outputs = self._unpadded_layers(inputs, blocks[:-1], training)
             x = tf.reshape(
                 scatter_tokens(layer_outputs[-1], token_index, batch * length), (batch, length, self.hidden_dim)
             )  # 0 at padding
         else:
             x = self.embeddings(token_ids, inputs["segment_ids"], training=training)  # [B, T, H]
-            for block in self.transformer_layers[:-1]:
+            for block in blocks[:-1]:
                 x = block(x, padding_mask, training=training)
-        x = self.transformer_layers[-1].call_at(x, positions, padding_mask, training=training)  # [B, P', H]
+        x = blocks[-1].call_at(x, positions, padding_mask, training=training)  # [B, P', H]
         if self.final_layer_norm is not None:
             x = self.final_layer_norm(x)
         if not pooled:
@@ -367,4 +404,39 @@ _CONFIG_FIELDS = (
     ("model_type", "model_type"),
     ("embedding_size", "embedding_size"),
     ("position_offset", "position_offset"),
+    ("num_hidden_groups", "num_hidden_groups"),
+    ("inner_group_num", "inner_group_num"),
 )
+
+
+def layer_blocks(num_layers, num_hidden_groups=1, inner_group_num=1, layer_groups=False):
+    """The index of the distinct block each applied block is, in order: a tuple of `num_layers * inner_group_num`.
+
+    Without `layer_groups`, block i is layer i (and groups must be 1). With them (ALBERT), layer i runs group
+    `int(i / (num_layers / num_hidden_groups))`, Hugging Face's float formula (it differs from `i * G // L` by
+    rounding for some sizes, e.g. 18 layers in 14 groups), and a group is blocks `g * inner_group_num + j`.
+    """
+    for name, value in (
+        ("num_layers", num_layers),
+        ("num_hidden_groups", num_hidden_groups),
+        ("inner_group_num", inner_group_num),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ValueError(f"`{name}` must be a positive integer. Received: {name}={value!r}")
+    if not layer_groups:
+        if (num_hidden_groups, inner_group_num) != (1, 1):
+            raise ValueError(
+                "Shared layer groups are ALBERT's (model_type='albert'). "
+                f"Received: num_hidden_groups={num_hidden_groups}, inner_group_num={inner_group_num}"
+            )
+        return tuple(range(num_layers))
+    if num_hidden_groups > num_layers:
+        raise ValueError(
+            f"`num_hidden_groups` must be at most `num_layers` (a further group would never run). "
+            f"Received: num_hidden_groups={num_hidden_groups}, num_layers={num_layers}"
+        )
+    order = []
+    for i in range(num_layers):
+        group = int(i / (num_layers / num_hidden_groups))
+        order += [group * inner_group_num + j for j in range(inner_group_num)]
+    return tuple(order)

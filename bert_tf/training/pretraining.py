@@ -13,7 +13,7 @@ One `PretrainConfig` describes a run (its fields are the flags of
 3. the model: a preset (`bert_tf.config.PRESETS`) or a `bert_config.json`,
    with the vocabulary's size; `model_type` makes a preset a model of that
    family (`BertConfig.for_family`: RoBERTa's one segment and offset
-   positions, DistilBERT's no segments, ELECTRA's `embedding_size`);
+   positions, DistilBERT's no segments, ELECTRA's and ALBERT's `embedding_size`);
 4. masked LM (+ next-sentence prediction, BERT only) with `TrainingLoop` under any
    strategy: tokenization, pair building and masking run in `tf.data`
    (`bert_tf.data.pretraining`); a re-run resumes from `model_dir/checkpoints`;
@@ -39,7 +39,7 @@ from bert_tf.checkpoints.tokenizer_files import (
     save_sentencepiece_tokenizer,
     sentencepiece_options,
 )
-from bert_tf.config import MODEL_TYPES, PRESETS, BertConfig, ConfigError
+from bert_tf.config import EMBEDDING_SIZE_TYPES, MODEL_TYPES, PRESETS, BertConfig, ConfigError
 from bert_tf.data.default_corpus import write_default_corpus
 from bert_tf.data.pretraining import FORMATS, EmptyCorpusError, pretraining_dataset
 from bert_tf.models import BertPretrainer, build_encoder
@@ -100,7 +100,9 @@ class PretrainConfig:
     # Model and objective
     model: str = "mini"  # a preset (bert_tf.config.PRESETS) or a bert_config.json path
     model_type: str = "bert"  # bert_tf.config.MODEL_TYPES: the family a preset becomes (a config file's must agree)
-    embedding_size: int = None  # ELECTRA's embedding width; None: hidden_size // 2 (ELECTRA-small: 128 over 256)
+    # ELECTRA's and ALBERT's embedding width; None: ELECTRA hidden_size // 2 (ELECTRA-small: 128 over 256),
+    # ALBERT min(128, hidden_size) (ALBERT-base: 128 over 768)
+    embedding_size: int = None
     max_seq_length: int = 128
     max_predictions_per_seq: int = 20
     masking_rate: float = 0.15
@@ -178,9 +180,9 @@ class PretrainConfig:
                 f"Received: nsp={self.nsp!r}, model_type={self.model_type!r}"
             )
         if self.embedding_size is not None:
-            if self.model_type != "electra":
+            if self.model_type not in EMBEDDING_SIZE_TYPES:
                 raise ConfigError(
-                    f"PretrainConfig: `embedding_size` is ELECTRA's; a {self.model_type} model has none. "
+                    f"PretrainConfig: `embedding_size` is ELECTRA's and ALBERT's; a {self.model_type} model has none. "
                     f"Received: embedding_size={self.embedding_size!r}, model_type={self.model_type!r}"
                 )
             if self.embedding_size < 1:

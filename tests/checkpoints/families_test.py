@@ -206,8 +206,13 @@ def test_hf_to_bert_tf_to_hf_is_bit_identical(tmp_path, folder):
 
 
 def test_unsupported_model_type_names_the_supported_ones(tmp_path):
-    with pytest.raises(ConfigError, match=r"model_type 'albert' is not supported; supported: bert, roberta"):
-        checkpoints.load_model(_shared("albert"))
+    target = _legacy_copy(_shared("bert"), str(tmp_path / "xlnet"))
+    with open(os.path.join(target, "config.json"), encoding="utf-8") as f:
+        config = json.load(f)
+    with open(os.path.join(target, "config.json"), "w", encoding="utf-8") as f:
+        json.dump({**config, "model_type": "xlnet"}, f)
+    with pytest.raises(ConfigError, match=r"model_type 'xlnet' is not supported; supported: bert, roberta"):
+        checkpoints.load_model(target)
 
 
 def test_missing_tokenizer_names_the_files_looked_for(tmp_path):

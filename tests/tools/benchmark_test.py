@@ -47,6 +47,8 @@ def test_quick_run_fills_every_section_and_writes_table_and_chart(tmp_path):
         "| serve | SavedModel, SST-2 dev text -> embedding, batch 1",
         "| embed | encode, SST-2 dev sentences (64), batch 4",
         "| embed | search SavedModel, 200 passages, batch 1, k=10",
+        "| albert | albert-tiny encoder forward",
+        "| albert | albert-tiny masked-LM training step",
         "| text | tokenizer",
     ):
         cells = _cells(table, row)
@@ -57,11 +59,14 @@ def test_quick_run_fills_every_section_and_writes_table_and_chart(tmp_path):
         "| infer | encoder forward",
         "| serve | SavedModel, SST-2 dev text -> embedding, batch 4",
         "| embed | search SavedModel, 200 passages",
+        "| albert | albert-tiny encoder forward",
+        "| albert | albert-tiny masked-LM training step",
     ):
         assert re.fullmatch(r"\d+\.\d\dx", _cells(table, row)[6]), row
     # The two sides really share weights: same outputs up to GELU's tanh approximation in keras-hub.
     assert float(_cells(table, "| infer | same weights")[3]) < 1e-3
     assert float(_cells(table, "| serve | same weights")[3]) < 1e-3
+    assert float(_cells(table, "| albert | albert-tiny same weights")[3]) < 1e-4  # both tanh GELU: one function
 
 
 @pytest.mark.slow

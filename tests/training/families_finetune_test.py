@@ -28,7 +28,7 @@ from tests.helpers import conll_file, sentiment_tsv, squad_file
 
 FAMILIES_DIR = os.path.join(REFERENCE_DIR, "families")
 TASK_HEADS_DIR = os.path.join(os.path.dirname(__file__), "..", "data", "families")
-FAMILIES = ("bert", "electra", "distilbert", "roberta", "deberta-v2")
+FAMILIES = ("bert", "electra", "distilbert", "roberta", "albert", "deberta-v2")
 # Families without task-head checkpoints in tests/data/families/: NER and SQuAD start from the MLM model too.
 NO_TASK_HEADS = ("deberta-v2",)
 TASKS = ("classification", "regression", "ner", "squad")
@@ -112,9 +112,11 @@ def test_family_finetunes_and_its_model_directory_rebuilds_the_model(family, tas
         assert settings["labels"] == ["negative", "positive"]
     if task == "ner":
         assert settings["labels"][0] == "O" and "B-PER" in settings["labels"]
-    tokenizer_files = {"roberta": ("vocab.json", "merges.txt"), "deberta-v2": ("spm.model",)}.get(
-        family, ("vocab.txt",)
-    )
+    tokenizer_files = {
+        "roberta": ("vocab.json", "merges.txt"),
+        "albert": ("spiece.model",),
+        "deberta-v2": ("spm.model",),
+    }.get(family, ("vocab.txt",))
     assert all((out / name).is_file() for name in tokenizer_files), sorted(os.listdir(out))
     written = json.loads((out / "bert_config.json").read_text())
     assert written.get("model_type", "bert") == family  # a BERT bert_config.json leaves it out
@@ -132,8 +134,8 @@ def test_family_finetunes_and_its_model_directory_rebuilds_the_model(family, tas
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_classifier_checkpoint_init_warns_of_a_fresh_pooler_only_without_one(family, tmp_path, monkeypatch, caplog):
-    """`--init=FAMILY-cls`: BERT's `...ForSequenceClassification` keeps the pooler in its base model, which the
-    encoder loads. The others keep that dense in their classification head (DistilBERT's `pre_classifier`,
+    """`--init=FAMILY-cls`: BERT's and ALBERT's `...ForSequenceClassification` keep the pooler in the base model,
+    which the encoder loads. The others keep that dense in their classification head (DistilBERT's `pre_classifier`,
     ELECTRA's and RoBERTa's `classifier.dense`), which fine-tuning does not read: the encoder's pooler starts
     fresh, with a warning naming it."""
     with caplog.at_level(logging.WARNING):
@@ -146,7 +148,7 @@ def test_classifier_checkpoint_init_warns_of_a_fresh_pooler_only_without_one(fam
             **_data("classification", tmp_path),
         )
     fresh = [r.getMessage() for r in caplog.records if "freshly initialised" in r.getMessage()]
-    if family == "bert":
+    if family in ("bert", "albert"):  # ALBERT's classifier reads its base model's pooler too
         assert not fresh
     else:
         assert len(fresh) == 1 and "pooler/dense/kernel" in fresh[0] and f"{family}-cls" in fresh[0], fresh
