@@ -8,6 +8,8 @@
   Hugging Face's ids.
 - `normalization`: the reference's Unicode tables, `normalize` and `split_words`.
 - `offsets`: `bytes_to_chars` (byte offsets to character offsets) and `utf8_length`.
+- `added_tokens`: what the tokenizers share: added tokens written in the text split out (`split_added_tokens`),
+  Unicode whitespace (`WHITESPACE_CLASS`), `detokenize`'s id batches (`ragged_ids`).
 - `packing`: `BertPacker` (trim, then `[CLS] A [SEP] B [SEP]`, or RoBERTa's pairs), its `TRUNCATIONS`, and
   `packer_for(tokenizer, ...)`, the packer of a tokenizer.
 - `masking`: `MaskedLMMasker` (dynamic masked-LM masking) and its stateless random draws.

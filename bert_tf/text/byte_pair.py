@@ -51,15 +51,13 @@ import json
 import keras
 import numpy as np
 import tensorflow as tf
-import tensorflow_text as tf_text
 
+from bert_tf.text.added_tokens import WHITESPACE_CLASS, ragged_ids, split_added_tokens
 from bert_tf.text.normalization import VALID_UTF8_PATTERN
 from bert_tf.text.offsets import CharBounds, concat_rows, replace_invalid_utf8, to_original_bytes
 
 # Unicode White_Space (Rust `char::is_whitespace`, Oniguruma's `\s`): RE2's
 # `\s` is ASCII only.
-_WS = r"\t\n\x0B\f\r \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}"
-_WS_CLASS = f"[{_WS}]"
 
 # === Character classes of the pre-tokenization pattern ===
 # Hexadecimal code point ranges, "A-B" inclusive or a single "A": RE2's `\p{L}` and `\p{N}` (the
@@ -524,7 +522,9 @@ class BytePairTokenizer(keras.layers.Layer):
         matched = [e for e in specials if not (self.split_special_tokens and e["special"])]
         matched.sort(key=lambda e: -len(e["content"]))  # leftmost-longest, as Hugging Face's matcher
         alternatives = [
-            (f"{_WS_CLASS}*" if e["lstrip"] else "") + _escape(e["content"]) + (f"{_WS_CLASS}*" if e["rstrip"] else "")
+            (f"{WHITESPACE_CLASS}*" if e["lstrip"] else "")
+            + _escape(e["content"])
+            + (f"{WHITESPACE_CLASS}*" if e["rstrip"] else "")
             for e in matched
         ]
         self._added_pattern = "|".join(alternatives) or None
@@ -610,18 +610,7 @@ class BytePairTokenizer(keras.layers.Layer):
             int64 byte starts, and ragged int32 `[N, (S)]`, the added token's
             id of a segment or -1.
         """
-        if self._added_pattern is None:
-            segments = tf.RaggedTensor.from_tensor(strings[:, None])
-            starts = tf.zeros_like(segments, tf.int64)
-            special = tf.fill(tf.shape(segments.flat_values), -1)
-            return segments, starts, segments.with_flat_values(special)
-        pattern = self._added_pattern
-        segments, starts, _ = tf_text.regex_split_with_offsets(strings, pattern, keep_delim_regex_pattern=pattern)
-        stripped = tf.strings.regex_replace(segments.flat_values, f"^{_WS_CLASS}+|{_WS_CLASS}+$", "")
-        special = self._added_table.lookup(stripped)
-        # Text that happens to read like a token after stripping is no token.
-        special = tf.where(tf.strings.regex_full_match(segments.flat_values, pattern), special, -1)
-        return segments, starts, segments.with_flat_values(special)
+        return split_added_tokens(strings, self._added_pattern, getattr(self, "_added_table", None))
 
     def _pretokenize(self, segments):
         """GPT-2's pre-tokenization pattern on text segments, on code points.
@@ -883,10 +872,10 @@ class BytePairTokenizer(keras.layers.Layer):
         special_text = tf.boolean_mask(segments.flat_values, is_special)
         special_lengths = tf.cast(tf.strings.length(special_text), tf.int64)
         leading = special_lengths - tf.cast(
-            tf.strings.length(tf.strings.regex_replace(special_text, f"^{_WS_CLASS}+", "")), tf.int64
+            tf.strings.length(tf.strings.regex_replace(special_text, f"^{WHITESPACE_CLASS}+", "")), tf.int64
         )
         trailing = special_lengths - tf.cast(
-            tf.strings.length(tf.strings.regex_replace(special_text, f"{_WS_CLASS}+$", "")), tf.int64
+            tf.strings.length(tf.strings.regex_replace(special_text, f"{WHITESPACE_CLASS}+$", "")), tf.int64
         )
         special_starts = tf.boolean_mask(seg_starts.flat_values, is_special) + leading
         special_ends = special_starts - leading + special_lengths - trailing
@@ -972,13 +961,7 @@ class BytePairTokenizer(keras.layers.Layer):
         Returns:
             tf.string `[N]` (or a scalar).
         """
-        if not isinstance(ids, tf.RaggedTensor):
-            ids = tf.convert_to_tensor(ids)
-        scalar = ids.shape.rank == 1
-        if scalar:
-            ids = ids[None]
-        if not isinstance(ids, tf.RaggedTensor):
-            ids = tf.RaggedTensor.from_tensor(ids)
+        ids, scalar = ragged_ids(ids)
         pieces = tf.ragged.map_flat_values(self._id_to_bytes.lookup, tf.cast(ids, tf.int64))
         text = tf.strings.reduce_join(pieces, axis=-1)
         text = tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD)

@@ -74,6 +74,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 from sentencepiece import sentencepiece_model_pb2
 
+from bert_tf.text.added_tokens import WHITESPACE_CLASS, ragged_ids, split_added_tokens
 from bert_tf.text.normalization import VALID_UTF8_PATTERN
 from bert_tf.text.offsets import CharBounds, replace_invalid_utf8, to_original_bytes
 
@@ -81,8 +82,6 @@ FAMILIES = ("albert", "deberta-v2")
 
 # Hugging Face's `Punctuation` pre-tokenizer: Unicode P* and ASCII punctuation (which has some symbols).
 PUNCTUATION_CLASS = r"[\pP$+<=>^`|~]"
-# Unicode White_Space (Rust `char::is_whitespace`, Oniguruma's `\s`): RE2's `\s` is ASCII only.
-WHITESPACE_CLASS = r"[\t\n\x0B\f\r \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}]"
 WORD_BOUNDARY = "\u2581"
 
 # SentencePiece piece types (sentencepiece_model.proto).
@@ -521,17 +520,7 @@ class SentencePieceTokenizer(keras.layers.Layer):
             int64 byte starts, and ragged int32 `[N, (S)]`, the added token's
             id of a segment or -1.
         """
-        if self._added_pattern is None:
-            segments = tf.RaggedTensor.from_tensor(strings[:, None])
-            starts = tf.zeros_like(segments, tf.int64)
-            special = tf.fill(tf.shape(segments.flat_values), -1)
-            return segments, starts, segments.with_flat_values(special)
-        pattern = self._added_pattern
-        segments, starts, _ = tf_text.regex_split_with_offsets(strings, pattern, keep_delim_regex_pattern=pattern)
-        stripped = tf.strings.regex_replace(segments.flat_values, f"^{WHITESPACE_CLASS}+|{WHITESPACE_CLASS}+$", "")
-        special = self._added_table.lookup(stripped)
-        special = tf.where(tf.strings.regex_full_match(segments.flat_values, pattern), special, -1)
-        return segments, starts, segments.with_flat_values(special)
+        return split_added_tokens(strings, self._added_pattern, getattr(self, "_added_table", None))
 
     def _normalize(self, text):
         """The family's normalization of segments `[S]` (step 3), as the SentencePiece op's input.
@@ -834,13 +823,7 @@ class SentencePieceTokenizer(keras.layers.Layer):
         Returns:
             tf.string `[N]` (or a scalar).
         """
-        if not isinstance(ids, tf.RaggedTensor):
-            ids = tf.convert_to_tensor(ids)
-        scalar = ids.shape.rank == 1
-        if scalar:
-            ids = ids[None]
-        if not isinstance(ids, tf.RaggedTensor):
-            ids = tf.RaggedTensor.from_tensor(ids)
+        ids, scalar = ragged_ids(ids)
         ids = tf.cast(ids, tf.int32)
         pieces = tf.ragged.map_flat_values(lambda i: tf.gather(self._id_to_text, i), ids)
         if self._byte_fallback:

@@ -43,6 +43,7 @@ import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from bert_tf.text.added_tokens import ragged_ids
 from bert_tf.text.normalization import PLAIN_ASCII_PATTERN, normalize, split_words
 from bert_tf.text.offsets import bytes_to_chars, replace_invalid_utf8, to_original_bytes, utf8_length
 from bert_tf.text.vocab import SPECIAL_TOKENS
@@ -643,13 +644,7 @@ class BertTokenizer(keras.layers.Layer):
         Returns:
             tf.string `[N]` (or a scalar).
         """
-        if not isinstance(ids, tf.RaggedTensor):
-            ids = tf.convert_to_tensor(ids)
-        scalar = ids.shape.rank == 1
-        if scalar:
-            ids = ids[None]
-        if not isinstance(ids, tf.RaggedTensor):
-            ids = tf.RaggedTensor.from_tensor(ids)
+        ids, scalar = ragged_ids(ids)
         tokens = tf.ragged.map_flat_values(self._id_to_token.lookup, tf.cast(ids, tf.int64))
         text = tf.strings.reduce_join(tokens, axis=-1, separator=" ")
         text = tf.strings.regex_replace(text, " ##", "")
