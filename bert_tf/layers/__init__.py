@@ -2,12 +2,13 @@
 
 Layers: `BertEmbeddings` (word + position + segment, LayerNorm, dropout),
 `BertSelfAttention`, `TransformerBlock` (post-LN or pre-LN), `LayerNorm`,
+`Pooler` (the family's dense on the first token, every encoder's),
 `MaskedLMHead` (tied to the word embeddings), `DenseHead` (NSP and task
 logits) and `SentencePooling` (sentence embeddings, as sentence-transformers pools).
 DeBERTa-v2/v3's: `DebertaEmbeddings`, `RelativeEmbeddings` (the shared relative-position
 table), `DisentangledSelfAttention`, `DisentangledTransformerBlock`, `TokenConvolution`
-(the optional convolution) and `ContextPooler`; `log_bucket_position` and
-`relative_position_index` (its relative positions).
+(the optional convolution); `log_bucket_position` and `relative_position_index`
+(its relative positions).
 
 Functions: `get_activation` (`hidden_act` name -> function) with the GELUs
 `gelu_erf` and `gelu_tanh`; the fused element-wise kernels `layer_norm`,
@@ -19,7 +20,6 @@ token-matrix helpers `dense_tokens` and `scatter_tokens` (see
 from bert_tf.layers.activations import gelu_erf, gelu_tanh, get_activation
 from bert_tf.layers.bert_embeddings import BertEmbeddings
 from bert_tf.layers.bert_self_attention import BertSelfAttention, dropped_softmax
-from bert_tf.layers.context_pooler import ContextPooler
 from bert_tf.layers.deberta_embeddings import DebertaEmbeddings
 from bert_tf.layers.dense_head import HEAD_INITIALIZERS, DenseHead
 from bert_tf.layers.disentangled_attention import DisentangledSelfAttention
@@ -27,6 +27,7 @@ from bert_tf.layers.disentangled_transformer_block import DisentangledTransforme
 from bert_tf.layers.dropout import dropout
 from bert_tf.layers.layer_norm import LayerNorm, layer_norm
 from bert_tf.layers.masked_lm_head import MaskedLMHead
+from bert_tf.layers.pooler import Pooler
 from bert_tf.layers.relative_embeddings import RelativeEmbeddings
 from bert_tf.layers.relative_position import log_bucket_position, relative_position_index
 from bert_tf.layers.sentence_pooling import POOLING_MODES, SentencePooling, check_pooling
@@ -37,7 +38,6 @@ from bert_tf.layers.transformer_block import TransformerBlock
 __all__ = [
     "BertEmbeddings",
     "BertSelfAttention",
-    "ContextPooler",
     "DebertaEmbeddings",
     "DisentangledSelfAttention",
     "DisentangledTransformerBlock",
@@ -49,6 +49,7 @@ __all__ = [
     "HEAD_INITIALIZERS",
     "LayerNorm",
     "MaskedLMHead",
+    "Pooler",
     "POOLING_MODES",
     "SentencePooling",
     "TransformerBlock",

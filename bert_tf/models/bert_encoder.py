@@ -8,45 +8,11 @@ import tensorflow as tf
 from keras import ops
 
 from bert_tf.config import FAMILIES, BertConfig
-from bert_tf.layers.activations import get_activation
 from bert_tf.layers.bert_embeddings import BertEmbeddings
 from bert_tf.layers.layer_norm import LayerNorm
+from bert_tf.layers.pooler import Pooler
 from bert_tf.layers.token_matrix import scatter_tokens
 from bert_tf.layers.transformer_block import TransformerBlock
-
-
-class _Pooler(keras.layers.Layer):
-    """A dense with the family's activation on the first token's vector: `[B, T, H] -> [B, H]`."""
-
-    def __init__(self, hidden_dim, initializer_range=0.02, activation="tanh", **kwargs):
-        super().__init__(**kwargs)
-        self.hidden_dim = hidden_dim
-        self.initializer_range = initializer_range
-        self.activation = activation
-        self.dense = keras.layers.Dense(
-            hidden_dim,
-            activation=get_activation(activation),
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
-            dtype=self.dtype_policy,
-            name="dense",
-        )
-
-    def build(self, sequence_shape):
-        self.dense.build((sequence_shape[0], sequence_shape[-1]))
-        self.built = True
-
-    def call(self, sequence_output):
-        return self.dense(sequence_output[:, 0, :])
-
-    def compute_output_shape(self, sequence_shape):
-        return (sequence_shape[0], self.hidden_dim)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            {"hidden_dim": self.hidden_dim, "initializer_range": self.initializer_range, "activation": self.activation}
-        )
-        return config
 
 
 class _FinalLayerNorm(LayerNorm):
@@ -195,7 +161,7 @@ class BertEncoder(keras.Model):
             if pre_layer_norm
             else None
         )
-        self.pooler = _Pooler(
+        self.pooler = Pooler(
             hidden_dim,
             initializer_range=initializer_range,
             activation=FAMILIES[model_type].pooler_activation,

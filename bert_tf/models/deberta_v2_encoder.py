@@ -7,9 +7,9 @@ import keras
 import tensorflow as tf
 
 from bert_tf.config import FAMILIES, BertConfig
-from bert_tf.layers.context_pooler import ContextPooler
 from bert_tf.layers.deberta_embeddings import DebertaEmbeddings
 from bert_tf.layers.disentangled_transformer_block import DisentangledTransformerBlock
+from bert_tf.layers.pooler import Pooler
 from bert_tf.layers.relative_embeddings import RelativeEmbeddings
 from bert_tf.layers.token_convolution import TokenConvolution
 
@@ -23,7 +23,7 @@ class DebertaV2Encoder(keras.Model):
     Keeps `BertEncoder`'s contract. Inputs (dict, int32 `[B, T]`):
     `token_ids`, `segment_ids` (ignored when `type_vocab_size` is 0),
     `padding_mask`. Outputs (dict, float32): `sequence_output` `[B, T, H]`,
-    `pooled_output` `[B, H]` (`ContextPooler`: dense + `pooler_activation`
+    `pooled_output` `[B, H]` (`Pooler`, HF's `ContextPooler`: dense + `pooler_activation`
     on the first token), `encoder_outputs` (one `[B, T, H]` per layer; the
     first after the optional convolution).
 
@@ -169,7 +169,7 @@ class DebertaV2Encoder(keras.Model):
             if conv_kernel_size
             else None
         )
-        self.pooler = ContextPooler(
+        self.pooler = Pooler(
             hidden_dim, activation=pooler_activation, initializer_range=initializer_range, dtype=dtype, name="pooler"
         )
 

@@ -1,18 +1,21 @@
-"""ContextPooler: DeBERTa's sentence pooler, a dense and an activation on the first token."""
+"""Pooler: the family's sentence pooler, a dense with an activation on the first token."""
 
 import keras
 
 from bert_tf.layers.activations import get_activation
 
 
-class ContextPooler(keras.layers.Layer):
-    """`act(dense(h[:, 0]))`: `[B, T, H] -> [B, H]` (HF `ContextPooler`, `pooler_hidden_act`, GELU by default).
+class Pooler(keras.layers.Layer):
+    """`act(dense(h[:, 0]))`: `[B, T, H] -> [B, H]`, the dense our encoders call the pooler.
 
-    Its dense is `pooler/dense` (variable paths as BERT's pooler's), which
-    Hugging Face keeps outside the base model, in `...ForSequenceClassification`.
+    BERT's and RoBERTa's pooler (tanh), DistilBERT's `pre_classifier` (relu),
+    ELECTRA's classification head's dense and DeBERTa's `ContextPooler` (GELU,
+    `pooler_hidden_act`): `Family.pooler_activation` says which. Its dense is
+    `pooler/dense` in every encoder; the name tables say where each Hugging
+    Face class keeps it.
     """
 
-    def __init__(self, hidden_dim, activation="gelu", initializer_range=0.02, **kwargs):
+    def __init__(self, hidden_dim, activation="tanh", initializer_range=0.02, **kwargs):
         super().__init__(**kwargs)
         self.hidden_dim = hidden_dim
         self.activation = activation
