@@ -207,6 +207,16 @@ def _jit(setting):
     return setting.endswith("_xla")
 
 
+def _compiled_forward(model, setting, output=lambda outputs: outputs["sequence_output"]):
+    """A compiled `output(model(x))` in `setting`: the forward the infer, albert and deberta sections time."""
+    import tensorflow as tf
+
+    def forward(x):
+        return output(model(x, training=False))
+
+    return tf.function(forward, jit_compile=_jit(setting), reduce_retracing=True)
+
+
 def _ours_encoder(cfg, setting, dropout):
     from bert_tf.models import BertEncoder
 
@@ -466,11 +476,7 @@ def infer_rows(seq_length, batch_size):
         encoder = _pretrained_encoder(setting)
         backbone = _hub_like(encoder, setting)
         for side, model in (("bert_tf", encoder), ("keras-hub", backbone)):
-            forward = tf.function(
-                lambda x, m=model: m(x, training=False)["sequence_output"],
-                jit_compile=_jit(setting),
-                reduce_retracing=True,
-            )
+            forward = _compiled_forward(model, setting)
             candidates_32[(side, setting)] = lambda f=forward: f(features).numpy()
             candidates_1[(side, setting)] = lambda f=forward: f(single).numpy()
             if setting == "float32":
@@ -560,9 +566,7 @@ def deberta_rows(seq_length, batch_size):
             ("bert_tf", ours, encoder_inputs, lambda out: out["sequence_output"]),
             ("keras-hub", hub, hub_inputs, lambda out: out),
         ):
-            call = tf.function(
-                lambda x, m=model, o=output: o(m(x, training=False)), jit_compile=_jit(setting), reduce_retracing=True
-            )
+            call = _compiled_forward(model, setting, output)
             forward[(side, setting)] = lambda c=call, x=inputs: c(x).numpy()
             if setting == "float32":
                 outputs[side] = call(inputs).numpy()
@@ -1011,7 +1015,7 @@ def albert_rows(seq_length, batch_size):
         ours.set_weights(weights)
         hub = keras_hub_peer.albert_backbone_like(ours, dtype=_policy(setting))
         for side, model in (("bert_tf", ours), ("keras-hub", hub)):
-            forward = tf.function(lambda x, m=model: m(x, training=False)["sequence_output"], jit_compile=_jit(setting))
+            forward = _compiled_forward(model, setting)
             forwards[(side, setting)] = lambda f=forward: f(encoder_features).numpy()
             if setting == "float32":
                 outputs[side] = forward(encoder_features).numpy()

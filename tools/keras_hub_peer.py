@@ -114,6 +114,7 @@ def albert_backbone_like(encoder, dropout=0.0, dtype=None):
         dtype=dtype,
     )
     copy_albert_to_hub(encoder, backbone)
+    return backbone
 
 
 def copy_deberta_to_hub(encoder, backbone):
