@@ -145,7 +145,7 @@ CHEAP = {
 }
 
 LONG = {
-    "make test": Long("about 25 minutes: the test suite itself (23.6 to 25.3 measured, 2-core AMD EPYC)"),
+    "make test": Long("about 25 minutes: the test suite itself (24.3 measured, 2-core AMD EPYC)"),
     "make setup": Long("installs .venv on first use (TensorFlow and the test extras from PyPI); make test runs it"),
     "bert-tf-pretrain --strategy=tpu --tpu=local --model=base --vocab=vocab.txt --corpus='corpus/*.txt' "
     "--model_dir=runs/base --max_seq_length=128 --max_predictions_per_seq=20 --global_batch_size=256 "
