@@ -13,7 +13,8 @@ Each folder gets `tokenizer.json` and `tokenizer_config.json` as transformers sa
 reference ids are then `tokenizers.Tokenizer.from_file(tokenizer.json)`, in-process, in
 tools/sentencepiece_parity.py and tests/text/sentencepiece_test.py.
 
-    /work/refenv/bin/python tools/make_sentencepiece_references.py [--vocab_size=8000]
+    python3.11 -m venv ../refenv && ../refenv/bin/pip install transformers sentencepiece protobuf
+    ../refenv/bin/python tools/make_sentencepiece_references.py [--vocab_size=8000]
 
 Needs transformers, sentencepiece and protobuf; never imported by bert_tf or its tests.
 """
