@@ -63,7 +63,25 @@ def train(prefix, vocab_size, normalization, specials):
         user_defined_symbols=user_defined,
         minloglevel=2,
     )
-    return prefix + ".model"
+    model_file = prefix + ".model"
+    record_relative_inputs(model_file)
+    return model_file
+
+
+def record_relative_inputs(model_file):
+    """Rewrites the trainer's record of its input files (`trainer_spec.input`, absolute paths of the machine that
+    trained) as paths relative to the project, so the committed fixtures name no machine's directories. The
+    pieces and scores are untouched."""
+    from sentencepiece import sentencepiece_model_pb2
+
+    proto = sentencepiece_model_pb2.ModelProto()
+    with open(model_file, "rb") as f:
+        proto.ParseFromString(f.read())
+    inputs = [os.path.relpath(path, ROOT) for path in proto.trainer_spec.input]
+    del proto.trainer_spec.input[:]
+    proto.trainer_spec.input.extend(inputs)
+    with open(model_file, "wb") as f:
+        f.write(proto.SerializeToString())
 
 
 def from_model_file(cls, model_file, name, **options):
