@@ -53,8 +53,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.text.added_tokens import WHITESPACE_CLASS, ragged_ids, split_added_tokens
-from bert_tf.text.normalization import VALID_UTF8_PATTERN
-from bert_tf.text.offsets import CharBounds, concat_rows, replace_invalid_utf8, to_original_bytes
+from bert_tf.text.offsets import concat_rows, offsets_in_unit, replace_invalid_utf8
 
 # Unicode White_Space (Rust `char::is_whitespace`, Oniguruma's `\s`): RE2's
 # `\s` is ASCII only.
@@ -927,19 +926,7 @@ class BytePairTokenizer(keras.layers.Layer):
         if scalar:
             strings = strings[None]
         ids, starts, ends = self._tokenize(strings, with_offsets=True)
-        all_valid = tf.reduce_all(tf.strings.regex_full_match(strings, VALID_UTF8_PATTERN))
-        if unit == "char":
-            # Offsets so far are bytes of the valid rows, whose characters are those of the Python str.
-            valid = replace_invalid_utf8(strings)
-            bounds = CharBounds(valid)
-            starts, ends = bounds.to_chars(starts, "start"), bounds.to_chars(ends, "end")
-        else:
-            s, e = tf.cond(
-                all_valid,
-                lambda: (tf.identity(starts.values), tf.identity(ends.values)),
-                lambda: to_original_bytes(strings, starts, ends),
-            )
-            starts, ends = starts.with_values(s), ends.with_values(e)
+        starts, ends = offsets_in_unit(strings, starts, ends, unit)
         if scalar:
             return ids[0], starts[0], ends[0]
         return ids, starts, ends

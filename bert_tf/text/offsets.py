@@ -129,3 +129,27 @@ def to_original_bytes(strings, starts, ends):
         return tf.gather(orig_bounds, index) + tf.minimum(within, tf.gather(orig_sizes, index))
 
     return one(starts), one(ends)
+
+
+def offsets_in_unit(strings, starts, ends, unit):
+    """Byte offsets into the rows with invalid UTF-8 replaced -> offsets into the input rows `strings` `[N]`.
+
+    Args:
+        strings: the original tf.string `[N]`.
+        starts, ends: ragged int64 `[N, (P)]` byte offsets into `replace_invalid_utf8(strings)`.
+        unit: "byte" (offsets into the original bytes, `to_original_bytes`, skipped when every row is valid)
+            or "char" (code points of the Python `str` the bytes decode to with `errors="replace"`).
+
+    Returns:
+        `(starts, ends)`, ragged int64 `[N, (P)]` in `unit`.
+    """
+    if unit == "char":
+        bounds = CharBounds(replace_invalid_utf8(strings))
+        return bounds.to_chars(starts, "start"), bounds.to_chars(ends, "end")
+    all_valid = tf.reduce_all(tf.strings.regex_full_match(strings, VALID_UTF8_PATTERN))
+    s, e = tf.cond(
+        all_valid,
+        lambda: (tf.identity(starts.values), tf.identity(ends.values)),
+        lambda: to_original_bytes(strings, starts, ends),
+    )
+    return starts.with_values(s), ends.with_values(e)

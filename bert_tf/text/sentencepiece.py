@@ -75,8 +75,7 @@ import tensorflow_text as tf_text
 from sentencepiece import sentencepiece_model_pb2
 
 from bert_tf.text.added_tokens import WHITESPACE_CLASS, ragged_ids, split_added_tokens
-from bert_tf.text.normalization import VALID_UTF8_PATTERN
-from bert_tf.text.offsets import CharBounds, replace_invalid_utf8, to_original_bytes
+from bert_tf.text.offsets import offsets_in_unit, replace_invalid_utf8
 
 FAMILIES = ("albert", "deberta-v2")
 
@@ -795,17 +794,7 @@ class SentencePieceTokenizer(keras.layers.Layer):
         if scalar:
             strings = strings[None]
         ids, starts, ends = self._tokenize(strings, with_offsets=True)
-        all_valid = tf.reduce_all(tf.strings.regex_full_match(strings, VALID_UTF8_PATTERN))
-        if unit == "char":
-            bounds = CharBounds(replace_invalid_utf8(strings))
-            starts, ends = bounds.to_chars(starts, "start"), bounds.to_chars(ends, "end")
-        else:
-            s, e = tf.cond(
-                all_valid,
-                lambda: (tf.identity(starts.values), tf.identity(ends.values)),
-                lambda: to_original_bytes(strings, starts, ends),
-            )
-            starts, ends = starts.with_values(s), ends.with_values(e)
+        starts, ends = offsets_in_unit(strings, starts, ends, unit)
         if scalar:
             return ids[0], starts[0], ends[0]
         return ids, starts, ends
@@ -824,7 +813,6 @@ class SentencePieceTokenizer(keras.layers.Layer):
             tf.string `[N]` (or a scalar).
         """
         ids, scalar = ragged_ids(ids)
-        ids = tf.cast(ids, tf.int32)
         pieces = tf.ragged.map_flat_values(lambda i: tf.gather(self._id_to_text, i), ids)
         if self._byte_fallback:
             is_byte = tf.strings.regex_full_match(pieces.flat_values, "<0x[0-9A-F]{2}>")
