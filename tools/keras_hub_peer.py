@@ -37,8 +37,9 @@ def _block_pairs(hub, our):
     return pairs
 
 
-def _assign(encoder, backbone, pairs):
-    """Assigns every keras-hub weight from ours by `pairs`, reshaping attention kernels to keras-hub's per-head ones."""
+def _assign(encoder, backbone, pairs, per_head_output=True):
+    """Assigns every keras-hub weight from ours by `pairs`, reshaping attention kernels to keras-hub's per-head ones
+    (query/key/value always; the output projection where `per_head_output`: BERT's and ALBERT's, not DeBERTa's)."""
     heads = encoder.num_heads
     hidden = encoder.hidden_dim
     head_dim = hidden // heads
@@ -47,10 +48,11 @@ def _assign(encoder, backbone, pairs):
         if variable.path not in pairs:
             raise ValueError(f"No bert_tf weight for keras-hub weight {variable.path}")
         value = ours[pairs[variable.path]].numpy()
-        if "attention_output/kernel" in variable.path:
-            value = value.reshape(heads, head_dim, hidden)
-        elif "attention_output/bias" not in variable.path and "self_attention_layer/" in variable.path:
-            value = value.reshape(value.shape[:-1] + (heads, head_dim))
+        if "attention_output/" in variable.path:
+            if per_head_output and variable.path.endswith("/kernel"):
+                value = value.reshape(heads, head_dim, hidden)
+        elif "self_attention_layer/" in variable.path:
+            value = value.reshape(value.shape[:-1] + (heads, head_dim))  # [H, H] -> [H, N, D]; [H] -> [N, D]
         variable.assign(value)
 
 
@@ -123,10 +125,6 @@ def copy_deberta_to_hub(encoder, backbone):
     keras-hub's backbone is DeBERTa-v3's shape only: c2p + p2c with shared keys, a LayerNorm-ed relative table,
     no absolute positions, no segments, no convolution (the encoder must be configured so).
     """
-    heads = encoder.num_heads
-    hidden = encoder.hidden_dim
-    head_dim = hidden // heads
-    ours = {v.path: v for v in encoder.weights}
     pairs = {
         "token_embedding/embeddings": "embeddings/token_embedding/embeddings",
         "embeddings_layer_norm/gamma": "embeddings/layer_norm/gamma",
@@ -136,25 +134,8 @@ def copy_deberta_to_hub(encoder, backbone):
         "rel_embedding/rel_embeddings_layer_norm/beta": "relative_embeddings/layer_norm/beta",
     }
     for i in range(encoder.num_layers):
-        hub, our = f"disentangled_attention_encoder_layer_{i}/", f"transformer_layer_{i}/"
-        for name in ("query", "key", "value", "attention_output"):
-            for leaf in ("kernel", "bias"):
-                pairs[f"{hub}self_attention_layer/{name}/{leaf}"] = f"{our}attention/{name}/{leaf}"
-        for theirs, mine in (
-            ("self_attention_layer_norm", "attention_layer_norm"),
-            ("feedforward_layer_norm", "output_layer_norm"),
-            ("feedforward_intermediate_dense", "intermediate"),
-            ("feedforward_output_dense", "output"),
-        ):
-            for leaf in ("gamma", "beta") if "norm" in theirs else ("kernel", "bias"):
-                pairs[f"{hub}{theirs}/{leaf}"] = f"{our}{mine}/{leaf}"
-    for variable in backbone.weights:
-        if variable.path not in pairs:
-            raise ValueError(f"No bert_tf weight for keras-hub weight {variable.path}")
-        value = ours[pairs[variable.path]].numpy()
-        if "self_attention_layer/" in variable.path and "attention_output" not in variable.path:
-            value = value.reshape(value.shape[:-1] + (heads, head_dim))  # [H, H] -> [H, N, D]; [H] -> [N, D]
-        variable.assign(value)
+        pairs.update(_block_pairs(f"disentangled_attention_encoder_layer_{i}/", f"transformer_layer_{i}/"))
+    _assign(encoder, backbone, pairs, per_head_output=False)
 
 
 def deberta_backbone_like(encoder, dropout=0.0, dtype=None):
