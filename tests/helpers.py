@@ -115,8 +115,8 @@ SERVING_CLIENT = os.path.join(os.path.dirname(__file__), "export", "serving_clie
 
 
 def serve_blocked(requests, workdir, tag):
-    """Runs `requests` ({id: (model, signature, inputs)}) on SavedModels in a process where bert_tf cannot be
-    imported (`tests/export/serving_client.py`).
+    """Runs `requests` ({id: (model, signature, inputs)}) on SavedModels in a process where bert_tf, keras_hub and
+    sentencepiece cannot be imported (`tests/export/serving_client.py`).
 
     Returns:
         (CompletedProcess, {id: {output: ndarray} or {"error": type name}}).

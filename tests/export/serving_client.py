@@ -1,4 +1,4 @@
-"""Runs requests on SavedModels in a process where `bert_tf` and `keras_hub` cannot be imported.
+"""Runs requests on SavedModels in a process where `bert_tf`, `keras_hub` and `sentencepiece` cannot be imported.
 
     python serving_client.py REQUESTS_DIR RESPONSES_DIR
 
@@ -20,7 +20,7 @@ import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-BLOCKED = ("bert_tf", "keras_hub")
+BLOCKED = ("bert_tf", "keras_hub", "sentencepiece")
 
 
 class _Blocker(importlib.abc.MetaPathFinder):

@@ -35,7 +35,7 @@ import tensorflow as tf
 
 from bert_tf.text import BytePairTokenizer, build_bpe_vocab
 from tests.conftest import DATA_DIR, REFERENCE_DIR
-from tests.helpers import tokenizer_module
+from tests.helpers import serve_blocked, tokenizer_module
 from tests.text.edge_cases import BPE_EDGE_CASES, EDGE_CASES
 from tests.text.parity_test import CORPORA
 
@@ -392,32 +392,13 @@ def test_saved_model_runs_without_bert_tf(tmp_path):
     tokenizer = BytePairTokenizer.from_tokenizer_json(_roberta("tokenizer.json"))
     module = tokenizer_module(tokenizer, default_value=-1)
     path = str(tmp_path / "saved")
-    tf.saved_model.save(module, path)
+    tf.saved_model.save(module, path, signatures={"tokenize": module.tokenize})
     lines = [b"Hello <mask> world's", b"caf\xe9  x", b""]
     expected = tokenizer.tokenize(tf.constant(lines)).to_tensor(default_value=-1).numpy().tolist()
-    script = textwrap.dedent(
-        f"""
-        import importlib.abc
-        import sys
-
-        class Blocker(importlib.abc.MetaPathFinder):
-            def find_spec(self, name, path=None, target=None):
-                if name.split(".")[0] in ("bert_tf", "keras_hub"):
-                    raise ImportError(name + " is blocked in this process")
-
-        sys.meta_path.insert(0, Blocker())
-        import tensorflow as tf
-        import tensorflow_text  # noqa: F401 (registers the regex ops)
-        loaded = tf.saved_model.load({path!r})
-        print(loaded.tokenize(tf.constant({lines!r})).numpy().tolist())
-        """
-    )
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH="")
-    result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env, cwd=str(tmp_path)
-    )
+    # Served where bert_tf, keras_hub and sentencepiece cannot be imported (tests/export/serving_client.py).
+    result, responses = serve_blocked({"lines": (path, "tokenize", {"x": lines})}, str(tmp_path), "tokenize")
     assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.strip().splitlines()[-1] == str(expected)
+    assert responses["lines"]["output_0"].tolist() == expected
 
 
 def test_from_tokenizer_json_refuses_other_models(tmp_path):

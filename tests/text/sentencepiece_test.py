@@ -15,9 +15,6 @@ import glob
 import json
 import os
 import shutil
-import subprocess
-import sys
-import textwrap
 
 import keras
 import pytest
@@ -26,7 +23,7 @@ import tensorflow as tf
 from bert_tf import checkpoints
 from bert_tf.text import SentencePieceTokenizer, packer_for
 from tests.conftest import DATA_DIR, REFERENCE_DIR
-from tests.helpers import tokenizer_module
+from tests.helpers import serve_blocked, tokenizer_module
 
 tokenizers = pytest.importorskip("tokenizers")
 
@@ -281,32 +278,13 @@ def test_get_config_round_trips(deberta):
 def test_saved_model_runs_without_bert_tf(albert, tmp_path):
     module = tokenizer_module(albert, default_value=-1)
     path = str(tmp_path / "saved")
-    tf.saved_model.save(module, path)
+    tf.saved_model.save(module, path, signatures={"tokenize": module.tokenize})
     lines = [b"Hello [MASK] world's", b"caf\xe9  x", b""]
     expected = albert.tokenize(tf.constant(lines)).to_tensor(default_value=-1).numpy().tolist()
-    script = textwrap.dedent(
-        f"""
-        import importlib.abc
-        import sys
-
-        class Blocker(importlib.abc.MetaPathFinder):
-            def find_spec(self, name, path=None, target=None):
-                if name.split(".")[0] in ("bert_tf", "keras_hub", "sentencepiece"):
-                    raise ImportError(name + " is blocked in this process")
-
-        sys.meta_path.insert(0, Blocker())
-        import tensorflow as tf
-        import tensorflow_text  # noqa: F401 (registers the ops)
-        loaded = tf.saved_model.load({path!r})
-        print(loaded.tokenize(tf.constant({lines!r})).numpy().tolist())
-        """
-    )
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH="")
-    result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env, cwd=str(tmp_path)
-    )
+    # Served where bert_tf, keras_hub and sentencepiece cannot be imported (tests/export/serving_client.py).
+    result, responses = serve_blocked({"lines": (path, "tokenize", {"x": lines})}, str(tmp_path), "tokenize")
     assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.strip().splitlines()[-1] == str(expected)
+    assert responses["lines"]["output_0"].tolist() == expected
 
 
 def test_write_tokenizer_files_round_trip(tmp_path):
