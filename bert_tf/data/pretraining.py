@@ -38,6 +38,17 @@ from bert_tf.text import MaskedLMMasker, expand_files, packer_for
 from bert_tf.text.masking import example_keys, uniform
 
 FORMATS = ("lines", "paragraphs")
+# The sentence-level objective of a pretraining example: next-sentence prediction (BERT: B is A's continuation
+# or a random segment), sentence-order prediction (ALBERT: A and B in order or swapped) or none (RoBERTa).
+SENTENCE_OBJECTIVES = ("nsp", "sop", "none")
+# How examples are cut from documents: segment pairs (BERT, ALBERT), or one segment filled with whole sentences
+# that may cross document ends, with a separator there (RoBERTa's FULL-SENTENCES), or that stop at them
+# (DOC-SENTENCES). The two sentence packings carry no sentence objective.
+PACKINGS = ("pairs", "full_sentences", "doc_sentences")
+# Which tokens are masked: single pieces (BERT), whole words (BERT's whole-word masking) or spans of whole
+# words of geometric length (SpanBERT).
+MASKINGS = ("token", "whole_word", "span")
+MAX_MASKING_RATE = 0.5
 # Random streams of the pair builder (the masker uses 1-3).
 _SPLIT, _RANDOM_NEXT, _OTHER_DOC, _OTHER_START, _SHORT, _SHORT_LENGTH = 11, 12, 13, 14, 15, 16
 _SENTENCE_END = r"([.!?][\"')\]]*)\s+"
@@ -329,8 +340,8 @@ def pretraining_dataset(
     max_seq_length=128,
     max_predictions_per_seq=20,
     masking_rate=0.15,
-    whole_word_masking=False,
-    nsp=True,
+    whole_word_masking=None,
+    nsp=None,
     short_seq_prob=0.1,
     batch_size=32,
     seed=0,
@@ -341,6 +352,11 @@ def pretraining_dataset(
     input_context=None,
     max_position_embeddings=None,
     split="all",
+    sentence_objective=None,
+    packing="pairs",
+    masking=None,
+    span_geometric_p=0.2,
+    max_span_length=10,
 ):
     """Masked `(features, labels, sample_weights)` pretraining batches from raw text files.
 
@@ -360,18 +376,34 @@ def pretraining_dataset(
             is refused.
         split: "all"; "train" skips and "eval" keeps only every
             `HOLDOUT_EVERY`-th group of documents (a held-out slice).
+        sentence_objective: one of `SENTENCE_OBJECTIVES`; None: from `nsp`
+            ("nsp" when `nsp` is True or None, else "none").
+        packing: one of `PACKINGS`; the sentence packings need
+            `sentence_objective="none"`.
+        masking: one of `MASKINGS`; None: from `whole_word_masking`
+            ("whole_word" when True, else "token").
+        masking_rate: share of the maskable tokens masked, in (0, MAX_MASKING_RATE].
+        span_geometric_p, max_span_length: span masking's length distribution
+            in words (geometric with this p, clipped at this length).
     Returns:
         A `tf.data.Dataset` of `(features, labels, sample_weights)`: features
         `token_ids`, `segment_ids`, `padding_mask` `[B, T]` and
-        `mask_positions` `[B, P]`; labels `mlm` `[B, P]` and `nsp` `[B]`;
-        weights `mlm` `[B, P]` (0 on unused slots) and `nsp` `[B]`. Without
-        NSP the `nsp` entries are absent.
+        `mask_positions` `[B, P]`; labels `mlm` `[B, P]` and, with a sentence
+        objective, `nsp` or `sop` (its name) `[B]`; weights `mlm` `[B, P]`
+        (0 on unused slots) and `nsp`/`sop` `[B]`.
     """
     _check_documents(corpus_format, group_size)
+    sentence_objective, masking = resolve_objectives(
+        sentence_objective, packing, masking, nsp=nsp, whole_word_masking=whole_word_masking, masking_rate=masking_rate
+    )
     # Absolute paths: the saved iterator position names the files, and a resumed run may start elsewhere.
     files = [f if "://" in f else os.path.abspath(f) for f in expand_files(corpus)]
     files, input_context = shard_files(files, input_context)
-    builder = PairBuilder(max_seq_length, short_seq_prob=short_seq_prob, nsp=nsp, seed=seed)
+    if packing != "pairs" or sentence_objective == "sop" or masking == "span":
+        raise NotImplementedError(
+            f"packing={packing!r}, sentence_objective={sentence_objective!r}, masking={masking!r}"
+        )
+    builder = PairBuilder(max_seq_length, short_seq_prob=short_seq_prob, nsp=sentence_objective == "nsp", seed=seed)
 
     def one_epoch(epoch):
         return document_pairs(
@@ -384,8 +416,10 @@ def pretraining_dataset(
         max_seq_length=max_seq_length,
         max_predictions_per_seq=max_predictions_per_seq,
         masking_rate=masking_rate,
-        whole_word_masking=whole_word_masking,
-        nsp=nsp,
+        masking=masking,
+        sentence_objective=sentence_objective,
+        span_geometric_p=span_geometric_p,
+        max_span_length=max_span_length,
         batch_size=batch_size,
         seed=seed,
         shuffle_buffer=shuffle_buffer,
@@ -394,6 +428,49 @@ def pretraining_dataset(
         max_position_embeddings=max_position_embeddings,
         corpus_name=_describe(files),
     )
+
+
+def resolve_objectives(
+    sentence_objective, packing, masking, nsp=None, whole_word_masking=None, masking_rate=0.15, flag_names=False
+):
+    """`(sentence_objective, masking)` with the legacy `nsp` / `whole_word_masking` switches folded in.
+
+    Raises ValueError naming both settings for a combination that cannot be
+    built (a sentence packing with a sentence objective, a legacy switch that
+    contradicts the new setting) and for a value out of range. `flag_names`
+    writes them as `--flags` (the app's words) instead of arguments.
+    """
+    name = (lambda n: f"--{n}") if flag_names else (lambda n: f"`{n}`")
+    if sentence_objective is None:
+        sentence_objective = "none" if nsp is False else "nsp"
+    elif nsp is not None and nsp != (sentence_objective == "nsp"):
+        raise ValueError(
+            f"{name('nsp')}={nsp} contradicts {name('sentence_objective')}={sentence_objective!r}: set only "
+            f"{name('sentence_objective')}."
+        )
+    if masking is None:
+        masking = "whole_word" if whole_word_masking else "token"
+    elif whole_word_masking is not None and whole_word_masking != (masking == "whole_word"):
+        raise ValueError(
+            f"{name('whole_word_masking')}={whole_word_masking} contradicts {name('masking')}={masking!r}: set only "
+            f"{name('masking')}."
+        )
+    for key, value, choices in (
+        ("sentence_objective", sentence_objective, SENTENCE_OBJECTIVES),
+        ("packing", packing, PACKINGS),
+        ("masking", masking, MASKINGS),
+    ):
+        if value not in choices:
+            raise ValueError(f"{name(key)} must be one of {choices}. Received: {key}={value!r}")
+    if packing != "pairs" and sentence_objective != "none":
+        raise ValueError(
+            f"{name('packing')}={packing} fills one segment per example and has no sentence pairs for "
+            f"{name('sentence_objective')}={sentence_objective}: use {name('sentence_objective')}=none with it, or "
+            f"{name('packing')}=pairs."
+        )
+    if not 0.0 < masking_rate <= MAX_MASKING_RATE:
+        raise ValueError(f"{name('masking_rate')} must be in (0, {MAX_MASKING_RATE}]. Received: {masking_rate}")
+    return sentence_objective, masking
 
 
 def _describe(files):
@@ -461,8 +538,10 @@ def masked_batches(
     max_seq_length=128,
     max_predictions_per_seq=20,
     masking_rate=0.15,
-    whole_word_masking=False,
-    nsp=True,
+    masking="token",
+    sentence_objective="nsp",
+    span_geometric_p=0.2,
+    max_span_length=10,
     batch_size=32,
     seed=0,
     shuffle_buffer=10_000,
@@ -501,8 +580,8 @@ def masked_batches(
         specials,
         masking_rate=masking_rate,
         max_predictions_per_seq=max_predictions_per_seq,
-        whole_word_masking=whole_word_masking,
-        continuation_ids=tokenizer.continuation_ids() if whole_word_masking else None,
+        whole_word_masking=masking == "whole_word",
+        continuation_ids=tokenizer.continuation_ids() if masking == "whole_word" else None,
         seed=seed,
     )
 
@@ -528,13 +607,13 @@ def masked_batches(
         return examples.map(lambda index, example: (epoch, index, example))
 
     def to_batch(epoch, index, first, second, label):
-        inputs = packer(first, second) if nsp else packer(first)
+        inputs = packer(first, second) if sentence_objective != "none" else packer(first)
         masked = masker(inputs["token_ids"], inputs["padding_mask"], index, epoch)
         features = dict(inputs, token_ids=masked["token_ids"], mask_positions=masked["mask_positions"])
         labels, weights = {"mlm": masked["mask_ids"]}, {"mlm": masked["mask_weights"]}
-        if nsp:
-            labels["nsp"] = label
-            weights["nsp"] = tf.ones_like(label, tf.float32)
+        if sentence_objective != "none":
+            labels[sentence_objective] = label
+            weights[sentence_objective] = tf.ones_like(label, tf.float32)
         return features, labels, weights
 
     epoch_numbers = tf.data.Dataset.range(epochs) if epochs is not None else tf.data.Dataset.range(1 << 62)

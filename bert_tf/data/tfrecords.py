@@ -194,7 +194,16 @@ def pretraining_dataset_from_shards(
         one_epoch,
         tokenizer,
         max_seq_length=max_seq_length or manifest["max_seq_length"],
-        nsp=manifest["nsp"],
+        sentence_objective="nsp" if manifest["nsp"] else "none",
         input_context=input_context,
-        **kwargs,
+        **_masking_arguments(kwargs),
     )
+
+
+def _masking_arguments(kwargs):
+    """`kwargs` with the legacy `whole_word_masking` switch read as `masking`."""
+    kwargs = dict(kwargs)
+    whole_word = kwargs.pop("whole_word_masking", None)
+    if whole_word is not None:
+        kwargs.setdefault("masking", "whole_word" if whole_word else "token")
+    return kwargs
