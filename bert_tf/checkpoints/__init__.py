@@ -14,6 +14,7 @@ from bert_tf.checkpoints.api import (
     CONVERT_FORMATS,
     convert_checkpoint,
     has_pretraining_heads,
+    init_pretrainer,
     load_config,
     load_encoder,
     load_model,
@@ -23,6 +24,7 @@ from bert_tf.checkpoints.api import (
     save_hf,
     save_model_dir,
     save_tf1,
+    sentence_head_kind,
 )
 from bert_tf.checkpoints.readers import (
     GLOB_CHARACTERS,
@@ -51,6 +53,7 @@ __all__ = [
     "detect_format",
     "has_pretraining_heads",
     "infer_settings",
+    "init_pretrainer",
     "is_sentence_transformers_dir",
     "load_config",
     "load_encoder",
@@ -63,6 +66,7 @@ __all__ = [
     "save_hf",
     "save_model_dir",
     "save_tf1",
+    "sentence_head_kind",
     "find_tokenizer",
     "load_tokenizer",
     "save_sentencepiece_tokenizer",

@@ -60,32 +60,107 @@ def load_encoder(path, dtype=None, hidden_act=None, allow_pickle=False, strict=F
     return encoder
 
 
-def load_pretrainer(path, dtype=None, hidden_act=None, nsp=None, allow_missing_heads=False, allow_pickle=False):
+def load_pretrainer(
+    path, dtype=None, hidden_act=None, nsp=None, allow_missing_heads=False, allow_pickle=False, sentence_objective=None
+):
     """A `BertPretrainer` with encoder and `cls/*` heads from the checkpoint at `path`.
 
     Args:
-        nsp: include the next-sentence head; None includes it when the
-            checkpoint has `cls/seq_relationship/*` (HF `cls.seq_relationship.*`).
+        nsp: include the sentence head; None includes it when the checkpoint
+            has `cls/seq_relationship/*` (HF: the family's head,
+            `cls.seq_relationship.*` or ALBERT's `sop_classifier.classifier.*`).
+        sentence_objective: "nsp", "sop" or "none", overriding `nsp`; None: the
+            checkpoint's own (`sentence_head_kind`) when `nsp` includes the head.
+            A head of the other kind is not read (see `init_pretrainer`).
         allow_missing_heads: keep the fresh initialisation of head tensors the
             checkpoint lacks (to continue pretraining from a bare encoder);
             False raises an error naming them.
         Other args as in `load_encoder`.
     """
+    pretrainer, _ = _load_pretrainer(
+        path, dtype, hidden_act, nsp, sentence_objective, allow_missing_heads, allow_pickle, quiet=False
+    )
+    return pretrainer
+
+
+def init_pretrainer(path, sentence_objective, dtype=None, allow_pickle=False):
+    """A `BertPretrainer` for `sentence_objective` started from the checkpoint at `path`, and what was not in it.
+
+    Continued pretraining (`bert-tf-pretrain --init`): the encoder comes from
+    the checkpoint; the masked-LM head and the sentence head are restored when
+    the checkpoint has them AND (for the sentence head) its kind is
+    `sentence_objective` (`sentence_head_kind`: a BERT checkpoint's head is
+    NSP, an ALBERT's SOP, so neither is reused for the other); the others keep
+    their fresh initialisation.
+
+    Returns:
+        `(pretrainer, initialised)`: `initialised` names the parts left freshly
+        initialised ("masked-LM head", "NSP head (the checkpoint's is SOP)",
+        "pooler", ...), empty when everything came from the checkpoint. Nothing
+        is logged; the caller says it once.
+    """
+    return _load_pretrainer(path, dtype, None, None, sentence_objective, True, allow_pickle, quiet=True)
+
+
+def sentence_head_kind(path, allow_pickle=False):
+    """ "nsp" or "sop": the objective the checkpoint's sentence head was trained for; None when it has none.
+
+    A bert_tf model directory says it in `bert_tf.json` (`sentence_objective`, written by pretraining); other
+    checkpoints have their family's: ALBERT's sentence-order head, every other family's next-sentence head.
+    """
+    config = load_config(path)
+    source = readers.open_source(path, readers.detect_format(path), allow_pickle)
+    if not _has_entries(name_table.nsp_head_table(config.model_type), source, config.model_type):
+        return None
+    return _sentence_head_kind(path, config.model_type)
+
+
+def _sentence_head_kind(path, model_type):
+    directory = readers.checkpoint_dir(path)
+    if os.path.isfile(os.path.join(directory, settings_lib.SETTINGS_FILE)):
+        recorded = settings_lib.read_settings(directory).get("sentence_objective")
+        if recorded in ("nsp", "sop"):
+            return recorded
+    return "sop" if model_type == "albert" else "nsp"
+
+
+def _load_pretrainer(path, dtype, hidden_act, nsp, sentence_objective, allow_missing_heads, allow_pickle, quiet):
+    """(pretrainer, the parts left freshly initialised) for `load_pretrainer` and `init_pretrainer`."""
     config = load_config(path, hidden_act)
     fmt = readers.detect_format(path)
     source = readers.open_source(path, fmt, allow_pickle)
-    if nsp is None:
-        nsp = _has_entries(name_table.nsp_head_table(config.model_type), source, config.model_type)
+    model_type = config.model_type
+    has_sentence_head = _has_entries(name_table.nsp_head_table(model_type), source, model_type)
+    kind = _sentence_head_kind(path, model_type) if has_sentence_head else None
+    if sentence_objective is None:
+        wanted = has_sentence_head if nsp is None else nsp
+        sentence_objective = (kind or _sentence_head_kind(path, model_type)) if wanted else "none"
     encoder = build_encoder(config, dtype=dtype)
-    pretrainer = BertPretrainer(encoder, nsp=nsp)
-    heads = name_table.mlm_head_table(config.model_type) + (name_table.nsp_head_table(config.model_type) if nsp else [])
-    _restore(
-        pretrainer,
-        name_table.model_table(pretrainer)[1],
-        source,
-        optional={entry.ours for entry in heads} if allow_missing_heads else (),
-    )
-    return pretrainer
+    pretrainer = BertPretrainer(encoder, sentence_objective=sentence_objective)
+    mlm = name_table.mlm_head_table(model_type)
+    sentence = name_table.nsp_head_table(model_type) if pretrainer.nsp else []
+    initialised = []
+    if sentence and has_sentence_head and kind != sentence_objective:
+        if not allow_missing_heads:
+            raise CheckpointError(
+                f"{path} holds a {kind.upper()} head, not the {sentence_objective.upper()} head asked for: load it "
+                f"with sentence_objective={kind!r}, or with allow_missing_heads=True to initialise a new one."
+            )
+        initialised.append(f"{sentence_objective.upper()} head (the checkpoint's is {kind.upper()})")
+        skip = {entry.ours for entry in sentence}
+    else:
+        skip = set()
+    entries = [entry for entry in name_table.model_table(pretrainer)[1] if entry.ours not in skip]
+    optional = {entry.ours for entry in mlm + sentence} if allow_missing_heads else ()
+    plan, skipped = _plan(pretrainer, entries, source, optional=optional)
+    if not quiet:
+        _warn_skipped(source, skipped)
+    _assign(plan, source)
+    names = {"mlm_head/": "masked-LM head", "nsp_head/": f"{sentence_objective.upper()} head", "pooler/": "pooler"}
+    for prefix, name in names.items():
+        if any(variable.startswith(prefix) for variable in skipped) and name not in initialised:
+            initialised.append(name)
+    return pretrainer, initialised
 
 
 def has_pretraining_heads(path, allow_pickle=False):
@@ -139,6 +214,14 @@ def _restore(model, entries, source, optional=(), strict=False):
     `optional`: variable paths that may be missing (left as initialised, with a warning); entries marked
     `optional` (the pooler) are too, unless `strict`.
     """
+    plan, skipped = _plan(model, entries, source, optional, strict)
+    _warn_skipped(source, skipped)
+    return _assign(plan, source)
+
+
+def _plan(model, entries, source, optional=(), strict=False):
+    """`(plan, skipped)`: the checked `(variable, stored name, transposed?)` to assign, and the variable paths
+    left as initialised (see `_restore`); raises CheckpointError naming missing or mis-shaped tensors."""
     prefix = name_table.hf_prefix(model)
     variables = {variable.path: variable for variable in model.weights}
     plan, missing, skipped = [], [], []
@@ -179,12 +262,19 @@ def _restore(model, entries, source, optional=(), strict=False):
             f"Missing {len(missing)} tensor(s) in {source.path}: {', '.join(missing[:10])}"
             + (" ..." if len(missing) > 10 else "")
         )
+    return plan, skipped
+
+
+def _warn_skipped(source, skipped):
     if skipped:
         logging.warning(
             "Not in %s, left freshly initialised (as Hugging Face does; fine-tuning trains them): %s",
             source.path,
             ", ".join(skipped),
         )
+
+
+def _assign(plan, source):
     for variable, name, transpose in plan:
         value = source.read(name)
         variable.assign((value.T if transpose else value).astype(variable.dtype))

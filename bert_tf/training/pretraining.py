@@ -14,11 +14,17 @@ One `PretrainConfig` describes a run (its fields are the flags of
    with the vocabulary's size; `model_type` makes a preset a model of that
    family (`BertConfig.for_family`: RoBERTa's one segment and offset
    positions, DistilBERT's no segments, ELECTRA's and ALBERT's `embedding_size`);
-4. masked LM (+ next-sentence prediction, BERT only) with `TrainingLoop` under any
-   strategy: tokenization, pair building and masking run in `tf.data`
-   (`bert_tf.data.pretraining`); a re-run resumes from `model_dir/checkpoints`;
-   every 20th group of documents is held out for evaluation when the corpus
-   has that many;
+   or, with `init`, the model, its weights and its tokenizer from a checkpoint
+   (continued pretraining; see `PretrainConfig.init`);
+4. the recipe: masked LM (`masking`: token, whole-word or SpanBERT's spans, at
+   `masking_rate`) plus a sentence objective (`sentence_objective`: BERT's
+   next-sentence or ALBERT's sentence-order prediction, or none as RoBERTa)
+   on examples cut as `packing` says (segment pairs, or RoBERTa's
+   full-sentence packings), with `TrainingLoop` under any strategy:
+   tokenization, pair building and masking run in `tf.data`
+   (`bert_tf.data.pretraining`); a re-run resumes from `model_dir/checkpoints`
+   (refusing changed settings, `INCOMPATIBLE`); every 20th group of documents
+   is held out for evaluation when the corpus has that many;
 5. the model directory in `model_dir` (`bert_config.json`, `vocab.txt`,
    `bert_tf.json`, `bert_model.ckpt`), then the final metrics and the
    fill-mask predictions of `fill_mask` sentences.
@@ -27,21 +33,43 @@ One `PretrainConfig` describes a run (its fields are the flags of
 import dataclasses
 import hashlib
 import json
+import math
 import os
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.checkpoints import load_tokenizer, save_model_dir, write_tokenizer_files
+from bert_tf.checkpoints import (
+    CheckpointError,
+    detect_format,
+    infer_settings,
+    init_pretrainer,
+    load_config,
+    load_tokenizer,
+    read_settings,
+    save_model_dir,
+    write_settings,
+    write_tokenizer_files,
+)
 from bert_tf.checkpoints.tokenizer_files import (
     SENTENCEPIECE_FILES,
     save_sentencepiece_tokenizer,
     sentencepiece_options,
+    tokenizer_settings,
 )
 from bert_tf.config import EMBEDDING_SIZE_TYPES, MODEL_TYPES, PRESETS, BertConfig, ConfigError
 from bert_tf.data.default_corpus import write_default_corpus
-from bert_tf.data.pretraining import FORMATS, EmptyCorpusError, pretraining_dataset
+from bert_tf.data.pretraining import (
+    FORMATS,
+    MASKINGS,
+    MAX_MASKING_RATE,
+    PACKINGS,
+    SENTENCE_OBJECTIVES,
+    EmptyCorpusError,
+    pretraining_dataset,
+    resolve_objectives,
+)
 from bert_tf.models import BertPretrainer, build_encoder
 from bert_tf.text import SPECIAL_TOKENS, BertTokenizer, SentencePieceTokenizer, packer_for
 from bert_tf.text.vocab import build_bpe_vocab, build_unigram_vocab, build_vocab, expand_files
@@ -49,8 +77,10 @@ from bert_tf.training.distribute import DTYPES, create_strategy, dtype_policy, i
 from bert_tf.training.optimization import OPTIMIZERS, create_optimizer
 from bert_tf.training.trainer import (
     INCOMPATIBLE,
+    TRAINING_SETTINGS_FILE,
     LoopConfig,
     TrainingLoop,
+    checkpoints_in,
     glob_characters_error,
     newest_step,
     read_training_settings,
@@ -66,6 +96,7 @@ _MINIMUM = {
     "train_steps": 1,
     "max_seq_length": 8,
     "max_predictions_per_seq": 1,
+    "max_span_length": 1,
     "global_batch_size": 1,
     "learning_rate": 0.0,
     "weight_decay": 0.0,
@@ -80,6 +111,27 @@ _MINIMUM = {
 }
 
 
+# The sentence objective of each family when `sentence_objective` (and `nsp`) are not set: BERT's next-sentence
+# prediction, ALBERT's sentence-order prediction; the other families have no sentence head in Hugging Face.
+SENTENCE_OBJECTIVE_BY_MODEL_TYPE = {"bert": "nsp", "albert": "sop"}
+# Fields that describe a model or vocabulary built here: with `init` the checkpoint has its own, so they are refused.
+INIT_REFUSES = ("model", "vocab", "vocab_size", "embedding_size", "lowercase")
+DEFAULT_MODEL = "mini"
+DEFAULT_VOCAB_SIZE = 8000
+
+
+def default_max_predictions(masking_rate, max_seq_length):
+    """Masked positions per example for `masking_rate` of `max_seq_length` tokens: ceil(rate * T) (20 at 0.15 x 128,
+    BERT's). Stands in for `bert_tf.data.pretraining.default_max_predictions` until that is merged."""
+    return max(1, math.ceil(round(masking_rate * max_seq_length, 6)))
+
+
+def has_checkpoint(model_dir):
+    """True when `model_dir` holds a run's checkpoints (or their state file): a run there resumes, never starts."""
+    directory = os.path.join(model_dir, "checkpoints")
+    return os.path.exists(os.path.join(directory, "checkpoint")) or bool(checkpoints_in(directory))
+
+
 @dataclasses.dataclass
 class PretrainConfig:
     """A pretraining run; each field is the `bert-tf-pretrain` flag of the same name, with its default."""
@@ -92,22 +144,38 @@ class PretrainConfig:
     # vocab.txt (roberta: a byte-level BPE vocab.json, merges.txt beside it; any: a SentencePiece .model or a
     # directory with spiece.model/spm.model); None: built here, of the kind VOCAB_KIND_BY_MODEL_TYPE says
     vocab: str = None
-    vocab_size: int = 8000  # of a vocabulary built here
-    lowercase: bool = True
+    vocab_size: int = None  # of a vocabulary built here; None: DEFAULT_VOCAB_SIZE (8000)
+    lowercase: bool = None  # None: True (uncased); with `init`, the checkpoint's tokenizer decides
     # False: "[MASK]", "[SEP]", ... written in the corpus are their single ids (never masked), as Hugging Face's
     # tokenizers read them; True: they are text ("[", "mask", "]"), as google-research/bert's. bert_tf.json keeps it.
     split_special_tokens: bool = False
-    # Model and objective
-    model: str = "mini"  # a preset (bert_tf.config.PRESETS) or a bert_config.json path
-    model_type: str = "bert"  # bert_tf.config.MODEL_TYPES: the family a preset becomes (a config file's must agree)
+    # Model
+    model: str = None  # a preset (bert_tf.config.PRESETS) or a bert_config.json path; None: DEFAULT_MODEL ("mini")
+    # bert_tf.config.MODEL_TYPES: the family a preset becomes (a config file's must agree); None: "bert", or with
+    # `init` the checkpoint's (given with `init`, it must agree)
+    model_type: str = None
     # ELECTRA's and ALBERT's embedding width; None: ELECTRA hidden_size // 2 (ELECTRA-small: 128 over 256),
     # ALBERT min(128, hidden_size) (ALBERT-base: 128 over 768)
     embedding_size: int = None
-    max_seq_length: int = 128
-    max_predictions_per_seq: int = 20
-    masking_rate: float = 0.15
-    whole_word_masking: bool = False
-    nsp: bool = None  # next-sentence prediction; None: on for model_type bert, off for the others (no NSP head)
+    # Continued pretraining (BioBERT, BERT's 512-token second phase): a checkpoint load_encoder reads (bert_tf model
+    # directory, Hugging Face directory incl. ...ForPreTraining/...ForMaskedLM, TF1). Its config, family, weights
+    # (with the masked-LM and sentence heads it has, when of the run's objective) and tokenizer start the run;
+    # `model`, `vocab`, `vocab_size`, `embedding_size` and `lowercase` are then refused. Read only when model_dir
+    # holds no checkpoint: a resumed run ignores it (and needs it no more).
+    init: str = None
+    max_seq_length: int = 128  # up to the model's max_position_embeddings (with `init`, the checkpoint's)
+    # The recipe (bert_tf.data.pretraining): None-valued fields follow the family or the legacy switches.
+    # "nsp" (BERT), "sop" (ALBERT), "none" (RoBERTa); None: `nsp` if set, else the family's
+    # (SENTENCE_OBJECTIVE_BY_MODEL_TYPE; "none" with a sentence packing)
+    sentence_objective: str = None
+    packing: str = "pairs"  # "pairs" (BERT), "full_sentences" / "doc_sentences" (RoBERTa; sentence objective none)
+    masking: str = None  # "token" (BERT), "whole_word", "span" (SpanBERT); None: from `whole_word_masking`
+    masking_rate: float = 0.15  # share of tokens masked, up to MAX_MASKING_RATE (0.5)
+    span_geometric_p: float = 0.2  # span masking: span lengths in words ~ Geometric(p) (SpanBERT: 0.2) ...
+    max_span_length: int = 10  # ... clipped at this many words (SpanBERT: 10)
+    max_predictions_per_seq: int = None  # None: default_max_predictions(masking_rate, max_seq_length)
+    whole_word_masking: bool = None  # legacy alias: True is masking="whole_word", False "token"
+    nsp: bool = None  # legacy alias: True is sentence_objective="nsp", False "none"
     # Optimization
     train_steps: int = 1000
     global_batch_size: int = 32  # over all replicas
@@ -133,9 +201,77 @@ class PretrainConfig:
     def __post_init__(self):
         self.validate()
 
+    def resumes(self):
+        """True when `model_dir` holds checkpoints: the run continues them (and does not read `init`)."""
+        return has_checkpoint(self.model_dir)
+
+    def reads_init(self):
+        """True when the run starts from `init`: it is set and `model_dir` holds no checkpoint yet."""
+        return bool(self.init) and not self.resumes()
+
+    def init_model_config(self):
+        """The `BertConfig` of the run's model when `init` is set: the checkpoint's, or on resume the one recorded
+        in training_settings.json (the init checkpoint need not exist any more); None without `init`."""
+        if not self.init:
+            return None
+        if not self.reads_init():
+            saved = read_training_settings(self.model_dir) or {}
+            if isinstance(saved.get("model"), dict):
+                return BertConfig.from_dict(saved["model"], source=os.path.join(self.model_dir, TRAINING_SETTINGS_FILE))
+            if not os.path.exists(self.init):
+                raise ConfigError(
+                    f"PretrainConfig: {self.model_dir} holds checkpoints but no {TRAINING_SETTINGS_FILE} recording "
+                    f"the model, and `init` does not exist. Received: init={self.init!r}"
+                )
+        try:
+            return load_config(self.init)
+        except (CheckpointError, ConfigError, OSError) as e:
+            raise ConfigError(
+                f"PretrainConfig: `init` is not a checkpoint load_encoder reads: {e} Received: init={self.init!r}"
+            ) from None
+
+    def run_model_type(self):
+        """The run's family: `init`'s, else `model_type` (default "bert")."""
+        init = self.init_model_config()
+        return init.model_type if init is not None else self.model_type or "bert"
+
+    def run_objectives(self):
+        """`(sentence_objective, masking)` of the run, the legacy `nsp` / `whole_word_masking` switches and the
+        family's default folded in (`resolve_objectives`); ConfigError for a combination that cannot be built."""
+        sentence_objective = self.sentence_objective
+        if sentence_objective is None and self.nsp is None:
+            default = SENTENCE_OBJECTIVE_BY_MODEL_TYPE.get(self.run_model_type(), "none")
+            sentence_objective = default if self.packing == "pairs" else "none"
+        try:
+            return resolve_objectives(
+                sentence_objective,
+                self.packing,
+                self.masking,
+                nsp=self.nsp,
+                whole_word_masking=self.whole_word_masking,
+                masking_rate=self.masking_rate,
+                flag_names=True,
+            )
+        except ValueError as e:
+            raise ConfigError(f"PretrainConfig: {e}") from None
+
+    def run_sentence_objective(self):
+        """ "nsp", "sop" or "none" (see `sentence_objective`)."""
+        return self.run_objectives()[0]
+
+    def run_masking(self):
+        """ "token", "whole_word" or "span" (see `masking`)."""
+        return self.run_objectives()[1]
+
     def run_nsp(self):
-        """Whether the run trains next-sentence prediction: `nsp`, by default BERT's alone."""
-        return self.model_type == "bert" if self.nsp is None else self.nsp
+        """Whether the run trains next-sentence prediction (`run_sentence_objective() == "nsp"`)."""
+        return self.run_sentence_objective() == "nsp"
+
+    def run_max_predictions(self):
+        """`max_predictions_per_seq`, or by default `default_max_predictions(masking_rate, max_seq_length)`."""
+        if self.max_predictions_per_seq is not None:
+            return self.max_predictions_per_seq
+        return default_max_predictions(self.masking_rate, self.max_seq_length)
 
     def run_warmup_steps(self):
         """The run's warmup steps: `warmup_steps`, or by default `warmup_proportion` of `train_steps`."""
@@ -144,26 +280,45 @@ class PretrainConfig:
         return int(self.warmup_proportion * self.train_steps)
 
     def validate(self):
-        """Raises ConfigError naming the first bad field and its value; touches no file but to check it exists."""
+        """Raises ConfigError naming the first bad field and its value; reads no file but to check it exists and
+        the small config files of `init` (or training_settings.json of a run it resumes)."""
 
         def fail(message, name):
             raise ConfigError(f"PretrainConfig: {message}. Received: {name}={getattr(self, name)!r}")
+
+        def fail_both(message, first, second):
+            raise ConfigError(
+                f"PretrainConfig: {message}. Received: {first}={getattr(self, first)!r}, "
+                f"{second}={getattr(self, second)!r}"
+            )
 
         if not self.model_dir:
             fail("`model_dir` is required", "model_dir")
         if glob_characters_error(self.model_dir):
             raise ConfigError(f"PretrainConfig: {glob_characters_error(self.model_dir)}.")
         for name, minimum in _MINIMUM.items():
-            if getattr(self, name) < minimum:
+            if getattr(self, name) is not None and getattr(self, name) < minimum:
                 fail(f"`{name}` must be >= {minimum}", name)
         for name, choices in (("corpus_format", FORMATS), ("optimizer", OPTIMIZERS), ("dtype", DTYPES)):
             if getattr(self, name) not in choices:
                 fail(f"`{name}` must be one of {choices}", name)
-        if not 0.0 < self.masking_rate <= 1.0:
-            fail("`masking_rate` must be in (0, 1]", "masking_rate")
-        for name in ("lowercase", "split_special_tokens"):
+        for name, choices in (
+            ("sentence_objective", SENTENCE_OBJECTIVES),
+            ("packing", PACKINGS),
+            ("masking", MASKINGS),
+        ):
+            if getattr(self, name) is not None and getattr(self, name) not in choices:
+                fail(f"`{name}` must be one of {choices}", name)
+        if not 0.0 < self.masking_rate <= MAX_MASKING_RATE:
+            fail(f"`masking_rate` must be in (0, {MAX_MASKING_RATE}]", "masking_rate")
+        if not 0.0 < self.span_geometric_p <= 1.0:
+            fail("`span_geometric_p` must be in (0, 1]", "span_geometric_p")
+        for name in ("split_special_tokens",):
             if not isinstance(getattr(self, name), bool):
                 fail(f"`{name}` must be True or False", name)
+        for name in ("lowercase", "whole_word_masking", "nsp"):
+            if getattr(self, name) is not None and not isinstance(getattr(self, name), bool):
+                fail(f"`{name}` must be True, False or None", name)
         if self.warmup_steps is not None:  # set: checked as given (None derives it from warmup_proportion)
             if self.warmup_steps < 0:
                 fail("`warmup_steps` must be >= 0", "warmup_steps")
@@ -171,23 +326,29 @@ class PretrainConfig:
                 fail(f"`warmup_steps` exceeds `train_steps` ({self.train_steps})", "warmup_steps")
         if not 0.0 <= self.warmup_proportion <= 1.0:
             fail("`warmup_proportion` must be in [0, 1]", "warmup_proportion")
-        if self.model_type not in MODEL_TYPES:
+        if self.model_type is not None and self.model_type not in MODEL_TYPES:
             fail(f"`model_type` must be one of {MODEL_TYPES}", "model_type")
-        if self.nsp and self.model_type != "bert":
+        if self.init:
+            self._validate_init(fail, fail_both)
+        model_type = self.run_model_type()
+        sentence_objective, _ = self.run_objectives()  # ConfigError naming both settings of a bad combination
+        if sentence_objective != "none" and model_type not in SENTENCE_OBJECTIVE_BY_MODEL_TYPE:
+            given = "sentence_objective" if self.sentence_objective is not None else "nsp"
             raise ConfigError(
-                f"PretrainConfig: `nsp` (next-sentence prediction) is BERT's: a Hugging Face {self.model_type} model "
-                f"has no NSP head. Leave `nsp` unset (off for {self.model_type}) or use model_type='bert'. "
-                f"Received: nsp={self.nsp!r}, model_type={self.model_type!r}"
+                f"PretrainConfig: `{given}` (--{given}) asks for a {sentence_objective.upper()} head on the pooled "
+                f"output, which only {' and '.join(SENTENCE_OBJECTIVE_BY_MODEL_TYPE)} models have (a Hugging Face "
+                f"{model_type} model has none): use --sentence_objective=none (the default for {model_type}) or "
+                f"--model_type=bert/albert. Received: {given}={getattr(self, given)!r}, model_type={model_type!r}"
             )
         if self.embedding_size is not None:
-            if self.model_type not in EMBEDDING_SIZE_TYPES:
+            if model_type not in EMBEDDING_SIZE_TYPES:
                 raise ConfigError(
-                    f"PretrainConfig: `embedding_size` is ELECTRA's and ALBERT's; a {self.model_type} model has none. "
-                    f"Received: embedding_size={self.embedding_size!r}, model_type={self.model_type!r}"
+                    f"PretrainConfig: `embedding_size` is ELECTRA's and ALBERT's; a {model_type} model has none. "
+                    f"Received: embedding_size={self.embedding_size!r}, model_type={model_type!r}"
                 )
             if self.embedding_size < 1:
                 fail("`embedding_size` must be >= 1", "embedding_size")
-        if self.model_type == "roberta" and self.vocab and not is_byte_pair_vocab(self.vocab):
+        if model_type == "roberta" and self.vocab and not is_byte_pair_vocab(self.vocab):
             fail(
                 "`model_type` roberta needs a byte-level BPE vocabulary: a vocab.json with merges.txt beside it "
                 "(bert-tf-vocab --kind=bpe), or none to build one from the corpus",
@@ -200,13 +361,43 @@ class PretrainConfig:
             )
         if self.vocab and not os.path.exists(self.vocab):
             fail("`vocab` does not exist", "vocab")
-        if self.model not in PRESETS and not os.path.isfile(self.model):
+        if self.model is not None and self.model not in PRESETS and not os.path.isfile(self.model):
             fail(f"`model` must be a preset {PRESETS} or a bert_config.json path", "model")
         if self.corpus:
             try:
                 expand_files(self.corpus)
             except FileNotFoundError as e:
                 fail(f"`corpus`: {e}", "corpus")
+
+    def _validate_init(self, fail, fail_both):
+        if glob_characters_error(self.init, what="init"):
+            raise ConfigError(f"PretrainConfig: {glob_characters_error(self.init, what='init')}.")
+        for name in INIT_REFUSES:
+            if getattr(self, name) is not None:
+                fail_both(
+                    f"`{name}` (--{name}) describes a model or vocabulary built here, but `init` (--init) brings "
+                    f"its own (config, weights and tokenizer): leave --{name} unset with --init",
+                    name,
+                    "init",
+                )
+        if self.reads_init() and not os.path.exists(self.init):
+            fail("`init` does not exist", "init")
+        config = self.init_model_config()
+        if self.model_type is not None and self.model_type != config.model_type:
+            fail_both(
+                f"`model_type` (--model_type) disagrees with the `init` (--init) checkpoint, a {config.model_type} "
+                f"model: leave --model_type unset with --init, or set it to {config.model_type}",
+                "model_type",
+                "init",
+            )
+        if self.max_seq_length > config.max_position_embeddings:
+            fail_both(
+                f"`max_seq_length` (--max_seq_length) {self.max_seq_length} exceeds the `init` checkpoint's position "
+                f"capacity (max_position_embeddings {config.max_position_embeddings}); a longer sequence than it "
+                f"was trained at is fine up to {config.max_position_embeddings}",
+                "max_seq_length",
+                "init",
+            )
 
 
 # The vocabulary kind (bert-tf-vocab --kind) a model_type builds on the fly when `vocab` is not given; others:
@@ -228,30 +419,33 @@ def corpus_and_vocab(config, chief=True, log=print):
 
     Only the chief writes; every worker gets the same paths.
     """
-    os.makedirs(config.model_dir, exist_ok=True)
-    corpus_format = config.corpus_format
-    if config.corpus:
-        files = expand_files(config.corpus)
-    else:
-        path = os.path.join(config.model_dir, DEFAULT_CORPUS_FILE)
-        if chief and not os.path.exists(path):
-            log(f"No corpus: wrote {write_default_corpus(path)} documents of Python documentation to {path}")
-        files, corpus_format = [path], "paragraphs"
-    kind = VOCAB_KIND_BY_MODEL_TYPE.get(config.model_type, "wordpiece")
+    files, corpus_format = corpus_files(config, chief, log)
+    model_type = config.run_model_type()
+    lowercase = True if config.lowercase is None else config.lowercase
+    vocab_size = config.vocab_size or DEFAULT_VOCAB_SIZE
+    kind = VOCAB_KIND_BY_MODEL_TYPE.get(model_type, "wordpiece")
     if config.vocab and os.path.isdir(config.vocab):
         return files, corpus_format, sentencepiece_model_in(config.vocab)
     if kind == "unigram" and not config.vocab:
-        family = UNIGRAM_FAMILY_BY_MODEL_TYPE.get(config.model_type, "albert")
+        family = UNIGRAM_FAMILY_BY_MODEL_TYPE.get(model_type, "albert")
         vocab = os.path.join(config.model_dir, SENTENCEPIECE_FILES[family])
         if chief and not os.path.exists(vocab):
-            lowercase = config.lowercase if family == "albert" else None
-            log(build_unigram_vocab(files, config.model_dir, config.vocab_size, family, lowercase, show_progress=False))
+            log(
+                build_unigram_vocab(
+                    files,
+                    config.model_dir,
+                    vocab_size,
+                    family,
+                    lowercase if family == "albert" else None,
+                    show_progress=False,
+                )
+            )
         return files, corpus_format, vocab
     if kind == "bpe":  # a byte-level BPE vocabulary: vocab.json + merges.txt
         vocab = config.vocab or os.path.join(config.model_dir, "vocab.json")
         merges = os.path.join(os.path.dirname(vocab), "merges.txt")
         if not config.vocab and chief and not (os.path.exists(vocab) and os.path.exists(merges)):
-            log(build_bpe_vocab(files, config.model_dir, vocab_size=config.vocab_size, show_progress=False))
+            log(build_bpe_vocab(files, config.model_dir, vocab_size=vocab_size, show_progress=False))
         return files, corpus_format, vocab
     vocab = config.vocab or os.path.join(config.model_dir, "vocab.txt")
     if not config.vocab and chief:
@@ -260,11 +454,20 @@ def corpus_and_vocab(config, chief=True, log=print):
             os.remove(vocab)
         if not os.path.exists(vocab):
             # Raises ValueError naming the corpus files, and writes nothing, when they hold no text.
-            summary = build_vocab(
-                files, vocab, vocab_size=config.vocab_size, lowercase=config.lowercase, show_progress=False
-            )
+            summary = build_vocab(files, vocab, vocab_size=vocab_size, lowercase=lowercase, show_progress=False)
             log(summary)
     return files, corpus_format, vocab
+
+
+def corpus_files(config, chief=True, log=print):
+    """(corpus files, corpus format): `config.corpus`, or the default corpus, written to model_dir when needed."""
+    os.makedirs(config.model_dir, exist_ok=True)
+    if config.corpus:
+        return expand_files(config.corpus), config.corpus_format
+    path = os.path.join(config.model_dir, DEFAULT_CORPUS_FILE)
+    if chief and not os.path.exists(path):
+        log(f"No corpus: wrote {write_default_corpus(path)} documents of Python documentation to {path}")
+    return [path], "paragraphs"
 
 
 def _only_special_tokens(vocab_file):
@@ -322,16 +525,20 @@ def pretraining_tokenizer(vocab_file, lowercase=True, model_type="bert", **kwarg
     return BertTokenizer(vocab_file, lowercase=lowercase, **kwargs)
 
 
-def fill_mask(pretrainer, vocab_file, sentences, lowercase=True, max_seq_length=128, top_k=5, model_type="bert"):
+def fill_mask(
+    pretrainer, vocab_file, sentences, lowercase=True, max_seq_length=128, top_k=5, model_type="bert", tokenizer=None
+):
     """The `top_k` pieces the masked-LM head predicts for the first `[MASK]` of each sentence.
 
-    `[MASK]` stands for the vocabulary's mask token (RoBERTa's `<mask>`).
+    `[MASK]` stands for the vocabulary's mask token (RoBERTa's `<mask>`). `tokenizer` (one that keeps special
+    tokens whole, `split_special_tokens=False`) replaces the one of `vocab_file`, `lowercase` and `model_type`.
 
     Returns:
         One `(sentence, [(piece, probability), ...])` per sentence, most probable first
         (a sentence without `[MASK]` is scored at position 0).
     """
-    tokenizer = pretraining_tokenizer(vocab_file, lowercase, model_type, split_special_tokens=False)
+    if tokenizer is None:
+        tokenizer = pretraining_tokenizer(vocab_file, lowercase, model_type, split_special_tokens=False)
     mask_token = tokenizer.get_vocabulary()[tokenizer.mask_id]
     packer = packer_for(tokenizer, max_seq_length)
     inputs = packer(tokenizer.tokenize(tf.constant([s.replace("[MASK]", mask_token) for s in sentences])))
@@ -359,6 +566,20 @@ def format_fill_mask(results):
     ]
 
 
+def upgrade_training_settings(saved):
+    """Pretraining settings saved by an older version, with the recipe keys it did not record filled in as it
+    behaved: `sentence_objective` from `nsp`, `masking` from `whole_word_masking`, `packing` "pairs", no span
+    distribution, `split_special_tokens` false. Settings that have the keys are returned as they are."""
+    saved = dict(saved)
+    saved.setdefault("sentence_objective", "nsp" if saved.get("nsp", True) else "none")
+    saved.setdefault("masking", "whole_word" if saved.get("whole_word_masking") else "token")
+    saved.setdefault("packing", "pairs")
+    saved.setdefault("span_geometric_p", None)
+    saved.setdefault("max_span_length", None)
+    saved.setdefault("split_special_tokens", False)
+    return saved
+
+
 def _finished(config, settings, strategy):
     """The step of `config.model_dir`'s newest checkpoint when that directory holds this run (the same
     incompatible settings), trained to `train_steps` and saved as a model directory; else None.
@@ -372,9 +593,56 @@ def _finished(config, settings, strategy):
     step = newest_step(config.model_dir)
     if saved is None or step is None or step < config.train_steps:
         return None
+    saved = upgrade_training_settings(saved)
     if any(saved.get(key) != json.loads(json.dumps(settings.get(key))) for key in INCOMPATIBLE):
         return None  # the loop refuses the resume and names the differences
     return step if os.path.exists(os.path.join(config.model_dir, "bert_model.ckpt.index")) else None
+
+
+def _tokenizer_source_settings(path, max_position_embeddings):
+    """How the tokenizer files of the checkpoint at `path` are read (`bert_tf.json`'s keys): its own settings
+    (or those Hugging Face's files imply), with what its `tokenizer.json` says."""
+    settings = infer_settings(path, max_position_embeddings)
+    if detect_format(path) != "bert_tf":
+        settings.update(tokenizer_settings(path))
+    return {key: value for key, value in settings.items() if key not in ("labels", "task")}
+
+
+def _vocabulary_sha256(tokenizer):
+    """SHA-256 of a tokenizer's pieces in id order: the same for a checkpoint's tokenizer files and their copy."""
+    return hashlib.sha256("\n".join(tokenizer.get_vocabulary()).encode("utf-8")).hexdigest()
+
+
+def _init_run(config, chief, log):
+    """The tokenizer, its settings and the model config of a run with `init`, and a function building its model.
+
+    A new run reads `init` (the chief copies its tokenizer files and their settings into model_dir, so the final
+    model directory has them and a resume needs `init` no more); a resumed run reads model_dir's copies and the
+    config recorded in training_settings.json.
+    """
+    bert_config = config.init_model_config()
+    if config.reads_init():
+        source = config.init
+        settings = _tokenizer_source_settings(config.init, bert_config.max_position_embeddings)
+        if chief:
+            os.makedirs(config.model_dir, exist_ok=True)
+            write_tokenizer_files(config.init, config.model_dir)
+            write_settings(config.model_dir, settings)
+        trained_at = settings.get("max_seq_length")
+        if trained_at and config.max_seq_length > trained_at:
+            log(
+                f"max_seq_length {config.max_seq_length} is longer than {config.init} was used at ({trained_at}): "
+                f"fine up to its max_position_embeddings ({bert_config.max_position_embeddings})."
+            )
+    else:
+        source = config.model_dir
+        settings = read_settings(config.model_dir)
+        log(
+            f"{config.model_dir} holds checkpoints: resuming them; --init={config.init} is not read (it only starts "
+            "a new run)."
+        )
+    tokenizer = load_tokenizer(source, settings, split_special_tokens=config.split_special_tokens)
+    return tokenizer, settings, bert_config, source
 
 
 def pretrain(config, strategy=None, log=print):
@@ -394,33 +662,55 @@ def pretrain(config, strategy=None, log=print):
     keras.utils.set_random_seed(config.seed)
     strategy = strategy or create_strategy("one_device")
     chief = is_chief(strategy)
-    files, corpus_format, vocab_file = corpus_and_vocab(config, chief, log)
-    tokenizer = pretraining_tokenizer(
-        vocab_file, config.lowercase, config.model_type, split_special_tokens=config.split_special_tokens
-    )
-    bert_config = model_config(config.model, tokenizer.vocab_size, config.model_type, config.embedding_size)
+    sentence_objective, masking = config.run_objectives()
+    max_predictions = config.run_max_predictions()
+    starts_from_init = config.reads_init()
+    if config.init:
+        files, corpus_format = corpus_files(config, chief, log)
+        tokenizer, tokenizer_source_settings, bert_config, tokenizer_source = _init_run(config, chief, log)
+        vocab_file = None
+        vocab_sha = _vocabulary_sha256(tokenizer)
+        lowercase = getattr(tokenizer, "lowercase", None)
+    else:
+        files, corpus_format, vocab_file = corpus_and_vocab(config, chief, log)
+        lowercase = True if config.lowercase is None else config.lowercase
+        model_type = config.run_model_type()
+        tokenizer = pretraining_tokenizer(
+            vocab_file, lowercase, model_type, split_special_tokens=config.split_special_tokens
+        )
+        bert_config = model_config(
+            config.model or DEFAULT_MODEL, tokenizer.vocab_size, model_type, config.embedding_size
+        )
+        with open(vocab_file, "rb") as f:
+            vocab_sha = hashlib.sha256(f.read()).hexdigest()
     if config.max_seq_length > bert_config.max_position_embeddings:
         raise ConfigError(
             f"PretrainConfig: `max_seq_length` ({config.max_seq_length}) exceeds the model's "
             f"max_position_embeddings ({bert_config.max_position_embeddings})."
         )
-    with open(vocab_file, "rb") as f:
-        vocab_sha = hashlib.sha256(f.read()).hexdigest()
+    span = masking == "span"
     settings = {
         "model": bert_config.to_dict(),
         "vocab_sha256": vocab_sha,
         "max_seq_length": config.max_seq_length,
-        "max_predictions_per_seq": config.max_predictions_per_seq,
+        "max_predictions_per_seq": max_predictions,
         "global_batch_size": config.global_batch_size,
-        "nsp": config.run_nsp(),
+        "sentence_objective": sentence_objective,
+        "packing": config.packing,
+        "masking": masking,
+        "masking_rate": config.masking_rate,
+        # Only span masking reads them: another masking records none, so changing them does not refuse a resume.
+        "span_geometric_p": config.span_geometric_p if span else None,
+        "max_span_length": config.max_span_length if span else None,
+        "nsp": sentence_objective == "nsp",  # as older versions recorded them (tools read them)
+        "whole_word_masking": masking == "whole_word",
         "corpus": [os.path.relpath(f) for f in files],
         "seed": config.seed,
         "corpus_format": corpus_format,
         "group_size": config.group_size,
-        "masking_rate": config.masking_rate,
-        "whole_word_masking": config.whole_word_masking,
-        "lowercase": config.lowercase,
+        "lowercase": lowercase,
         "split_special_tokens": config.split_special_tokens,
+        "init": config.init,  # informational: a resumed run ignores it
     }
     done = _finished(config, settings, strategy)
     if done is not None:
@@ -431,8 +721,19 @@ def pretrain(config, strategy=None, log=print):
         )
         return {}
     with strategy.scope():
-        encoder = build_encoder(bert_config, dtype=dtype_policy(config.dtype))
-        pretrainer = BertPretrainer(encoder, nsp=config.run_nsp())
+        if starts_from_init:
+            pretrainer, initialised = init_pretrainer(config.init, sentence_objective, dtype=dtype_policy(config.dtype))
+            log(
+                f"Started from {config.init} ({bert_config.model_type}, {bert_config.num_hidden_layers} layers); "
+                + (
+                    "initialised here, not in it: " + ", ".join(initialised)
+                    if initialised
+                    else "every head came from it."
+                )
+            )
+        else:
+            encoder = build_encoder(bert_config, dtype=dtype_policy(config.dtype))
+            pretrainer = BertPretrainer(encoder, sentence_objective=sentence_objective)
         optimizer = create_optimizer(
             config.optimizer,
             config.learning_rate,
@@ -448,10 +749,13 @@ def pretrain(config, strategy=None, log=print):
             files,
             tokenizer,
             max_seq_length=config.max_seq_length,
-            max_predictions_per_seq=config.max_predictions_per_seq,
+            max_predictions_per_seq=max_predictions,
             masking_rate=config.masking_rate,
-            whole_word_masking=config.whole_word_masking,
-            nsp=config.run_nsp(),
+            sentence_objective=sentence_objective,
+            packing=config.packing,
+            masking=masking,
+            span_geometric_p=config.span_geometric_p,
+            max_span_length=config.max_span_length,
             batch_size=config.global_batch_size // context.num_input_pipelines,
             seed=config.seed,
             corpus_format=corpus_format,
@@ -494,9 +798,36 @@ def pretrain(config, strategy=None, log=print):
         loop_config,
         eval_dataset_fn=eval_dataset if config.eval_steps else None,
         settings=settings,
+        upgrade_settings=upgrade_training_settings,
     )
     metrics = loop.train(log=log)
     if chief:
+        if config.init:
+            fill_tokenizer = load_tokenizer(tokenizer_source, tokenizer_source_settings, split_special_tokens=False)
+            save_model_dir(
+                pretrainer,
+                config.model_dir,  # the init's tokenizer files were copied there when the run started
+                settings={
+                    **tokenizer_source_settings,
+                    "max_seq_length": config.max_seq_length,
+                    "split_special_tokens": config.split_special_tokens,
+                    "sentence_objective": sentence_objective,
+                },
+            )
+            if metrics:
+                log("Final: " + ", ".join(f"{k} {v:.4g}" for k, v in metrics.items()))
+            log(
+                f"Model directory: {config.model_dir} (bert_config.json, the tokenizer files of --init, "
+                f"bert_model.ckpt, bert_tf.json; TensorBoard logs in {os.path.join(config.model_dir, 'logs')})"
+            )
+            if config.fill_mask:
+                log("Fill-mask:")
+                results = fill_mask(
+                    pretrainer, None, config.fill_mask, max_seq_length=config.max_seq_length, tokenizer=fill_tokenizer
+                )
+                for line in format_fill_mask(results):
+                    log(line)
+            return metrics
         byte_pairs = is_byte_pair_vocab(vocab_file)
         sentencepiece = is_sentencepiece_vocab(vocab_file)
         save_model_dir(
@@ -505,9 +836,10 @@ def pretrain(config, strategy=None, log=print):
             # A built vocabulary is already there; a BPE or SentencePiece one is written below.
             vocab_file=vocab_file if config.vocab and not (byte_pairs or sentencepiece) else None,
             settings={
-                "lowercase": config.lowercase,
+                "lowercase": lowercase,
                 "max_seq_length": config.max_seq_length,
                 "split_special_tokens": config.split_special_tokens,
+                "sentence_objective": sentence_objective,
             },
         )
         if byte_pairs:
@@ -527,9 +859,9 @@ def pretrain(config, strategy=None, log=print):
                 pretrainer,
                 vocab_file,
                 config.fill_mask,
-                config.lowercase,
+                lowercase,
                 config.max_seq_length,
-                model_type=config.model_type,
+                model_type=bert_config.model_type,
             )
             for line in format_fill_mask(results):
                 log(line)

@@ -40,8 +40,23 @@ from bert_tf.training.distribute import is_chief, worker_index
 # The run's settings in model_dir, checked on resume (the model directory's own settings file is
 # `bert_tf.checkpoints.SETTINGS_FILE`, bert_tf.json).
 TRAINING_SETTINGS_FILE = "training_settings.json"
-# Pretraining settings whose change makes an existing checkpoint unusable.
-INCOMPATIBLE = ("model", "vocab_sha256", "max_seq_length", "max_predictions_per_seq", "global_batch_size", "nsp")
+# Pretraining settings whose change makes an existing checkpoint unusable (the model, its inputs, the batch) or
+# changes the run's objective or data (the recipe: sentence objective, packing, masking and its distribution, how
+# special tokens in the text are read); a resume with any of them changed is refused, naming the differences.
+INCOMPATIBLE = (
+    "model",
+    "vocab_sha256",
+    "max_seq_length",
+    "max_predictions_per_seq",
+    "global_batch_size",
+    "sentence_objective",
+    "packing",
+    "masking",
+    "masking_rate",
+    "span_geometric_p",
+    "max_span_length",
+    "split_special_tokens",
+)
 
 
 # After this many seconds without the first call's result, the loop says why it is slow.
@@ -235,9 +250,27 @@ class Objective:
         self.stat_names = ("loss",) + tuple(h.key(s) for h in self.heads for s in ("loss", "correct", "count"))
 
     @classmethod
-    def pretraining(cls, nsp=True):
-        """Masked LM (+ next-sentence prediction), as `BertPretrainer` outputs them."""
-        return cls([Head("mlm", "mlm")] + ([Head("nsp", "nsp")] if nsp else []))
+    def pretraining(cls, nsp=True, sentence_objective=None):
+        """Masked LM (+ the sentence objective's head), as `BertPretrainer` outputs them.
+
+        `sentence_objective` "nsp", "sop" or "none" names the sentence output, its labels and its statistics
+        (`nsp_loss`/`nsp_acc`, `sop_loss`/`sop_acc`); None: from the legacy `nsp` switch ("nsp" or "none").
+        """
+        if sentence_objective is None:
+            sentence_objective = "nsp" if nsp else "none"
+        return cls(
+            [Head("mlm", "mlm")]
+            + ([Head(sentence_objective, sentence_objective)] if sentence_objective != "none" else [])
+        )
+
+    @classmethod
+    def for_pretrainer(cls, model):
+        """`pretraining` for the outputs of `model`: masked LM plus its sentence output ("nsp" or "sop") if any."""
+        sentence = getattr(model, "sentence_objective", None)
+        if sentence is None:  # another model with `BertPretrainer`'s outputs
+            outputs = model.output if isinstance(model.output, dict) else {}
+            sentence = next((name for name in ("nsp", "sop") if name in outputs), "none")
+        return cls.pretraining(sentence_objective=sentence)
 
     def global_totals(self, weights):
         """Per head: the global sum of its sample weights this step (replica context)."""
@@ -404,11 +437,14 @@ class TrainingLoop:
             (`model_dir/logs`) go here.
         settings: dict written to `TRAINING_SETTINGS_FILE`; a resume with a
             different value of any `incompatible` key is refused.
-        objective: the loss (default: masked LM + NSP).
+        objective: the loss (default: masked LM + the model's sentence output, `Objective.for_pretrainer`).
         incompatible: settings keys that must match to resume.
         evaluate_fn: optional function of the loop returning a dict of metrics,
             called every `eval_interval` steps and at the end instead of the
             held-out loss evaluation (fine-tuning computes its task metrics here).
+        upgrade_settings: optional function of the saved settings dict returning
+            it with the keys an older version did not record filled in as that
+            version behaved, before the `incompatible` keys are compared.
     """
 
     def __init__(
@@ -425,13 +461,15 @@ class TrainingLoop:
         objective=None,
         incompatible=INCOMPATIBLE,
         evaluate_fn=None,
+        upgrade_settings=None,
     ):
         message = glob_characters_error(model_dir)
         if message:
             raise ValueError(message + ".")
         self.strategy = strategy
-        self.objective = objective or Objective.pretraining(nsp="nsp" in model.output)
+        self.objective = objective or Objective.for_pretrainer(model)
         self.incompatible = tuple(incompatible)
+        self.upgrade_settings = upgrade_settings
         self.evaluate_fn = evaluate_fn
         self.model = model
         self.optimizer = optimizer
@@ -730,6 +768,8 @@ class TrainingLoop:
                     f"{path}: expected a JSON object of run settings. Received: {type(saved).__name__}; "
                     "the checkpoints were left as they are."
                 )
+            if self.upgrade_settings is not None:
+                saved = self.upgrade_settings(saved)
             differences = [
                 f"  {key}: checkpoint has {saved.get(key)!r}, this run has {self.settings.get(key)!r}"
                 for key in self.incompatible

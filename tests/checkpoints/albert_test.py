@@ -124,13 +124,13 @@ def test_token_heads_on_padded_batches(head):
 def test_albert_for_pretraining_reads_the_sentence_order_head():
     path = _local("albert-pretraining")
     model, _ = checkpoints.load_model(path)
-    assert isinstance(model, BertPretrainer) and model.nsp
+    assert isinstance(model, BertPretrainer) and model.nsp and model.sentence_objective == "sop"
     reference = _reference(path)
     for row in reference["single"] + reference["pair"]:
         inputs = _inputs(row)
         length = inputs["token_ids"].shape[1]
         outputs = model({**inputs, "mask_positions": np.arange(length, dtype=np.int32)[None]})
-        _close(outputs["nsp"][0], row["sop_logits"])
+        _close(outputs["sop"][0], row["sop_logits"])
         _check_top5(outputs["mlm"][0].numpy(), row["prediction_top5_ids"], row["prediction_top5_logits"])
 
 
