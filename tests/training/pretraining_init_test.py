@@ -1,0 +1,184 @@
+"""Continued pretraining (`PretrainConfig.init`, `bert-tf-pretrain --init`): heads of the checkpoint's kind are
+reused, the config and tokenizer come from it, a resume needs it no more, changed recipe settings are refused."""
+
+import glob
+import json
+import os
+import re
+import shutil
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf.checkpoints import init_pretrainer, load_pretrainer, load_tokenizer, sentence_head_kind
+from bert_tf.config import ConfigError
+from bert_tf.models import BertPretrainer
+from bert_tf.training import PretrainConfig, ResumeError, pretrain
+from tests.conftest import DATA_DIR, REFERENCE_DIR
+from tests.helpers import tiny_model_dir
+
+FAMILIES = os.path.join(REFERENCE_DIR, "families")
+LOCAL = os.path.join(os.path.dirname(__file__), "..", "data", "families")
+CORPUS = os.path.join(DATA_DIR, "corpus", "gutenberg", "austen-persuasion.txt")
+WORDS = "the cat dog sat ran on a mat house".split()
+# A few steps of the tiny Hugging Face BERT (BertForMaskedLM: a masked-LM head, no NSP head, no pooler).
+RUN = dict(
+    corpus=[CORPUS],
+    global_batch_size=4,
+    max_seq_length=32,
+    steps_per_loop=1,
+    eval_steps=0,
+    warmup_steps=0,
+    fill_mask=["The [MASK] was there."],
+)
+
+
+def _variables(model, prefix=""):
+    return {v.path: v.numpy() for v in model.weights if v.path.startswith(prefix)}
+
+
+def _assert_same(ours, theirs):
+    assert ours.keys() == theirs.keys() and ours
+    for name in ours:
+        np.testing.assert_array_equal(ours[name], theirs[name], err_msg=name)
+
+
+def test_a_sentence_head_is_reused_only_for_its_own_objective(tmp_path):
+    """A BERT checkpoint's head is NSP, an ALBERT's SOP: neither starts the other objective's head."""
+    bert = tiny_model_dir(tmp_path / "bert", WORDS, 16, model_fn=lambda e: BertPretrainer(e, nsp=True), seed=1)
+    assert sentence_head_kind(bert) == "nsp"
+    saved = load_pretrainer(bert)
+    same, initialised = init_pretrainer(bert, "nsp")
+    assert initialised == [] and same.sentence_objective == "nsp"
+    _assert_same(_variables(same), _variables(saved))
+    other, initialised = init_pretrainer(bert, "sop")
+    assert initialised == ["SOP head (the checkpoint's is NSP)"] and other.sentence_objective == "sop"
+    _assert_same(_variables(other, "mlm_head"), _variables(saved, "mlm_head"))
+    assert not np.array_equal(_variables(other, "nsp_head")["nsp_head/logits/kernel"], saved.nsp_head.weights[0])
+    bare, initialised = init_pretrainer(bert, "none")
+    assert initialised == [] and not bare.nsp and "sop" not in bare.output and "nsp" not in bare.output
+
+    albert = os.path.join(LOCAL, "albert-pretraining")  # AlbertForPreTraining: its sentence-order head
+    assert sentence_head_kind(albert) == "sop"
+    assert init_pretrainer(albert, "sop")[1] == []
+    assert init_pretrainer(albert, "nsp")[1] == ["NSP head (the checkpoint's is SOP)"]
+    # A masked-LM checkpoint: the head it lacks (and the pooler it feeds) are fresh.
+    assert init_pretrainer(os.path.join(FAMILIES, "albert"), "sop")[1] == ["SOP head", "pooler"]
+    assert sentence_head_kind(os.path.join(FAMILIES, "albert")) is None
+
+
+@pytest.mark.parametrize(
+    "overrides, received",
+    [
+        (dict(model="tiny"), "model='tiny', init="),
+        (dict(vocab=os.path.join(FAMILIES, "bert", "vocab.txt")), "vocab='"),
+        (dict(vocab_size=100), "vocab_size=100, init="),
+        (dict(lowercase=True), "lowercase=True, init="),
+        (dict(embedding_size=16), "embedding_size=16, init="),
+        (dict(model_type="albert"), "model_type='albert', init="),
+        (dict(max_seq_length=129), "max_seq_length=129, init="),
+        (dict(init="/nonexistent/checkpoint"), "init='/nonexistent/checkpoint'"),
+        (
+            dict(sentence_objective="sop", init=os.path.join(FAMILIES, "electra")),
+            "sentence_objective='sop', model_type='electra'",
+        ),
+    ],
+)
+def test_init_refuses_settings_the_checkpoint_decides(overrides, received, tmp_path):
+    values = dict(model_dir=str(tmp_path / "never"), init=os.path.join(FAMILIES, "bert"))
+    values.update(overrides)
+    with pytest.raises(ConfigError, match="PretrainConfig: .*Received: " + re.escape(received)):
+        PretrainConfig(**values)
+    assert not (tmp_path / "never").exists()
+
+
+def test_init_defaults_follow_the_checkpoint():
+    albert = PretrainConfig(model_dir="runs/x", init=os.path.join(FAMILIES, "albert"))
+    assert albert.run_model_type() == "albert" and albert.run_objectives() == ("sop", "token")
+    roberta = PretrainConfig(model_dir="runs/x", init=os.path.join(FAMILIES, "roberta"), model_type="roberta")
+    assert roberta.run_objectives() == ("none", "token") and roberta.run_max_predictions() == 20
+    assert PretrainConfig(model_dir="runs/x", masking_rate=0.3, max_seq_length=64).run_max_predictions() == 20
+
+
+def test_init_run_keeps_the_checkpoint_resumes_without_it_and_refuses_changed_recipes(tmp_path):
+    init = shutil.copytree(os.path.join(FAMILIES, "bert"), tmp_path / "init")
+    model_dir = str(tmp_path / "run")
+    messages = []
+    # learning_rate 0: the weights stay the checkpoint's, so the model directory must hold them exactly.
+    pretrain(
+        PretrainConfig(model_dir=model_dir, init=str(init), train_steps=2, learning_rate=0.0, **RUN), messages.append
+    )
+    log = "\n".join(map(str, messages))
+    assert "initialised here, not in it: NSP head, pooler" in log and log.count("initialised here") == 1
+    assert "  The [MASK] was there." in log  # fill-mask with the copied tokenizer
+    source = load_pretrainer(str(init), nsp=False)
+    trained = load_pretrainer(model_dir)
+    assert trained.sentence_objective == "nsp"
+    _assert_same(
+        {k: v for k, v in _variables(trained).items() if not k.startswith(("nsp_head", "pooler"))}, _variables(source)
+    )
+    text = tf.constant(["Persuasion, by Jane Austen: a [MASK] test."])
+    assert load_tokenizer(model_dir)(text).to_list() == load_tokenizer(str(init))(text).to_list()
+    with open(os.path.join(model_dir, "training_settings.json"), encoding="utf-8") as f:
+        settings = json.load(f)
+    assert settings["init"] == str(init) and settings["sentence_objective"] == "nsp" and settings["packing"] == "pairs"
+    with open(os.path.join(model_dir, "bert_tf.json"), encoding="utf-8") as f:
+        assert json.load(f)["sentence_objective"] == "nsp"
+
+    # A resume reads model_dir only: the init checkpoint may be gone.
+    shutil.rmtree(init)
+    messages.clear()
+    pretrain(PretrainConfig(model_dir=model_dir, init=str(init), train_steps=3, **RUN), messages.append)
+    log = "\n".join(map(str, messages))
+    assert f"--init={init} is not read" in log and "Resumed from step 2" in log
+    assert "initialised here" not in log
+
+    # Changed recipe settings are refused, each difference named.
+    with pytest.raises(ResumeError) as refused:
+        pretrain(
+            PretrainConfig(
+                model_dir=model_dir,
+                init=str(init),
+                train_steps=4,
+                masking="whole_word",
+                masking_rate=0.2,
+                **dict(RUN, fill_mask=[]),
+                split_special_tokens=True,
+            )
+        )
+    message = str(refused.value)
+    for difference in (
+        "masking: checkpoint has 'token', this run has 'whole_word'",
+        "masking_rate: checkpoint has 0.15, this run has 0.2",
+        "split_special_tokens: checkpoint has False, this run has True",
+        "max_predictions_per_seq: checkpoint has 5, this run has 7",
+    ):
+        assert difference in message, message
+
+
+def test_old_training_settings_resume_as_their_defaults_implied(tmp_path):
+    """A run recorded before the recipe settings existed (nsp, whole_word_masking only) resumes unchanged."""
+    model_dir = str(tmp_path / "run")
+    run = dict(RUN, model="tiny", vocab=os.path.join(FAMILIES, "bert", "vocab.txt"), fill_mask=[], nsp=False)
+    pretrain(PretrainConfig(model_dir=model_dir, train_steps=1, whole_word_masking=True, **run))
+    path = os.path.join(model_dir, "training_settings.json")
+    with open(path, encoding="utf-8") as f:
+        settings = json.load(f)
+    assert (settings["sentence_objective"], settings["masking"]) == ("none", "whole_word")
+    for key in (
+        "sentence_objective",
+        "packing",
+        "masking",
+        "span_geometric_p",
+        "max_span_length",
+        "split_special_tokens",
+        "init",
+    ):
+        del settings[key]
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(settings, f)
+    messages = []
+    pretrain(PretrainConfig(model_dir=model_dir, train_steps=2, masking="whole_word", **run), messages.append)
+    assert "Resumed from step 1" in "\n".join(map(str, messages))
+    assert glob.glob(os.path.join(model_dir, "checkpoints", "ckpt-2.index"))
