@@ -300,7 +300,10 @@ class MaskedLMMasker:
                 drawn + tf.one_hot(step, rounds, dtype=tf.int32)[None, :] * tf.where(active, span_length, 0)[:, None]
             )
             _, candidate = free_words(taken, remaining)
-            return step + 1, tf.reduce_any(candidate), taken, span_of_word, remaining, drawn
+            shaped = [
+                tf.ensure_shape(new, old.shape) for new, old in zip((taken, span_of_word, remaining, drawn), state[2:])
+            ]
+            return (step + 1, tf.reduce_any(candidate), *shaped)
 
         state = (
             tf.constant(0),
