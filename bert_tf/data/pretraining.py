@@ -19,17 +19,34 @@ early when its documents reach MAX_GROUP_BYTES. Ordinary corpora are under all
 three and pair exactly as without them; a single 10 MB line becomes forty
 documents in five groups rather than one group the pair builder cannot hold.
 
-How pairs are made, per group of `group_size` documents: each document is cut
-into chunks of about `target` pieces (`target` is `max_seq_length - 3`, or with
-probability `short_seq_prob` a shorter random length, drawn per document); a
-chunk of m sentences splits at a random sentence boundary into A and B; with
-probability 1/2 (always when m = 1) B is replaced by a run of pieces from a
-random other document of the group, and the NSP label is 1 ("random next").
-Pairs longer than the sequence are trimmed longest-first before packing.
+How pairs are made (`packing="pairs"`), per group of `group_size` documents:
+each document is cut into chunks of about `target` pieces (`target` is
+`max_seq_length - 3`, or with probability `short_seq_prob` a shorter random
+length, drawn per document); a chunk of m sentences splits at a random
+sentence boundary into A and B (m = 1: in the middle of the sentence). NSP:
+with probability 1/2 (when the group has another document) B is replaced by a
+run of pieces from a random other document of the group, and the label is 1
+("random next"). SOP (ALBERT): B always follows A in the document, and with
+probability 1/2 the two are swapped, label 1 ("swapped", Hugging Face's
+`sentence_order_label`). No sentence objective: the whole chunk is the one
+segment. Pairs longer than the sequence are trimmed longest-first before
+packing.
+
+How sentence packings are made (`packing="full_sentences"` / `"doc_sentences"`,
+RoBERTa's FULL-SENTENCES / DOC-SENTENCES, one segment, no sentence objective):
+a group's sentences, in order, fill sequences of at most `max_seq_length - 2`
+pieces greedily with whole sentences (a sentence longer than that is cut into
+parts of that length, nothing dropped). full_sentences continues across the
+documents of a group with one separator token (the tokenizer's `sep_id`)
+between two documents; doc_sentences starts a new sequence at each document
+(the last one of a document is shorter). A sequence never crosses a group
+boundary (nor a document cut at MAX_DOCUMENT_BYTES in doc_sentences), so the
+last sequence of a group may be shorter too.
 
 Shapes: B batch, T max_seq_length, P max_predictions_per_seq.
 """
 
+import math
 import os
 
 import tensorflow as tf
@@ -50,7 +67,7 @@ PACKINGS = ("pairs", "full_sentences", "doc_sentences")
 MASKINGS = ("token", "whole_word", "span")
 MAX_MASKING_RATE = 0.5
 # Random streams of the pair builder (the masker uses 1-3).
-_SPLIT, _RANDOM_NEXT, _OTHER_DOC, _OTHER_START, _SHORT, _SHORT_LENGTH = 11, 12, 13, 14, 15, 16
+_SPLIT, _RANDOM_NEXT, _OTHER_DOC, _OTHER_START, _SHORT, _SHORT_LENGTH, _SWAP = 11, 12, 13, 14, 15, 16, 17
 _SENTENCE_END = r"([.!?][\"')\]]*)\s+"
 # A "sentence" (a line of the lines format, a sentence of the paragraphs format) longer than
 # MAX_SENTENCE_BYTES is split at sentence ends, and a part still longer is cut every PIECE_BYTES
@@ -219,14 +236,26 @@ def _cut_between_characters(text, piece_bytes):
 
 
 class PairBuilder:
-    """Turns a group of tokenized documents into NSP sentence pairs (see the module docstring)."""
+    """Turns a group of tokenized documents into NSP or SOP sentence pairs (see the module docstring).
 
-    def __init__(self, max_seq_length, short_seq_prob=0.1, nsp=True, seed=0):
+    `sentence_objective` "nsp", "sop" or "none" (one segment per chunk); None
+    takes it from the legacy `nsp` switch.
+    """
+
+    def __init__(self, max_seq_length, short_seq_prob=0.1, nsp=True, seed=0, sentence_objective=None):
         if not 0.0 <= short_seq_prob <= 1.0:
             raise ValueError(f"`short_seq_prob` must be in [0, 1]. Received: short_seq_prob={short_seq_prob}")
+        if sentence_objective is None:
+            sentence_objective = "nsp" if nsp else "none"
+        if sentence_objective not in SENTENCE_OBJECTIVES:
+            raise ValueError(
+                f"`sentence_objective` must be one of {SENTENCE_OBJECTIVES}. Received: {sentence_objective!r}"
+            )
         self.max_tokens = max_seq_length - 3
         self.short_seq_prob = short_seq_prob
-        self.nsp = nsp
+        self.sentence_objective = sentence_objective
+        self.nsp = sentence_objective == "nsp"
+        self.pairs = sentence_objective != "none"  # two segments per example
         self.seed = seed
 
     def __call__(self, documents, group_index, epoch):
@@ -237,7 +266,8 @@ class PairBuilder:
             group_index: int64 scalar, the group's number in the epoch.
             epoch: int64 scalar.
         Returns:
-            `(first, second, label)`: ragged `[C, (a)]`, ragged `[C, (b)]`, int32 `[C]`.
+            `(first, second, label)`: ragged `[C, (a)]`, ragged `[C, (b)]`, int32 `[C]`
+            (NSP: 1 = random next; SOP: 1 = swapped; none: 0, `second` empty).
         """
         documents = documents.with_row_splits_dtype(tf.int64)
         num_docs = documents.nrows()
@@ -274,11 +304,12 @@ class PairBuilder:
             random_next = tf.logical_and(draw(_RANDOM_NEXT) < 0.5, num_docs > 1)  # needs another document
         else:
             random_next = tf.zeros([num_chunks], tf.bool)
+        if not self.pairs:
             split = chunk_size  # one segment: the whole chunk
         in_first = index_in_chunk < tf.gather(split, chunk)
         first = _concat_rows(sentences, chunk, in_first, num_chunks)
         second = _concat_rows(sentences, chunk, tf.logical_not(in_first), num_chunks)
-        if self.nsp:
+        if self.pairs:
             # A one-sentence chunk with a true next segment splits mid-sentence.
             whole = _concat_rows(sentences, chunk, tf.ones_like(in_first), num_chunks)
             half = whole.row_lengths() // 2
@@ -303,11 +334,100 @@ class PairBuilder:
             tf.gather(doc_tokens.values, tf.ragged.range(start, stop).values), stop - start
         )
         second = _choose_rows(random_next, random_second, second)
-        keep = (
-            tf.logical_and(first.row_lengths() > 0, second.row_lengths() > 0) if self.nsp else first.row_lengths() > 0
-        )
         label = tf.cast(random_next, tf.int32)
+        if self.sentence_objective == "sop":  # the two consecutive segments in order, or swapped (label 1)
+            swapped = draw(_SWAP) < 0.5
+            first, second = _choose_rows(swapped, second, first), _choose_rows(swapped, first, second)
+            label = tf.cast(swapped, tf.int32)
+        keep = (
+            tf.logical_and(first.row_lengths() > 0, second.row_lengths() > 0) if self.pairs else first.row_lengths() > 0
+        )
         return (tf.ragged.boolean_mask(first, keep), tf.ragged.boolean_mask(second, keep), tf.boolean_mask(label, keep))
+
+
+class SentencePacker:
+    """Packs a group of tokenized documents into one-segment examples of whole sentences (see the module docstring).
+
+    Args:
+        max_seq_length: T; sequences hold at most `T - 2` pieces (room for the family's two special tokens).
+        packing: "full_sentences" or "doc_sentences".
+        separator_id: the token between two documents (full_sentences; the tokenizer's `sep_id`).
+    """
+
+    def __init__(self, max_seq_length, packing="full_sentences", separator_id=None):
+        if packing not in ("full_sentences", "doc_sentences"):
+            raise ValueError(
+                f"`packing` must be 'full_sentences' or 'doc_sentences' for a SentencePacker. Received: {packing!r}"
+            )
+        if packing == "full_sentences" and separator_id is None:
+            raise ValueError("`packing='full_sentences'` needs `separator_id` (the token between documents).")
+        if max_seq_length < 3:
+            raise ValueError(f"`max_seq_length` must be at least 3. Received: max_seq_length={max_seq_length}")
+        self.room = max_seq_length - 2
+        self.packing = packing
+        self.separator_id = separator_id
+
+    def __call__(self, documents, group_index, epoch):
+        """Sequences from one group (deterministic: `group_index` and `epoch` are not used).
+
+        Args:
+            documents: int ragged `[D, (S), (n)]` pieces per sentence per document.
+        Returns:
+            `(first, second, label)` as `PairBuilder` gives them: ragged `[C, (n)]`
+            sequences, an empty ragged `[C, (0)]` and int32 zeros `[C]`.
+        """
+        documents = documents.with_row_splits_dtype(tf.int64)
+        nonempty = documents.values.row_lengths() > 0
+        sentences = tf.ragged.boolean_mask(documents.values, nonempty)  # [N, (n)]
+        doc_of_sentence = tf.boolean_mask(documents.value_rowids(), nonempty)  # [N]
+        num = tf.size(doc_of_sentence, out_type=tf.int64)
+        starts_doc = tf.concat([tf.ones([1], tf.bool), doc_of_sentence[1:] != doc_of_sentence[:-1]], 0)[:num]
+        if self.packing == "full_sentences":
+            # A one-piece separator row before each document but the group's first.
+            separator_before = tf.logical_and(starts_doc, tf.range(num) > 0)
+            count = tf.reduce_sum(tf.cast(separator_before, tf.int64))
+            separators = tf.RaggedTensor.from_row_lengths(
+                tf.fill([count], tf.cast(self.separator_id, sentences.dtype)), tf.ones([count], tf.int64)
+            )
+            rows = tf.concat([sentences, separators], 0)
+            place = tf.concat([2 * tf.range(num) + 1, 2 * tf.where(separator_before)[:, 0]], 0)
+            rows = tf.gather(rows, tf.argsort(place))
+            forced_rows = tf.zeros([tf.size(place)], tf.bool)  # only the group's start
+        else:
+            rows, forced_rows = sentences, starts_doc
+        # Units: rows cut into parts of at most `room` pieces.
+        row_of_piece = rows.value_rowids()
+        in_row = tf.range(tf.size(row_of_piece, out_type=tf.int64)) - tf.gather(rows.row_starts(), row_of_piece)
+        _, unit = tf.unique(row_of_piece * (1 << 32) + in_row // self.room, out_idx=tf.int64)  # [pieces]
+        num_units = tf.reduce_max(tf.concat([unit, [-1]], 0)) + 1
+        unit_length = tf.math.bincount(unit, minlength=num_units, maxlength=num_units, dtype=tf.int64)
+        unit_first = tf.cumsum(unit_length, exclusive=True)
+        forced = tf.logical_and(
+            tf.gather(forced_rows, tf.gather(row_of_piece, unit_first)), tf.equal(tf.gather(in_row, unit_first), 0)
+        )
+        # Greedy filling: the sequence starting at unit s ends before the first unit that would overflow it or
+        # that must start a new one; one loop step per sequence.
+        offsets = tf.concat([unit_first, [tf.reduce_sum(unit_length)]], 0)  # [U + 1]
+        fits = tf.searchsorted(offsets, offsets[:-1] + self.room, side="right", out_type=tf.int64) - 1  # [U]
+        forced_at = tf.concat([tf.where(forced)[:, 0], [num_units]], 0)
+        next_forced = tf.gather(forced_at, tf.searchsorted(forced_at, tf.range(num_units), side="right"))
+        following = tf.minimum(fits, next_forced)  # [U] first unit of the next sequence
+
+        def step(unit_index, starts):
+            return tf.gather(following, unit_index), starts.write(starts.size(), unit_index)
+
+        _, starts = tf.while_loop(
+            lambda unit_index, _: unit_index < num_units,
+            step,
+            (tf.constant(0, tf.int64), tf.TensorArray(tf.int64, size=0, dynamic_size=True, element_shape=[])),
+        )
+        starts = starts.stack()
+        is_start = tf.scatter_nd(starts[:, None], tf.ones_like(starts, tf.int32), [num_units])
+        sequence = tf.cast(tf.cumsum(is_start), tf.int64) - 1  # [U]
+        num_sequences = tf.size(starts, out_type=tf.int64)
+        first = tf.RaggedTensor.from_value_rowids(rows.values, tf.gather(sequence, unit), nrows=num_sequences)
+        second = tf.RaggedTensor.from_row_lengths(tf.zeros([0], rows.dtype), tf.zeros([num_sequences], tf.int64))
+        return first, second, tf.zeros([num_sequences], tf.int32)
 
 
 def _concat_rows(sentences, chunk, selected, num_chunks):
@@ -338,7 +458,7 @@ def pretraining_dataset(
     corpus,
     tokenizer,
     max_seq_length=128,
-    max_predictions_per_seq=20,
+    max_predictions_per_seq=None,
     masking_rate=0.15,
     whole_word_masking=None,
     nsp=None,
@@ -364,10 +484,13 @@ def pretraining_dataset(
         corpus: text files or globs (a list or one comma-separated string).
         tokenizer: a `bert_tf.text.BertTokenizer`.
         max_seq_length: T, tokens per packed pair.
+        max_predictions_per_seq: P, masked-LM slots per sequence; None:
+            `default_max_predictions(masking_rate, max_seq_length)`.
         batch_size: examples per batch (per input pipeline when sharded).
         corpus_format: "lines" or "paragraphs" (see the module docstring).
         group_size: documents per pair-building group (random next sentences
-            come from the same group).
+            come from the same group; a sentence packing's sequence never
+            crosses a group boundary).
         epochs: number of passes; None repeats forever. Each pass reads the
             files in a new order, pairs and masks anew.
         input_context: a `tf.distribute.InputContext`; files are sharded by
@@ -399,11 +522,12 @@ def pretraining_dataset(
     # Absolute paths: the saved iterator position names the files, and a resumed run may start elsewhere.
     files = [f if "://" in f else os.path.abspath(f) for f in expand_files(corpus)]
     files, input_context = shard_files(files, input_context)
-    if packing != "pairs" or sentence_objective == "sop" or masking == "span":
-        raise NotImplementedError(
-            f"packing={packing!r}, sentence_objective={sentence_objective!r}, masking={masking!r}"
+    if packing == "pairs":
+        builder = PairBuilder(
+            max_seq_length, short_seq_prob=short_seq_prob, seed=seed, sentence_objective=sentence_objective
         )
-    builder = PairBuilder(max_seq_length, short_seq_prob=short_seq_prob, nsp=sentence_objective == "nsp", seed=seed)
+    else:
+        builder = SentencePacker(max_seq_length, packing=packing, separator_id=tokenizer.sep_id)
 
     def one_epoch(epoch):
         return document_pairs(
@@ -473,6 +597,16 @@ def resolve_objectives(
     return sentence_objective, masking
 
 
+def default_max_predictions(masking_rate, max_seq_length):
+    """Masked-LM slots that follow the rate: `ceil(masking_rate * max_seq_length)` (20 at 0.15 x 128, as BERT)."""
+    if not 0.0 < masking_rate <= 1.0 or max_seq_length <= 0:
+        raise ValueError(
+            "`masking_rate` must be in (0, 1] and `max_seq_length` positive. "
+            f"Received: masking_rate={masking_rate}, max_seq_length={max_seq_length}"
+        )
+    return max(1, math.ceil(masking_rate * max_seq_length - 1e-9))
+
+
 def _describe(files):
     """The corpus files for a message: all of them, or the first three and how many more."""
     more = f" and {len(files) - 3} more files" if len(files) > 3 else ""
@@ -536,7 +670,7 @@ def masked_batches(
     epoch_examples,
     tokenizer,
     max_seq_length=128,
-    max_predictions_per_seq=20,
+    max_predictions_per_seq=None,
     masking_rate=0.15,
     masking="token",
     sentence_objective="nsp",
@@ -567,6 +701,8 @@ def masked_batches(
     """
     if batch_size <= 0:
         raise ValueError(f"`batch_size` must be positive. Received: batch_size={batch_size}")
+    if max_predictions_per_seq is None:
+        max_predictions_per_seq = default_max_predictions(masking_rate, max_seq_length)
     packer = packer_for(
         tokenizer,
         max_seq_length,
@@ -580,8 +716,10 @@ def masked_batches(
         specials,
         masking_rate=masking_rate,
         max_predictions_per_seq=max_predictions_per_seq,
-        whole_word_masking=masking == "whole_word",
-        continuation_ids=tokenizer.continuation_ids() if masking == "whole_word" else None,
+        masking=masking,
+        span_geometric_p=span_geometric_p,
+        max_span_length=max_span_length,
+        continuation_ids=tokenizer.continuation_ids() if masking != "token" else None,
         seed=seed,
     )
 

@@ -173,10 +173,21 @@ def pretraining_dataset_from_shards(
         verify: check each shard's sha256 before reading.
         input_context: shards are split between input pipelines when there
             are enough of them, else examples are.
-        **kwargs: `max_predictions_per_seq`, `masking_rate`, `whole_word_masking`,
+        **kwargs: `max_predictions_per_seq`, `masking_rate`, `masking` (or
+            `whole_word_masking`), `span_geometric_p`, `max_span_length`,
             `batch_size`, `seed`, `shuffle_buffer`, `epochs`, `max_position_embeddings`.
+            Shards hold NSP pairs (or one segment without NSP): `packing` may
+            only be "pairs" and `sentence_objective` only the shards' own.
     """
     manifest = read_manifest(directory, verify=verify)
+    stored = "nsp" if manifest["nsp"] else "none"
+    packing = kwargs.pop("packing", "pairs")
+    objective = kwargs.pop("sentence_objective", None) or stored
+    if packing != "pairs" or objective != stored:
+        raise ValueError(
+            f"The shards in {directory} hold packing='pairs' with sentence_objective={stored!r}; "
+            f"packing={packing!r} with sentence_objective={objective!r} needs `pretraining_dataset` on the raw text."
+        )
     if _sha256(tokenizer.vocab_file) != manifest["vocab_sha256"]:
         raise ShardError(
             f"The shards in {directory} were tokenized with another vocabulary than {tokenizer.vocab_file}."
@@ -194,7 +205,7 @@ def pretraining_dataset_from_shards(
         one_epoch,
         tokenizer,
         max_seq_length=max_seq_length or manifest["max_seq_length"],
-        sentence_objective="nsp" if manifest["nsp"] else "none",
+        sentence_objective=stored,
         input_context=input_context,
         **_masking_arguments(kwargs),
     )

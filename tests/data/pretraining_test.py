@@ -1,4 +1,4 @@
-"""Pretraining data: pairs, NSP labels, masks, reproducibility, checkpointable iterator, bad bytes."""
+"""Pretraining data: pairs, NSP/SOP labels, sentence packings, masks, reproducibility, checkpointable iterator, bad bytes."""
 
 import os
 import subprocess
@@ -9,8 +9,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.data.pretraining import pretraining_dataset
-from bert_tf.text import BertTokenizer
+from bert_tf.data.pretraining import (
+    PairBuilder,
+    SentencePacker,
+    default_max_predictions,
+    files_in_epoch_order,
+    pretraining_dataset,
+)
+from bert_tf.text import BertTokenizer, expand_files
 from tests.conftest import DATA_DIR
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -178,3 +184,180 @@ def test_iterator_restored_in_a_new_process_continues_identically(corpus, tmp_pa
         )
         assert result.returncode == 0, result.stderr[-3000:]
     np.testing.assert_array_equal(np.load(tmp_path / "save.npy"), np.load(tmp_path / "restore.npy"))
+
+
+# Recipes of issue 20: SOP pairs, sentence packings, span masking, the default number of predictions.
+SEQ = 24  # _dataset's max_seq_length
+
+
+def _unique_token_group(rng, start, docs=64, sentences=10):
+    """A group of documents whose pieces are consecutive integers (each piece unique): ragged `[D, (S), (n)]`.
+
+    Every 7th sentence is longer than a sequence, so some chunks hold one sentence (split mid-sentence).
+    """
+    group, next_id = [], start
+    for _ in range(docs):
+        document = []
+        for s in range(sentences):
+            n = 70 if s % 7 == 3 else int(rng.integers(3, 16))
+            document.append(list(range(next_id, next_id + n)))
+            next_id += n
+        group.append(document)
+    return tf.ragged.constant(group, dtype=tf.int32, ragged_rank=2), next_id
+
+
+def test_sop_pairs_are_consecutive_segments_in_order_or_swapped():
+    """Label 0: A then B is a run of the document; label 1: the example is B then A of such a run, never empty.
+
+    Balance: the share of swapped pairs over at least 2,000 pairs is within 0.04 of 1/2.
+    """
+    rng = np.random.default_rng(0)
+    builder = PairBuilder(64, sentence_objective="sop", seed=7)
+    labels, start, one_sentence = [], 1, 0
+    for group_index in range(11):
+        group, start = _unique_token_group(rng, start)
+        first, second, label = builder(group, tf.constant(group_index, tf.int64), tf.constant(0, tf.int64))
+        for a, b, swapped in zip(first.to_list(), second.to_list(), label.numpy()):
+            assert a and b, "an empty segment"
+            run = b + a if swapped else a + b
+            assert np.all(np.diff(run) == 1), f"not two consecutive segments of one document: {a} | {b} ({swapped})"
+            one_sentence += len(run) == 70
+            labels.append(int(swapped))
+    assert len(labels) >= 2000 and one_sentence >= 10
+    assert abs(np.mean(labels) - 0.5) <= 0.04, np.mean(labels)
+
+
+def test_sop_batches_carry_the_sop_label(corpus):
+    _, tokenizer = corpus
+    features, labels, weights = next(iter(_dataset(corpus, sentence_objective="sop")))
+    assert set(labels) == {"mlm", "sop"} and set(weights) == {"mlm", "sop"}
+    segments = features["segment_ids"].numpy()
+    assert all(segments[row].max() == 1 for row in range(segments.shape[0]))
+    ids = _restore_masked(features, labels, weights)
+    doc_tag = {tokenizer.token_to_id(f"d{i}"): i for i in range(DOCS)}
+    for row in range(ids.shape[0]):  # never a segment from another document
+        assert len({doc_tag[t] for t in ids[row] if t in doc_tag}) == 1
+
+
+def _epoch_documents(corpus, seed=3):
+    """The token ids of each document, in the order an epoch reads them."""
+    root, tokenizer = corpus
+    files = [os.path.abspath(f) for f in expand_files(str(root / "*.txt"))]
+    documents = []
+    for name in files_in_epoch_order(files, seed, 0).as_numpy_iterator():
+        with open(name, encoding="utf-8") as f:
+            text = f.read()
+        documents += [[tokenizer.token_to_id(w) for w in block.split()] for block in text.strip().split("\n\n")]
+    return documents
+
+
+def _epoch_sequences(corpus, packing, **kwargs):
+    """One epoch's sequences in order (no shuffle, one per batch), masks undone, without their two specials."""
+    _, tokenizer = corpus
+    sequences = []
+    for features, labels, weights in _dataset(
+        corpus, sentence_objective="none", packing=packing, batch_size=1, shuffle_buffer=1, **kwargs
+    ):
+        assert set(labels) == {"mlm"} and not features["segment_ids"].numpy().any()
+        real = _restore_masked(features, labels, weights)[0][features["padding_mask"][0].numpy() == 1]
+        assert real[0] == tokenizer.cls_id and real[-1] == tokenizer.sep_id and len(real) <= SEQ
+        sequences.append(list(real[1:-1]))
+    return sequences
+
+
+def _first_unit(sequence, starts):
+    """Pieces of the first sentence (or separator) of a sequence: up to the next sentence start."""
+    later = [i for i, t in enumerate(sequence) if i > 0 and t in starts]
+    return later[0] if later else len(sequence)
+
+
+def test_full_sentences_fill_sequences_across_documents_with_a_separator(corpus):
+    _, tokenizer = corpus
+    sep = tokenizer.sep_id
+    tags = {tokenizer.token_to_id(f"d{i}") for i in range(DOCS)}
+    sequences = _epoch_sequences(corpus, "full_sentences", masking="span")
+    documents = _epoch_documents(corpus)
+    # Nothing lost or duplicated: the epoch is the corpus with one separator between documents (one group).
+    expected = documents[0] + [t for d in documents[1:] for t in [sep] + d]
+    assert [t for s in sequences for t in s] == expected
+    crossing = 0
+    for sequence, following in zip(sequences, sequences[1:] + [None]):
+        assert sequence[0] in tags | {sep}, "a sequence starts inside a sentence"
+        if len({t for t in sequence if t in tags}) > 1:
+            crossing += 1
+            assert sep in sequence
+        if following is not None:  # greedy: the next sentence (or separator) did not fit
+            assert len(sequence) + _first_unit(following, tags | {sep}) > SEQ - 2
+    assert crossing >= 3
+
+
+def test_doc_sentences_never_cross_a_document(corpus):
+    _, tokenizer = corpus
+    tags = {tokenizer.token_to_id(f"d{i}") for i in range(DOCS)}
+    sequences = _epoch_sequences(corpus, "doc_sentences")
+    assert [t for s in sequences for t in s] == [t for d in _epoch_documents(corpus) for t in d]
+    for sequence, following in zip(sequences, sequences[1:] + [None]):
+        assert tokenizer.sep_id not in sequence and sequence[0] in tags
+        assert len({t for t in sequence if t in tags}) == 1, "a sequence crossed a document end"
+        if following is not None and following[0] == sequence[0]:  # same document: the next sentence did not fit
+            assert len(sequence) + _first_unit(following, tags) > SEQ - 2
+
+
+@pytest.mark.parametrize("packing", ["full_sentences", "doc_sentences"])
+def test_sentence_packer_cuts_long_sentences_and_drops_nothing(packing):
+    documents = tf.ragged.constant(
+        [[[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11], [], [12, 13]], [[14, 15]]], dtype=tf.int32, ragged_rank=2
+    )
+    packer = SentencePacker(6, packing=packing, separator_id=99)
+    first, second, label = packer(documents, tf.constant(0, tf.int64), tf.constant(0, tf.int64))
+    if packing == "full_sentences":
+        assert first.to_list() == [[1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 11], [12, 13, 99], [14, 15]]
+    else:
+        assert first.to_list() == [[1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 11], [12, 13], [14, 15]]
+    assert second.to_list() == [[]] * 5 and label.numpy().tolist() == [0] * 5
+    empty = tf.RaggedTensor.from_row_lengths(tf.zeros([0], tf.int32), tf.zeros([0], tf.int64))
+    first, _, _ = packer(tf.RaggedTensor.from_row_lengths(empty, [0]), tf.constant(0, tf.int64), 0)
+    assert first.to_list() == []
+
+
+def test_sentence_packer_settings_are_named():
+    with pytest.raises(ValueError, match="packing"):
+        SentencePacker(24, packing="pairs")
+    with pytest.raises(ValueError, match="separator_id"):
+        SentencePacker(24, packing="full_sentences")
+
+
+def test_default_max_predictions_follows_the_rate(corpus):
+    assert default_max_predictions(0.15, 128) == 20
+    assert default_max_predictions(0.5, 128) == 64
+    assert default_max_predictions(0.3, 10) == 3
+    features, labels, _ = next(iter(_dataset(corpus, max_predictions_per_seq=None, masking_rate=0.3)))
+    assert tuple(features["mask_positions"].shape) == (8, 8) and tuple(labels["mlm"].shape) == (8, 8)
+    with pytest.raises(ValueError, match="masking_rate"):
+        default_max_predictions(0.0, 128)
+
+
+@pytest.mark.parametrize(
+    "mode",
+    [
+        {"sentence_objective": "sop"},
+        {"sentence_objective": "none", "packing": "full_sentences"},
+        {"sentence_objective": "none", "packing": "doc_sentences", "masking": "whole_word"},
+        {"masking": "span", "masking_rate": 0.3, "max_predictions_per_seq": None},
+    ],
+    ids=["sop", "full_sentences", "doc_sentences", "span"],
+)
+def test_each_mode_iterator_restored_mid_epoch_continues_identically(corpus, tmp_path, mode):
+    iterator = iter(_dataset(corpus, epochs=None, **mode))
+    for _ in range(5):
+        next(iterator)
+    path = tf.train.Checkpoint(iterator=iterator).write(str(tmp_path / "ckpt"))
+    expected = [next(iterator) for _ in range(3)]
+    restored = iter(_dataset(corpus, epochs=None, **mode))
+    tf.train.Checkpoint(iterator=restored).read(path).assert_consumed()
+    for want in expected:
+        got = next(restored)
+        for part_want, part_got in zip(want, got):
+            assert set(part_want) == set(part_got)
+            for key in part_want:
+                np.testing.assert_array_equal(part_want[key].numpy(), part_got[key].numpy())
