@@ -33,7 +33,6 @@ One `PretrainConfig` describes a run (its fields are the flags of
 import dataclasses
 import hashlib
 import json
-import math
 import os
 
 import keras
@@ -67,6 +66,7 @@ from bert_tf.data.pretraining import (
     PACKINGS,
     SENTENCE_OBJECTIVES,
     EmptyCorpusError,
+    default_max_predictions,
     pretraining_dataset,
     resolve_objectives,
 )
@@ -118,12 +118,6 @@ SENTENCE_OBJECTIVE_BY_MODEL_TYPE = {"bert": "nsp", "albert": "sop"}
 INIT_REFUSES = ("model", "vocab", "vocab_size", "embedding_size", "lowercase")
 DEFAULT_MODEL = "mini"
 DEFAULT_VOCAB_SIZE = 8000
-
-
-def default_max_predictions(masking_rate, max_seq_length):
-    """Masked positions per example for `masking_rate` of `max_seq_length` tokens: ceil(rate * T) (20 at 0.15 x 128,
-    BERT's). Stands in for `bert_tf.data.pretraining.default_max_predictions` until that is merged."""
-    return max(1, math.ceil(round(masking_rate * max_seq_length, 6)))
 
 
 def has_checkpoint(model_dir):
