@@ -151,12 +151,18 @@ def _load_pretrainer(path, dtype, hidden_act, nsp, sentence_objective, allow_mis
     else:
         skip = set()
     entries = [entry for entry in name_table.model_table(pretrainer)[1] if entry.ours not in skip]
+    if not pretrainer.nsp:
+        # A masked-LM model's Hugging Face class has no pooler; keep the checkpoint's where its base model has one.
+        base = {entry.ours: entry for entry in name_table.model_table(encoder)[1] if entry.ours.startswith("pooler/")}
+        entries = [base.get(entry.ours, entry) for entry in entries]
     optional = {entry.ours for entry in mlm + sentence} if allow_missing_heads else ()
     plan, skipped = _plan(pretrainer, entries, source, optional=optional)
     if not quiet:
         _warn_skipped(source, skipped)
     _assign(plan, source)
-    names = {"mlm_head/": "masked-LM head", "nsp_head/": f"{sentence_objective.upper()} head", "pooler/": "pooler"}
+    names = {"mlm_head/": "masked-LM head", "nsp_head/": f"{sentence_objective.upper()} head"}
+    if pretrainer.nsp:  # the pooler feeds the sentence head only
+        names["pooler/"] = "pooler"
     for prefix, name in names.items():
         if any(variable.startswith(prefix) for variable in skipped) and name not in initialised:
             initialised.append(name)

@@ -1,4 +1,4 @@
-"""BertPretrainer: masked LM + a sentence-level objective (next-sentence or sentence-order prediction) on a BertEncoder."""
+"""BertPretrainer: masked LM + a sentence objective (next-sentence or sentence-order prediction) on an encoder."""
 
 import keras
 

@@ -386,9 +386,9 @@ class PretrainConfig:
             )
         if self.max_seq_length > config.max_position_embeddings:
             fail_both(
-                f"`max_seq_length` (--max_seq_length) {self.max_seq_length} exceeds the `init` checkpoint's position "
-                f"capacity (max_position_embeddings {config.max_position_embeddings}); a longer sequence than it "
-                f"was trained at is fine up to {config.max_position_embeddings}",
+                f"`max_seq_length` (--max_seq_length) {self.max_seq_length} exceeds the `init` (--init) checkpoint's "
+                f"position capacity (max_position_embeddings {config.max_position_embeddings}); a longer sequence than "
+                f"it was trained at is fine up to {config.max_position_embeddings}",
                 "max_seq_length",
                 "init",
             )

@@ -170,3 +170,81 @@ def test_bad_flags_exit_before_any_side_effect(tmp_path):
         lines = [line for line in result.stderr.splitlines() if "bert-tf-pretrain: error:" in line]
         assert len(lines) == 1 and "flags:" not in result.stderr and "--global_batch_size" not in result.stderr
     assert not model_dir.exists()
+
+
+RECIPE = ["--packing=full_sentences", "--masking=span", "--sentence_objective=none", "--masking_rate=0.3"]
+
+
+@pytest.mark.slow
+def test_kill_9_then_resume_gives_identical_weights_with_recipe_flags(tmp_path):
+    """RoBERTa's packing with SpanBERT's masking at a raised rate: a run killed after its first checkpoint and
+    resumed ends with the weights of the uninterrupted run, bit for bit."""
+    reference_dir = tmp_path / "uninterrupted"
+    reference = _run(reference_dir, "--train_steps=8", *RECIPE)
+    assert reference.returncode == 0, reference.stderr[-3000:]
+    model_dir = tmp_path / "killed"
+    process = subprocess.Popen(
+        _command(model_dir, "--train_steps=8", *RECIPE), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.time() + 400
+    while not glob.glob(str(model_dir / "checkpoints" / "ckpt-4.index")):
+        assert process.poll() is None and time.time() < deadline, "the run ended before its first checkpoint"
+        time.sleep(0.2)
+    time.sleep(np.random.default_rng().uniform(0, 1))
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    resumed = _run(model_dir, "--train_steps=8", *RECIPE)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "Resumed from step" in resumed.stdout or "already complete at step 8" in resumed.stdout
+    expected, actual = _weights(reference_dir), _weights(model_dir)
+    assert expected.keys() == actual.keys()
+    assert not any(name.startswith("cls/seq_relationship") for name in actual)  # no sentence head
+    for name in expected:
+        np.testing.assert_array_equal(actual[name], expected[name], err_msg=name)
+
+
+def test_resume_with_another_recipe_is_refused_with_the_differences(uninterrupted, tmp_path):
+    model_dir = _copy_run(uninterrupted[0], tmp_path / "copy")
+    result = _run(model_dir, "--train_steps=14", *RECIPE)
+    assert result.returncode == 1
+    for difference in (
+        "sentence_objective: checkpoint has 'nsp', this run has 'none'",
+        "packing: checkpoint has 'pairs', this run has 'full_sentences'",
+        "masking: checkpoint has 'token', this run has 'span'",
+        "masking_rate: checkpoint has 0.15, this run has 0.3",
+        "span_geometric_p: checkpoint has None, this run has 0.2",
+    ):
+        assert difference in result.stderr, result.stderr[-3000:]
+
+
+def test_init_with_a_model_flag_is_refused_naming_both_flags(tmp_path):
+    from tests.conftest import REFERENCE_DIR
+
+    init = os.path.join(REFERENCE_DIR, "families", "bert")
+    for extra, named in (
+        (["--model=tiny"], "--model"),
+        (["--model_type=albert"], "--model_type"),
+        (["--max_seq_length=256"], "--max_seq_length"),
+        (["--sentence_objective=nsp", "--packing=doc_sentences"], "--packing=doc_sentences"),
+    ):
+        result = subprocess.run(
+            [sys.executable, "-m", "bert_tf.apps.pretrain", f"--model_dir={tmp_path / 'never'}", f"--init={init}"]
+            + [flag for flag in BASE if not flag.startswith("--model=")]
+            + extra,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert result.returncode != 0, extra
+        lines = [line for line in result.stderr.splitlines() if "bert-tf-pretrain: error:" in line]
+        assert len(lines) == 1 and named in lines[0] and ("--init" in lines[0] or "--sentence_objective" in lines[0])
+    assert not (tmp_path / "never").exists()
+
+
+def test_helpfull_names_the_recipe_flags_and_their_papers():
+    result = subprocess.run(
+        [sys.executable, "-m", "bert_tf.apps.pretrain", "--helpfull"], capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0
+    for text in ("--sentence_objective", "ALBERT", "--packing", "FULL-SENTENCES", "--masking", "SpanBERT", "--init"):
+        assert text in result.stdout, text

@@ -129,7 +129,7 @@ def test_init_run_keeps_the_checkpoint_resumes_without_it_and_refuses_changed_re
     # A resume reads model_dir only: the init checkpoint may be gone.
     shutil.rmtree(init)
     messages.clear()
-    pretrain(PretrainConfig(model_dir=model_dir, init=str(init), train_steps=3, **RUN), messages.append)
+    pretrain(PretrainConfig(model_dir=model_dir, init=str(init), train_steps=3, **RUN), log=messages.append)
     log = "\n".join(map(str, messages))
     assert f"--init={init} is not read" in log and "Resumed from step 2" in log
     assert "initialised here" not in log
@@ -179,6 +179,6 @@ def test_old_training_settings_resume_as_their_defaults_implied(tmp_path):
     with open(path, "w", encoding="utf-8") as f:
         json.dump(settings, f)
     messages = []
-    pretrain(PretrainConfig(model_dir=model_dir, train_steps=2, masking="whole_word", **run), messages.append)
+    pretrain(PretrainConfig(model_dir=model_dir, train_steps=2, masking="whole_word", **run), log=messages.append)
     assert "Resumed from step 1" in "\n".join(map(str, messages))
     assert glob.glob(os.path.join(model_dir, "checkpoints", "ckpt-2.index"))
