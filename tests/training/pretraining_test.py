@@ -325,23 +325,27 @@ def test_unigram_vocabulary_pretrains_and_reads_back(corpus_and_vocab, tmp_path)
 
 def test_albert_builds_a_unigram_vocabulary_pretrains_and_converts_to_hugging_face(corpus_and_vocab, tmp_path):
     """ALBERT from scratch: a SentencePiece unigram vocabulary built from the corpus, factorized embeddings
-    (`--embedding_size`) and one block shared by the preset's layers, masked LM alone; the model directory
-    converts to an `AlbertForMaskedLM` with transformers' config fields."""
+    (`--embedding_size`) and one block shared by the preset's layers, masked LM with ALBERT's sentence-order
+    prediction by default; the model directory converts to an `AlbertForPreTraining` (its SOP head
+    `sop_classifier`) with transformers' config fields."""
     corpus, _ = corpus_and_vocab
     model_dir = str(tmp_path / "model")
     settings = dict(SETTINGS, train_steps=3, vocab_size=80)
     metrics = pretrain(
         PretrainConfig(model_dir=model_dir, corpus=[corpus], model_type="albert", embedding_size=32, **settings)
     )
-    assert math.isfinite(metrics["loss"]) and "nsp_loss" not in metrics
+    assert math.isfinite(metrics["loss"]) and "nsp_loss" not in metrics and "sop_acc" in metrics
+    assert _json(model_dir, "training_settings.json")["sentence_objective"] == "sop"
     assert os.path.isfile(os.path.join(model_dir, "spiece.model"))
     written = _json(model_dir, "bert_config.json")
     assert (written["model_type"], written["embedding_size"], written["hidden_act"]) == ("albert", 32, "gelu_new")
     pretrainer = load_pretrainer(model_dir)
     assert len(pretrainer.encoder.transformer_layers) == 1 and len(pretrainer.encoder.applied_layers) == 2
+    assert pretrainer.sentence_objective == "sop"
     out = str(tmp_path / "hf")
     convert_checkpoint(model_dir, out, to="hf")
     config = _json(out, "config.json")
-    assert config["architectures"] == ["AlbertForMaskedLM"] and config["model_type"] == "albert"
+    assert config["architectures"] == ["AlbertForPreTraining"] and config["model_type"] == "albert"
+    assert load_pretrainer(out).sentence_objective == "sop"
     assert (config["embedding_size"], config["num_hidden_groups"], config["inner_group_num"]) == (32, 1, 1)
     assert _json(out, "tokenizer_config.json")["tokenizer_class"] == "AlbertTokenizer"
