@@ -50,6 +50,12 @@ flags.DEFINE_enum(
 flags.DEFINE_integer(
     "group_size", 16, "Documents per pair-building group; every 20th group is held out for evaluation.", lower_bound=2
 )
+flags.DEFINE_integer(
+    "shuffle_buffer",
+    10_000,
+    "Training examples shuffled together, filled before the first step (default 10000; 1: no shuffling).",
+    lower_bound=1,
+)
 flags.DEFINE_string(
     "vocab",
     None,

@@ -92,6 +92,7 @@ FILL_MASK_SENTENCES = ("The [MASK] of the function is returned.", "This module p
 # Smallest value of each numeric field (the app's flags have the same lower bounds).
 _MINIMUM = {
     "group_size": 2,
+    "shuffle_buffer": 1,
     "vocab_size": 6,
     "train_steps": 1,
     "max_seq_length": 8,
@@ -135,6 +136,7 @@ class PretrainConfig:
     corpus: list = dataclasses.field(default_factory=list)  # files or globs; empty: the offline default corpus
     corpus_format: str = "lines"  # bert_tf.data.pretraining.FORMATS
     group_size: int = 16  # documents per pair-building group; every 20th group is held out
+    shuffle_buffer: int = 10_000  # training examples shuffled together (filled before the first step); 1: none
     # vocab.txt (roberta: a byte-level BPE vocab.json, merges.txt beside it; any: a SentencePiece .model or a
     # directory with spiece.model/spm.model); None: built here, of the kind VOCAB_KIND_BY_MODEL_TYPE says
     vocab: str = None
@@ -563,7 +565,7 @@ def format_fill_mask(results):
 def upgrade_training_settings(saved):
     """Pretraining settings saved by an older version, with the recipe keys it did not record filled in as it
     behaved: `sentence_objective` from `nsp`, `masking` from `whole_word_masking`, `packing` "pairs", no span
-    distribution, `split_special_tokens` false. Settings that have the keys are returned as they are."""
+    distribution, `split_special_tokens` false, a shuffle buffer of 10,000. Settings that have the keys are returned as they are."""
     saved = dict(saved)
     saved.setdefault("sentence_objective", "nsp" if saved.get("nsp", True) else "none")
     saved.setdefault("masking", "whole_word" if saved.get("whole_word_masking") else "token")
@@ -571,6 +573,7 @@ def upgrade_training_settings(saved):
     saved.setdefault("span_geometric_p", None)
     saved.setdefault("max_span_length", None)
     saved.setdefault("split_special_tokens", False)
+    saved.setdefault("shuffle_buffer", 10_000)
     return saved
 
 
@@ -702,6 +705,7 @@ def pretrain(config, strategy=None, log=print):
         "seed": config.seed,
         "corpus_format": corpus_format,
         "group_size": config.group_size,
+        "shuffle_buffer": config.shuffle_buffer,
         "lowercase": lowercase,
         "split_special_tokens": config.split_special_tokens,
         "init": config.init,  # informational: a resumed run ignores it
@@ -757,7 +761,7 @@ def pretrain(config, strategy=None, log=print):
             split=split,
             max_position_embeddings=bert_config.max_position_embeddings,
             group_size=config.group_size,
-            shuffle_buffer=1 if split == "eval" else 10_000,
+            shuffle_buffer=1 if split == "eval" else config.shuffle_buffer,
         )
 
     def eval_dataset(context):

@@ -42,7 +42,8 @@ from bert_tf.training.distribute import is_chief, worker_index
 TRAINING_SETTINGS_FILE = "training_settings.json"
 # Pretraining settings whose change makes an existing checkpoint unusable (the model, its inputs, the batch) or
 # changes the run's objective or data (the recipe: sentence objective, packing, masking and its distribution, how
-# special tokens in the text are read); a resume with any of them changed is refused, naming the differences.
+# special tokens in the text are read, the shuffle buffer the saved iterator holds); a resume with any of them
+# changed is refused, naming the differences.
 INCOMPATIBLE = (
     "model",
     "vocab_sha256",
@@ -56,6 +57,7 @@ INCOMPATIBLE = (
     "span_geometric_p",
     "max_span_length",
     "split_special_tokens",
+    "shuffle_buffer",
 )
 
 
