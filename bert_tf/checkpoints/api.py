@@ -345,12 +345,18 @@ def save_model_dir(model, path, vocab_file=None, settings=None):
         model: a BertEncoder, BertPretrainer or fine-tuned task model.
         vocab_file: copied to `path/vocab.txt` when given.
         settings: dict for `bert_tf.json` (see `settings.py`); missing keys
-            take defaults, `max_seq_length` defaulting to the model's positions.
+            take defaults, `max_seq_length` defaulting to the model's positions
+            and, for a pretrainer with a sentence head, `sentence_objective` to
+            its objective (the head's TF1 name `cls/seq_relationship` is the
+            same for NSP and SOP; `sentence_head_kind` reads it back).
     Returns:
         the number of tensors written.
     """
     encoder, _ = name_table.model_table(model)
     settings = {"max_seq_length": encoder.max_position_embeddings, **(settings or {})}
+    if isinstance(model, BertPretrainer) and model.nsp:
+        # Its sentence head is stored as `cls/seq_relationship/*` whichever objective trained it: say which.
+        settings.setdefault("sentence_objective", model.sentence_objective)
     settings = settings_lib.validate_settings(settings, source="save_model_dir(settings=...)")
     count = save_tf1(model, path, vocab_file)
     settings_lib.write_settings(path, settings)
@@ -362,8 +368,10 @@ def save_hf(model, path, vocab_file=None, lowercase=None, labels=None, tokenizer
 
     The architecture is the model's family's (`RobertaModel`, ...): an
     encoder becomes the base model (names without prefix), a pretrainer a
-    `...ForPreTraining` (`...ForMaskedLM` without NSP) with the family's
-    base prefix; the masked-LM decoder stays tied to the word embeddings. A
+    `...ForPreTraining` (`...ForMaskedLM` without a sentence head) with the
+    family's base prefix (its sentence head is the family's: a BERT trained
+    with SOP is written as `BertForPreTraining`'s `cls.seq_relationship`, and
+    reads back as an NSP head); the masked-LM decoder stays tied to the word embeddings. A
     task model gets the architecture its task declares (`ModelHeads` in
     `bert_tf.tasks`) with `id2label` from `labels` (`LABEL_i` without). A
     pre-LN encoder is refused: Hugging Face BERT has no final LayerNorm.

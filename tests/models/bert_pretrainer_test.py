@@ -3,6 +3,7 @@
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from bert_tf.models import BertPretrainer
 from bert_tf.training import Objective
@@ -60,3 +61,16 @@ def test_legacy_config_without_the_objective_still_loads():
 def test_contradicting_or_unknown_objectives_are_refused(kwargs, received):
     with pytest.raises(ValueError, match="Received: .*" + received):
         BertPretrainer(tiny_encoder(), **kwargs)
+
+
+def test_a_sop_bert_saves_its_head_under_the_nsp_names_and_its_model_directory_says_sop(tmp_path):
+    from bert_tf import checkpoints
+
+    model = BertPretrainer(tiny_encoder(), sentence_objective="sop")
+    checkpoints.save_model_dir(model, str(tmp_path / "ours"))
+    names = {name for name, _ in tf.train.list_variables(str(tmp_path / "ours" / "bert_model.ckpt"))}
+    assert "cls/seq_relationship/output_weights" in names
+    assert checkpoints.sentence_head_kind(str(tmp_path / "ours")) == "sop"
+    assert checkpoints.load_pretrainer(str(tmp_path / "ours")).sentence_objective == "sop"
+    checkpoints.save_hf(model, str(tmp_path / "hf"))  # BertForPreTraining: cls.seq_relationship, kind not kept
+    assert checkpoints.sentence_head_kind(str(tmp_path / "hf")) == "nsp"
