@@ -15,6 +15,7 @@ from bert_tf.checkpoints import init_pretrainer, load_pretrainer, load_tokenizer
 from bert_tf.config import ConfigError
 from bert_tf.models import BertPretrainer
 from bert_tf.training import PretrainConfig, ResumeError, pretrain
+from bert_tf.training.pretraining import upgrade_training_settings
 from tests.conftest import DATA_DIR, REFERENCE_DIR
 from tests.helpers import tiny_model_dir
 
@@ -131,8 +132,20 @@ def test_init_run_keeps_the_checkpoint_resumes_without_it_and_refuses_changed_re
     with open(os.path.join(model_dir, "bert_tf.json"), encoding="utf-8") as f:
         assert json.load(f)["sentence_objective"] == "nsp"
 
-    # A resume reads model_dir only: the init checkpoint may be gone.
+    # A resume reads model_dir only: the init checkpoint may be gone. The settings file is made to look like an
+    # older version's (no recipe keys): it resumes as its `nsp` and `whole_word_masking` implied.
     shutil.rmtree(init)
+    for key in (
+        "sentence_objective",
+        "packing",
+        "masking",
+        "span_geometric_p",
+        "max_span_length",
+        "split_special_tokens",
+    ):
+        del settings[key]
+    with open(os.path.join(model_dir, "training_settings.json"), "w", encoding="utf-8") as f:
+        json.dump(settings, f)
     messages.clear()
     pretrain(PretrainConfig(model_dir=model_dir, init=str(init), train_steps=3, **RUN), log=messages.append)
     log = "\n".join(map(str, messages))
@@ -162,31 +175,22 @@ def test_init_run_keeps_the_checkpoint_resumes_without_it_and_refuses_changed_re
         assert difference in message, message
 
 
-def test_old_training_settings_resume_as_their_defaults_implied(tmp_path):
-    """A run recorded before the recipe settings existed (nsp, whole_word_masking only) resumes unchanged."""
-    model_dir = str(tmp_path / "run")
-    run = dict(RUN, model="tiny", vocab=os.path.join(FAMILIES, "bert", "vocab.txt"), fill_mask=[], nsp=False)
-    pretrain(PretrainConfig(model_dir=model_dir, train_steps=1, whole_word_masking=True, **run))
-    path = os.path.join(model_dir, "training_settings.json")
-    with open(path, encoding="utf-8") as f:
-        settings = json.load(f)
-    assert (settings["sentence_objective"], settings["masking"]) == ("none", "whole_word")
-    for key in (
-        "sentence_objective",
-        "packing",
-        "masking",
-        "span_geometric_p",
-        "max_span_length",
-        "split_special_tokens",
-        "init",
-    ):
-        del settings[key]
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(settings, f)
-    messages = []
-    pretrain(PretrainConfig(model_dir=model_dir, train_steps=2, masking="whole_word", **run), log=messages.append)
-    assert "Resumed from step 1" in "\n".join(map(str, messages))
-    assert glob.glob(os.path.join(model_dir, "checkpoints", "ckpt-2.index"))
+def test_old_training_settings_read_as_their_defaults_implied():
+    """Settings recorded before the recipe settings existed (nsp, whole_word_masking only) compare as they ran."""
+    old = {"nsp": False, "whole_word_masking": True, "masking_rate": 0.15, "max_seq_length": 128}
+    assert upgrade_training_settings(old) == {
+        **old,
+        "sentence_objective": "none",
+        "masking": "whole_word",
+        "packing": "pairs",
+        "span_geometric_p": None,
+        "max_span_length": None,
+        "split_special_tokens": False,
+        "shuffle_buffer": 10_000,
+    }
+    assert upgrade_training_settings({"nsp": True})["sentence_objective"] == "nsp"
+    new = upgrade_training_settings(old)
+    assert upgrade_training_settings(dict(new, masking="span")) == dict(new, masking="span")  # recorded: kept
 
 
 def _logged(model_dir, tag, kind="train"):
