@@ -108,7 +108,7 @@ class DistillationObjective(Objective):
                 s, t = student[head.output], teacher[head.output]
                 if head.kind == "mse":  # regression: the teacher's score
                     loss = masked_sum(soft_regression_loss(s, t), weights[EXAMPLES]) / totals[EXAMPLES]
-                elif s.shape.rank == 3:  # per token [B, T, C] (NER)
+                elif len(s.shape) == 3:  # per token [B, T, C] (NER)
                     loss = masked_sum(soft_target_loss(s, t, self.temperature), tokens) / totals[TOKENS]
                 else:  # per example [B, C] (classification) or over the tokens [B, T] (QA start and end)
                     per_example = soft_target_loss(s, t, self.temperature)
