@@ -319,7 +319,8 @@ def distill(config, strategy=None, log=print):
     if task.needs_labels and list(data.label_names) != list(labels):
         raise ValueError(
             f"The training data's labels {list(data.label_names)} are not the teacher's {list(labels)} (in "
-            f"{config.teacher}): pass the teacher's --label_names, or a --glue_task that names them so."
+            f"{config.teacher}): train on data with the teacher's labels, in its order (classification: --label_names or "
+            "--glue_task)."
         )
     steps_per_epoch = max(data.num_train // config.global_batch_size, 1)
     train_steps = config.train_steps or max(int(math.ceil(config.epochs * steps_per_epoch)), 1)

@@ -25,6 +25,7 @@ from bert_tf.training import (
     layer_mapping,
     soft_target_loss,
 )
+from bert_tf.training.distillation import copy_teacher_layers
 from bert_tf.training.distillation_objective import EXAMPLES, TOKENS
 from bert_tf.training.distiller import attention_probabilities, encoder_states
 from tests.helpers import random_inputs, tiny_encoder
@@ -217,3 +218,21 @@ def test_objective_refuses_bad_weights():
         DistillationObjective(Objective([Head("logits")]), hidden_weight=-1.0)
     with pytest.raises(ValueError, match="weight > 0"):
         DistillationObjective(Objective([Head("logits")]), soft_weight=0.0)
+
+
+def test_a_student_from_every_teacher_layer_is_the_teacher_and_from_some_copies_them():
+    keras.utils.set_random_seed(2)
+    teacher = BertClassifier(tiny_encoder(num_layers=3, dropout=0.0, attention_dropout=0.0), num_classes=2)
+    inputs = random_inputs(batch=2, length=6, lengths=[6, 4])
+    whole = BertClassifier(tiny_encoder(num_layers=3, dropout=0.0, attention_dropout=0.0), num_classes=2)
+    copy_teacher_layers(whole, teacher, [0, 1, 2])
+    np.testing.assert_allclose(whole(inputs).numpy(), teacher(inputs).numpy(), atol=1e-6)
+    student = BertClassifier(tiny_encoder(num_layers=2), num_classes=2)
+    copy_teacher_layers(student, teacher, [0, 2])
+    for got, expected in zip(
+        student.encoder.transformer_layers[1].weights, teacher.encoder.transformer_layers[2].weights
+    ):
+        np.testing.assert_array_equal(got.numpy(), expected.numpy())
+    np.testing.assert_array_equal(student.head.weights[0].numpy(), teacher.head.weights[0].numpy())
+    with pytest.raises(ValueError, match="names layer 3 but the teacher has 3 layers"):
+        copy_teacher_layers(student, teacher, [0, 3])
