@@ -263,10 +263,11 @@ def test_kill_9_then_resume_gives_identical_weights(teacher, narrow_config, data
         _command(*argv, f"--model_dir={killed}"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     deadline = time.time() + 300
-    while not glob.glob(str(killed / "checkpoints" / "ckpt-4.index")):
-        assert process.poll() is None and time.time() < deadline, "the run ended before its checkpoint at step 4"
-        time.sleep(0.1)
-    finished = process.poll() == 0
+    while not glob.glob(str(killed / "checkpoints" / "ckpt-*.index")) and process.poll() is None:
+        assert time.time() < deadline, "no checkpoint within 300 s"
+        time.sleep(0.05)
+    time.sleep(np.random.default_rng().uniform(0, 1))
+    finished = process.poll() == 0  # a fast machine may finish the 24 steps before the kill
     process.send_signal(signal.SIGKILL)
     process.wait()
     resumed = _app(*argv, f"--model_dir={killed}")
