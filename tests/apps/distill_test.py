@@ -18,13 +18,14 @@ from bert_tf.checkpoints import load_model
 from bert_tf.checkpoints.settings import read_settings
 from bert_tf.export import export_saved_model
 from bert_tf.models import BertClassifier, BertSpanLabeler, BertTokenClassifier
-from bert_tf.training import DistillConfig, ResumeError, distill
+from bert_tf.training import DistillConfig, ResumeError, create_strategy, distill
 from tests.helpers import conll_file, sentiment_tsv, squad_file, tiny_model_dir, write_text
 
 WORDS = (
     "good great fine bad awful poor movie film plot actor john smith paris london went to the a was is "
     "who where what did see in it , . ? !"
 ).split()
+QUERY = "bert/encoder/layer_0/attention/self/query/kernel"
 QUIET = dict(max_seq_length=32, global_batch_size=8, steps_per_loop=5, warmup_proportion=0.0)
 
 
@@ -281,3 +282,34 @@ def test_kill_9_then_resume_gives_identical_weights(teacher, narrow_config, data
     assert json.loads((killed / "eval_results.json").read_text()) == json.loads(
         (reference / "eval_results.json").read_text()
     )
+
+
+def test_mirrored_strategy_gives_the_one_device_result(ner_teacher, tmp_path):
+    """Two replicas (logical CPUs) and one device: the same steps give the same student."""
+    train = conll_file(tmp_path / "train.txt", n=16)
+    students = {}
+    for strategy in ("one_device", "mirrored"):
+        out = tmp_path / strategy
+        keras.utils.set_random_seed(0)
+        distill(
+            DistillConfig(
+                **QUIET,
+                teacher=ner_teacher,
+                student_layers=[0],
+                train_file=train,
+                train_steps=2,
+                learning_rate=1e-2,  # updates far above the tolerance
+                dropout=0.0,
+                hard_weight=1.0,
+                hidden_weight=1.0,
+                attention_weight=1.0,
+                model_dir=str(out),
+            ),
+            strategy=create_strategy(strategy),
+            log=lambda message: None,
+        )
+        students[strategy] = _weights(out / "bert_model.ckpt")
+    initial = _weights(os.path.join(ner_teacher, "bert_model.ckpt"))
+    assert not np.allclose(students["one_device"][QUERY], initial[QUERY], atol=1e-3)
+    for name, value in students["one_device"].items():
+        np.testing.assert_allclose(students["mirrored"][name], value, atol=1e-5, err_msg=name)
