@@ -118,7 +118,16 @@ class Distiller(keras.Model):
         self.states = states
         self.attention = attention
         student_encoder, teacher_encoder = student.encoder, teacher.encoder
-        self.mapping = layer_mapping(len(student_encoder.applied_layers), len(teacher_encoder.applied_layers))
+        self.mapping = None  # student layer i learns from teacher layer mapping[i] (hidden states, attention)
+        if states or attention:
+            student_layers, teacher_layers = len(student_encoder.applied_layers), len(teacher_encoder.applied_layers)
+            if student_layers > teacher_layers:
+                raise ValueError(
+                    "Hidden-state, attention and cosine losses map each student layer to a teacher layer: the "
+                    f"student ({student_layers} layers) must not be deeper than the teacher ({teacher_layers}). "
+                    "Use only the soft-target and hard-label losses for a deeper student."
+                )
+            self.mapping = layer_mapping(student_layers, teacher_layers)
         if attention and student_encoder.num_heads != teacher_encoder.num_heads:
             raise ValueError(
                 "Attention distillation compares the maps head by head: the student needs as many heads as the "

@@ -19,6 +19,7 @@ from bert_tf.checkpoints.settings import read_settings
 from bert_tf.export import export_saved_model
 from bert_tf.models import BertClassifier, BertSpanLabeler, BertTokenClassifier
 from bert_tf.training import DistillConfig, ResumeError, create_strategy, distill
+from bert_tf.training.distillation import check_config
 from tests.helpers import conll_file, sentiment_tsv, squad_file, tiny_model_dir, write_text
 
 WORDS = (
@@ -228,9 +229,26 @@ def test_bad_flags_exit_non_zero_naming_the_flag_before_writing(teacher, data, t
     base = [f"--teacher={teacher}", f"--train_file={data[0]}", "--glue_task=sst2", f"--model_dir={out}"]
     result = _app(*base, "--student_layers=0,x")
     assert result.returncode != 0 and "--student_layers=0,x" in result.stderr
-    result = _app(*base, "--student_layers=0", "--student_model=tiny", "--temperature=0")
-    assert result.returncode != 0 and "student_layers" in result.stderr and "student_model" in result.stderr
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "values, message",
+    [
+        (dict(student_layers=[0], student_model="tiny"), "exactly one of `student_layers`"),
+        (dict(), "exactly one of `student_layers`"),
+        (dict(student_layers=[0, 0]), "repeats a layer"),
+        (dict(student_layers=[-1]), "student_layers=\\[-1\\]"),
+        (dict(student_model="no_such_preset"), "student_model='no_such_preset'"),
+        (dict(student_layers=[0], temperature=0.0), "temperature=0.0"),
+        (dict(student_layers=[0], soft_weight=0.0), "At least one loss"),
+        (dict(student_layers=[0], hidden_weight=-1.0), "hidden_weight=-1.0"),
+    ],
+)
+def test_bad_settings_are_refused_naming_the_field(values, message, tmp_path):
+    config = DistillConfig(teacher="t", train_file="f", model_dir=str(tmp_path / "never"), **values)
+    with pytest.raises(ValueError, match=message):
+        check_config(config)
 
 
 def _weights(prefix):
