@@ -15,9 +15,9 @@ the same update as one device:
 - hard labels (`hard_weight`): the task's own loss (its heads and sample
   weights), as fine-tuning's `Objective`;
 - hidden states, attention maps, cosine (`hidden_weight`,
-  `attention_weight`, `cosine_weight`): per real token, summed over the mapped
-  layers (cosine: the last layer only, as DistilBERT), divided by the real
-  tokens.
+  `attention_weight`, `cosine_weight`): per real token, summed over the
+  embeddings and the mapped layers (attention: the mapped layers; cosine: the
+  last layer only, as DistilBERT), divided by the real tokens.
 
 Shape legend: B batch, T tokens, C classes.
 """

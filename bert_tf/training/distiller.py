@@ -7,13 +7,15 @@ and the student as asked, and returns what `DistillationObjective` compares:
 
     {"student": {output: logits}, "teacher": {output: logits},
      "padding_mask": [B, T],
-     "student_states": [[B, T, H_t]] * L_s, "teacher_states": [[B, T, H_t]] * L_s,   # hidden / cosine losses
+     "student_states": [[B, T, H_t]] * (1 + L_s), "teacher_states": ...,   # hidden / cosine losses
      "student_attention": [[B, N, T, T]] * L_s, "teacher_attention": ...}           # attention loss
 
-Hidden states and attention maps are those of the student's layers and the
-teacher layers they map to (`distillation_losses.layer_mapping`). The student's
+Hidden states are the embedding outputs and those of the student's layers and
+the teacher layers they map to (`distillation_losses.layer_mapping`), as
+TinyBERT's embedding and hidden-state losses; attention maps those of the layers. The student's
 states go through `projection` (a learned dense `H_s -> H_t`, TinyBERT's
-`W_h`, one for every layer) when the widths differ. Without state or attention
+`W_h`; one for every layer and the embeddings, where TinyBERT has a second, `W_e`)
+when the widths differ. Without state or attention
 losses the models run their cheap paths (`model(inputs)`: the last layer at
 `[CLS]` only, padding skipped); with them the encoders run their full graph,
 layer by layer (`encoder_states`), and the attention probabilities are
@@ -71,7 +73,8 @@ def encoder_states(encoder, inputs, training=False, attention=False):
 
     The same computation as `encoder(inputs)` (embeddings, every applied
     block on all positions, the final LayerNorm of pre-LN encoders, the
-    pooler); when `attention`, the result also has `attention_probabilities`,
+    pooler), plus `embedding_output` (float32 `[B, T, H]`, the first block's
+    input); when `attention`, the result also has `attention_probabilities`,
     one float32 `[B, N, T, T]` per layer.
     """
     if not isinstance(encoder, BertEncoder):
@@ -81,6 +84,7 @@ def encoder_states(encoder, inputs, training=False, attention=False):
         )
     padding_mask = inputs["padding_mask"]
     x = encoder.embeddings(inputs["token_ids"], inputs["segment_ids"], training=training)  # [B, T, H]
+    embedding_output = x
     states, maps = [], []
     for block in encoder.applied_layers:
         if attention:
@@ -94,6 +98,7 @@ def encoder_states(encoder, inputs, training=False, attention=False):
         "sequence_output": tf.cast(x, tf.float32),
         "pooled_output": tf.cast(pooled, tf.float32),
         "encoder_outputs": [tf.cast(h, tf.float32) for h in states],
+        "embedding_output": tf.cast(embedding_output, tf.float32),
     }
     if attention:
         encoded["attention_probabilities"] = maps
@@ -159,9 +164,12 @@ class Distiller(keras.Model):
         outputs["student"] = as_output_dict(self.student.heads(student, inputs, training=training))
         outputs["teacher"] = as_output_dict(self.teacher.heads(teacher, inputs, training=False))
         if self.states:
-            projected = [self.project(h) for h in student["encoder_outputs"]]
-            outputs["student_states"] = projected
-            outputs["teacher_states"] = [teacher["encoder_outputs"][i] for i in self.mapping]
+            # TinyBERT's embedding-layer loss (embeddings to embeddings), then the mapped layers.
+            states = [student["embedding_output"]] + student["encoder_outputs"]
+            outputs["student_states"] = [self.project(h) for h in states]
+            outputs["teacher_states"] = [teacher["embedding_output"]] + [
+                teacher["encoder_outputs"][i] for i in self.mapping
+            ]
         if self.attention:
             outputs["student_attention"] = student["attention_probabilities"]
             outputs["teacher_attention"] = [teacher["attention_probabilities"][i] for i in self.mapping]

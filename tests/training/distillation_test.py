@@ -236,3 +236,23 @@ def test_a_student_from_every_teacher_layer_is_the_teacher_and_from_some_copies_
     np.testing.assert_array_equal(student.head.weights[0].numpy(), teacher.head.weights[0].numpy())
     with pytest.raises(ValueError, match="names layer 3 but the teacher has 3 layers"):
         copy_teacher_layers(student, teacher, [0, 3])
+
+
+def test_distiller_states_are_the_embeddings_and_the_mapped_layers():
+    keras.utils.set_random_seed(3)
+    teacher = BertClassifier(tiny_encoder(num_layers=4, dropout=0.0, attention_dropout=0.0), num_classes=2)
+    student = BertClassifier(tiny_encoder(num_layers=2), num_classes=2)
+    inputs = random_inputs(batch=2, length=6, lengths=[6, 2])
+    outputs = Distiller(student, teacher, states=True, attention=True)(inputs, training=False)
+    graph = teacher.encoder(inputs)
+    expected = [teacher.encoder.embeddings(inputs["token_ids"], inputs["segment_ids"])] + [
+        graph["encoder_outputs"][i] for i in (1, 3)
+    ]
+    assert len(outputs["student_states"]) == len(outputs["teacher_states"]) == 3
+    for got, want in zip(outputs["teacher_states"], expected):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), atol=1e-5)
+    assert len(outputs["teacher_attention"]) == 2 and outputs["teacher_attention"][0].shape == (2, 2, 6, 6)
+    np.testing.assert_allclose(outputs["teacher"]["logits"].numpy(), teacher(inputs).numpy(), atol=1e-5)
+    with pytest.raises(ValueError, match="must not be deeper than the teacher"):
+        Distiller(teacher, student, states=True)
+    assert Distiller(teacher, student).mapping is None  # soft and hard targets need no mapping
