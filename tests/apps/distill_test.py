@@ -26,7 +26,6 @@ WORDS = (
     "good great fine bad awful poor movie film plot actor john smith paris london went to the a was is "
     "who where what did see in it , . ? !"
 ).split()
-QUERY = "bert/encoder/layer_0/attention/self/query/kernel"
 QUIET = dict(max_seq_length=32, global_batch_size=8, steps_per_loop=5, warmup_proportion=0.0)
 
 
@@ -328,6 +327,7 @@ def test_mirrored_strategy_gives_the_one_device_result(ner_teacher, tmp_path):
         )
         students[strategy] = _weights(out / "bert_model.ckpt")
     initial = _weights(os.path.join(ner_teacher, "bert_model.ckpt"))
-    assert not np.allclose(students["one_device"][QUERY], initial[QUERY], atol=1e-3)
+    moved = max(float(np.abs(value - initial[name]).max()) for name, value in students["one_device"].items())
+    assert moved > 1e-3  # the updates are far above the comparison's tolerance
     for name, value in students["one_device"].items():
         np.testing.assert_allclose(students["mirrored"][name], value, atol=1e-5, err_msg=name)
