@@ -38,6 +38,7 @@ setuptools.setup(
             "bert-tf-finetune=bert_tf.apps.finetune:run",
             "bert-tf-export=bert_tf.apps.export:run",
             "bert-tf-embed=bert_tf.apps.embed:run",
+            "bert-tf-distill=bert_tf.apps.distill:run",
         ],
     },
 )

@@ -52,7 +52,7 @@ import os
 import tensorflow as tf
 
 from bert_tf.text import MaskedLMMasker, expand_files, packer_for
-from bert_tf.text.masking import example_keys, uniform
+from bert_tf.text.masking import MASKING_MODES, example_keys, uniform
 
 FORMATS = ("lines", "paragraphs")
 # The sentence-level objective of a pretraining example: next-sentence prediction (BERT: B is A's continuation
@@ -64,7 +64,7 @@ SENTENCE_OBJECTIVES = ("nsp", "sop", "none")
 PACKINGS = ("pairs", "full_sentences", "doc_sentences")
 # Which tokens are masked: single pieces (BERT), whole words (BERT's whole-word masking) or spans of whole
 # words of geometric length (SpanBERT).
-MASKINGS = ("token", "whole_word", "span")
+MASKINGS = MASKING_MODES
 MAX_MASKING_RATE = 0.5
 # Random streams of the pair builder (the masker uses 1-3).
 _SPLIT, _RANDOM_NEXT, _OTHER_DOC, _OTHER_START, _SHORT, _SHORT_LENGTH, _SWAP = 11, 12, 13, 14, 15, 16, 17

@@ -19,7 +19,7 @@
 """
 
 from bert_tf.text.byte_pair import BytePairTokenizer
-from bert_tf.text.masking import MaskedLMMasker
+from bert_tf.text.masking import MASKING_MODES, MaskedLMMasker
 from bert_tf.text.normalization import normalize, split_words
 from bert_tf.text.offsets import bytes_to_chars
 from bert_tf.text.packing import TRUNCATIONS, BertPacker, packer_for, pair_separators
@@ -40,6 +40,7 @@ from bert_tf.text.vocab import (
 
 __all__ = [
     "BPE_SPECIAL_TOKENS",
+    "MASKING_MODES",
     "SPECIAL_TOKENS",
     "TRUNCATIONS",
     "UNIGRAM_SPECIAL_TOKENS",

@@ -61,7 +61,7 @@ class MaskedLMMasker:
     taken while the pieces taken so far plus its own fit the budget.
 
     With `masking="span"` (SpanBERT), spans of whole words are selected until
-    the budget is met: each round draws a span length L in words from a
+    the budget is met (or no free word fits what is left of it): each round draws a span length L in words from a
     geometric distribution with `span_geometric_p` (support 1, 2, ...),
     clipped at `max_span_length`, and a start word uniformly among the words
     not yet selected whose pieces fit the budget left (the same as redrawing

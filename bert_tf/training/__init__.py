@@ -1,8 +1,19 @@
-"""bert_tf.training: optimizers, strategies, the distributed training loop, and the pretrain/finetune calls.
+"""bert_tf.training: optimizers, strategies, the distributed training loop, and the pretrain/finetune/distill calls.
 
 In a notebook: `pretrain(PretrainConfig(model_dir="runs/tiny", model="tiny", train_steps=100))`.
 """
 
+from bert_tf.training.distillation import DistillConfig, distill
+from bert_tf.training.distillation_losses import (
+    attention_loss,
+    cosine_loss,
+    hard_label_loss,
+    hidden_state_loss,
+    layer_mapping,
+    soft_target_loss,
+)
+from bert_tf.training.distillation_objective import DistillationObjective
+from bert_tf.training.distiller import Distiller
 from bert_tf.training.distribute import (
     DTYPES,
     STRATEGIES,
@@ -32,6 +43,9 @@ __all__ = [
     "OPTIMIZERS",
     "STRATEGIES",
     "TRAINING_SETTINGS_FILE",
+    "DistillConfig",
+    "DistillationObjective",
+    "Distiller",
     "EmbeddingObjective",
     "FinetuneConfig",
     "FusedAdamW",
@@ -45,14 +59,21 @@ __all__ = [
     "TrainingLoop",
     "WarmupLinearDecay",
     "WorkerLostError",
+    "attention_loss",
+    "cosine_loss",
     "cosine_losses",
     "create_optimizer",
     "create_strategy",
+    "distill",
     "dtype_policy",
     "fill_mask",
     "finetune",
+    "hard_label_loss",
+    "hidden_state_loss",
     "is_chief",
+    "layer_mapping",
     "mirrored_strategy",
     "pretrain",
     "ranking_losses",
+    "soft_target_loss",
 ]

@@ -35,7 +35,12 @@ print(json.dumps({
 
 
 @pytest.fixture(
-    scope="module", params=[("bert_tf.apps.pretrain", "PretrainConfig"), ("bert_tf.apps.finetune", "FinetuneConfig")]
+    scope="module",
+    params=[
+        ("bert_tf.apps.pretrain", "PretrainConfig"),
+        ("bert_tf.apps.finetune", "FinetuneConfig"),
+        ("bert_tf.apps.distill", "DistillConfig"),
+    ],
 )
 def app_description(request):
     result = subprocess.run(

@@ -16,6 +16,7 @@ APPS = [
     ("finetune", "--warmup_proportion", "--global_batch_size"),
     ("export", "--output_dir", None),
     ("embed", "--shard_size", None),
+    ("distill", "--student_layers", "--global_batch_size"),
 ]
 
 

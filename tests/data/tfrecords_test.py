@@ -104,3 +104,14 @@ def test_writing_over_a_finished_directory_is_refused(shards):
     with pytest.raises(ShardError, match="already holds a manifest"):
         write_pretraining_shards(manifest["corpus"], tokenizer, str(directory))
     assert json.loads((directory / MANIFEST_FILE).read_text()) == manifest
+
+
+def test_shards_stay_pairs_and_refuse_other_recipes_by_name(shards):
+    directory, tokenizer, _ = shards
+    for kwargs in ({"packing": "full_sentences", "sentence_objective": "none"}, {"sentence_objective": "sop"}):
+        with pytest.raises(ValueError, match="sentence_objective='nsp'.*raw text"):
+            pretraining_dataset_from_shards(str(directory), tokenizer, **kwargs)
+    features, labels, _ = next(
+        iter(pretraining_dataset_from_shards(str(directory), tokenizer, masking="span", batch_size=4, seed=1))
+    )
+    assert set(labels) == {"mlm", "nsp"} and tuple(features["mask_positions"].shape) == (4, 4)  # ceil(0.15 * 24)

@@ -1,0 +1,185 @@
+"""Distiller: a teacher and a student task model run together in one step; the model `TrainingLoop` trains.
+
+`Distiller(student, teacher, ...)` is a Keras model whose call runs the
+teacher in inference mode (`training=False`, its variables frozen:
+`teacher.trainable = False`, so neither the tape nor the optimizer sees them)
+and the student as asked, and returns what `DistillationObjective` compares:
+
+    {"student": {output: logits}, "teacher": {output: logits},
+     "padding_mask": [B, T],
+     "student_states": [[B, T, H_t]] * (1 + L_s), "teacher_states": ...,   # hidden / cosine losses
+     "student_attention": [[B, N, T, T]] * L_s, "teacher_attention": ...}           # attention loss
+
+Hidden states are the embedding outputs and those of the student's layers and
+the teacher layers they map to (`distillation_losses.layer_mapping`), as
+TinyBERT's embedding and hidden-state losses; attention maps those of the layers. The student's
+states go through `projection` (a learned dense `H_s -> H_t`, TinyBERT's
+`W_h`; one for every layer and the embeddings, where TinyBERT has a second, `W_e`)
+when the widths differ. Without state or attention
+losses the models run their cheap paths (`model(inputs)`: the last layer at
+`[CLS]` only, padding skipped); with them the encoders run their full graph,
+layer by layer (`encoder_states`), and the attention probabilities are
+recomputed from each block's input and its query and key projections
+(`attention_probabilities`), so the encoders' own paths are unchanged.
+
+Only the student and the projection are trainable: `trainable_variables` is
+the student's, then the projection's. Checkpoints hold the teacher too (a
+resumed run needs nothing but the model directory and the teacher).
+
+Shape legend: B batch, T tokens, H hidden (H_s student's, H_t teacher's), N heads, D = H / N, L layers.
+"""
+
+import math
+
+import keras
+import tensorflow as tf
+from keras import ops
+
+from bert_tf.models import BertEncoder
+from bert_tf.training.distillation_losses import layer_mapping
+
+# Added to the attention scores of padding keys (as `BertSelfAttention`).
+_MASK_BIAS = -1e9
+
+
+def as_output_dict(outputs, name="logits"):
+    """A task model's outputs as a dict: a one-output model's bare tensor becomes `{name: tensor}`."""
+    return outputs if isinstance(outputs, dict) else {name: outputs}
+
+
+def attention_probabilities(block, x, padding_mask):
+    """The attention probabilities a `TransformerBlock` computes on its input: `[B, T, H]` -> float32 `[B, N, T, T]`.
+
+    Recomputed from the block's query and key projections (before attention
+    dropout); the block's own forward path is not touched.
+    """
+    attention = block.attention
+    if block.pre_layer_norm:
+        x = ops.cast(block.attention_layer_norm(x), attention.compute_dtype)
+    batch, length = tf.shape(x)[0], tf.shape(x)[1]
+
+    def heads(t):  # [B, T, H] -> [B, N, T, D]
+        return tf.transpose(tf.reshape(t, (batch, length, attention.num_heads, attention.head_dim)), (0, 2, 1, 3))
+
+    query = tf.cast(heads(attention.query_dense(x)), tf.float32)
+    key = tf.cast(heads(attention.key_dense(x)), tf.float32)
+    scores = tf.matmul(query, key, transpose_b=True) / math.sqrt(attention.head_dim)  # [B, N, T, T]
+    bias = (1.0 - tf.cast(padding_mask, tf.float32)) * _MASK_BIAS  # [B, T]
+    return tf.nn.softmax(scores + bias[:, None, None, :], axis=-1)
+
+
+def encoder_states(encoder, inputs, training=False, attention=False):
+    """A `BertEncoder`'s graph run layer by layer: its output dict, plus `attention` probabilities per layer.
+
+    The same computation as `encoder(inputs)` (embeddings, every applied
+    block on all positions, the final LayerNorm of pre-LN encoders, the
+    pooler), plus `embedding_output` (float32 `[B, T, H]`, the first block's
+    input); when `attention`, the result also has `attention_probabilities`,
+    one float32 `[B, N, T, T]` per layer.
+    """
+    if not isinstance(encoder, BertEncoder):
+        raise ValueError(
+            "Hidden-state, attention and cosine distillation read the layers of a BertEncoder (BERT and its "
+            f"family but DeBERTa). Received: an encoder of class {type(encoder).__name__}"
+        )
+    padding_mask = inputs["padding_mask"]
+    x = encoder.embeddings(inputs["token_ids"], inputs["segment_ids"], training=training)  # [B, T, H]
+    embedding_output = x
+    states, maps = [], []
+    for block in encoder.applied_layers:
+        if attention:
+            maps.append(attention_probabilities(block, x, padding_mask))
+        x = block(x, padding_mask, training=training)  # [B, T, H]
+        states.append(x)
+    if encoder.final_layer_norm is not None:
+        x = states[-1] = encoder.final_layer_norm(x)
+    pooled = encoder.pooler(x)  # [B, H]
+    encoded = {
+        "sequence_output": tf.cast(x, tf.float32),
+        "pooled_output": tf.cast(pooled, tf.float32),
+        "encoder_outputs": [tf.cast(h, tf.float32) for h in states],
+        "embedding_output": tf.cast(embedding_output, tf.float32),
+    }
+    if attention:
+        encoded["attention_probabilities"] = maps
+    return encoded
+
+
+class Distiller(keras.Model):
+    """A student task model trained on a frozen teacher's outputs; see the module docstring.
+
+    Args:
+        student: the task model being trained (e.g. a `BertClassifier`).
+        teacher: a task model of the same task and outputs; frozen here.
+        states: return the mapped layers' hidden states (hidden-state and cosine losses).
+        attention: return the mapped layers' attention probabilities (needs as many heads in both).
+    """
+
+    def __init__(self, student, teacher, states=False, attention=False, **kwargs):
+        super().__init__(**kwargs)
+        self.student = student
+        self.teacher = teacher
+        teacher.trainable = False
+        self.states = states
+        self.attention = attention
+        student_encoder, teacher_encoder = student.encoder, teacher.encoder
+        self.mapping = None  # student layer i learns from teacher layer mapping[i] (hidden states, attention)
+        if states or attention:
+            student_layers, teacher_layers = len(student_encoder.applied_layers), len(teacher_encoder.applied_layers)
+            if student_layers > teacher_layers:
+                raise ValueError(
+                    "Hidden-state, attention and cosine losses map each student layer to a teacher layer: the "
+                    f"student ({student_layers} layers) must not be deeper than the teacher ({teacher_layers}). "
+                    "Use only the soft-target and hard-label losses for a deeper student."
+                )
+            self.mapping = layer_mapping(student_layers, teacher_layers)
+        if attention and student_encoder.num_heads != teacher_encoder.num_heads:
+            raise ValueError(
+                "Attention distillation compares the maps head by head: the student needs as many heads as the "
+                f"teacher. Received: student num_heads={student_encoder.num_heads}, teacher "
+                f"num_heads={teacher_encoder.num_heads}"
+            )
+        self.projection = None
+        if states and student_encoder.hidden_dim != teacher_encoder.hidden_dim:
+            self.projection = keras.layers.Dense(
+                teacher_encoder.hidden_dim,
+                kernel_initializer=keras.initializers.TruncatedNormal(stddev=student_encoder.initializer_range),
+                dtype=student_encoder.dtype_policy,
+                name="hidden_projection",
+            )
+            self.projection.build((None, None, student_encoder.hidden_dim))
+        self.built = True  # the optimizer's slots are built before the first call
+
+    def call(self, inputs, training=None):
+        inputs = {k: inputs[k] for k in ("token_ids", "segment_ids", "padding_mask")}
+        outputs = {"padding_mask": inputs["padding_mask"]}
+        if not (self.states or self.attention):
+            outputs["student"] = as_output_dict(self.student(inputs, training=training))
+            outputs["teacher"] = as_output_dict(self.teacher(inputs, training=False))
+            outputs["teacher"] = tf.nest.map_structure(tf.stop_gradient, outputs["teacher"])
+            return outputs
+        student = encoder_states(self.student.encoder, inputs, training=training, attention=self.attention)
+        teacher = encoder_states(self.teacher.encoder, inputs, training=False, attention=self.attention)
+        teacher = tf.nest.map_structure(tf.stop_gradient, teacher)
+        outputs["student"] = as_output_dict(self.student.heads(student, inputs, training=training))
+        outputs["teacher"] = as_output_dict(self.teacher.heads(teacher, inputs, training=False))
+        if self.states:
+            # TinyBERT's embedding-layer loss (embeddings to embeddings), then the mapped layers.
+            states = [student["embedding_output"]] + student["encoder_outputs"]
+            outputs["student_states"] = [self.project(h) for h in states]
+            outputs["teacher_states"] = [teacher["embedding_output"]] + [
+                teacher["encoder_outputs"][i] for i in self.mapping
+            ]
+        if self.attention:
+            outputs["student_attention"] = student["attention_probabilities"]
+            outputs["teacher_attention"] = [teacher["attention_probabilities"][i] for i in self.mapping]
+        return outputs
+
+    def project(self, states):
+        """The student's hidden states in the teacher's width: float32 `[B, T, H_s]` -> `[B, T, H_t]`."""
+        if self.projection is None:
+            return states
+        return tf.cast(self.projection(ops.cast(states, self.projection.compute_dtype)), tf.float32)
+
+
+__all__ = ["Distiller", "as_output_dict", "attention_probabilities", "encoder_states"]

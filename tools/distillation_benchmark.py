@@ -1,0 +1,126 @@
+"""Teacher vs distilled student: SavedModel throughput (and accuracy) on raw SST-2 dev sentences, one run.
+
+Each model directory (a fine-tuned classification teacher, and its student from
+bert-tf-distill, and any further `--models`) is exported with
+`export_saved_model` and loaded back; raw dev sentences go into
+`serving_default` at batch `--batch_size` (the whole dev set) and batch 1 (its
+first `--single_sentences`). As tools/benchmark.py's serve section: the sides
+alternate inside every repeat (load from other processes hits them alike) and
+the table gives the median of `--repeats`. One process; the CPU model is in
+the table's heading.
+
+Usage:
+  python tools/distillation_benchmark.py --models=runs/sst2,runs/sst2-student \\
+      --sst2=../shared/data/glue/SST-2/dev.tsv --output_md=runs/distillation_benchmark.md
+"""
+
+import os
+import platform
+import statistics
+import tempfile
+import time
+
+from absl import app, flags
+
+FLAGS = flags.FLAGS
+flags.DEFINE_list("models", None, "Model directories to compare, the teacher first (e.g. teacher,student).")
+flags.DEFINE_string(
+    "sst2",
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data", "glue", "SST-2", "dev.tsv"),
+    "GLUE SST-2 dev.tsv (header `sentence\\tlabel`).",
+)
+flags.DEFINE_integer("batch_size", 32, "Sentences per request of the batched row.", lower_bound=1)
+flags.DEFINE_integer("single_sentences", 64, "Sentences sent one by one for the batch-1 row.", lower_bound=1)
+flags.DEFINE_integer("repeats", 3, "Timed repeats (median).", lower_bound=1)
+flags.DEFINE_string("output_md", None, "Also write the markdown table here.")
+
+
+def cpu_model():
+    """This machine's CPU model name and logical CPU count, for the table's heading."""
+    name = platform.processor() or platform.machine()
+    if os.path.isfile("/proc/cpuinfo"):
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            name = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), name)
+    return f"{name} ({os.cpu_count()} logical CPUs)"
+
+
+def read_sst2(path):
+    """Sentences and int labels of a GLUE SST-2 dev.tsv."""
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    if not lines or lines[0].split("\t")[:2] != ["sentence", "label"]:
+        raise ValueError(f"{path}: expected the GLUE SST-2 header 'sentence\\tlabel'")
+    rows = [line.split("\t") for line in lines[1:] if line]
+    return [row[0] for row in rows], [int(row[1]) for row in rows]
+
+
+def median_rates(candidates, work, repeats):
+    """Median over `repeats` of `work / seconds` per candidate (callables); candidates alternate in each repeat."""
+    for fn in candidates.values():  # warm-up: tracing and first allocations
+        fn()
+    rates = {name: [] for name in candidates}
+    for _ in range(repeats):
+        for name, fn in candidates.items():
+            start = time.perf_counter()
+            fn()
+            rates[name].append(work / (time.perf_counter() - start))
+    return {name: statistics.median(values) for name, values in rates.items()}
+
+
+def main(argv):
+    del argv
+    if not FLAGS.models or len(FLAGS.models) < 2:
+        raise app.UsageError(f"--models needs the teacher and at least one student. Received: --models={FLAGS.models}")
+    import numpy as np
+    import tensorflow as tf
+
+    from bert_tf.checkpoints import load_config, read_settings
+    from bert_tf.export import export_saved_model
+
+    sentences, labels = read_sst2(FLAGS.sst2)
+    batches = [tf.constant(sentences[i : i + FLAGS.batch_size]) for i in range(0, len(sentences), FLAGS.batch_size)]
+    singles = [tf.constant([s]) for s in sentences[: FLAGS.single_sentences]]
+    names = [os.path.basename(os.path.normpath(path)) for path in FLAGS.models]
+    with tempfile.TemporaryDirectory() as workdir:
+        served, described = {}, {}
+        for name, path in zip(names, FLAGS.models):
+            output = os.path.join(workdir, name)
+            export_saved_model(path, output)
+            served[name] = tf.saved_model.load(output).signatures["serving_default"]
+            config, settings = load_config(path), read_settings(path)
+            described[name] = f"{config.num_hidden_layers} layers, hidden {config.hidden_size}"
+            if settings.get("labels"):
+                described[name] += f", labels {settings['labels']}"
+
+        def over(batch_list, signature):
+            return lambda: [signature(text=b)["probabilities"].numpy() for b in batch_list]
+
+        accuracy = {}
+        for name, signature in served.items():
+            predicted = np.concatenate(over(batches, signature)()).argmax(-1)
+            accuracy[name] = float(np.mean(predicted == np.asarray(labels)))
+        batched = median_rates({n: over(batches, s) for n, s in served.items()}, len(sentences), FLAGS.repeats)
+        single = median_rates({n: over(singles, s) for n, s in served.items()}, len(singles), FLAGS.repeats)
+    teacher = names[0]
+    lines = [
+        f"Teacher vs students, SavedModels on raw SST-2 dev text ({len(sentences)} sentences), {cpu_model()}, "
+        f"median of {FLAGS.repeats}:",
+        "",
+        f"| model | architecture | dev accuracy | sent/s, batch {FLAGS.batch_size} | x teacher | "
+        f"sent/s, batch 1 | x teacher |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name in names:
+        lines.append(
+            f"| {name} | {described[name]} | {accuracy[name]:.4f} | {batched[name]:.1f} | "
+            f"{batched[name] / batched[teacher]:.2f} | {single[name]:.1f} | {single[name] / single[teacher]:.2f} |"
+        )
+    table = "\n".join(lines) + "\n"
+    print(table)
+    if FLAGS.output_md:
+        with open(FLAGS.output_md, "w", encoding="utf-8") as f:
+            f.write(table)
+
+
+if __name__ == "__main__":
+    app.run(main)
