@@ -84,6 +84,15 @@ CHEAP = {
     "python tools/pretraining_report.py --model_dir=runs/mini-corpus --eval_batches=40 --baseline_batches=100": Cheap(
         "pretraining", "--eval_batches=2 --baseline_batches=2"
     ),
+    # Pretraining recipes: a recipe file at small scale, and continued pretraining from MiniLM.
+    "bert-tf-pretrain --flagfile=configs/recipes/roberta_base.cfg --model=mini --max_seq_length=128 "
+    "--global_batch_size=32 --train_steps=1000 --learning_rate=1e-3 --warmup_steps=100 "
+    "--corpus='../shared/data/corpus/*/*' --model_dir=runs/roberta-recipe": Cheap("recipes", _PRETRAIN_SHORT),
+    "bert-tf-pretrain --init=$M --corpus='../shared/data/corpus/*/*' --model_dir=runs/minilm-continued "
+    "--train_steps=300 --global_batch_size=16 --max_seq_length=128 --learning_rate=1e-4 --warmup_steps=30": Cheap(
+        "recipes-init",
+        _PRETRAIN_SHORT.replace(" --vocab_size=600", ""),  # the vocabulary is the checkpoint's
+    ),
     # Fine-tuning and export.
     MINILM: Cheap(None),
     "bert-tf-finetune --task=classification --init=$M --glue_task=sst2 "
@@ -171,6 +180,10 @@ LONG = {
     ),
     "python tools/benchmark.py --sections=deberta --output_md=runs/deberta_benchmark.md": Long(
         "about 11 minutes on 2 cores (618 and 655 s measured): DeBERTa-v3-small size vs keras-hub, four settings a side"
+    ),
+    "python tools/compare_pretraining_recipes.py --output_dir=runs/recipes --output_md=runs/recipes/table.md "
+    "--output_png=runs/recipes/pretraining_recipes.png": Long(
+        "about 60 minutes on 2 shared cores: six pretraining runs (four BERT-mini recipes, MiniLM --init and scratch)"
     ),
     "python tools/benchmark.py --quick": Long("about 4 minutes; tests/tools/benchmark_test.py runs it (slow)"),
 }

@@ -56,7 +56,7 @@ def plot(train, evaluation, output, title):
     import matplotlib.pyplot as plt
 
     figure, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
-    for tag, label in (("loss", "train loss (MLM + NSP)"), ("mlm_loss", "train MLM loss")):
+    for tag, label in (("loss", "train loss (MLM + sentence objective)"), ("mlm_loss", "train MLM loss")):
         if tag in train:
             steps = sorted(train[tag])
             left.plot(steps, [train[tag][s] for s in steps], label=label)
@@ -71,8 +71,10 @@ def plot(train, evaluation, output, title):
     for source, tag, style, label in (
         (train, "mlm_acc", "-", "train MLM accuracy"),
         (train, "nsp_acc", "-", "train NSP accuracy"),
+        (train, "sop_acc", "-", "train SOP accuracy"),
         (evaluation, "mlm_acc", "o--", "held-out MLM accuracy"),
         (evaluation, "nsp_acc", "o--", "held-out NSP accuracy"),
+        (evaluation, "sop_acc", "o--", "held-out SOP accuracy"),
     ):
         if tag in source:
             steps = sorted(source[tag])
@@ -104,7 +106,13 @@ def held_out_scores(model_dir, settings, eval_batches, baseline_batches, corpus_
             tokenizer,
             max_seq_length=settings["max_seq_length"],
             max_predictions_per_seq=settings["max_predictions_per_seq"],
-            nsp=settings["nsp"],
+            # The run's recipe (older runs recorded only `nsp`).
+            sentence_objective=settings.get("sentence_objective", "nsp" if settings.get("nsp") else "none"),
+            packing=settings.get("packing", "pairs"),
+            masking=settings.get("masking", "whole_word" if settings.get("whole_word_masking") else "token"),
+            masking_rate=settings.get("masking_rate") or 0.15,
+            span_geometric_p=settings.get("span_geometric_p") or 0.2,  # None unless masking is "span"
+            max_span_length=settings.get("max_span_length") or 10,
             batch_size=settings["global_batch_size"],
             seed=settings.get("seed", 0),
             corpus_format=corpus_format,
