@@ -26,11 +26,8 @@ General distillation (a pretrained teacher with its masked-LM head, `--corpus`) 
 """
 
 import dataclasses
-import json
-import math
 import os
 
-import numpy as np
 import tensorflow as tf
 
 from bert_tf import tasks
@@ -48,9 +45,16 @@ from bert_tf.models import BertEncoder, build_encoder
 from bert_tf.training.distillation_objective import EXAMPLES, TOKENS, DistillationObjective
 from bert_tf.training.distiller import Distiller
 from bert_tf.training.distribute import create_strategy, dtype_policy, is_chief
-from bert_tf.training.finetuning import train_steps_warning
 from bert_tf.training.optimization import create_optimizer
-from bert_tf.training.trainer import LoopConfig, TrainingLoop, newest_step, read_training_settings
+from bert_tf.training.task_runs import (
+    BestModel,
+    epoch_loop_config,
+    epoch_plan,
+    finished_run,
+    model_dir_settings,
+    run_request,
+)
+from bert_tf.training.trainer import TrainingLoop
 
 # Tasks whose teachers can be distilled (the embedding task's objective ranks texts: no soft targets yet).
 DISTILL_TASKS = ("classification", "regression", "ner", "squad")
@@ -167,36 +171,7 @@ def check_config(config):
 
 def _request(config):
     """The fields of `config` that decide what a run trains, as JSON stores them (in training_settings.json)."""
-    fields = {k: v for k, v in dataclasses.asdict(config).items() if k not in _NOT_RECORDED}
-    for name in ("teacher", "train_file", "eval_file", "student_model"):  # the same files from another directory
-        value = fields[name]
-        if value and not value.startswith("tfds:") and value not in PRESETS:
-            fields[name] = os.path.abspath(value)
-    return json.loads(json.dumps(fields))
-
-
-def _finished(config, strategy):
-    """(step, best metrics or None) when `config.model_dir` holds this very run, finished; else None."""
-    if strategy.num_replicas_in_sync > len(strategy.extended.worker_devices):
-        return None
-    saved = read_training_settings(config.model_dir)
-    if not saved or saved.get("request") != _request(config) or "train_steps" not in saved:
-        return None
-    step = newest_step(config.model_dir)
-    if step is None or step < saved["train_steps"]:
-        return None
-    results_file = os.path.join(config.model_dir, "eval_results.json")
-    if saved.get("has_eval", True):
-        return (step, _read_json(results_file)) if os.path.isfile(results_file) else None
-    return (step, None) if os.path.isfile(os.path.join(config.model_dir, "bert_model.ckpt.index")) else None
-
-
-def _read_json(path):
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"{path}: not valid JSON ({e}); delete it to restart the best-model selection.") from None
+    return run_request(config, _NOT_RECORDED, ("teacher", "train_file", "eval_file", "student_model"), kept=PRESETS)
 
 
 # === The student ===
@@ -273,7 +248,7 @@ def distill(config, strategy=None, log=print):
     check_config(config)
     request = _request(config)  # as asked (`task` may be None: the teacher's)
     strategy = strategy or create_strategy("one_device")
-    finished = _finished(config, strategy)
+    finished = finished_run(config.model_dir, _request(config), strategy)
     if finished:
         step, results = finished
         log(
@@ -322,11 +297,7 @@ def distill(config, strategy=None, log=print):
             f"{config.teacher}): train on data with the teacher's labels, in its order (classification: --label_names or "
             "--glue_task)."
         )
-    steps_per_epoch = max(data.num_train // config.global_batch_size, 1)
-    train_steps = config.train_steps or max(int(math.ceil(config.epochs * steps_per_epoch)), 1)
-    warning = train_steps_warning(
-        data.num_train, config.global_batch_size, train_steps / steps_per_epoch, train_steps, task.example_unit
-    )
+    steps_per_epoch, train_steps, warning = epoch_plan(config, data.num_train, task.example_unit)
     built_with = {key: teacher_settings[key] for key in task.model_settings}
     states = bool(config.hidden_weight or config.cosine_weight)
     with strategy.scope():
@@ -355,51 +326,16 @@ def distill(config, strategy=None, log=print):
         attention_weight=config.attention_weight,
         cosine_weight=config.cosine_weight,
     )
-    model_settings = {
-        **{
-            key: settings[key]
-            for key in ("lowercase", "strip_accents", "add_prefix_space", "split_special_tokens")
-            if key in settings
-        },
-        **built_with,
-        "max_seq_length": config.max_seq_length,
-        "labels": labels,
-        "task": task.name,
-    }
+    model_settings = model_dir_settings(settings, built_with, config.max_seq_length, labels, task.name)
 
     def save():
         save_model_dir(student, config.model_dir, settings=model_settings)
         write_tokenizer_files(config.teacher, config.model_dir)
 
-    results_file = os.path.join(config.model_dir, "eval_results.json")
-    resuming = os.path.isdir(os.path.join(config.model_dir, "checkpoints")) and os.path.isfile(results_file)
-    best = {"metrics": _read_json(results_file) if resuming else None}
     metric_name = getattr(data, "best_metric", None) or task.best_metric
     has_eval = data.num_eval is not None
-
-    def evaluate(loop):
-        results, write = data.evaluate(student)
-        results = {k: float(v) for k, v in results.items() if isinstance(v, (int, float, np.floating, np.integer))}
-        previous = best["metrics"]
-        if chief and (previous is None or results[metric_name] > previous[metric_name]):
-            best["metrics"] = dict(results, step=loop.step, epoch=loop.step / steps_per_epoch)
-            save()
-            write(config.model_dir)
-            with open(results_file, "w", encoding="utf-8") as f:
-                json.dump(best["metrics"], f, indent=2, sort_keys=True)
-        return results
-
-    interval = max(math.ceil(steps_per_epoch / max(config.evals_per_epoch, 1)), 1)
-    loop_config = LoopConfig(
-        train_steps=train_steps,
-        steps_per_loop=min(config.steps_per_loop, interval),
-        checkpoint_steps=config.checkpoint_steps or interval,
-        keep_checkpoints=config.keep_checkpoints,
-        initial_checkpoint=False,  # the initial weights are the teacher's and the config's
-        eval_interval=interval,
-        clip_norm=config.clip_norm,
-        jit_compile=config.jit_compile,
-    )
+    best = BestModel(student, data, metric_name, config.model_dir, chief, steps_per_epoch, save)
+    loop_config = epoch_loop_config(config, steps_per_epoch, train_steps)
     recorded = {
         "task": task.name,
         "teacher": os.path.relpath(config.teacher),
@@ -434,13 +370,9 @@ def distill(config, strategy=None, log=print):
         settings=dict(recorded, request=request, has_eval=has_eval),
         objective=objective,
         incompatible=tuple(recorded),
-        evaluate_fn=evaluate if has_eval else None,
+        evaluate_fn=best.evaluate if has_eval else None,
     )
-    metrics = loop.train(log=log)
-    if not has_eval and chief:
-        save()
-        return metrics
-    return best["metrics"]
+    return best.train(loop, has_eval, log=log)
 
 
 __all__ = ["DISTILL_TASKS", "DistillConfig", "check_config", "copy_teacher_layers", "distill", "student_config"]

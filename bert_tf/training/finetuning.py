@@ -20,11 +20,7 @@ pay for `max_seq_length`.
 """
 
 import dataclasses
-import json
-import math
 import os
-
-import numpy as np
 
 from bert_tf import tasks
 from bert_tf.checkpoints import (
@@ -40,10 +36,16 @@ from bert_tf.checkpoints.tokenizer_files import tokenizer_settings
 from bert_tf.models import build_encoder
 from bert_tf.training.distribute import create_strategy, dtype_policy, is_chief
 from bert_tf.training.optimization import create_optimizer
-from bert_tf.training.trainer import LoopConfig, TrainingLoop, newest_step, read_training_settings
+from bert_tf.training.task_runs import (
+    BestModel,
+    epoch_loop_config,
+    epoch_plan,
+    finished_run,
+    model_dir_settings,
+    run_request,
+)
+from bert_tf.training.trainer import TrainingLoop
 
-# Fewer optimizer steps than this get a warning: a classifier then often learns only the most frequent label.
-MIN_TRAIN_STEPS = 100
 # FinetuneConfig fields that do not change what a run trains (left out of the record a finished run is matched on).
 _NOT_RECORDED = (
     "model_dir",
@@ -132,54 +134,9 @@ def _tokenizer(config, max_position_embeddings):
     return load_tokenizer(config.init, settings), settings
 
 
-def _read_json(path):
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"{path}: not valid JSON ({e}); delete it to restart the best-model selection.") from None
-
-
 def _request(config):
     """The fields of `config` that decide what a run trains, as JSON stores them (in training_settings.json)."""
-    fields = {k: v for k, v in dataclasses.asdict(config).items() if k not in _NOT_RECORDED}
-    for name in ("init", "train_file", "eval_file", "eval_corpus"):  # the same files from another working directory
-        value = fields[name]
-        if value and not value.startswith("tfds:"):
-            fields[name] = os.path.abspath(value)
-    return json.loads(json.dumps(fields))
-
-
-def _finished(config, strategy):
-    """(step, best metrics or None) when `config.model_dir` holds this very run, finished; else None.
-
-    Decided from training_settings.json and the checkpoint-state file alone, before any data is read or model
-    built. Under several workers it answers None (every worker must take the same path; the loop then says so).
-    """
-    if strategy.num_replicas_in_sync > len(strategy.extended.worker_devices):
-        return None
-    saved = read_training_settings(config.model_dir)
-    if not saved or saved.get("request") != _request(config) or "train_steps" not in saved:
-        return None
-    step = newest_step(config.model_dir)
-    if step is None or step < saved["train_steps"]:
-        return None
-    results_file = os.path.join(config.model_dir, "eval_results.json")
-    if saved.get("has_eval", True):
-        return (step, _read_json(results_file)) if os.path.isfile(results_file) else None
-    return (step, None) if os.path.isfile(os.path.join(config.model_dir, "bert_model.ckpt.index")) else None
-
-
-def train_steps_warning(num_train, global_batch_size, epochs, train_steps, unit="examples"):
-    """A warning (a str) when `train_steps` is below `MIN_TRAIN_STEPS`, else None."""
-    if train_steps >= MIN_TRAIN_STEPS:
-        return None
-    return (
-        f"Warning: only {train_steps} training steps ({num_train} training {unit}, batch {global_batch_size}, "
-        f"{epochs:g} epoch{'' if epochs == 1 else 's'}); fine-tuning usually needs at least {MIN_TRAIN_STEPS} and may otherwise learn to "
-        "predict the most frequent label only. Use more --epochs, a smaller --global_batch_size or more training "
-        "data (or set --train_steps)."
-    )
+    return run_request(config, _NOT_RECORDED, ("init", "train_file", "eval_file", "eval_corpus"))
 
 
 def finetune(config, strategy=None, log=print):
@@ -201,7 +158,7 @@ def finetune(config, strategy=None, log=print):
     if task.check_config is not None:
         task.check_config(config)
     strategy = strategy or create_strategy("one_device")
-    finished = _finished(config, strategy)
+    finished = finished_run(config.model_dir, _request(config), strategy)
     if finished:
         step, results = finished
         where = (
@@ -225,11 +182,7 @@ def finetune(config, strategy=None, log=print):
     data = task.data(config, tokenizer, max_position_embeddings)
     if data.num_train == 0:
         raise ValueError(f"{config.train_file}: no training examples.")
-    steps_per_epoch = max(data.num_train // config.global_batch_size, 1)
-    train_steps = config.train_steps or max(int(math.ceil(config.epochs * steps_per_epoch)), 1)
-    warning = train_steps_warning(
-        data.num_train, config.global_batch_size, train_steps / steps_per_epoch, train_steps, task.example_unit
-    )
+    steps_per_epoch, train_steps, warning = epoch_plan(config, data.num_train, task.example_unit)
     built_with = {  # the settings the task's model is built with: --init's, or the config's field of that name
         key: init_settings[key] if getattr(config, key, None) is None else getattr(config, key)
         for key in task.model_settings
@@ -251,53 +204,16 @@ def finetune(config, strategy=None, log=print):
             clip_norm=0,
             loss_scale=config.dtype == "float16",
         )
-    model_settings = {
-        **{
-            key: init_settings[key]
-            for key in ("lowercase", "strip_accents", "add_prefix_space", "split_special_tokens")
-            if key in init_settings
-        },
-        **built_with,
-        "max_seq_length": config.max_seq_length,
-        "labels": data.label_names,
-        "task": task.name,
-    }
+    model_settings = model_dir_settings(init_settings, built_with, config.max_seq_length, data.label_names, task.name)
 
     def save():
         save_model_dir(model, config.model_dir, settings=model_settings)
         write_tokenizer_files(config.init, config.model_dir)
 
-    results_file = os.path.join(config.model_dir, "eval_results.json")
-    resuming = os.path.isdir(os.path.join(config.model_dir, "checkpoints")) and os.path.isfile(results_file)
-    best = {"metrics": _read_json(results_file) if resuming else None}  # a resumed run keeps its best so far
     metric_name = getattr(data, "best_metric", None) or task.best_metric
     has_eval = data.num_eval is not None
-
-    def evaluate(loop):
-        if not has_eval:
-            return {}
-        results, write = data.evaluate(model)
-        results = {k: float(v) for k, v in results.items() if isinstance(v, (int, float, np.floating, np.integer))}
-        previous = best["metrics"]
-        if chief and (previous is None or results[metric_name] > previous[metric_name]):
-            best["metrics"] = dict(results, step=loop.step, epoch=loop.step / steps_per_epoch)
-            save()
-            write(config.model_dir)
-            with open(results_file, "w", encoding="utf-8") as f:
-                json.dump(best["metrics"], f, indent=2, sort_keys=True)
-        return results
-
-    interval = max(math.ceil(steps_per_epoch / max(config.evals_per_epoch, 1)), 1)
-    loop_config = LoopConfig(
-        train_steps=train_steps,
-        steps_per_loop=min(config.steps_per_loop, interval),
-        checkpoint_steps=config.checkpoint_steps or interval,
-        keep_checkpoints=config.keep_checkpoints,
-        initial_checkpoint=False,  # the initial weights are --init's
-        eval_interval=interval,
-        clip_norm=config.clip_norm,
-        jit_compile=config.jit_compile,
-    )
+    best = BestModel(model, data, metric_name, config.model_dir, chief, steps_per_epoch, save)
+    loop_config = epoch_loop_config(config, steps_per_epoch, train_steps)
     settings = {
         "task": config.task,
         "init": os.path.relpath(config.init),
@@ -326,10 +242,6 @@ def finetune(config, strategy=None, log=print):
         settings=dict(settings, request=_request(config), has_eval=has_eval),
         objective=task.objective,
         incompatible=tuple(settings),
-        evaluate_fn=evaluate if has_eval else None,
+        evaluate_fn=best.evaluate if has_eval else None,
     )
-    metrics = loop.train(log=log)
-    if not has_eval and chief:
-        save()
-        return metrics
-    return best["metrics"]
+    return best.train(loop, has_eval, log=log)
