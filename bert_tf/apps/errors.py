@@ -1,14 +1,24 @@
-"""The apps' one-line error for a disk that cannot be written (read-only, full, not a directory).
+"""The apps' one-line errors: a disk that cannot be written (read-only, full, not a directory), and the known
+failures of a training run.
 
 Each app catches `STORAGE_ERRORS` around its library call and prints
 `storage_error(...)`: the path, the cause, and in parentheses what was kept.
+The training apps run their library call through `run_training`, which does
+that and turns the training loop's own errors into one line too.
 """
 
 import os
+import sys
 
 import tensorflow as tf
 
-from bert_tf.training.trainer import checkpoints_in
+from bert_tf.training.trainer import (
+    NonFiniteLossError,
+    ResumeError,
+    TrainingInterrupted,
+    WorkerLostError,
+    checkpoints_in,
+)
 
 # What a read-only, full or missing disk raises: Python's file functions raise OSError, TensorFlow's file
 # and checkpoint ops the OpErrors below.
@@ -41,3 +51,29 @@ def kept_checkpoints(model_dir):
         f"newest {os.path.basename(prefixes[-1])}; "
         "the same command resumes from it"
     )
+
+
+def run_training(program, train, model_dir, plain_errors=()):
+    """Runs `train()` (a training library call) and prints its known failures as one line on stderr.
+
+    Args:
+        program: the command's name, first on the line.
+        model_dir: the run's directory (a storage error says which checkpoints it keeps).
+        plain_errors: more exception types printed as their message (e.g. `FileNotFoundError` of an input
+            file, which would otherwise read as a storage error).
+    Returns:
+        `(exit code, train()'s result or None)`: 0 on success; the signal's code (143, 130) when a signal stopped
+        the run (saved at the current step); 1 for a refused resume, a non-finite loss, a lost worker, a bad
+        setting (ValueError) or a disk that cannot be written.
+    """
+    try:
+        return 0, train()
+    except TrainingInterrupted as e:  # SIGTERM/SIGINT: saved at the current step
+        print(f"{program}: error: {e}", file=sys.stderr)
+        return e.exit_code, None
+    except (ResumeError, NonFiniteLossError, WorkerLostError, ValueError, *plain_errors) as e:
+        print(f"{program}: error: {e}", file=sys.stderr)
+        return 1, None
+    except STORAGE_ERRORS as e:  # a read-only, full or missing disk
+        print(storage_error(program, e, kept_checkpoints(model_dir)), file=sys.stderr)
+        return 1, None

@@ -21,17 +21,12 @@ from absl import app, flags
 
 from bert_tf import tasks
 from bert_tf.apps import common_flags, errors, launch
-from bert_tf.config import ConfigError
 from bert_tf.data.classification import FORMATS as FILE_FORMATS
 from bert_tf.data.tagging import SCHEMES
 from bert_tf.layers import POOLING_MODES
 from bert_tf.layers.dense_head import HEAD_INITIALIZERS
 from bert_tf.training import (
     FinetuneConfig,
-    NonFiniteLossError,
-    ResumeError,
-    TrainingInterrupted,
-    WorkerLostError,
     finetune,
 )
 
@@ -186,17 +181,14 @@ def main(argv):
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     _validate()
     strategy = common_flags.training_strategy()
-    try:
-        results = finetune(_config(), strategy=strategy)
-    except TrainingInterrupted as e:  # SIGTERM/SIGINT: saved at the current step
-        print(f"bert-tf-finetune: error: {e}", file=sys.stderr)
-        return e.exit_code
-    except (ResumeError, NonFiniteLossError, WorkerLostError, ConfigError, ValueError, FileNotFoundError) as e:
-        print(f"bert-tf-finetune: error: {e}", file=sys.stderr)
-        return 1
-    except errors.STORAGE_ERRORS as e:  # a read-only, full or missing disk
-        print(errors.storage_error("bert-tf-finetune", e, errors.kept_checkpoints(FLAGS.model_dir)), file=sys.stderr)
-        return 1
+    code, results = errors.run_training(
+        "bert-tf-finetune",
+        lambda: finetune(_config(), strategy=strategy),
+        FLAGS.model_dir,
+        plain_errors=(FileNotFoundError,),
+    )
+    if code:
+        return code
     print("Best evaluation: " + json.dumps(results, sort_keys=True) if results else "Done (no evaluation data).")
     print(f"Model directory: {FLAGS.model_dir}")
     return 0

@@ -28,11 +28,7 @@ from bert_tf.apps import common_flags, errors, launch
 from bert_tf.config import MODEL_TYPES, PRESETS
 from bert_tf.data.pretraining import FORMATS, MASKINGS, MAX_MASKING_RATE, PACKINGS, SENTENCE_OBJECTIVES
 from bert_tf.training import (
-    NonFiniteLossError,
     PretrainConfig,
-    ResumeError,
-    TrainingInterrupted,
-    WorkerLostError,
     pretrain,
 )
 from bert_tf.training.pretraining import FILL_MASK_SENTENCES
@@ -220,18 +216,8 @@ def main(argv):
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     config = _config()
     strategy = common_flags.training_strategy()
-    try:
-        pretrain(config, strategy=strategy)
-    except TrainingInterrupted as e:  # SIGTERM/SIGINT: saved at the current step
-        print(f"bert-tf-pretrain: error: {e}", file=sys.stderr)
-        return e.exit_code
-    except (ResumeError, NonFiniteLossError, WorkerLostError, ValueError) as e:
-        print(f"bert-tf-pretrain: error: {e}", file=sys.stderr)
-        return 1
-    except errors.STORAGE_ERRORS as e:  # a read-only, full or missing disk
-        print(errors.storage_error("bert-tf-pretrain", e, errors.kept_checkpoints(config.model_dir)), file=sys.stderr)
-        return 1
-    return 0
+    code, _ = errors.run_training("bert-tf-pretrain", lambda: pretrain(config, strategy=strategy), config.model_dir)
+    return code
 
 
 def run():
