@@ -708,7 +708,7 @@ def pretrain(config, strategy=None, log=print):
         "shuffle_buffer": config.shuffle_buffer,
         "lowercase": lowercase,
         "split_special_tokens": config.split_special_tokens,
-        "init": config.init,  # informational: a resumed run ignores it
+        "init": os.path.relpath(config.init) if config.init else None,  # informational: a resumed run ignores it
     }
     done = _finished(config, settings, strategy)
     if done is not None:

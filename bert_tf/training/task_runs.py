@@ -37,14 +37,15 @@ def run_request(config, not_recorded, path_fields, kept=()):
 
     Args:
         not_recorded: field names left out (they do not change what is trained).
-        path_fields: fields holding files or directories, made absolute (the same files from another working
-            directory) unless empty, a `tfds:` name or one of `kept` (e.g. preset names).
+        path_fields: fields holding files or directories, written relative to the working directory (the project,
+            as the loop's settings record them; any spelling of the same file gives the same path, and no machine
+            path is stored) unless empty, a `tfds:` name or one of `kept` (e.g. preset names).
     """
     fields = {k: v for k, v in dataclasses.asdict(config).items() if k not in not_recorded}
     for name in path_fields:
         value = fields[name]
         if value and not value.startswith("tfds:") and value not in kept:
-            fields[name] = os.path.abspath(value)
+            fields[name] = os.path.relpath(value)
     return json.loads(json.dumps(fields))
 
 
