@@ -14,7 +14,7 @@ from bert_tf.layers.fused import when_static
 from bert_tf.layers.token_matrix import dense_tokens, scatter_tokens
 
 # Added to the scores of padding keys; large enough for float32 softmax.
-_MASK_BIAS = -1e9
+MASK_BIAS = -1e9
 
 
 class BertSelfAttention(keras.layers.Layer):
@@ -136,7 +136,7 @@ class BertSelfAttention(keras.layers.Layer):
     def _context(self, query, key, value, padding_mask, training):
         """Dot-product attention: scaled `[B, N, Q, D]` queries over `[B, N, T, D]` -> `[B*Q, H]`."""
         scores = tf.matmul(query, key, transpose_b=True)  # [B, N, Q, T] (query pre-scaled by 1/sqrt(D))
-        bias = (1.0 - ops.cast(padding_mask, "float32")) * _MASK_BIAS  # [B, T]
+        bias = (1.0 - ops.cast(padding_mask, "float32")) * MASK_BIAS  # [B, T]
         scores = ops.cast(scores, "float32")
         if training and self.dropout > 0:
             probs = dropped_softmax(scores, bias, draw_seed(self.dropout_layer), self.dropout)

@@ -10,12 +10,10 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from bert_tf.layers.bert_self_attention import dropped_softmax
+from bert_tf.layers.bert_self_attention import MASK_BIAS, dropped_softmax
 from bert_tf.layers.dropout import draw_seed, dropout
 from bert_tf.layers.relative_position import relative_position_index
 
-# Added to the scores of padding keys; large enough for float32 softmax.
-_MASK_BIAS = -1e9
 POSITION_TERMS = ("c2p", "p2c")
 
 
@@ -159,7 +157,7 @@ class DisentangledSelfAttention(keras.layers.Layer):
                 p2c = tf.einsum("bnkd,nrd->krbn", key, pos_query)  # [T, 2S, B, N]
                 p2c = tf.gather(p2c, tf.transpose(index), axis=1, batch_dims=1)  # [Tk, Tq, B, N]
                 scores += tf.cast(tf.transpose(p2c, (2, 3, 1, 0)), tf.float32)
-        bias = (1.0 - tf.cast(padding_mask, tf.float32)) * _MASK_BIAS  # [B, T]
+        bias = (1.0 - tf.cast(padding_mask, tf.float32)) * MASK_BIAS  # [B, T]
         if training and self.dropout > 0:
             probs = dropped_softmax(scores, bias, draw_seed(self.dropout_layer), self.dropout)
         else:
@@ -200,7 +198,7 @@ class DisentangledSelfAttention(keras.layers.Layer):
                 p2c = tf.einsum("bnkd,nrd->bnkr", key, pos_query)  # [B, N, T, 2S]
                 p2c = tf.gather(p2c, tf.transpose(index, (0, 1, 3, 2)), batch_dims=3)  # [B, N, T, P]
                 scores += tf.cast(tf.transpose(p2c, (0, 1, 3, 2)), tf.float32)
-        bias = (1.0 - tf.cast(padding_mask, tf.float32)) * _MASK_BIAS  # [B, T]
+        bias = (1.0 - tf.cast(padding_mask, tf.float32)) * MASK_BIAS  # [B, T]
         if training and self.dropout > 0:
             probs = dropped_softmax(scores, bias, draw_seed(self.dropout_layer), self.dropout)
         else:

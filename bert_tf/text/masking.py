@@ -327,12 +327,9 @@ class MaskedLMMasker:
         taken so far plus its own fit the budget, else skipped (as the
         original `create_pretraining_data.py` does).
         """
-        batch, length = tf.shape(token_ids)[0], tf.shape(token_ids)[1]
-        starts = tf.logical_and(maskable, tf.logical_not(tf.gather(self._is_continuation, token_ids)))
-        words = tf.cumsum(tf.cast(starts, tf.int32), axis=1)  # [B, T] word number of each piece
-        segment = words + tf.range(batch)[:, None] * (length + 1)
-        sizes = tf.math.unsorted_segment_sum(tf.cast(maskable, tf.float32), segment, batch * (length + 1))
-        word_size = tf.gather(sizes, segment)  # [B, T] maskable pieces in this piece's word
+        batch = tf.shape(token_ids)[0]
+        words, sizes = self._words(token_ids, maskable)  # [B, T] word number of each piece, [B, T + 1]
+        word_size = tf.gather(sizes, words, batch_dims=1)  # [B, T] maskable pieces in this piece's word
         score = tf.where(maskable, uniform(keys, words, _SELECT), 2.0)  # equal within a word
         order = tf.argsort(score, axis=1, stable=True)  # a word's pieces stay contiguous
         sorted_words = tf.gather(words, order, batch_dims=1)

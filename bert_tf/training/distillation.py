@@ -58,15 +58,6 @@ from bert_tf.training.trainer import TrainingLoop
 
 # Tasks whose teachers can be distilled (the embedding task's objective ranks texts: no soft targets yet).
 DISTILL_TASKS = ("classification", "regression", "ner", "squad")
-# DistillConfig fields that do not change what a run trains (left out of the record a finished run is matched on).
-_NOT_RECORDED = (
-    "model_dir",
-    "steps_per_loop",
-    "eval_batch_size",
-    "jit_compile",
-    "checkpoint_steps",
-    "keep_checkpoints",
-)
 
 
 @dataclasses.dataclass
@@ -171,7 +162,7 @@ def check_config(config):
 
 def _request(config):
     """The fields of `config` that decide what a run trains, as JSON stores them (in training_settings.json)."""
-    return run_request(config, _NOT_RECORDED, ("teacher", "train_file", "eval_file", "student_model"), kept=PRESETS)
+    return run_request(config, ("teacher", "train_file", "eval_file", "student_model"), kept=PRESETS)
 
 
 # === The student ===
@@ -248,7 +239,7 @@ def distill(config, strategy=None, log=print):
     check_config(config)
     request = _request(config)  # as asked (`task` may be None: the teacher's)
     strategy = strategy or create_strategy("one_device")
-    finished = finished_run(config.model_dir, _request(config), strategy)
+    finished = finished_run(config.model_dir, request, strategy)
     if finished:
         step, results = finished
         log(

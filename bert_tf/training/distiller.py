@@ -35,11 +35,9 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from bert_tf.layers.bert_self_attention import MASK_BIAS
 from bert_tf.models import BertEncoder
 from bert_tf.training.distillation_losses import layer_mapping
-
-# Added to the attention scores of padding keys (as `BertSelfAttention`).
-_MASK_BIAS = -1e9
 
 
 def as_output_dict(outputs, name="logits"):
@@ -64,7 +62,7 @@ def attention_probabilities(block, x, padding_mask):
     query = tf.cast(heads(attention.query_dense(x)), tf.float32)
     key = tf.cast(heads(attention.key_dense(x)), tf.float32)
     scores = tf.matmul(query, key, transpose_b=True) / math.sqrt(attention.head_dim)  # [B, N, T, T]
-    bias = (1.0 - tf.cast(padding_mask, tf.float32)) * _MASK_BIAS  # [B, T]
+    bias = (1.0 - tf.cast(padding_mask, tf.float32)) * MASK_BIAS  # [B, T]
     return tf.nn.softmax(scores + bias[:, None, None, :], axis=-1)
 
 

@@ -46,16 +46,6 @@ from bert_tf.training.task_runs import (
 )
 from bert_tf.training.trainer import TrainingLoop
 
-# FinetuneConfig fields that do not change what a run trains (left out of the record a finished run is matched on).
-_NOT_RECORDED = (
-    "model_dir",
-    "steps_per_loop",
-    "eval_batch_size",
-    "jit_compile",
-    "checkpoint_steps",
-    "keep_checkpoints",
-)
-
 
 @dataclasses.dataclass
 class FinetuneConfig:
@@ -136,7 +126,7 @@ def _tokenizer(config, max_position_embeddings):
 
 def _request(config):
     """The fields of `config` that decide what a run trains, as JSON stores them (in training_settings.json)."""
-    return run_request(config, _NOT_RECORDED, ("init", "train_file", "eval_file", "eval_corpus"))
+    return run_request(config, ("init", "train_file", "eval_file", "eval_corpus"))
 
 
 def finetune(config, strategy=None, log=print):

@@ -21,6 +21,9 @@ from bert_tf.training.trainer import LoopConfig, newest_step, read_training_sett
 # Fewer optimizer steps than this get a warning: a classifier then often learns only the most frequent label.
 MIN_TRAIN_STEPS = 100
 RESULTS_FILE = "eval_results.json"
+# Config fields (fine-tuning's and distillation's) that do not change what a run trains: left out of the request
+# a finished run is matched on.
+NOT_RECORDED = ("model_dir", "steps_per_loop", "eval_batch_size", "jit_compile", "checkpoint_steps", "keep_checkpoints")
 
 
 def read_results(path):
@@ -32,14 +35,14 @@ def read_results(path):
         raise ValueError(f"{path}: not valid JSON ({e}); delete it to restart the best-model selection.") from None
 
 
-def run_request(config, not_recorded, path_fields, kept=()):
+def run_request(config, path_fields, kept=(), not_recorded=NOT_RECORDED):
     """The fields of `config` that decide what a run trains, as JSON stores them (in training_settings.json).
 
     Args:
-        not_recorded: field names left out (they do not change what is trained).
         path_fields: fields holding files or directories, written relative to the working directory (the project,
             as the loop's settings record them; any spelling of the same file gives the same path, and no machine
             path is stored) unless empty, a `tfds:` name or one of `kept` (e.g. preset names).
+        not_recorded: field names left out (they do not change what is trained).
     """
     fields = {k: v for k, v in dataclasses.asdict(config).items() if k not in not_recorded}
     for name in path_fields:
