@@ -48,6 +48,8 @@ from bert_tf.config import PRESETS
 from bert_tf.data.pretraining import resolve_objectives
 from bert_tf.models import build_encoder
 from bert_tf.training.distillation_objective import DistillationObjective, with_distill_weights
+from bert_tf.training.distillation_precompute import check_task as check_precompute_task
+from bert_tf.training.distillation_precompute import precompute, texts_sha256, with_teacher_outputs
 from bert_tf.training.distillation_student import copy_teacher_layers, student_config
 from bert_tf.training.distiller import Distiller
 from bert_tf.training.distribute import create_strategy, dtype_policy, is_chief
@@ -321,6 +323,8 @@ def distill(config, strategy=None, log=print):
         raise ValueError(
             f"`task` must be the teacher's ({name!r} in {config.teacher}) or unset. Received: task={config.task!r}"
         )
+    if config.precompute_teacher:
+        check_precompute_task(name)
     task = tasks.get(name)
     config = dataclasses.replace(config, task=name)
     if task.check_config is not None:
@@ -356,7 +360,13 @@ def distill(config, strategy=None, log=print):
         )
         if config.student_layers is not None:
             copy_teacher_layers(student, teacher, list(config.student_layers))
-        distiller = Distiller(student, teacher, states=states, attention=bool(config.attention_weight))
+        distiller = Distiller(
+            student,
+            None if config.precompute_teacher else teacher,
+            states=states,
+            attention=bool(config.attention_weight),
+            precomputed=config.precompute_teacher,
+        )
         optimizer = create_optimizer(
             config.optimizer,
             config.learning_rate,
@@ -398,6 +408,7 @@ def distill(config, strategy=None, log=print):
             name: getattr(config, f"{name}_weight") for name in ("soft", "hard", "hidden", "attention", "cosine")
         },
         "temperature": config.temperature,
+        "precompute_teacher": config.precompute_teacher,
     }
     student_size = f"{student_bert_config.num_hidden_layers} layers, hidden {student_bert_config.hidden_size}"
     log(
@@ -408,11 +419,33 @@ def distill(config, strategy=None, log=print):
     )
     if warning:
         log(warning)
+    if config.precompute_teacher:
+        record = {
+            "teacher": os.path.relpath(config.teacher),
+            "task": task.name,
+            "train_file": request["train_file"],
+            "num_train": data.num_train,
+            "texts_sha256": texts_sha256(data.train),
+            "max_seq_length": config.max_seq_length,
+            "split_special_tokens": settings.get("split_special_tokens", False),
+            "dtype": config.dtype,
+        }
+        stored = precompute(teacher, data.train_inputs(config.eval_batch_size), config.model_dir, record, chief, log)
+
+        def train_batches(context):
+            batches = data.train_dataset(context, config.global_batch_size, with_index=True)
+            return with_distill_weights(with_teacher_outputs(batches, stored))
+
+    else:
+
+        def train_batches(context):
+            return with_distill_weights(data.train_dataset(context, config.global_batch_size))
+
     loop = TrainingLoop(
         strategy,
         distiller,
         optimizer,
-        lambda context: with_distill_weights(data.train_dataset(context, config.global_batch_size)),
+        train_batches,
         config.global_batch_size,
         config.model_dir,
         loop_config,
@@ -420,6 +453,7 @@ def distill(config, strategy=None, log=print):
         objective=objective,
         incompatible=tuple(recorded),
         evaluate_fn=best.evaluate if has_eval else None,
+        upgrade_settings=lambda saved: {"precompute_teacher": False, **saved},  # runs from before the setting
     )
     return best.train(loop, has_eval, log=log)
 
