@@ -1,4 +1,4 @@
-"""Distillation, task and general: a fine-tuned teacher + a smaller student + the distributed `TrainingLoop` + task metrics.
+"""Distillation: a teacher + a smaller student + the distributed `TrainingLoop` + task metrics (or held-out masked LM).
 
 One `DistillConfig` describes a run; `distill(config)` does it:
 
@@ -23,7 +23,7 @@ One `DistillConfig` describes a run; `distill(config)` does it:
    `bert-tf-export` serves it.
 
 With `precompute_teacher`, the teacher's outputs are computed once over the
-training set before step 0 (`teacher_outputs.TeacherOutputs`, kept in
+training set before step 0 (`distillation_precompute.precompute`, kept in
 `model_dir/teacher_outputs`) and ride with the batches, so the step runs the
 student only.
 

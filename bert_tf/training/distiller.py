@@ -22,6 +22,12 @@ layer by layer (`encoder_states`), and the attention probabilities are
 recomputed from each block's input and its query and key projections
 (`attention_probabilities`), so the encoders' own paths are unchanged.
 
+The models read the batch's encoder inputs and, for masked-LM pretrainers
+(general distillation), `mask_positions` (`MODEL_INPUTS`). With
+`precomputed=True` the teacher does not run: its task outputs come in the
+batch's features as `teacher_<output>` (`TEACHER_PREFIX`; written once by
+`distillation_precompute`), for the soft-target and hard-label losses.
+
 Only the student and the projection are trainable: `trainable_variables` is
 the student's, then the projection's. Checkpoints hold the teacher too (a
 resumed run needs nothing but the model directory and the teacher).
