@@ -1,7 +1,10 @@
-"""bert-tf-distill: distil a fine-tuned model (classification, regression, NER, QA) into a smaller, faster student.
+"""bert-tf-distill: distil a fine-tuned model (classification, regression, NER, QA) or a pretrained masked LM into a
+smaller, faster student.
 
     bert-tf-distill --teacher=runs/sst2 --student_layers=0,2,4 --glue_task=sst2 \\
         --train_file=SST-2/train.tsv --eval_file=SST-2/dev.tsv --model_dir=runs/sst2-student
+    bert-tf-distill --teacher=runs/recipes/bert --student_layers=0,2 --corpus='corpus/*/*' \\
+        --train_steps=10000 --hard_weight=1 --model_dir=runs/bert-general-student
 
 `--teacher` is a fine-tuned task model directory (the output of
 bert-tf-finetune, or a Hugging Face `...ForSequenceClassification`,
@@ -17,6 +20,20 @@ maps over uniformly mapped layers (TinyBERT), cosine on the last hidden states
 scored with the task's official metric; the best student, `eval_results.json`
 and the predictions stay in `--model_dir` (bert-tf-export serves it).
 Re-running the same command continues from the newest checkpoint.
+`--precompute_teacher` computes the teacher's outputs once over the training
+set (in `--model_dir/teacher_outputs`) so the training step runs no teacher.
+
+General distillation (`--corpus`, DistilBERT's and TinyBERT's general stage):
+`--teacher` is a pretrained encoder with its masked-LM head; the student
+(`--student_layers`: the teacher's embeddings, layers and masked-LM head, or
+`--student_model`) learns masked LM on the corpus (bert-tf-pretrain's masking
+flags, no sentence objective) from the teacher's soft targets at the masked
+positions, plus `--hard_weight` times the masked-LM cross-entropy and the
+hidden/attention/cosine losses; `--train_steps` sizes the run. Every
+`--eval_interval` steps the student's held-out masked-LM accuracy (and once
+the teacher's) is measured; the best student stays in `--model_dir` as a
+pretraining model directory with its `eval_results.json`, which
+bert-tf-finetune `--init`, bert-tf-distill `--teacher` and bert-tf-export read.
 """
 
 import dataclasses
@@ -29,6 +46,8 @@ from absl import app, flags
 from bert_tf.apps import common_flags, errors, launch
 from bert_tf.config import PRESETS
 from bert_tf.data.classification import FORMATS as FILE_FORMATS
+from bert_tf.data.pretraining import FORMATS as PRETRAINING_FORMATS
+from bert_tf.data.pretraining import MASKINGS, PACKINGS
 from bert_tf.data.tagging import SCHEMES
 from bert_tf.layers.dense_head import HEAD_INITIALIZERS
 from bert_tf.training import (
@@ -44,14 +63,16 @@ flags.adopt_module_key_flags(common_flags)
 flags.DEFINE_string(
     "teacher",
     None,
-    "The fine-tuned teacher: a bert_tf model directory of a task (bert-tf-finetune's output) or a Hugging Face "
-    "...ForSequenceClassification / ForTokenClassification / ForQuestionAnswering directory.",
+    "The teacher. With --train_file: a fine-tuned bert_tf model directory of a task (bert-tf-finetune's output) or a "
+    "Hugging Face ...ForSequenceClassification / ForTokenClassification / ForQuestionAnswering directory. With "
+    "--corpus: a pretrained encoder with its masked-LM head (bert-tf-pretrain's output, a Hugging Face "
+    "...ForMaskedLM / ...ForPreTraining directory, a TF1 checkpoint with cls/predictions).",
 )
 flags.DEFINE_list(
     "student_layers",
     None,
     "The student from teacher layers: 0-based indices of the layers to copy (e.g. 0,2,4), with the teacher's "
-    "embeddings and task head. Exclusive with --student_model.",
+    "embeddings and task head (--corpus: masked-LM head). Exclusive with --student_model.",
 )
 flags.DEFINE_string(
     "student_model",
@@ -70,7 +91,12 @@ flags.DEFINE_float(
     "temperature", 2.0, "Softmax temperature of the soft targets (their loss is scaled by its square); > 0."
 )
 flags.DEFINE_float("soft_weight", 1.0, "Weight of the soft-target loss (KL to the teacher's outputs).", lower_bound=0.0)
-flags.DEFINE_float("hard_weight", 0.0, "Weight of the hard-label cross-entropy (the task's own loss).", lower_bound=0.0)
+flags.DEFINE_float(
+    "hard_weight",
+    0.0,
+    "Weight of the hard-label cross-entropy (the task's own loss; --corpus: the masked-LM cross-entropy).",
+    lower_bound=0.0,
+)
 flags.DEFINE_float(
     "hidden_weight",
     0.0,
@@ -86,7 +112,58 @@ flags.DEFINE_float(
 flags.DEFINE_float(
     "cosine_weight", 0.0, "Weight of the cosine loss on the last hidden states (DistilBERT).", lower_bound=0.0
 )
-flags.DEFINE_string("train_file", None, "Training data file, or tfds:NAME[:SPLIT].", allow_override=True)
+flags.DEFINE_string(
+    "train_file",
+    None,
+    "Task distillation: training data file, or tfds:NAME[:SPLIT]. Exclusive with --corpus.",
+    allow_override=True,
+)
+flags.DEFINE_bool(
+    "precompute_teacher",
+    False,
+    "Task distillation: compute the teacher's outputs once over the training set (kept in "
+    "--model_dir/teacher_outputs, reused on resume) and train without running the teacher in the step. Soft and "
+    "hard losses only.",
+)
+flags.DEFINE_list(
+    "corpus",
+    None,
+    "General distillation: text files or globs (comma-separated) for masked LM, with a --teacher that has its "
+    "masked-LM head (bert-tf-pretrain's output, a Hugging Face ...ForMaskedLM/...ForPreTraining directory, a TF1 "
+    "checkpoint with cls/predictions). Exclusive with --train_file; sized by --train_steps.",
+)
+flags.DEFINE_enum(
+    "corpus_format",
+    "lines",
+    PRETRAINING_FORMATS,
+    "--corpus: lines (one sentence per line, blank line between documents) or paragraphs (one document per line).",
+)
+flags.DEFINE_integer(
+    "group_size", 16, "--corpus: documents per group; every 20th group is held out for evaluation.", lower_bound=1
+)
+flags.DEFINE_integer("shuffle_buffer", 10_000, "--corpus: examples shuffled together (1: none).", lower_bound=1)
+flags.DEFINE_enum(
+    "packing", "full_sentences", list(PACKINGS), "--corpus: how sentences fill an example (as bert-tf-pretrain's)."
+)
+flags.DEFINE_enum("masking", "token", list(MASKINGS), "--corpus: token, whole_word or span masking.")
+flags.DEFINE_float("masking_rate", 0.15, "--corpus: share of tokens masked.", lower_bound=0.0)
+flags.DEFINE_integer(
+    "max_predictions_per_seq",
+    None,
+    "--corpus: masked-LM slots per example (default: ceil(masking_rate * max_seq_length)).",
+    lower_bound=1,
+)
+flags.DEFINE_float("span_geometric_p", 0.2, "--corpus, --masking=span: span lengths ~ Geometric(p).")
+flags.DEFINE_integer("max_span_length", 10, "--corpus, --masking=span: longest span in words.", lower_bound=1)
+flags.DEFINE_integer(
+    "eval_steps", 20, "--corpus: held-out batches (of --eval_batch_size) per evaluation (0: none).", lower_bound=0
+)
+flags.DEFINE_integer(
+    "eval_interval",
+    500,
+    "--corpus: steps between held-out evaluations (each keeps the student if its masked-LM accuracy is the best).",
+    lower_bound=1,
+)
 flags.DEFINE_string(
     "eval_file", None, "Evaluation data file, or tfds:NAME[:SPLIT] (default split: validation).", allow_override=True
 )
@@ -217,9 +294,15 @@ def _config():
 
 
 def _validate():
-    for name in ("teacher", "train_file", "model_dir"):
+    for name in ("teacher", "model_dir"):
         if not FLAGS[name].value:
             raise app.UsageError(f"--{name} is required.")
+    if bool(FLAGS.train_file) == bool(FLAGS.corpus):
+        raise app.UsageError(
+            "Give exactly one of --train_file (task distillation of a fine-tuned teacher) and --corpus (general "
+            f"distillation of a teacher with its masked-LM head). Received: --train_file={FLAGS.train_file}, "
+            f"--corpus={','.join(FLAGS.corpus or [])}"
+        )
     for name in ("train_file", "eval_file"):
         value = FLAGS[name].value
         if value and not value.startswith("tfds:") and not os.path.exists(value):
@@ -230,6 +313,8 @@ def _validate():
     except ValueError as e:  # the config's fields are the flags of the same name
         raise app.UsageError(str(e)) from None
     common_flags.validate_training_flags()
+    if FLAGS.corpus and FLAGS.train_steps == 0:
+        raise app.UsageError("--corpus runs are sized by --train_steps (> 0), as bert-tf-pretrain's.")
     if FLAGS.epochs == 0 and FLAGS.train_steps == 0:
         raise app.UsageError("Set --epochs > 0 or --train_steps > 0.")
 

@@ -428,6 +428,7 @@ def make_dataset(
     max_position_embeddings=None,
     drop_remainder=False,
     truncation="longest_first",
+    with_index=False,
 ):
     """Batches of encoder inputs (and labels) from `ClassificationExamples`.
 
@@ -448,6 +449,8 @@ def make_dataset(
         drop_remainder: drop a last partial batch (static batch shape).
         truncation: "longest_first" (the original run_classifier) or
             "round_robin", for pairs.
+        with_index: features also hold `example_index` int32 `[B]`, each row's
+            position in `examples` (carried through shuffling and repeats).
 
     Returns:
         `tf.data.Dataset` of `(features, labels)`: features dict `token_ids`,
@@ -469,6 +472,8 @@ def make_dataset(
     if examples.labels is not None:
         dtype = tf.float32 if examples.task == "regression" else tf.int32
         columns["label"] = tf.constant(examples.labels, dtype, shape=[len(examples)])
+    if with_index:
+        columns["index"] = tf.range(len(examples), dtype=tf.int32)
     dataset = tf.data.Dataset.from_tensor_slices(columns)
     if shuffle:
         dataset = dataset.shuffle(max(len(examples), 1), seed=seed, reshuffle_each_iteration=True)
@@ -481,6 +486,8 @@ def make_dataset(
         if "pair" in batch:
             segments.append(tokenizer.tokenize(batch["pair"]))
         features = packer(*segments)
+        if with_index:
+            features = dict(features, example_index=batch["index"])
         return (features, batch["label"]) if "label" in batch else features
 
     return dataset.map(encode, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(tf.data.AUTOTUNE)

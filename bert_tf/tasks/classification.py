@@ -119,9 +119,26 @@ class SentenceData:
     def num_eval(self):
         return None if self.eval is None else len(self.eval)
 
-    def train_dataset(self, context, global_batch_size):
+    def train_dataset(self, context, global_batch_size, with_index=False):
         return training_batches(
-            self.train, self.tokenizer, self.config, context, global_batch_size, self.max_position_embeddings
+            self.train,
+            self.tokenizer,
+            self.config,
+            context,
+            global_batch_size,
+            self.max_position_embeddings,
+            with_index=with_index,
+        )
+
+    def train_inputs(self, batch_size):
+        """The training examples' encoder inputs in file order, unshuffled, once (a teacher's precomputed outputs
+        are row-aligned with them: row i is `example_index` i of `train_dataset(..., with_index=True)`)."""
+        return classification.make_dataset(
+            dataclasses.replace(self.train, labels=None),
+            self.tokenizer,
+            self.config.max_seq_length,
+            batch_size,
+            max_position_embeddings=self.max_position_embeddings,
         )
 
     def evaluate(self, model):
@@ -167,10 +184,13 @@ def _serving_module(model, tokenizer, max_seq_length, label_names, options):
     )
 
 
-def training_batches(examples, tokenizer, config, context, global_batch_size, max_position_embeddings=None):
+def training_batches(
+    examples, tokenizer, config, context, global_batch_size, max_position_embeddings=None, with_index=False
+):
     """The training data of a sentence task over `ClassificationExamples`: shuffled, repeated global batches
     (seeded by `config.seed`), this worker's rows of each, cut to the longest row, as
-    `(features, {"logits": labels}, {"logits": 1.0})`. Reusable by any task with one `logits` output."""
+    `(features, {"logits": labels}, {"logits": 1.0})`. Reusable by any task with one `logits` output.
+    `with_index`: features also hold `example_index` `[B]` (the row's position in `examples`)."""
     dataset = classification.make_dataset(
         examples,
         tokenizer,
@@ -181,6 +201,7 @@ def training_batches(examples, tokenizer, config, context, global_batch_size, ma
         repeat=True,
         max_position_embeddings=max_position_embeddings,
         drop_remainder=True,
+        with_index=with_index,
     )
     dataset = common.worker_slice(dataset, context)
     return dataset.map(lambda f, y: common.trim_batch((f, {"logits": y}, {"logits": tf.ones_like(y, tf.float32)})))

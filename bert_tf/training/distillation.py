@@ -1,4 +1,4 @@
-"""Task distillation: a fine-tuned teacher + a smaller student + the distributed `TrainingLoop` + task metrics.
+"""Distillation: a teacher + a smaller student + the distributed `TrainingLoop` + task metrics (or held-out masked LM).
 
 One `DistillConfig` describes a run; `distill(config)` does it:
 
@@ -22,13 +22,17 @@ One `DistillConfig` describes a run; `distill(config)` does it:
    `bert_tf.json`, `bert_model.ckpt`, `eval_results.json`, predictions), so
    `bert-tf-export` serves it.
 
-General distillation (a pretrained teacher with its masked-LM head, `--corpus`) is not built yet.
+With `precompute_teacher`, the teacher's outputs are computed once over the
+training set before step 0 (`distillation_precompute.precompute`, kept in
+`model_dir/teacher_outputs`) and ride with the batches, so the step runs the
+student only.
+
+General distillation (`corpus`: a pretrained teacher with its masked-LM head, masked LM on raw text) is
+`general_distillation.general_distill`, which `distill` runs for a config with `corpus`.
 """
 
 import dataclasses
 import os
-
-import tensorflow as tf
 
 from bert_tf import tasks
 from bert_tf.checkpoints import (
@@ -40,11 +44,16 @@ from bert_tf.checkpoints import (
     write_tokenizer_files,
 )
 from bert_tf.checkpoints.tokenizer_files import tokenizer_settings
-from bert_tf.config import PRESETS, BertConfig
-from bert_tf.models import BertEncoder, build_encoder
-from bert_tf.training.distillation_objective import EXAMPLES, TOKENS, DistillationObjective
+from bert_tf.config import PRESETS
+from bert_tf.data.pretraining import resolve_objectives
+from bert_tf.models import build_encoder
+from bert_tf.training.distillation_objective import DistillationObjective, with_distill_weights
+from bert_tf.training.distillation_precompute import check_task as check_precompute_task
+from bert_tf.training.distillation_precompute import precompute, texts_sha256, with_teacher_outputs
+from bert_tf.training.distillation_student import copy_teacher_layers, student_config
 from bert_tf.training.distiller import Distiller
 from bert_tf.training.distribute import create_strategy, dtype_policy, is_chief
+from bert_tf.training.general_distillation import general_distill
 from bert_tf.training.optimization import create_optimizer
 from bert_tf.training.task_runs import (
     BestModel,
@@ -62,9 +71,11 @@ DISTILL_TASKS = ("classification", "regression", "ner", "squad")
 
 @dataclasses.dataclass
 class DistillConfig:
-    teacher: str  # a fine-tuned task model directory (bert_tf, or Hugging Face ...ForX)
-    train_file: str
-    model_dir: str
+    # Task distillation: a fine-tuned task model directory (bert_tf, or Hugging Face ...ForX). General distillation
+    # (`corpus`): a pretrained encoder with its masked-LM head (any directory `checkpoints.load_pretrainer` reads).
+    teacher: str
+    train_file: str = None  # task distillation's training data; exactly one of `train_file` and `corpus`
+    model_dir: str = None  # required
     # The student: teacher layers to copy (0-based, e.g. [0, 2, 4]), or a preset name / bert_config.json path.
     student_layers: list = None
     student_model: str = None
@@ -115,13 +126,121 @@ class DistillConfig:
     eval_batch_size: int = 64
     tfds_data_dir: str = None
     split_special_tokens: bool = None  # None: the teacher directory's
+    # Task distillation: the teacher's outputs computed once over the training set (model_dir/teacher_outputs) and
+    # read with the batches, so the step runs no teacher (soft and hard losses only).
+    precompute_teacher: bool = False
+    # General distillation (DistilBERT's, TinyBERT's general stage): the masked-LM data of bert-tf-pretrain, with
+    # the same names and meanings (no sentence objective); a run is sized by `train_steps` (required), as
+    # pretraining's, and every `eval_interval` steps the student's masked-LM accuracy on `eval_steps` held-out
+    # batches (every 20th group of documents) picks the best student.
+    corpus: list = None  # text files or globs
+    corpus_format: str = "lines"
+    group_size: int = 16
+    shuffle_buffer: int = 10_000
+    packing: str = "full_sentences"
+    masking: str = "token"
+    masking_rate: float = 0.15
+    max_predictions_per_seq: int = None  # None: default_max_predictions(masking_rate, max_seq_length)
+    span_geometric_p: float = 0.2
+    max_span_length: int = 10
+    eval_steps: int = 20
+    eval_interval: int = 500
+
+
+# Fields that only task distillation reads (refused beside `corpus` when not at their default) and those only
+# general distillation reads (refused beside `train_file`).
+TASK_FIELDS = (
+    "task",
+    "eval_file",
+    "text_column",
+    "text_pair_column",
+    "label_column",
+    "glue_task",
+    "label_names",
+    "file_format",
+    "tag_column",
+    "tag_scheme",
+    "doc_stride",
+    "max_query_length",
+    "n_best_size",
+    "max_answer_length",
+    "null_score_diff_threshold",
+    "eval_every_nth_article",
+    "max_train_examples",
+    "head_initializer",
+    "evals_per_epoch",
+    "tfds_data_dir",
+    "precompute_teacher",
+)
+CORPUS_FIELDS = (
+    "corpus_format",
+    "group_size",
+    "shuffle_buffer",
+    "packing",
+    "masking",
+    "masking_rate",
+    "max_predictions_per_seq",
+    "span_geometric_p",
+    "max_span_length",
+    "eval_steps",
+    "eval_interval",
+)
 
 
 def check_config(config):
     """Raises ValueError naming the field when `config` cannot work (before any file is read or written)."""
+    if not config.model_dir:
+        raise ValueError(f"`model_dir` is required. Received: model_dir={config.model_dir!r}")
     message = glob_characters_error(config.model_dir)
     if message:
         raise ValueError(f"DistillConfig: {message}.")
+    if bool(config.train_file) == bool(config.corpus):
+        raise ValueError(
+            "Give the data as exactly one of `train_file` (task distillation: a fine-tuned teacher's task data) and "
+            "`corpus` (general distillation: text for masked LM, a teacher with its masked-LM head). Received: "
+            f"train_file={config.train_file!r}, corpus={config.corpus!r}"
+        )
+    if config.corpus and config.precompute_teacher:
+        raise ValueError(
+            "`precompute_teacher` stores the teacher's outputs per training example once; general distillation "
+            "(`corpus`) masks every example anew each epoch (dynamic masking), so there is nothing fixed to store. "
+            f"Received: precompute_teacher=True, corpus={config.corpus!r}"
+        )
+    defaults = {f.name: f.default for f in dataclasses.fields(DistillConfig)}
+    others = TASK_FIELDS if config.corpus else CORPUS_FIELDS
+    changed = [name for name in others if getattr(config, name) != defaults[name]]
+    if changed:
+        given = ", ".join(f"{name}={getattr(config, name)!r}" for name in changed)
+        raise ValueError(
+            f"{', '.join(f'`{name}`' for name in changed)}: "
+            + (
+                "task distillation's (`train_file`), not read by general distillation (`corpus`)"
+                if config.corpus
+                else "general distillation's (`corpus`), not read by task distillation (`train_file`)"
+            )
+            + f". Received: {given}"
+        )
+    if config.corpus and not config.train_steps:
+        raise ValueError(
+            "General distillation (`corpus`) is sized by `train_steps`, as pretraining is (a corpus has no counted "
+            f"epochs). Received: train_steps={config.train_steps!r}, corpus={config.corpus!r}"
+        )
+    if config.corpus:
+        resolve_objectives("none", config.packing, config.masking, masking_rate=config.masking_rate)
+        for name in ("group_size", "shuffle_buffer", "max_span_length", "eval_interval"):
+            if not getattr(config, name) >= 1:
+                raise ValueError(f"`{name}` must be >= 1. Received: {name}={getattr(config, name)!r}")
+        if config.max_predictions_per_seq is not None and not config.max_predictions_per_seq >= 1:
+            raise ValueError(
+                f"`max_predictions_per_seq` must be >= 1. Received: max_predictions_per_seq={config.max_predictions_per_seq!r}"
+            )
+    if config.precompute_teacher and (config.hidden_weight or config.attention_weight or config.cosine_weight):
+        raise ValueError(
+            "`precompute_teacher` stores the teacher's task outputs only; the hidden-state, attention and cosine "
+            "losses need its layers in the step. Received: precompute_teacher=True, "
+            f"hidden_weight={config.hidden_weight}, attention_weight={config.attention_weight}, "
+            f"cosine_weight={config.cosine_weight}"
+        )
     if (config.student_layers is None) == (config.student_model is None):
         raise ValueError(
             "Give the student as exactly one of `student_layers` (teacher layers to copy, e.g. 0,2,4) and "
@@ -162,76 +281,14 @@ def check_config(config):
 
 def _request(config):
     """The fields of `config` that decide what a run trains, as JSON stores them (in training_settings.json)."""
-    return run_request(config, ("teacher", "train_file", "eval_file", "student_model"), kept=PRESETS)
-
-
-# === The student ===
-
-
-def student_config(config, teacher_config):
-    """The student's `BertConfig`: the teacher's with `len(student_layers)` layers, or `student_model`'s."""
-    if config.student_layers is not None:
-        student = dataclasses.replace(teacher_config, num_hidden_layers=len(config.student_layers))
-    elif config.student_model in PRESETS:
-        student = BertConfig.preset(config.student_model, vocab_size=teacher_config.vocab_size)
-        if teacher_config.model_type != "bert":
-            student = student.for_family(teacher_config.model_type)
-    else:
-        student = BertConfig.from_json_file(config.student_model)
-        if student.vocab_size != teacher_config.vocab_size or student.model_type != teacher_config.model_type:
-            raise ValueError(
-                f"`student_model` {config.student_model} must share the teacher's vocabulary and family: it has "
-                f"vocab_size {student.vocab_size} and model_type {student.model_type!r}, the teacher "
-                f"{teacher_config.vocab_size} and {teacher_config.model_type!r}."
-            )
-    if config.dropout is not None:
-        student = dataclasses.replace(
-            student, hidden_dropout_prob=config.dropout, attention_probs_dropout_prob=config.dropout
-        )
-    return student
-
-
-def copy_teacher_layers(student, teacher, layers):
-    """Copies into `student` the teacher's embeddings, `layers` (student block j <- teacher block `layers[j]`),
-    pooler, final LayerNorm and task head (DistilBERT's initialisation). Both are task models of one task on
-    `BertEncoder`s without shared layers; ValueError otherwise, naming `student_layers`."""
-    source, target = teacher.encoder, student.encoder
-    if not isinstance(source, BertEncoder) or source.num_hidden_groups != 1 or source.inner_group_num != 1:
-        raise ValueError(
-            "`student_layers` copies distinct layers of a BertEncoder; this teacher's encoder "
-            f"({type(source).__name__}, {getattr(source, 'model_type', '?')}) has none to copy: use `student_model`."
-        )
-    if max(layers) >= source.num_layers:
-        raise ValueError(
-            f"`student_layers` names layer {max(layers)} but the teacher has {source.num_layers} layers (0 to "
-            f"{source.num_layers - 1}). Received: student_layers={list(layers)!r}"
-        )
-    pairs = [(target.embeddings, source.embeddings), (target.pooler, source.pooler)]
-    pairs += [(target.transformer_layers[j], source.transformer_layers[i]) for j, i in enumerate(layers)]
-    if source.final_layer_norm is not None:
-        pairs.append((target.final_layer_norm, source.final_layer_norm))
-    for to, frm in pairs:
-        to.set_weights(frm.get_weights())
-    head_target = student.weights[len(target.weights) :]  # a task model lists its encoder's variables first
-    head_source = teacher.weights[len(source.weights) :]
-    if [v.shape for v in head_target] != [v.shape for v in head_source]:
-        raise ValueError("The student's task head does not match the teacher's (another task or label count).")
-    for to, frm in zip(head_target, head_source):
-        to.assign(frm)
+    request = run_request(config, ("teacher", "train_file", "eval_file", "student_model"), kept=PRESETS)
+    if config.corpus:
+        patterns = config.corpus.split(",") if isinstance(config.corpus, str) else config.corpus
+        request["corpus"] = [os.path.relpath(p) for p in patterns if p]
+    return request
 
 
 # === The run ===
-
-
-def _with_distill_weights(dataset):
-    """The task's `(features, labels, sample_weights)` batches plus the padding mask (`TOKENS`) and per-example
-    (`EXAMPLES`) weights that the distillation losses are normalised by."""
-
-    def add(features, labels, weights):
-        mask = tf.cast(features["padding_mask"], tf.float32)  # [B, T]
-        return features, labels, {**weights, TOKENS: mask, EXAMPLES: tf.ones_like(mask[:, 0])}
-
-    return dataset.map(add)
 
 
 def distill(config, strategy=None, log=print):
@@ -247,6 +304,8 @@ def distill(config, strategy=None, log=print):
             f"{config.model_dir}. Use a new model_dir to train again."
         )
         return results or {}
+    if config.corpus:
+        return general_distill(config, request, strategy, log=log)
     chief = is_chief(strategy)
     teacher_config = load_config(config.teacher)
     with strategy.scope():
@@ -255,7 +314,8 @@ def distill(config, strategy=None, log=print):
     if name is None:
         raise ValueError(
             f"--teacher {config.teacher} holds no fine-tuned task model (its bert_tf.json names no task). "
-            "Task distillation needs a fine-tuned teacher; general distillation (--corpus) is not built yet."
+            "Task distillation (--train_file) needs a fine-tuned teacher; a pretrained teacher with its masked-LM head "
+            "is distilled on raw text with --corpus (general distillation)."
         )
     if name not in DISTILL_TASKS:
         raise ValueError(f"Distillation supports the tasks {DISTILL_TASKS}; the teacher {config.teacher} is {name!r}.")
@@ -263,6 +323,8 @@ def distill(config, strategy=None, log=print):
         raise ValueError(
             f"`task` must be the teacher's ({name!r} in {config.teacher}) or unset. Received: task={config.task!r}"
         )
+    if config.precompute_teacher:
+        check_precompute_task(name)
     task = tasks.get(name)
     config = dataclasses.replace(config, task=name)
     if task.check_config is not None:
@@ -298,7 +360,13 @@ def distill(config, strategy=None, log=print):
         )
         if config.student_layers is not None:
             copy_teacher_layers(student, teacher, list(config.student_layers))
-        distiller = Distiller(student, teacher, states=states, attention=bool(config.attention_weight))
+        distiller = Distiller(
+            student,
+            None if config.precompute_teacher else teacher,
+            states=states,
+            attention=bool(config.attention_weight),
+            precomputed=config.precompute_teacher,
+        )
         optimizer = create_optimizer(
             config.optimizer,
             config.learning_rate,
@@ -340,6 +408,7 @@ def distill(config, strategy=None, log=print):
             name: getattr(config, f"{name}_weight") for name in ("soft", "hard", "hidden", "attention", "cosine")
         },
         "temperature": config.temperature,
+        "precompute_teacher": config.precompute_teacher,
     }
     student_size = f"{student_bert_config.num_hidden_layers} layers, hidden {student_bert_config.hidden_size}"
     log(
@@ -350,11 +419,33 @@ def distill(config, strategy=None, log=print):
     )
     if warning:
         log(warning)
+    if config.precompute_teacher:
+        record = {
+            "teacher": os.path.relpath(config.teacher),
+            "task": task.name,
+            "train_file": request["train_file"],
+            "num_train": data.num_train,
+            "texts_sha256": texts_sha256(data.train),
+            "max_seq_length": config.max_seq_length,
+            "split_special_tokens": settings.get("split_special_tokens", False),
+            "dtype": config.dtype,
+        }
+        stored = precompute(teacher, data.train_inputs(config.eval_batch_size), config.model_dir, record, chief, log)
+
+        def train_batches(context):
+            batches = data.train_dataset(context, config.global_batch_size, with_index=True)
+            return with_distill_weights(with_teacher_outputs(batches, stored))
+
+    else:
+
+        def train_batches(context):
+            return with_distill_weights(data.train_dataset(context, config.global_batch_size))
+
     loop = TrainingLoop(
         strategy,
         distiller,
         optimizer,
-        lambda context: _with_distill_weights(data.train_dataset(context, config.global_batch_size)),
+        train_batches,
         config.global_batch_size,
         config.model_dir,
         loop_config,
@@ -362,6 +453,7 @@ def distill(config, strategy=None, log=print):
         objective=objective,
         incompatible=tuple(recorded),
         evaluate_fn=best.evaluate if has_eval else None,
+        upgrade_settings=lambda saved: {"precompute_teacher": False, **saved},  # runs from before the setting
     )
     return best.train(loop, has_eval, log=log)
 

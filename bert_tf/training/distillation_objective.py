@@ -10,8 +10,9 @@ the same update as one device:
 
 - soft targets (`soft_weight`): per example (classification, regression:
   squared error to the teacher's score; QA: per start and end distribution
-  over the tokens, with the task's head weights), or per real token (NER),
-  divided by the examples or real tokens;
+  over the tokens, with the task's head weights), per real token (NER), or
+  with `masked_lm` per masked-LM prediction slot over the vocabulary
+  (general distillation), divided by the examples, real tokens or slots;
 - hard labels (`hard_weight`): the task's own loss (its heads and sample
   weights), as fine-tuning's `Objective`;
 - hidden states, attention maps, cosine (`hidden_weight`,
@@ -19,7 +20,7 @@ the same update as one device:
   embeddings and the mapped layers (attention: the mapped layers; cosine: the
   last layer only, as DistilBERT), divided by the real tokens.
 
-Shape legend: B batch, T tokens, C classes.
+Shape legend: B batch, T tokens, C classes, P masked-LM slots, V vocabulary.
 """
 
 import tensorflow as tf
@@ -41,6 +42,18 @@ TOKENS, EXAMPLES = "distill_tokens", "distill_examples"
 LOSSES = ("soft", "hard", "hidden", "attention", "cosine")
 
 
+def with_distill_weights(dataset):
+    """A task's (or a masked-LM corpus's) `(features, labels, sample_weights)` batches plus the padding mask
+    (`TOKENS`, float `[B, T]`) and per-example (`EXAMPLES`, `[B]` ones) weights the distillation losses are
+    normalised by."""
+
+    def add(features, labels, weights):
+        mask = tf.cast(features["padding_mask"], tf.float32)  # [B, T]
+        return features, labels, {**weights, TOKENS: mask, EXAMPLES: tf.ones_like(mask[:, 0])}
+
+    return dataset.map(add)
+
+
 class DistillationObjective(Objective):
     """The loss of a `Distiller`: `sum_k weight_k * loss_k` over `LOSSES`.
 
@@ -49,6 +62,9 @@ class DistillationObjective(Objective):
         temperature: the soft targets' temperature (their loss is scaled by its square).
         soft_weight, hard_weight, hidden_weight, attention_weight, cosine_weight: each loss's weight;
             a loss of weight 0 is not computed.
+        masked_lm: the soft targets of per-position outputs `[B, P, V]` are weighted by the head's own sample
+            weights (a masked-LM's prediction slots, 0 on unused ones) and divided by their global sum, instead of
+            by the real tokens (general distillation; False: task distillation's tokens, e.g. NER).
     Logged: `loss`, `<name>_loss` for each loss with a weight, and the student's
     accuracy on the gold labels of the task's cross-entropy heads.
     """
@@ -62,12 +78,14 @@ class DistillationObjective(Objective):
         hidden_weight=0.0,
         attention_weight=0.0,
         cosine_weight=0.0,
+        masked_lm=False,
     ):
         # Not Objective.__init__: the heads are the task's, the statistics the distillation's.
         if temperature <= 0:
             raise ValueError(f"`temperature` must be > 0. Received: temperature={temperature}")
         self.heads = tuple(task_objective.heads)
         self.temperature = float(temperature)
+        self.masked_lm = bool(masked_lm)
         self.weights = {
             "soft": float(soft_weight),
             "hard": float(hard_weight),
@@ -94,7 +112,7 @@ class DistillationObjective(Objective):
             return tf.maximum(context.all_reduce("sum", tf.reduce_sum(tf.cast(weights[key], tf.float32))), 1e-9)
 
         totals = {TOKENS: total(TOKENS), EXAMPLES: total(EXAMPLES)}
-        if self.weights["hard"]:
+        if self.weights["hard"] or self.masked_lm:
             totals.update({h.output: total(h.output) for h in self.heads})
         return totals
 
@@ -108,6 +126,9 @@ class DistillationObjective(Objective):
                 s, t = student[head.output], teacher[head.output]
                 if head.kind == "mse":  # regression: the teacher's score
                     loss = masked_sum(soft_regression_loss(s, t), weights[EXAMPLES]) / totals[EXAMPLES]
+                elif len(s.shape) == 3 and self.masked_lm:  # per prediction slot [B, P, V] (masked LM)
+                    loss = masked_sum(soft_target_loss(s, t, self.temperature), weights[head.output])
+                    loss = loss / totals[head.output]
                 elif len(s.shape) == 3:  # per token [B, T, C] (NER)
                     loss = masked_sum(soft_target_loss(s, t, self.temperature), tokens) / totals[TOKENS]
                 else:  # per example [B, C] (classification) or over the tokens [B, T] (QA start and end)
@@ -173,4 +194,4 @@ class DistillationObjective(Objective):
         return ["loss"] + [h.key("acc") for h in self.heads if h.kind == "ce"]
 
 
-__all__ = ["EXAMPLES", "LOSSES", "TOKENS", "DistillationObjective"]
+__all__ = ["EXAMPLES", "LOSSES", "TOKENS", "DistillationObjective", "with_distill_weights"]

@@ -22,6 +22,12 @@ layer by layer (`encoder_states`), and the attention probabilities are
 recomputed from each block's input and its query and key projections
 (`attention_probabilities`), so the encoders' own paths are unchanged.
 
+The models read the batch's encoder inputs and, for masked-LM pretrainers
+(general distillation), `mask_positions` (`MODEL_INPUTS`). With
+`precomputed=True` the teacher does not run: its task outputs come in the
+batch's features as `teacher_<output>` (`TEACHER_PREFIX`; written once by
+`distillation_precompute`), for the soft-target and hard-label losses.
+
 Only the student and the projection are trainable: `trainable_variables` is
 the student's, then the projection's. Checkpoints hold the teacher too (a
 resumed run needs nothing but the model directory and the teacher).
@@ -36,8 +42,14 @@ import tensorflow as tf
 from keras import ops
 
 from bert_tf.layers.bert_self_attention import MASK_BIAS
-from bert_tf.models import BertEncoder
+from bert_tf.models import ENCODER_INPUTS, BertEncoder
 from bert_tf.training.distillation_losses import layer_mapping
+
+# What the student and the teacher read of a batch's features: the encoder inputs and, for a masked-LM pretrainer
+# (general distillation), the prediction slots.
+MODEL_INPUTS = ENCODER_INPUTS + ("mask_positions",)
+# Features of this prefix carry the teacher's precomputed outputs (`teacher_logits`, `teacher_start_logits`, ...).
+TEACHER_PREFIX = "teacher_"
 
 
 def as_output_dict(outputs, name="logits"):
@@ -108,19 +120,31 @@ class Distiller(keras.Model):
 
     Args:
         student: the task model being trained (e.g. a `BertClassifier`).
-        teacher: a task model of the same task and outputs; frozen here.
+        teacher: a task model of the same task and outputs; frozen here (None with `precomputed`).
         states: return the mapped layers' hidden states (hidden-state and cosine losses).
         attention: return the mapped layers' attention probabilities (needs as many heads in both).
+        precomputed: the teacher's task outputs come with the batch (features `TEACHER_PREFIX + output`, written
+            once before training by `distill(precompute_teacher=True)`); the teacher does not run in the step.
     """
 
-    def __init__(self, student, teacher, states=False, attention=False, **kwargs):
+    def __init__(self, student, teacher, states=False, attention=False, precomputed=False, **kwargs):
         super().__init__(**kwargs)
+        if precomputed and (states or attention):
+            raise ValueError(
+                "Precomputed teacher outputs hold the teacher's task outputs only: hidden-state, attention and cosine "
+                f"losses need the teacher's layers. Received: precomputed=True, states={states}, attention={attention}"
+            )
+        self.precomputed = precomputed
         self.student = student
         self.teacher = teacher
-        teacher.trainable = False
+        if teacher is None and not precomputed:
+            raise ValueError("A Distiller needs its `teacher` (or `precomputed=True`: the batches carry its outputs).")
+        if teacher is not None:
+            teacher.trainable = False
         self.states = states
         self.attention = attention
-        student_encoder, teacher_encoder = student.encoder, teacher.encoder
+        student_encoder = student.encoder
+        teacher_encoder = teacher.encoder if teacher is not None else None
         self.mapping = None  # student layer i learns from teacher layer mapping[i] (hidden states, attention)
         if states or attention:
             student_layers, teacher_layers = len(student_encoder.applied_layers), len(teacher_encoder.applied_layers)
@@ -149,11 +173,15 @@ class Distiller(keras.Model):
         self.built = True  # the optimizer's slots are built before the first call
 
     def call(self, inputs, training=None):
-        inputs = {k: inputs[k] for k in ("token_ids", "segment_ids", "padding_mask")}
+        precomputed = {k[len(TEACHER_PREFIX) :]: v for k, v in inputs.items() if k.startswith(TEACHER_PREFIX)}
+        inputs = {k: inputs[k] for k in MODEL_INPUTS if k in inputs}
         outputs = {"padding_mask": inputs["padding_mask"]}
         if not (self.states or self.attention):
             outputs["student"] = as_output_dict(self.student(inputs, training=training))
-            outputs["teacher"] = as_output_dict(self.teacher(inputs, training=False))
+            if self.precomputed:
+                outputs["teacher"] = self.stored_outputs(precomputed)
+            else:
+                outputs["teacher"] = as_output_dict(self.teacher(inputs, training=False))
             outputs["teacher"] = tf.nest.map_structure(tf.stop_gradient, outputs["teacher"])
             return outputs
         student = encoder_states(self.student.encoder, inputs, training=training, attention=self.attention)
@@ -173,6 +201,15 @@ class Distiller(keras.Model):
             outputs["teacher_attention"] = [teacher["attention_probabilities"][i] for i in self.mapping]
         return outputs
 
+    def stored_outputs(self, precomputed):
+        """The teacher's outputs read from the batch (`TEACHER_PREFIX` + output name), e.g. `{"logits": [B, C]}`."""
+        if not precomputed:
+            raise ValueError(
+                f"This Distiller reads the teacher's outputs from the batch: its features need `{TEACHER_PREFIX}<output>` "
+                "keys (e.g. teacher_logits), as `distill(precompute_teacher=True)` adds them."
+            )
+        return precomputed
+
     def project(self, states):
         """The student's hidden states in the teacher's width: float32 `[B, T, H_s]` -> `[B, T, H_t]`."""
         if self.projection is None:
@@ -180,4 +217,4 @@ class Distiller(keras.Model):
         return tf.cast(self.projection(ops.cast(states, self.projection.compute_dtype)), tf.float32)
 
 
-__all__ = ["Distiller", "as_output_dict", "attention_probabilities", "encoder_states"]
+__all__ = ["MODEL_INPUTS", "TEACHER_PREFIX", "Distiller", "as_output_dict", "attention_probabilities", "encoder_states"]

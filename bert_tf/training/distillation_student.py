@@ -1,0 +1,71 @@
+"""A distillation student: its `BertConfig` (the teacher's with fewer layers, or a preset / config file of any width)
+and DistilBERT's initialisation from teacher layers.
+
+Used by task distillation (`distillation.distill`: task models) and general
+distillation (`general_distillation.general_distill`: masked-LM pretrainers)
+alike; the models only need to list their encoder's variables first, then
+their heads' (every `EncoderTask` does).
+"""
+
+import dataclasses
+
+from bert_tf.config import PRESETS, BertConfig
+from bert_tf.models import BertEncoder
+
+
+def student_config(config, teacher_config):
+    """The student's `BertConfig`: the teacher's with `len(student_layers)` layers, or `student_model`'s."""
+    if config.student_layers is not None:
+        student = dataclasses.replace(teacher_config, num_hidden_layers=len(config.student_layers))
+    elif config.student_model in PRESETS:
+        student = BertConfig.preset(config.student_model, vocab_size=teacher_config.vocab_size)
+        if teacher_config.model_type != "bert":
+            student = student.for_family(teacher_config.model_type)
+    else:
+        student = BertConfig.from_json_file(config.student_model)
+        if student.vocab_size != teacher_config.vocab_size or student.model_type != teacher_config.model_type:
+            raise ValueError(
+                f"`student_model` {config.student_model} must share the teacher's vocabulary and family: it has "
+                f"vocab_size {student.vocab_size} and model_type {student.model_type!r}, the teacher "
+                f"{teacher_config.vocab_size} and {teacher_config.model_type!r}."
+            )
+    if config.dropout is not None:
+        student = dataclasses.replace(
+            student, hidden_dropout_prob=config.dropout, attention_probs_dropout_prob=config.dropout
+        )
+    return student
+
+
+def copy_teacher_layers(student, teacher, layers):
+    """Copies into `student` the teacher's embeddings, `layers` (student block j <- teacher block `layers[j]`),
+    pooler, final LayerNorm and head (DistilBERT's initialisation: a task model's task head, a pretrainer's masked-LM
+    head, whose output stays tied to the student's own word embeddings). Both are models of one task on
+    `BertEncoder`s without shared layers; ValueError otherwise, naming `student_layers`."""
+    source, target = teacher.encoder, student.encoder
+    if not isinstance(source, BertEncoder) or source.num_hidden_groups != 1 or source.inner_group_num != 1:
+        raise ValueError(
+            "`student_layers` copies distinct layers of a BertEncoder; this teacher's encoder "
+            f"({type(source).__name__}, {getattr(source, 'model_type', '?')}) has none to copy: use `student_model`."
+        )
+    if max(layers) >= source.num_layers:
+        raise ValueError(
+            f"`student_layers` names layer {max(layers)} but the teacher has {source.num_layers} layers (0 to "
+            f"{source.num_layers - 1}). Received: student_layers={list(layers)!r}"
+        )
+    pairs = [(target.embeddings, source.embeddings), (target.pooler, source.pooler)]
+    pairs += [(target.transformer_layers[j], source.transformer_layers[i]) for j, i in enumerate(layers)]
+    if source.final_layer_norm is not None:
+        pairs.append((target.final_layer_norm, source.final_layer_norm))
+    for to, frm in pairs:
+        to.set_weights(frm.get_weights())
+    head_target = student.weights[len(target.weights) :]  # a task model lists its encoder's variables first
+    head_source = teacher.weights[len(source.weights) :]
+    if [v.shape for v in head_target] != [v.shape for v in head_source]:
+        raise ValueError(
+            "The student's head does not match the teacher's (another task, label count or sentence head)."
+        )
+    for to, frm in zip(head_target, head_source):
+        to.assign(frm)
+
+
+__all__ = ["copy_teacher_layers", "student_config"]
