@@ -199,6 +199,28 @@ LONG = {
     ),
     "python tools/distillation_benchmark.py --models=runs/distill/teacher,runs/distill/student "
     "--output_md=runs/distill/benchmark.md": Long("about 2 minutes; needs both model directories above"),
+    "bert-tf-finetune --task=ner --init=$M --train_file=../shared/data/conll2003/eng.train "
+    "--eval_file=../shared/data/conll2003/eng.testa --model_dir=runs/distill_conll/teacher --max_seq_length=128 "
+    "--epochs=2 --evals_per_epoch=2 --global_batch_size=32 --learning_rate=1e-4 --seed=0": Long(
+        "about 10 minutes (the CoNLL teacher; the fine-tuning chain runs NER shortened)"
+    ),
+    "bert-tf-distill --teacher=runs/distill_conll/teacher --student_layers=0,2,4 --model_dir=runs/distill_conll/student "
+    "--train_file=../shared/data/conll2003/eng.train --eval_file=../shared/data/conll2003/eng.testa "
+    "--max_seq_length=128 --epochs=2 --evals_per_epoch=2 --global_batch_size=32 --learning_rate=1e-4 --seed=0 "
+    "--soft_weight=1 --hard_weight=1 --temperature=2": Long(
+        "10-14 minutes while other jobs shared the cores; needs the CoNLL teacher above (tests/apps/distill_test.py "
+        "distills a tiny NER teacher end to end)"
+    ),
+    "python tools/distillation_benchmark.py --models=runs/distill_conll/teacher,runs/distill_conll/student "
+    "--conll=../shared/data/conll2003/eng.testa --output_md=runs/distill_conll/benchmark.md": Long(
+        "about 3 minutes; needs both CoNLL model directories above"
+    ),
+    "bert-tf-distill --teacher=runs/recipes/bert --student_layers=0,2 --corpus='../shared/data/corpus/*/*' "
+    "--train_steps=300 --learning_rate=1e-4 --soft_weight=1 --hard_weight=1 --eval_interval=100 "
+    "--model_dir=runs/gendistill-student": Long(
+        "about 15 minutes while other jobs shared the cores; needs the recipes' BERT-mini teacher "
+        "(tests/training/general_distillation_test.py distills a tiny masked-LM teacher)"
+    ),
     "python tools/benchmark.py --quick": Long("about 4 minutes; tests/tools/benchmark_test.py runs it (slow)"),
 }
 
