@@ -50,7 +50,7 @@ from bert_tf.models import build_encoder
 from bert_tf.training.distillation_objective import DistillationObjective, with_distill_weights
 from bert_tf.training.distillation_precompute import check_task as check_precompute_task
 from bert_tf.training.distillation_precompute import precompute, texts_sha256, with_teacher_outputs
-from bert_tf.training.distillation_student import copy_teacher_layers, student_config
+from bert_tf.training.distillation_student import copy_teacher_layers, student_config, student_positions
 from bert_tf.training.distiller import Distiller
 from bert_tf.training.distribute import create_strategy, dtype_policy, is_chief
 from bert_tf.training.general_distillation import general_distill
@@ -329,13 +329,7 @@ def distill(config, strategy=None, log=print):
     config = dataclasses.replace(config, task=name)
     if task.check_config is not None:
         task.check_config(config)
-    student_bert_config = student_config(config, teacher_config)
-    max_position_embeddings = min(teacher_config.max_position_embeddings, student_bert_config.max_position_embeddings)
-    if config.max_seq_length > max_position_embeddings:
-        raise ValueError(
-            f"max_seq_length ({config.max_seq_length}) exceeds the teacher's or the student's max_position_embeddings "
-            f"({max_position_embeddings})."
-        )
+    student_bert_config, max_position_embeddings = student_positions(config, teacher_config)
     settings = {**teacher_settings, **tokenizer_settings(config.teacher)}
     if config.split_special_tokens is not None:
         settings["split_special_tokens"] = config.split_special_tokens
@@ -376,15 +370,7 @@ def distill(config, strategy=None, log=print):
             clip_norm=0,
             loss_scale=config.dtype == "float16",
         )
-    objective = DistillationObjective(
-        task.objective,
-        temperature=config.temperature,
-        soft_weight=config.soft_weight,
-        hard_weight=config.hard_weight,
-        hidden_weight=config.hidden_weight,
-        attention_weight=config.attention_weight,
-        cosine_weight=config.cosine_weight,
-    )
+    objective = DistillationObjective.from_config(task.objective, config)
     model_settings = model_dir_settings(settings, built_with, config.max_seq_length, labels, task.name)
 
     def save():

@@ -105,6 +105,12 @@ class DistillationObjective(Objective):
             + tuple(h.key(s) for h in self.heads if h.kind == "ce" for s in ("correct", "count"))
         )
 
+    @classmethod
+    def from_config(cls, task_objective, config, masked_lm=False):
+        """The objective a `DistillConfig` asks for: its `temperature` and `<loss>_weight` fields."""
+        weights = {f"{name}_weight": getattr(config, f"{name}_weight") for name in LOSSES}
+        return cls(task_objective, temperature=config.temperature, masked_lm=masked_lm, **weights)
+
     def global_totals(self, weights):
         context = tf.distribute.get_replica_context()
 

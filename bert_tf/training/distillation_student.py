@@ -36,6 +36,19 @@ def student_config(config, teacher_config):
     return student
 
 
+def student_positions(config, teacher_config):
+    """The student's `BertConfig` (`student_config`) and the positions both models hold, checked against
+    `config.max_seq_length` (ValueError naming both when the sequences do not fit)."""
+    student = student_config(config, teacher_config)
+    max_position_embeddings = min(teacher_config.max_position_embeddings, student.max_position_embeddings)
+    if config.max_seq_length > max_position_embeddings:
+        raise ValueError(
+            f"max_seq_length ({config.max_seq_length}) exceeds the teacher's or the student's max_position_embeddings "
+            f"({max_position_embeddings})."
+        )
+    return student, max_position_embeddings
+
+
 def copy_teacher_layers(student, teacher, layers):
     """Copies into `student` the teacher's embeddings, `layers` (student block j <- teacher block `layers[j]`),
     pooler, final LayerNorm and head (DistilBERT's initialisation: a task model's task head, a pretrainer's masked-LM

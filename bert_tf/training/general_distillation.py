@@ -52,12 +52,12 @@ from bert_tf.data.pretraining import EmptyCorpusError, default_max_predictions, 
 from bert_tf.models import BertPretrainer, build_encoder
 from bert_tf.text.vocab import expand_files
 from bert_tf.training.distillation_objective import DistillationObjective, with_distill_weights
-from bert_tf.training.distillation_student import copy_teacher_layers, student_config
+from bert_tf.training.distillation_student import copy_teacher_layers, student_positions
 from bert_tf.training.distiller import Distiller
 from bert_tf.training.distribute import dtype_policy, is_chief
 from bert_tf.training.optimization import create_optimizer
-from bert_tf.training.task_runs import RESULTS_FILE, read_results
-from bert_tf.training.trainer import LoopConfig, Objective, TrainingLoop
+from bert_tf.training.task_runs import RESULTS_FILE, interval_loop_config, read_results
+from bert_tf.training.trainer import Objective, TrainingLoop
 
 # The metric that picks the best student (higher is better; at a tie, the lower held-out masked-LM loss).
 BEST_METRIC = "mlm_acc"
@@ -149,13 +149,7 @@ def general_distill(config, request, strategy, log=print):
     teacher_config = load_config(config.teacher)
     with strategy.scope():
         teacher = load_masked_lm_teacher(config.teacher, dtype=dtype_policy(config.dtype))
-    student_bert_config = student_config(config, teacher_config)
-    max_position_embeddings = min(teacher_config.max_position_embeddings, student_bert_config.max_position_embeddings)
-    if config.max_seq_length > max_position_embeddings:
-        raise ValueError(
-            f"max_seq_length ({config.max_seq_length}) exceeds the teacher's or the student's max_position_embeddings "
-            f"({max_position_embeddings})."
-        )
+    student_bert_config, max_position_embeddings = student_positions(config, teacher_config)
     settings = teacher_tokenizer_settings(
         config.teacher, teacher_config.max_position_embeddings, config.split_special_tokens
     )
@@ -185,15 +179,8 @@ def general_distill(config, request, strategy, log=print):
             clip_norm=0,
             loss_scale=config.dtype == "float16",
         )
-    objective = DistillationObjective(
-        Objective.pretraining(sentence_objective="none"),
-        temperature=config.temperature,
-        soft_weight=config.soft_weight,
-        hard_weight=config.hard_weight,
-        hidden_weight=config.hidden_weight,
-        attention_weight=config.attention_weight,
-        cosine_weight=config.cosine_weight,
-        masked_lm=True,
+    objective = DistillationObjective.from_config(
+        Objective.pretraining(sentence_objective="none"), config, masked_lm=True
     )
 
     def dataset(context, split, batch_size, shuffle_buffer):
@@ -255,16 +242,7 @@ def general_distill(config, request, strategy, log=print):
         return results
 
     interval = max(min(config.eval_interval, config.train_steps), 1)
-    loop_config = LoopConfig(
-        train_steps=config.train_steps,
-        steps_per_loop=min(config.steps_per_loop, interval),
-        checkpoint_steps=config.checkpoint_steps or interval,
-        keep_checkpoints=config.keep_checkpoints,
-        initial_checkpoint=False,
-        eval_interval=interval,
-        clip_norm=config.clip_norm,
-        jit_compile=config.jit_compile,
-    )
+    loop_config = interval_loop_config(config, config.train_steps, interval)
     recorded = {
         "general": True,
         "teacher": os.path.relpath(config.teacher),

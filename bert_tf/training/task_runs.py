@@ -111,7 +111,14 @@ def model_dir_settings(tokenizer_settings, built_with, max_seq_length, labels, t
 def epoch_loop_config(config, steps_per_epoch, train_steps):
     """The `LoopConfig` of a task run: an evaluation (and a checkpoint, unless `config.checkpoint_steps`) every
     `1 / evals_per_epoch` of an epoch; the initial weights are the run's (--init's, the teacher's), not saved."""
-    interval = max(math.ceil(steps_per_epoch / max(config.evals_per_epoch, 1)), 1)
+    return interval_loop_config(
+        config, train_steps, max(math.ceil(steps_per_epoch / max(config.evals_per_epoch, 1)), 1)
+    )
+
+
+def interval_loop_config(config, train_steps, interval):
+    """The `LoopConfig` of a run that evaluates (and checkpoints, unless `config.checkpoint_steps`) every
+    `interval` steps, from `config`'s loop fields; the initial weights are not saved."""
     return LoopConfig(
         train_steps=train_steps,
         steps_per_loop=min(config.steps_per_loop, interval),
