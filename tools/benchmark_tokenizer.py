@@ -32,8 +32,8 @@ decoded with the encoding its NLTK name gives: tools/udhr_text.py), a table per 
 (`--lowercase`) times, per file (its lines repeated to `--multilingual_megabytes`) and for all
 files together:
   * bert_tf.text.BertTokenizer.tokenize and tokenize_with_offsets in a tf.function, batched;
-  * the same tokenize as a tf.data map over batches (`num_parallel_calls=AUTOTUNE`, steady state of
-    one iterator);
+  * the same tokenize as a tf.data map over batches, `num_parallel_calls=AUTOTUNE` and one call at a
+    time (steady state of one iterator over the first batch repeated);
   * tokenizers.BertWordPieceTokenizer.encode_batch as users call it (every core), and with
     `TOKENIZERS_PARALLELISM=false` (one thread) for context;
 and whether ids and character offsets equal Hugging Face's on every line of the file.
@@ -255,10 +255,11 @@ def _multilingual_table():
     )
     print(f"{cpu_line()}\n")
     print(
-        "| text | script | MB | bert_tf tokenize | bert_tf tokenize_with_offsets | bert_tf tf.data map | "
-        "HF encode_batch | HF 1 thread | x HF | offsets x HF | tf.data x HF | same ids | same offsets |"
+        "| text | script | MB | bert_tf tokenize | bert_tf tokenize_with_offsets | bert_tf tf.data parallel map | "
+        "bert_tf tf.data map, 1 call | HF encode_batch | HF 1 thread | x HF | offsets x HF | tf.data x HF | "
+        "tf.data 1 call x HF | same ids | same offsets |"
     )
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for label, (script, lines) in texts.items():
         print(_multilingual_row(ours, tokenize, with_offsets, reference, label, script, lines), flush=True)
 
@@ -272,14 +273,21 @@ def _multilingual_row(ours, tokenize, with_offsets, reference, label, script, or
     megabytes = sum(len(line.encode("utf-8")) for line in lines) / 1e6
     text_batches = [lines[i : i + size] for i in range(0, len(lines), size)]
     batches = [tf.constant([t.encode("utf-8") for t in b]) for b in text_batches]
-    dataset = (
-        tf.data.Dataset.from_tensor_slices(tf.concat(batches, 0))
-        .batch(size)
-        .map(ours.tokenize, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-        .repeat()
-        .prefetch(tf.data.AUTOTUNE)
-    )
-    iterator = iter(dataset)
+    # The tf.data rows map the first batch again and again (its size is known), in parallel and one call at a
+    # time; the map runs ahead while other sides are timed, so the buffered results are taken first.
+    first_megabytes = sum(len(t.encode("utf-8")) for t in text_batches[0]) / 1e6
+    pipeline_batches = max(8, round(megabytes / first_megabytes))
+    iterators = {
+        calls: iter(tf.data.Dataset.from_tensors(batches[0]).repeat().map(ours.tokenize, num_parallel_calls=calls))
+        for calls in (tf.data.AUTOTUNE, None)
+    }
+
+    def steady_pipeline(calls):
+        iterator = iterators[calls]
+        [next(iterator) for _ in range(2 * (os.cpu_count() or 1) + 2)]
+        # Seconds per `megabytes`, the other sides' pass.
+        spent = _seconds(lambda: [next(iterator).flat_values.numpy() for _ in range(pipeline_batches)])
+        return spent * megabytes / (pipeline_batches * first_megabytes)
 
     def one_thread():
         os.environ["TOKENIZERS_PARALLELISM"] = "false"
@@ -288,16 +296,11 @@ def _multilingual_row(ours, tokenize, with_offsets, reference, label, script, or
         finally:
             os.environ["TOKENIZERS_PARALLELISM"] = "true"
 
-    def steady_pipeline():
-        # The map runs ahead while the other sides are timed: one untimed pass
-        # first, so that the timed one starts and ends in the steady state.
-        [next(iterator) for _ in batches]
-        return _seconds(lambda: [next(iterator).flat_values.numpy() for _ in batches])
-
     sides = {
         "tokenize": lambda: _seconds(lambda: [tokenize(b).numpy() for b in batches]),
         "offsets": lambda: _seconds(lambda: [with_offsets(b).numpy() for b in batches]),
-        "tf.data": steady_pipeline,
+        "tf.data": lambda: steady_pipeline(tf.data.AUTOTUNE),
+        "tf.data 1 call": lambda: steady_pipeline(None),
         "HF": lambda: _seconds(lambda: [reference.encode_batch(b, add_special_tokens=False) for b in text_batches]),
         "HF 1 thread": lambda: _seconds(one_thread),
     }
@@ -310,13 +313,13 @@ def _multilingual_row(ours, tokenize, with_offsets, reference, label, script, or
     rate = {name: megabytes / statistics.median(seconds[name]) for name in sides}
     ratio = {
         name: statistics.median(r / s for r, s in zip(seconds["HF"], seconds[name]))
-        for name in ("tokenize", "offsets", "tf.data")
+        for name in ("tokenize", "offsets", "tf.data", "tf.data 1 call")
     }
     same_ids, same_offsets = _same_as_reference(ours, reference, original)
     return (
         f"| {label} | {script} | {megabytes:.2f} | "
         + " | ".join(f"{rate[name]:.1f}" for name in sides)
-        + f" | {ratio['tokenize']:.1f} | {ratio['offsets']:.1f} | {ratio['tf.data']:.1f} | "
+        + f" | {ratio['tokenize']:.1f} | {ratio['offsets']:.1f} | {ratio['tf.data']:.1f} | {ratio['tf.data 1 call']:.1f} | "
         f"{same_ids}/{len(original)} | {same_offsets}/{len(original)} |"
     )
 

@@ -125,8 +125,8 @@ _NFD_KEEP = """
 # `FastWordpieceTokenizer(no_pretokenization=False)`) splits differently from the reference:
 # punctuation it isolates and the reference keeps in words (Unicode 10+ additions, CJK Extension
 # E's first 256 code points) and U+166D, U+111C9, which the reference isolates and it does not.
-# Measured on every code point (tests/text/parity_test.py re-measures it); no other character
-# normalizes to one of them.
+# Measured on every code point, as is that no other character normalizes to one of them;
+# tests/text/parity_test.py runs every other code point through the fast path against the reference.
 _SPLIT_DIFFERENCES = """
 61D 9FD A76 C77 C84 166D 1B4E-1B4F 1B7D-1B7F 2E43-2E4F 2E52-2E5D 10D6E 10EAD 10F55-10F59
 10F86-10F89 111C9 113D4-113D5 113D7-113D8 1144B-1144F 1145A-1145B 1145D 11660-1166C 116B9

@@ -22,12 +22,17 @@ Pipeline (the reference's order):
 4. WordPiece (greedy longest match first, `##` continuations); a word longer
    than `max_input_chars_per_word` characters becomes `[UNK]`.
 
-Speed: rows of plain ASCII (printable, tab, newline, carriage return; most
-real text) without a special token need no cleaning, NFD or special tables:
-they are lowercased and go to tensorflow-text's end-to-end WordPiece, whose
-BERT pretokenization splits ASCII exactly as the reference does. Only the
-other rows take the pipeline above, and only the non-ASCII characters of those
-are normalized one at a time for offsets.
+Speed: every row without a kept special token whose characters all agree
+between the reference's tables and ICU's (`FAST_PATH_PATTERN`: real text in
+every script; not invalid UTF-8, NUL, or a few hundred rare characters) takes
+the fast path: normalization in whole-row passes (lowercasing alone for plain
+ASCII; for other text NFD, one pass removing control characters and accents,
+capital sigma, ICU lowercasing), then tensorflow-text's end-to-end WordPiece,
+whose own BERT pretokenization then splits words exactly as the reference does.
+Its word limit is in bytes, so a row with a non-ASCII word of more bytes than
+`max_input_chars_per_word` is redone on the general path (steps 1-4 above, one
+op each). Offsets of non-ASCII rows come from each distinct character of the
+batch normalized once.
 
 Vocabulary sources: a `vocab.txt` (`BertTokenizer(vocab_file)`, kept as a
 SavedModel asset), an in-memory list (`BertTokenizer(vocabulary=[...])`, kept
