@@ -513,15 +513,33 @@ class BertTokenizer(keras.layers.Layer):
         exact = tf.logical_or(tf.equal(counts, 0), plain)
         if not with_offsets:
             return ids, exact
-        # Plain ASCII keeps every byte in place.
+        # Plain ASCII keeps every byte in place: only the other rows are mapped.
         flat_starts, flat_ends = tf.cond(
             all_plain,
             lambda: (tf.identity(starts.values), tf.identity(ends.values)),
-            lambda: self._fast_original_offsets(strings, ids, starts, ends),
+            lambda: self._fast_original_offsets(strings, plain, ids, starts, ends),
         )
         return ids, starts.with_values(flat_starts), ends.with_values(flat_ends), exact
 
-    def _fast_original_offsets(self, strings, ids, starts, ends):
+    def _fast_original_offsets(self, strings, plain, ids, starts, ends):
+        """Piece offsets into the fast path's normalized rows -> into `strings` (flat values).
+
+        Rows of plain ASCII (`plain` [N]) keep theirs; the others are mapped
+        (`_normalized_offsets_to_original`).
+        """
+        rows = tf.where(tf.logical_not(plain))[:, 0]  # [R]
+        splits = ids.row_splits
+        # Where the pieces of those rows are among all pieces.
+        places = tf.ragged.range(tf.gather(splits, rows), tf.gather(splits, rows + 1)).flat_values[:, None]
+        mapped_starts, mapped_ends = self._normalized_offsets_to_original(
+            tf.gather(strings, rows), tf.gather(ids, rows), tf.gather(starts, rows), tf.gather(ends, rows)
+        )
+        return (
+            tf.tensor_scatter_nd_update(starts.values, places, mapped_starts),
+            tf.tensor_scatter_nd_update(ends.values, places, mapped_ends),
+        )
+
+    def _normalized_offsets_to_original(self, strings, ids, starts, ends):
         """Piece offsets into the fast path's normalized rows -> into `strings` (flat values).
 
         Each character normalizes on its own, so the batch's distinct
