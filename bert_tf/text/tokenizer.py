@@ -513,21 +513,23 @@ class BertTokenizer(keras.layers.Layer):
         exact = tf.logical_or(tf.equal(counts, 0), plain)
         if not with_offsets:
             return ids, exact
-        # Plain ASCII keeps every byte in place: only the other rows are mapped.
+        # Rows that normalization leaves as they are (plain ASCII, and much cased
+        # or caseless text) keep every byte in place: only the others are mapped.
+        unchanged = tf.logical_or(plain, tf.equal(normalized, strings))  # [N]
         flat_starts, flat_ends = tf.cond(
-            all_plain,
+            tf.reduce_all(unchanged),
             lambda: (tf.identity(starts.values), tf.identity(ends.values)),
-            lambda: self._fast_original_offsets(strings, plain, ids, starts, ends),
+            lambda: self._fast_original_offsets(strings, unchanged, ids, starts, ends),
         )
         return ids, starts.with_values(flat_starts), ends.with_values(flat_ends), exact
 
-    def _fast_original_offsets(self, strings, plain, ids, starts, ends):
+    def _fast_original_offsets(self, strings, unchanged, ids, starts, ends):
         """Piece offsets into the fast path's normalized rows -> into `strings` (flat values).
 
-        Rows of plain ASCII (`plain` [N]) keep theirs; the others are mapped
-        (`_normalized_offsets_to_original`).
+        Rows that normalization left as they were (`unchanged` [N]) keep
+        theirs; the others are mapped (`_normalized_offsets_to_original`).
         """
-        rows = tf.where(tf.logical_not(plain))[:, 0]  # [R]
+        rows = tf.where(tf.logical_not(unchanged))[:, 0]  # [R]
         splits = ids.row_splits
         # Where the pieces of those rows are among all pieces.
         places = tf.ragged.range(tf.gather(splits, rows), tf.gather(splits, rows + 1)).flat_values[:, None]
