@@ -40,7 +40,8 @@ Sections (`--sections`, all by default):
             (`model_type="albert"`) / `BertPretrainer` vs keras-hub `AlbertBackbone` / `AlbertMaskedLM`,
             each side's best `--settings`; first the largest difference of the two sides'
             `sequence_output` on the same weights (float32), so the comparison is of one function.
-  text      tokenizer MB/s (bert_tf, keras-hub, HF `tokenizers`) and
+  text      tokenizer MB/s (bert_tf, keras-hub, HF `tokenizers`), per UDHR file (every script of
+            `--tokenizer_multilingual`, bert_tf vs HF `tokenizers` encode_batch on every core) and
             in-graph pretraining batches/s from raw text (bert_tf only: no
             peer builds NSP pairs in tf.data).
 
@@ -67,6 +68,7 @@ import tempfile
 import time
 
 import keras_hub_peer
+import udhr_text
 from absl import app, flags
 
 FLAGS = flags.FLAGS
@@ -102,6 +104,13 @@ flags.DEFINE_string(
     "../shared/data/corpus/wikitext2/wiki.test.raw",
     "Text file(s) (glob) for the tokenizer and pipeline rows.",
 )
+flags.DEFINE_string(
+    "tokenizer_multilingual",
+    "../shared/data/multilingual/udhr/*",
+    "text: UDHR samples (glob) for the per-script tokenizer rows (each decoded as tools/udhr_text.py says); "
+    "empty: none.",
+)
+flags.DEFINE_float("tokenizer_multilingual_megabytes", 0.25, "text: each UDHR file repeated to about this many MB.")
 flags.DEFINE_string(
     "reference_python",
     None,
@@ -1094,7 +1103,39 @@ def text_rows():
     rows = _best_rows("text", name, "MB/s", rates)
     if ("tokenizers", "float32") in rates:
         rows.extend(_best_rows("text", name, "MB/s", rates, peer="tokenizers"))
+    rows.extend(_multilingual_rows(ours, vocab))
     rows.append(_pipeline_row(ours, paths))
+    return rows
+
+
+def _multilingual_rows(ours, vocab):
+    """bert_tf vs HF `tokenizers` `encode_batch` (every core) MB/s per UDHR file and over all of them, uncased."""
+    import tensorflow as tf
+
+    try:
+        from tokenizers import BertWordPieceTokenizer
+    except ImportError:
+        return []
+    paths = sorted(glob.glob(FLAGS.tokenizer_multilingual)) if FLAGS.tokenizer_multilingual else []
+    reference = BertWordPieceTokenizer(vocab, lowercase=True)
+    ours_fn = tf.function(lambda x: ours.tokenize(x).flat_values, input_signature=[tf.TensorSpec([None], tf.string)])
+    texts = {os.path.basename(p): (udhr_text.script_of(p), udhr_text.read_lines(p)) for p in paths}
+    if texts:
+        texts["all UDHR files"] = ("every script", [line for _, lines in texts.values() for line in lines])
+    megabytes = 0.02 if FLAGS.quick else FLAGS.tokenizer_multilingual_megabytes
+    rows = []
+    for label, (script, lines) in texts.items():
+        lines = udhr_text.repeated(lines, megabytes)
+        size = sum(len(line.encode("utf-8")) for line in lines) / 1e6
+        chunks = [tf.constant([t.encode("utf-8") for t in lines[i : i + 4096]]) for i in range(0, len(lines), 4096)]
+        candidates = {
+            ("bert_tf", "float32"): lambda chunks=chunks: [ours_fn(c).numpy() for c in chunks],
+            ("tokenizers", "float32"): lambda lines=lines: reference.encode_batch(lines),
+        }
+        rates = _median_rates(candidates, size, 1, 1, FLAGS.repeats)
+        rows.extend(
+            _best_rows("text", f"tokenizer, UDHR {label} ({script}), {size:.2f} MB", "MB/s", rates, peer="tokenizers")
+        )
     return rows
 
 

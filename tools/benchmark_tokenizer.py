@@ -27,6 +27,17 @@ The sides run interleaved, `--repeats` rounds of one pass each, so that load
 from other processes hits them alike; the table gives medians, and "x HF" is
 the median over rounds of (reference seconds / row seconds) in the same round.
 
+With `--multilingual` (a glob of UDHR samples, e.g. '../shared/data/multilingual/udhr/*', each
+decoded with the encoding its NLTK name gives: tools/udhr_text.py), a table per casing
+(`--lowercase`) times, per file (its lines repeated to `--multilingual_megabytes`) and for all
+files together:
+  * bert_tf.text.BertTokenizer.tokenize and tokenize_with_offsets in a tf.function, batched;
+  * the same tokenize as a tf.data map over batches, `num_parallel_calls=AUTOTUNE` and one call at a
+    time (steady state of one iterator over the first batch repeated);
+  * tokenizers.BertWordPieceTokenizer.encode_batch as users call it (every core), and with
+    `TOKENIZERS_PARALLELISM=false` (one thread) for context;
+and whether ids and character offsets equal Hugging Face's on every line of the file.
+
 With `--pipeline_corpus`, it also times pretraining batches made from raw text
 by `bert_tf.data.pretraining.pretraining_dataset` (max_seq_length 128, batch 32,
 "paragraphs" format): examples/s over `--pipeline_batches` batches after
@@ -36,6 +47,8 @@ Usage:
   python tools/benchmark_tokenizer.py --vocab=path/to/vocab.txt \\
       --input='../shared/data/corpus/*/*' --batch_size=4096 \\
       --pipeline_corpus=../shared/data/corpus/wikitext2/wiki.test.raw
+  python tools/benchmark_tokenizer.py --vocab=path/to/vocab.txt --input=../shared/data/corpus/wikitext2/wiki.test.raw \\
+      --multilingual='../shared/data/multilingual/udhr/*' --nolowercase
   python tools/benchmark_tokenizer.py --bpe_vocab=DIR/vocab.json --bpe_merges=DIR/merges.txt \\
       --input=../shared/data/corpus/wikitext2/wiki.test.raw
   python tools/benchmark_tokenizer.py --sentencepiece=tests/data/sentencepiece/albert \\
@@ -43,9 +56,12 @@ Usage:
 """
 
 import glob
+import os
+import platform
 import statistics
 import time
 
+import udhr_text
 from absl import app, flags
 
 FLAGS = flags.FLAGS
@@ -64,6 +80,10 @@ flags.DEFINE_string(
     None,
     "Text file(s) for the pretraining pipeline row (corpus_format='paragraphs'); unset: no pipeline row.",
 )
+flags.DEFINE_string(
+    "multilingual", None, "Glob of UDHR samples for the per-script table (needs --vocab; unset: no such table)."
+)
+flags.DEFINE_float("multilingual_megabytes", 1.0, "Each file's lines are repeated to about this many MB.")
 flags.DEFINE_integer("pipeline_warmup_batches", 20, "Pipeline batches skipped before timing.")
 flags.DEFINE_integer("pipeline_batches", 100, "Pipeline batches per window.")
 
@@ -175,6 +195,133 @@ def _wordpiece_table(batches, texts, megabytes):
     title = f"WordPiece: {len(texts)} lines, {megabytes:.1f} MB, batch_size={size}, lowercase={FLAGS.lowercase}"
     _time_table(rows, reference_name, megabytes, title)
     return ours
+
+
+def cpu_line():
+    """The CPU model, its logical cores and the flags that matter for speed, from /proc/cpuinfo."""
+    model, features = platform.processor() or platform.machine(), []
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name") and model in ("", platform.machine(), platform.processor()):
+                    model = line.split(":", 1)[1].strip()
+                if line.startswith("flags") and not features:
+                    present = set(line.split(":", 1)[1].split())
+                    features = [x for x in ("avx2", "avx512f", "avx512_bf16", "amx_tile") if x in present]
+    except OSError:
+        pass
+    return f"CPU: {model}, {os.cpu_count()} logical cores, {' '.join(features) or 'no AVX2'}"
+
+
+def _same_as_reference(ours, reference, lines):
+    """(lines with HF's ids, lines with HF's ids and character offsets) of `lines` (str)."""
+    import tensorflow as tf
+
+    same_ids = same_offsets = 0
+    for begin in range(0, len(lines), FLAGS.batch_size):
+        batch = lines[begin : begin + FLAGS.batch_size]
+        ids, starts, ends = ours.tokenize_with_offsets(tf.constant([t.encode("utf-8") for t in batch]), unit="char")
+        theirs = reference.encode_batch(batch, add_special_tokens=False)
+        for row_ids, row_starts, row_ends, encoding in zip(ids.to_list(), starts.to_list(), ends.to_list(), theirs):
+            same_ids += row_ids == encoding.ids
+            same_offsets += row_ids == encoding.ids and list(zip(row_starts, row_ends)) == encoding.offsets
+    return same_ids, same_offsets
+
+
+def _multilingual_table():
+    """Per UDHR file and all files together: bert_tf vs HF `tokenizers` MB/s and agreement (see the docstring)."""
+    import tensorflow as tf
+    import tokenizers
+
+    from bert_tf.text import BertTokenizer
+
+    paths = sorted(glob.glob(FLAGS.multilingual))
+    if not paths:
+        raise app.UsageError(f"--multilingual matches no file. Received: {FLAGS.multilingual}")
+    size = FLAGS.batch_size
+    ours = BertTokenizer(FLAGS.vocab, lowercase=FLAGS.lowercase)
+    tokenize = tf.function(lambda x: ours.tokenize(x).flat_values, input_signature=[tf.TensorSpec([None], tf.string)])
+    with_offsets = tf.function(
+        lambda x: ours.tokenize_with_offsets(x)[1].flat_values, input_signature=[tf.TensorSpec([None], tf.string)]
+    )
+    reference = tokenizers.BertWordPieceTokenizer(FLAGS.vocab, lowercase=FLAGS.lowercase)
+    texts = {os.path.basename(p): (udhr_text.script_of(p), udhr_text.read_lines(p)) for p in paths}
+    texts["all files"] = ("all", [line for _, lines in texts.values() for line in lines])
+
+    print(
+        f"\nWordPiece per script (UDHR), lowercase={FLAGS.lowercase}, batch_size={size}, each text repeated to "
+        f"{FLAGS.multilingual_megabytes} MB; MB/s medians of {FLAGS.repeats} interleaved rounds, x HF = median of "
+        "per-round ratios to HF encode_batch (every core); same ids/offsets: lines of the file equal to HF's\n"
+    )
+    print(f"{cpu_line()}\n")
+    print(
+        "| text | script | MB | bert_tf tokenize | bert_tf tokenize_with_offsets | bert_tf tf.data parallel map | "
+        "bert_tf tf.data map, 1 call | HF encode_batch | HF 1 thread | x HF | offsets x HF | tf.data x HF | "
+        "tf.data 1 call x HF | same ids | same offsets |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for label, (script, lines) in texts.items():
+        print(_multilingual_row(ours, tokenize, with_offsets, reference, label, script, lines), flush=True)
+
+
+def _multilingual_row(ours, tokenize, with_offsets, reference, label, script, original):
+    """One row of the per-script table: `original` (str lines) repeated to --multilingual_megabytes, timed."""
+    import tensorflow as tf
+
+    size = FLAGS.batch_size
+    lines = udhr_text.repeated(original, FLAGS.multilingual_megabytes)
+    megabytes = sum(len(line.encode("utf-8")) for line in lines) / 1e6
+    text_batches = [lines[i : i + size] for i in range(0, len(lines), size)]
+    batches = [tf.constant([t.encode("utf-8") for t in b]) for b in text_batches]
+    # The tf.data rows map the first batch again and again (its size is known), in parallel and one call at a
+    # time; the map runs ahead while other sides are timed, so the buffered results are taken first.
+    first_megabytes = sum(len(t.encode("utf-8")) for t in text_batches[0]) / 1e6
+    pipeline_batches = max(8, round(megabytes / first_megabytes))
+    iterators = {
+        calls: iter(tf.data.Dataset.from_tensors(batches[0]).repeat().map(ours.tokenize, num_parallel_calls=calls))
+        for calls in (tf.data.AUTOTUNE, None)
+    }
+
+    def steady_pipeline(calls):
+        iterator = iterators[calls]
+        [next(iterator) for _ in range(2 * (os.cpu_count() or 1) + 2)]
+        # Seconds per `megabytes`, the other sides' pass.
+        spent = _seconds(lambda: [next(iterator).flat_values.numpy() for _ in range(pipeline_batches)])
+        return spent * megabytes / (pipeline_batches * first_megabytes)
+
+    def one_thread():
+        os.environ["TOKENIZERS_PARALLELISM"] = "false"
+        try:
+            [reference.encode_batch(b, add_special_tokens=False) for b in text_batches]
+        finally:
+            os.environ["TOKENIZERS_PARALLELISM"] = "true"
+
+    sides = {
+        "tokenize": lambda: _seconds(lambda: [tokenize(b).numpy() for b in batches]),
+        "offsets": lambda: _seconds(lambda: [with_offsets(b).numpy() for b in batches]),
+        "tf.data": lambda: steady_pipeline(tf.data.AUTOTUNE),
+        "tf.data 1 call": lambda: steady_pipeline(None),
+        "HF": lambda: _seconds(lambda: [reference.encode_batch(b, add_special_tokens=False) for b in text_batches]),
+        "HF 1 thread": lambda: _seconds(one_thread),
+    }
+    for fn in sides.values():
+        fn()  # warm-up (tracing, caches, the iterator's first batches)
+    seconds = {name: [] for name in sides}
+    for _ in range(FLAGS.repeats):
+        for name, fn in sides.items():
+            seconds[name].append(fn())
+    rate = {name: megabytes / statistics.median(seconds[name]) for name in sides}
+    ratio = {
+        name: statistics.median(r / s for r, s in zip(seconds["HF"], seconds[name]))
+        for name in ("tokenize", "offsets", "tf.data", "tf.data 1 call")
+    }
+    same_ids, same_offsets = _same_as_reference(ours, reference, original)
+    return (
+        f"| {label} | {script} | {megabytes:.2f} | "
+        + " | ".join(f"{rate[name]:.1f}" for name in sides)
+        + f" | {ratio['tokenize']:.1f} | {ratio['offsets']:.1f} | {ratio['tf.data']:.1f} | {ratio['tf.data 1 call']:.1f} | "
+        f"{same_ids}/{len(original)} | {same_offsets}/{len(original)} |"
+    )
 
 
 def _bpe_table(batches, texts, megabytes):
@@ -304,6 +451,10 @@ def main(argv):
         raise app.UsageError(
             "Nothing to time: set --vocab (WordPiece), --bpe_vocab with --bpe_merges, and/or --sentencepiece."
         )
+    if FLAGS.multilingual and not FLAGS.vocab:
+        raise app.UsageError("--multilingual needs --vocab (the table times BertTokenizer).")
+    if FLAGS.multilingual_megabytes <= 0:
+        raise app.UsageError(f"--multilingual_megabytes must be positive. Received: {FLAGS.multilingual_megabytes}")
     if FLAGS.pipeline_corpus and not FLAGS.vocab:
         raise app.UsageError("--pipeline_corpus needs --vocab (the pipeline row uses BertTokenizer).")
     lines = []
@@ -315,8 +466,11 @@ def main(argv):
     size = FLAGS.batch_size
     batches = [tf.constant(lines[i : i + size]) for i in range(0, len(lines), size)]
 
+    print(cpu_line())
     if FLAGS.vocab:
         ours = _wordpiece_table(batches, texts, megabytes)
+    if FLAGS.multilingual:
+        _multilingual_table()
     if FLAGS.bpe_vocab:
         _bpe_table(batches, texts, megabytes)
     if FLAGS.sentencepiece:

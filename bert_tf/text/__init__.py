@@ -6,7 +6,8 @@
 - `byte_pair`: `BytePairTokenizer`, the byte-level BPE Keras layer (GPT-2, RoBERTa) with Hugging Face's ids.
 - `sentencepiece`: `SentencePieceTokenizer`, the SentencePiece unigram Keras layer (ALBERT, DeBERTa-v2/v3) with
   Hugging Face's ids.
-- `normalization`: the reference's Unicode tables, `normalize` and `split_words`.
+- `normalization`: the reference's Unicode tables, `normalize` and `split_words`; `FAST_PATH_PATTERN` and
+  `normalize_fast_path`, the tokenizer's fast path for the text whose characters ICU and the reference agree on.
 - `offsets`: `bytes_to_chars` (byte offsets to character offsets) and `utf8_length`.
 - `added_tokens`: what the tokenizers share: added tokens written in the text split out (`split_added_tokens`),
   Unicode whitespace (`WHITESPACE_CLASS`), `detokenize`'s id batches (`ragged_ids`).

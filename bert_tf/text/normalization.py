@@ -22,8 +22,11 @@ tables were measured against the reference on every code point, and
 case mapping or NFD (used for speed) disagree with the reference on a
 character, a per-character fix-up runs, only on batches that contain one.
 
-`PLAIN_ASCII_PATTERN` and `VALID_UTF8_PATTERN` are the RE2 patterns the
-tokenizer routes rows with.
+`PLAIN_ASCII_PATTERN`, `FAST_PATH_PATTERN` and `VALID_UTF8_PATTERN` are the
+RE2 patterns the tokenizer routes rows with; `normalize_fast_path` is
+`normalize` in fewer passes for the rows of `FAST_PATH_PATTERN` (almost all
+real text), whose words tensorflow-text's own BERT pretokenization then splits
+as the reference does.
 """
 
 import tensorflow as tf
@@ -118,6 +121,20 @@ _NFD_KEEP = """
 16D68-16D6A
 """
 
+# Characters tensorflow-text's own BERT pretokenization (ICU's newer Unicode, used by
+# `FastWordpieceTokenizer(no_pretokenization=False)`) splits differently from the reference:
+# punctuation it isolates and the reference keeps in words (Unicode 10+ additions, CJK Extension
+# E's first 256 code points) and U+166D, U+111C9, which the reference isolates and it does not.
+# Measured on every code point, as is that no other character normalizes to one of them;
+# tests/text/parity_test.py runs every other code point through the fast path against the reference.
+_SPLIT_DIFFERENCES = """
+61D 9FD A76 C77 C84 166D 1B4E-1B4F 1B7D-1B7F 2E43-2E4F 2E52-2E5D 10D6E 10EAD 10F55-10F59
+10F86-10F89 111C9 113D4-113D5 113D7-113D8 1144B-1144F 1145A-1145B 1145D 11660-1166C 116B9
+1183B 11944-11946 119E2 11A3F-11A46 11A9A-11A9C 11A9E-11AA2 11B00-11B09 11BE1 11C41-11C45
+11C70-11C71 11EF7-11EF8 11F43-11F4F 11FFF 12FF1-12FF2 16D6D-16D6F 16E97-16E9A 16FE2 1E5FF
+1E95E-1E95F 2B820-2B91F
+"""
+
 # Private-use code points stand in for _NFD_KEEP characters during NFD; clean
 # has already removed every private-use character of the input.
 _PLACEHOLDER_BASE = 0xF0000
@@ -182,6 +199,65 @@ PLAIN_ASCII_PATTERN = "[\\t\\n\\r\\x20-\\x7e]*"
 # Valid UTF-8 (no surrogates, overlong forms or code points past U+10FFFF):
 # RE2 matches its classes against well-formed UTF-8 only.
 VALID_UTF8_PATTERN = "[\\x{0}-\\x{D7FF}\\x{E000}-\\x{10FFFF}]*"
+
+
+def _complement_class(*tables):
+    """RE2 character class of every valid code point but NUL outside the tables."""
+    taken = sorted(r for table in tables for r in _parse_ranges(table))
+    parts, next_free = [], 1
+    for first, last in taken + [(0x110000, 0x110000)]:
+        if first > next_free:
+            parts.append((next_free, first - 1))
+        next_free = max(next_free, last + 1)
+    # Surrogates are no characters of valid UTF-8.
+    parts = [r for a, b in parts for r in ((a, min(b, 0xD7FF)), (max(a, 0xE000), b)) if r[0] <= r[1]]
+    return "[" + "".join("\\x{%X}-\\x{%X}" % (a, b) for a, b in parts) + "]"
+
+
+_CAPITAL_SIGMA = 0x3A3
+
+
+def _lowercase_fixes_but_sigma():
+    keys, _ = _code_point_map(_LOWERCASE_FIXES)
+    return " ".join("%X" % k for k in keys if k != _CAPITAL_SIGMA)
+
+
+# Rows `normalize_fast_path` normalizes exactly and tensorflow-text's BERT pretokenization then
+# splits as the reference does: valid UTF-8 without NUL (tensorflow-text's regex ops stop there),
+# without characters that need one of `normalize`'s per-character fix-ups (ICU's NFD and case
+# mapping; U+03A3 aside, which `normalize_fast_path` maps itself) and without _SPLIT_DIFFERENCES.
+FAST_PATH_PATTERN = _complement_class(_NFD_KEEP, _lowercase_fixes_but_sigma(), _SPLIT_DIFFERENCES) + "*"
+
+_REMOVED_OR_NONSPACING_RE = _regex_class(_REMOVED, _NONSPACING_MARKS)
+
+
+def normalize_fast_path(strings, lowercase=True, strip_accents=None):
+    """`normalize` of rows that match `FAST_PATH_PATTERN`, in fewer passes.
+
+    Removal and accent stripping are one pass after NFD (which leaves removed
+    characters as they are), and capital sigma becomes small sigma before ICU's
+    lowercasing, which would make a final one U+03C2 (the reference maps
+    characters without context).
+
+    Args:
+        strings: tf.string, any shape, each matching `FAST_PATH_PATTERN`.
+        lowercase: whether to lowercase.
+        strip_accents: whether to drop accents; `None` follows `lowercase`.
+
+    Returns:
+        tf.string of the same shape, equal to `normalize(strings, lowercase, strip_accents)`.
+    """
+    if strip_accents is None:
+        strip_accents = lowercase
+    if strip_accents:
+        strings = tf_text.normalize_utf8(strings, "NFD")
+        strings = tf.strings.regex_replace(strings, _REMOVED_OR_NONSPACING_RE, "")
+    else:
+        strings = tf.strings.regex_replace(strings, _REMOVED_RE, "")
+    if lowercase:
+        strings = tf.strings.regex_replace(strings, "\\x{3A3}", "\u03c3")
+        strings = tf.strings.lower(strings, encoding="utf-8")
+    return strings
 
 
 def _lowercase_fix_tables():

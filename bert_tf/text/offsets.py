@@ -16,6 +16,34 @@ def utf8_length(code_points):
     )
 
 
+def normalized_to_original(char_starts, char_ends, normalized_lengths, piece_starts, piece_ends):
+    """Maps pieces located in normalized text back to the characters they came from.
+
+    The text was normalized character by character: character i owns
+    `normalized_lengths[i]` bytes of the normalized text, in order (0 for a
+    removed character). A piece starts at the character owning its first
+    normalized byte and ends with the one owning its last.
+
+    Args:
+        char_starts, char_ends: int64 `[C]`, each character's original byte
+            span (any coordinates: they are gathered).
+        normalized_lengths: int64 `[C]`, normalized bytes of each character.
+        piece_starts, piece_ends: int64 `[P]`, piece spans in the normalized
+            bytes of all characters one after another (character i's bytes
+            start at `cumsum(normalized_lengths, exclusive=True)[i]`).
+
+    Returns:
+        `(starts, ends)`, int64 `[P]`: the pieces' spans in the characters'
+        coordinates.
+    """
+    normalized_starts = tf.cumsum(normalized_lengths, exclusive=True)  # [C]
+    kept = tf.where(normalized_lengths > 0)[:, 0]  # characters owning bytes
+    kept_starts = tf.gather(normalized_starts, kept)
+    first = tf.gather(kept, tf.maximum(tf.searchsorted(kept_starts, piece_starts, side="right") - 1, 0))
+    last = tf.gather(kept, tf.maximum(tf.searchsorted(kept_starts, piece_ends - 1, side="right") - 1, 0))
+    return tf.gather(char_starts, first), tf.gather(char_ends, last)
+
+
 def bytes_to_chars(strings, offsets):
     """Byte offsets ragged `[N, (P)]` (or `[P]` for a scalar string) into character offsets.
 

@@ -22,12 +22,17 @@ Pipeline (the reference's order):
 4. WordPiece (greedy longest match first, `##` continuations); a word longer
    than `max_input_chars_per_word` characters becomes `[UNK]`.
 
-Speed: rows of plain ASCII (printable, tab, newline, carriage return; most
-real text) without a special token need no cleaning, NFD or special tables:
-they are lowercased and go to tensorflow-text's end-to-end WordPiece, whose
-BERT pretokenization splits ASCII exactly as the reference does. Only the
-other rows take the pipeline above, and only the non-ASCII characters of those
-are normalized one at a time for offsets.
+Speed: every row without a kept special token whose characters all agree
+between the reference's tables and ICU's (`FAST_PATH_PATTERN`: real text in
+every script; not invalid UTF-8, NUL, or a few hundred rare characters) takes
+the fast path: normalization in whole-row passes (lowercasing alone for plain
+ASCII; for other text NFD, one pass removing control characters and accents,
+capital sigma, ICU lowercasing), then tensorflow-text's end-to-end WordPiece,
+whose own BERT pretokenization then splits words exactly as the reference does.
+Its word limit is in bytes, so a row with a non-ASCII word of more bytes than
+`max_input_chars_per_word` is redone on the general path (steps 1-4 above, one
+op each). Offsets of non-ASCII rows come from each distinct character of the
+batch normalized once.
 
 Vocabulary sources: a `vocab.txt` (`BertTokenizer(vocab_file)`, kept as a
 SavedModel asset), an in-memory list (`BertTokenizer(vocabulary=[...])`, kept
@@ -44,8 +49,20 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from bert_tf.text.added_tokens import ragged_ids
-from bert_tf.text.normalization import PLAIN_ASCII_PATTERN, normalize, split_words
-from bert_tf.text.offsets import bytes_to_chars, replace_invalid_utf8, to_original_bytes, utf8_length
+from bert_tf.text.normalization import (
+    FAST_PATH_PATTERN,
+    PLAIN_ASCII_PATTERN,
+    normalize,
+    normalize_fast_path,
+    split_words,
+)
+from bert_tf.text.offsets import (
+    bytes_to_chars,
+    normalized_to_original,
+    replace_invalid_utf8,
+    to_original_bytes,
+    utf8_length,
+)
 from bert_tf.text.vocab import SPECIAL_TOKENS
 
 
@@ -271,10 +288,10 @@ class BertTokenizer(keras.layers.Layer):
             unknown_token=unk,
             no_pretokenization=True,
         )
-        # Plain ASCII rows (see PLAIN_ASCII_PATTERN) in one op: tensorflow-text's
-        # BERT pretokenization and WordPiece. One byte per character, so the
-        # byte limit is the character limit.
-        self._plain_wordpiece = tf_text.FastWordpieceTokenizer(
+        # The fast path's normalized rows in one op: tensorflow-text's BERT
+        # pretokenization and WordPiece. Its limit is in bytes: exact for ASCII,
+        # and the fast path sends other rows with a longer word to the general one.
+        self._end_to_end_wordpiece = tf_text.FastWordpieceTokenizer(
             vocab=pieces,
             suffix_indicator="##",
             max_bytes_per_word=self.max_input_chars_per_word,
@@ -401,49 +418,154 @@ class BertTokenizer(keras.layers.Layer):
             raise ValueError(
                 f"`inputs` must be a tf.string scalar or vector [N]. Received: inputs.shape={strings.shape}"
             )
-        # Rows of plain ASCII take the one-op path, the others the general
-        # one; the results go back to the input order.
+        # Two paths. The fast one takes every row of FAST_PATH_PATTERN without
+        # a kept special token (almost all real text): whole-row normalization
+        # passes (lowercasing alone for plain ASCII), then tensorflow-text's
+        # end-to-end WordPiece. The general one takes the rest (kept special
+        # tokens, invalid UTF-8, NUL, the rare characters the reference's own
+        # tables treat otherwise than ICU) and the rows whose words the fast
+        # one cannot give exactly. The results go back to the input order;
+        # batches that are all fast skip the routing.
         plain = tf.strings.regex_full_match(strings, PLAIN_ASCII_PATTERN)  # [N]
+        fast = tf.strings.regex_full_match(strings, FAST_PATH_PATTERN)  # [N]
         if not self.split_special_tokens and self._specials:
-            plain = tf.logical_and(
-                plain,
-                tf.logical_not(tf.strings.regex_full_match(strings, self._specials_contains_re)),
+            ordinary = tf.logical_not(tf.strings.regex_full_match(strings, self._specials_contains_re))
+            fast = tf.logical_and(fast, ordinary)
+        every_fast = tf.reduce_all(fast)
+        fast_rows = tf.where(fast)[:, 0]
+        fast_strings, fast_plain = tf.cond(
+            every_fast,
+            lambda: (tf.identity(strings), tf.identity(plain)),
+            lambda: (tf.gather(strings, fast_rows), tf.gather(plain, fast_rows)),
+        )
+        *fast_out, exact = self._unless_empty(
+            lambda rows, offsets: self._tokenize_fast(rows, offsets, fast_plain),
+            fast_strings,
+            with_offsets,
+            extra=tf.zeros([0], tf.bool),
+        )
+
+        def routed():
+            # Rows the fast path cannot give exactly take the general one.
+            kept = tf.where(exact)[:, 0]
+            other_rows = tf.concat(
+                [tf.where(tf.logical_not(fast))[:, 0], tf.gather(fast_rows, tf.where(tf.logical_not(exact))[:, 0])], 0
             )
-        plain_rows = tf.where(plain)[:, 0]
-        other_rows = tf.where(tf.logical_not(plain))[:, 0]
-        plain_out = self._unless_empty(self._tokenize_plain, tf.gather(strings, plain_rows), with_offsets)
-        other_out = self._unless_empty(self._tokenize_general, tf.gather(strings, other_rows), with_offsets)
-        if not with_offsets:
-            plain_out, other_out = (plain_out,), (other_out,)
-        order = tf.math.invert_permutation(tf.concat([plain_rows, other_rows], 0))
-        outputs = tuple(tf.gather(tf.concat([a, b], axis=0), order) for a, b in zip(plain_out, other_out))
+            other_out = self._unless_empty(self._tokenize_general, tf.gather(strings, other_rows), with_offsets)
+            if not with_offsets:
+                other_out = (other_out,)
+            order = tf.math.invert_permutation(tf.concat([tf.gather(fast_rows, kept), other_rows], 0))
+            return tuple(
+                tf.gather(tf.concat([tf.gather(a, kept), b], axis=0), order) for a, b in zip(fast_out, other_out)
+            )
+
+        outputs = tf.cond(
+            tf.logical_and(every_fast, tf.reduce_all(exact)),
+            lambda: tuple(x.with_values(tf.identity(x.values)) for x in fast_out),
+            routed,
+        )
         if scalar:
             outputs = tuple(x[0] for x in outputs)
         return outputs if with_offsets else outputs[0]
 
-    def _unless_empty(self, tokenize, strings, with_offsets):
-        """`tokenize(strings, with_offsets)`, its ops skipped for no rows."""
+    def _unless_empty(self, tokenize, strings, with_offsets, extra=None):
+        """`tokenize(strings, with_offsets)`, its ops skipped for no rows (then `extra` ends the result)."""
 
         def empty():
             ids = tf.RaggedTensor.from_row_splits(tf.zeros([0], tf.int32), tf.zeros([1], tf.int64), validate=False)
-            if not with_offsets:
-                return ids
             offsets = ids.with_values(tf.zeros([0], tf.int64))
-            return ids, offsets, offsets
+            result = (ids, offsets, offsets) if with_offsets else (ids,)
+            result += () if extra is None else (extra,)
+            return result if len(result) > 1 else result[0]
 
         return tf.cond(tf.size(strings) > 0, lambda: tokenize(strings, with_offsets), empty)
 
-    def _tokenize_plain(self, strings, with_offsets):
-        """Tokenizes rows of plain ASCII (see `PLAIN_ASCII_PATTERN`).
+    def _tokenize_fast(self, strings, with_offsets, plain):
+        """Tokenizes rows `[N]` of `FAST_PATH_PATTERN` without kept special tokens.
 
-        Their normalization is lowercasing alone, which keeps every byte in
-        place, so the offsets into the lowercased text are the input's.
+        They are normalized in whole-row passes (`normalize_fast_path`; plain
+        ASCII, where `plain` [N] says so, only needs lowercasing) and go to
+        tensorflow-text's end-to-end WordPiece, whose pretokenization splits
+        them as the reference does. Its word limit is in bytes
+        (`max_input_chars_per_word`), so a non-ASCII word of more bytes than
+        that is one `[UNK]` even where the reference, counting characters,
+        splits it: such rows are marked inexact.
+
+        Returns:
+            ids ragged int32 `[N, (P)]` (with offsets: and ragged int64 byte
+            starts and ends into `strings`), then bool `[N]`: whether the row
+            is exact (else the caller tokenizes it on the general path).
         """
-        if self.lowercase:
-            strings = tf.strings.lower(strings)
-        if with_offsets:
-            return self._plain_wordpiece.tokenize_with_offsets(strings)
-        return self._plain_wordpiece.tokenize(strings)
+        all_plain = tf.reduce_all(plain)
+        lowercase, strip_accents = self.lowercase, self.strip_accents
+        normalized = tf.cond(
+            all_plain,
+            lambda: tf.strings.lower(strings) if lowercase else tf.identity(strings),
+            lambda: normalize_fast_path(strings, lowercase, strip_accents),
+        )
+        ids, starts, ends = self._end_to_end_wordpiece.tokenize_with_offsets(normalized)  # [N, (P)]
+        too_long = tf.logical_and(
+            tf.equal(ids.values, self.unk_id), ends.values - starts.values > self.max_input_chars_per_word
+        )
+        # Too long words per row, from one cumulative sum over the pieces.
+        running = tf.concat([[0], tf.cumsum(tf.cast(too_long, tf.int32))], 0)
+        counts = tf.gather(running, ids.row_splits[1:]) - tf.gather(running, ids.row_splits[:-1])  # [N]
+        exact = tf.logical_or(tf.equal(counts, 0), plain)
+        if not with_offsets:
+            return ids, exact
+        # Rows that normalization leaves as they are (plain ASCII, and much cased
+        # or caseless text) keep every byte in place: only the others are mapped.
+        unchanged = tf.logical_or(plain, tf.equal(normalized, strings))  # [N]
+        flat_starts, flat_ends = tf.cond(
+            tf.reduce_all(unchanged),
+            lambda: (tf.identity(starts.values), tf.identity(ends.values)),
+            lambda: self._fast_original_offsets(strings, unchanged, ids, starts, ends),
+        )
+        return ids, starts.with_values(flat_starts), ends.with_values(flat_ends), exact
+
+    def _fast_original_offsets(self, strings, unchanged, ids, starts, ends):
+        """Piece offsets into the fast path's normalized rows -> into `strings` (flat values).
+
+        Rows that normalization left as they were (`unchanged` [N]) keep
+        theirs; the others are mapped (`_normalized_offsets_to_original`).
+        """
+        rows = tf.where(tf.logical_not(unchanged))[:, 0]  # [R]
+        splits = ids.row_splits
+        # Where the pieces of those rows are among all pieces.
+        places = tf.ragged.range(tf.gather(splits, rows), tf.gather(splits, rows + 1)).flat_values[:, None]
+        mapped_starts, mapped_ends = self._normalized_offsets_to_original(
+            tf.gather(strings, rows), tf.gather(ids, rows), tf.gather(starts, rows), tf.gather(ends, rows)
+        )
+        return (
+            tf.tensor_scatter_nd_update(starts.values, places, mapped_starts),
+            tf.tensor_scatter_nd_update(ends.values, places, mapped_ends),
+        )
+
+    def _normalized_offsets_to_original(self, strings, ids, starts, ends):
+        """Piece offsets into the fast path's normalized rows -> into `strings` (flat values).
+
+        Each character normalizes on its own, so the batch's distinct
+        characters are normalized once each for their normalized lengths.
+        """
+        code_points, char_starts = tf.strings.unicode_decode_with_offsets(strings, "UTF-8")  # [N, (C)]
+        flat = code_points.flat_values  # [C']
+        distinct, index = tf.unique(flat)
+        distinct_lengths = tf.strings.length(
+            normalize_fast_path(
+                tf.strings.unicode_encode(distinct[:, None], "UTF-8"), self.lowercase, self.strip_accents
+            )
+        )
+        lengths = tf.cast(tf.gather(distinct_lengths, index), tf.int64)  # [C']
+        # Row r's normalized bytes follow those of the rows before it.
+        row_base = tf.gather(tf.concat([[0], tf.cumsum(lengths)], 0), code_points.row_splits[:-1])  # [N]
+        piece_base = tf.gather(row_base, ids.value_rowids())  # [P']
+        return normalized_to_original(
+            char_starts.flat_values,
+            char_starts.flat_values + utf8_length(flat),
+            lengths,
+            piece_base + starts.values,
+            piece_base + ends.values,
+        )
 
     def _tokenize_general(self, strings, with_offsets):
         """Tokenizes any rows `[N]` with the full reference normalization."""
@@ -527,19 +649,7 @@ class BertTokenizer(keras.layers.Layer):
         p_rows = tf.repeat(words.value_rowids(), piece_starts.row_lengths())  # segment of each piece
         p_start_g = tf.gather(base, p_rows) + p_start
         p_end_g = tf.gather(base, p_rows) + p_end
-        c_start_g = tf.cumsum(c_norm, exclusive=True)  # [C']
-        nonempty = tf.where(c_norm > 0)[:, 0]
-        nz_starts = tf.gather(c_start_g, nonempty)
-        first = tf.gather(
-            nonempty,
-            tf.maximum(tf.searchsorted(nz_starts, p_start_g, side="right") - 1, 0),
-        )
-        last = tf.gather(
-            nonempty,
-            tf.maximum(tf.searchsorted(nz_starts, p_end_g - 1, side="right") - 1, 0),
-        )
-        starts = tf.gather(c_starts.flat_values, first)  # segment bytes
-        ends = tf.gather(c_ends, last)
+        starts, ends = normalized_to_original(c_starts.flat_values, c_ends, c_norm, p_start_g, p_end_g)  # segment bytes
         # Back to [S, (P)], special segments spanning themselves.
         seg_of_piece = p_rows
         row_lengths = tf.math.unsorted_segment_sum(tf.ones_like(seg_of_piece), seg_of_piece, tf.size(normalized))
@@ -585,10 +695,11 @@ class BertTokenizer(keras.layers.Layer):
         )
         kept = tf.logical_not(removed)
         lengths = tf.cast(kept, tf.int64)
-        # Other characters are normalized one at a time.
+        # Other characters are normalized on their own, each distinct one once.
         other = tf.where(code_points >= 0x80)[:, 0]
-        chars = tf.strings.unicode_encode(tf.gather(code_points, other)[:, None], "UTF-8")
-        other_lengths = tf.strings.length(normalize(chars, self.lowercase, self.strip_accents))
+        distinct, index = tf.unique(tf.gather(code_points, other))
+        chars = tf.strings.unicode_encode(distinct[:, None], "UTF-8")
+        other_lengths = tf.gather(tf.strings.length(normalize(chars, self.lowercase, self.strip_accents)), index)
         return tf.tensor_scatter_nd_update(lengths, other[:, None], tf.cast(other_lengths, tf.int64))
 
     def tokenize(self, inputs):

@@ -22,7 +22,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.text import BertTokenizer
-from bert_tf.text.normalization import normalize, split_words
+from bert_tf.text.normalization import FAST_PATH_PATTERN, normalize, split_words
 from tests.text.edge_cases import EDGE_CASES, SPECIAL_TOKEN_CASES
 
 tokenizers = pytest.importorskip("tokenizers")
@@ -283,3 +283,61 @@ def test_ten_megabyte_line_parity(minilm_vocab, setting):
     line = (sample * (10_000_000 // len(sample) + 1))[:10_000_000]
     unspaced = b"x" * 10_000_000  # one word, far too long: one [UNK]
     assert not _mismatches(ours.tokenize, ref, [line, unspaced])
+
+
+# NLTK's UDHR samples name their encoding; decoded, each script is tested as the UTF-8 text users have.
+UDHR_ENCODINGS = {"UTF8": "utf-8", "Latin1": "latin-1", "Arabic": "cp1256"}
+
+
+def _udhr_texts(name):
+    """The file's lines as they are (bytes) and decoded with its encoding (UTF-8 bytes), one list."""
+    raw = CORPORA[name]()
+    encoding = UDHR_ENCODINGS[name.rsplit("-", 1)[1]]
+    decoded = b"\n".join(raw).decode(encoding, errors="replace").encode("utf-8").split(b"\n")
+    return raw + decoded
+
+
+@pytest.fixture(scope="module", params=sorted(SETTINGS))
+def offsets_pair(request, minilm_vocab):
+    lowercase, strip_accents = SETTINGS[request.param]
+    ours = BertTokenizer(minilm_vocab, lowercase=lowercase, strip_accents=strip_accents)
+    return ours, _reference(minilm_vocab, lowercase, strip_accents)
+
+
+@pytest.mark.parametrize("name", [n for n in sorted(CORPORA) if n.startswith("multilingual/udhr/")])
+def test_udhr_ids_and_offsets_parity(offsets_pair, name):
+    """Every UDHR file, as stored and decoded with its encoding: ids and character offsets equal the reference's."""
+    ours, ref = offsets_pair
+    bad = _offset_mismatches(ours, ref, _udhr_texts(name))
+    assert not bad, f"{name}: {len(bad)} lines differ, first: {bad[:1]}"
+
+
+def test_udhr_files_take_the_fast_path():
+    """The decoded UDHR files need no general-path character (the speed of every script rests on it)."""
+    for name in [n for n in sorted(CORPORA) if n.startswith("multilingual/udhr/")]:
+        lines = _udhr_texts(name)[len(CORPORA[name]()) :]
+        fast = tf.strings.regex_full_match(tf.constant(lines), FAST_PATH_PATTERN).numpy()
+        assert fast.all(), (name, [line[:60] for line, f in zip(lines, fast) if not f][:3])
+
+
+@pytest.mark.parametrize("lowercase,strip_accents", SWEEP_SETTINGS)
+def test_every_code_point_fast_path_like_reference(minilm_vocab, lowercase, strip_accents):
+    """Every code point through `tokenize_with_offsets`: ids and character offsets equal the reference's.
+
+    Probes "A<c>b " of the code points `FAST_PATH_PATTERN` admits fill lines of their own (all on the fast path:
+    its normalization and tensorflow-text's pretokenization), the others lines that take the general path.
+    """
+    code_points = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
+    probes = tf.constant([("A%sb " % chr(c)).encode("utf-8") for c in code_points])
+    fast = tf.strings.regex_full_match(probes, FAST_PATH_PATTERN).numpy()
+    lines = []
+    for group in ([c for c, f in zip(code_points, fast) if f], [c for c, f in zip(code_points, fast) if not f]):
+        lines += [
+            "".join("A%sb " % chr(c) for c in group[i : i + 64]).encode("utf-8") for i in range(0, len(group), 64)
+        ]
+    ours = BertTokenizer(minilm_vocab, lowercase=lowercase, strip_accents=strip_accents)
+    ref = _reference(minilm_vocab, lowercase, strip_accents)
+    bad = []
+    for begin in range(0, len(lines), BATCH_SIZE):
+        bad += _offset_mismatches(ours, ref, lines[begin : begin + BATCH_SIZE])
+    assert not bad, f"{len(bad)} lines differ, first: {bad[:1]}"
