@@ -35,7 +35,7 @@ import tensorflow as tf
 from google.protobuf import text_format
 
 from bert_tf.checkpoints.readers import glob_characters_error
-from bert_tf.layers import resolve_jit_compile
+from bert_tf.layers import choose_path, resolve_jit_compile
 from bert_tf.training.distribute import is_chief, worker_index
 
 # The run's settings in model_dir, checked on resume (the model directory's own settings file is
@@ -507,11 +507,10 @@ class TrainingLoop:
         ]
         self.checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, dropout_seeds=seed_states)
         self.data_checkpoint = tf.train.Checkpoint(iterator=self.train_iterator)
-        self._compiled_micro_step = (
-            tf.function(self._micro_step, jit_compile=True)
-            if resolve_jit_compile(config.jit_compile, training=True)
-            else self._micro_step
-        )
+        jit_compile = resolve_jit_compile(config.jit_compile, training=True)
+        if config.jit_compile is None:
+            logging.info("Training step path: %s (%s).", "xla" if jit_compile else "ops", choose_path().describe())
+        self._compiled_micro_step = tf.function(self._micro_step, jit_compile=True) if jit_compile else self._micro_step
         self._train_loop = tf.function(self._loop, reduce_retracing=True)
         self._eval_batch = tf.function(self._evaluate_batch)
         self._saved_step = None
