@@ -61,14 +61,15 @@ class Rule:
     source: str
 
 
-# First matching row wins. Every row is from a full `tools/benchmark.py` run (each side's settings alternated
-# inside every repeat, float32; MiniLM size 6/384/12 at 32x128) unless its source says otherwise.
+# First matching row wins. Numbers: MiniLM size (6/384/12), 32 x 128, sequences/s, each side's settings alternated
+# inside every repeat; "measured by this project" rows are tools/benchmark.py runs or the same harness.
 RULES = (
-    # Measured by this project (tools/benchmark.py, docs/benchmark_amx16.md): 16-core Xeon with AMX, mixed_bfloat16
-    # training 96.9 seq/s ops, forward 356 seq/s ops; XLA slower for both (and the XLA element-wise kernels off).
+    # Measured by this project (docs/benchmark_amx16.md): 16-core Xeon with AMX. Training step mixed_bfloat16 ops
+    # 96.9 vs XLA 36.3, float32 ops 64.1; forward mixed_bfloat16 ops 356 vs XLA 169, float32 ops 245.
     Rule("amx", 1024, "ops", "ops", "16-core Xeon (AMX): ops fastest for training and forward"),
-    # Measured by this project on its 2-core AMD EPYC (AVX-512 + AVX512_BF16): full benchmark run of issue 22
-    # (README "Performance"): float32 training step ops 1.3-1.4x XLA, forward ops 1.2-1.4x XLA.
+    # Measured by this project on its 2-core AMD EPYC (AVX-512, AVX512_BF16), issue 22: training step float32 ops
+    # 7.2 vs XLA 4.9 (process CPU 1.85 vs 2.54 s/step); forward float32 ops 34.9 vs XLA 30.7 (7 repeats; CPU 0.49
+    # vs 0.52 s/batch), mixed_bfloat16 ops 54.6 (its fastest setting); batch-1 latency ops 41.6 vs XLA 41.9 ms.
     Rule(
         "avx512_bf16",
         1024,
@@ -76,12 +77,12 @@ RULES = (
         "ops",
         "2-core AMD EPYC (AVX-512, AVX512_BF16): ops fastest for training and forward",
     ),
-    # Measured by this project (README "Performance", 2-core Ice Lake without bfloat16 hardware): training 10.8 seq/s
-    # ops vs less with XLA, forward 51.2 ops vs 41-44 XLA; only batch-1 latency favoured XLA (within noise).
+    # Measured by this project (docs/benchmark.md, 2-core Ice Lake without bfloat16 hardware): training step float32
+    # ops 10.8 vs XLA 9.7; forward float32 ops 51.2 vs XLA 41.9.
     Rule("avx512", 1024, "ops", "ops", "2-core Ice Lake (AVX-512): ops fastest for training and forward"),
     # NOT measured by this project: issue 22's text (an independent harness on a 2-core AMD EPYC with AVX2 only):
-    # forward float32 27.3 seq/s ops vs 28.1 XLA (bfloat16 + XLA 28.8); its training step (1.51x keras-hub) was
-    # not reported per setting, so training keeps the path that won it.
+    # forward float32 ops 27.3 vs XLA 28.1 (mixed_bfloat16 + XLA 28.8). Its training step (1.51x keras-hub) was
+    # not reported per setting, so training keeps ops, the path every measured machine's step ran fastest on.
     Rule("avx2", 1024, "ops", "xla", "2-core AMD EPYC (AVX2 only), issue 22's numbers: XLA fastest for the forward"),
     # No measurement: TensorFlow's default path.
     Rule("other", 1024, "ops", "ops", "no measurement for this CPU: TensorFlow ops"),
