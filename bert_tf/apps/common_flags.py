@@ -55,7 +55,8 @@ def define_training_flags():
     flags.DEFINE_bool(
         "jit_compile",
         None,
-        "XLA-compile the forward and backward pass. Unset: this CPU's fastest path (bert_tf.layers.execution_path; BERT_TF_PATH=ops|xla overrides).",
+        "XLA-compile the forward and backward pass. Unset: this CPU's fastest path "
+        "(bert_tf.layers.execution_path; BERT_TF_PATH=ops|xla overrides).",
     )
     flags.DEFINE_enum(
         "strategy",
