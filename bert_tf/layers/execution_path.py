@@ -68,8 +68,9 @@ RULES = (
     # 96.9 vs XLA 36.3, float32 ops 64.1; forward mixed_bfloat16 ops 356 vs XLA 169, float32 ops 245.
     Rule("amx", 1024, "ops", "ops", "16-core Xeon (AMX): ops fastest for training and forward"),
     # Measured by this project on its 2-core AMD EPYC (AVX-512, AVX512_BF16), issue 22: training step float32 ops
-    # 7.2 vs XLA 4.9 (process CPU 1.85 vs 2.54 s/step); forward float32 ops 34.9 vs XLA 30.7 (7 repeats; CPU 0.49
-    # vs 0.52 s/batch), mixed_bfloat16 ops 54.6 (its fastest setting); batch-1 latency ops 41.6 vs XLA 41.9 ms.
+    # 11.4 vs XLA 8.5 (tools/benchmark.py; 7.2 vs 4.9 in a separate A/B, process CPU 1.85 vs 2.54 s/step), mixed
+    # bfloat16 ops 21.1 vs XLA 8.6; forward float32 ops 64.4 vs XLA 61.5 (idle machine; 34.9 vs 30.7 in a loaded
+    # 7-repeat A/B, CPU 0.49 vs 0.52 s/batch), mixed_bfloat16 ops 105.6 vs XLA 55.8; batch 1 equal (41.6 vs 41.9 ms).
     Rule(
         "avx512_bf16",
         1024,
