@@ -56,12 +56,10 @@ Usage:
   python tools/benchmark.py --quick        # smoke run on a tiny model (seconds)
 """
 
-import contextlib
 import dataclasses
 import glob
 import math
 import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -415,8 +413,11 @@ def _best_rows(section, name, unit, rates, peer="keras-hub"):
     return [Row(section, name, unit, ours, theirs, peer, ours_setting, peer_setting)]
 
 
-def _all_settings_row(section, config, rates):
+def _all_settings_row(section, config, rates, training=True):
     detail = "; ".join(f"{side} {setting} {rate:.1f}" for (side, setting), rate in sorted(rates.items()))
+    auto = auto_setting(training=training)
+    if ("bert_tf", auto) in rates:
+        detail += f"; bert_tf's default path here: {auto}"
     return Row(section + "-detail", f"{config}: every setting", "seq/s", float("nan"), note=detail)
 
 
@@ -499,7 +500,7 @@ def infer_rows(seq_length, batch_size):
     rows.extend(_best_rows("infer", name, "seq/s", rates))
     if torch_forward:
         rows.extend(_best_rows("infer", name, "seq/s", rates, peer="transformers"))
-    rows.append(_all_settings_row("infer", f"forward {batch_size}x{seq_length}", rates))
+    rows.append(_all_settings_row("infer", f"forward {batch_size}x{seq_length}", rates, training=False))
     latency = _median_rates(candidates_1, 1, FLAGS.steps * 2, FLAGS.warmup, FLAGS.repeats)
     ours_setting, ours = _best(latency, "bert_tf")
     peer_setting, theirs = _best(latency, "keras-hub")
@@ -1174,27 +1175,22 @@ def machine_line():
     import keras_hub
     import tensorflow as tf
 
-    flags_line = ""
-    with contextlib.suppress(OSError):
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    cpu_flags = line.split(":", 1)[1].split()
-                    flags_line = " ".join(f for f in ("avx512f", "avx512_bf16", "amx_bf16") if f in cpu_flags)
-                    break
-    model = platform.processor() or platform.machine()
-    with contextlib.suppress(OSError):
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), model)
-    from bert_tf.layers import fused
+    from bert_tf.layers import choose_path
 
-    kernels = "on" if fused.xla_kernels_enabled() else "off"
+    path = choose_path()
     return (
-        f"{model}, {os.cpu_count()} logical CPUs ({flags_line or 'no AVX-512'}); "
+        f"{path.cpu.model}, {os.cpu_count()} logical CPUs; "
         f"TensorFlow {tf.__version__}, Keras {keras.__version__}, keras-hub {keras_hub.__version__}; "
-        f"bert_tf XLA element-wise kernels {kernels} ({fused.ENV_VAR}={os.environ.get(fused.ENV_VAR, 'auto')}, "
-        f"{fused.cpu_threads()} op threads)"
+        f"bert_tf {path.describe()}"
     )
+
+
+def auto_setting(dtype="float32", training=True):
+    """The benchmark setting bert_tf's apps run by default here: `dtype` on this machine's path (`choose_path`)."""
+    from bert_tf.layers import choose_path
+
+    path = choose_path()
+    return dtype + ("_xla" if (path.train if training else path.infer) == "xla" else "")
 
 
 def _format(value):

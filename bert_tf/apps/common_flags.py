@@ -52,7 +52,12 @@ def define_training_flags():
         DTYPES,
         "Compute dtype (mixed precision; float16 adds dynamic loss scaling).",
     )
-    flags.DEFINE_bool("jit_compile", False, "XLA-compile the forward and backward pass.")
+    flags.DEFINE_bool(
+        "jit_compile",
+        None,
+        "XLA-compile the forward and backward pass. Unset: this CPU's fastest path "
+        "(bert_tf.layers.execution_path; BERT_TF_PATH=ops|xla overrides).",
+    )
     flags.DEFINE_enum(
         "strategy",
         "one_device",

@@ -14,7 +14,9 @@ Functions: `get_activation` (`hidden_act` name -> function) with the GELUs
 `gelu_erf` and `gelu_tanh`; the fused element-wise kernels `layer_norm`,
 `dropout` and `dropped_softmax` (softmax + dropout of the attention); the
 token-matrix helpers `dense_tokens` and `scatter_tokens` (see
-`bert_tf.layers.token_matrix`).
+`bert_tf.layers.token_matrix`); the execution path this CPU runs fastest
+(`choose_path`, `cpu_info`, `resolve_jit_compile`, `ExecutionPath`: see
+`bert_tf.layers.execution_path`).
 """
 
 from bert_tf.layers.activations import gelu_erf, gelu_tanh, get_activation
@@ -25,6 +27,7 @@ from bert_tf.layers.dense_head import HEAD_INITIALIZERS, DenseHead
 from bert_tf.layers.disentangled_attention import DisentangledSelfAttention
 from bert_tf.layers.disentangled_transformer_block import DisentangledTransformerBlock
 from bert_tf.layers.dropout import dropout
+from bert_tf.layers.execution_path import ExecutionPath, choose_path, cpu_info, resolve_jit_compile
 from bert_tf.layers.layer_norm import LayerNorm, layer_norm
 from bert_tf.layers.masked_lm_head import MaskedLMHead
 from bert_tf.layers.pooler import Pooler
@@ -46,6 +49,7 @@ __all__ = [
     "log_bucket_position",
     "relative_position_index",
     "DenseHead",
+    "ExecutionPath",
     "HEAD_INITIALIZERS",
     "LayerNorm",
     "MaskedLMHead",
@@ -54,6 +58,8 @@ __all__ = [
     "SentencePooling",
     "TransformerBlock",
     "check_pooling",
+    "choose_path",
+    "cpu_info",
     "dense_tokens",
     "dropout",
     "dropped_softmax",
@@ -61,5 +67,6 @@ __all__ = [
     "gelu_tanh",
     "get_activation",
     "layer_norm",
+    "resolve_jit_compile",
     "scatter_tokens",
 ]

@@ -89,7 +89,7 @@ class FinetuneConfig:
     dropout: float = None  # None keeps the checkpoint's config
     head_initializer: str = None  # the new head's kernel: one of HEAD_INITIALIZERS; None: the task's default
     dtype: str = "float32"
-    jit_compile: bool = False
+    jit_compile: bool = None  # None: this machine's training path (`bert_tf.layers.execution_path`)
     seed: int = 0
     steps_per_loop: int = 50
     evals_per_epoch: int = 1  # evaluations (and checkpoints) per epoch

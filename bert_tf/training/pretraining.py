@@ -183,7 +183,7 @@ class PretrainConfig:
     clip_norm: float = 1.0  # global gradient norm; 0 disables clipping
     grad_accum_steps: int = 1
     dtype: str = "float32"  # bert_tf.training.distribute.DTYPES
-    jit_compile: bool = False
+    jit_compile: bool = None  # None: this machine's training path (`bert_tf.layers.execution_path`)
     # Loop
     steps_per_loop: int = 50
     checkpoint_steps: int = 500

@@ -35,6 +35,7 @@ import tensorflow as tf
 from google.protobuf import text_format
 
 from bert_tf.checkpoints.readers import glob_characters_error
+from bert_tf.layers import choose_path, resolve_jit_compile
 from bert_tf.training.distribute import is_chief, worker_index
 
 # The run's settings in model_dir, checked on resume (the model directory's own settings file is
@@ -204,7 +205,7 @@ class LoopConfig:
     eval_interval: int = 1000  # steps between evaluations
     grad_accum_steps: int = 1
     clip_norm: float = 1.0  # global-norm clip of the whole step's gradient; 0 disables it
-    jit_compile: bool = False
+    jit_compile: bool = None  # None: this machine's training path (`bert_tf.layers.execution_path`)
     nonfinite_retries: int = 0  # restore the last checkpoint and skip the batch this many times
     # Seconds between progress updates: a compiled call runs fewer than `steps_per_loop` steps when steps are slow
     # (the steps, their batches and the logged metrics are the same; only where the loop looks up changes); 0: off.
@@ -506,9 +507,10 @@ class TrainingLoop:
         ]
         self.checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, dropout_seeds=seed_states)
         self.data_checkpoint = tf.train.Checkpoint(iterator=self.train_iterator)
-        self._compiled_micro_step = (
-            tf.function(self._micro_step, jit_compile=True) if config.jit_compile else self._micro_step
-        )
+        jit_compile = resolve_jit_compile(config.jit_compile, training=True)
+        if config.jit_compile is None:
+            logging.info("Training step path: %s (%s).", "xla" if jit_compile else "ops", choose_path().describe())
+        self._compiled_micro_step = tf.function(self._micro_step, jit_compile=True) if jit_compile else self._micro_step
         self._train_loop = tf.function(self._loop, reduce_retracing=True)
         self._eval_batch = tf.function(self._evaluate_batch)
         self._saved_step = None
