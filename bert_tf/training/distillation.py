@@ -117,7 +117,7 @@ class DistillConfig:
     dropout: float = None  # the student's; None keeps the teacher's config
     head_initializer: str = None  # a `student_model`'s new head; None: the task's default
     dtype: str = "float32"
-    jit_compile: bool = False
+    jit_compile: bool = None  # None: this machine's training path (`bert_tf.layers.execution_path`)
     seed: int = 0
     steps_per_loop: int = 50
     evals_per_epoch: int = 1
