@@ -151,6 +151,10 @@ CHEAP = {
     "--pipeline_corpus=../shared/data/corpus/wikitext2/wiki.test.raw": Cheap(
         "tools", f"--input={SMALL_CORPUS} --repeats=1 --pipeline_warmup_batches=1 --pipeline_batches=2"
     ),
+    "python tools/benchmark_tokenizer.py --vocab=$M/vocab.txt --input=../shared/data/corpus/wikitext2/wiki.test.raw "
+    "--multilingual='../shared/data/multilingual/udhr/*' --multilingual_megabytes=0.5 --repeats=3 --lowercase": Cheap(
+        "tools", f"--input={SMALL_CORPUS} --repeats=1 --multilingual_megabytes=0.01"
+    ),
 }
 
 LONG = {
@@ -220,6 +224,12 @@ LONG = {
     "--model_dir=runs/gendistill-student": Long(
         "about 15 minutes while other jobs shared the cores; needs the recipes' BERT-mini teacher "
         "(tests/training/general_distillation_test.py distills a tiny masked-LM teacher)"
+    ),
+    "python tools/benchmark.py --sections=train,serve --train_configs=minilm --steps=2 --warmup=1 --repeats=3": Long(
+        "about 15 minutes on 2 shared cores: MiniLM-size training and fine-tuning rows in four settings a side, serving"
+    ),
+    "python tools/benchmark.py --sections=infer --steps=2 --warmup=1 --repeats=3": Long(
+        "about 5 minutes: encoder forward and latency in four settings a side"
     ),
     "python tools/benchmark.py --quick": Long("about 4 minutes; tests/tools/benchmark_test.py runs it (slow)"),
 }
