@@ -43,6 +43,17 @@ Sections (`--sections`, all by default):
   text      tokenizer MB/s (bert_tf, keras-hub, HF `tokenizers`) and
             in-graph pretraining batches/s from raw text (bert_tf only: no
             peer builds NSP pairs in tf.data).
+  memory    the process floor (Python, TensorFlow, keras-hub and bert_tf imported) and SavedModel serving RSS
+            per model size (`--serve_memory_sizes`, random weights of each shape exported both ways as in `serve`,
+            SST-2 dev sentences at batch `--batch_size`), each side in its own process.
+  tta       (only when named; about 30 minutes on 2 cores) tools/time_to_accuracy.py: seconds to SST-2 dev
+            accuracy 0.85 fine-tuning all-MiniLM-L6-v2, and the accuracy after one pass, bert_tf vs keras-hub.
+
+Peak RSS column (`--memory`, on by default, off with `--quick`): after a section's timing, every train, infer,
+serve, embed, albert and deberta row's work is re-run per side in a fresh process (`benchmark.py --probe=SPEC`,
+tools/memory_probe.py) at that side's best setting for `--probe_steps` calls, and the process's peak resident set
+is reported in GB (the process floor of the memory section included). The speed run itself is unchanged.
+tools/largest_batch.py uses the same probes for the largest BERT-base training batch in 24 GB.
 
 Each measurement alternates the sides inside every repeat, so load from
 other processes hits them alike; the table gives the median of `--repeats`.
@@ -53,6 +64,7 @@ the ratios (`--output_png`).
 Usage:
   python tools/benchmark.py --output_md=docs/benchmark.md --output_png=docs/benchmark.png
   python tools/benchmark.py --quick        # smoke run on a tiny model (seconds)
+  python tools/benchmark.py --quick --sections=infer --memory   # ... with the peak-RSS column
 """
 
 import contextlib

@@ -113,7 +113,9 @@ def run_probe(command, limit_bytes=None, timeout=1800, poll_seconds=0.1, env=Non
     report = {}
     if lines and lines[-1].startswith("{"):
         report = json.loads(lines[-1])
-    peak = max(usage.ru_maxrss * 1024, seen)
+    # The kernel's account of the ended child, what was seen while polling, and the child's own VmHWM when it
+    # reports one: they differ by a few hundred kB (when each was read); the largest is kept.
+    peak = max(usage.ru_maxrss * 1024, seen, int(report.get("peak_rss_bytes", 0)))
     return ProbeResult(peak, seconds, limit_hit, child.returncode, report)
 
 
