@@ -1224,7 +1224,7 @@ def measure_memory(rows):
             continue
         start = time.perf_counter()
         row.ours_gb = probe_gb(row.probe, "bert_tf", row.ours_setting or "float32")
-        peer = row.peer_name or "keras-hub"
+        peer = row.peer_name
         if peer == "keras-hub" or peer in row.probe.get("commands", {}):
             row.peer_gb = probe_gb(row.probe, peer, row.peer_setting or "float32")
         print(f"[memory: {row.section} {row.name}: {time.perf_counter() - start:.0f} s]", file=sys.stderr, flush=True)

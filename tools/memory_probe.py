@@ -2,8 +2,8 @@
 
 The benchmark's speed rows run both sides in one process (alternating), so their memory cannot be told apart
 there. A memory probe runs one side's work alone in a child process and reads the child's peak resident set
-size (its high-water mark, what `ru_maxrss` and `/proc/PID/status` VmHWM report) when it ends; a limit stops the
-child the moment its resident set passes it (an address-space limit such as `ulimit -v` would break
+size (its high-water mark, `/proc/PID/status` VmHWM, polled while it runs and reported by the child at its end);
+a limit stops the child the moment its resident set passes it (an address-space limit such as `ulimit -v` would break
 TensorFlow's reservations, so the resident set is watched instead).
 
 Used by tools/benchmark.py (its memory column re-runs `benchmark.py --probe=SPEC` per row and side) and
@@ -58,7 +58,7 @@ def emit(**fields):
 class ProbeResult:
     """What `run_probe` measured of one child.
 
-    peak_rss_bytes: the child's peak resident set (bytes), from the kernel's accounting when it ended.
+    peak_rss_bytes: the child's peak resident set (bytes): its VmHWM.
     seconds: wall-clock seconds the child ran.
     limit_hit: the child passed `limit_bytes` and was stopped.
     returncode: the child's exit status (negative: the signal that ended it).
@@ -91,7 +91,7 @@ def run_probe(command, limit_bytes=None, timeout=1800, poll_seconds=0.1, env=Non
             pid, status, usage = os.wait4(child.pid, os.WNOHANG)
             if pid:
                 break
-            rss = _status_field(child.pid, "VmRSS") or 0
+            rss = _status_field(child.pid, "VmHWM") or 0  # the high-water mark: no peak falls between two polls
             seen = max(seen, rss)
             if limit_bytes and rss > limit_bytes and not limit_hit:
                 limit_hit = True
@@ -113,9 +113,12 @@ def run_probe(command, limit_bytes=None, timeout=1800, poll_seconds=0.1, env=Non
     report = {}
     if lines and lines[-1].startswith("{"):
         report = json.loads(lines[-1])
-    # The kernel's account of the ended child, what was seen while polling, and the child's own VmHWM when it
-    # reports one: they differ by a few hundred kB (when each was read); the largest is kept.
-    peak = max(usage.ru_maxrss * 1024, seen, int(report.get("peak_rss_bytes", 0)))
+    # The child's VmHWM as last polled and as it reported it at its end (`emit`); the largest is kept. Not the
+    # kernel's `ru_maxrss` of the ended child: that also counts the parent's pages the child held between fork and
+    # exec, i.e. the parent's size when the parent is the larger.
+    peak = max(seen, int(report.get("peak_rss_bytes", 0)))
+    if not peak:  # ended before the first poll and reported nothing
+        peak = usage.ru_maxrss * 1024
     return ProbeResult(peak, seconds, limit_hit, child.returncode, report)
 
 
