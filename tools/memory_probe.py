@@ -50,8 +50,10 @@ def _status_field(pid, field):
 
 
 def emit(**fields):
-    """Prints this process's peak RSS and `fields` as the one JSON line a probe's parent reads (stdout, last line)."""
-    print(json.dumps({"peak_rss_bytes": peak_rss_bytes(), **fields}), flush=True)
+    """Prints this process's peak RSS, its RSS now (a peak far above it was transient: compilation, temporaries)
+    and `fields` as the one JSON line a probe's parent reads (stdout, last line)."""
+    now = _status_field(os.getpid(), "VmRSS")
+    print(json.dumps({"peak_rss_bytes": peak_rss_bytes(), "rss_bytes": now, **fields}), flush=True)
 
 
 @dataclasses.dataclass
