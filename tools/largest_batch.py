@@ -95,11 +95,11 @@ def fit_line(points):
 
 
 def largest_batch(slope, intercept, limit_gb):
-    """The largest batch whose predicted peak is within `limit_gb` (0 when even the fixed part is over it)."""
+    """The largest batch whose predicted peak is within `limit_gb` (0 when even the fixed part is over it); None
+    when the peak did not grow with the batch (probes too small to see the activations over the allocator's
+    noise: larger --probe_tokens)."""
     if slope <= 0:
-        raise ValueError(
-            f"memory did not grow with the batch (slope {slope:.4f} GB/sequence): use larger --probe_tokens"
-        )
+        return None
     return max(0, math.floor((limit_gb - intercept) / slope))
 
 
@@ -119,7 +119,7 @@ def measure(cfg, seq_length, side, setting, confirm_limit_gb):
         "confirm": None,
     }
     confirm = FLAGS.confirm_settings if FLAGS.confirm_settings is not None else FLAGS.settings
-    if confirm_limit_gb and setting in confirm:
+    if confirm_limit_gb and setting in confirm and record["largest_batch"] is not None:
         batch = min(record["largest_batch"], largest_batch(slope, intercept, confirm_limit_gb))
         if batch > max(batches):
             result = probe(cfg, seq_length, batch, side, setting, 1, limit_gb=confirm_limit_gb)
@@ -132,6 +132,10 @@ def measure(cfg, seq_length, side, setting, confirm_limit_gb):
                 "seconds": result.seconds,
             }
     return record
+
+
+def _largest(batch):
+    return "no growth seen: use larger --probe_tokens" if batch is None else batch
 
 
 def markdown(records, confirm_limit_gb):
@@ -165,7 +169,7 @@ def markdown(records, confirm_limit_gb):
         )
         lines.append(
             f"| {r['seq_length']} | {r['side']} | {r['setting']} | {probes} | {r['gb_per_sequence']:.3f} | "
-            f"{r['fixed_gb']:.2f} | {r['largest_batch']} | {confirmed} |"
+            f"{r['fixed_gb']:.2f} | {_largest(r['largest_batch'])} | {confirmed} |"
         )
     return "\n".join(lines) + "\n"
 
