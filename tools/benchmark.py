@@ -1464,7 +1464,7 @@ def memory_rows(batch_size):
 
     Each size is a random encoder of that shape on the MiniLM vocabulary, exported both ways as the serve section
     does (bert_tf `export_saved_model` vs keras-hub preprocessor + backbone), loaded in a fresh process that embeds
-    the SST-2 dev sentences at batch `batch_size`.
+    the first 10 batches of SST-2 dev sentences at batch `batch_size`, once.
     """
     from bert_tf.checkpoints.api import save_model_dir
     from bert_tf.export import export_saved_model
@@ -1509,7 +1509,14 @@ def memory_rows(batch_size):
                 "float32",
                 note=f"random weights of this shape; keras-hub pads to {FLAGS.seq_length}",
                 higher_is_better=False,
-                probe=dict(kind="serve", saved_model={"bert_tf": ours_dir, "keras-hub": hub_dir}, batch=batch_size),
+                # One pass over the first 10 batches: the peak of a batch-`batch_size` request, not of a long run.
+                probe=dict(
+                    kind="serve",
+                    saved_model={"bert_tf": ours_dir, "keras-hub": hub_dir},
+                    batch=batch_size,
+                    count=10 * batch_size,
+                    steps=1,
+                ),
             )
             measure_memory([row])
             row.ours, row.peer = row.ours_gb, row.peer_gb
