@@ -231,6 +231,16 @@ LONG = {
     "python tools/benchmark.py --sections=infer --steps=2 --warmup=1 --repeats=3": Long(
         "about 5 minutes: encoder forward and latency in four settings a side"
     ),
+    "python tools/benchmark.py --sections=memory": Long(
+        "about 2 minutes: SavedModel serving memory per model size (tests/tools/benchmark_test.py probes a row)"
+    ),
+    "python tools/largest_batch.py --settings=float32 --probe_tokens=512,1024 --confirm_limit_gb=5": Long(
+        "about 40 minutes on 2 busy cores: BERT-base training steps at large batches, both sides"
+    ),
+    "python tools/time_to_accuracy.py --train_examples=6000 --eval_every=25 --output_md=runs/tta.md": Long(
+        "about 6 minutes on a quiet 2-core machine, 20 while other jobs shared it (tests/tools/benchmark_test.py "
+        "runs its --quick mode)"
+    ),
     "python tools/benchmark.py --quick": Long("about 4 minutes; tests/tools/benchmark_test.py runs it (slow)"),
 }
 
