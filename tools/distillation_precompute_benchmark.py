@@ -12,13 +12,13 @@ Usage:
       --train_file=../shared/data/glue/SST-2/train.tsv --student_layers=0,2,4
 """
 
-import os
 import statistics
 import tempfile
 import time
 
 import tensorflow as tf
 from absl import app, flags
+from machine import cpu_model
 
 from bert_tf import tasks
 from bert_tf.checkpoints import load_config, load_model, load_tokenizer
@@ -39,15 +39,6 @@ flags.DEFINE_integer("max_seq_length", 64, "Tokens per sentence.", lower_bound=8
 flags.DEFINE_integer("steps", 20, "Steps per timed repeat.", lower_bound=1)
 flags.DEFINE_integer("repeats", 5, "Timed repeats (median).", lower_bound=1)
 flags.mark_flags_as_required(["teacher", "train_file"])
-
-
-def cpu_model():
-    """This machine's CPU model name and logical CPU count, for the table's heading."""
-    name = "unknown CPU"
-    if os.path.isfile("/proc/cpuinfo"):
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            name = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), name)
-    return f"{name} ({os.cpu_count()} logical CPUs)"
 
 
 def train_step(distiller, objective, optimizer):

