@@ -37,7 +37,6 @@ bert-tf-finetune `--init`, bert-tf-distill `--teacher` and bert-tf-export read.
 """
 
 import dataclasses
-import json
 import os
 import sys
 
@@ -324,17 +323,7 @@ def main(argv):
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     _validate()
     strategy = common_flags.training_strategy()
-    code, results = errors.run_training(
-        "bert-tf-distill",
-        lambda: distill(_config(), strategy=strategy),
-        FLAGS.model_dir,
-        plain_errors=(FileNotFoundError,),
-    )
-    if code:
-        return code
-    print("Best evaluation: " + json.dumps(results, sort_keys=True) if results else "Done (no evaluation data).")
-    print(f"Model directory: {FLAGS.model_dir}")
-    return 0
+    return errors.run_task_training("bert-tf-distill", lambda: distill(_config(), strategy=strategy), FLAGS.model_dir)
 
 
 def run():

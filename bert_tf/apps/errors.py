@@ -7,6 +7,7 @@ The training apps run their library call through `run_training`, which does
 that and turns the training loop's own errors into one line too.
 """
 
+import json
 import os
 import sys
 
@@ -77,3 +78,14 @@ def run_training(program, train, model_dir, plain_errors=()):
     except STORAGE_ERRORS as e:  # a read-only, full or missing disk
         print(storage_error(program, e, kept_checkpoints(model_dir)), file=sys.stderr)
         return 1, None
+
+
+def run_task_training(program, train, model_dir):
+    """`run_training` for a run that keeps its best evaluation in `model_dir` (fine-tuning, distillation): prints
+    the best evaluation (or that there was no evaluation data) and the model directory; returns the exit code."""
+    code, results = run_training(program, train, model_dir, plain_errors=(FileNotFoundError,))
+    if code:
+        return code
+    print("Best evaluation: " + json.dumps(results, sort_keys=True) if results else "Done (no evaluation data).")
+    print(f"Model directory: {model_dir}")
+    return 0

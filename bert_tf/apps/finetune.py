@@ -13,7 +13,6 @@ metric; the best weights, `eval_results.json` and the predictions stay in
 `--model_dir`. Re-running the same command continues from the newest checkpoint.
 """
 
-import json
 import os
 import sys
 
@@ -181,17 +180,7 @@ def main(argv):
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     _validate()
     strategy = common_flags.training_strategy()
-    code, results = errors.run_training(
-        "bert-tf-finetune",
-        lambda: finetune(_config(), strategy=strategy),
-        FLAGS.model_dir,
-        plain_errors=(FileNotFoundError,),
-    )
-    if code:
-        return code
-    print("Best evaluation: " + json.dumps(results, sort_keys=True) if results else "Done (no evaluation data).")
-    print(f"Model directory: {FLAGS.model_dir}")
-    return 0
+    return errors.run_task_training("bert-tf-finetune", lambda: finetune(_config(), strategy=strategy), FLAGS.model_dir)
 
 
 def run():
