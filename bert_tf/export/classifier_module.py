@@ -67,17 +67,17 @@ class ClassifierModule(ServingModule):
 
     def classify_text(self, text):
         (text,) = self._strings(text)
-        return self._outputs(self._pack(self.tokenizer.tokenize(text)))
+        return self._outputs(self._pack(self._tokenize(text)))
 
     def classify_pair(self, text, text_pair):
         text, text_pair = self._strings(text, text_pair)
-        return self._outputs(self._pack(self.tokenizer.tokenize(text), self.tokenizer.tokenize(text_pair)))
+        return self._outputs(self._pack(self._tokenize(text), self._tokenize(text_pair)))
 
     def classify_ids(self, token_ids, segment_ids, padding_mask):
         return self._outputs(self._ids(token_ids, segment_ids, padding_mask))
 
     def _outputs(self, features):
-        logits = self.model.call_unpadded(features)  # [B, C]
+        logits = self._call_unpadded(self.model, features)  # [B, C]
         if self.labels is None:
             return {"score": logits[:, 0]}
         label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)  # [B]

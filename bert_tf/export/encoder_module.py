@@ -101,17 +101,17 @@ class EncoderModule(ServingModule):
 
     def embed_text(self, text):
         (text,) = self._strings(text)
-        return self._outputs(self._pack(self.tokenizer.tokenize(text)))
+        return self._outputs(self._pack(self._tokenize(text)))
 
     def sentence_embeddings(self, text):
         """Checked strings `[B]` -> the `sentence_embedding` float32 `[B, D]` alone (for modules built on this one)."""
-        features = self._pack(self.tokenizer.tokenize(text))
-        sequence = self.encoder.call_unpadded(features)["sequence_output"]
+        features = self._pack(self._tokenize(text))
+        sequence = self._call_unpadded(self.encoder, features)["sequence_output"]
         return self._pooler.value(sequence, features["padding_mask"])
 
     def embed_pair(self, text, text_pair):
         text, text_pair = self._strings(text, text_pair)
-        return self._outputs(self._pack(self.tokenizer.tokenize(text), self.tokenizer.tokenize(text_pair)))
+        return self._outputs(self._pack(self._tokenize(text), self._tokenize(text_pair)))
 
     def embed_ids(self, token_ids, segment_ids, padding_mask):
         return self._outputs(self._ids(token_ids, segment_ids, padding_mask))
@@ -130,7 +130,7 @@ class EncoderModule(ServingModule):
         slots = positions.to_tensor(
             default_value=0, shape=tf.cast(tf.stack([tf.shape(token_ids)[0], tf.maximum(width, 1)]), tf.int64)
         )
-        logits = self.model.call_unpadded(dict(features, mask_positions=slots))["mlm"][:, :width]  # [B, M, V]
+        logits = self._call_unpadded(self.model, dict(features, mask_positions=slots))["mlm"][:, :width]  # [B, M, V]
         mask_positions = slots[:, :width]  # [B, M]
         top = tf.math.top_k(tf.nn.softmax(logits, axis=-1), k=self.top_k)  # [B, M, K]
         shape = tf.shape(top.indices)
@@ -150,7 +150,7 @@ class EncoderModule(ServingModule):
     # --- outputs ---
 
     def _outputs(self, features):
-        outputs = self.encoder.call_unpadded(features)
+        outputs = self._call_unpadded(self.encoder, features)
         sequence = outputs["sequence_output"]  # [B, T, H]
         return {
             "pooled_output": outputs["pooled_output"],

@@ -75,6 +75,12 @@ class ServingModule(tf.Module):
                 max_position_embeddings=encoder.max_position_embeddings,
             )
         )
+        # The tokenizer and each model's padding-free forward as one tf.function each that every signature calls:
+        # the SavedModel stores them (and a server loads them) once, not once per signature and text input.
+        self._shared_tokenize = Unsaved(
+            tf.function(tokenizer.tokenize, input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
+        )
+        self._shared_unpadded = Unsaved({})
 
     @property
     def model(self):
@@ -99,6 +105,18 @@ class ServingModule(tf.Module):
         """Checked and capped string inputs `[B]` (see `graph_ops.checked_strings`), all of one batch size."""
         strings = [graph_ops.checked_strings(x, self.max_input_bytes) for x in inputs]
         return [strings[0]] + [graph_ops.same_batch(strings[0], s) for s in strings[1:]]
+
+    def _tokenize(self, text):
+        """Checked strings `[B]` -> ragged piece ids `[B, (P)]`: `tokenizer.tokenize` as the one graph every
+        signature calls."""
+        return self._shared_tokenize.value(text)
+
+    def _call_unpadded(self, model, features):
+        """`model.call_unpadded(features)` as one graph per model that every signature calls."""
+        functions = self._shared_unpadded.value
+        if id(model) not in functions:
+            functions[id(model)] = tf.function(model.call_unpadded, reduce_retracing=True, autograph=False)
+        return functions[id(model)](features)
 
     def _pack(self, *segments):
         """Ragged piece ids (one or two segments `[B, (P)]`) -> encoder inputs int32 `[B, T']`, trimmed."""

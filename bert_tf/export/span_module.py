@@ -83,13 +83,13 @@ class SpanModule(ServingModule):
         }
 
     def span_ids(self, token_ids, segment_ids, padding_mask):
-        outputs = self.model.call_unpadded(self._ids(token_ids, segment_ids, padding_mask))
+        outputs = self._call_unpadded(self.model, self._ids(token_ids, segment_ids, padding_mask))
         return {"start_logits": outputs["start_logits"], "end_logits": outputs["end_logits"]}
 
     def answer(self, question, context):
         question, context = self._strings(question, context)
         batch = tf.shape(context, out_type=tf.int64)[0]
-        query = self.tokenizer.tokenize(question).with_row_splits_dtype(tf.int64)[:, : self.max_query_length]
+        query = self._tokenize(question).with_row_splits_dtype(tf.int64)[:, : self.max_query_length]
         pieces, byte_starts, byte_ends = self.tokenizer.tokenize_with_offsets(context)  # [B, (L)]
         pieces = pieces.with_row_splits_dtype(tf.int64)
         query_length = query.row_lengths()  # [B]
@@ -97,7 +97,7 @@ class SpanModule(ServingModule):
         budgets = self.max_seq_length - 3 - extra - query_length
         row, start, size = graph_ops.window_spans(pieces.row_lengths(), budgets, self.doc_stride)  # [N]
         features = self._pack(tf.gather(query, row), graph_ops.take_pieces(pieces, row, start, size))
-        outputs = self.model.call_unpadded(features)
+        outputs = self._call_unpadded(self.model, features)
         start_logits, end_logits = outputs["start_logits"], outputs["end_logits"]  # [N, T]
 
         # Context tokens of each window: [offset, offset + size), after [CLS] question [SEP].

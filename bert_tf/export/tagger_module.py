@@ -85,7 +85,7 @@ class TaggerModule(ServingModule):
         return {"serving_default": self._function(self.tag_text, TEXT), "ids": self._function(self.tag_ids, *IDS)}
 
     def tag_ids(self, token_ids, segment_ids, padding_mask):
-        logits = self.model.call_unpadded(self._ids(token_ids, segment_ids, padding_mask))  # [B, T, C]
+        logits = self._call_unpadded(self.model, self._ids(token_ids, segment_ids, padding_mask))  # [B, T, C]
         label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)
         return {
             "logits": logits,
@@ -185,7 +185,7 @@ class TaggerModule(ServingModule):
             lengths, tf.fill(tf.shape(lengths), tf.cast(budget, tf.int64)), budget
         )
         features = self._pack(graph_ops.take_pieces(ids, row, start, size))  # [N, T]
-        logits = self.model.call_unpadded(features)  # [N, T, C]
+        logits = self._call_unpadded(self.model, features)  # [N, T, C]
         # Piece k of a row is in the row's window k // budget, at token 1 + k % budget.
         windows_before = tf.cumsum(
             tf.math.bincount(
