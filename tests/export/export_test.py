@@ -17,6 +17,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from tensorflow.core.protobuf import saved_model_pb2
 
 from bert_tf import checkpoints
 from bert_tf.config import ConfigError
@@ -320,6 +321,36 @@ def test_signatures_per_kind(modules):
         "ner": ["ids", "serving_default"],
         "squad": ["ids", "serving_default"],
     }
+
+
+def _library(saved_model_dir):
+    """The FunctionDefs of a SavedModel's function library."""
+    proto = saved_model_pb2.SavedModel()
+    with open(os.path.join(saved_model_dir, "saved_model.pb"), "rb") as f:
+        proto.ParseFromString(f.read())
+    return proto.meta_graphs[0].graph_def.library.function
+
+
+def _functions_with_op(saved_model_dir, op):
+    """Names of the library's functions that hold an `op` node."""
+    return sorted(fn.signature.name for fn in _library(saved_model_dir) if any(node.op == op for node in fn.node_def))
+
+
+def _function_names(saved_model_dir, prefix):
+    """Names of the library's functions that start with `prefix`."""
+    return sorted(fn.signature.name for fn in _library(saved_model_dir) if fn.signature.name.startswith(prefix))
+
+
+def test_signatures_share_one_model_graph_and_one_tokenizer_graph(exported):
+    # The model's forward (its attention matmuls) is stored once whatever the number of signatures: once per model
+    # served (the pretrained encoder's fill_mask runs the pretrainer, its other signatures the encoder).
+    models = {"encoder": 2, "classification": 1, "regression": 1, "ner": 1, "squad": 1}
+    for kind, path in exported.items():
+        holders = _functions_with_op(path, "BatchMatMulV2")
+        assert len(holders) == models[kind], (kind, holders)
+        assert all("call_unpadded" in name for name in holders), (kind, holders)
+    for kind in ("encoder", "classification"):  # every signature's text inputs call the one tokenizer function
+        assert _function_names(exported[kind], "__inference_tokenize_"), kind
 
 
 def test_metadata_file(exported):
