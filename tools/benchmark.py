@@ -162,6 +162,8 @@ MASKED_FRACTION = 0.15
 
 
 SEARCH_PASSAGES = 10_000  # corpus size of the search-latency row
+LATENCY_CALLS = 10  # batch-1 forward calls per repeat of the latency row (full runs)
+LATENCY_REPEATS = 9  # its repeats (full runs); sides alternate inside each
 
 
 @dataclasses.dataclass
@@ -529,7 +531,14 @@ def infer_rows(seq_length, batch_size):
     if torch_forward:
         rows.extend(_best_rows("infer", name, "seq/s", rates, peer="transformers"))
     rows.append(_all_settings_row("infer", f"forward {batch_size}x{seq_length}", rates, training=False))
-    latency = _median_rates(candidates_1, 1, FLAGS.steps * 2, FLAGS.warmup, FLAGS.repeats)
+    # A batch-1 call takes about 20 ms: a repeat of a few calls is mostly noise on a shared machine, so the latency
+    # row times at least LATENCY_CALLS calls per repeat over at least LATENCY_REPEATS alternating repeats.
+    calls, repeats = (
+        (FLAGS.steps * 2, FLAGS.repeats)
+        if FLAGS.quick
+        else (max(LATENCY_CALLS, FLAGS.steps * 2), max(LATENCY_REPEATS, FLAGS.repeats))
+    )
+    latency = _median_rates(candidates_1, 1, calls, FLAGS.warmup, repeats)
     ours_setting, ours = _best(latency, "bert_tf")
     peer_setting, theirs = _best(latency, "keras-hub")
     rows.append(
