@@ -38,7 +38,11 @@ merge rank a step, dropping finished words as it goes.
 
 Limits: a word's merges take one loop step per merge rank used, so a very
 long word of varied letters is slow (a 100,000-letter random word: about 9 s
-on 2 cores; a 5 MB line of ordinary text: 0.2 s). All occurrences of the
+on 2 cores; a 5 MB line of ordinary text: 0.2 s). Memory stays linear in the
+input: a 1,000,000-letter word beside a thousand short rows peaks near 1 GB
+(row ids come from `_row_ids`, never from `value_rowids` or `tf.repeat`, which
+build a `[rows, longest row]` mask), as Hugging Face's does (0.15 GB for the
+word alone); no word is cut or refused. All occurrences of the
 lowest-ranked pair in a word merge in one step, as GPT-2's `bpe()` does; this
 equals Hugging Face's priority queue for merge tables where a merge's result
 is only used by later merges, as every trained table is.
@@ -150,6 +154,29 @@ _OTHER, _LETTER, _NUMBER, _SPACE_LIKE, _SPACE = range(5)
 ROBERTA_SPECIAL_TOKENS = ("<s>", "<pad>", "</s>", "<unk>", "<mask>")
 
 _NO_MERGE = np.iinfo(np.int64).max
+
+
+def _row_ids(row_splits):
+    """The row of each value of a ragged tensor, from its row splits, in memory linear in the values.
+
+    `RaggedTensor.value_rowids`, `tf.ragged.row_splits_to_segment_ids` and `tf.repeat` with per-row counts
+    build a `[R, longest row]` mask: one 1,000,000-byte word beside 700 short ones took 6.5 GB there.
+
+    Args:
+        row_splits: int `[R + 1]`.
+
+    Returns:
+        int64 `[V]`, V = `row_splits[-1]`.
+    """
+    splits = tf.cast(row_splits, tf.int64)
+    return tf.searchsorted(splits[1:], tf.range(splits[-1]), side="right", out_type=tf.int64)
+
+
+def _with_row_ids(ragged):
+    """Ragged `[R, (X)]` rebuilt with its row ids held, so that ops reading them (`concat_rows`) stay linear."""
+    return tf.RaggedTensor.from_value_rowids(
+        ragged.values, _row_ids(ragged.row_splits), nrows=ragged.nrows(), validate=False
+    )
 
 
 def bytes_to_unicode():
@@ -622,7 +649,7 @@ class BytePairTokenizer(keras.layers.Layer):
         """
         code_points, offsets = tf.strings.unicode_decode_with_offsets(segments, "UTF-8")  # [S, (C)]
         c = code_points.flat_values
-        row = code_points.value_rowids()
+        row = _row_ids(code_points.row_splits)
         kind = tf.cast(tf.gather(self._bmp_classes, tf.minimum(c, 0xFFFF)), tf.int32)
         beyond = c > 0xFFFF
         kind = tf.cond(
@@ -709,7 +736,7 @@ class BytePairTokenizer(keras.layers.Layer):
         ]
 
         def body(step, index, lengths, values, done_index, done_lengths, done_values):
-            rows = tf.ragged.row_splits_to_segment_ids(tf.concat([[0], tf.cumsum(lengths)], 0))
+            rows = _row_ids(tf.concat([[0], tf.cumsum(lengths)], 0))
             same_row = tf.equal(rows[:-1], rows[1:])
             keys = tf.cast(values[:-1], tf.int64) * vocab_size + tf.cast(values[1:], tf.int64)
             keys = tf.where(tf.logical_and(same_row, tf.logical_and(values[:-1] >= 0, values[1:] >= 0)), keys, -1)
@@ -819,7 +846,9 @@ class BytePairTokenizer(keras.layers.Layer):
         segments, seg_starts, special = self._segments(searchable)  # [N, (S)]
         segment_text = tf.cond(
             has_nul,
-            lambda: self._substrings(valid, segments.value_rowids(), seg_starts.flat_values, segments.flat_values),
+            lambda: self._substrings(
+                valid, _row_ids(segments.row_splits), seg_starts.flat_values, segments.flat_values
+            ),
             lambda: segments.flat_values,
         )
         is_special = special.flat_values >= 0  # [S]
@@ -831,7 +860,7 @@ class BytePairTokenizer(keras.layers.Layer):
             )
             text = tf.where(prefixed, tf.strings.join([" ", text]), text)
         words, word_starts = self._pretokenize(text)  # [S, (W)]
-        word_segments = words.value_rowids()  # [W']
+        word_segments = _row_ids(words.row_splits)  # [W']
         # Each word's start in its segment (-1: the prefix space).
         word_in_segment = word_starts.flat_values - tf.gather(tf.cast(prefixed, tf.int64), word_segments)
         flat_words = words.flat_values
@@ -840,17 +869,18 @@ class BytePairTokenizer(keras.layers.Layer):
         special_ids = tf.RaggedTensor.from_row_lengths(
             tf.boolean_mask(special.flat_values, is_special), tf.cast(is_special, tf.int64), validate=False
         )
-        seg_ids = concat_rows(seg_ids, special_ids)  # specials have no text pieces
+        seg_ids = concat_rows(_with_row_ids(seg_ids), special_ids)  # specials have no text pieces
         out_ids = segments.with_flat_values(seg_ids).merge_dims(1, 2)  # [N, (P)]
         if not with_offsets:
             return out_ids[0] if scalar else out_ids
         # Byte spans of pieces in their segment, then in the valid row.
         lengths = tf.gather(self._id_lengths, ids.values)
-        word_lengths = tf.math.unsorted_segment_sum(lengths, ids.value_rowids(), ids.nrows())
+        piece_words = _row_ids(ids.row_splits)  # [P']
+        word_lengths = tf.math.unsorted_segment_sum(lengths, piece_words, ids.nrows())
         word_base = tf.cumsum(word_lengths, exclusive=True)
-        local_ends = tf.cumsum(lengths) - tf.repeat(word_base, ids.row_lengths())
+        local_ends = tf.cumsum(lengths) - tf.gather(word_base, piece_words)
         local_starts = local_ends - lengths
-        base = tf.repeat(word_in_segment, ids.row_lengths())
+        base = tf.gather(word_in_segment, piece_words)
         starts = base + local_starts
         ends = base + local_ends
         # Hugging Face's trim_offsets: spaces at either end of a piece are not its text.
@@ -859,7 +889,7 @@ class BytePairTokenizer(keras.layers.Layer):
         starts = tf.maximum(starts, 0)
         ends = tf.maximum(ends, 0)
         # Segment coordinates -> row, specials spanning their segment.
-        pieces_rows = tf.repeat(word_segments, ids.row_lengths())
+        pieces_rows = tf.gather(word_segments, piece_words)
         seg_base = tf.gather(seg_starts.flat_values, pieces_rows)
 
         def to_segments(values):

@@ -111,14 +111,16 @@ def test_split_special_tokens_flag_overrides_the_init_directory(split_init, tmp_
 
 def test_regression_reports_pearson_and_spearman(tiny_dir, tmp_path):
     score = {"good": 4.5, "fine": 2.5, "bad": 0.5}  # the first segment's word decides
-    rows = ["a\tb\tscore"] + [f"the {w} film\tit was {v}\t{score[w]}" for w in score for v in score] * 3
-    train = write_text(tmp_path / "train.tsv", "\n".join(rows) + "\n")
+    rows = [f"the {w} film\tit was {v}\t{score[w]}" for w in score for v in score]
+    # 180 training rows: 22 steps an epoch, so the 60 steps evaluate 3 times (27 rows: 3 steps an epoch, 20 times).
+    train = write_text(tmp_path / "train.tsv", "\n".join(["a\tb\tscore"] + rows * 20) + "\n")
+    dev = write_text(tmp_path / "dev.tsv", "\n".join(["a\tb\tscore"] + rows * 3) + "\n")
     out = tmp_path / "run"
     _run(
         task="regression",
         init=tiny_dir,
         train_file=train,
-        eval_file=train,
+        eval_file=dev,
         text_column="a",
         text_pair_column="b",
         label_column="score",

@@ -78,7 +78,7 @@ def _command(model_dir, vocab):
         "--model=tiny",
         "--corpus=" + CORPUS,
         f"--vocab={vocab}",
-        "--train_steps=600",
+        "--train_steps=300",
         "--global_batch_size=8",
         "--max_seq_length=32",
         "--max_predictions_per_seq=5",
@@ -107,9 +107,10 @@ def test_sigterm_then_rerun_gives_the_uninterrupted_weights(tmp_path):
 
     model_dir = tmp_path / "terminated"
     process = subprocess.Popen(_command(model_dir, vocab), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    # A random step: after a random one of the first checkpoints, then a random delay (a step takes ~10 ms).
+    # A random step: after ckpt-0, 100 or 200, then a random delay (a step takes ~10 ms, 50 under load): the
+    # 300 steps (600 before: 20-30 s more of three runs) leave the signal time to arrive.
     rng = np.random.default_rng()
-    after = model_dir / "checkpoints" / f"ckpt-{100 * rng.integers(0, 4)}.index"
+    after = model_dir / "checkpoints" / f"ckpt-{100 * rng.integers(0, 3)}.index"
     deadline = time.time() + 400
     while not after.exists():
         assert process.poll() is None and time.time() < deadline, f"the run ended before {after}"
@@ -127,7 +128,7 @@ def test_sigterm_then_rerun_gives_the_uninterrupted_weights(tmp_path):
         f"bert-tf-pretrain: error: Received SIGTERM at step {step}: saved {path}; re-run the same command to continue."
     )
     assert os.path.exists(path + ".index") and (step <= 2 or step % 5 == 0)  # calls of 1, 1, then blocks of 5
-    print(f"SIGTERM arrived at step {step} of 600")
+    print(f"SIGTERM arrived at step {step} of 300")
 
     resumed = subprocess.run(_command(model_dir, vocab), capture_output=True, text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr[-3000:]

@@ -305,11 +305,46 @@ def test_every_code_point_parity():
 def test_long_line_and_long_word_parity():
     ours, reference = _make("roberta-json")
     sample = b" ".join(ALL_EDGE_CASES[:80]) + b" " + b" ".join(CORPORA["multilingual/udhr/Russian-UTF8"]())
-    # 2 MB and a 200,000-letter word keep this test near 3 GB of memory: a 10 MB line and a 1,000,000-letter word
-    # took 10.9 GB peak (the one-letter word's merge loop most of it), too much beside another test worker.
+    # A 2 MB line: a 10 MB one takes the reference and us 4.2 GB together.
     line = (sample * (2_000_000 // len(sample) + 1))[:2_000_000]
     word = bytes(random.Random(0).choice(b"abcdefghijklmnopqrstuvwxyz") for _ in range(20_000))
-    assert not _mismatches(ours.tokenize, reference, [line, b"x" * 200_000, word])
+    # "x x" is no merge, "l l" is one: 1,000,000 ids and 500,000.
+    assert not _mismatches(ours.tokenize, reference, [line, b"x" * 1_000_000, b"l" * 1_000_000, word])
+
+
+def test_million_letter_word_stays_in_bounded_memory():
+    """A 1,000,000-letter word beside a thousand short rows: peak RSS under 2 GB, ids and offsets complete.
+
+    Row ids from `value_rowids`/`tf.repeat` built a `[rows, longest row]` mask (7.5 GB here before).
+    """
+    code = textwrap.dedent(
+        f"""
+        import re
+        import tensorflow as tf
+        from bert_tf.text import BytePairTokenizer
+        t = BytePairTokenizer.from_tokenizer_json({_roberta("tokenizer.json")!r})
+        short = [b"short line %d <mask> here" % i for i in range(1000)]
+        x = tf.constant(short + [b"l" * 1_000_000, b"the " + b"x" * 1_000_000 + b" end"])
+        ids = t.tokenize(x)
+        ids2, starts, ends = t.tokenize_with_offsets(x)
+        print(ids[1000].shape[0], ids[1001].shape[0], int(ends[1000][-1]), int(ends[1001][-2]), ids2.shape[0])
+        # VmHWM, not getrusage: ru_maxrss keeps the forking pytest process's size across exec.
+        print(re.search(r"VmHWM:\\s*(\\d+) kB", open("/proc/self/status").read()).group(1))
+        """
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    counts, peak_kb = result.stdout.strip().split("\n")[-2:]
+    reference = tokenizers.Tokenizer.from_file(_roberta("tokenizer.json"))
+    expected = [
+        len(reference.encode(t, add_special_tokens=False).ids) for t in ("l" * 1_000_000, f"the {'x' * 1_000_000} end")
+    ]
+    # The reference's piece counts ("l l" is a merge, "x x" none); the offsets reach the long words' ends.
+    assert counts.split() == [str(n) for n in expected] + ["1000000", "1000004", "1002"], counts
+    # Peak RSS 1.0 GB; 7.5 GB for the ids and then an OOM (a 24 GB [rows, longest row] Tile in the offsets path)
+    # before row ids were computed linearly.
+    print(f"peak RSS {int(peak_kb) / 1024:.0f} MB")
+    assert int(peak_kb) < 2 * 1024 * 1024, f"peak RSS {int(peak_kb) / 1024:.0f} MB"
 
 
 # === Offsets ===

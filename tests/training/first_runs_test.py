@@ -62,21 +62,28 @@ def _finetune(config, messages=None):
     return finetune(config, strategy=create_strategy("one_device"), log=log)
 
 
+@pytest.fixture(scope="module")
+def default_run(tiny_dir, data, tmp_path_factory):
+    """One run with the defaults (12 steps), read by three tests: `(model_dir, best evaluation, messages)`."""
+    model_dir = tmp_path_factory.mktemp("default") / "run"
+    messages = []
+    best = _finetune(_config(tiny_dir, data, model_dir), messages)
+    return model_dir, best, messages
+
+
 def _checkpoints(model_dir):
     names = os.listdir(model_dir / "checkpoints")
     return sorted(n[: -len(".index")] for n in names if n.startswith("ckpt-") and n.endswith(".index"))
 
 
-def test_finetuning_keeps_one_checkpoint_and_none_of_the_initial_weights(tiny_dir, data, tmp_path):
-    _finetune(_config(tiny_dir, data, tmp_path / "default"))
-    assert _checkpoints(tmp_path / "default") == ["ckpt-12"]  # was ckpt-0 (the --init weights) and ckpt-12
+def test_finetuning_keeps_one_checkpoint_and_none_of_the_initial_weights(default_run, tiny_dir, data, tmp_path):
+    assert _checkpoints(default_run[0]) == ["ckpt-12"]  # was ckpt-0 (the --init weights) and ckpt-12
     _finetune(_config(tiny_dir, data, tmp_path / "more", checkpoint_steps=4, keep_checkpoints=2))
     assert _checkpoints(tmp_path / "more") == ["ckpt-12", "ckpt-8"]
 
 
-def test_a_finished_finetuning_run_is_recognized_before_reading_data(tiny_dir, data, tmp_path):
-    model_dir = tmp_path / "run"
-    best = _finetune(_config(tiny_dir, data, model_dir))
+def test_a_finished_finetuning_run_is_recognized_before_reading_data(default_run, tiny_dir, data, tmp_path):
+    model_dir, best, _ = default_run
     saved = dict(data, train=str(tmp_path / "moved.tsv"))
     os.rename(data["train"], saved["train"])  # not read again: the run is complete
     try:
@@ -97,9 +104,8 @@ def test_a_finished_finetuning_run_is_recognized_before_reading_data(tiny_dir, d
         _finetune(_config(tiny_dir, data, model_dir, epochs=3.0))
 
 
-def test_too_few_steps_are_warned_about_once_before_training(tiny_dir, data, tmp_path):
-    messages = []
-    _finetune(_config(tiny_dir, data, tmp_path / "run"), messages)
+def test_too_few_steps_are_warned_about_once_before_training(default_run, tiny_dir, data, tmp_path):
+    messages = default_run[2]
     warnings = [m for m in messages if m.startswith("Warning: only")]
     assert warnings == [
         "Warning: only 12 training steps (48 training examples, batch 8, 2 epochs); fine-tuning usually needs at "
@@ -108,7 +114,9 @@ def test_too_few_steps_are_warned_about_once_before_training(tiny_dir, data, tmp
     ]
     assert messages.index(warnings[0]) < messages.index("Evaluating at step 6 ...")
     messages = []
-    _finetune(_config(tiny_dir, data, tmp_path / "long", train_steps=100, evals_per_epoch=1, epochs=0.0), messages)
+    # Batch 2: 24 steps an epoch, so 100 steps evaluate 5 times (batch 8: 17 times, 47 s of this test's 60).
+    config = _config(tiny_dir, data, tmp_path / "long", train_steps=100, global_batch_size=2, epochs=0.0)
+    _finetune(config, messages)
     assert not any(m.startswith("Warning") for m in messages)
 
 
