@@ -538,17 +538,11 @@ class BertTokenizer(keras.layers.Layer):
     def _fast_original_offsets(self, strings, normalized, unchanged, ids, starts, ends):
         """Piece offsets into the fast path's normalized rows -> into `strings` (flat values).
 
-        Where normalization changes the byte count little (few characters
-        change their length: German, cased Arabic, English with a few accents),
-        only the characters that change it are decoded
-        (`_sparse_original_offsets`). Otherwise every character is
-        (`_normalized_offsets_to_original`), of the rows that need it
-        (`unchanged` [N] are those that keep their offsets) unless those hold
-        most bytes.
+        Every row can be mapped; where the rows that keep their offsets
+        (`unchanged` [N]) hold most bytes, only the others are
+        (`_mapped_offsets`) and scattered back.
         """
         byte_lengths = tf.strings.length(strings)  # [N]
-        total = tf.reduce_sum(byte_lengths)
-        growth = tf.abs(tf.reduce_sum(tf.strings.length(normalized)) - total)
         changed_bytes = tf.reduce_sum(tf.where(unchanged, 0, byte_lengths))
         rows = tf.where(tf.logical_not(unchanged))[:, 0]  # [R]
 
@@ -556,7 +550,7 @@ class BertTokenizer(keras.layers.Layer):
             splits = ids.row_splits
             # Where the pieces of those rows are among all pieces.
             places = tf.ragged.range(tf.gather(splits, rows), tf.gather(splits, rows + 1)).flat_values[:, None]
-            mapped_starts, mapped_ends = self._normalized_offsets_to_original(
+            mapped_starts, mapped_ends = self._mapped_offsets(
                 tf.gather(strings, rows),
                 tf.gather(normalized, rows),
                 tf.gather(ids, rows),
@@ -568,17 +562,26 @@ class BertTokenizer(keras.layers.Layer):
                 tf.tensor_scatter_nd_update(ends.values, places, mapped_ends),
             )
 
-        def every_character():
-            return tf.cond(
-                2 * changed_bytes >= total,
-                lambda: self._normalized_offsets_to_original(strings, normalized, ids, starts, ends),
-                some_rows,
-            )
+        return tf.cond(
+            2 * changed_bytes >= tf.reduce_sum(byte_lengths),
+            lambda: self._mapped_offsets(strings, normalized, ids, starts, ends),
+            some_rows,
+        )
 
+    def _mapped_offsets(self, strings, normalized, ids, starts, ends):
+        """Piece offsets into the fast path's normalized rows -> into `strings` (flat values), any rows.
+
+        Where normalization changes the byte count little (few characters
+        change their length: German, cased Arabic), only the characters that
+        change it are decoded (`_sparse_original_offsets`); otherwise every
+        character is (`_normalized_offsets_to_original`).
+        """
+        total = tf.reduce_sum(tf.strings.length(strings))
+        growth = tf.abs(tf.reduce_sum(tf.strings.length(normalized)) - total)
         return tf.cond(
             8 * growth < total,
             lambda: self._sparse_original_offsets(strings, normalized, ids, starts, ends),
-            every_character,
+            lambda: self._normalized_offsets_to_original(strings, normalized, ids, starts, ends),
         )
 
     def _sparse_original_offsets(self, strings, normalized, ids, starts, ends):
