@@ -26,9 +26,14 @@ character, a per-character fix-up runs, only on batches that contain one.
 RE2 patterns the tokenizer routes rows with; `normalize_fast_path` is
 `normalize` in fewer passes for the rows of `FAST_PATH_PATTERN` (almost all
 real text), whose words tensorflow-text's own BERT pretokenization then splits
-as the reference does.
+as the reference does. `FastPathLengths` holds the bytes each code point
+becomes under `normalize_fast_path`, which locate normalized text in the
+original (`bert_tf.text.offsets`).
 """
 
+import functools
+
+import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
@@ -350,3 +355,86 @@ def split_words(normalized):
         offsets into `normalized`.
     """
     return tf_text.regex_split_with_offsets(normalized, _SPLIT_RE, keep_delim_regex_pattern=_ISOLATED_RE)
+
+
+# Code points of the per-code-point length table, in blocks of this many (a two-level table: most blocks repeat).
+_BLOCK = 256
+
+
+@functools.cache
+def _fast_path_lengths(lowercase, strip_accents):
+    """int32 `[0x110000]`: UTF-8 bytes each code point becomes under `normalize_fast_path`, on its own.
+
+    Measured with the same ops, once per process and setting (0.1-0.3 s). Surrogates and NUL, which no
+    fast-path row holds, keep their own length.
+    """
+    code_points = np.arange(0x110000, dtype=np.int32)
+    code_points[0] = 0x20
+    code_points[0xD800:0xE000] = 0x20
+    with tf.init_scope():  # eager even while a function is traced
+        chars = tf.strings.unicode_encode(tf.RaggedTensor.from_tensor(code_points[:, None]), "UTF-8")
+        lengths = tf.strings.length(normalize_fast_path(chars, lowercase, strip_accents)).numpy()
+    lengths[0] = 1
+    lengths[0xD800:0xE000] = 3
+    lengths.setflags(write=False)
+    return lengths
+
+
+def _utf8_lengths():
+    """int32 `[0x110000]`: UTF-8 bytes of each code point (3 for surrogates)."""
+    code_points = np.arange(0x110000)
+    return (1 + (code_points >= 0x80) + (code_points >= 0x800) + (code_points >= 0x10000)).astype(np.int32)
+
+
+class FastPathLengths:
+    """The bytes each code point becomes under `normalize_fast_path`, alone, for one setting.
+
+    Normalization works character by character (removal, NFD with accents dropped, context-free lowercasing:
+    capital sigma is mapped before ICU's lowercasing), so a normalized row is its characters' normalized forms
+    one after another, and these lengths say which original character each normalized byte came from.
+
+    Args:
+        lowercase, strip_accents: as `normalize_fast_path` (`strip_accents=None` follows `lowercase`).
+
+    Attributes:
+        same_length_pattern: RE2 pattern of rows none of whose characters changes its byte length (their
+            normalized bytes sit where the original ones were).
+        changed_run_pattern: RE2 pattern of a run of characters that change their byte length.
+    """
+
+    def __init__(self, lowercase, strip_accents=None):
+        if strip_accents is None:
+            strip_accents = lowercase
+        lengths = _fast_path_lengths(bool(lowercase), bool(strip_accents))
+        blocks = lengths.astype(np.uint8).reshape(-1, _BLOCK)  # [0x1100, _BLOCK]
+        distinct, index = np.unique(blocks, axis=0, return_inverse=True)
+        self._blocks = distinct.reshape(-1)  # [K * _BLOCK]
+        self._index = (index.reshape(-1) * _BLOCK).astype(np.int32)  # [0x1100], each block's first entry
+        changed = np.flatnonzero(lengths != _utf8_lengths())
+        changed = changed[(changed > 0) & ((changed < 0xD800) | (changed > 0xDFFF))]
+        ranges = (
+            "".join(_class_range(a, b) for a, b in _runs(changed)) or "\\x{10FFFF}"
+        )  # (none changes: a class is never empty)
+        self.same_length_pattern = "[^" + ranges + "]*"
+        self.changed_run_pattern = "[" + ranges + "]+"
+
+    def lookup(self, code_points):
+        """int32 `[C]` normalized byte lengths of valid code points int32 `[C]` (in-graph)."""
+        block = tf.gather(tf.constant(self._index), tf.bitwise.right_shift(code_points, 8))
+        return tf.cast(
+            tf.gather(tf.constant(self._blocks), block + tf.bitwise.bitwise_and(code_points, _BLOCK - 1)), tf.int32
+        )
+
+
+def _runs(values):
+    """[(first, last)] runs of consecutive ints in sorted `values`."""
+    if values.size == 0:
+        return []
+    breaks = np.flatnonzero(np.diff(values) != 1)
+    firsts = np.concatenate([values[:1], values[breaks + 1]])
+    lasts = np.concatenate([values[breaks], values[-1:]])
+    return list(zip(firsts.tolist(), lasts.tolist()))
+
+
+def _class_range(first, last):
+    return "\\x{%X}" % first if first == last else "\\x{%X}-\\x{%X}" % (first, last)

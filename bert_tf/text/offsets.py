@@ -24,10 +24,14 @@ def normalized_to_original(char_starts, char_ends, normalized_lengths, piece_sta
     removed character). A piece starts at the character owning its first
     normalized byte and ends with the one owning its last.
 
+    The owner of normalized byte b is the number of characters whose normalized
+    bytes end at or before b: one count per normalized byte (a segment sum) and
+    one cumulative sum, then a gather per piece, instead of a search per piece.
+
     Args:
         char_starts, char_ends: int64 `[C]`, each character's original byte
             span (any coordinates: they are gathered).
-        normalized_lengths: int64 `[C]`, normalized bytes of each character.
+        normalized_lengths: int `[C]`, normalized bytes of each character.
         piece_starts, piece_ends: int64 `[P]`, piece spans in the normalized
             bytes of all characters one after another (character i's bytes
             start at `cumsum(normalized_lengths, exclusive=True)[i]`).
@@ -36,12 +40,59 @@ def normalized_to_original(char_starts, char_ends, normalized_lengths, piece_sta
         `(starts, ends)`, int64 `[P]`: the pieces' spans in the characters'
         coordinates.
     """
-    normalized_starts = tf.cumsum(normalized_lengths, exclusive=True)  # [C]
-    kept = tf.where(normalized_lengths > 0)[:, 0]  # characters owning bytes
-    kept_starts = tf.gather(normalized_starts, kept)
-    first = tf.gather(kept, tf.maximum(tf.searchsorted(kept_starts, piece_starts, side="right") - 1, 0))
-    last = tf.gather(kept, tf.maximum(tf.searchsorted(kept_starts, piece_ends - 1, side="right") - 1, 0))
+    owners, _ = normalized_owners(normalized_lengths)  # [B + 1]
+    first = tf.gather(owners, piece_starts)
+    last = tf.gather(owners, piece_ends - 1)
     return tf.gather(char_starts, first), tf.gather(char_ends, last)
+
+
+def normalized_owners(normalized_lengths):
+    """The character owning each normalized byte of characters normalized one after another.
+
+    Args:
+        normalized_lengths: int `[C]`, normalized bytes of each character, in order.
+
+    Returns:
+        `(owners, ends)`: int64 `[B + 1]`, the index of the character owning each of the B normalized bytes
+        (then C, past the last), and int64 `[C]`, where each character's normalized bytes end.
+    """
+    lengths = tf.cast(normalized_lengths, tf.int64)
+    ends = tf.cumsum(lengths)  # [C] where each character's normalized bytes end
+    total = tf.reduce_sum(lengths)
+    # Characters ending at each normalized byte; those ending at or before byte b precede its owner.
+    counts = tf.math.unsorted_segment_sum(tf.ones_like(ends), ends, total + 1)  # [B + 1]
+    return tf.cumsum(counts), ends
+
+
+def owners_at(normalized_ends, positions):
+    """`normalized_owners(...)[0]` gathered at sorted positions, in time linear in the positions.
+
+    For few characters (or runs) and many positions: each character's end is
+    searched among the positions, then one segment sum and one cumulative sum
+    over the positions count the characters ending at or before each.
+
+    Args:
+        normalized_ends: int64 `[C]`, where each character's normalized bytes end (nondecreasing).
+        positions: int64 `[P]`, nondecreasing normalized byte positions.
+
+    Returns:
+        int64 `[P]`: the character owning each position.
+    """
+    count = tf.size(positions, out_type=tf.int64)
+    firsts = tf.searchsorted(positions, normalized_ends, side="left", out_type=tf.int64)  # [C] first position past each
+    return tf.cumsum(tf.math.unsorted_segment_sum(tf.ones_like(firsts), firsts, count + 1))[:count]
+
+
+def row_ids(row_splits):
+    """int64 `[V]`: the row of each value of a ragged tensor with these row splits `[N + 1]`.
+
+    `RaggedTensor.value_rowids` repeats each row index; here one segment sum and one cumulative sum over
+    the values count the row starts at or before each value (several times the speed on long rows).
+    """
+    splits = tf.cast(row_splits, tf.int64)
+    inner = splits[1:-1]
+    count = splits[-1]
+    return tf.cumsum(tf.math.unsorted_segment_sum(tf.ones_like(inner), inner, count + 1))[:count]
 
 
 def bytes_to_chars(strings, offsets):

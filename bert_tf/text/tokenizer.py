@@ -31,8 +31,10 @@ capital sigma, ICU lowercasing), then tensorflow-text's end-to-end WordPiece,
 whose own BERT pretokenization then splits words exactly as the reference does.
 Its word limit is in bytes, so a row with a non-ASCII word of more bytes than
 `max_input_chars_per_word` is redone on the general path (steps 1-4 above, one
-op each). Offsets of non-ASCII rows come from each distinct character of the
-batch normalized once.
+op each). Offsets of fast-path rows whose characters all keep their byte
+length (an RE2 pass) are those in the normalized row; the others map back
+through a table of each code point's normalized length (`FastPathLengths`,
+measured once per process) and one cumulative sum per batch.
 
 Vocabulary sources: a `vocab.txt` (`BertTokenizer(vocab_file)`, kept as a
 SavedModel asset), an in-memory list (`BertTokenizer(vocabulary=[...])`, kept
@@ -52,14 +54,18 @@ from bert_tf.text.added_tokens import ragged_ids
 from bert_tf.text.normalization import (
     FAST_PATH_PATTERN,
     PLAIN_ASCII_PATTERN,
+    FastPathLengths,
     normalize,
     normalize_fast_path,
     split_words,
 )
 from bert_tf.text.offsets import (
     bytes_to_chars,
+    normalized_owners,
     normalized_to_original,
+    owners_at,
     replace_invalid_utf8,
+    row_ids,
     to_original_bytes,
     utf8_length,
 )
@@ -211,6 +217,7 @@ class BertTokenizer(keras.layers.Layer):
         self.split_special_tokens = split_special_tokens
         self._convert_input_args = False
         self._allow_non_tensor_positional_args = True
+        self._fast_path_lengths = None  # built when offsets are first needed
         self._load_vocabulary()
         self.built = True
 
@@ -513,59 +520,164 @@ class BertTokenizer(keras.layers.Layer):
         exact = tf.logical_or(tf.equal(counts, 0), plain)
         if not with_offsets:
             return ids, exact
-        # Rows that normalization leaves as they are (plain ASCII, and much cased
-        # or caseless text) keep every byte in place: only the others are mapped.
-        unchanged = tf.logical_or(plain, tf.equal(normalized, strings))  # [N]
+        # Rows whose characters all keep their byte length (plain ASCII, much cased or caseless text, and
+        # scripts whose accents and case keep it) keep every piece's offsets: only the others are mapped.
+        lengths = self._lengths_table()
+        unchanged = tf.cond(
+            all_plain,
+            lambda: tf.identity(plain),
+            lambda: tf.logical_or(plain, tf.strings.regex_full_match(strings, lengths.same_length_pattern)),
+        )  # [N]
         flat_starts, flat_ends = tf.cond(
             tf.reduce_all(unchanged),
             lambda: (tf.identity(starts.values), tf.identity(ends.values)),
-            lambda: self._fast_original_offsets(strings, unchanged, ids, starts, ends),
+            lambda: self._fast_original_offsets(strings, normalized, unchanged, ids, starts, ends),
         )
         return ids, starts.with_values(flat_starts), ends.with_values(flat_ends), exact
 
-    def _fast_original_offsets(self, strings, unchanged, ids, starts, ends):
+    def _fast_original_offsets(self, strings, normalized, unchanged, ids, starts, ends):
         """Piece offsets into the fast path's normalized rows -> into `strings` (flat values).
 
-        Rows that normalization left as they were (`unchanged` [N]) keep
-        theirs; the others are mapped (`_normalized_offsets_to_original`).
+        Every row can be mapped; where the rows that keep their offsets
+        (`unchanged` [N]) hold most bytes, only the others are
+        (`_mapped_offsets`) and scattered back.
         """
+        byte_lengths = tf.strings.length(strings)  # [N]
+        changed_bytes = tf.reduce_sum(tf.where(unchanged, 0, byte_lengths))
         rows = tf.where(tf.logical_not(unchanged))[:, 0]  # [R]
-        splits = ids.row_splits
-        # Where the pieces of those rows are among all pieces.
-        places = tf.ragged.range(tf.gather(splits, rows), tf.gather(splits, rows + 1)).flat_values[:, None]
-        mapped_starts, mapped_ends = self._normalized_offsets_to_original(
-            tf.gather(strings, rows), tf.gather(ids, rows), tf.gather(starts, rows), tf.gather(ends, rows)
-        )
-        return (
-            tf.tensor_scatter_nd_update(starts.values, places, mapped_starts),
-            tf.tensor_scatter_nd_update(ends.values, places, mapped_ends),
+
+        def some_rows():
+            splits = ids.row_splits
+            # Where the pieces of those rows are among all pieces.
+            places = tf.ragged.range(tf.gather(splits, rows), tf.gather(splits, rows + 1)).flat_values[:, None]
+            mapped_starts, mapped_ends = self._mapped_offsets(
+                tf.gather(strings, rows),
+                tf.gather(normalized, rows),
+                tf.gather(ids, rows),
+                tf.gather(starts, rows),
+                tf.gather(ends, rows),
+            )
+            return (
+                tf.tensor_scatter_nd_update(starts.values, places, mapped_starts),
+                tf.tensor_scatter_nd_update(ends.values, places, mapped_ends),
+            )
+
+        return tf.cond(
+            2 * changed_bytes >= tf.reduce_sum(byte_lengths),
+            lambda: self._mapped_offsets(strings, normalized, ids, starts, ends),
+            some_rows,
         )
 
-    def _normalized_offsets_to_original(self, strings, ids, starts, ends):
+    def _mapped_offsets(self, strings, normalized, ids, starts, ends):
+        """Piece offsets into the fast path's normalized rows -> into `strings` (flat values), any rows.
+
+        Where normalization changes the byte count little (few characters
+        change their length: German, cased Arabic), only the characters that
+        change it are decoded (`_sparse_original_offsets`); otherwise every
+        character is (`_normalized_offsets_to_original`).
+        """
+        total = tf.reduce_sum(tf.strings.length(strings))
+        growth = tf.abs(tf.reduce_sum(tf.strings.length(normalized)) - total)
+        return tf.cond(
+            8 * growth < total,
+            lambda: self._sparse_original_offsets(strings, normalized, ids, starts, ends),
+            lambda: self._normalized_offsets_to_original(strings, normalized, ids, starts, ends),
+        )
+
+    def _sparse_original_offsets(self, strings, normalized, ids, starts, ends):
+        """`_normalized_offsets_to_original` for rows where few characters change their byte length.
+
+        One RE2 pass cuts the rows (one after another) into runs of characters
+        that keep their length, which map linearly, and runs of characters that
+        change it, which alone are decoded and looked up; a piece boundary then
+        finds its run or character through one cumulative sum.
+        """
+        table = self._lengths_table()
+        pattern = table.changed_run_pattern
+        runs, run_starts, run_ends = tf_text.regex_split_with_offsets(
+            tf.strings.reduce_join(strings)[None], pattern, keep_delim_regex_pattern=pattern
+        )
+        runs, run_starts, run_ends = runs.flat_values, run_starts.flat_values, run_ends.flat_values  # [T]
+        # Runs alternate between kept and changed characters.
+        first_changed = tf.strings.regex_full_match(runs[:1], pattern)  # [1] (or [0]: no text)
+        parity = tf.math.floormod(tf.range(tf.size(runs, out_type=tf.int64)), 2)
+        changed = tf.math.logical_xor(tf.reduce_any(first_changed), tf.equal(parity, 1))  # [T]
+        changed_runs = tf.where(changed)[:, 0]  # [D]
+        code_points, char_offsets = tf.strings.unicode_decode_with_offsets(tf.gather(runs, changed_runs), "UTF-8")
+        # Atoms: a kept run, or one changed character; each atom's place among all of them.
+        atoms_per_run = tf.tensor_scatter_nd_update(
+            tf.ones_like(run_starts), changed_runs[:, None], code_points.row_lengths()
+        )  # [T]
+        atom_splits = tf.cumsum(atoms_per_run, exclusive=True)  # [T]
+        kept_runs = tf.where(tf.logical_not(changed))[:, 0]
+        char_places = tf.gather(atom_splits, changed_runs)  # [D]
+        char_places = tf.repeat(char_places, code_points.row_lengths()) + (
+            tf.range(tf.size(code_points.flat_values, out_type=tf.int64))
+            - tf.repeat(code_points.row_splits[:-1], code_points.row_lengths())
+        )  # [K]
+        places = tf.concat([tf.gather(atom_splits, kept_runs), char_places], 0)[:, None]
+        count = tf.reduce_sum(atoms_per_run)
+        flat = code_points.flat_values
+        char_starts = (
+            tf.repeat(tf.gather(run_starts, changed_runs), code_points.row_lengths()) + char_offsets.flat_values
+        )
+
+        def atoms(kept, chars):
+            return tf.scatter_nd(places, tf.concat([kept, chars], 0), [count])
+
+        kept_lengths = tf.gather(run_ends - run_starts, kept_runs)
+        atom_starts = atoms(tf.gather(run_starts, kept_runs), char_starts)  # [A] original byte start
+        atom_lengths = atoms(kept_lengths, utf8_length(flat))  # [A] original bytes
+        atom_linear = atoms(tf.ones_like(kept_lengths), tf.zeros_like(char_starts))  # [A] 1: a kept run
+        normalized_ends = tf.cumsum(atoms(kept_lengths, tf.cast(table.lookup(flat), tf.int64)))  # [A]
+        row_bytes = tf.cumsum(tf.cast(tf.strings.length(strings), tf.int64), exclusive=True)  # [N]
+        row_normalized = tf.cumsum(tf.cast(tf.strings.length(normalized), tf.int64), exclusive=True)  # [N]
+        rows = row_ids(ids.row_splits)  # [P']
+        base = tf.gather(row_normalized, rows)
+        row_base = tf.gather(row_bytes, rows)
+        # Pieces in the normalized rows one after another: sorted, as owners_at needs.
+        first = owners_at(normalized_ends, base + starts.values)
+        last = owners_at(normalized_ends, base + ends.values - 1)
+        normalized_atom_starts = tf.concat([[0], normalized_ends[:-1]], 0)  # [A]
+        linear_first = tf.cast(tf.gather(atom_linear, first), tf.bool)
+        linear_last = tf.cast(tf.gather(atom_linear, last), tf.bool)
+        first_start = tf.gather(atom_starts, first)
+        last_start = tf.gather(atom_starts, last)
+        mapped_starts = tf.where(
+            linear_first, first_start + base + starts.values - tf.gather(normalized_atom_starts, first), first_start
+        )
+        mapped_ends = tf.where(
+            linear_last,
+            last_start + base + ends.values - tf.gather(normalized_atom_starts, last),
+            last_start + tf.gather(atom_lengths, last),
+        )
+        return mapped_starts - row_base, mapped_ends - row_base
+
+    def _lengths_table(self):
+        """The fast path's normalized length of each code point (`FastPathLengths`), built once."""
+        if self._fast_path_lengths is None:
+            self._fast_path_lengths = FastPathLengths(self.lowercase, self.strip_accents)
+        return self._fast_path_lengths
+
+    def _normalized_offsets_to_original(self, strings, normalized, ids, starts, ends):
         """Piece offsets into the fast path's normalized rows -> into `strings` (flat values).
 
-        Each character normalizes on its own, so the batch's distinct
-        characters are normalized once each for their normalized lengths.
+        Each character normalizes on its own, to as many bytes as the table
+        (`FastPathLengths`) says: the rows' normalized bytes are their
+        characters' one after another, so the rows are decoded as one string.
         """
-        code_points, char_starts = tf.strings.unicode_decode_with_offsets(strings, "UTF-8")  # [N, (C)]
-        flat = code_points.flat_values  # [C']
-        distinct, index = tf.unique(flat)
-        distinct_lengths = tf.strings.length(
-            normalize_fast_path(
-                tf.strings.unicode_encode(distinct[:, None], "UTF-8"), self.lowercase, self.strip_accents
-            )
-        )
-        lengths = tf.cast(tf.gather(distinct_lengths, index), tf.int64)  # [C']
-        # Row r's normalized bytes follow those of the rows before it.
-        row_base = tf.gather(tf.concat([[0], tf.cumsum(lengths)], 0), code_points.row_splits[:-1])  # [N]
-        piece_base = tf.gather(row_base, ids.value_rowids())  # [P']
-        return normalized_to_original(
-            char_starts.flat_values,
-            char_starts.flat_values + utf8_length(flat),
-            lengths,
-            piece_base + starts.values,
-            piece_base + ends.values,
-        )
+        # Rows one after another: each character's byte start in them.
+        code_points, char_starts = tf.strings.unicode_decode_with_offsets(tf.strings.reduce_join(strings), "UTF-8")
+        row_bytes = tf.cumsum(tf.cast(tf.strings.length(strings), tf.int64), exclusive=True)  # [N]
+        row_normalized = tf.cumsum(tf.cast(tf.strings.length(normalized), tf.int64), exclusive=True)  # [N]
+        owners, _ = normalized_owners(self._lengths_table().lookup(code_points))  # [B' + 1]
+        rows = row_ids(ids.row_splits)  # [P']
+        piece_base = tf.gather(row_normalized, rows)
+        first = tf.gather(owners, piece_base + starts.values)
+        last = tf.gather(owners, piece_base + ends.values - 1)
+        ends = tf.gather(char_starts, last) + utf8_length(tf.gather(code_points, last))
+        row_base = tf.gather(row_bytes, rows)
+        return tf.gather(char_starts, first) - row_base, ends - row_base
 
     def _tokenize_general(self, strings, with_offsets):
         """Tokenizes any rows `[N]` with the full reference normalization."""
