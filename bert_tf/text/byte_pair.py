@@ -40,7 +40,7 @@ Limits: a word's merges take one loop step per merge rank used, so a very
 long word of varied letters is slow (a 100,000-letter random word: about 9 s
 on 2 cores; a 5 MB line of ordinary text: 0.2 s). Memory stays linear in the
 input: a 1,000,000-letter word beside a thousand short rows peaks near 1 GB
-(row ids come from `_row_ids`, never from `value_rowids` or `tf.repeat`, which
+(row ids come from `offsets.row_ids`, never from `value_rowids` or `tf.repeat`, which
 build a `[rows, longest row]` mask), as Hugging Face's does (0.15 GB for the
 word alone); no word is cut or refused. All occurrences of the
 lowest-ranked pair in a word merge in one step, as GPT-2's `bpe()` does; this
@@ -57,7 +57,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.text.added_tokens import WHITESPACE_CLASS, ragged_ids, split_added_tokens
-from bert_tf.text.offsets import concat_rows, offsets_in_unit, replace_invalid_utf8
+from bert_tf.text.offsets import concat_rows, offsets_in_unit, replace_invalid_utf8, row_ids
 
 # Unicode White_Space (Rust `char::is_whitespace`, Oniguruma's `\s`): RE2's
 # `\s` is ASCII only.
@@ -154,29 +154,6 @@ _OTHER, _LETTER, _NUMBER, _SPACE_LIKE, _SPACE = range(5)
 ROBERTA_SPECIAL_TOKENS = ("<s>", "<pad>", "</s>", "<unk>", "<mask>")
 
 _NO_MERGE = np.iinfo(np.int64).max
-
-
-def _row_ids(row_splits):
-    """The row of each value of a ragged tensor, from its row splits, in memory linear in the values.
-
-    `RaggedTensor.value_rowids`, `tf.ragged.row_splits_to_segment_ids` and `tf.repeat` with per-row counts
-    build a `[R, longest row]` mask: one 1,000,000-byte word beside 700 short ones took 6.5 GB there.
-
-    Args:
-        row_splits: int `[R + 1]`.
-
-    Returns:
-        int64 `[V]`, V = `row_splits[-1]`.
-    """
-    splits = tf.cast(row_splits, tf.int64)
-    return tf.searchsorted(splits[1:], tf.range(splits[-1]), side="right", out_type=tf.int64)
-
-
-def _with_row_ids(ragged):
-    """Ragged `[R, (X)]` rebuilt with its row ids held, so that ops reading them (`concat_rows`) stay linear."""
-    return tf.RaggedTensor.from_value_rowids(
-        ragged.values, _row_ids(ragged.row_splits), nrows=ragged.nrows(), validate=False
-    )
 
 
 def bytes_to_unicode():
@@ -649,7 +626,7 @@ class BytePairTokenizer(keras.layers.Layer):
         """
         code_points, offsets = tf.strings.unicode_decode_with_offsets(segments, "UTF-8")  # [S, (C)]
         c = code_points.flat_values
-        row = _row_ids(code_points.row_splits)
+        row = row_ids(code_points.row_splits)
         kind = tf.cast(tf.gather(self._bmp_classes, tf.minimum(c, 0xFFFF)), tf.int32)
         beyond = c > 0xFFFF
         kind = tf.cond(
@@ -736,7 +713,7 @@ class BytePairTokenizer(keras.layers.Layer):
         ]
 
         def body(step, index, lengths, values, done_index, done_lengths, done_values):
-            rows = _row_ids(tf.concat([[0], tf.cumsum(lengths)], 0))
+            rows = row_ids(tf.concat([[0], tf.cumsum(lengths)], 0))
             same_row = tf.equal(rows[:-1], rows[1:])
             keys = tf.cast(values[:-1], tf.int64) * vocab_size + tf.cast(values[1:], tf.int64)
             keys = tf.where(tf.logical_and(same_row, tf.logical_and(values[:-1] >= 0, values[1:] >= 0)), keys, -1)
@@ -846,9 +823,7 @@ class BytePairTokenizer(keras.layers.Layer):
         segments, seg_starts, special = self._segments(searchable)  # [N, (S)]
         segment_text = tf.cond(
             has_nul,
-            lambda: self._substrings(
-                valid, _row_ids(segments.row_splits), seg_starts.flat_values, segments.flat_values
-            ),
+            lambda: self._substrings(valid, row_ids(segments.row_splits), seg_starts.flat_values, segments.flat_values),
             lambda: segments.flat_values,
         )
         is_special = special.flat_values >= 0  # [S]
@@ -860,7 +835,7 @@ class BytePairTokenizer(keras.layers.Layer):
             )
             text = tf.where(prefixed, tf.strings.join([" ", text]), text)
         words, word_starts = self._pretokenize(text)  # [S, (W)]
-        word_segments = _row_ids(words.row_splits)  # [W']
+        word_segments = row_ids(words.row_splits)  # [W']
         # Each word's start in its segment (-1: the prefix space).
         word_in_segment = word_starts.flat_values - tf.gather(tf.cast(prefixed, tf.int64), word_segments)
         flat_words = words.flat_values
@@ -869,13 +844,13 @@ class BytePairTokenizer(keras.layers.Layer):
         special_ids = tf.RaggedTensor.from_row_lengths(
             tf.boolean_mask(special.flat_values, is_special), tf.cast(is_special, tf.int64), validate=False
         )
-        seg_ids = concat_rows(_with_row_ids(seg_ids), special_ids)  # specials have no text pieces
+        seg_ids = concat_rows(seg_ids, special_ids)  # specials have no text pieces
         out_ids = segments.with_flat_values(seg_ids).merge_dims(1, 2)  # [N, (P)]
         if not with_offsets:
             return out_ids[0] if scalar else out_ids
         # Byte spans of pieces in their segment, then in the valid row.
         lengths = tf.gather(self._id_lengths, ids.values)
-        piece_words = _row_ids(ids.row_splits)  # [P']
+        piece_words = row_ids(ids.row_splits)  # [P']
         word_lengths = tf.math.unsorted_segment_sum(lengths, piece_words, ids.nrows())
         word_base = tf.cumsum(word_lengths, exclusive=True)
         local_ends = tf.cumsum(lengths) - tf.gather(word_base, piece_words)
