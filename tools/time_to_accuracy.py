@@ -3,9 +3,9 @@ accuracy, and the accuracy after one pass over the same examples.
 
 Each side takes its library's recommended path, from the same weights:
   bert_tf    `BertClassifier(load_encoder(weights))`, `bert_tf.data.classification.make_dataset` (in-graph
-             tokenization) with the fine-tuning app's `bert_tf.tasks.common.trim_batch` (each batch cut to its
-             longest row, rounded up to 16 tokens), `create_optimizer("adamw")`, `model.fit` (which builds the
-             optimizer's slots and metrics before tracing, so its train step is traced once);
+             tokenization, padded to `--max_seq_length`; the classifier skips the padding in all layers but the
+             last), `create_optimizer("adamw")`, `model.fit` (which builds the optimizer's slots and metrics
+             before tracing, so its train step is traced once);
   keras-hub  `BertTextClassifier` with its `BertTextClassifierPreprocessor` (raw strings in, padded to
              `--max_seq_length`) on a `BertBackbone` holding the same weights (tools/keras_hub_peer.py), `model.fit`
              on (string, label) batches; `keras.optimizers.AdamW` with the same schedule, decay, clipping and
@@ -130,7 +130,6 @@ class OursSide:
         from bert_tf.checkpoints import load_encoder
         from bert_tf.data import classification
         from bert_tf.models import BertClassifier
-        from bert_tf.tasks.common import trim_batch
         from bert_tf.text import BertTokenizer
         from bert_tf.training import create_optimizer
 
@@ -144,13 +143,8 @@ class OursSide:
             metrics=["accuracy"],
         )
 
-        # Cut to the longest row, rounded up to 16 tokens, as the fine-tuning app's batches (one trace: [B, None]).
-        def trimmed(examples, batch_size):
-            batches = classification.make_dataset(examples, tokenizer, FLAGS.max_seq_length, batch_size)
-            return batches.map(lambda features, labels: trim_batch((features, labels)))
-
-        self.train = trimmed(train, FLAGS.batch_size)
-        self.dev = trimmed(dev, EVAL_BATCH)
+        self.train = classification.make_dataset(train, tokenizer, FLAGS.max_seq_length, FLAGS.batch_size)
+        self.dev = classification.make_dataset(dev, tokenizer, FLAGS.max_seq_length, EVAL_BATCH)
 
 
 class HubSide:
