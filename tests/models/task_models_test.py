@@ -195,3 +195,41 @@ def test_a_task_written_by_the_encoder_task_contract_gets_the_graph_the_unpadded
     assert {k: config[k] for k in ("units", "dropout")} == {"units": 3, "dropout": 0.5}
     rebuilt = _PooledAndTokens.from_config(config)
     assert [v.path for v in rebuilt.weights] == [v.path for v in model.weights]
+
+
+def _fit_counting_traces(model, dataset, fit):
+    """Runs `fit(model, dataset)`; returns how many times `fit` traced the model's train step."""
+    traces = []
+    train_step = model.train_step
+
+    def counted(data):
+        traces.append(1)  # Python runs this line only while tracing
+        return train_step(data)
+
+    model.train_step = counted
+    fit(model, dataset)
+    return len(traces)
+
+
+@pytest.mark.parametrize("task", ["classifier", "pretrainer"])
+def test_fit_on_a_dataset_traces_the_train_step_once_and_trains_as_keras_fit(task):
+    if task == "classifier":
+        labels = np.arange(8, dtype="int32") % 2
+        dataset = tf.data.Dataset.from_tensor_slices((random_inputs(batch=8, length=6), labels)).batch(4)
+    else:
+        dataset = tf.data.Dataset.from_tensors(pretraining_batch()).repeat(2)
+
+    def build():
+        keras.utils.set_random_seed(0)
+        if task == "pretrainer":
+            return _pretrainer_compiled(tiny_encoder())
+        model = BertClassifier(tiny_encoder(), num_classes=2)
+        model.compile(optimizer=keras.optimizers.AdamW(1e-3), loss=SPARSE_CE, metrics=["accuracy"])
+        return model
+
+    ours, keras_own = build(), build()
+    assert _fit_counting_traces(ours, dataset, lambda m, d: m.fit(d, verbose=0)) == 1
+    # Keras alone builds the optimizer slots and metrics inside the first trace, and the step is traced again.
+    assert _fit_counting_traces(keras_own, dataset, lambda m, d: keras.Model.fit(m, d, verbose=0)) == 2
+    assert _max_diff(ours.get_weights(), keras_own.get_weights()) < 1e-6
+    assert ours.optimizer.iterations.numpy() == keras_own.optimizer.iterations.numpy() == 2
