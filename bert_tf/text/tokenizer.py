@@ -514,10 +514,15 @@ class BertTokenizer(keras.layers.Layer):
         too_long = tf.logical_and(
             tf.equal(ids.values, self.unk_id), ends.values - starts.values > self.max_input_chars_per_word
         )
-        # Too long words per row, from one cumulative sum over the pieces.
-        running = tf.concat([[0], tf.cumsum(tf.cast(too_long, tf.int32))], 0)
-        counts = tf.gather(running, ids.row_splits[1:]) - tf.gather(running, ids.row_splits[:-1])  # [N]
-        exact = tf.logical_or(tf.equal(counts, 0), plain)
+
+        def rows_without_too_long():
+            # Too long words per row, from one cumulative sum over the pieces.
+            running = tf.concat([[0], tf.cumsum(tf.cast(too_long, tf.int32))], 0)
+            counts = tf.gather(running, ids.row_splits[1:]) - tf.gather(running, ids.row_splits[:-1])  # [N]
+            return tf.logical_or(tf.equal(counts, 0), plain)
+
+        # (Almost always none: then no pass over the pieces.)
+        exact = tf.cond(tf.reduce_any(too_long), rows_without_too_long, lambda: tf.ones_like(plain))  # [N]
         if not with_offsets:
             return ids, exact
         # Rows whose characters all keep their byte length (plain ASCII, much cased or caseless text, and
