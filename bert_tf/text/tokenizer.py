@@ -514,19 +514,31 @@ class BertTokenizer(keras.layers.Layer):
         too_long = tf.logical_and(
             tf.equal(ids.values, self.unk_id), ends.values - starts.values > self.max_input_chars_per_word
         )
-        # Too long words per row, from one cumulative sum over the pieces.
-        running = tf.concat([[0], tf.cumsum(tf.cast(too_long, tf.int32))], 0)
-        counts = tf.gather(running, ids.row_splits[1:]) - tf.gather(running, ids.row_splits[:-1])  # [N]
-        exact = tf.logical_or(tf.equal(counts, 0), plain)
+
+        def rows_without_too_long():
+            # Too long words per row, from one cumulative sum over the pieces.
+            running = tf.concat([[0], tf.cumsum(tf.cast(too_long, tf.int32))], 0)
+            counts = tf.gather(running, ids.row_splits[1:]) - tf.gather(running, ids.row_splits[:-1])  # [N]
+            return tf.logical_or(tf.equal(counts, 0), plain)
+
+        # (Almost always none: then no pass over the pieces.)
+        exact = tf.cond(tf.reduce_any(too_long), rows_without_too_long, lambda: tf.ones_like(plain))  # [N]
         if not with_offsets:
             return ids, exact
         # Rows whose characters all keep their byte length (plain ASCII, much cased or caseless text, and
         # scripts whose accents and case keep it) keep every piece's offsets: only the others are mapped.
         lengths = self._lengths_table()
+        # A row whose byte length changed has a character that changed its own: only rows of the same length
+        # need the RE2 pass (none, in most uncased text outside ASCII).
+        same_length = tf.logical_and(
+            tf.logical_not(plain), tf.equal(tf.strings.length(strings), tf.strings.length(normalized))
+        )  # [N]
         unchanged = tf.cond(
-            all_plain,
+            tf.reduce_any(same_length),
+            lambda: tf.logical_or(
+                plain, tf.logical_and(same_length, tf.strings.regex_full_match(strings, lengths.same_length_pattern))
+            ),
             lambda: tf.identity(plain),
-            lambda: tf.logical_or(plain, tf.strings.regex_full_match(strings, lengths.same_length_pattern)),
         )  # [N]
         flat_starts, flat_ends = tf.cond(
             tf.reduce_all(unchanged),
@@ -666,18 +678,20 @@ class BertTokenizer(keras.layers.Layer):
         (`FastPathLengths`) says: the rows' normalized bytes are their
         characters' one after another, so the rows are decoded as one string.
         """
-        # Rows one after another: each character's byte start in them.
-        code_points, char_starts = tf.strings.unicode_decode_with_offsets(tf.strings.reduce_join(strings), "UTF-8")
-        row_bytes = tf.cumsum(tf.cast(tf.strings.length(strings), tf.int64), exclusive=True)  # [N]
-        row_normalized = tf.cumsum(tf.cast(tf.strings.length(normalized), tf.int64), exclusive=True)  # [N]
+        joined = tf.strings.reduce_join(strings)
+        # Rows one after another: each character's byte start in them, then their end.
+        code_points, char_starts = tf.strings.unicode_decode_with_offsets(joined, "UTF-8")  # [C]
+        bounds = tf.concat([char_starts, tf.cast(tf.strings.length(joined), tf.int64)[None]], 0)  # [C + 1]
+        # Each row's first byte in the rows one after another, normalized and original: one gather per piece.
+        row_lengths = tf.stack([tf.strings.length(normalized), tf.strings.length(strings)], 1)  # [N, 2]
+        row_bases = tf.cumsum(tf.cast(row_lengths, tf.int64), exclusive=True)  # [N, 2]
         owners, _ = normalized_owners(self._lengths_table().lookup(code_points))  # [B' + 1]
-        rows = row_ids(ids.row_splits)  # [P']
-        piece_base = tf.gather(row_normalized, rows)
+        piece_bases = tf.gather(row_bases, row_ids(ids.row_splits))  # [P', 2]
+        piece_base, row_base = piece_bases[:, 0], piece_bases[:, 1]
         first = tf.gather(owners, piece_base + starts.values)
         last = tf.gather(owners, piece_base + ends.values - 1)
-        ends = tf.gather(char_starts, last) + utf8_length(tf.gather(code_points, last))
-        row_base = tf.gather(row_bytes, rows)
-        return tf.gather(char_starts, first) - row_base, ends - row_base
+        # A character ends where the next one starts.
+        return tf.gather(bounds, first) - row_base, tf.gather(bounds, last + 1) - row_base
 
     def _tokenize_general(self, strings, with_offsets):
         """Tokenizes any rows `[N]` with the full reference normalization."""

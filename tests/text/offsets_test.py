@@ -19,10 +19,13 @@ SETTINGS = [(True, True), (False, False), (True, False), (False, True)]
 @pytest.mark.parametrize("lowercase,strip_accents", SETTINGS)
 def test_lengths_are_those_of_each_character_normalized(lowercase, strip_accents):
     table = FastPathLengths(lowercase, strip_accents)
-    chars = [c for text in CHARACTERS for c in text]
-    code_points = tf.constant([ord(c) for c in chars], tf.int32)
-    expected = tf.strings.length(normalize_fast_path(tf.constant(chars), lowercase, strip_accents))
-    assert table.lookup(code_points).numpy().tolist() == expected.numpy().tolist()
+    bmp = [c for text in CHARACTERS for c in text]
+    # Only Basic Multilingual Plane code points (one table), then also supplementary ones (emoji, Deseret
+    # capital letter: the two-level table).
+    for chars in (bmp, bmp + ["\U0001f600", "\U00010400"]):
+        code_points = tf.constant([ord(c) for c in chars], tf.int32)
+        expected = tf.strings.length(normalize_fast_path(tf.constant(chars), lowercase, strip_accents))
+        assert table.lookup(code_points).numpy().tolist() == expected.numpy().tolist()
 
 
 def test_same_length_pattern_finds_rows_that_keep_their_offsets():

@@ -152,6 +152,20 @@ def test_offsets(vocab_file, split_special_tokens):
     assert ids.to_list() == tokenizer(tf.constant(texts)).to_list()
 
 
+def test_offsets_of_changed_rows_of_unchanged_length(vocab_file):
+    # Uncased, "É" loses a byte and "가" (3 jamo after NFD) gains three: the first row keeps its byte length
+    # although its characters move, so its offsets must still be mapped; the second row changes length.
+    tokenizer = BertTokenizer(vocab_file)
+    texts = ["CAFÉ CAFÉ CAFÉ 가 dogs".encode(), "CAFÉ fox".encode(), b"the fox"]
+    ids, starts, ends = tokenizer.tokenize_with_offsets(tf.constant(texts))
+    got = [_pieces(t, s, e) for t, s, e in zip(texts, starts.to_list(), ends.to_list())]
+    assert got == [["CAFÉ", "CAFÉ", "CAFÉ", "가", "dog", "s"], ["CAFÉ", "fox"], ["the", "fox"]]
+    # A supplementary-plane character in a mapped batch.
+    text = "😀 CAFÉ".encode()
+    _, starts, ends = tokenizer.tokenize_with_offsets(tf.constant([text]))
+    assert _pieces(text, starts[0].numpy(), ends[0].numpy()) == ["😀", "CAFÉ"]
+
+
 def test_detokenize_round_trip(vocab_file):
     tokenizer = BertTokenizer(vocab_file)
     text = tf.constant(["the quick brown fox jumps over the lazy dog .", ""])
