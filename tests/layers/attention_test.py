@@ -1,10 +1,11 @@
-"""Fused dropout kernels: dropped_softmax and dropout equal their op-by-op definitions, values and gradients."""
+"""Fused dropout kernels: dropped_softmax and dropout equal their op-by-op definitions, values and gradients; the
+attention's inference and training projections compute one function."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.layers.bert_self_attention import dropped_softmax
+from bert_tf.layers.bert_self_attention import BertSelfAttention, dropped_softmax
 from bert_tf.layers.dropout import dropout
 
 RATE = 0.1
@@ -77,3 +78,21 @@ def test_dropout_keeps_scales_and_routes_the_gradient(static, dtype):
     np.testing.assert_allclose(
         grad, np.where(kept, tf.cast(upstream, tf.float32).numpy() / (1 - RATE), 0), rtol=1e-2, atol=1e-6
     )
+
+
+@pytest.mark.parametrize("dtype", ["float32", "mixed_bfloat16"])
+def test_inference_projections_equal_the_fused_training_projection(dtype):
+    # Inference projects query/key/value with one matmul per kernel (query scaled after); training (dropout 0 here,
+    # so the same function) with one matmul over the concatenated, pre-scaled kernels. Both must give one attention.
+    layer = BertSelfAttention(num_heads=4, hidden_dim=32, dropout=0.0, dtype=dtype)
+    rng = np.random.default_rng(1)
+    x = tf.constant(rng.normal(size=(2, 8, 32)).astype("float32"))
+    mask = tf.constant([[1] * 8, [1] * 5 + [0] * 3], tf.int32)
+    layer.build(x.shape)
+    for variable in layer.weights:  # non-zero biases, so a dropped or unscaled query bias shows
+        variable.assign(rng.normal(scale=0.3, size=variable.shape).astype("float32"))
+    inference = layer(x, mask, training=False).numpy().astype("float32")
+    fused = layer(x, mask, training=True).numpy().astype("float32")
+    tolerance = 1e-5 if dtype == "float32" else 5e-2
+    np.testing.assert_allclose(inference, fused, atol=tolerance, rtol=tolerance)
+    assert np.abs(inference).max() > 0.1
