@@ -7,7 +7,8 @@ inside each repeat, so load from other processes hits them alike); the table giv
 milliseconds per call and its ratio to keras-hub's best setting.
 
 Settings: float32, float32_xla, bfloat16, bfloat16_xla (bfloat16 = mixed_bfloat16; _xla = jit_compile).
-`--kernels_off` adds bert_tf candidates traced with `BERT_TF_XLA_KERNELS=0` (no nested element-wise XLA kernels).
+`--kernels_off` adds bert_tf candidates traced with `BERT_TF_XLA_KERNELS=0` (no nested element-wise XLA kernels);
+`--variant_env=NAME=VALUE,...` adds one traced with each environment setting (for a variant read at trace time).
 
 Usage:
   nice -n 10 python tools/latency_ab.py --batch_size=1 --repeats=15 --calls=20
