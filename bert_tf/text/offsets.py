@@ -58,10 +58,9 @@ def normalized_owners(normalized_lengths):
     """
     lengths = tf.cast(normalized_lengths, tf.int64)
     ends = tf.cumsum(lengths)  # [C] where each character's normalized bytes end
-    total = tf.reduce_sum(lengths)
-    # Characters ending at each normalized byte; those ending at or before byte b precede its owner.
-    counts = tf.math.unsorted_segment_sum(tf.ones_like(ends), ends, total + 1)  # [B + 1]
-    return tf.cumsum(counts), ends
+    # The characters as rows of the B normalized bytes (those ending at or before byte b precede its owner),
+    # and one more row holding the position past the last byte.
+    return row_ids(tf.concat([[0], ends, [tf.reduce_sum(lengths) + 1]], 0)), ends
 
 
 def owners_at(normalized_ends, positions):
@@ -171,17 +170,18 @@ class CharBounds:
         lengths = tf.cast(tf.strings.length(valid), tf.int64)
         # Rows shifted to follow each other, so that one searchsorted serves all.
         self.shift = tf.cumsum(lengths + 1, exclusive=True)
-        self.local = concat_rows(char_starts, one_per_row(lengths)).flat_values  # [C' + N]
-        self.flat = self.local + tf.repeat(self.shift, self.counts + 1)
+        bounds = concat_rows(char_starts, one_per_row(lengths))  # [N, (C + 1)]
+        self.local = bounds.flat_values  # [C' + N]
+        self.flat = self.local + tf.gather(self.shift, row_ids(bounds.row_splits))
         self.row_base = tf.cumsum(self.counts + 1, exclusive=True)
 
     def to_chars(self, offsets, side):
         """Byte offsets ragged `[N, (P)]` -> characters: "start", the one holding the byte; "end", those before."""
-        return offsets.with_values(self.indices(offsets, side) - tf.gather(self.row_base, offsets.value_rowids()))
+        return offsets.with_values(self.indices(offsets, side) - tf.gather(self.row_base, row_ids(offsets.row_splits)))
 
     def indices(self, offsets, side):
         """Indices into `flat` (see `to_chars`)."""
-        rows = offsets.value_rowids()
+        rows = row_ids(offsets.row_splits)
         shifted = offsets.values + tf.gather(self.shift, rows)
         if side == "start":
             index = tf.searchsorted(self.flat, shifted, side="right", out_type=tf.int64) - 1

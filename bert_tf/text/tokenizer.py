@@ -622,17 +622,14 @@ class BertTokenizer(keras.layers.Layer):
         )  # [T]
         atom_splits = tf.cumsum(atoms_per_run, exclusive=True)  # [T]
         kept_runs = tf.where(tf.logical_not(changed))[:, 0]
-        char_places = tf.gather(atom_splits, changed_runs)  # [D]
-        char_places = tf.repeat(char_places, code_points.row_lengths()) + (
-            tf.range(tf.size(code_points.flat_values, out_type=tf.int64))
-            - tf.repeat(code_points.row_splits[:-1], code_points.row_lengths())
-        )  # [K]
+        flat = code_points.flat_values  # [K]
+        char_rows = row_ids(code_points.row_splits)  # [K] each character's row among the changed runs
+        char_runs = tf.gather(changed_runs, char_rows)  # [K] ... and among all runs
+        char_in_run = tf.range(tf.size(flat, out_type=tf.int64)) - tf.gather(code_points.row_splits, char_rows)
+        char_places = tf.gather(atom_splits, char_runs) + char_in_run  # [K]
         places = tf.concat([tf.gather(atom_splits, kept_runs), char_places], 0)[:, None]
         count = tf.reduce_sum(atoms_per_run)
-        flat = code_points.flat_values
-        char_starts = (
-            tf.repeat(tf.gather(run_starts, changed_runs), code_points.row_lengths()) + char_offsets.flat_values
-        )
+        char_starts = tf.gather(run_starts, char_runs) + char_offsets.flat_values  # [K]
 
         def atoms(kept, chars):
             return tf.scatter_nd(places, tf.concat([kept, chars], 0), [count])
