@@ -1612,12 +1612,13 @@ def machine_line():
     import tensorflow as tf
 
     from bert_tf.layers import choose_path
+    from bert_tf.text.parallel import shard_count
 
     path = choose_path()
     return (
         f"{path.cpu.model}, {os.cpu_count()} logical CPUs; "
         f"TensorFlow {tf.__version__}, Keras {keras.__version__}, keras-hub {keras_hub.__version__}; "
-        f"bert_tf {path.describe()}"
+        f"bert_tf {path.describe()}; tokenizer row shards {shard_count()}"
     )
 
 
