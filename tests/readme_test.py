@@ -172,7 +172,7 @@ LONG = {
         "days; needs 8 GPUs and the user's corpus and vocabulary"
     ),
     "python tools/benchmark.py --steps=3 --repeats=3 --warmup=1 --output_md=runs/benchmark.md "
-    "--output_png=runs/benchmark.png": Long("about 25 minutes"),
+    "--output_png=runs/benchmark.png": Long("36-45 minutes with the peak-RSS probes"),
     "python tools/finetune_quality.py --tasks=STS-B,MRPC --seeds=1,2,3": Long(
         "about 40 minutes: 12 fine-tuning runs of all-MiniLM-L6-v2 (keras-hub's side 2.5-3x longer)"
     ),
