@@ -3,10 +3,12 @@
 Each op of a tokenizer (regex passes, normalization, WordPiece) runs on one
 thread, so one batch keeps one core busy while the others wait. Inside a graph
 (`tf.function`, `tf.data`, a SavedModel), `in_row_shards` gives each shard of
-the rows its own copy of the ops; TensorFlow's inter-op thread pool runs copies
-with no dependency between them at the same time. The shards are cut by bytes,
-not rows, so each holds about the same work; their results are concatenated
-back in row order, so ids and offsets are those of the whole batch at once.
+the rows its own copy of the ops, which TensorFlow's executor may run at the same
+time on its inter-op threads. It hands an op to another thread only when several
+expensive ops are ready together, so the gain varies between processes (1.0-1.8x
+on 2 cores, README "Both cores on one batch"). The shards are cut by bytes, not
+rows, so each holds about the same work; their results are concatenated back in
+row order, so the outputs are those of the whole batch at once.
 
 `BERT_TF_TOKENIZER_SHARDS` sets the shard count: `auto` (the default) is one per
 inter-op thread (`tf.config.threading`, else the CPUs this process may use), at
@@ -21,7 +23,7 @@ import tensorflow as tf
 ENV_VAR = "BERT_TF_TOKENIZER_SHARDS"
 # Every shard is a copy of the tokenizer's ops in the graph: more cost trace time and SavedModel size.
 MAX_SHARDS = 8
-# Fewer rows a shard than this run whole: the copies' fixed cost outweighs a second core.
+# Batches with fewer rows a shard than this (serving requests, small batches) run whole, on one copy of the ops.
 MIN_SHARD_ROWS = 16
 
 
