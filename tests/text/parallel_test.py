@@ -15,16 +15,20 @@ def _traced_ids(tokenizer, strings, monkeypatch, shards):
     return fn(tf.constant(strings)).to_list()
 
 
-@pytest.mark.parametrize(
-    "setting, expected",
-    [("1", 1), ("3", 3), (" 2 ", 2), ("AUTO", None), ("auto", None)],
-)
+@pytest.mark.parametrize("setting, expected", [("1", 1), ("3", 3), (" 2 ", 2)])
 def test_shard_count_setting(monkeypatch, setting, expected):
     monkeypatch.setenv(parallel.ENV_VAR, setting)
-    if expected is None:
-        threads = tf.config.threading.get_inter_op_parallelism_threads() or len(os.sched_getaffinity(0))
-        expected = max(1, min(threads, parallel.MAX_SHARDS))
     assert parallel.shard_count() == expected
+
+
+@pytest.mark.parametrize("setting", ["auto", "AUTO"])
+@pytest.mark.parametrize("inter_op, expected", [(3, 3), (1, 1), (20, parallel.MAX_SHARDS), (0, None)])
+def test_auto_shard_count_follows_inter_op_threads(monkeypatch, setting, inter_op, expected):
+    # One shard per inter-op thread (the CPUs this process may use when that is unset), at most MAX_SHARDS.
+    monkeypatch.setenv(parallel.ENV_VAR, setting)
+    monkeypatch.setattr(tf.config.threading, "get_inter_op_parallelism_threads", lambda: inter_op)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3, 4})
+    assert parallel.shard_count() == (5 if expected is None else expected)
 
 
 @pytest.mark.parametrize("setting", ["0", "-2", "two", ""])
