@@ -32,7 +32,13 @@ METADATA_FILE = "bert_tf_export.json"  # In the SavedModel's assets.extra/.
 # Ops of the exported SavedModels that core TensorFlow lacks: a serving binary must have them registered
 # (tensorflow_text's kernels). `op_names` lists every op of a SavedModel; these are those a process without
 # tensorflow_text does not know (tests/export/export_test.py checks it on every kind).
-TEXT_OPS = ("FastWordpieceTokenizeWithOffsets", "NormalizeUTF8", "RegexSplitWithOffsets", "TFText>RoundRobinTrim")
+TEXT_OPS = (
+    "FastBertNormalize",
+    "FastWordpieceTokenizeWithOffsets",
+    "NormalizeUTF8",
+    "RegexSplitWithOffsets",
+    "TFText>RoundRobinTrim",
+)
 
 
 def _task_of(path, settings):

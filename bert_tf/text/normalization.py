@@ -22,11 +22,13 @@ tables were measured against the reference on every code point, and
 case mapping or NFD (used for speed) disagree with the reference on a
 character, a per-character fix-up runs, only on batches that contain one.
 
-`PLAIN_ASCII_PATTERN`, `FAST_PATH_PATTERN` and `VALID_UTF8_PATTERN` are the
-RE2 patterns the tokenizer routes rows with; `normalize_fast_path` is
-`normalize` in fewer passes for the rows of `FAST_PATH_PATTERN` (almost all
-real text), whose words tensorflow-text's own BERT pretokenization then splits
-as the reference does. `FastPathLengths` holds the bytes each code point
+`PLAIN_ASCII_PATTERN`, `FAST_PATH_PATTERN`, `FOLDING_PATTERN` and
+`VALID_UTF8_PATTERN` are the RE2 patterns the tokenizer routes rows with;
+`normalize_fast_path` is `normalize` in fewer passes for the rows of
+`FAST_PATH_PATTERN` (almost all real text), whose words tensorflow-text's own
+BERT pretokenization then splits as the reference does, and
+`normalize_uncased_fast_path` its uncased form in one pass (tensorflow-text's
+`FastBertNormalizer`) for the rows of `FOLDING_PATTERN`. `FastPathLengths` holds the bytes each code point
 becomes under `normalize_fast_path`, which locate normalized text in the
 original (`bert_tf.text.offsets`).
 """
@@ -140,6 +142,46 @@ _SPLIT_DIFFERENCES = """
 1E95E-1E95F 2B820-2B91F
 """
 
+# Characters tensorflow-text's `FastBertNormalizer` (lower_case_nfd_strip_accents: ICU case folding
+# and NFKD, one table look-up a character) normalizes otherwise than the reference's lowercasing, NFD
+# and accent stripping, among those the fast path takes: compatibility forms, case folds (final sigma,
+# sharp s), controls it turns into spaces, private-use and unassigned code points, and characters that
+# keep a combining mark the reference's NFD would reorder. Tab, newline and carriage return, which it
+# turns into spaces, split words alike. Measured on every code point (tests/text/normalization_test.py).
+_FOLDING_DIFFERENCES = """
+1-8 B-C E-1F 7F-A0 A8 AA AF B2-B5 B8-BA BC-BE DF 132-133 13F-140 149 17F 1C4-1CC 1F1-1F3 2B0-2B8
+2D8-2DD 2E0-2E4 345 37A 384-385 3C2 3D0-3D6 3F0-3F2 3F5 3F9 587 600-605 675-678 6DD 70F 7FD 890-891
+897-89F 8CA-8E2 9FE AFA-AFF B55 C04 C3C D00 D3B-D3C D81 E33 EB3 EBA ECE EDC-EDD F0C 10FC 115F-1160
+13A0-13F5 13F8-13FD 1715 1734 180F 1885-1886 1ABF-1ACE 1B44 1BAA 1BF2-1BF3 1C80-1C88 1D2C-1D2E
+1D30-1D3A 1D3C-1D4D 1D4F-1D6A 1D78 1D9B-1DBF 1DF6-1DFB 1E9A-1E9B 1E9E 1F80-1FAF 1FB2-1FB4 1FB7
+1FBC-1FBD 1FBF-1FC4 1FC7 1FCC-1FCF 1FDD-1FDF 1FED-1FEE 1FF2-1FF4 1FF7 1FFC-1FFE 2000-200A 2011 2017
+2024-2026 202F 2033-2034 2036-2037 203C 203E 2047-2049 2057 205F 2065 2070-2071 2074-208E 2090-209C
+20A8 2100-2103 2105-2107 2109-2113 2115-2116 2119-211D 2120-2122 2124 2128 212C-212D 212F-2131
+2133-2139 213B-2140 2145-2149 2150-217F 2189 222C-222D 222F-2230 2460-24EA 2A0C 2A74-2A76 2C7C-2C7D
+2D6F 2E9F 2EF3 2F00-2FD5 3000 302E-302F 3036 3038-303A 309B-309C 309F 30FF 3131-318E 3192-319F
+3200-321E 3220-3247 3250-327E 3280-33FF A69C-A69D A770 A7F2-A7F4 A7F8-A7F9 A82C A8C5 A8FF A953 A9BD
+A9C0 AB5C-AB5F AB69 AB70-ABBF E000-F8FF FB00-FB06 FB13-FB17 FB20-FB29 FB4F-FBB1 FBD3-FD3D FD50-FD8F
+FD92-FDC7 FDF0-FDFC FE10-FE19 FE30-FE44 FE47-FE52 FE54-FE66 FE68-FE6B FE70-FE72 FE74 FE76-FEFC
+FF01-FFBE FFC2-FFC7 FFCA-FFCF FFD2-FFD7 FFDA-FFDC FFE0-FFE6 FFE8-FFEE FFF0-FFFB FFFD 10781-10785
+10787-107B0 107B2-107BA 10D24-10D27 10D69-10D6D 10EAB-10EAC 10EFD-10EFF 10F46-10F50 10F82-10F85
+11070 11073-11074 110BD 110C2 110CD 111C0 111CF 11235 1123E 11241 1133B 1134D 113CE-113D0
+11438-1143F 11442-11444 11446 1145E 116B6 1182F-11837 11839-1183A 1193B-1193E 11943 119D4-119D7
+119DA-119DB 119E0 11A01-11A0A 11A33-11A38 11A3B-11A3E 11A47 11A51-11A56 11A59-11A5B 11A8A-11A96
+11A98-11A99 11C30-11C36 11C38-11C3D 11C3F 11C92-11CA7 11CAA-11CB0 11CB2-11CB3 11CB5-11CB6
+11D31-11D36 11D3A 11D3C-11D3D 11D3F-11D45 11D47 11D90-11D91 11D95 11D97 11EF3-11EF4 11F00-11F01
+11F36-11F3A 11F40-11F42 13430-13440 13447-13455 1612F 16F4F 16FE4 16FF0-16FF1 1CCD6-1CCF9
+1CF00-1CF2D 1CF30-1CF46 1D15E-1D166 1D16D-1D172 1D1BB-1D1C0 1D400-1D454 1D456-1D49C 1D49E-1D49F
+1D4A2 1D4A5-1D4A6 1D4A9-1D4AC 1D4AE-1D4B9 1D4BB 1D4BD-1D4C3 1D4C5-1D505 1D507-1D50A 1D50D-1D514
+1D516-1D51C 1D51E-1D539 1D53B-1D53E 1D540-1D544 1D546 1D54A-1D550 1D552-1D6A5 1D6A8-1D7CB
+1D7CE-1D7FF 1E000-1E006 1E008-1E018 1E01B-1E021 1E023-1E024 1E026-1E02A 1E030-1E06D 1E08F
+1E130-1E136 1E2AE 1E2EC-1E2EF 1E4EC-1E4EF 1E5EE-1E5EF 1E944-1E94A 1EE00-1EE03 1EE05-1EE1F
+1EE21-1EE22 1EE24 1EE27 1EE29-1EE32 1EE34-1EE37 1EE39 1EE3B 1EE42 1EE47 1EE49 1EE4B 1EE4D-1EE4F
+1EE51-1EE52 1EE54 1EE57 1EE59 1EE5B 1EE5D 1EE5F 1EE61-1EE62 1EE64 1EE67-1EE6A 1EE6C-1EE72
+1EE74-1EE77 1EE79-1EE7C 1EE7E 1EE80-1EE89 1EE8B-1EE9B 1EEA1-1EEA3 1EEA5-1EEA9 1EEAB-1EEBB
+1F100-1F10A 1F110-1F12E 1F130-1F14F 1F16A-1F16C 1F190 1F200-1F202 1F210-1F23B 1F240-1F248
+1F250-1F251 1FBF0-1FBF9 E0000 E0002-E001F E0080-E00FF E01F0-E0FFF F0000-FFFFD 100000-10FFFD
+"""
+
 # Private-use code points stand in for _NFD_KEEP characters during NFD; clean
 # has already removed every private-use character of the input.
 _PLACEHOLDER_BASE = 0xF0000
@@ -235,6 +277,11 @@ FAST_PATH_PATTERN = _complement_class(_NFD_KEEP, _lowercase_fixes_but_sigma(), _
 
 _REMOVED_OR_NONSPACING_RE = _regex_class(_REMOVED, _NONSPACING_MARKS)
 
+# Rows of FAST_PATH_PATTERN that `FastBertNormalizer` normalizes as the reference does, uncased.
+FOLDING_PATTERN = (
+    _complement_class(_NFD_KEEP, _lowercase_fixes_but_sigma(), _SPLIT_DIFFERENCES, _FOLDING_DIFFERENCES) + "*"
+)
+
 
 def normalize_fast_path(strings, lowercase=True, strip_accents=None):
     """`normalize` of rows that match `FAST_PATH_PATTERN`, in fewer passes.
@@ -264,6 +311,48 @@ def normalize_fast_path(strings, lowercase=True, strip_accents=None):
         strings = tf.strings.regex_replace(strings, "\\x{3A3}", "\u03c3")
         strings = tf.strings.lower(strings, encoding="utf-8")
     return strings
+
+
+@functools.cache
+def _folding_normalizer():
+    # Built outside any graph being traced: its table (250 KB) is a constant every graph captures.
+    with tf.init_scope():
+        return tf_text.FastBertNormalizer(lower_case_nfd_strip_accents=True)
+
+
+def normalize_uncased_fast_path(strings, all_fold=False):
+    """`normalize_fast_path(strings, True, True)` of rows `[N]`, those of `FOLDING_PATTERN` in one pass.
+
+    tensorflow-text's `FastBertNormalizer` lowercases, decomposes and strips
+    accents in one table look-up a character, three to five times faster than
+    the ICU and RE2 passes; rows with a character it normalizes otherwise
+    (`_FOLDING_DIFFERENCES`) take those passes. Each character becomes the
+    same bytes as under `normalize_fast_path` (tab, newline and carriage
+    return may become spaces), so words, pieces and offsets are the same.
+
+    Args:
+        strings: tf.string `[N]` of `FAST_PATH_PATTERN`.
+        all_fold: bool scalar (tensor or Python): true when every row is
+            known to be of `FOLDING_PATTERN` (then no row is checked; Python
+            `True` leaves the check out of the graph).
+    """
+    fold = _folding_normalizer().normalize
+
+    def checked():
+        folds = tf.strings.regex_full_match(strings, FOLDING_PATTERN)  # [N]
+        return tf.cond(tf.reduce_all(folds), lambda: fold(strings), lambda: mixed(folds))
+
+    def mixed(folds):
+        folded_rows = tf.cast(tf.where(folds)[:, 0], tf.int32)
+        other_rows = tf.cast(tf.where(tf.logical_not(folds))[:, 0], tf.int32)
+        return tf.dynamic_stitch(
+            [folded_rows, other_rows],
+            [fold(tf.gather(strings, folded_rows)), normalize_fast_path(tf.gather(strings, other_rows), True, True)],
+        )
+
+    if all_fold is True:
+        return fold(strings)
+    return tf.cond(tf.convert_to_tensor(all_fold, tf.bool), lambda: fold(strings), checked)
 
 
 def _lowercase_fix_tables():

@@ -26,9 +26,13 @@ Speed: every row without a kept special token whose characters all agree
 between the reference's tables and ICU's (`FAST_PATH_PATTERN`: real text in
 every script; not invalid UTF-8, NUL, or a few hundred rare characters) takes
 the fast path: normalization in whole-row passes (lowercasing alone for plain
-ASCII; for other text NFD, one pass removing control characters and accents,
-capital sigma, ICU lowercasing), then tensorflow-text's end-to-end WordPiece,
-whose own BERT pretokenization then splits words exactly as the reference does.
+ASCII; uncased, tensorflow-text's `FastBertNormalizer` in one pass for rows
+without a character it treats otherwise, `FOLDING_PATTERN`; for other text NFD,
+one pass removing control characters and accents, capital sigma, ICU
+lowercasing), then tensorflow-text's end-to-end WordPiece, whose own BERT
+pretokenization then splits words exactly as the reference does. Which rows
+qualify is answered for a whole batch at once (its rows joined) where it can
+be, row by row only where that fails.
 Its word limit is in bytes, so a row with a non-ASCII word of more bytes than
 `max_input_chars_per_word` is redone on the general path (steps 1-4 above, one
 op each). Offsets of fast-path rows whose characters all keep their byte
@@ -53,10 +57,12 @@ import tensorflow_text as tf_text
 from bert_tf.text.added_tokens import ragged_ids
 from bert_tf.text.normalization import (
     FAST_PATH_PATTERN,
+    FOLDING_PATTERN,
     PLAIN_ASCII_PATTERN,
     FastPathLengths,
     normalize,
     normalize_fast_path,
+    normalize_uncased_fast_path,
     split_words,
 )
 from bert_tf.text.offsets import (
@@ -219,6 +225,8 @@ class BertTokenizer(keras.layers.Layer):
         self._convert_input_args = False
         self._allow_non_tensor_positional_args = True
         self._fast_path_lengths = None  # built when offsets are first needed
+        # Uncased with accent stripping: tensorflow-text's FastBertNormalizer normalizes most rows.
+        self._folding = bool(lowercase) and strip_accents in (None, True)
         self._load_vocabulary()
         self.built = True
 
@@ -287,6 +295,8 @@ class BertTokenizer(keras.layers.Layer):
         # Longest first, so that a special token containing another one wins.
         self._specials_re = "|".join(_escape(t) for t in sorted(self._specials, key=len, reverse=True))
         self._specials_contains_re = "(?s).*(?:%s).*" % self._specials_re
+        # The same for a text of any bytes (`\\C`: a byte, where `.` matches no invalid UTF-8).
+        self._specials_in_bytes_re = "\\C*(?:%s)\\C*" % self._specials_re
         # Words longer than the limit never reach WordPiece (they are unknown).
         self._wordpiece = tf_text.FastWordpieceTokenizer(
             vocab=pieces,
@@ -476,19 +486,51 @@ class BertTokenizer(keras.layers.Layer):
             ragged int64 byte starts and ends), and bool `[F]` (whether the row
             is exact; else the general path redoes it).
         """
-        plain = tf.strings.regex_full_match(strings, PLAIN_ASCII_PATTERN)  # [N]
-        fast = tf.strings.regex_full_match(strings, FAST_PATH_PATTERN)  # [N]
-        if not self.split_special_tokens and self._specials:
-            ordinary = tf.logical_not(tf.strings.regex_full_match(strings, self._specials_contains_re))
-            fast = tf.logical_and(fast, ordinary)
-        fast_rows = tf.where(fast)[:, 0]
-        fast_strings, fast_plain = tf.cond(
-            tf.reduce_all(fast),
-            lambda: (tf.identity(strings), tf.identity(plain)),
-            lambda: (tf.gather(strings, fast_rows), tf.gather(plain, fast_rows)),
+        # Most batches are all plain ASCII, or (uncased) all of FOLDING_PATTERN, without kept special
+        # tokens: RE2 passes over the rows joined by newlines (in every class) answer for the whole batch
+        # without a match call a row, and the row passes run only when they fail.
+        text = tf.strings.reduce_join(strings, separator="\n")
+        kept_specials = not self.split_special_tokens and self._specials
+        if not kept_specials:
+            ordinary = tf.constant(True)
+        elif any("\n" in token for token in self._specials):  # (a kept token could span two joined rows)
+            ordinary = tf.constant(False)
+        else:
+            ordinary = tf.logical_not(tf.strings.regex_full_match(text, self._specials_in_bytes_re))
+        all_plain = tf.strings.regex_full_match(text, PLAIN_ASCII_PATTERN)
+        if self._folding:
+            all_folds = tf.cond(
+                all_plain, lambda: tf.constant(True), lambda: tf.strings.regex_full_match(text, FOLDING_PATTERN)
+            )
+        else:
+            all_folds = tf.constant(False)
+
+        def some_rows():
+            fast = tf.strings.regex_full_match(strings, FAST_PATH_PATTERN)  # [N]
+            if kept_specials:
+                fast = tf.logical_and(
+                    fast,
+                    tf.cond(
+                        ordinary,
+                        lambda: tf.ones_like(fast),
+                        lambda: tf.logical_not(tf.strings.regex_full_match(strings, self._specials_contains_re)),
+                    ),
+                )
+            fast_rows = tf.where(fast)[:, 0]
+            fast_strings = tf.cond(
+                tf.reduce_all(fast), lambda: tf.identity(strings), lambda: tf.gather(strings, fast_rows)
+            )
+            return fast, fast_strings
+
+        every_row = tf.logical_and(ordinary, tf.logical_or(all_plain, all_folds))
+        fast, fast_strings = tf.cond(
+            every_row, lambda: (tf.ones_like(strings, tf.bool), tf.identity(strings)), some_rows
         )
+        # The batch-wide answers hold for the fast rows when every row is one of them.
+        fast_all_plain = tf.logical_and(every_row, all_plain)
+        fast_all_folds = tf.logical_and(every_row, all_folds)
         fast_out = self._unless_empty(
-            lambda rows, offsets: self._tokenize_fast(rows, offsets, fast_plain),
+            lambda rows, offsets: self._tokenize_fast(rows, offsets, fast_all_plain, fast_all_folds),
             fast_strings,
             with_offsets,
             extra=tf.zeros([0], tf.bool),
@@ -507,7 +549,7 @@ class BertTokenizer(keras.layers.Layer):
 
         return tf.cond(tf.size(strings) > 0, lambda: tokenize(strings, with_offsets), empty)
 
-    def _tokenize_fast(self, strings, with_offsets, plain):
+    def _tokenize_fast(self, strings, with_offsets, all_plain, all_folds):
         """Tokenizes rows `[N]` of `FAST_PATH_PATTERN` without kept special tokens.
 
         They are normalized in whole-row passes (`normalize_fast_path`; plain
@@ -523,13 +565,23 @@ class BertTokenizer(keras.layers.Layer):
             starts and ends into `strings`), then bool `[N]`: whether the row
             is exact (else the caller tokenizes it on the general path).
         """
-        all_plain = tf.reduce_all(plain)
         lowercase, strip_accents = self.lowercase, self.strip_accents
-        normalized = tf.cond(
-            all_plain,
-            lambda: tf.strings.lower(strings) if lowercase else tf.identity(strings),
-            lambda: normalize_fast_path(strings, lowercase, strip_accents),
-        )
+        if self._folding:
+            normalized = tf.cond(
+                all_plain,
+                lambda: tf.strings.lower(strings),
+                lambda: normalize_uncased_fast_path(strings, all_folds),
+            )
+        else:
+            normalized = tf.cond(
+                all_plain,
+                lambda: tf.strings.lower(strings) if lowercase else tf.identity(strings),
+                lambda: normalize_fast_path(strings, lowercase, strip_accents),
+            )
+
+        def plain():
+            return tf.strings.regex_full_match(strings, PLAIN_ASCII_PATTERN)  # [N]
+
         ids, starts, ends = self._end_to_end_wordpiece.tokenize_with_offsets(normalized)  # [N, (P)]
         too_long = tf.logical_and(
             tf.equal(ids.values, self.unk_id), ends.values - starts.values > self.max_input_chars_per_word
@@ -539,12 +591,13 @@ class BertTokenizer(keras.layers.Layer):
             # Too long words per row, from one cumulative sum over the pieces.
             running = tf.concat([[0], tf.cumsum(tf.cast(too_long, tf.int32))], 0)
             counts = tf.gather(running, ids.row_splits[1:]) - tf.gather(running, ids.row_splits[:-1])  # [N]
-            return tf.logical_or(tf.equal(counts, 0), plain)
+            return tf.logical_or(tf.equal(counts, 0), plain())
 
         # (Almost always none: then no pass over the pieces.)
-        exact = tf.cond(tf.reduce_any(too_long), rows_without_too_long, lambda: tf.ones_like(plain))  # [N]
+        exact = tf.cond(tf.reduce_any(too_long), rows_without_too_long, lambda: tf.ones_like(strings, tf.bool))  # [N]
         if not with_offsets:
             return ids, exact
+        plain = tf.cond(all_plain, lambda: tf.ones_like(strings, tf.bool), plain)
         # Rows whose characters all keep their byte length (plain ASCII, much cased or caseless text, and
         # scripts whose accents and case keep it) keep every piece's offsets: only the others are mapped.
         lengths = self._lengths_table()

@@ -22,7 +22,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.text import BertTokenizer
-from bert_tf.text.normalization import FAST_PATH_PATTERN, normalize, split_words
+from bert_tf.text.normalization import FAST_PATH_PATTERN, FOLDING_PATTERN, normalize, split_words
 from tests.text.edge_cases import EDGE_CASES, SPECIAL_TOKEN_CASES
 
 tokenizers = pytest.importorskip("tokenizers")
@@ -322,16 +322,22 @@ def test_udhr_files_take_the_fast_path():
 
 @pytest.mark.parametrize("lowercase,strip_accents", SWEEP_SETTINGS)
 def test_every_code_point_fast_path_like_reference(minilm_vocab, lowercase, strip_accents):
-    """Every code point through `tokenize_with_offsets`: ids and character offsets equal the reference's.
+    """Every code point through `tokenize_with_offsets` and `tokenize`: ids (and character offsets) equal the
+    reference's.
 
-    Probes "A<c>b " of the code points `FAST_PATH_PATTERN` admits fill lines of their own (all on the fast path:
-    its normalization and tensorflow-text's pretokenization), the others lines that take the general path.
+    Probes "A<c>b " fill lines of their own by the route they take: code points of `FOLDING_PATTERN` (uncased:
+    FastBertNormalizer, whole batches of them without a row check), the rest of `FAST_PATH_PATTERN` (its ICU and
+    RE2 passes, then tensorflow-text's pretokenization), and the others (the general path).
     """
     code_points = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
     probes = tf.constant([("A%sb " % chr(c)).encode("utf-8") for c in code_points])
     fast = tf.strings.regex_full_match(probes, FAST_PATH_PATTERN).numpy()
+    folds = tf.strings.regex_full_match(probes, FOLDING_PATTERN).numpy()
+    assert not (folds & ~fast).any()
+    routes = 2 * fast.astype(int) + folds
     lines = []
-    for group in ([c for c, f in zip(code_points, fast) if f], [c for c, f in zip(code_points, fast) if not f]):
+    for route in (3, 2, 0):
+        group = [c for c, r in zip(code_points, routes) if r == route]
         lines += [
             "".join("A%sb " % chr(c) for c in group[i : i + 64]).encode("utf-8") for i in range(0, len(group), 64)
         ]
@@ -341,3 +347,5 @@ def test_every_code_point_fast_path_like_reference(minilm_vocab, lowercase, stri
     for begin in range(0, len(lines), BATCH_SIZE):
         bad += _offset_mismatches(ours, ref, lines[begin : begin + BATCH_SIZE])
     assert not bad, f"{len(bad)} lines differ, first: {bad[:1]}"
+    ids_bad = _mismatches(tf.function(ours.tokenize), ref, lines)
+    assert not ids_bad, _report("tokenize", lines, ids_bad)

@@ -318,3 +318,13 @@ def test_detokenize_table_is_its_own(tmp_path):
         del tokenizer
         gc.collect()
     assert not wrong
+
+
+def test_batch_checks_do_not_join_rows_into_a_special_token():
+    """Rows are checked joined by newlines: a kept special token with a newline is looked for row by row."""
+    vocabulary = ["[PAD]", "[UNK]", "a", "b", "x", "y", "a\nb"]
+    tokenizer = BertTokenizer(vocabulary=vocabulary, special_tokens=["a\nb"])
+    rows = ["x a", "b y", "a\nb", "x y"] * 10  # 40 rows: cut into shards on a multi-core machine
+    batch = tf.function(tokenizer.tokenize)(tf.constant(rows)).to_list()
+    assert batch == [tokenizer.tokenize(tf.constant([row])).to_list()[0] for row in rows]
+    assert batch[:4] == [[4, 2], [3, 5], [6], [4, 5]]
