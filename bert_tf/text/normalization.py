@@ -22,8 +22,8 @@ tables were measured against the reference on every code point, and
 case mapping or NFD (used for speed) disagree with the reference on a
 character, a per-character fix-up runs, only on batches that contain one.
 
-`PLAIN_ASCII_PATTERN`, `FAST_PATH_PATTERN`, `FOLDING_PATTERN` and
-`VALID_UTF8_PATTERN` are the RE2 patterns the tokenizer routes rows with;
+`PLAIN_ASCII_PATTERN`, `FAST_PATH_PATTERN`, `FOLDING_PATTERN`,
+`FOLDING_KEPT_PATTERN` and `VALID_UTF8_PATTERN` are the RE2 patterns the tokenizer routes rows with;
 `normalize_fast_path` is `normalize` in fewer passes for the rows of
 `FAST_PATH_PATTERN` (almost all real text), whose words tensorflow-text's own
 BERT pretokenization then splits as the reference does, and
@@ -282,6 +282,26 @@ FOLDING_PATTERN = (
     _complement_class(_NFD_KEEP, _lowercase_fixes_but_sigma(), _SPLIT_DIFFERENCES, _FOLDING_DIFFERENCES) + "*"
 )
 
+# Characters of _FOLDING_DIFFERENCES that FastBertNormalizer case-folds and the reference keeps, common in
+# real text (Greek final sigma, German sharp s): `normalize_uncased_fast_path` can hide them from it behind
+# private-use placeholders (no row of FOLDING_KEPT_PATTERN holds a private-use character).
+_FOLDING_KEPT = {0x3C2: 0x10FF00, 0xDF: 0x10FF01}
+
+
+def _without(table, code_points):
+    """A table string of `table`'s code points but `code_points`."""
+    kept = [c for first, last in _parse_ranges(table) for c in range(first, last + 1) if c not in code_points]
+    return " ".join("%X" % c for c in kept)
+
+
+# Rows of FAST_PATH_PATTERN that FastBertNormalizer normalizes as the reference does once _FOLDING_KEPT is hidden.
+FOLDING_KEPT_PATTERN = (
+    _complement_class(
+        _NFD_KEEP, _lowercase_fixes_but_sigma(), _SPLIT_DIFFERENCES, _without(_FOLDING_DIFFERENCES, _FOLDING_KEPT)
+    )
+    + "*"
+)
+
 
 def normalize_fast_path(strings, lowercase=True, strip_accents=None):
     """`normalize` of rows that match `FAST_PATH_PATTERN`, in fewer passes.
@@ -320,7 +340,7 @@ def _folding_normalizer():
         return tf_text.FastBertNormalizer(lower_case_nfd_strip_accents=True)
 
 
-def normalize_uncased_fast_path(strings, all_fold=False):
+def normalize_uncased_fast_path(strings, all_fold=False, all_fold_kept=False):
     """`normalize_fast_path(strings, True, True)` of rows `[N]`, those of `FOLDING_PATTERN` in one pass.
 
     tensorflow-text's `FastBertNormalizer` lowercases, decomposes and strips
@@ -335,8 +355,21 @@ def normalize_uncased_fast_path(strings, all_fold=False):
         all_fold: bool scalar (tensor or Python): true when every row is
             known to be of `FOLDING_PATTERN` (then no row is checked; Python
             `True` leaves the check out of the graph).
+        all_fold_kept: bool scalar: true when every row is known to be of
+            `FOLDING_KEPT_PATTERN`. Then its final sigmas and sharp s hide
+            behind placeholders while FastBertNormalizer runs (a literal RE2
+            pass each way per character), and no row is checked.
     """
     fold = _folding_normalizer().normalize
+
+    def fold_kept():
+        hidden = strings
+        for kept, placeholder in _FOLDING_KEPT.items():
+            hidden = tf.strings.regex_replace(hidden, chr(kept), chr(placeholder))
+        folded = fold(hidden)
+        for kept, placeholder in _FOLDING_KEPT.items():
+            folded = tf.strings.regex_replace(folded, chr(placeholder), chr(kept))
+        return folded
 
     def checked():
         folds = tf.strings.regex_full_match(strings, FOLDING_PATTERN)  # [N]
@@ -352,7 +385,11 @@ def normalize_uncased_fast_path(strings, all_fold=False):
 
     if all_fold is True:
         return fold(strings)
-    return tf.cond(tf.convert_to_tensor(all_fold, tf.bool), lambda: fold(strings), checked)
+    return tf.cond(
+        tf.convert_to_tensor(all_fold, tf.bool),
+        lambda: fold(strings),
+        lambda: tf.cond(tf.convert_to_tensor(all_fold_kept, tf.bool), fold_kept, checked),
+    )
 
 
 def _lowercase_fix_tables():

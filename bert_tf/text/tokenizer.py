@@ -57,6 +57,7 @@ import tensorflow_text as tf_text
 from bert_tf.text.added_tokens import ragged_ids
 from bert_tf.text.normalization import (
     FAST_PATH_PATTERN,
+    FOLDING_KEPT_PATTERN,
     FOLDING_PATTERN,
     PLAIN_ASCII_PATTERN,
     FastPathLengths,
@@ -502,8 +503,12 @@ class BertTokenizer(keras.layers.Layer):
             all_folds = tf.cond(
                 all_plain, lambda: tf.constant(True), lambda: tf.strings.regex_full_match(text, FOLDING_PATTERN)
             )
+            # (This pass stops at the first character neither pattern admits, early in most text that fails.)
+            all_folds_kept = tf.cond(
+                all_folds, lambda: tf.constant(True), lambda: tf.strings.regex_full_match(text, FOLDING_KEPT_PATTERN)
+            )
         else:
-            all_folds = tf.constant(False)
+            all_folds = all_folds_kept = tf.constant(False)
 
         def some_rows():
             fast = tf.strings.regex_full_match(strings, FAST_PATH_PATTERN)  # [N]
@@ -522,15 +527,18 @@ class BertTokenizer(keras.layers.Layer):
             )
             return fast, fast_strings
 
-        every_row = tf.logical_and(ordinary, tf.logical_or(all_plain, all_folds))
+        every_row = tf.logical_and(ordinary, tf.logical_or(all_plain, all_folds_kept))
         fast, fast_strings = tf.cond(
             every_row, lambda: (tf.ones_like(strings, tf.bool), tf.identity(strings)), some_rows
         )
         # The batch-wide answers hold for the fast rows when every row is one of them.
         fast_all_plain = tf.logical_and(every_row, all_plain)
         fast_all_folds = tf.logical_and(every_row, all_folds)
+        fast_all_folds_kept = tf.logical_and(every_row, all_folds_kept)
         fast_out = self._unless_empty(
-            lambda rows, offsets: self._tokenize_fast(rows, offsets, fast_all_plain, fast_all_folds),
+            lambda rows, offsets: self._tokenize_fast(
+                rows, offsets, fast_all_plain, fast_all_folds, fast_all_folds_kept
+            ),
             fast_strings,
             with_offsets,
             extra=tf.zeros([0], tf.bool),
@@ -549,7 +557,7 @@ class BertTokenizer(keras.layers.Layer):
 
         return tf.cond(tf.size(strings) > 0, lambda: tokenize(strings, with_offsets), empty)
 
-    def _tokenize_fast(self, strings, with_offsets, all_plain, all_folds):
+    def _tokenize_fast(self, strings, with_offsets, all_plain, all_folds, all_folds_kept):
         """Tokenizes rows `[N]` of `FAST_PATH_PATTERN` without kept special tokens.
 
         They are normalized in whole-row passes (`normalize_fast_path`; plain
@@ -570,7 +578,7 @@ class BertTokenizer(keras.layers.Layer):
             normalized = tf.cond(
                 all_plain,
                 lambda: tf.strings.lower(strings),
-                lambda: normalize_uncased_fast_path(strings, all_folds),
+                lambda: normalize_uncased_fast_path(strings, all_folds, all_folds_kept),
             )
         else:
             normalized = tf.cond(

@@ -14,6 +14,7 @@ import tensorflow_text as tf_text
 from bert_tf.text import normalization
 from bert_tf.text.normalization import (
     FAST_PATH_PATTERN,
+    FOLDING_KEPT_PATTERN,
     FOLDING_PATTERN,
     normalize_fast_path,
     normalize_uncased_fast_path,
@@ -92,3 +93,17 @@ def test_known_folding_rows_skip_the_check():
     assert "FastBertNormalize" in ops and "StaticRegexFullMatch" not in ops
     checked = tf.function(normalize_uncased_fast_path).get_concrete_function(rows).graph.as_graph_def()
     assert "StaticRegexFullMatch" in [n.op for f in checked.library.function for n in f.node_def]
+
+
+def test_final_sigma_and_sharp_s_hide_behind_placeholders():
+    rows = tf.gather(MIXED, [0, 1, 2, 4, 5, 6])  # Greek with final sigma, German with sharp s, and others
+    assert tf.strings.regex_full_match(rows, FOLDING_KEPT_PATTERN).numpy().all()
+    want = normalize_fast_path(rows, True, True).numpy().tolist()
+    got = normalize_uncased_fast_path(rows, all_fold_kept=True).numpy().tolist()
+    assert got[0] == "η οικουμενικη διακηρυξη, οδοσ και δρομος".encode() and got[2] == "straße, fußball".encode()
+    assert [g for i, g in enumerate(got) if i != 3] == [w for i, w in enumerate(want) if i != 3]
+    # The placeholders: characters no row of FOLDING_KEPT_PATTERN holds, which FastBertNormalizer keeps as they are.
+    placeholders = "".join(chr(p) for p in normalization._FOLDING_KEPT.values())
+    assert not tf.strings.regex_full_match(placeholders, FOLDING_KEPT_PATTERN).numpy()
+    folded = tf_text.FastBertNormalizer(lower_case_nfd_strip_accents=True).normalize(tf.constant([placeholders]))
+    assert folded.numpy().tolist() == [placeholders.encode()]

@@ -22,7 +22,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.text import BertTokenizer
-from bert_tf.text.normalization import FAST_PATH_PATTERN, FOLDING_PATTERN, normalize, split_words
+from bert_tf.text.normalization import FAST_PATH_PATTERN, FOLDING_KEPT_PATTERN, FOLDING_PATTERN, normalize, split_words
 from tests.text.edge_cases import EDGE_CASES, SPECIAL_TOKEN_CASES
 
 tokenizers = pytest.importorskip("tokenizers")
@@ -326,17 +326,19 @@ def test_every_code_point_fast_path_like_reference(minilm_vocab, lowercase, stri
     reference's.
 
     Probes "A<c>b " fill lines of their own by the route they take: code points of `FOLDING_PATTERN` (uncased:
-    FastBertNormalizer, whole batches of them without a row check), the rest of `FAST_PATH_PATTERN` (its ICU and
+    FastBertNormalizer, whole batches of them without a row check), those `FOLDING_KEPT_PATTERN` adds, the rest of `FAST_PATH_PATTERN` (its ICU and
     RE2 passes, then tensorflow-text's pretokenization), and the others (the general path).
     """
     code_points = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
     probes = tf.constant([("A%sb " % chr(c)).encode("utf-8") for c in code_points])
     fast = tf.strings.regex_full_match(probes, FAST_PATH_PATTERN).numpy()
     folds = tf.strings.regex_full_match(probes, FOLDING_PATTERN).numpy()
-    assert not (folds & ~fast).any()
-    routes = 2 * fast.astype(int) + folds
+    kept = tf.strings.regex_full_match(probes, FOLDING_KEPT_PATTERN).numpy() & ~folds  # final sigma, sharp s
+    assert not (folds & ~fast).any() and not (kept & ~fast).any() and 0 < kept.sum() < 10
+    routes = 2 * fast.astype(int) + folds + 4 * kept
     lines = []
-    for route in (3, 2, 0):
+    # The kept characters' line goes into a batch of folding lines: that batch hides them (FOLDING_KEPT_PATTERN).
+    for route in (3, 6, 2, 0):
         group = [c for c, r in zip(code_points, routes) if r == route]
         lines += [
             "".join("A%sb " % chr(c) for c in group[i : i + 64]).encode("utf-8") for i in range(0, len(group), 64)
