@@ -560,8 +560,11 @@ class BertTokenizer(keras.layers.Layer):
     def _tokenize_fast(self, strings, with_offsets, all_plain, all_folds, all_folds_kept):
         """Tokenizes rows `[N]` of `FAST_PATH_PATTERN` without kept special tokens.
 
-        They are normalized in whole-row passes (`normalize_fast_path`; plain
-        ASCII, where `plain` [N] says so, only needs lowercasing) and go to
+        They are normalized in whole-row passes (`normalize_fast_path`, or
+        uncased `normalize_uncased_fast_path`; when `all_plain` (bool scalar)
+        says every row is plain ASCII, lowercasing alone; `all_folds` and
+        `all_folds_kept` say that every row is of `FOLDING_PATTERN` or
+        `FOLDING_KEPT_PATTERN`, and spare the rows' own check) and go to
         tensorflow-text's end-to-end WordPiece, whose pretokenization splits
         them as the reference does. Its word limit is in bytes
         (`max_input_chars_per_word`), so a non-ASCII word of more bytes than
