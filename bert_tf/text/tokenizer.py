@@ -295,9 +295,9 @@ class BertTokenizer(keras.layers.Layer):
         self._specials = {t: last[t] for t in specials}
         # Longest first, so that a special token containing another one wins.
         self._specials_re = "|".join(_escape(t) for t in sorted(self._specials, key=len, reverse=True))
-        self._specials_contains_re = "(?s).*(?:%s).*" % self._specials_re
-        # The same for a text of any bytes (`\\C`: a byte, where `.` matches no invalid UTF-8).
-        self._specials_in_bytes_re = "\\C*(?:%s)\\C*" % self._specials_re
+        # A text of any bytes holding one (`\\C`: a byte, where `.` matches no invalid UTF-8): rows, or a batch's
+        # rows joined.
+        self._specials_contains_re = "\\C*(?:%s)\\C*" % self._specials_re
         # Words longer than the limit never reach WordPiece (they are unknown).
         self._wordpiece = tf_text.FastWordpieceTokenizer(
             vocab=pieces,
@@ -497,7 +497,7 @@ class BertTokenizer(keras.layers.Layer):
         elif any("\n" in token for token in self._specials):  # (a kept token could span two joined rows)
             ordinary = tf.constant(False)
         else:
-            ordinary = tf.logical_not(tf.strings.regex_full_match(text, self._specials_in_bytes_re))
+            ordinary = tf.logical_not(tf.strings.regex_full_match(text, self._specials_contains_re))
         all_plain = tf.strings.regex_full_match(text, PLAIN_ASCII_PATTERN)
         if self._folding:
             all_folds = tf.cond(
@@ -531,14 +531,9 @@ class BertTokenizer(keras.layers.Layer):
         fast, fast_strings = tf.cond(
             every_row, lambda: (tf.ones_like(strings, tf.bool), tf.identity(strings)), some_rows
         )
-        # The batch-wide answers hold for the fast rows when every row is one of them.
-        fast_all_plain = tf.logical_and(every_row, all_plain)
-        fast_all_folds = tf.logical_and(every_row, all_folds)
-        fast_all_folds_kept = tf.logical_and(every_row, all_folds_kept)
+        # What holds for every row of the batch holds for its fast rows.
         fast_out = self._unless_empty(
-            lambda rows, offsets: self._tokenize_fast(
-                rows, offsets, fast_all_plain, fast_all_folds, fast_all_folds_kept
-            ),
+            lambda rows, offsets: self._tokenize_fast(rows, offsets, all_plain, all_folds, all_folds_kept),
             fast_strings,
             with_offsets,
             extra=tf.zeros([0], tf.bool),
@@ -577,18 +572,15 @@ class BertTokenizer(keras.layers.Layer):
             is exact (else the caller tokenizes it on the general path).
         """
         lowercase, strip_accents = self.lowercase, self.strip_accents
-        if self._folding:
-            normalized = tf.cond(
-                all_plain,
-                lambda: tf.strings.lower(strings),
-                lambda: normalize_uncased_fast_path(strings, all_folds, all_folds_kept),
-            )
-        else:
-            normalized = tf.cond(
-                all_plain,
-                lambda: tf.strings.lower(strings) if lowercase else tf.identity(strings),
-                lambda: normalize_fast_path(strings, lowercase, strip_accents),
-            )
+
+        def normalize_rows():
+            if self._folding:
+                return normalize_uncased_fast_path(strings, all_folds, all_folds_kept)
+            return normalize_fast_path(strings, lowercase, strip_accents)
+
+        normalized = tf.cond(
+            all_plain, lambda: tf.strings.lower(strings) if lowercase else tf.identity(strings), normalize_rows
+        )
 
         def plain():
             return tf.strings.regex_full_match(strings, PLAIN_ASCII_PATTERN)  # [N]
