@@ -29,6 +29,29 @@ class _FinalLayerNorm(LayerNorm):
         return {**super().get_config(), "output_dtype": self.output_dtype}
 
 
+_CUT_INPUTS = ("token_ids", "segment_ids", "padding_mask")
+
+
+def trim_padding(inputs):
+    """The encoder inputs cut after the last column where any row has a real token: `(inputs, length)`.
+
+    The columns cut are padding in every row, so the padding-free paths give
+    the same outputs at real tokens on the shorter batch (attention masks
+    padding keys out), while the attention scores, the embeddings and the
+    last layer's keys and values shrink to the longest row: a batch of short
+    sentences padded to a long `T` pays for its longest sentence. Dropout
+    masks are drawn for the shorter shapes (other draws, the same rate).
+    Keeps at least one column. Only the three encoder inputs are cut (others
+    pass as they are); `length` is an int32 scalar.
+    """
+    padding_mask = tf.convert_to_tensor(inputs["padding_mask"])
+    columns = tf.range(1, tf.shape(padding_mask)[1] + 1)
+    length = tf.reduce_max(tf.where(tf.reduce_any(padding_mask > 0, axis=0), columns, 1))
+    length = tf.maximum(length, 1)
+    cut = {name: value[:, :length] for name, value in inputs.items() if name in _CUT_INPUTS}
+    return {**inputs, **cut}, length
+
+
 @keras.saving.register_keras_serializable(package="bert_tf")
 class BertEncoder(keras.Model):
     """The BERT encoder: embeddings, a stack of transformer blocks and a pooler.
@@ -236,13 +259,16 @@ class BertEncoder(keras.Model):
         `call_unpadded` and the exported SavedModels run it.
         """
         batch, length = tf.shape(inputs["token_ids"])[0], tf.shape(inputs["token_ids"])[1]
+        inputs, trimmed = trim_padding(inputs)
         token_index, layer_outputs = self._unpadded_layers(inputs, self.applied_layers, training)
         x = layer_outputs[-1]
         if self.final_layer_norm is not None:
             x = layer_outputs[-1] = self.final_layer_norm(x)
+        # Token rows of the trimmed [B, trimmed] batch at their places in the full [B, T] one.
+        full_index = token_index // trimmed * length + token_index % trimmed
 
         def padded(tokens):  # [M, H] -> float32 [B, T, H]
-            tokens = scatter_tokens(tf.cast(tokens, tf.float32), token_index, batch * length)
+            tokens = scatter_tokens(tf.cast(tokens, tf.float32), full_index, batch * length)
             return tf.reshape(tokens, (batch, length, self.hidden_dim))
 
         sequence = padded(x)
@@ -286,6 +312,9 @@ class BertEncoder(keras.Model):
             positions = tf.concat([tf.zeros((batch, 1), tf.int32), positions], axis=1)
         blocks = self.applied_layers
         if unpadded:
+            inputs, length = trim_padding(inputs)
+            padding_mask = inputs["padding_mask"]
+            positions = tf.minimum(positions, length - 1)  # those past the cut are padding in every row
             token_index, layer_outputs = self._unpadded_layers(inputs, blocks[:-1], training)
             x = tf.reshape(
                 scatter_tokens(layer_outputs[-1], token_index, batch * length), (batch, length, self.hidden_dim)

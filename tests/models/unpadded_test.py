@@ -79,3 +79,36 @@ def test_task_models_unpadded_equal_padded(build):
         if ours.ndim >= 2 and ours.shape[:2] == real.shape:  # per-token outputs: compare real tokens
             ours, theirs = ours[real], theirs[real]
         np.testing.assert_allclose(ours, theirs, atol=1e-5)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_padding_columns_of_every_row_are_cut_before_the_layers(jit):
+    """Rows all shorter than T: the padding-free paths run on the longest row's length and still answer in [B, T]."""
+    from bert_tf.models.bert_encoder import trim_padding
+
+    encoder = tiny_encoder(dropout=0.0, attention_dropout=0.0)
+    batch = random_inputs(batch=4, length=12, lengths=[5, 3, 1, 4], seed=7)
+    cut, length = trim_padding(batch)
+    assert int(length) == 5 and cut["token_ids"].shape == (4, 5) and cut["padding_mask"].shape == (4, 5)
+    holes = dict(batch, padding_mask=np.array(batch["padding_mask"]) * 0)
+    holes["padding_mask"][1, 7] = 1  # a real token after padding: the cut keeps it
+    assert int(trim_padding(holes)[1]) == 8
+    assert int(trim_padding(dict(batch, padding_mask=np.zeros((4, 12), np.int32)))[1]) == 1
+
+    padded = encoder(batch, training=False)
+    real = _real(batch)
+    unpadded = tf.function(encoder.call_unpadded, jit_compile=jit)(batch)
+    assert unpadded["sequence_output"].shape == (4, 12, encoder.hidden_dim)
+    np.testing.assert_allclose(
+        unpadded["sequence_output"].numpy()[real], padded["sequence_output"].numpy()[real], atol=1e-5
+    )
+    assert not np.any(unpadded["sequence_output"].numpy()[~real])
+    np.testing.assert_allclose(unpadded["pooled_output"], padded["pooled_output"], atol=1e-5)
+
+    positions = np.array([[4, 11], [2, 0], [0, 9], [3, 1]], np.int32)  # 11 and 9: past the cut, padding in all rows
+    at = tf.function(lambda b, p: encoder.call_at(b, p, pooled=True, unpadded=True), jit_compile=jit)(batch, positions)
+    assert at["selected_output"].shape == (4, 2, encoder.hidden_dim)
+    expected = np.take_along_axis(padded["sequence_output"].numpy(), positions[:, :, None], axis=1)
+    inside = positions < 5
+    np.testing.assert_allclose(at["selected_output"].numpy()[inside], expected[inside], atol=1e-5)
+    np.testing.assert_allclose(at["pooled_output"], padded["pooled_output"], atol=1e-5)

@@ -44,19 +44,24 @@ def test_global_norm_clipping_and_loss_scaling():
     assert isinstance(scaled, keras.optimizers.LossScaleOptimizer)
 
 
-def _adamw_run(optimizer_class, sparse=False):
+def _adamw_run(optimizer_class, sparse=False, clip=None, densify=False):
     import tensorflow as tf
 
     kernel = keras.Variable(np.arange(12, dtype="float32").reshape(3, 4) / 10, name="kernel")
     bias = keras.Variable(np.ones(4, "float32"), name="bias")
-    optimizer = optimizer_class(learning_rate=0.05, weight_decay=0.1, epsilon=1e-6)
+    optimizer = optimizer_class(learning_rate=0.05, weight_decay=0.1, epsilon=1e-6, global_clipnorm=clip)
     optimizer.exclude_from_weight_decay(var_names=["bias"])
 
     @tf.function
     def step(i):
         kernel_grad = tf.sin(kernel.value * (i + 1.0))
-        if sparse:  # rows 0 and 2 only, as an embedding lookup gives
-            kernel_grad = tf.IndexedSlices(tf.gather(kernel_grad, [0, 2]), tf.constant([0, 2]), tf.shape(kernel_grad))
+        if sparse:  # rows 0, 2 and 2 again, as an embedding lookup of a repeated token gives
+            rows = tf.constant([0, 2, 2])
+            kernel_grad = tf.IndexedSlices(
+                tf.gather(kernel_grad, rows) * [[1.0], [1.0], [0.5]], rows, tf.shape(kernel_grad)
+            )
+            if densify:
+                kernel_grad = tf.convert_to_tensor(kernel_grad)
         optimizer.apply([kernel_grad, tf.cos(bias.value + i)], [kernel, bias])
 
     for i in range(6):
@@ -64,10 +69,27 @@ def _adamw_run(optimizer_class, sparse=False):
     return kernel.numpy(), bias.numpy()
 
 
+@pytest.mark.parametrize("clip", [None, 0.5, 100.0])
 @pytest.mark.parametrize("sparse", [False, True])
-def test_fused_adamw_follows_keras_adamw(sparse):
+def test_fused_adamw_follows_keras_adamw(sparse, clip):
+    """Decay, clipping (the factor below 1 at 0.5, 1 at 100) and Adam as Keras' AdamW does them on the dense gradient:
+    a sparse gradient with a repeated row (the same token twice in a batch) counts as its densified sum, in the
+    clipping norm and in the moments."""
     from bert_tf.training.optimization import FusedAdamW
 
-    for ours, theirs in zip(_adamw_run(FusedAdamW, sparse), _adamw_run(keras.optimizers.AdamW, sparse)):
-        np.testing.assert_allclose(ours, theirs, atol=1e-5)
+    theirs = _adamw_run(keras.optimizers.AdamW, sparse, clip, densify=True)
+    for ours, expected in zip(_adamw_run(FusedAdamW, sparse, clip), theirs):
+        np.testing.assert_allclose(ours, expected, atol=1e-5)
     assert type(create_optimizer("adamw")).__name__ == "FusedAdamW"
+
+
+def test_fused_adamw_clips_to_nan_on_an_infinite_norm():
+    """Keras' rule: a non-finite global norm makes the update NaN (loss scaling relies on it to skip the step)."""
+    import tensorflow as tf
+
+    from bert_tf.training.optimization import FusedAdamW
+
+    kernel = keras.Variable(np.ones((2, 2), "float32"), name="kernel")
+    optimizer = FusedAdamW(learning_rate=0.1, global_clipnorm=1.0)
+    optimizer.apply([tf.constant([[np.inf, 1.0], [1.0, 1.0]])], [kernel])
+    assert np.isnan(kernel.numpy()).all()
