@@ -241,6 +241,9 @@ LONG = {
         "about 6 minutes on a quiet 2-core machine, 20 while other jobs shared it (tests/tools/benchmark_test.py "
         "runs its --quick mode)"
     ),
+    "python tools/time_to_accuracy.py --train_examples=20000 --eval_every=25 --output_md=runs/tta.md": Long(
+        "about 20 minutes on a quiet 2-core machine (tests/tools/benchmark_test.py runs its --quick mode)"
+    ),
     "python tools/benchmark.py --quick": Long("about 4 minutes; tests/tools/benchmark_test.py runs it (slow)"),
 }
 

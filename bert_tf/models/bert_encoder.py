@@ -6,6 +6,7 @@ Shape legend: B batch, T tokens, H hidden, N heads.
 import keras
 import tensorflow as tf
 from keras import ops
+from tensorflow.python.ops import control_flow_util
 
 from bert_tf.config import FAMILIES, BertConfig
 from bert_tf.layers.bert_embeddings import BertEmbeddings
@@ -42,9 +43,14 @@ def trim_padding(inputs):
     sentences padded to a long `T` pays for its longest sentence. Dropout
     masks are drawn for the shorter shapes (other draws, the same rate).
     Keeps at least one column. Only the three encoder inputs are cut (others
-    pass as they are); `length` is an int32 scalar.
+    pass as they are); `length` is an int32 scalar. Inside an XLA
+    compilation (`jit_compile`, TPU) nothing is cut: a length known only at
+    run time would make XLA compile the step again for every batch
+    (measured: fine-tuning at 5 instead of 16 sequences/s).
     """
     padding_mask = tf.convert_to_tensor(inputs["padding_mask"])
+    if control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph()):
+        return inputs, tf.shape(padding_mask)[1]
     columns = tf.range(1, tf.shape(padding_mask)[1] + 1)
     length = tf.reduce_max(tf.where(tf.reduce_any(padding_mask > 0, axis=0), columns, 1))
     length = tf.maximum(length, 1)

@@ -112,3 +112,12 @@ def test_padding_columns_of_every_row_are_cut_before_the_layers(jit):
     inside = positions < 5
     np.testing.assert_allclose(at["selected_output"].numpy()[inside], expected[inside], atol=1e-5)
     np.testing.assert_allclose(at["pooled_output"], padded["pooled_output"], atol=1e-5)
+
+
+def test_nothing_is_cut_inside_an_xla_compilation():
+    """Under `jit_compile` the batch keeps its length: a cut known only at run time would recompile every batch."""
+    from bert_tf.models.bert_encoder import trim_padding
+
+    batch = random_inputs(batch=2, length=12, lengths=[5, 3], seed=1)
+    assert int(tf.function(lambda b: trim_padding(b)[1], jit_compile=True)(batch)) == 12
+    assert int(tf.function(lambda b: trim_padding(b)[1])(batch)) == 5
