@@ -16,15 +16,15 @@ NO_DECAY_NAMES = ("gamma", "beta", "bias")
 
 @keras.saving.register_keras_serializable(package="bert_tf")
 class FusedAdamW(keras.optimizers.AdamW):
-    """`keras.optimizers.AdamW` with the fewest passes over each variable: Keras' arithmetic, in its order.
+    """`keras.optimizers.AdamW` in fewer passes over memory: Keras' formulas, in its order.
 
     Keras' AdamW makes many passes over memory per step: the global norm
     squares every gradient (and densifies the squared word-embedding rows to
     sum them), clipping multiplies every gradient, weight decay multiplies
     and subtracts every variable, and the Adam update is about a dozen
     element-wise ops over the variable and its two moments. For a MiniLM-size
-    model fine-tuned on short sentences that was 40% of the step on 2 CPU
-    cores, most of it on the 30522 x H embedding table, of which a step
+    model fine-tuned on short sentences that was about 40% of the step's op
+    time on 2 CPU cores, most of it on the 30522 x H embedding table, of which a step
     touches a few hundred rows.
 
     Here the global norm is one reduction per gradient (`l2_loss`), and the
@@ -56,6 +56,12 @@ class FusedAdamW(keras.optimizers.AdamW):
         # Keras' factor, NaN when the norm is not finite.
         self._clip_scale = self.global_clipnorm * tf.minimum(1.0 / norm, 1.0 / self.global_clipnorm) + (norm - norm)
         return grads
+
+    def _backend_apply_gradients(self, grads, trainable_variables):
+        try:
+            super()._backend_apply_gradients(grads, trainable_variables)
+        finally:
+            self._clip_scale = None  # a tensor of the graph just traced: no later update may read it
 
     def _apply_weight_decay(self, variables):
         if self.amsgrad:

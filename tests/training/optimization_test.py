@@ -44,12 +44,12 @@ def test_global_norm_clipping_and_loss_scaling():
     assert isinstance(scaled, keras.optimizers.LossScaleOptimizer)
 
 
-def _adamw_run(optimizer_class, sparse=False, clip=None, densify=False):
+def _adamw_run(optimizer_class, sparse=False, clip=None, densify=False, **options):
     import tensorflow as tf
 
     kernel = keras.Variable(np.arange(12, dtype="float32").reshape(3, 4) / 10, name="kernel")
     bias = keras.Variable(np.ones(4, "float32"), name="bias")
-    optimizer = optimizer_class(learning_rate=0.05, weight_decay=0.1, epsilon=1e-6, global_clipnorm=clip)
+    optimizer = optimizer_class(learning_rate=0.05, weight_decay=0.1, epsilon=1e-6, global_clipnorm=clip, **options)
     optimizer.exclude_from_weight_decay(var_names=["bias"])
 
     @tf.function
@@ -81,6 +81,15 @@ def test_fused_adamw_follows_keras_adamw(sparse, clip):
     for ours, expected in zip(_adamw_run(FusedAdamW, sparse, clip), theirs):
         np.testing.assert_allclose(ours, expected, atol=1e-5)
     assert type(create_optimizer("adamw")).__name__ == "FusedAdamW"
+
+
+def test_fused_adamw_follows_keras_adamw_with_gradient_accumulation():
+    """Keras clips and decays inside its accumulation branch: the clip factor is computed and used in that branch."""
+    from bert_tf.training.optimization import FusedAdamW
+
+    theirs = _adamw_run(keras.optimizers.AdamW, clip=0.5, gradient_accumulation_steps=2)
+    for ours, expected in zip(_adamw_run(FusedAdamW, clip=0.5, gradient_accumulation_steps=2), theirs):
+        np.testing.assert_allclose(ours, expected, atol=1e-5)
 
 
 def test_fused_adamw_clips_to_nan_on_an_infinite_norm():
