@@ -52,8 +52,8 @@ def trim_padding(inputs):
     if control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph()):
         return inputs, tf.shape(padding_mask)[1]
     columns = tf.range(1, tf.shape(padding_mask)[1] + 1)
-    length = tf.reduce_max(tf.where(tf.reduce_any(padding_mask > 0, axis=0), columns, 1))
-    length = tf.maximum(length, 1)
+    length = tf.reduce_max(tf.where(tf.reduce_any(padding_mask > 0, axis=0), columns, 0))
+    length = tf.maximum(length, 1)  # all padding: one column
     cut = {name: value[:, :length] for name, value in inputs.items() if name in _CUT_INPUTS}
     return {**inputs, **cut}, length
 

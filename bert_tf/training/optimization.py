@@ -72,13 +72,14 @@ class FusedAdamW(keras.optimizers.AdamW):
         if self.amsgrad:
             return super().update_step(gradient, variable, learning_rate)
         dtype = variable.dtype
-        scale = None if self._clip_scale is None else tf.cast(self._clip_scale, dtype)
-        if isinstance(gradient, tf.IndexedSlices):
-            if scale is not None:  # the rows, not the densified table
-                gradient = tf.IndexedSlices(
-                    gradient.values * tf.cast(scale, gradient.dtype), gradient.indices, gradient.dense_shape
-                )
-                scale = None
+        sparse = isinstance(gradient, tf.IndexedSlices)
+        if self._clip_scale is not None:  # a sparse gradient's rows, not the densified table
+            scale = tf.cast(self._clip_scale, _values(gradient).dtype)
+            if sparse:
+                gradient = tf.IndexedSlices(gradient.values * scale, gradient.indices, gradient.dense_shape)
+            else:
+                gradient = gradient * scale
+        if sparse:
             gradient = tf.convert_to_tensor(gradient)
         index = self._get_variable_index(variable)
         step = tf.cast(self.iterations + 1, dtype)
@@ -89,7 +90,6 @@ class FusedAdamW(keras.optimizers.AdamW):
             _variable(self._momentums[index]),
             _variable(self._velocities[index]),
             tf.cast(gradient, dtype),
-            scale,
             tf.cast(learning_rate, dtype),
             tf.cast(self.weight_decay, dtype) if decays else None,
             tf.pow(beta_1, step),
@@ -100,11 +100,9 @@ class FusedAdamW(keras.optimizers.AdamW):
         )
 
 
-def _adamw_update(variable, m, v, gradient, scale, lr, decay, beta_1_power, beta_2_power, beta_1, beta_2, epsilon):
-    """AdamW on one variable's TensorFlow variables, in Keras' order: the clip factor `scale` (None: none), decoupled
-    weight decay (`decay` None: none), then `ResourceApplyAdam`."""
-    if scale is not None:
-        gradient = gradient * scale
+def _adamw_update(variable, m, v, gradient, lr, decay, beta_1_power, beta_2_power, beta_1, beta_2, epsilon):
+    """AdamW on one variable's TensorFlow variables, in Keras' order (the gradient already clipped): decoupled weight
+    decay (`decay` None: none), then `ResourceApplyAdam`."""
     if decay is not None:
         variable.assign_sub(variable.read_value() * decay * lr)
     tf.raw_ops.ResourceApplyAdam(

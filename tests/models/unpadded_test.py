@@ -14,17 +14,24 @@ def _batch():
     return random_inputs(batch=4, length=9, lengths=LENGTHS, seed=3)
 
 
+def _short_batch():
+    """Every row shorter than T = 12: the padding-free paths cut the batch to 5 columns (`trim_padding`)."""
+    return random_inputs(batch=4, length=12, lengths=[5, 3, 1, 4], seed=7)
+
+
 def _real(batch):
     return np.asarray(batch["padding_mask"], bool)
 
 
+@pytest.mark.parametrize("make_batch", [_batch, _short_batch], ids=["a-full-row", "all-rows-short"])
 @pytest.mark.parametrize("pre_layer_norm", [False, True])
 @pytest.mark.parametrize("jit", [False, True])
-def test_encoder_equals_padded_at_real_tokens_and_is_zero_at_padding(pre_layer_norm, jit):
+def test_encoder_equals_padded_at_real_tokens_and_is_zero_at_padding(pre_layer_norm, jit, make_batch):
     encoder = tiny_encoder(pre_layer_norm=pre_layer_norm, dropout=0.0, attention_dropout=0.0)
-    batch = _batch()
+    batch = make_batch()
     padded = encoder(batch, training=False)
     unpadded = tf.function(encoder.call_unpadded, jit_compile=jit)(batch)
+    assert unpadded["sequence_output"].shape == padded["sequence_output"].shape
     real = _real(batch)
     for name in ("sequence_output",):
         np.testing.assert_allclose(unpadded[name].numpy()[real], padded[name].numpy()[real], atol=1e-5)
@@ -83,11 +90,13 @@ def test_task_models_unpadded_equal_padded(build):
 
 @pytest.mark.parametrize("jit", [False, True])
 def test_padding_columns_of_every_row_are_cut_before_the_layers(jit):
-    """Rows all shorter than T: the padding-free paths run on the longest row's length and still answer in [B, T]."""
+    """Rows all shorter than T: the cut is the longest row; `call_at` answers positions past it (padding everywhere).
+
+    `call_unpadded` on such a batch: `test_encoder_equals_padded_at_real_tokens_and_is_zero_at_padding`."""
     from bert_tf.models.bert_encoder import trim_padding
 
     encoder = tiny_encoder(dropout=0.0, attention_dropout=0.0)
-    batch = random_inputs(batch=4, length=12, lengths=[5, 3, 1, 4], seed=7)
+    batch = _short_batch()
     cut, length = trim_padding(batch)
     assert int(length) == 5 and cut["token_ids"].shape == (4, 5) and cut["padding_mask"].shape == (4, 5)
     holes = dict(batch, padding_mask=np.array(batch["padding_mask"]) * 0)
@@ -96,15 +105,6 @@ def test_padding_columns_of_every_row_are_cut_before_the_layers(jit):
     assert int(trim_padding(dict(batch, padding_mask=np.zeros((4, 12), np.int32)))[1]) == 1
 
     padded = encoder(batch, training=False)
-    real = _real(batch)
-    unpadded = tf.function(encoder.call_unpadded, jit_compile=jit)(batch)
-    assert unpadded["sequence_output"].shape == (4, 12, encoder.hidden_dim)
-    np.testing.assert_allclose(
-        unpadded["sequence_output"].numpy()[real], padded["sequence_output"].numpy()[real], atol=1e-5
-    )
-    assert not np.any(unpadded["sequence_output"].numpy()[~real])
-    np.testing.assert_allclose(unpadded["pooled_output"], padded["pooled_output"], atol=1e-5)
-
     positions = np.array([[4, 11], [2, 0], [0, 9], [3, 1]], np.int32)  # 11 and 9: past the cut, padding in all rows
     at = tf.function(lambda b, p: encoder.call_at(b, p, pooled=True, unpadded=True), jit_compile=jit)(batch, positions)
     assert at["selected_output"].shape == (4, 2, encoder.hidden_dim)
