@@ -11,7 +11,10 @@ Each side takes its library's recommended path, from the same weights:
              on (string, label) batches; `keras.optimizers.AdamW` with the same schedule, decay, clipping and
              weight-decay exclusions.
 Both read the same `--train_examples` SST-2 training sentences (a seeded subset) in the same order, in batches of
-`--batch_size`, dropout 0.1, each side's own Keras defaults otherwise (`jit_compile="auto"`, which is off on CPUs).
+`--batch_size`, dropout 0.1, in the same compute dtype (`--dtype`: float32, both libraries' default; `auto` is the
+one this machine trains fastest in, mixed bfloat16 on CPUs with bfloat16 instructions, where both sides' fine-tuning
+rows of tools/benchmark.py run fastest), each side's own Keras defaults otherwise (`jit_compile="auto"`, which is off
+on CPUs).
 
 Training runs in segments of `--eval_every` steps, the sides alternating segment by segment (so load from other
 processes hits both alike); after each segment the side's dev accuracy is measured (not timed as training). The
@@ -20,11 +23,16 @@ included, evaluation excluded) up to the first evaluation at or above the target
 
 Usage:
   python tools/time_to_accuracy.py --output_json=runs/tta.json --output_md=runs/tta.md
+  python tools/time_to_accuracy.py --seeds=0,1,2  # one run per seed (subset, order, heads, dropout); medians
   python tools/time_to_accuracy.py --quick      # smoke run: tiny random model, a few steps (seconds)
 
-Prints a markdown table; `--output_json` holds every evaluation: `{"setup": {...}, "sides": {side: {"setting",
+Which evaluation first reads the target is noisy (the 872-sentence dev set moves in steps of 0.0011 and a run's
+curve wobbles by about one point), so compare sides over several seeds. Prints a markdown table after every seed;
+`--output_json` holds every evaluation: `{"setup": {...}, "runs": [{"seed", "sides": {side: {"setting",
 "evaluations": [[step, train_seconds, accuracy], ...], "seconds_to_target", "steps_to_target",
-"accuracy_after_one_pass", "train_seconds", "eval_seconds", "first_segment_seconds"}}}`.
+"accuracy_after_one_pass", "train_seconds", "eval_seconds", "first_segment_seconds"}}}], "summary": {side:
+{"median_seconds_to_target", "median_steps_to_target", "reached", "mean_accuracy_after_one_pass",
+"median_train_seconds"}}}`.
 """
 
 import dataclasses
@@ -59,6 +67,15 @@ flags.DEFINE_integer("eval_every", 50, "Training steps between dev evaluations."
 flags.DEFINE_float("target_accuracy", 0.85, "The dev accuracy the time is measured to.")
 flags.DEFINE_list("sides", ["bert_tf", "keras-hub"], "Sides to run (bert_tf, keras-hub).")
 flags.DEFINE_integer("seed", 0, "Seed of the subset and of the models' dropout and heads.")
+flags.DEFINE_list("seeds", None, "Several seeds, one run of every side each; the table adds medians. Overrides --seed.")
+flags.DEFINE_enum(
+    "dtype",
+    "float32",
+    ["float32", "bfloat16", "auto"],
+    "Compute dtype of both sides (bfloat16: Keras mixed_bfloat16, float32 variables; float32 is both libraries' "
+    "default). auto: the dtype this machine trains fastest in (bert_tf.training.resolve_dtype: bfloat16 on CPUs with "
+    "AVX512_BF16 or AMX), for both sides.",
+)
 flags.DEFINE_string("output_json", None, "Write every evaluation here (JSON).")
 flags.DEFINE_string("output_md", None, "Also write the markdown table here.")
 
@@ -72,8 +89,8 @@ def weights_dir():
     return minilm_dir(FLAGS.weights)
 
 
-def read_data():
-    """`(train, dev)` `ClassificationExamples`: the seeded `--train_examples` subset in its training order, dev."""
+def read_data(seed):
+    """`(train, dev)` `ClassificationExamples`: the `seed`ed `--train_examples` subset in its training order, dev."""
     from bert_tf.data import classification, glue_layout
 
     layout = glue_layout("SST-2")
@@ -85,7 +102,7 @@ def read_data():
     count = FLAGS.train_examples or len(train)
     if count > len(train):
         raise ValueError(f"--train_examples={count}: {FLAGS.train_file} has {len(train)} examples")
-    order = np.random.default_rng(FLAGS.seed).permutation(len(train))[:count]
+    order = np.random.default_rng(seed).permutation(len(train))[:count]
     train = dataclasses.replace(
         train,
         texts=[train.texts[i] for i in order],
@@ -126,7 +143,7 @@ def _schedule(total_steps):
 class OursSide:
     """bert_tf: `BertClassifier` + `classification.make_dataset` + `create_optimizer`, `model.fit`."""
 
-    def __init__(self, model_dir, total_steps, train, dev):
+    def __init__(self, model_dir, total_steps, train, dev, policy):
         from bert_tf.checkpoints import load_encoder
         from bert_tf.data import classification
         from bert_tf.models import BertClassifier
@@ -134,7 +151,7 @@ class OursSide:
         from bert_tf.training import create_optimizer
 
         tokenizer = BertTokenizer(os.path.join(model_dir, "vocab.txt"))
-        self.model = BertClassifier(load_encoder(model_dir), num_classes=2)
+        self.model = BertClassifier(load_encoder(model_dir, dtype=policy), num_classes=2)
         self.model.compile(
             optimizer=create_optimizer(
                 "adamw", FLAGS.learning_rate, total_steps=total_steps, warmup_steps=max(1, total_steps // 10)
@@ -150,13 +167,13 @@ class OursSide:
 class HubSide:
     """keras-hub: `BertTextClassifier` with `BertTextClassifierPreprocessor` on the same weights, `model.fit`."""
 
-    def __init__(self, model_dir, total_steps, train, dev):
+    def __init__(self, model_dir, total_steps, train, dev, policy):
         import keras_hub
         import tensorflow as tf
 
         from bert_tf.checkpoints import load_encoder
 
-        backbone = keras_hub_peer.backbone_like(load_encoder(model_dir), dropout=0.1)
+        backbone = keras_hub_peer.backbone_like(load_encoder(model_dir), dropout=0.1, dtype=policy)
         tokenizer = keras_hub.tokenizers.BertTokenizer(vocabulary=os.path.join(model_dir, "vocab.txt"), lowercase=True)
         preprocessor = keras_hub.models.BertTextClassifierPreprocessor(tokenizer, sequence_length=FLAGS.max_seq_length)
         self.model = keras_hub.models.BertTextClassifier(backbone, num_classes=2, preprocessor=preprocessor)
@@ -249,19 +266,22 @@ class Segments(keras.callbacks.Callback):
         self.start = time.perf_counter()
 
 
-def run(model_dir, train, dev, sides):
-    """Trains `sides` with one `model.fit` each, in threads taking turns segment by segment, evaluating each side
-    after every segment. Returns `{side: record}` (see the module docstring)."""
+def run(model_dir, train, dev, sides, seed, dtype):
+    """Trains `sides` with one `model.fit` each (Keras seeded with `seed`, compute dtype `dtype`), in threads taking
+    turns segment by segment, evaluating each side after every segment. Returns `{side: record}` (see the module
+    docstring)."""
+    from bert_tf.training import dtype_policy
+
     steps_per_pass = math.ceil(len(train) / FLAGS.batch_size)
     total_steps = steps_per_pass * FLAGS.passes
     labels = np.asarray(dev.labels)
     turns = Turns(sides)
     report, threads, errors = {}, [], []
     for side in sides:
-        keras.utils.set_random_seed(FLAGS.seed)
-        built = (OursSide if side == "bert_tf" else HubSide)(model_dir, total_steps, train, dev)
+        keras.utils.set_random_seed(seed)
+        built = (OursSide if side == "bert_tf" else HubSide)(model_dir, total_steps, train, dev, dtype_policy(dtype))
         report[side] = {
-            "setting": f"float32, jit_compile {getattr(built.model, 'jit_compile', 'auto')}",
+            "setting": f"{dtype}, jit_compile {getattr(built.model, 'jit_compile', 'auto')}",
             "evaluations": [],
             "train_seconds": 0.0,
             "eval_seconds": 0.0,
@@ -300,8 +320,32 @@ def _cpu():
         return platform.processor() or platform.machine()
 
 
+def _median(values):
+    """The median of `values`, None counting as above every number (a run that never reached the target); None
+    when half or more of them are None."""
+    ranked = sorted(values, key=lambda value: math.inf if value is None else value)
+    middle = ranked[(len(ranked) - 1) // 2 : len(ranked) // 2 + 1]
+    return None if None in middle else sum(middle) / len(middle)
+
+
+def summarize(runs):
+    """`{side: {"median_seconds_to_target", "median_steps_to_target", "reached", "mean_accuracy_after_one_pass",
+    "median_train_seconds"}}` over `runs` (`[{"seed", "sides"}]`)."""
+    summary = {}
+    for side in runs[0]["sides"]:
+        records = [run["sides"][side] for run in runs]
+        summary[side] = {
+            "median_seconds_to_target": _median([r["seconds_to_target"] for r in records]),
+            "median_steps_to_target": _median([r["steps_to_target"] for r in records]),
+            "reached": sum(r["seconds_to_target"] is not None for r in records),
+            "mean_accuracy_after_one_pass": float(np.mean([r["accuracy_after_one_pass"] for r in records])),
+            "median_train_seconds": _median([r["train_seconds"] for r in records]),
+        }
+    return summary
+
+
 def markdown(report):
-    setup, sides = report["setup"], report["sides"]
+    setup, runs, summary = report["setup"], report["runs"], report["summary"]
     target = setup["target_accuracy"]
 
     def cell(value, spec):
@@ -310,26 +354,62 @@ def markdown(report):
     lines = [
         f"Machine: {setup['cpu']}, {os.cpu_count()} logical CPUs. {setup['model']}, {setup['train_examples']:,} SST-2 "
         f"training sentences x {setup['passes']} pass(es), batch {setup['batch_size']}, learning rate "
-        f"{setup['learning_rate']}, max length {setup['max_seq_length']}, dev ({setup['dev_examples']}) every "
-        f"{setup['eval_every']} steps; sides alternate segment by segment.",
+        f"{setup['learning_rate']}, max length {setup['max_seq_length']}, {setup['dtype']}, dev "
+        f"({setup['dev_examples']}) every {setup['eval_every']} steps; sides alternate segment by segment.",
         "",
-        f"| side | setting | training s to dev accuracy {target} | steps | dev accuracy after one pass | "
+        f"| seed | side | setting | training s to dev accuracy {target} | steps | dev accuracy after one pass | "
         "training s, all | evaluation s, all | first segment s (tracing included) |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|",
     ]
-    for side, record in sides.items():
-        lines.append(
-            f"| {side} | {record['setting']} | {cell(record['seconds_to_target'], '.1f')} | "
-            f"{cell(record['steps_to_target'], 'd')} | {cell(record['accuracy_after_one_pass'], '.4f')} | "
-            f"{record['train_seconds']:.1f} | {record['eval_seconds']:.1f} | {record['first_segment_seconds']:.1f} |"
-        )
-    ours, theirs = sides.get("bert_tf"), sides.get("keras-hub")
-    if ours and theirs and ours["seconds_to_target"] and theirs["seconds_to_target"]:
-        lines += [
-            "",
-            f"keras-hub / bert_tf time to {target}: {theirs['seconds_to_target'] / ours['seconds_to_target']:.2f}x",
-        ]
+    for run in runs:
+        for side, record in run["sides"].items():
+            lines.append(
+                f"| {run['seed']} | {side} | {record['setting']} | {cell(record['seconds_to_target'], '.1f')} | "
+                f"{cell(record['steps_to_target'], 'd')} | {cell(record['accuracy_after_one_pass'], '.4f')} | "
+                f"{record['train_seconds']:.1f} | {record['eval_seconds']:.1f} | "
+                f"{record['first_segment_seconds']:.1f} |"
+            )
+    if len(runs) > 1:
+        for side, row in summary.items():
+            lines.append(
+                f"| median of {len(runs)} | {side} | reached in {row['reached']} of {len(runs)} | "
+                f"{cell(row['median_seconds_to_target'], '.1f')} | {cell(row['median_steps_to_target'], 'g')} | "
+                f"{row['mean_accuracy_after_one_pass']:.4f} (mean) | {row['median_train_seconds']:.1f} | | |"
+            )
+    ours, theirs = summary.get("bert_tf"), summary.get("keras-hub")
+    if ours and theirs:
+        ratios = []
+        for run in runs:
+            mine, peer = run["sides"]["bert_tf"]["seconds_to_target"], run["sides"]["keras-hub"]["seconds_to_target"]
+            ratios.append(f"seed {run['seed']} " + (f"{peer / mine:.2f}x" if mine and peer else "n/a"))
+        line = f"keras-hub / bert_tf time to {target}: {'; '.join(ratios)}"
+        if len(runs) > 1 and ours["median_seconds_to_target"] and theirs["median_seconds_to_target"]:
+            line += f"; medians {theirs['median_seconds_to_target'] / ours['median_seconds_to_target']:.2f}x"
+        line += f". Whole pass (median): {theirs['median_train_seconds'] / ours['median_train_seconds']:.2f}x."
+        lines += ["", line]
     return "\n".join(lines) + "\n"
+
+
+def setup(train, dev, seeds, dtype, weights):
+    """The report's "setup": what every run shared."""
+    return {
+        "model": "tiny random encoder (--quick)"
+        if FLAGS.quick
+        else os.path.basename(os.path.normpath(weights))
+        if FLAGS.weights
+        else "all-MiniLM-L6-v2",
+        "cpu": _cpu(),
+        "dtype": dtype,
+        "train_examples": len(train),
+        "dev_examples": len(dev),
+        "passes": FLAGS.passes,
+        "batch_size": FLAGS.batch_size,
+        "learning_rate": FLAGS.learning_rate,
+        "max_seq_length": FLAGS.max_seq_length,
+        "eval_every": FLAGS.eval_every,
+        "target_accuracy": FLAGS.target_accuracy,
+        "seeds": seeds,
+    }
 
 
 def main(argv):
@@ -355,32 +435,25 @@ def main(argv):
         return 1
     if FLAGS.quick:
         FLAGS.train_examples, FLAGS.batch_size, FLAGS.eval_every = 64, 16, 2
-    train, dev = read_data()
+    try:
+        seeds = [int(seed) for seed in FLAGS.seeds] if FLAGS.seeds else [FLAGS.seed]
+    except ValueError:
+        print(f"error: --seeds={','.join(FLAGS.seeds)}: each must be an integer", file=sys.stderr)
+        return 1
+    from bert_tf.training import resolve_dtype
+
+    dtype = resolve_dtype(FLAGS.dtype)
+    runs = []
     with tempfile.TemporaryDirectory() as workdir:
         model_dir = tiny_model_dir(os.path.join(weights, "vocab.txt"), workdir) if FLAGS.quick else weights
-        sides = run(model_dir, train, dev, list(FLAGS.sides))
-    report = {
-        "setup": {
-            "model": "tiny random encoder (--quick)"
-            if FLAGS.quick
-            else os.path.basename(os.path.normpath(weights))
-            if FLAGS.weights
-            else "all-MiniLM-L6-v2",
-            "cpu": _cpu(),
-            "train_examples": len(train),
-            "dev_examples": len(dev),
-            "passes": FLAGS.passes,
-            "batch_size": FLAGS.batch_size,
-            "learning_rate": FLAGS.learning_rate,
-            "max_seq_length": FLAGS.max_seq_length,
-            "eval_every": FLAGS.eval_every,
-            "target_accuracy": FLAGS.target_accuracy,
-            "seed": FLAGS.seed,
-        },
-        "sides": sides,
-    }
+        for seed in seeds:
+            train, dev = read_data(seed)
+            runs.append({"seed": seed, "sides": run(model_dir, train, dev, list(FLAGS.sides), seed, dtype)})
+            print(
+                markdown({"setup": setup(train, dev, seeds, dtype, weights), "runs": runs, "summary": summarize(runs)})
+            )
+    report = {"setup": setup(train, dev, seeds, dtype, weights), "runs": runs, "summary": summarize(runs)}
     table = markdown(report)
-    print(table)
     if FLAGS.output_md:
         with open(FLAGS.output_md, "w", encoding="utf-8") as f:
             f.write(table)

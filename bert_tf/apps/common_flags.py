@@ -50,7 +50,8 @@ def define_training_flags():
         "dtype",
         "float32",
         DTYPES,
-        "Compute dtype (mixed precision; float16 adds dynamic loss scaling).",
+        "Compute dtype (mixed precision; float16 adds dynamic loss scaling). auto: bfloat16 where the hardware has "
+        "bfloat16 instructions (AVX512_BF16 or AMX CPUs, GPUs of compute capability 8.0+), else float32.",
     )
     flags.DEFINE_bool(
         "jit_compile",

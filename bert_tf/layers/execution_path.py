@@ -17,6 +17,13 @@ the CPU's features (`/proc/cpuinfo`) and thread count and looks them up in
 `RULES`; `BERT_TF_PATH=ops|xla` overrides (`auto`, the default, uses the
 table). Shapes known only at run time (padding-free batches, exported
 SavedModels) always run `ops`: XLA would compile a program per shape.
+
+Each rule also names the training compute dtype the CPU runs fastest:
+mixed bfloat16 where the CPU has bfloat16 instructions (AVX512_BF16, AMX;
+about 1.7-1.9x float32 there), float32 elsewhere (emulated bfloat16 runs at
+half float32's speed on AVX-512 without them). Training uses it only when
+asked (`--dtype=auto`, `bert_tf.training.resolve_dtype("auto")`): it
+changes the numbers, not just the speed.
 """
 
 import dataclasses
@@ -52,13 +59,15 @@ class CpuInfo:
 
 @dataclasses.dataclass(frozen=True)
 class Rule:
-    """Paths for a CPU `kind` with at most `max_threads` op threads; `source` says where the numbers come from."""
+    """Paths for a CPU `kind` with at most `max_threads` op threads, and the compute `dtype` its training steps run
+    fastest in (`float32` or `bfloat16`, i.e. mixed_bfloat16); `source` says where the numbers come from."""
 
     kind: str
     max_threads: int
     train: str
     infer: str
     source: str
+    dtype: str = "float32"
 
 
 # First matching row wins. Numbers: MiniLM size (6/384/12), 32 x 128, sequences/s, each side's settings alternated
@@ -66,7 +75,7 @@ class Rule:
 RULES = (
     # Measured by this project (docs/benchmark_amx16.md): 16-core Xeon with AMX. Training step mixed_bfloat16 ops
     # 96.9 vs XLA 36.3, float32 ops 64.1; forward mixed_bfloat16 ops 356 vs XLA 169, float32 ops 245.
-    Rule("amx", 1024, "ops", "ops", "16-core Xeon (AMX): ops fastest for training and forward"),
+    Rule("amx", 1024, "ops", "ops", "16-core Xeon (AMX): ops fastest for training and forward", "bfloat16"),
     # Measured by this project on its 2-core AMD EPYC (AVX-512, AVX512_BF16), issue 22: training step float32 ops
     # 11.4 vs XLA 8.5 (tools/benchmark.py; 7.2 vs 4.9 in a separate A/B, process CPU 1.85 vs 2.54 s/step), mixed
     # bfloat16 ops 21.1 vs XLA 8.6; forward float32 ops 64.4 vs XLA 61.5 (idle machine; 34.9 vs 30.7 in a loaded
@@ -77,9 +86,10 @@ RULES = (
         "ops",
         "ops",
         "2-core AMD EPYC (AVX-512, AVX512_BF16): ops fastest for training and forward",
+        "bfloat16",
     ),
     # Measured by this project (docs/benchmark.md, 2-core Ice Lake without bfloat16 hardware): training step float32
-    # ops 10.8 vs XLA 9.7; forward float32 ops 51.2 vs XLA 41.9.
+    # ops 10.8 vs XLA 9.7 (mixed_bfloat16, emulated: ops 5.0, XLA 9.0); forward float32 ops 51.2 vs XLA 41.9.
     Rule("avx512", 1024, "ops", "ops", "2-core Ice Lake (AVX-512): ops fastest for training and forward"),
     # NOT measured by this project: issue 22's text (an independent harness on a 2-core AMD EPYC with AVX2 only):
     # forward float32 ops 27.3 vs XLA 28.1 (mixed_bfloat16 + XLA 28.8). Its training step (1.51x keras-hub) was
@@ -93,13 +103,15 @@ RULES = (
 @dataclasses.dataclass(frozen=True)
 class ExecutionPath:
     """The chosen path: `train` and `infer` (`ops` or `xla`), `xla_kernels` (the fused element-wise kernels of
-    the `ops` path, `bert_tf.layers.fused`), `cpu` and `reason` (the rule or the override)."""
+    the `ops` path, `bert_tf.layers.fused`), `cpu`, `reason` (the rule or the override) and `dtype`, the training
+    compute dtype this CPU runs fastest (what `--dtype=auto` picks on a machine without a GPU)."""
 
     train: str
     infer: str
     xla_kernels: bool
     cpu: CpuInfo
     reason: str
+    dtype: str = "float32"
 
     @property
     def train_jit_compile(self):
@@ -116,7 +128,8 @@ class ExecutionPath:
         kernels = "on" if self.xla_kernels else "off"
         return (
             f"CPU kind {self.cpu.kind} ({' '.join(self.cpu.flags) or 'no AVX2'}), {self.cpu.threads} op threads; "
-            f"path train={self.train} infer={self.infer}, XLA element-wise kernels {kernels} ({self.reason})"
+            f"path train={self.train} infer={self.infer}, XLA element-wise kernels {kernels}, fastest training dtype "
+            f"{self.dtype} ({self.reason})"
         )
 
 
@@ -155,10 +168,10 @@ def choose_path(cpu=None):
     if setting not in ("auto",) + PATHS:
         raise ValueError(f"{ENV_VAR} must be auto, ops or xla. Received: {ENV_VAR}={setting!r}")
     kernels = fused.xla_kernels_enabled()
-    if setting != "auto":
-        return ExecutionPath(setting, setting, kernels, cpu, f"{ENV_VAR}={setting}")
     rule = rule_for(cpu)
-    return ExecutionPath(rule.train, rule.infer, kernels, cpu, f"rule: {rule.source}")
+    if setting != "auto":
+        return ExecutionPath(setting, setting, kernels, cpu, f"{ENV_VAR}={setting}", rule.dtype)
+    return ExecutionPath(rule.train, rule.infer, kernels, cpu, f"rule: {rule.source}", rule.dtype)
 
 
 def resolve_jit_compile(jit_compile, training=True):

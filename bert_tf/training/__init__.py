@@ -21,6 +21,7 @@ from bert_tf.training.distribute import (
     dtype_policy,
     is_chief,
     mirrored_strategy,
+    resolve_dtype,
 )
 from bert_tf.training.embedding_objective import EmbeddingObjective, cosine_losses, ranking_losses
 from bert_tf.training.finetuning import FinetuneConfig, finetune
@@ -75,5 +76,6 @@ __all__ = [
     "mirrored_strategy",
     "pretrain",
     "ranking_losses",
+    "resolve_dtype",
     "soft_target_loss",
 ]

@@ -52,7 +52,7 @@ from bert_tf.training.distillation_precompute import check_task as check_precomp
 from bert_tf.training.distillation_precompute import precompute, texts_sha256, with_teacher_outputs
 from bert_tf.training.distillation_student import copy_teacher_layers, student_config, student_positions
 from bert_tf.training.distiller import Distiller
-from bert_tf.training.distribute import create_strategy, dtype_policy, is_chief
+from bert_tf.training.distribute import create_strategy, dtype_policy, is_chief, resolve_dtype
 from bert_tf.training.general_distillation import general_distill
 from bert_tf.training.optimization import create_optimizer
 from bert_tf.training.task_runs import (
@@ -414,7 +414,7 @@ def distill(config, strategy=None, log=print):
             "texts_sha256": texts_sha256(data.train),
             "max_seq_length": config.max_seq_length,
             "split_special_tokens": settings.get("split_special_tokens", False),
-            "dtype": config.dtype,
+            "dtype": resolve_dtype(config.dtype),
         }
         stored = precompute(teacher, data.train_inputs(config.eval_batch_size), config.model_dir, record, chief, log)
 

@@ -9,14 +9,32 @@ STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
 # Compute dtype of a training run -> the Keras dtype policy of its layers (None: the layers' float32 default).
 # float16 also needs dynamic loss scaling (`create_optimizer(loss_scale=True)`).
 DTYPE_POLICIES = {"float32": None, "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
-DTYPES = tuple(DTYPE_POLICIES)
+DTYPES = tuple(DTYPE_POLICIES) + ("auto",)
+
+
+def resolve_dtype(dtype):
+    """`dtype` (one of DTYPES), with "auto" replaced by the one this machine trains fastest in: "bfloat16" on a GPU
+    of compute capability 8.0 or more (every visible GPU), float32 on older GPUs; without a GPU, the CPU's row of
+    `bert_tf.layers.execution_path.RULES` ("bfloat16" with AVX512_BF16 or AMX, else "float32")."""
+    if dtype not in DTYPES:
+        raise ValueError(f"`dtype` must be one of {DTYPES}. Received: dtype={dtype!r}")
+    if dtype != "auto":
+        return dtype
+    gpus = tf.config.list_physical_devices("GPU")
+    if gpus:
+        capabilities = [
+            tf.config.experimental.get_device_details(gpu).get("compute_capability", (0, 0)) for gpu in gpus
+        ]
+        return "bfloat16" if min(capabilities) >= (8, 0) else "float32"
+    from bert_tf.layers.execution_path import choose_path
+
+    return choose_path().dtype
 
 
 def dtype_policy(dtype):
-    """The Keras dtype policy of training in `dtype` (one of DTYPES): None, "mixed_bfloat16" or "mixed_float16"."""
-    if dtype not in DTYPE_POLICIES:
-        raise ValueError(f"`dtype` must be one of {DTYPES}. Received: dtype={dtype!r}")
-    return DTYPE_POLICIES[dtype]
+    """The Keras dtype policy of training in `dtype` (one of DTYPES; "auto": `resolve_dtype`): None,
+    "mixed_bfloat16" or "mixed_float16"."""
+    return DTYPE_POLICIES[resolve_dtype(dtype)]
 
 
 def create_strategy(name="one_device", tpu=None, devices=None):

@@ -143,7 +143,14 @@ def test_time_to_accuracy_quick_run_reports_both_sides(tmp_path):
     output = tmp_path / "tta.json"
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     result = subprocess.run(
-        [sys.executable, os.path.join(TOOLS, "time_to_accuracy.py"), "--quick", f"--output_json={output}"],
+        [
+            sys.executable,
+            os.path.join(TOOLS, "time_to_accuracy.py"),
+            "--quick",
+            "--seeds=3,4",
+            "--dtype=float32",
+            f"--output_json={output}",
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -153,13 +160,27 @@ def test_time_to_accuracy_quick_run_reports_both_sides(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(output.read_text())
     assert report["setup"]["train_examples"] == 64 and report["setup"]["target_accuracy"] == 0.85
+    assert report["setup"]["dtype"] == "float32" and report["setup"]["seeds"] == [3, 4]
+    assert [run["seed"] for run in report["runs"]] == [3, 4]
     for side in ("bert_tf", "keras-hub"):
-        record = report["sides"][side]
-        assert [step for step, _, _ in record["evaluations"]] == [2, 4]
-        assert 0 <= record["accuracy_after_one_pass"] <= 1
-        assert record["train_seconds"] > 0 and record["eval_seconds"] > 0
-        assert record["seconds_to_target"] is None or record["seconds_to_target"] <= record["train_seconds"]
-    assert "| bert_tf |" in result.stdout and "| keras-hub |" in result.stdout
+        records = [run["sides"][side] for run in report["runs"]]
+        for record in records:
+            assert record["setting"].startswith("float32")
+            assert [step for step, _, _ in record["evaluations"]] == [2, 4]
+            assert 0 <= record["accuracy_after_one_pass"] <= 1
+            assert record["train_seconds"] > 0 and record["eval_seconds"] > 0
+            assert record["seconds_to_target"] is None or record["seconds_to_target"] <= record["train_seconds"]
+        summary = report["summary"][side]
+        assert summary["mean_accuracy_after_one_pass"] == pytest.approx(
+            sum(r["accuracy_after_one_pass"] for r in records) / 2
+        )
+        assert summary["median_train_seconds"] == pytest.approx(sum(r["train_seconds"] for r in records) / 2)
+        assert summary["reached"] == sum(r["seconds_to_target"] is not None for r in records)
+        reached = [r["seconds_to_target"] for r in records]
+        # Median of two runs: their mean, or "not reached" when either did not reach the target.
+        expected = None if None in reached else pytest.approx(sum(reached) / 2)
+        assert summary["median_seconds_to_target"] == expected
+    assert "| 4 | bert_tf |" in result.stdout and "| median of 2 | keras-hub |" in result.stdout
 
 
 def test_largest_batch_and_time_to_accuracy_refuse_bad_flags():
