@@ -11,10 +11,10 @@ Each side takes its library's recommended path, from the same weights:
              on (string, label) batches; `keras.optimizers.AdamW` with the same schedule, decay, clipping and
              weight-decay exclusions.
 Both read the same `--train_examples` SST-2 training sentences (a seeded subset) in the same order, in batches of
-`--batch_size`, dropout 0.1, in the same compute dtype (`--dtype`: float32, both libraries' default; `auto` is the
-one this machine trains fastest in, mixed bfloat16 on CPUs with bfloat16 instructions, where both sides' fine-tuning
-rows of tools/benchmark.py run fastest), each side's own Keras defaults otherwise (`jit_compile="auto"`, which is off
-on CPUs).
+`--batch_size`, with dropout `--dropout` (0.1), in the same compute dtype (`--dtype`: float32, both libraries'
+default; `auto` is the one this machine trains fastest in, mixed bfloat16 on CPUs with bfloat16 instructions, where
+both sides' fine-tuning rows of tools/benchmark.py run fastest), each side's own Keras defaults otherwise
+(`jit_compile="auto"`, which is off on CPUs).
 
 Training runs in segments of `--eval_every` steps, the sides alternating segment by segment (so load from other
 processes hits both alike); after each segment the side's dev accuracy is measured (not timed as training). The
@@ -66,6 +66,12 @@ flags.DEFINE_integer("max_seq_length", 64, "Tokens per sentence at most.")
 flags.DEFINE_integer("eval_every", 50, "Training steps between dev evaluations.")
 flags.DEFINE_float("target_accuracy", 0.85, "The dev accuracy the time is measured to.")
 flags.DEFINE_list("sides", ["bert_tf", "keras-hub"], "Sides to run (bert_tf, keras-hub).")
+flags.DEFINE_float(
+    "dropout",
+    0.1,
+    "Dropout of both sides (hidden, attention probabilities and head; BERT's 0.1). 0 makes each side's training a "
+    "deterministic function of the same weights and batches, which checks that the two paths learn alike.",
+)
 flags.DEFINE_integer("seed", 0, "Seed of the subset and of the models' dropout and heads.")
 flags.DEFINE_list("seeds", None, "Several seeds, one run of every side each; the table adds medians. Overrides --seed.")
 flags.DEFINE_enum(
@@ -140,18 +146,30 @@ def _schedule(total_steps):
     return WarmupLinearDecay(FLAGS.learning_rate, max(1, total_steps // 10), total_steps)
 
 
+def _encoder(model_dir, policy):
+    """The checkpoint's `BertEncoder` in dtype policy `policy`, with `--dropout` on hidden states and attention."""
+    from bert_tf.checkpoints.api import load_config, restore_weights
+    from bert_tf.models.encoders import build_encoder
+
+    config = dataclasses.replace(
+        load_config(model_dir), hidden_dropout_prob=FLAGS.dropout, attention_probs_dropout_prob=FLAGS.dropout
+    )
+    encoder = build_encoder(config, dtype=policy)
+    restore_weights(encoder, model_dir)
+    return encoder
+
+
 class OursSide:
     """bert_tf: `BertClassifier` + `classification.make_dataset` + `create_optimizer`, `model.fit`."""
 
     def __init__(self, model_dir, total_steps, train, dev, policy):
-        from bert_tf.checkpoints import load_encoder
         from bert_tf.data import classification
         from bert_tf.models import BertClassifier
         from bert_tf.text import BertTokenizer
         from bert_tf.training import create_optimizer
 
         tokenizer = BertTokenizer(os.path.join(model_dir, "vocab.txt"))
-        self.model = BertClassifier(load_encoder(model_dir, dtype=policy), num_classes=2)
+        self.model = BertClassifier(_encoder(model_dir, policy), num_classes=2, dropout=FLAGS.dropout)
         self.model.compile(
             optimizer=create_optimizer(
                 "adamw", FLAGS.learning_rate, total_steps=total_steps, warmup_steps=max(1, total_steps // 10)
@@ -171,12 +189,12 @@ class HubSide:
         import keras_hub
         import tensorflow as tf
 
-        from bert_tf.checkpoints import load_encoder
-
-        backbone = keras_hub_peer.backbone_like(load_encoder(model_dir), dropout=0.1, dtype=policy)
+        backbone = keras_hub_peer.backbone_like(_encoder(model_dir, None), dropout=FLAGS.dropout, dtype=policy)
         tokenizer = keras_hub.tokenizers.BertTokenizer(vocabulary=os.path.join(model_dir, "vocab.txt"), lowercase=True)
         preprocessor = keras_hub.models.BertTextClassifierPreprocessor(tokenizer, sequence_length=FLAGS.max_seq_length)
-        self.model = keras_hub.models.BertTextClassifier(backbone, num_classes=2, preprocessor=preprocessor)
+        self.model = keras_hub.models.BertTextClassifier(
+            backbone, num_classes=2, preprocessor=preprocessor, dropout=FLAGS.dropout
+        )
         optimizer = keras.optimizers.AdamW(
             learning_rate=_schedule(total_steps), weight_decay=0.01, epsilon=1e-6, global_clipnorm=1.0
         )
@@ -354,7 +372,7 @@ def markdown(report):
     lines = [
         f"Machine: {setup['cpu']}, {os.cpu_count()} logical CPUs. {setup['model']}, {setup['train_examples']:,} SST-2 "
         f"training sentences x {setup['passes']} pass(es), batch {setup['batch_size']}, learning rate "
-        f"{setup['learning_rate']}, max length {setup['max_seq_length']}, {setup['dtype']}, dev "
+        f"{setup['learning_rate']}, max length {setup['max_seq_length']}, {setup['dtype']}, dropout {setup['dropout']}, dev "
         f"({setup['dev_examples']}) every {setup['eval_every']} steps; sides alternate segment by segment.",
         "",
         f"| seed | side | setting | training s to dev accuracy {target} | steps | dev accuracy after one pass | "
@@ -400,6 +418,7 @@ def setup(train, dev, seeds, dtype, weights):
         else "all-MiniLM-L6-v2",
         "cpu": _cpu(),
         "dtype": dtype,
+        "dropout": FLAGS.dropout,
         "train_examples": len(train),
         "dev_examples": len(dev),
         "passes": FLAGS.passes,
@@ -423,6 +442,9 @@ def main(argv):
         if getattr(FLAGS, flag) <= 0:
             print(f"error: --{flag}={getattr(FLAGS, flag)}: must be positive", file=sys.stderr)
             return 1
+    if not 0 <= FLAGS.dropout < 1:
+        print(f"error: --dropout={FLAGS.dropout}: must be in [0, 1)", file=sys.stderr)
+        return 1
     if not 0 < FLAGS.target_accuracy <= 1:
         print(f"error: --target_accuracy={FLAGS.target_accuracy}: must be in (0, 1]", file=sys.stderr)
         return 1

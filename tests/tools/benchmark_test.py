@@ -188,6 +188,8 @@ def test_largest_batch_and_time_to_accuracy_refuse_bad_flags():
         ("largest_batch.py", "--sides=torch", "--sides=torch"),
         ("largest_batch.py", "--probe_tokens=0", "--probe_tokens=0"),
         ("time_to_accuracy.py", "--eval_every=0", "--eval_every=0"),
+        ("time_to_accuracy.py", "--dropout=1.5", "--dropout=1.5"),
+        ("time_to_accuracy.py", "--seeds=0,x", "--seeds=0,x"),
     ):
         result = subprocess.run(
             [sys.executable, os.path.join(TOOLS, script), flag], cwd=ROOT, capture_output=True, text=True, timeout=300
