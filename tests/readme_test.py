@@ -244,6 +244,11 @@ LONG = {
     "python tools/time_to_accuracy.py --train_examples=20000 --eval_every=25 --output_md=runs/tta.md": Long(
         "about 20 minutes on a quiet 2-core machine (tests/tools/benchmark_test.py runs its --quick mode)"
     ),
+    "python tools/time_to_accuracy.py --train_examples=20000 --eval_every=25 --seeds=0,1,2 --dtype=auto "
+    "--output_md=runs/tta.md": Long(
+        "about 50 minutes on a quiet 2-core machine (tests/tools/benchmark_test.py runs its --quick mode with two "
+        "seeds)"
+    ),
     "python tools/benchmark.py --quick": Long("about 4 minutes; tests/tools/benchmark_test.py runs it (slow)"),
 }
 
