@@ -20,7 +20,7 @@ SavedModels) always run `ops`: XLA would compile a program per shape.
 
 Each rule also names the training compute dtype the CPU runs fastest:
 mixed bfloat16 where the CPU has bfloat16 instructions (AVX512_BF16, AMX;
-about 1.7-1.9x float32 there), float32 elsewhere (emulated bfloat16 runs at
+about 1.5-1.9x float32 there), float32 elsewhere (emulated bfloat16 runs at
 half float32's speed on AVX-512 without them). Training uses it only when
 asked (`--dtype=auto`, `bert_tf.training.resolve_dtype("auto")`): it
 changes the numbers, not just the speed.

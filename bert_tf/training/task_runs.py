@@ -16,6 +16,7 @@ import os
 
 import numpy as np
 
+from bert_tf.training.distribute import resolve_dtype
 from bert_tf.training.trainer import LoopConfig, newest_step, read_training_settings
 
 # Fewer optimizer steps than this get a warning: a classifier then often learns only the most frequent label.
@@ -43,8 +44,13 @@ def run_request(config, path_fields, kept=(), not_recorded=NOT_RECORDED):
             as the loop's settings record them; any spelling of the same file gives the same path, and no machine
             path is stored) unless empty, a `tfds:` name or one of `kept` (e.g. preset names).
         not_recorded: field names left out (they do not change what is trained).
+
+    A `dtype` of "auto" is recorded as the dtype it resolves to on this machine, so a resume on hardware that
+    resolves it otherwise is refused as a changed setting, and "auto" matches the dtype it stands for.
     """
     fields = {k: v for k, v in dataclasses.asdict(config).items() if k not in not_recorded}
+    if "dtype" in fields:
+        fields["dtype"] = resolve_dtype(fields["dtype"])
     for name in path_fields:
         value = fields[name]
         if value and not value.startswith("tfds:") and value not in kept:

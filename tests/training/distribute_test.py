@@ -38,3 +38,23 @@ def test_unknown_dtype_is_refused_with_its_value():
         resolve_dtype("half")
     with pytest.raises(ValueError, match="Received: dtype='half'"):
         dtype_policy("half")
+
+
+def test_a_run_records_auto_as_the_dtype_it_stands_for(monkeypatch):
+    """training_settings.json's request: "auto" on a bfloat16 machine matches an explicit bfloat16 run, and a resume
+    where "auto" resolves to float32 differs from it (refused as a changed setting)."""
+    import dataclasses
+
+    from bert_tf.training.task_runs import run_request
+
+    @dataclasses.dataclass
+    class Config:
+        dtype: str
+        train_file: str = ""
+
+    for flags, dtype in ((("avx512f", "avx512_bf16"), "bfloat16"), (("avx512f",), "float32")):
+        monkeypatch.setattr(execution_path, "cpu_info", lambda path=execution_path.CPUINFO, f=flags: CpuInfo("x", f, 2))
+        if tf.config.list_physical_devices("GPU"):
+            pytest.skip("auto on a GPU reads its capability")
+        assert run_request(Config("auto"), ("train_file",)) == {"dtype": dtype, "train_file": ""}
+        assert run_request(Config("auto"), ()) == run_request(Config(dtype), ())
