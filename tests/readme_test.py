@@ -158,7 +158,10 @@ CHEAP = {
 }
 
 LONG = {
-    "make test": Long("30-45 minutes: the test suite itself (29.2 and 42.3-44.7 measured, 2-core AMD EPYCs)"),
+    "make test": Long(
+        "30-45 minutes: the test suite itself (29.2 and 42.3-44.7 measured, 2-core AMD EPYCs; 57.8 while other jobs "
+        "shared the cores)"
+    ),
     "make setup": Long("installs .venv on first use (TensorFlow and the test extras from PyPI); make test runs it"),
     "bert-tf-pretrain --strategy=tpu --tpu=local --model=base --vocab=vocab.txt --corpus='corpus/*.txt' "
     "--model_dir=runs/base --max_seq_length=128 --max_predictions_per_seq=20 --global_batch_size=256 "
