@@ -471,11 +471,9 @@ def main(argv):
         for seed in seeds:
             train, dev = read_data(seed)
             runs.append({"seed": seed, "sides": run(model_dir, train, dev, list(FLAGS.sides), seed, dtype)})
-            print(
-                markdown({"setup": setup(train, dev, seeds, dtype, weights), "runs": runs, "summary": summarize(runs)})
-            )
-    report = {"setup": setup(train, dev, seeds, dtype, weights), "runs": runs, "summary": summarize(runs)}
-    table = markdown(report)
+            report = {"setup": setup(train, dev, seeds, dtype, weights), "runs": runs, "summary": summarize(runs)}
+            table = markdown(report)
+            print(table)  # after every seed: a long run's finished seeds are kept in its log
     if FLAGS.output_md:
         with open(FLAGS.output_md, "w", encoding="utf-8") as f:
             f.write(table)
