@@ -12,7 +12,7 @@ from bert_tf.config import FAMILIES, BertConfig
 from bert_tf.layers.bert_embeddings import BertEmbeddings
 from bert_tf.layers.layer_norm import LayerNorm
 from bert_tf.layers.pooler import Pooler
-from bert_tf.layers.token_matrix import scatter_tokens
+from bert_tf.layers.token_matrix import scatter_tokens, shape_bucket
 from bert_tf.layers.transformer_block import TransformerBlock
 
 
@@ -31,9 +31,14 @@ class _FinalLayerNorm(LayerNorm):
 
 
 _CUT_INPUTS = ("token_ids", "segment_ids", "padding_mask")
+# Shape buckets of the padding-free paths (`shape_bucket(n, step, per_octave)`). Lengths: at most 25% more
+# attention columns (a small part of the work), 20 sizes up to 512. Token rows, which every dense layer
+# pays for: at most 1/16 more rows (3% on average), 80 sizes up to 4096.
+LENGTH_BUCKETS = dict(step=8, per_octave=4)
+TOKEN_BUCKETS = dict(step=16, per_octave=16)
 
 
-def trim_padding(inputs):
+def trim_padding(inputs, bucket_limit=None):
     """The encoder inputs cut after the last column where any row has a real token: `(inputs, length)`.
 
     The columns cut are padding in every row, so the padding-free paths give
@@ -47,15 +52,55 @@ def trim_padding(inputs):
     compilation (`jit_compile`, TPU) nothing is cut: a length known only at
     run time would make XLA compile the step again for every batch
     (measured: fine-tuning at 5 instead of 16 sequences/s).
+
+    With `bucket_limit` (the longest input the model takes) the length is
+    then rounded up to a shape bucket (`shape_bucket`: 8, 16, ..., 64, 80,
+    96, ..., at most 25% more), with padding columns added where the input is
+    shorter, but never past `bucket_limit` or the input's own length if that
+    is longer: the padding-free paths see a few shapes, not one per length.
     """
     padding_mask = tf.convert_to_tensor(inputs["padding_mask"])
-    if control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph()):
+    if in_xla_compilation():
         return inputs, tf.shape(padding_mask)[1]
     columns = tf.range(1, tf.shape(padding_mask)[1] + 1)
     length = tf.reduce_max(tf.where(tf.reduce_any(padding_mask > 0, axis=0), columns, 0))
     length = tf.maximum(length, 1)  # all padding: one column
-    cut = {name: value[:, :length] for name, value in inputs.items() if name in _CUT_INPUTS}
-    return {**inputs, **cut}, length
+    if bucket_limit is not None:
+        limit = tf.maximum(tf.shape(padding_mask)[1], bucket_limit)
+        length = tf.minimum(shape_bucket(length, **LENGTH_BUCKETS), limit)
+
+    def cut(value):  # [B, T] -> [B, length], zeros (padding) past T
+        value = tf.convert_to_tensor(value)[:, :length]
+        return tf.pad(value, [[0, 0], [0, length - tf.shape(value)[1]]])
+
+    return {**inputs, **{name: cut(value) for name, value in inputs.items() if name in _CUT_INPUTS}}, length
+
+
+def in_xla_compilation():
+    """Whether the current graph is (inside) an XLA compilation (`jit_compile`, TPU): run-time shapes cost a
+    recompilation there, so the padding-free paths keep the shapes they are given."""
+    return control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph())
+
+
+def bucketed_token_index(padding_mask):
+    """Flat positions `b * T + t` of the real tokens, then of a few padding positions: `(token_index [M'], M)`.
+
+    M is the number of real tokens (rows `[:M]`); the padding rows after them
+    bring the count to a shape bucket (`shape_bucket`, or all `B * T`
+    positions if fewer), so that the padding-free layers see a few matrix
+    shapes rather than one per token count (see `shape_bucket`). The padding
+    rows are computed like the padded path's padding positions: attention
+    masks them as keys, and no output reads them. Inside an XLA compilation,
+    only the real tokens.
+    """
+    flat = tf.reshape(tf.convert_to_tensor(padding_mask), [-1])
+    real = tf.cast(tf.where(flat > 0)[:, 0], tf.int32)  # [M]
+    count = tf.shape(real)[0]
+    if in_xla_compilation():
+        return real, count
+    rows = tf.minimum(shape_bucket(count, **TOKEN_BUCKETS), tf.shape(flat)[0])
+    padding = tf.cast(tf.where(flat <= 0)[:, 0], tf.int32)[: rows - count]
+    return tf.concat([real, padding], axis=0), count
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -265,16 +310,17 @@ class BertEncoder(keras.Model):
         `call_unpadded` and the exported SavedModels run it.
         """
         batch, length = tf.shape(inputs["token_ids"])[0], tf.shape(inputs["token_ids"])[1]
-        inputs, trimmed = trim_padding(inputs)
-        token_index, layer_outputs = self._unpadded_layers(inputs, self.applied_layers, training)
+        inputs, trimmed = trim_padding(inputs, self.max_position_embeddings)
+        token_index, count, layer_outputs = self._unpadded_layers(inputs, self.applied_layers, training)
         x = layer_outputs[-1]
         if self.final_layer_norm is not None:
             x = layer_outputs[-1] = self.final_layer_norm(x)
-        # Token rows of the trimmed [B, trimmed] batch at their places in the full [B, T] one.
-        full_index = token_index // trimmed * length + token_index % trimmed
+        # The real tokens' rows of the trimmed [B, trimmed] batch at their places in the full [B, T] one.
+        real_index = token_index[:count]
+        full_index = real_index // trimmed * length + real_index % trimmed
 
-        def padded(tokens):  # [M, H] -> float32 [B, T, H]
-            tokens = scatter_tokens(tf.cast(tokens, tf.float32), full_index, batch * length)
+        def padded(tokens):  # [M', H] -> float32 [B, T, H], the real rows only
+            tokens = scatter_tokens(tf.cast(tokens[:count], tf.float32), full_index, batch * length)
             return tf.reshape(tokens, (batch, length, self.hidden_dim))
 
         sequence = padded(x)
@@ -318,10 +364,10 @@ class BertEncoder(keras.Model):
             positions = tf.concat([tf.zeros((batch, 1), tf.int32), positions], axis=1)
         blocks = self.applied_layers
         if unpadded:
-            inputs, length = trim_padding(inputs)
+            inputs, length = trim_padding(inputs, self.max_position_embeddings)
             padding_mask = inputs["padding_mask"]
             positions = tf.minimum(positions, length - 1)  # those past the cut are padding in every row
-            token_index, layer_outputs = self._unpadded_layers(inputs, blocks[:-1], training)
+            token_index, _, layer_outputs = self._unpadded_layers(inputs, blocks[:-1], training)
             x = tf.reshape(
                 scatter_tokens(layer_outputs[-1], token_index, batch * length), (batch, length, self.hidden_dim)
             )  # 0 at padding
@@ -340,18 +386,19 @@ class BertEncoder(keras.Model):
         }
 
     def _unpadded_layers(self, inputs, blocks, training):
-        """Embeddings and `blocks` on the real tokens only: (token_index `[M]`, per-block `[M, H]` outputs)."""
+        """Embeddings and `blocks` on the real tokens (and a few padding rows, `bucketed_token_index`):
+        `(token_index [M'], M real tokens, per-block [M', H] outputs)`."""
         token_ids = tf.convert_to_tensor(inputs["token_ids"])
         padding_mask = tf.convert_to_tensor(inputs["padding_mask"])
         batch, length = tf.shape(token_ids)[0], tf.shape(token_ids)[1]
-        token_index = tf.cast(tf.where(tf.reshape(padding_mask, [-1]) > 0)[:, 0], tf.int32)  # [M]
+        token_index, count = bucketed_token_index(padding_mask)  # [M'], M
         x = self.embeddings(token_ids, inputs["segment_ids"], training=training)  # [B, T, H]
         x = tf.gather(tf.reshape(x, (-1, self.hidden_dim)), token_index)  # [M, H]
         outputs = []
         for block in blocks:
             x = block.call_tokens(x, batch, length, padding_mask, training=training, token_index=token_index)
             outputs.append(x)
-        return token_index, outputs or [x]
+        return token_index, count, outputs or [x]
 
     @property
     def token_embedding(self):

@@ -121,3 +121,75 @@ def test_nothing_is_cut_inside_an_xla_compilation():
     batch = random_inputs(batch=2, length=12, lengths=[5, 3], seed=1)
     assert int(tf.function(lambda b: trim_padding(b)[1], jit_compile=True)(batch)) == 12
     assert int(tf.function(lambda b: trim_padding(b)[1])(batch)) == 5
+
+
+def test_shape_buckets_are_few_and_close_above():
+    from bert_tf.layers.token_matrix import shape_bucket
+
+    lengths = [int(shape_bucket(n, 8)) for n in range(1, 513)]
+    assert sorted(set(lengths)) == [
+        8,
+        16,
+        24,
+        32,
+        40,
+        48,
+        56,
+        64,
+        80,
+        96,
+        112,
+        128,
+        160,
+        192,
+        224,
+        256,
+        320,
+        384,
+        448,
+        512,
+    ]
+    for n, bucket in enumerate(lengths, start=1):
+        assert n <= bucket <= max(n + 7, n * 1.25), (n, bucket)
+    rows = {int(shape_bucket(n, 16, per_octave=16)) for n in range(1, 4097)}
+    assert len(rows) == 80 and max(rows) == 4096 and sorted(rows)[15:18] == [256, 272, 288]
+    assert int(shape_bucket(0, 8)) == 8 and int(shape_bucket(2**20 + 1, 16)) == 2**20 + 2**18
+
+
+def test_padding_free_shapes_come_from_the_buckets_and_padding_is_added_where_needed():
+    """`trim_padding(..., bucket_limit)` rounds the cut up to a bucket, padding columns past a short input, never
+    past the limit; `bucketed_token_index` adds padding rows up to a bucket (or all positions)."""
+    from bert_tf.models.bert_encoder import bucketed_token_index, trim_padding
+
+    batch = random_inputs(batch=3, length=12, lengths=[11, 3, 5], seed=2)
+    cut, length = trim_padding(batch, bucket_limit=32)
+    assert int(length) == 16 and cut["token_ids"].shape == (3, 16)
+    np.testing.assert_array_equal(cut["padding_mask"].numpy()[:, :12], batch["padding_mask"])
+    assert not np.any(cut["padding_mask"].numpy()[:, 12:]) and not np.any(cut["token_ids"].numpy()[:, 12:])
+    assert int(trim_padding(batch, bucket_limit=14)[1]) == 14  # the model takes no more positions
+    long_input = random_inputs(batch=1, length=40, lengths=[3], seed=2)
+    assert int(trim_padding(long_input, bucket_limit=32)[1]) == 8  # cut as usual
+
+    token_index, count = bucketed_token_index(cut["padding_mask"])
+    assert int(count) == 19 and token_index.shape == (32,)  # 3 x 16 positions
+    real = np.flatnonzero(cut["padding_mask"].numpy().reshape(-1))
+    np.testing.assert_array_equal(token_index.numpy()[:19], real)
+    assert not np.any(cut["padding_mask"].numpy().reshape(-1)[token_index.numpy()[19:]])
+    assert len(set(token_index.numpy())) == 32
+    full, count = bucketed_token_index(np.ones((1, 5), np.int32))  # fewer positions than the bucket: all of them
+    assert int(count) == 5 and full.shape == (5,)
+
+
+@pytest.mark.parametrize("lengths", [[1], [3, 17], [20, 2, 9]])
+def test_encoder_on_bucketed_shapes_equals_padded_for_many_lengths(lengths):
+    """Inputs trimmed to their longest row (as the SavedModels pack them): the bucketing pads columns and rows."""
+    encoder = tiny_encoder(dropout=0.0, attention_dropout=0.0)
+    batch = random_inputs(batch=len(lengths), length=max(lengths), lengths=lengths, seed=5)
+    padded = encoder(batch, training=False)
+    unpadded = tf.function(encoder.call_unpadded)(batch)
+    real = _real(batch)
+    np.testing.assert_allclose(
+        unpadded["sequence_output"].numpy()[real], padded["sequence_output"].numpy()[real], atol=1e-5
+    )
+    assert not np.any(unpadded["sequence_output"].numpy()[~real])
+    np.testing.assert_allclose(unpadded["pooled_output"], padded["pooled_output"], atol=1e-5)
