@@ -46,7 +46,8 @@ Sections (`--sections`, all by default):
             peer builds NSP pairs in tf.data).
   memory    the process floor (Python, TensorFlow, keras-hub and bert_tf imported) and SavedModel serving RSS
             per model size (`--serve_memory_sizes`, random weights of each shape exported both ways as in `serve`,
-            SST-2 dev sentences at batch `--batch_size`), each side in its own process.
+            SST-2 dev sentences at batch `--batch_size`), each side in its own process; then the MiniLM-size
+            export's peak over 400 requests of mixed batch sizes and lengths (memory that grows per shape).
   tta       (only when named; about 30 minutes on 2 cores) tools/time_to_accuracy.py: seconds to SST-2 dev
             accuracy 0.85 fine-tuning all-MiniLM-L6-v2, and the accuracy after one pass, bert_tf vs keras-hub.
 
@@ -1344,6 +1345,21 @@ def _probe_serve(spec, side, setting):
     return lambda: [signature(text=b)["sentence_embedding"].numpy() for b in batches]
 
 
+def _probe_serve_mixed(spec, side, setting):
+    """`spec["requests"]` requests of SST-2 dev sentences at seeded batch sizes from `MIXED_BATCH_SIZES`: a server's
+    traffic, where every request can bring a new shape."""
+    import random
+
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (registers the text ops of both SavedModels)
+
+    del setting
+    signature = tf.saved_model.load(spec["saved_model"][side]).signatures["serving_default"]
+    sentences, rng = _sst2_sentences(), random.Random(spec.get("seed", 0))
+    batches = [rng.sample(sentences, rng.choice(MIXED_BATCH_SIZES)) for _ in range(spec["requests"])]
+    return lambda: [signature(text=tf.constant(b))["sentence_embedding"].numpy() for b in batches]
+
+
 def _probe_embed(spec, side, setting):
     from bert_tf.embeddings import SentenceEmbedder
 
@@ -1458,6 +1474,7 @@ PROBES = {
     "finetune": _probe_finetune,
     "forward": _probe_forward,
     "serve": _probe_serve,
+    "serve_mixed": _probe_serve_mixed,
     "embed": _probe_embed,
     "albert_forward": lambda spec, side, setting: _probe_albert(spec, side, setting, train=False),
     "albert_train": lambda spec, side, setting: _probe_albert(spec, side, setting, train=True),
@@ -1489,6 +1506,10 @@ def run_probe_spec(text):
     memory_probe.emit(
         kind=spec["kind"], side=spec["side"], setting=setting, steps=steps, seconds=time.perf_counter() - start
     )
+
+
+EXPORT_NAMES = {"bert_tf": "bert_tf", "keras-hub": "keras_hub"}  # memory_rows' SavedModel folders per side
+MIXED_BATCH_SIZES, MIXED_REQUESTS = (1, 1, 1, 2, 3, 4, 5, 8, 16, 32), 400
 
 
 def memory_rows(batch_size):
@@ -1527,7 +1548,9 @@ def memory_rows(batch_size):
             encoder = BertEncoder(vocabulary_size=_count_lines(vocab), max_position_embeddings=512, dropout=0.0, **cfg)
             save_model_dir(encoder, model_dir, vocab_file=vocab)
             del encoder
-            ours_dir, hub_dir = os.path.join(workdir, f"{size}_bert_tf"), os.path.join(workdir, f"{size}_keras_hub")
+            ours_dir, hub_dir = (
+                os.path.join(workdir, f"{size}_{EXPORT_NAMES[side]}") for side in ("bert_tf", "keras-hub")
+            )
             export_saved_model(model_dir, ours_dir, encoder_only=True, max_seq_length=FLAGS.seq_length)
             _export_hub(model_dir, vocab, FLAGS.seq_length, hub_dir)
             row = Row(
@@ -1553,6 +1576,31 @@ def memory_rows(batch_size):
             measure_memory([row])
             row.ours, row.peer = row.ours_gb, row.peer_gb
             rows.append(row)
+        # A long run of mixed request shapes: memory that grows with each new shape shows here, not above.
+        size = "minilm" if "minilm" in sizes else sizes[-1]
+        requests = 40 if FLAGS.quick else MIXED_REQUESTS
+        row = Row(
+            "memory",
+            f"SavedModel serving RSS, {size}, {requests} requests of mixed batch sizes "
+            f"({min(MIXED_BATCH_SIZES)}-{max(MIXED_BATCH_SIZES)}) and lengths",
+            "GB",
+            None,
+            None,
+            "keras-hub",
+            "float32",
+            "float32",
+            note="SST-2 dev sentences, seeded; the peak after all of them",
+            higher_is_better=False,
+            probe=dict(
+                kind="serve_mixed",
+                saved_model={side: os.path.join(workdir, f"{size}_{name}") for side, name in EXPORT_NAMES.items()},
+                requests=requests,
+                steps=1,
+            ),
+        )
+        measure_memory([row])
+        row.ours, row.peer = row.ours_gb, row.peer_gb
+        rows.append(row)
     return rows
 
 
