@@ -177,6 +177,7 @@ def test_padding_free_shapes_come_from_the_buckets_and_padding_is_added_where_ne
     assert not np.any(cut["padding_mask"].numpy().reshape(-1)[token_index.numpy()[19:]])
     assert len(set(token_index.numpy())) == 32
     full, count = bucketed_token_index(np.ones((1, 5), np.int32))  # fewer positions than the bucket: all of them
+    assert bucketed_token_index(cut["padding_mask"], bucket=False)[0].shape == (19,)  # training: the real tokens
     assert int(count) == 5 and full.shape == (5,)
 
 
