@@ -235,7 +235,8 @@ LONG = {
         "about 5 minutes: encoder forward and latency in four settings a side"
     ),
     "python tools/benchmark.py --sections=memory": Long(
-        "about 2 minutes: SavedModel serving memory per model size (tests/tools/benchmark_test.py probes a row)"
+        "about 8 minutes: SavedModel serving memory per model size and over 400 mixed requests "
+        "(tests/tools/benchmark_test.py probes a row)"
     ),
     "python tools/largest_batch.py --settings=float32 --probe_tokens=512,1024 --confirm_limit_gb=5": Long(
         "about 40 minutes on 2 busy cores: BERT-base training steps at large batches, both sides"

@@ -127,11 +127,16 @@ def test_benchmark_probe_runs_one_side_of_a_row_and_reports_its_peak_rss():
 @pytest.mark.skipif(not os.path.exists(SST2), reason="needs ../shared/data (SST-2 dev)")
 def test_quick_run_with_memory_fills_the_peak_rss_column_per_side(tmp_path):
     md = tmp_path / "bench.md"
-    result = _run("--quick", "--sections=infer", "--settings=float32", "--memory", f"--output_md={md}")
+    result = _run("--quick", "--sections=infer,memory", "--settings=float32", "--memory", f"--output_md={md}")
     assert result.returncode == 0, result.stderr[-3000:]
     table = md.read_text()
     assert "peak RSS GB, bert_tf / peer" in table
-    for row in ("| infer | encoder forward 4x32", "| infer | encoder latency 1x32"):
+    for row in (
+        "| infer | encoder forward 4x32",
+        "| infer | encoder latency 1x32",
+        "| memory | SavedModel serving RSS, tiny (2/64/2)",
+        "| memory | SavedModel serving RSS, tiny, 40 requests of mixed batch sizes",  # a fresh process per side
+    ):
         ours, peer = (float(value) for value in _cells(table, row)[9].split(" / "))
         assert 0.2 < ours < 8 and 0.2 < peer < 8, row
 
