@@ -36,9 +36,11 @@ _CUT_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 # pays for: at most 1/16 more rows (3% on average), 80 sizes up to 4096.
 LENGTH_BUCKETS = dict(step=8, per_octave=4)
 TOKEN_BUCKETS = dict(step=16, per_octave=16)
+# Where padding columns cost as much as real tokens (DeBERTa's padded graph): at most 1/16 more columns.
+DENSE_LENGTH_BUCKETS = dict(step=8, per_octave=16)
 
 
-def trim_padding(inputs, bucket_limit=None):
+def trim_padding(inputs, bucket_limit=None, buckets=None):
     """The encoder inputs cut after the last column where any row has a real token: `(inputs, length)`.
 
     The columns cut are padding in every row, so the padding-free paths give
@@ -58,6 +60,8 @@ def trim_padding(inputs, bucket_limit=None):
     96, ..., at most 25% more), with padding columns added where the input is
     shorter, but never past `bucket_limit` or the input's own length if that
     is longer: the padding-free paths see a few shapes, not one per length.
+    `buckets`: `shape_bucket`'s step and per_octave (default
+    `LENGTH_BUCKETS`).
     """
     padding_mask = tf.convert_to_tensor(inputs["padding_mask"])
     if in_xla_compilation():
@@ -67,7 +71,7 @@ def trim_padding(inputs, bucket_limit=None):
     length = tf.maximum(length, 1)  # all padding: one column
     if bucket_limit is not None:
         limit = tf.maximum(tf.shape(padding_mask)[1], bucket_limit)
-        length = tf.minimum(shape_bucket(length, **LENGTH_BUCKETS), limit)
+        length = tf.minimum(shape_bucket(length, **(buckets or LENGTH_BUCKETS)), limit)
 
     def cut(value):  # [B, T] -> [B, length], zeros (padding) past T
         value = tf.convert_to_tensor(value)[:, :length]

@@ -12,6 +12,7 @@ from bert_tf.layers.disentangled_transformer_block import DisentangledTransforme
 from bert_tf.layers.pooler import Pooler
 from bert_tf.layers.relative_embeddings import RelativeEmbeddings
 from bert_tf.layers.token_convolution import TokenConvolution
+from bert_tf.models.bert_encoder import DENSE_LENGTH_BUCKETS, trim_padding
 
 MODEL_TYPE = "deberta-v2"
 
@@ -234,15 +235,29 @@ class DebertaV2Encoder(keras.Model):
         """The encoder's outputs with `sequence_output` and `encoder_outputs` 0 at padding.
 
         Equal to `call` at real tokens. The simple form: the whole graph,
-        then the padding rows zeroed (no saving on padding yet). A
+        then the padding rows zeroed (no saving on padding within a row). At
+        inference the columns that are padding in every row are cut first
+        and the length rounded up to a shape bucket (`trim_padding` with
+        `DENSE_LENGTH_BUCKETS`, at most 1/16 more columns, since here they
+        cost as much as real tokens: a server sees a few shapes, not one per
+        length); training runs the batch as given. A
         TensorFlow-graph method, as `BertEncoder.call_unpadded`.
         """
-        outputs = self(_encoder_inputs(inputs), training=training)
+        inputs = _encoder_inputs(inputs)
+        length = tf.shape(inputs["padding_mask"])[1]
         mask = tf.cast(tf.convert_to_tensor(inputs["padding_mask"]), tf.float32)[:, :, None]  # [B, T, 1]
+        if not training:
+            inputs, _ = trim_padding(inputs, self.max_position_embeddings, DENSE_LENGTH_BUCKETS)
+        outputs = self(inputs, training=training)
+
+        def full(h):  # [B, L, H] -> [B, T, H], 0 at padding
+            h = h[:, :length]
+            return tf.pad(h, [[0, 0], [0, length - tf.shape(h)[1]], [0, 0]]) * mask
+
         return {
-            "sequence_output": outputs["sequence_output"] * mask,
+            "sequence_output": full(outputs["sequence_output"]),
             "pooled_output": outputs["pooled_output"],
-            "encoder_outputs": [h * mask for h in outputs["encoder_outputs"]],
+            "encoder_outputs": [full(h) for h in outputs["encoder_outputs"]],
         }
 
     def call_at(self, inputs, positions, training=False, pooled=False, unpadded=False):

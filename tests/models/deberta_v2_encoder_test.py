@@ -149,6 +149,12 @@ def test_call_at_and_call_unpadded_equal_the_graph_values_and_gradients(variant)
     np.testing.assert_allclose(unpadded["sequence_output"], full["sequence_output"] * mask, atol=1e-5)
     for ours, theirs in zip(unpadded["encoder_outputs"], full["encoder_outputs"]):
         np.testing.assert_allclose(ours, theirs * mask, atol=1e-5)
+    # Rows all shorter than T: inference cuts to 5 columns and runs a bucket of 8 (9 above: padded to 16).
+    short = random_inputs(batch=4, length=12, lengths=[5, 3, 1, 4], seed=7)
+    short_mask = short["padding_mask"][:, :, None]
+    cut = tf.function(encoder.call_unpadded)(short)
+    np.testing.assert_allclose(cut["sequence_output"], encoder(short)["sequence_output"] * short_mask, atol=1e-5)
+    np.testing.assert_allclose(cut["pooled_output"], encoder(short)["pooled_output"], atol=1e-5)
 
     def gradients(loss_of):
         with tf.GradientTape() as tape:
