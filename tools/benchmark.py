@@ -1508,6 +1508,14 @@ def run_probe_spec(text):
     )
 
 
+def _serving_memory_row(name, note, probe):
+    """A memory-section row of SavedModel serving RSS (GB) per side, measured now (`probe`: the work's spec)."""
+    row = Row("memory", name, "GB", None, None, "keras-hub", "float32", "float32", note, False, probe=probe)
+    measure_memory([row])
+    row.ours, row.peer = row.ours_gb, row.peer_gb
+    return row
+
+
 EXPORT_NAMES = {"bert_tf": "bert_tf", "keras-hub": "keras_hub"}  # memory_rows' SavedModel folders per side
 MIXED_BATCH_SIZES, MIXED_REQUESTS = (1, 1, 1, 2, 3, 4, 5, 8, 16, 32), 400
 
@@ -1553,54 +1561,36 @@ def memory_rows(batch_size):
             )
             export_saved_model(model_dir, ours_dir, encoder_only=True, max_seq_length=FLAGS.seq_length)
             _export_hub(model_dir, vocab, FLAGS.seq_length, hub_dir)
-            row = Row(
-                "memory",
-                f"SavedModel serving RSS, {size} ({_describe(cfg)}), SST-2 dev text, batch {batch_size}",
-                "GB",
-                None,
-                None,
-                "keras-hub",
-                "float32",
-                "float32",
-                note=f"random weights of this shape; keras-hub pads to {FLAGS.seq_length}",
-                higher_is_better=False,
-                # One pass over the first 10 batches: the peak of a batch-`batch_size` request, not of a long run.
-                probe=dict(
-                    kind="serve",
-                    saved_model={"bert_tf": ours_dir, "keras-hub": hub_dir},
-                    batch=batch_size,
-                    count=10 * batch_size,
-                    steps=1,
-                ),
+            rows.append(
+                _serving_memory_row(
+                    f"SavedModel serving RSS, {size} ({_describe(cfg)}), SST-2 dev text, batch {batch_size}",
+                    f"random weights of this shape; keras-hub pads to {FLAGS.seq_length}",
+                    # One pass over the first 10 batches: the peak of a batch-`batch_size` request, not of a long run.
+                    dict(
+                        kind="serve",
+                        saved_model={"bert_tf": ours_dir, "keras-hub": hub_dir},
+                        batch=batch_size,
+                        count=10 * batch_size,
+                        steps=1,
+                    ),
+                )
             )
-            measure_memory([row])
-            row.ours, row.peer = row.ours_gb, row.peer_gb
-            rows.append(row)
         # A long run of mixed request shapes: memory that grows with each new shape shows here, not above.
         size = "minilm" if "minilm" in sizes else sizes[-1]
         requests = 40 if FLAGS.quick else MIXED_REQUESTS
-        row = Row(
-            "memory",
-            f"SavedModel serving RSS, {size}, {requests} requests of mixed batch sizes "
-            f"({min(MIXED_BATCH_SIZES)}-{max(MIXED_BATCH_SIZES)}) and lengths",
-            "GB",
-            None,
-            None,
-            "keras-hub",
-            "float32",
-            "float32",
-            note="SST-2 dev sentences, seeded; the peak after all of them",
-            higher_is_better=False,
-            probe=dict(
-                kind="serve_mixed",
-                saved_model={side: os.path.join(workdir, f"{size}_{name}") for side, name in EXPORT_NAMES.items()},
-                requests=requests,
-                steps=1,
-            ),
+        rows.append(
+            _serving_memory_row(
+                f"SavedModel serving RSS, {size}, {requests} requests of mixed batch sizes "
+                f"({min(MIXED_BATCH_SIZES)}-{max(MIXED_BATCH_SIZES)}) and lengths",
+                "SST-2 dev sentences, seeded; the peak after all of them",
+                dict(
+                    kind="serve_mixed",
+                    saved_model={side: os.path.join(workdir, f"{size}_{name}") for side, name in EXPORT_NAMES.items()},
+                    requests=requests,
+                    steps=1,
+                ),
+            )
         )
-        measure_memory([row])
-        row.ours, row.peer = row.ours_gb, row.peer_gb
-        rows.append(row)
     return rows
 
 
