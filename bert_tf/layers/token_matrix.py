@@ -36,7 +36,7 @@ def shape_bucket(n, step, per_octave=4):
     With `step=8`: 8, 16, ..., 32 (steps of 8), 40, 48, 56, 64, 80, 96, 112, 128, 160, ... at most a
     fraction `1 / per_octave` (or `step - 1`) above `n`. The padding-free paths round their run-time
     lengths and token counts to these sizes because TensorFlow's oneDNN kernels keep a compiled
-    primitive per input shape (up to 1024 per kernel and thread, about 0.3 MB for a batched matmul):
+    primitive per input shape (up to 1024 in a per-thread cache, about 0.3 MB for a batched matmul):
     with every length its own shape, a server's memory grows with each new request shape.
     """
     n = tf.maximum(tf.cast(n, tf.int32), 1)
