@@ -1516,7 +1516,11 @@ def _serving_memory_row(name, note, probe):
     return row
 
 
-EXPORT_NAMES = {"bert_tf": "bert_tf", "keras-hub": "keras_hub"}  # memory_rows' SavedModel folders per side
+def _export_dirs(workdir, size):
+    """memory_rows' SavedModel folders of one model size: `{side: path}`."""
+    return {side: os.path.join(workdir, f"{size}_{side.replace('-', '_')}") for side in ("bert_tf", "keras-hub")}
+
+
 MIXED_BATCH_SIZES, MIXED_REQUESTS = (1, 1, 1, 2, 3, 4, 5, 8, 16, 32), 400
 
 
@@ -1556,11 +1560,9 @@ def memory_rows(batch_size):
             encoder = BertEncoder(vocabulary_size=_count_lines(vocab), max_position_embeddings=512, dropout=0.0, **cfg)
             save_model_dir(encoder, model_dir, vocab_file=vocab)
             del encoder
-            ours_dir, hub_dir = (
-                os.path.join(workdir, f"{size}_{EXPORT_NAMES[side]}") for side in ("bert_tf", "keras-hub")
-            )
-            export_saved_model(model_dir, ours_dir, encoder_only=True, max_seq_length=FLAGS.seq_length)
-            _export_hub(model_dir, vocab, FLAGS.seq_length, hub_dir)
+            exports = _export_dirs(workdir, size)
+            export_saved_model(model_dir, exports["bert_tf"], encoder_only=True, max_seq_length=FLAGS.seq_length)
+            _export_hub(model_dir, vocab, FLAGS.seq_length, exports["keras-hub"])
             rows.append(
                 _serving_memory_row(
                     f"SavedModel serving RSS, {size} ({_describe(cfg)}), SST-2 dev text, batch {batch_size}",
@@ -1568,7 +1570,7 @@ def memory_rows(batch_size):
                     # One pass over the first 10 batches: the peak of a batch-`batch_size` request, not of a long run.
                     dict(
                         kind="serve",
-                        saved_model={"bert_tf": ours_dir, "keras-hub": hub_dir},
+                        saved_model=exports,
                         batch=batch_size,
                         count=10 * batch_size,
                         steps=1,
@@ -1585,7 +1587,7 @@ def memory_rows(batch_size):
                 "SST-2 dev sentences, seeded; the peak after all of them",
                 dict(
                     kind="serve_mixed",
-                    saved_model={side: os.path.join(workdir, f"{size}_{name}") for side, name in EXPORT_NAMES.items()},
+                    saved_model=_export_dirs(workdir, size),
                     requests=requests,
                     steps=1,
                 ),

@@ -69,15 +69,17 @@ def trim_padding(inputs, bucket_limit=None, buckets=None):
     columns = tf.range(1, tf.shape(padding_mask)[1] + 1)
     length = tf.reduce_max(tf.where(tf.reduce_any(padding_mask > 0, axis=0), columns, 0))
     length = tf.maximum(length, 1)  # all padding: one column
-    if bucket_limit is not None:
-        limit = tf.maximum(tf.shape(padding_mask)[1], bucket_limit)
-        length = tf.minimum(shape_bucket(length, **(buckets or LENGTH_BUCKETS)), limit)
+    if bucket_limit is None:
+        cut = {name: value[:, :length] for name, value in inputs.items() if name in _CUT_INPUTS}
+        return {**inputs, **cut}, length
+    limit = tf.maximum(tf.shape(padding_mask)[1], bucket_limit)
+    length = tf.minimum(shape_bucket(length, **(buckets or LENGTH_BUCKETS)), limit)
 
-    def cut(value):  # [B, T] -> [B, length], zeros (padding) past T
+    def cut_or_pad(value):  # [B, T] -> [B, length], zeros (padding) past T
         value = tf.convert_to_tensor(value)[:, :length]
         return tf.pad(value, [[0, 0], [0, length - tf.shape(value)[1]]])
 
-    return {**inputs, **{name: cut(value) for name, value in inputs.items() if name in _CUT_INPUTS}}, length
+    return {**inputs, **{name: cut_or_pad(value) for name, value in inputs.items() if name in _CUT_INPUTS}}, length
 
 
 def in_xla_compilation():
