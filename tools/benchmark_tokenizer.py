@@ -59,10 +59,17 @@ import glob
 import os
 import platform
 import statistics
+import sys
 import time
 
-import udhr_text
 from absl import app, flags
+
+if not __package__:  # run as `python tools/NAME.py`: import `tools.*` (and `bert_tf`) from this checkout
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from tools import udhr_text
+from tools.bench.harness import median_rates
+from tools.bench.work import pretraining_batches
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("vocab", None, "WordPiece vocab.txt (the WordPiece table; unset: none).")
@@ -95,27 +102,17 @@ def _seconds(fn):
 
 
 def _pipeline_examples_per_second(tokenizer):
-    """Median examples/s of pretraining batches over `--repeats` windows."""
-    from bert_tf.data import pretraining_dataset
-
+    """Median examples/s of pretraining batches over `--repeats` windows of `--pipeline_batches` batches."""
     batch_size = 32
-    dataset = pretraining_dataset(
-        FLAGS.pipeline_corpus,
-        tokenizer,
-        max_seq_length=128,
-        batch_size=batch_size,
-        corpus_format="paragraphs",
-        shuffle_buffer=1000,
-        epochs=None,
+    iterator = pretraining_batches(FLAGS.pipeline_corpus, tokenizer, batch_size)
+    rates = median_rates(
+        {"pipeline": lambda: next(iterator)},
+        batch_size,
+        FLAGS.pipeline_batches,
+        FLAGS.pipeline_warmup_batches,
+        FLAGS.repeats,
     )
-    iterator = iter(dataset)
-    for _ in range(FLAGS.pipeline_warmup_batches):
-        next(iterator)
-    rates = []
-    for _ in range(FLAGS.repeats):
-        seconds = _seconds(lambda: [next(iterator) for _ in range(FLAGS.pipeline_batches)])
-        rates.append(FLAGS.pipeline_batches * batch_size / seconds)
-    return statistics.median(rates)
+    return rates["pipeline"]
 
 
 def _time_table(rows, reference_name, megabytes, title, agreement=None):
@@ -138,6 +135,18 @@ def _time_table(rows, reference_name, megabytes, title, agreement=None):
             ratio = "%.1f" % statistics.median(r / s for r, s in zip(seconds[reference_name], seconds[name]))
         same = f" {agreement[name]} |" if agreement else ""
         print(f"| {name} | {median:.2f} | {megabytes / median:.1f} | {ratio} |{same}")
+
+
+def _sides_table(sides, reference_name, batch_count, megabytes, title):
+    """`_time_table` of `sides` (`{name: (timed run, ids of batch i)}`), with each side's share of lines whose ids
+    are the reference's over the `batch_count` batches."""
+    ids = {name: [row for i in range(batch_count) for row in side[1](i)] for name, side in sides.items()}
+    agreement = {
+        name: "%.2f%%" % (100 * sum(a == b for a, b in zip(rows, ids[reference_name])) / max(len(rows), 1))
+        for name, rows in ids.items()
+    }
+    rows = [(name, side[0]) for name, side in sides.items()]
+    _time_table(rows, reference_name, megabytes, title, agreement)
 
 
 def _wordpiece_table(batches, texts, megabytes):
@@ -372,14 +381,8 @@ def _bpe_table(batches, texts, megabytes):
     except ImportError:
         print("keras-hub is not installed: skipped")
     reference_name = "HF tokenizers ByteLevelBPETokenizer.encode_batch"
-    ids = {name: [row for i in range(len(batches)) for row in side[1](i)] for name, side in sides.items()}
-    agreement = {
-        name: "%.2f%%" % (100 * sum(a == b for a, b in zip(rows, ids[reference_name])) / max(len(rows), 1))
-        for name, rows in ids.items()
-    }
-    rows = [(name, side[0]) for name, side in sides.items()]
     title = f"Byte-level BPE ({ours.vocab_size} ids): {len(texts)} lines, {megabytes:.1f} MB, batch_size={size}"
-    _time_table(rows, reference_name, megabytes, title, agreement)
+    _sides_table(sides, reference_name, len(batches), megabytes, title)
 
 
 def _sentencepiece_table(batches, texts, megabytes):
@@ -421,17 +424,11 @@ def _sentencepiece_table(batches, texts, megabytes):
             lambda: [processor.encode(b) for b in text_batches],
             lambda i: processor.encode(text_batches[i]),
         )
-    ids = {name: [row for i in range(len(batches)) for row in side[1](i)] for name, side in sides.items()}
-    agreement = {
-        name: "%.2f%%" % (100 * sum(a == b for a, b in zip(rows, ids[reference_name])) / max(len(rows), 1))
-        for name, rows in ids.items()
-    }
-    rows = [(name, side[0]) for name, side in sides.items()]
     title = (
         f"SentencePiece unigram ({ours.family}, {ours.vocab_size} pieces): {len(texts)} lines, {megabytes:.1f} MB, "
         f"batch_size={size}"
     )
-    _time_table(rows, reference_name, megabytes, title, agreement)
+    _sides_table(sides, reference_name, len(batches), megabytes, title)
 
 
 def main(argv):

@@ -35,10 +35,13 @@ import platform
 import sys
 
 from absl import app, flags
-from machine import minilm_dir
+
+if not __package__:  # run as `python tools/NAME.py`: import `tools.*` (and `bert_tf`) from this checkout
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from tools.machine import minilm_dir
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 FLAGS = flags.FLAGS
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -151,7 +154,7 @@ def held_out_accuracy(model_dir, corpus, seq, batches):
 
 
 def _scalars(model_dir, split):
-    from pretraining_report import read_scalars
+    from tools.pretraining_report import read_scalars
 
     return read_scalars(os.path.join(model_dir, "logs", split))
 

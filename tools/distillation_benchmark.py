@@ -27,11 +27,16 @@ Usage:
 
 import os
 import statistics
+import sys
 import tempfile
 import time
 
 from absl import app, flags
-from machine import cpu_model
+
+if not __package__:  # run as `python tools/NAME.py`: import `tools.*` (and `bert_tf`) from this checkout
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from tools.machine import cpu_model
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("models", None, "Model directories to compare, the teacher first (e.g. teacher,student).")

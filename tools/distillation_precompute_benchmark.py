@@ -12,13 +12,17 @@ Usage:
       --train_file=../shared/data/glue/SST-2/train.tsv --student_layers=0,2,4
 """
 
+import os
 import statistics
+import sys
 import tempfile
 import time
 
 import tensorflow as tf
 from absl import app, flags
-from machine import cpu_model
+
+if not __package__:  # run as `python tools/NAME.py`: import `tools.*` (and `bert_tf`) from this checkout
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bert_tf import tasks
 from bert_tf.checkpoints import load_config, load_model, load_tokenizer
@@ -28,6 +32,7 @@ from bert_tf.training import DistillationObjective, DistillConfig, Distiller, cr
 from bert_tf.training.distillation_objective import with_distill_weights
 from bert_tf.training.distillation_precompute import precompute, texts_sha256, with_teacher_outputs
 from bert_tf.training.distillation_student import copy_teacher_layers, student_config
+from tools.machine import cpu_model
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("teacher", None, "A fine-tuned classification model directory.")

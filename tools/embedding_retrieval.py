@@ -20,13 +20,14 @@ import sys
 from absl import app, flags
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+if not __package__:  # run as `python tools/NAME.py`: import `tools.*` (and `bert_tf`) from this checkout
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bert_tf import metrics  # noqa: E402 (after the path and log level)
-from bert_tf.data import read_squad  # noqa: E402
-from bert_tf.embeddings import SentenceEmbedder  # noqa: E402
-from bert_tf.tasks.embedding import MRR_AT, RECALL_AT, rank_passages  # noqa: E402
-from bert_tf.tasks.squad import split_by_article  # noqa: E402
+from bert_tf import metrics
+from bert_tf.data import read_squad
+from bert_tf.embeddings import SentenceEmbedder
+from bert_tf.tasks.embedding import MRR_AT, RECALL_AT, rank_passages
+from bert_tf.tasks.squad import split_by_article
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string(

@@ -31,7 +31,11 @@ import tempfile
 import time
 
 from absl import app, flags, logging
-from machine import minilm_dir
+
+if not __package__:  # run as `python tools/NAME.py`: import `tools.*` (and `bert_tf`) from this checkout
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from tools.machine import minilm_dir
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -111,7 +115,6 @@ def run_keras_hub(task, seed, workdir):
     del workdir
     import keras
     import keras_hub
-    import keras_hub_peer
     import numpy as np
     import tensorflow as tf
 
@@ -119,6 +122,7 @@ def run_keras_hub(task, seed, workdir):
     from bert_tf.metrics import glue_metrics
     from bert_tf.tasks.common import subset
     from bert_tf.training.optimization import NO_DECAY_NAMES, WarmupLinearDecay
+    from tools import keras_hub_peer
 
     train, dev = _examples(task, "train"), _examples(task, "dev")
     keep = subset(len(train), FLAGS.max_train_examples, seed)

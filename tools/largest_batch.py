@@ -21,15 +21,16 @@ import math
 import os
 import sys
 
-import memory_probe
 from absl import app, flags
 
+if not __package__:  # run as `python tools/NAME.py`: import `tools.*` (and `bert_tf`) from this checkout
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from tools import memory_probe
+from tools.bench.work import CONFIGS
+
 FLAGS = flags.FLAGS
-MODELS = {
-    "base": dict(num_layers=12, num_heads=12, hidden_dim=768, intermediate_dim=3072),
-    "minilm": dict(num_layers=6, num_heads=12, hidden_dim=384, intermediate_dim=1536),
-    "tiny": dict(num_layers=2, num_heads=2, hidden_dim=64, intermediate_dim=256),
-}
+MODELS = {name: CONFIGS[name] for name in ("base", "minilm", "tiny")}  # the benchmark's shapes
 SIDES = ("bert_tf", "keras-hub")
 SETTINGS = ("float32", "float32_xla", "bfloat16", "bfloat16_xla")
 flags.DEFINE_enum("model", "base", list(MODELS), "Model size (vocabulary 30,522, 512 positions).")

@@ -16,11 +16,16 @@ Usage:
 """
 
 import os
+import sys
 
-import keras_hub_peer
 from absl import app, flags
-from machine import cpu_model, minilm_dir
-from timing import median_rates, policy
+
+if not __package__:  # run as `python tools/NAME.py`: import `tools.*` (and `bert_tf`) from this checkout
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from tools import keras_hub_peer
+from tools.bench.harness import median_rates, policy
+from tools.machine import cpu_model, minilm_dir
 
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("batch_size", 1, "Sequences per call.")

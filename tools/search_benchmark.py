@@ -28,12 +28,19 @@ import os
 import platform
 import shutil
 import statistics
+import sys
 import tempfile
 import time
 
 import numpy as np
 from absl import app, flags
-from machine import minilm_dir
+
+if not __package__:  # run as `python tools/NAME.py`: import `tools.*` (and `bert_tf`) from this checkout
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from tools.bench.harness import median_ms
+from tools.bench.work import search_latencies
+from tools.machine import minilm_dir
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -57,39 +64,10 @@ def _questions(path, count):
     return [qa["question"] for article in data for p in article["paragraphs"] for qa in p["qas"]][:count]
 
 
-def _median_ms(fn, repeats):
-    fn()  # warm-up (first call traces nothing, but allocates)
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return 1000 * statistics.median(times)
-
-
-def _latencies(tf, loaded, queries, k, repeats):
-    """Median ms at batch 1 of `search` (k) and of `serving_default` on the same query, alternating, so that load
-    from other processes hits both alike."""
-    search, encode = loaded.signatures["search"], loaded.signatures["serving_default"]
-    calls = {
-        "search": lambda q: search(query=q, k=tf.constant(k))["ids"].numpy(),
-        "encode": lambda q: encode(text=q)["sentence_embedding"].numpy(),
-    }
-    times = {name: [] for name in calls}
-    for index in range(repeats + 1):
-        query = tf.constant([queries[index % len(queries)]])
-        for name, call in calls.items():
-            start = time.perf_counter()
-            call(query)
-            if index:  # the first round warms up
-                times[name].append(time.perf_counter() - start)
-    return 1000 * statistics.median(times["search"]), 1000 * statistics.median(times["encode"])
-
-
 def _scan_ms(tf, query, corpus, k, repeats):
     """Median ms of the exact scan alone: inner products of `query` [1, D] with `corpus` [N, D], then top k."""
     scan = tf.function(lambda q, c: tf.math.top_k(tf.matmul(q, c, transpose_b=True), k=k).indices)
-    return _median_ms(lambda: scan(query, corpus).numpy(), repeats)
+    return median_ms({"scan": lambda _: scan(query, corpus).numpy()}, [None], repeats)["scan"]
 
 
 def _bytes(directory):
@@ -147,7 +125,8 @@ def main(argv):
             start = time.perf_counter()
             loaded = tf.saved_model.load(path)
             load_seconds = time.perf_counter() - start
-            search_ms, encode_ms = _latencies(tf, loaded, queries, FLAGS.k, repeats)
+            query_tensors = [tf.constant([queries[i % len(queries)]]) for i in range(repeats + 1)]
+            search_ms, encode_ms = search_latencies(loaded, query_tensors, FLAGS.k, repeats)
             rows.append((size, _bytes(path), save_seconds, load_seconds, search_ms, encode_ms))
             print(rows[-1], flush=True)
             del loaded

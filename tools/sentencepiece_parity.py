@@ -1,6 +1,6 @@
 """SentencePieceTokenizer vs Hugging Face `tokenizers` on every line of the data: lines checked, mismatches.
 
-For each fixture folder of tests/data/sentencepiece/ (made by tools/make_sentencepiece_references.py), the
+For each fixture folder of tests/data/sentencepiece/ (made by tools/references/make_sentencepiece.py), the
 reference ids are `tokenizers.Tokenizer.from_file(tokenizer.json).encode_batch(lines,
 add_special_tokens=False)`, in-process; bert_tf's are those of `SentencePieceTokenizer.from_tokenizer_json`
 and of the `.model` read with `tokenizer_config.json`'s options (`checkpoints.load_tokenizer` of a folder

@@ -46,10 +46,14 @@ import threading
 import time
 
 import keras
-import keras_hub_peer
 import numpy as np
 from absl import app, flags
-from machine import minilm_dir
+
+if not __package__:  # run as `python tools/NAME.py`: import `tools.*` (and `bert_tf`) from this checkout
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from tools import keras_hub_peer
+from tools.machine import minilm_dir
 
 FLAGS = flags.FLAGS
 flags.DEFINE_boolean("quick", False, "Smoke run: a tiny random model on the vocabulary, 64 sentences, 4 steps.")

@@ -3,7 +3,7 @@
 References no one here wrote: `../shared/reference/families/albert` (`AlbertForMaskedLM`) and
 `albert-cls` (`AlbertForSequenceClassification`), and `tests/data/families/albert-ner`, `albert-qa`
 and `albert-pretraining` (`AlbertForPreTraining` with its sentence-order head), made by
-`tools/make_albert_references.py` with transformers. The reference token ids are fed directly
+`tools/references/make_albert.py` with transformers. The reference token ids are fed directly
 (the SentencePiece tokenizer is tested with the tokenizers).
 """
 

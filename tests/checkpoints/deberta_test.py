@@ -6,7 +6,7 @@ positions), and `tests/data/deberta/` (tiny random models with the other
 options: the convolution, absolute positions, segments, c2p or p2c alone,
 own position projections, plain clipped distances, an embedding projection,
 token-classification and QA heads; and the fixture on 100 tokens), made by
-`tools/make_deberta_references.py` with transformers 5.24. Hidden states and
+`tools/references/make_deberta.py` with transformers 5.24. Hidden states and
 logits within 1e-4, identical top-5 ids; HF -> bert_tf -> HF bit-identical.
 """
 

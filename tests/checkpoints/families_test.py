@@ -4,7 +4,7 @@ References no one here wrote: `../shared/reference/families/` (masked-LM and
 sequence-classification models with transformers' outputs) and
 `tests/data/families/` (token-classification, question-answering, ELECTRA
 discriminator and BERT pretraining models, made by
-`tools/make_family_references.py` with transformers). Each family's
+`tools/references/make_family.py` with transformers). Each family's
 encoder, heads and tokenizer (from `tokenizer.json` and from the legacy files
 alone) are compared with transformers' outputs at 1e-4; HF -> bert_tf -> HF
 round trips are bit-identical, task heads and label names included.

@@ -3,7 +3,7 @@
 all-MiniLM-L6-v2 is exported with XQuAD's 240 distinct paragraphs as its search corpus (at sentence-transformers'
 `max_seq_length` for it, 256); the 1190 questions go through the `search` signature. Recall@1/5/10 and MRR@10
 (`bert_tf.metrics.retrieval_metrics`) must equal sentence-transformers 6.2.0's own evaluator on the same task
-(`tests/data/sentence_transformers/xquad_retrieval.json`, made by tools/make_retrieval_reference.py) to 4
+(`tests/data/sentence_transformers/xquad_retrieval.json`, made by tools/references/make_retrieval.py) to 4
 decimals, and every question's first passage must be sentence-transformers' first, except where its two best
 scores tie within 1e-5.
 """
@@ -25,7 +25,7 @@ TIE = 1e-5
 
 
 def xquad_task(path):
-    """As tools/make_retrieval_reference.py: `(corpus_ids, corpus_texts, query_texts, relevant ids)`."""
+    """As tools/references/make_retrieval.py: `(corpus_ids, corpus_texts, query_texts, relevant ids)`."""
     with open(path, encoding="utf-8") as f:
         data = json.load(f)["data"]
     corpus_ids, corpus_texts, first, queries, relevant = [], [], {}, [], []

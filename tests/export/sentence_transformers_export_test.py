@@ -1,6 +1,6 @@
 """Sentence-transformers folders exported as they are: raw strings in, sentence-transformers' own embeddings out.
 
-The references (`tests/data/sentence_transformers/`, made by `tools/make_st_references.py`) are
+The references (`tests/data/sentence_transformers/`, made by `tools/references/make_st.py`) are
 `SentenceTransformer(folder).encode(texts)`: the all-MiniLM-L6-v2 folder (mean pooling, Normalize,
 max_seq_length 256) on texts with literal special tokens, WikiText-2 paragraphs longer than 256 word pieces and
 plain sentences; and tiny folders on the tiny BERT checkpoint with each other pooling mode, no Normalize, short

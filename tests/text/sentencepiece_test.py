@@ -6,7 +6,7 @@ References no one here wrote:
   `input_ids` (and `token_type_ids`) of 23 texts and 11 pairs, read from `tokenizer.json` and from the
   `.model` file alone (with `tokenizer_config.json` and `config.json`);
 - `tests/data/sentencepiece/{albert,albert-cased,deberta-v2}`: 8,000-piece unigram models trained on the
-  corpus and turned into Hugging Face tokenizers by transformers (tools/make_sentencepiece_references.py);
+  corpus and turned into Hugging Face tokenizers by transformers (tools/references/make_sentencepiece.py);
   the reference is `tokenizers.Tokenizer.from_file(tokenizer.json)`, in-process, on a sample of the lines of
   ../shared/data (every line: tools/sentencepiece_parity.py).
 """

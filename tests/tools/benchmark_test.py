@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+from tools import memory_probe
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SST2 = os.path.join(ROOT, "..", "shared", "data", "glue", "SST-2", "dev.tsv")
 
@@ -91,8 +93,6 @@ def test_bad_flags_exit_with_a_named_error():
 # --- memory column, largest batch, time to accuracy ---
 
 TOOLS = os.path.join(ROOT, "tools")
-sys.path.insert(0, TOOLS)
-import memory_probe  # noqa: E402  (tools/ is a script folder, not a package)
 
 
 def test_memory_probe_reads_a_childs_peak_and_stops_it_at_a_limit():

@@ -5,7 +5,7 @@ on: do not run it with the project's virtualenv. Make a separate one outside the
 
     python3.11 -m venv ../refenv
     ../refenv/bin/pip install "torch==2.13.0+cpu" "transformers==5.24.0" safetensors
-    ../refenv/bin/python tools/make_family_references.py \
+    ../refenv/bin/python tools/references/make_family.py \
         --src ../shared/reference/families --out tests/data/families
 
 (`torch==2.13.0+cpu` is the CPU-only wheel; on a machine whose index lacks it, plain
@@ -39,6 +39,8 @@ import torch
 import transformers
 from safetensors.torch import load_file
 from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer
+
+ROOT = Path(__file__).resolve().parents[2]  # the repository (this file: tools/references/make_family.py)
 
 FAMILIES = ["bert", "electra", "distilbert", "roberta"]
 NER_LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC", "B-ORG", "I-ORG", "B-MISC", "I-MISC"]
@@ -334,11 +336,17 @@ def make(src, out, family, task):
     )
 
 
+def parse_args(doc):
+    """`--src` (the masked-LM checkpoints, default ../shared/reference/families) and `--out` (default
+    tests/data/families), for this script and tools/references/make_albert.py (`doc`: the script's docstring)."""
+    p = argparse.ArgumentParser(description=doc.split("\n")[0])
+    p.add_argument("--src", type=Path, default=ROOT.parent / "shared/reference/families")
+    p.add_argument("--out", type=Path, default=ROOT / "tests/data/families")
+    return p.parse_args()
+
+
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--src", type=Path, default=Path(__file__).resolve().parents[2] / "shared/reference/families")
-    p.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / "tests/data/families")
-    args = p.parse_args()
+    args = parse_args(__doc__)
     torch.set_grad_enabled(False)
     args.out.mkdir(parents=True, exist_ok=True)
     print(

@@ -1,11 +1,11 @@
 """Check that a Hugging Face directory loads in transformers and reproduces a reference folder.
 
 THROWAWAY ENV ONLY. This script imports torch and transformers, which bert_tf must never depend
-on: do not run it with the project's virtualenv. Use the env of tools/make_family_references.py:
+on: do not run it with the project's virtualenv. Use the env of tools/references/make_family.py:
 
     python3.11 -m venv ../refenv
     ../refenv/bin/pip install "torch==2.13.0+cpu" "transformers==5.24.0" safetensors
-    ../refenv/bin/python tools/check_hf_roundtrip.py CONVERTED_DIR REFERENCE_DIR
+    ../refenv/bin/python tools/references/check_hf_roundtrip.py CONVERTED_DIR REFERENCE_DIR
 
 CONVERTED_DIR is a Hugging Face directory (config.json, model.safetensors, tokenizer files), e.g.
 what bert_tf's converter writes with --to=hf. It is loaded with the transformers Auto class that

@@ -1,9 +1,9 @@
 """Make tests/data/embedding_losses.json: sentence-transformers' own loss values on fixed embeddings.
 
 THROWAWAY ENV ONLY. This script imports torch and sentence-transformers, which bert_tf must never depend on: run
-it with a separate interpreter (see tools/make_family_references.py), from the repository root:
+it with a separate interpreter (see tools/references/make_family.py), from the repository root:
 
-    ../refenv/bin/python tools/make_embedding_loss_references.py --out tests/data/embedding_losses.json
+    ../refenv/bin/python tools/references/make_embedding_loss.py --out tests/data/embedding_losses.json
 
 Embeddings are drawn with a fixed seed (not normalized; one row of every pair/triplet made close to its anchor so
 the losses are not all near log(B)). `MultipleNegativesRankingLoss` (defaults: scale 20, cos_sim) and

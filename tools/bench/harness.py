@@ -1,0 +1,210 @@
+"""What every benchmark row shares: the row, the timing policy, and the markdown table and chart they end in.
+
+Nothing here reads flags, so other speed tools (tools/latency_ab.py, tools/search_benchmark.py) time with the same
+loops: sides alternate inside every repeat, so load from other processes hits them alike, and a table gives medians.
+"""
+
+import dataclasses
+import math
+import os
+import statistics
+import time
+
+# --- rows ---
+
+
+@dataclasses.dataclass
+class Row:
+    section: str
+    name: str
+    unit: str
+    ours: float
+    peer: float = None
+    peer_name: str = ""
+    ours_setting: str = ""
+    peer_setting: str = ""
+    note: str = ""
+    higher_is_better: bool = True
+    # Peak RSS (GB) of the row's work per side, each in its own process; `probe` is the work's spec (--probe).
+    ours_gb: float = None
+    peer_gb: float = None
+    probe: dict = None
+
+    @property
+    def ratio(self):
+        if not self.peer or not self.ours:
+            return None
+        return self.ours / self.peer if self.higher_is_better else self.peer / self.ours
+
+
+def best(rates, side):
+    """`(setting, rate)` of `side`'s fastest setting in `rates` (`{(side, setting): rate}`)."""
+    return max(((setting, rate) for (s, setting), rate in rates.items() if s == side), key=lambda x: x[1])
+
+
+def best_rows(section, name, unit, rates, peer="keras-hub"):
+    """One row comparing bert_tf's best setting with `peer`'s."""
+    ours_setting, ours = best(rates, "bert_tf")
+    peer_setting, theirs = best(rates, peer)
+    return [Row(section, name, unit, ours, theirs, peer, ours_setting, peer_setting)]
+
+
+def all_settings_row(section, config, rates, training=True):
+    """A detail row listing every side and setting's rate, and the setting bert_tf's apps pick here."""
+    detail = "; ".join(f"{side} {setting} {rate:.1f}" for (side, setting), rate in sorted(rates.items()))
+    auto = auto_setting(training=training)
+    if ("bert_tf", auto) in rates:
+        detail += f"; bert_tf's default path here: {auto}"
+    return Row(section + "-detail", f"{config}: every setting", "seq/s", float("nan"), note=detail)
+
+
+def same_weights_row(section, name, outputs, note):
+    """The largest absolute difference of the two sides' float32 outputs (`{side: array}`) on the same weights."""
+    import numpy as np
+
+    difference = float(np.max(np.abs(outputs["bert_tf"] - outputs["keras-hub"])))
+    return Row(section, name, "abs", difference, note=note)
+
+
+def describe(cfg):
+    """ "layers/hidden/heads" of a model shape."""
+    return f"{cfg['num_layers']}/{cfg['hidden_dim']}/{cfg['num_heads']}"
+
+
+# --- timing ---
+
+
+def policy(setting):
+    """The Keras dtype policy of a benchmark setting (`float32`, `bfloat16`, each optionally `_xla`)."""
+    return "mixed_bfloat16" if setting.startswith("bfloat16") else "float32"
+
+
+def jit(setting):
+    """Whether a setting compiles with XLA (`..._xla`)."""
+    return setting.endswith("_xla")
+
+
+def auto_setting(dtype="float32", training=True):
+    """The benchmark setting bert_tf's apps run by default here: `dtype` on this machine's path (`choose_path`)."""
+    from bert_tf.layers import choose_path
+
+    path = choose_path()
+    return dtype + ("_xla" if (path.train if training else path.infer) == "xla" else "")
+
+
+def median_rates(candidates, work, steps, warmup, repeats, reduce=statistics.median):
+    """Median (or `reduce`) over repeats of `work / seconds` per candidate; candidates alternate inside each repeat.
+
+    `candidates` maps a name to a zero-argument callable that performs one unit
+    of work and blocks until its result exists.
+    """
+    for fn in candidates.values():
+        for _ in range(warmup):
+            fn()
+    rates = {name: [] for name in candidates}
+    for _ in range(repeats):
+        for name, fn in candidates.items():
+            start = time.perf_counter()
+            for _ in range(steps):
+                fn()
+            rates[name].append(work * steps / (time.perf_counter() - start))
+    return {name: reduce(values) for name, values in rates.items()}
+
+
+def median_ms(calls, inputs, rounds):
+    """Median milliseconds of one call per candidate: `rounds` rounds, each calling every candidate in turn on the
+    round's input (`inputs[round % len(inputs)]`), after one untimed round that warms up.
+
+    `calls` maps a name to a one-argument callable that blocks until its result exists.
+    """
+    times = {name: [] for name in calls}
+    for index in range(rounds + 1):
+        value = inputs[index % len(inputs)]
+        for name, call in calls.items():
+            start = time.perf_counter()
+            call(value)
+            if index:  # the first round warms up
+                times[name].append(time.perf_counter() - start)
+    return {name: 1000 * statistics.median(values) for name, values in times.items()}
+
+
+# --- report ---
+
+
+def machine_line():
+    """The CPU, the libraries' versions and bert_tf's execution path: a table's first line."""
+    import keras
+    import keras_hub
+    import tensorflow as tf
+
+    from bert_tf.layers import choose_path
+    from bert_tf.text.parallel import shard_count
+
+    path = choose_path()
+    return (
+        f"{path.cpu.model}, {os.cpu_count()} logical CPUs; "
+        f"TensorFlow {tf.__version__}, Keras {keras.__version__}, keras-hub {keras_hub.__version__}; "
+        f"bert_tf {path.describe()}; tokenizer row shards {shard_count()}"
+    )
+
+
+def _format(value):
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if abs(value) < 0.01 and value != 0:
+        return f"{value:.1e}"
+    return f"{value:,.1f}" if abs(value) < 1000 else f"{value:,.0f}"
+
+
+def _memory_cell(row):
+    """`ours / peer` peak RSS in GB (each side in its own process), `ours` alone, or empty."""
+    if row.ours_gb is None:
+        return ""
+    return f"{row.ours_gb:.2f}" + ("" if row.peer_gb is None else f" / {row.peer_gb:.2f}")
+
+
+def markdown(rows, settings, repeats):
+    """The table of `rows` under the machine line, for `settings` tried per side and medians of `repeats`."""
+    lines = [
+        f"Machine: {machine_line()}",
+        "",
+        f"Settings tried per side: {', '.join(settings)}; medians of {repeats} alternating repeats.",
+        "",
+        "| section | row | unit | bert_tf | peer | peer value | ratio | bert_tf setting | peer setting | "
+        "peak RSS GB, bert_tf / peer | note |",
+        "|---|---|---|---:|---|---:|---:|---|---|---:|---|",
+    ]
+    for row in rows:
+        ratio = row.ratio
+        lines.append(
+            f"| {row.section} | {row.name} | {row.unit} | {_format(row.ours)} | {row.peer_name} | "
+            f"{_format(row.peer)} | {'' if ratio is None else f'{ratio:.2f}x'} | {row.ours_setting} | "
+            f"{row.peer_setting} | {_memory_cell(row)} | {row.note} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def chart(rows, path):
+    """A bar chart of the rows' ratios (bert_tf over its peer) written to `path` (PNG)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    compared = [row for row in rows if row.ratio is not None]
+    if not compared:
+        return
+    fig, ax = plt.subplots(figsize=(9, 0.45 * len(compared) + 1.5))
+    labels = [f"{row.name} (vs {row.peer_name})" for row in compared]
+    values = [row.ratio for row in compared]
+    ax.barh(range(len(values)), values, color=["tab:green" if v >= 1 else "tab:red" for v in values])
+    ax.axvline(1.0, color="black", linewidth=1)
+    ax.set_yticks(range(len(values)), labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("bert_tf speed / peer speed (higher is better)")
+    for i, value in enumerate(values):
+        ax.text(value, i, f" {value:.2f}x", va="center", fontsize=8)
+    ax.set_title("bert_tf vs peers, same machine, same run", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
