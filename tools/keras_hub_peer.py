@@ -1,20 +1,25 @@
-"""The keras-hub side of the comparisons in tools/: a `BertBackbone` or `AlbertBackbone` holding our weights.
-
-Imported by the tool scripts, which run as `python tools/NAME.py` (tools/ is then on the path).
+"""The keras-hub side of the comparisons in tools/: a `BertBackbone`, `AlbertBackbone` or `DebertaV3Backbone`
+holding our weights (`tools.keras_hub_peer`, imported by the benchmark and the quality and latency tools).
 """
+
+# keras-hub weight path -> ours, of the embedding weights every family has.
+_EMBEDDING_PAIRS = {
+    "token_embedding/embeddings": "embeddings/token_embedding/embeddings",
+    "embeddings_layer_norm/gamma": "embeddings/layer_norm/gamma",
+    "embeddings_layer_norm/beta": "embeddings/layer_norm/beta",
+}
+# ... of BERT's and ALBERT's absolute positions, segments and pooler.
+_POSITION_SEGMENT_POOLER_PAIRS = {
+    "position_embedding/embeddings": "embeddings/position_embedding",
+    "segment_embedding/embeddings": "embeddings/segment_embedding/embeddings",
+    "pooled_dense/kernel": "pooler/dense/kernel",
+    "pooled_dense/bias": "pooler/dense/bias",
+}
 
 
 def copy_encoder_to_hub(encoder, backbone):
     """Copies a `BertEncoder`'s weights into a keras-hub `BertBackbone` of the same shape."""
-    pairs = {
-        "token_embedding/embeddings": "embeddings/token_embedding/embeddings",
-        "position_embedding/embeddings": "embeddings/position_embedding",
-        "segment_embedding/embeddings": "embeddings/segment_embedding/embeddings",
-        "embeddings_layer_norm/gamma": "embeddings/layer_norm/gamma",
-        "embeddings_layer_norm/beta": "embeddings/layer_norm/beta",
-        "pooled_dense/kernel": "pooler/dense/kernel",
-        "pooled_dense/bias": "pooler/dense/bias",
-    }
+    pairs = {**_EMBEDDING_PAIRS, **_POSITION_SEGMENT_POOLER_PAIRS}
     for i in range(encoder.num_layers):
         pairs.update(_block_pairs(f"transformer_layer_{i}/", f"transformer_layer_{i}/"))
     _assign(encoder, backbone, pairs)
@@ -56,19 +61,25 @@ def _assign(encoder, backbone, pairs, per_head_output=True):
         variable.assign(value)
 
 
-def backbone_like(encoder, dropout=0.0, dtype=None):
-    """A keras-hub `BertBackbone` of the encoder's shape holding its weights."""
-    import keras_hub
-
-    backbone = keras_hub.models.BertBackbone(
+def _shape(encoder, dropout, dtype):
+    """The keras-hub backbone arguments every family shares, from the encoder's shape."""
+    return dict(
         vocabulary_size=encoder.vocabulary_size,
         num_layers=encoder.num_layers,
         num_heads=encoder.num_heads,
         hidden_dim=encoder.hidden_dim,
         intermediate_dim=encoder.intermediate_dim,
         dropout=dropout,
-        max_sequence_length=encoder.max_position_embeddings,
         dtype=dtype,
+    )
+
+
+def backbone_like(encoder, dropout=0.0, dtype=None):
+    """A keras-hub `BertBackbone` of the encoder's shape holding its weights."""
+    import keras_hub
+
+    backbone = keras_hub.models.BertBackbone(
+        max_sequence_length=encoder.max_position_embeddings, **_shape(encoder, dropout, dtype)
     )
     copy_encoder_to_hub(encoder, backbone)
     return backbone
@@ -77,15 +88,10 @@ def backbone_like(encoder, dropout=0.0, dtype=None):
 def copy_albert_to_hub(encoder, backbone):
     """Copies an ALBERT `BertEncoder`'s weights (shared groups) into a keras-hub `AlbertBackbone` of the same shape."""
     pairs = {
-        "token_embedding/embeddings": "embeddings/token_embedding/embeddings",
-        "position_embedding/embeddings": "embeddings/position_embedding",
-        "segment_embedding/embeddings": "embeddings/segment_embedding/embeddings",
-        "embeddings_layer_norm/gamma": "embeddings/layer_norm/gamma",
-        "embeddings_layer_norm/beta": "embeddings/layer_norm/beta",
+        **_EMBEDDING_PAIRS,
+        **_POSITION_SEGMENT_POOLER_PAIRS,
         "embedding_projection/kernel": "embeddings/projection/kernel",
         "embedding_projection/bias": "embeddings/projection/bias",
-        "pooled_dense/kernel": "pooler/dense/kernel",
-        "pooled_dense/bias": "pooler/dense/bias",
     }
     for g in range(encoder.num_hidden_groups):
         for j in range(encoder.inner_group_num):
@@ -102,18 +108,12 @@ def albert_backbone_like(encoder, dropout=0.0, dtype=None):
     import keras_hub
 
     backbone = keras_hub.models.AlbertBackbone(
-        vocabulary_size=encoder.vocabulary_size,
-        num_layers=encoder.num_layers,
-        num_heads=encoder.num_heads,
         embedding_dim=encoder.embedding_size,
-        hidden_dim=encoder.hidden_dim,
-        intermediate_dim=encoder.intermediate_dim,
         num_groups=encoder.num_hidden_groups,
         num_inner_repetitions=encoder.inner_group_num,
-        dropout=dropout,
         max_sequence_length=encoder.max_position_embeddings,
         num_segments=encoder.type_vocab_size,
-        dtype=dtype,
+        **_shape(encoder, dropout, dtype),
     )
     copy_albert_to_hub(encoder, backbone)
     return backbone
@@ -126,9 +126,7 @@ def copy_deberta_to_hub(encoder, backbone):
     no absolute positions, no segments, no convolution (the encoder must be configured so).
     """
     pairs = {
-        "token_embedding/embeddings": "embeddings/token_embedding/embeddings",
-        "embeddings_layer_norm/gamma": "embeddings/layer_norm/gamma",
-        "embeddings_layer_norm/beta": "embeddings/layer_norm/beta",
+        **_EMBEDDING_PAIRS,
         "rel_embedding/rel_embedding": "relative_embeddings/embeddings",
         "rel_embedding/rel_embeddings_layer_norm/gamma": "relative_embeddings/layer_norm/gamma",
         "rel_embedding/rel_embeddings_layer_norm/beta": "relative_embeddings/layer_norm/beta",
@@ -143,17 +141,11 @@ def deberta_backbone_like(encoder, dropout=0.0, dtype=None):
     import keras_hub
 
     backbone = keras_hub.models.DebertaV3Backbone(
-        vocabulary_size=encoder.vocabulary_size,
-        num_layers=encoder.num_layers,
-        num_heads=encoder.num_heads,
-        hidden_dim=encoder.hidden_dim,
-        intermediate_dim=encoder.intermediate_dim,
-        dropout=dropout,
         max_sequence_length=encoder.max_relative_positions
         if encoder.max_relative_positions > 0
         else encoder.max_position_embeddings,
         bucket_size=encoder.position_buckets,
-        dtype=dtype,
+        **_shape(encoder, dropout, dtype),
     )
     copy_deberta_to_hub(encoder, backbone)
     return backbone

@@ -4,7 +4,15 @@ bert_tf's `DebertaV2Encoder` vs keras-hub's `DebertaV3Backbone` holding the same
 from tools import keras_hub_peer
 from tools.bench.harness import all_settings_row, best_rows, describe, jit, policy, same_weights_row
 from tools.bench.options import FLAGS, timed
-from tools.bench.work import VOCAB_SIZE, compiled_forward, masked_positions, random_batch, random_tensors, train_step
+from tools.bench.work import (
+    VOCAB_SIZE,
+    compiled_forward,
+    masked_positions,
+    ours_encoder,
+    random_batch,
+    random_tensors,
+    train_step,
+)
 
 # DeBERTa-v3-small's shape (its vocabulary is 128,100; the rows use VOCAB_SIZE to fit 2-core machines).
 DEBERTA_CONFIGS = {
@@ -17,14 +25,7 @@ def _encoder(cfg, setting, dropout):
     """bert_tf's `DebertaV2Encoder` of shape `cfg` (random weights)."""
     from bert_tf.models import DebertaV2Encoder
 
-    return DebertaV2Encoder(
-        vocabulary_size=VOCAB_SIZE,
-        max_position_embeddings=512,
-        dropout=dropout,
-        attention_dropout=dropout,
-        dtype=policy(setting),
-        **cfg,
-    )
+    return ours_encoder(cfg, setting, dropout, DebertaV2Encoder)
 
 
 def deberta_rows(seq_length, batch_size):

@@ -31,11 +31,12 @@ def compiled_forward(model, setting, output=lambda outputs: outputs["sequence_ou
     return tf.function(forward, jit_compile=jit(setting), reduce_retracing=True)
 
 
-def ours_encoder(cfg, setting, dropout):
-    """bert_tf's `BertEncoder` of shape `cfg` (random weights) in `setting`."""
+def ours_encoder(cfg, setting, dropout, encoder_class=None):
+    """bert_tf's `BertEncoder` (or `encoder_class`, e.g. `DebertaV2Encoder`) of shape `cfg` (random weights) in
+    `setting`."""
     from bert_tf.models import BertEncoder
 
-    return BertEncoder(
+    return (encoder_class or BertEncoder)(
         vocabulary_size=VOCAB_SIZE,
         max_position_embeddings=512,
         dropout=dropout,
