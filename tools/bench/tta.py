@@ -31,7 +31,8 @@ def tta_rows():
             raise RuntimeError(f"{' '.join(command)} failed:\n{result.stderr[-3000:]}")
         with open(output, encoding="utf-8") as f:
             report = json.load(f)
-    ours, theirs = report["sides"]["bert_tf"], report["sides"]["keras-hub"]
+    sides = report["runs"][0]["sides"]  # one run: the script's default single seed
+    ours, theirs = sides["bert_tf"], sides["keras-hub"]
     setup = report["setup"]
     target = setup["target_accuracy"]
     return [
