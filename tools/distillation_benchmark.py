@@ -26,16 +26,15 @@ Usage:
 """
 
 import os
-import statistics
 import sys
 import tempfile
-import time
 
 from absl import app, flags
 
 if not __package__:  # run as `python tools/NAME.py`: import `tools.*` (and `bert_tf`) from this checkout
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from tools.bench.harness import median_rates
 from tools.machine import cpu_model
 
 FLAGS = flags.FLAGS
@@ -90,19 +89,6 @@ def quality(task, path, signature, batch_list, labels):
     return float(np.mean(predicted == np.asarray(labels)))
 
 
-def median_rates(candidates, work, repeats):
-    """Median over `repeats` of `work / seconds` per candidate (callables); candidates alternate in each repeat."""
-    for fn in candidates.values():  # warm-up: tracing and first allocations
-        fn()
-    rates = {name: [] for name in candidates}
-    for _ in range(repeats):
-        for name, fn in candidates.items():
-            start = time.perf_counter()
-            fn()
-            rates[name].append(work / (time.perf_counter() - start))
-    return {name: statistics.median(values) for name, values in rates.items()}
-
-
 def main(argv):
     del argv
     if not FLAGS.models or len(FLAGS.models) < 2:
@@ -135,8 +121,8 @@ def main(argv):
             return lambda: [[t.numpy() for t in signature(text=b).values()] for b in batch_list]
 
         score = {name: quality(task, path, served[name], batches, labels) for name, path in zip(names, FLAGS.models)}
-        batched = median_rates({n: over(batches, s) for n, s in served.items()}, len(sentences), FLAGS.repeats)
-        single = median_rates({n: over(singles, s) for n, s in served.items()}, len(singles), FLAGS.repeats)
+        batched = median_rates({n: over(batches, s) for n, s in served.items()}, len(sentences), 1, 1, FLAGS.repeats)
+        single = median_rates({n: over(singles, s) for n, s in served.items()}, len(singles), 1, 1, FLAGS.repeats)
     teacher = names[0]
     lines = [
         f"Teacher vs students, SavedModels on raw {'CoNLL' if task == 'ner' else 'SST-2'} dev text "
