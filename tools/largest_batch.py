@@ -27,12 +27,11 @@ if not __package__:  # run as `python tools/NAME.py`: import `tools.*` (and `ber
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from tools import memory_probe
+from tools.bench.harness import SETTINGS, SIDES
 from tools.bench.work import CONFIGS
 
 FLAGS = flags.FLAGS
 MODELS = {name: CONFIGS[name] for name in ("base", "minilm", "tiny")}  # the benchmark's shapes
-SIDES = ("bert_tf", "keras-hub")
-SETTINGS = ("float32", "float32_xla", "bfloat16", "bfloat16_xla")
 flags.DEFINE_enum("model", "base", list(MODELS), "Model size (vocabulary 30,522, 512 positions).")
 flags.DEFINE_list("seq_lengths", ["128", "512"], "Tokens per sequence.")
 flags.DEFINE_list("sides", list(SIDES), "Sides measured.")

@@ -1,7 +1,8 @@
 """What every benchmark row shares: the row, the timing policy, and the markdown table and chart they end in.
 
-Nothing here reads flags, so other speed tools (tools/latency_ab.py, tools/search_benchmark.py) time with the same
-loops: sides alternate inside every repeat, so load from other processes hits them alike, and a table gives medians.
+Nothing here reads flags, so the other speed tools (latency_ab.py, search_benchmark.py, distillation_benchmark.py,
+benchmark_tokenizer.py) time with the same loops: sides alternate inside every repeat, so load from other processes
+hits them alike, and a table gives medians.
 """
 
 import dataclasses
@@ -72,6 +73,10 @@ def describe(cfg):
 
 
 # --- timing ---
+
+SIDES = ("bert_tf", "keras-hub")  # the two sides of every compared row
+# The settings a side can be measured in: dtype (bfloat16 = mixed_bfloat16), optionally compiled with XLA (_xla).
+SETTINGS = ("float32", "float32_xla", "bfloat16", "bfloat16_xla")
 
 
 def policy(setting):

@@ -5,8 +5,8 @@ import sys
 import time
 
 from tools.bench import albert, deberta, embed, infer, memory, peak, serve, text, train, tta
-from tools.bench.harness import chart, markdown
-from tools.bench.options import FLAGS, RUN_ORDER, SECTIONS, SETTINGS
+from tools.bench.harness import SETTINGS, chart, markdown
+from tools.bench.options import FLAGS, RUN_ORDER, SECTIONS
 from tools.bench.peak_rss import measure_memory
 from tools.bench.probes import run_probe_spec
 from tools.bench.work import CONFIGS

@@ -9,7 +9,7 @@ import os
 
 from absl import flags
 
-from tools.bench.harness import median_rates
+from tools.bench.harness import SETTINGS, median_rates
 from tools.machine import minilm_dir
 
 FLAGS = flags.FLAGS
@@ -29,7 +29,6 @@ flags.DEFINE_list(
     "Sections to run (deberta, about 11 minutes on 2 cores, only when named).",
 )
 flags.DEFINE_list("train_configs", ["mini", "minilm"], "Model sizes of the training rows.")
-SETTINGS = ("float32", "float32_xla", "bfloat16", "bfloat16_xla")
 flags.DEFINE_list(
     "settings",
     list(SETTINGS),

@@ -9,7 +9,7 @@ import itertools
 import os
 
 from tools.bench import peak
-from tools.bench.harness import Row, all_settings_row, best, best_rows, describe, jit, policy
+from tools.bench.harness import SIDES, Row, all_settings_row, best, best_rows, describe, jit, policy
 from tools.bench.options import FLAGS, sst2_dev, timed, weights_dir
 from tools.bench.work import (
     CONFIGS,
@@ -22,9 +22,6 @@ from tools.bench.work import (
     random_tensors,
     train_step,
 )
-
-SIDES = ("bert_tf", "keras-hub")
-
 
 # --- FLOPs ---
 
@@ -150,7 +147,8 @@ def _classifier(side, cfg, setting):
 
 
 def finetune_rows(seq_length, batch_size):
-    """Sentence-classification training steps on real SST-2 text padded to `seq_length` (as keras-hub's preprocessor does)."""
+    """Sentence-classification training steps on real SST-2 text padded to `seq_length` (as keras-hub's
+    preprocessor does)."""
     if not weights_dir():
         return []
     config = FLAGS.train_configs[-1]
