@@ -21,9 +21,10 @@ from absl import app, flags
 from machine import cpu_model
 
 from bert_tf import tasks
-from bert_tf.checkpoints import load_config, load_model, load_tokenizer
+from bert_tf.checkpoints import load_config, load_tokenizer
 from bert_tf.checkpoints.tokenizer_files import tokenizer_settings
 from bert_tf.models import build_encoder
+from bert_tf.tasks import load_model
 from bert_tf.training import DistillationObjective, DistillConfig, Distiller, create_optimizer
 from bert_tf.training.distillation_objective import with_distill_weights
 from bert_tf.training.distillation_precompute import precompute, texts_sha256, with_teacher_outputs
