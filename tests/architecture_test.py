@@ -1,5 +1,5 @@
-"""The package layers of docs/ARCHITECTURE.md hold: imports point down only, no file-level circle, and exporting
-and serving a model loads nothing of `bert_tf.training`.
+"""The package layers of docs/ARCHITECTURE.md hold: imports point down only, no file-level circle, no task list
+outside bert_tf/tasks, and exporting and serving a model loads nothing of `bert_tf.training`.
 
 The import graph is read from the source with `ast`: every `import` and
 `from ... import` (at module level and inside functions), every
@@ -25,8 +25,7 @@ LAYERS = (
     ("metrics",),
     ("text",),
     ("layers",),
-    ("models",),
-    ("data",),
+    ("models", "data"),  # models know nothing of data, data nothing of models
     ("objectives",),
     ("checkpoints",),
     ("embeddings",),
@@ -161,6 +160,97 @@ def test_the_graph_reader_sees_every_kind_of_import():
     assert "bert_tf.tasks.registry" in GRAPH["bert_tf.tasks.classification"]  # from bert_tf.tasks import registry
     assert "bert_tf.layers.execution_path" in GRAPH["bert_tf.training.distribute"]  # inside a function
     assert "bert_tf.models.deberta_v2_encoder" in GRAPH["bert_tf.models.encoders"]  # import_module("module:Class")
+
+
+def _task_names():
+    """The names of the built-in tasks, read from the `Task(name=...)` declarations of bert_tf/tasks/."""
+    names = set()
+    for module, path in MODULES.items():
+        if package_of(module) == "tasks":
+            for node in ast.walk(ast.parse(open(path, encoding="utf-8").read(), path)):
+                if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == "Task":
+                    names.update(k.value.value for k in node.keywords if k.arg == "name")
+    return names
+
+
+# Lists of task-name strings outside bert_tf/tasks that are not lists of tasks: the label kinds of sentence data
+# (string labels to ids, or float scores) and of the GLUE metrics, which exist below the tasks (data, metrics).
+# `__all__` names modules (`bert_tf.data.classification`), not tasks.
+NOT_TASK_LISTS = {("bert_tf.metrics", "GLUE_TASKS"), ("bert_tf.data.classification", "TASKS")}
+NOT_TASK_LIST_NAMES = {"__all__"}
+
+
+def test_no_module_outside_tasks_lists_task_names():
+    task_names = _task_names()
+    assert {"classification", "regression", "ner", "squad", "embedding"} <= task_names
+    lists = []
+    for module, path in MODULES.items():
+        if package_of(module) == "tasks":
+            continue
+        tree = ast.parse(open(path, encoding="utf-8").read(), path)
+        named = {}  # the node of each module-level `NAME = (...)`
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                named[id(node.value)] = node.targets[0].id
+        for node in ast.walk(tree):
+            elements = node.keys if isinstance(node, ast.Dict) else getattr(node, "elts", None)
+            if not isinstance(node, (ast.Tuple, ast.List, ast.Set, ast.Dict)) or elements is None:
+                continue
+            strings = {e.value for e in elements if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+            name = named.get(id(node))
+            if name in NOT_TASK_LIST_NAMES or (module, name) in NOT_TASK_LISTS:
+                continue
+            if len(strings & task_names) >= 2:
+                lists.append(f"{module}:{node.lineno} {sorted(strings & task_names)}")
+    assert lists == [], "task names listed outside bert_tf/tasks (ask bert_tf.tasks: names(), Task fields)"
+
+
+def test_config_and_metrics_import_no_tensorflow():
+    for module in ("bert_tf.config", "bert_tf.metrics"):
+        tree = ast.parse(open(MODULES[module], encoding="utf-8").read())
+        imported = {
+            alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names
+        }
+        imported |= {
+            node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module
+        }
+        assert not imported & {"tensorflow", "keras", "tensorflow_text"}, module
+
+
+# The imports inside functions (module, imported top-level name): optional or heavy dependencies one code path needs,
+# and the apps' start-up, which sets TensorFlow's log level before TensorFlow is imported.
+LAZY_IMPORTS = {
+    ("bert_tf.apps.launch", "absl"),
+    ("bert_tf.apps.launch", "tensorflow"),
+    ("bert_tf.checkpoints.readers", "torch"),  # pickle checkpoints, opt-in (allow_pickle)
+    ("bert_tf.data.tfds_inputs", "tensorflow_datasets"),  # `tfds:` inputs only
+    ("bert_tf.training.distribute", "bert_tf"),  # `resolve_dtype` reads layers.execution_path's rules
+}
+
+
+def test_imports_inside_functions_are_the_listed_ones():
+    found = set()
+    for module, path in MODULES.items():
+        for function in ast.walk(ast.parse(open(path, encoding="utf-8").read(), path)):
+            if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for node in ast.walk(function):
+                    if isinstance(node, ast.Import):
+                        found.update((module, alias.name.split(".")[0]) for alias in node.names)
+                    elif isinstance(node, ast.ImportFrom) and node.module:
+                        found.add((module, node.module.split(".")[0]))
+    assert found == LAZY_IMPORTS
+
+
+def test_no_private_name_is_imported_across_modules():
+    private = sorted(
+        f"{module}: from {node.module} import {alias.name}"
+        for module, path in MODULES.items()
+        for node in ast.walk(ast.parse(open(path, encoding="utf-8").read(), path))
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("bert_tf")
+        for alias in node.names
+        if alias.name.startswith("_")
+    )
+    assert private == []
 
 
 EXPORT_AND_SERVE = textwrap.dedent(
