@@ -378,8 +378,8 @@ def save_hf(model, path, vocab_file=None, lowercase=None, labels=None, tokenizer
     with SOP is written as `BertForPreTraining`'s `cls.seq_relationship`, and
     reads back as an NSP head); the masked-LM decoder stays tied to the word embeddings. A
     task model gets the architecture its class's `ModelHeads` declares
-    (`name_table.py`, or the task that registered the class) with `id2label` from `labels` (`LABEL_i` without). A
-    pre-LN encoder is refused: Hugging Face BERT has no final LayerNorm.
+    (`name_table.py`, or the task that registered the class) with `id2label`
+    from `labels` (`LABEL_i` without). A pre-LN encoder is refused: Hugging Face BERT has no final LayerNorm.
     With `lowercase` or `tokenizer_settings` given, `tokenizer_config.json`
     records how the tokenizer reads its files.
     Returns the number of tensors written.
