@@ -25,9 +25,10 @@ if not __package__:  # run as `python tools/NAME.py`: import `tools.*` (and `ber
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bert_tf import tasks
-from bert_tf.checkpoints import load_config, load_model, load_tokenizer
+from bert_tf.checkpoints import load_config, load_tokenizer
 from bert_tf.checkpoints.tokenizer_files import tokenizer_settings
 from bert_tf.models import build_encoder
+from bert_tf.tasks import load_model
 from bert_tf.training import DistillationObjective, DistillConfig, Distiller, create_optimizer
 from bert_tf.training.distillation_objective import with_distill_weights
 from bert_tf.training.distillation_precompute import precompute, texts_sha256, with_teacher_outputs

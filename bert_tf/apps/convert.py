@@ -16,7 +16,7 @@ import sys
 
 from absl import app, flags
 
-from bert_tf import checkpoints
+from bert_tf import checkpoints, tasks
 from bert_tf.apps import errors, launch
 from bert_tf.checkpoints import CheckpointError
 from bert_tf.config import ConfigError
@@ -83,7 +83,7 @@ def main(argv):
         raise app.UsageError(f"Unexpected positional arguments. Received: {argv[1:]}")
     _validate_flags()
     try:
-        fmt, count, kind = checkpoints.convert_checkpoint(
+        fmt, count, kind = tasks.convert_checkpoint(
             FLAGS.input,
             FLAGS.output,
             FLAGS.to,

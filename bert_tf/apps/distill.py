@@ -53,7 +53,7 @@ from bert_tf.training import (
     DistillConfig,
     distill,
 )
-from bert_tf.training.distillation import DISTILL_TASKS, check_config
+from bert_tf.training.distillation import check_config, distill_tasks
 
 FLAGS = flags.FLAGS
 common_flags.define_training_flags()
@@ -82,7 +82,7 @@ flags.DEFINE_string(
 flags.DEFINE_enum(
     "task",
     None,
-    list(DISTILL_TASKS),
+    list(distill_tasks()),
     "The task; default: the teacher's (another value is refused).",
     allow_override=True,
 )

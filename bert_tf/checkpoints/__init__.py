@@ -4,20 +4,23 @@
     bert_tf.checkpoints.save_model_dir(encoder, "my_model", vocab_file=".../vocab.txt")
     bert_tf.checkpoints.save_hf(encoder, "my_model_hf")
 
-Every tensor name of every format lives in one name table: the encoder's and the
-pretraining heads' in `name_table.py`, each fine-tuning head's in its task
-declaration (`bert_tf/tasks/`), built from the same `Entry` helpers. A sentence-transformers folder's
-`modules.json` and module configs give the settings of its embedding (`sentence_transformers.py`).
+Every tensor name of every format lives in one name table per model class: the
+encoders', the pretrainer's and the task models' of `bert_tf.models` in
+`name_table.py` (DeBERTa's encoder in `deberta_names.py`), built from the same
+`entries.py` helpers and registered by class (`model_heads.py`); a task with a
+model class of its own registers that class's with the task. Loading a whole
+model whatever it holds (`load_model`, which builds a task model through its
+task) and `convert_checkpoint` are `bert_tf.tasks`', above this package. A
+sentence-transformers folder's `modules.json` and module configs give the
+settings of its embedding (`sentence_transformers.py`).
 """
 
 from bert_tf.checkpoints.api import (
     CONVERT_FORMATS,
-    convert_checkpoint,
     has_pretraining_heads,
     init_pretrainer,
     load_config,
     load_encoder,
-    load_model,
     load_pretrainer,
     model_tensors,
     restore_weights,
@@ -25,6 +28,7 @@ from bert_tf.checkpoints.api import (
     save_model_dir,
     save_tf1,
     sentence_head_kind,
+    write_hf_tokenizer_config,
 )
 from bert_tf.checkpoints.readers import (
     GLOB_CHARACTERS,
@@ -49,7 +53,6 @@ __all__ = [
     "CONVERT_FORMATS",
     "CheckpointError",
     "SETTINGS_FILE",
-    "convert_checkpoint",
     "detect_format",
     "has_pretraining_heads",
     "infer_settings",
@@ -57,7 +60,6 @@ __all__ = [
     "is_sentence_transformers_dir",
     "load_config",
     "load_encoder",
-    "load_model",
     "load_pretrainer",
     "model_tensors",
     "read_sentence_transformers",
@@ -73,5 +75,6 @@ __all__ = [
     "sentencepiece_options",
     "vocab_file",
     "write_tokenizer_files",
+    "write_hf_tokenizer_config",
     "write_settings",
 ]

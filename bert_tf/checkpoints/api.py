@@ -1,5 +1,10 @@
 """Loading models from any checkpoint format and saving them in ours, TF1 or Hugging Face.
 
+Loading whatever a checkpoint holds, a task model built by its task
+(`load_model`), and converting (`convert_checkpoint`) need the task
+declarations: they are `bert_tf.tasks.load_model` and `convert_checkpoint`,
+above this package.
+
 Every tensor goes through the one name table (`name_table.py`) with a shape
 check: a missing tensor is an error naming it and the file, a mis-shaped one
 an error naming it with the expected and found shapes. Nothing is assigned
@@ -17,10 +22,10 @@ import numpy as np
 
 from bert_tf.checkpoints import name_table, readers, tokenizer_files, writers
 from bert_tf.checkpoints import settings as settings_lib
+from bert_tf.checkpoints.model_heads import heads_for
 from bert_tf.checkpoints.readers import CheckpointError
-from bert_tf.config import FAMILIES, BertConfig, read_json
+from bert_tf.config import FAMILIES, BertConfig
 from bert_tf.models import BertPretrainer, build_encoder
-from bert_tf.tasks import registry
 
 # Our activation names that Hugging Face spells differently.
 _HF_ACTIVATIONS = {"gelu_tanh": "gelu_new"}
@@ -372,9 +377,9 @@ def save_hf(model, path, vocab_file=None, lowercase=None, labels=None, tokenizer
     family's base prefix (its sentence head is the family's: a BERT trained
     with SOP is written as `BertForPreTraining`'s `cls.seq_relationship`, and
     reads back as an NSP head); the masked-LM decoder stays tied to the word embeddings. A
-    task model gets the architecture its task declares (`ModelHeads` in
-    `bert_tf.tasks`) with `id2label` from `labels` (`LABEL_i` without). A
-    pre-LN encoder is refused: Hugging Face BERT has no final LayerNorm.
+    task model gets the architecture its class's `ModelHeads` declares
+    (`name_table.py`, or the task that registered the class) with `id2label`
+    from `labels` (`LABEL_i` without). A pre-LN encoder is refused: Hugging Face BERT has no final LayerNorm.
     With `lowercase` or `tokenizer_settings` given, `tokenizer_config.json`
     records how the tokenizer reads its files.
     Returns the number of tensors written.
@@ -388,7 +393,7 @@ def save_hf(model, path, vocab_file=None, lowercase=None, labels=None, tokenizer
         )
     arrays = model_tensors(model, "hf")  # Raises before any file is written.
     _check_vocab(vocab_file)
-    heads = registry.heads_for(model)  # Found: model_tensors built the model's table.
+    heads = heads_for(model)  # Found: model_tensors built the model's table.
     config = encoder.bert_config().to_hf_dict()
     config["architectures"] = [heads.hf_architecture(model)]
     act = "activation" if "activation" in config else "hidden_act"
@@ -408,8 +413,15 @@ def save_hf(model, path, vocab_file=None, lowercase=None, labels=None, tokenizer
     if lowercase is not None:
         settings["lowercase"] = bool(lowercase)
     if settings:
-        _write_json(os.path.join(path, "tokenizer_config.json"), _hf_tokenizer_config(encoder, path, settings))
+        write_hf_tokenizer_config(encoder, path, settings)
     return len(arrays)
+
+
+def write_hf_tokenizer_config(model, path, settings):
+    """Writes `path/tokenizer_config.json` for the tokenizer files in `path` and the `bert_tf.json`-style
+    `settings` (`lowercase`, `strip_accents`, `split_special_tokens`, `add_prefix_space`) of `model`'s encoder."""
+    encoder = getattr(model, "encoder", model)
+    _write_json(os.path.join(path, "tokenizer_config.json"), _hf_tokenizer_config(encoder, path, settings))
 
 
 def _hf_tokenizer_config(encoder, path, settings):
@@ -460,114 +472,5 @@ def _write_json(path, data):
         f.write("\n")
 
 
-# --- whole models ---
-
-
-def load_model(path, dtype=None, allow_pickle=False, strict=False):
-    """The model the checkpoint at `path` holds, with the settings to use it: `(model, settings)`.
-
-    - a fine-tuned task model: a bert_tf model directory whose `bert_tf.json`
-      names a task, or a Hugging Face `...ForSequenceClassification`
-      (classification, or regression when `num_labels` is 1),
-      `...ForTokenClassification` (ner) or `...ForQuestionAnswering` (squad)
-      of any family, labels from `id2label`; `settings` then has `task` and
-      `labels`, as fine-tuning writes them;
-    - a `BertPretrainer` where the checkpoint holds the masked-LM head
-      (`...ForMaskedLM`, `...ForPreTraining`, with NSP where present);
-    - else the encoder (heads the checkpoint has and bert_tf does not read,
-      such as ELECTRA's discriminator, are named in a warning).
-    """
-    fmt = readers.detect_format(path)
-    config = load_config(path)
-    settings = settings_lib.infer_settings(path, config.max_position_embeddings)
-    architecture = ""
-    if fmt == "hf":
-        hf = read_json(readers.config_file(path, fmt))
-        architecture = (hf.get("architectures") or [""])[0]
-        id2label = hf.get("id2label") or {}
-        num_labels = hf.get("num_labels", len(id2label) or None)
-        task = registry.for_hf_architecture(architecture, num_labels)
-        if task is not None:
-            names = [str(id2label.get(str(i), f"LABEL_{i}")) for i in range(num_labels or 0)]
-            settings = {**settings, "task": task.name, "labels": names if task.needs_labels else None}
-    name = settings.get("task")
-    if name is not None:
-        task = registry.get(name)
-        labels = settings["labels"]
-        if task.needs_labels and not labels:
-            raise CheckpointError(f"{path}: a {task.name} model needs its label names. Received: labels={labels!r}")
-        encoder = build_encoder(config, dtype=dtype)
-        built_with = {key: settings[key] for key in task.model_settings}  # e.g. an embedding's pooling
-        model = task.build_model(encoder, labels if task.needs_labels else None, **built_with)
-        restore_weights(model, path, allow_pickle=allow_pickle, strict=strict)
-        return model, settings
-    if has_pretraining_heads(path, allow_pickle=allow_pickle):
-        return load_pretrainer(path, dtype=dtype, allow_pickle=allow_pickle), settings
-    if fmt == "hf" and architecture not in ("", config.family.hf_class_prefix + "Model"):
-        logging.warning(
-            "%s holds a %s; its heads are not read (bert_tf reads the masked-LM, classification, token "
-            "classification and question-answering heads): converting the encoder.",
-            path,
-            architecture,
-        )
-    return load_encoder(path, dtype=dtype, allow_pickle=allow_pickle, strict=strict), settings
-
-
-# --- converting ---
-
-# What `convert_checkpoint` writes: a bert_tf model directory or a Hugging Face directory.
+# What `bert_tf.tasks.convert_checkpoint` writes: a bert_tf model directory or a Hugging Face directory.
 CONVERT_FORMATS = ("bert_tf", "hf")
-
-
-def convert_checkpoint(input_path, output, to="bert_tf", allow_pickle=False, allow_missing_vocab=False, strict=False):
-    """Loads the model at `input_path` (`load_model`: encoder, pretrainer or task model) and writes it to `output`.
-
-    Args:
-        input_path: any checkpoint `load_encoder` reads (format detected).
-        output: the directory to write.
-        to: "bert_tf" (a model directory, `save_model_dir`) or "hf" (`save_hf`).
-        allow_pickle: read a Hugging Face `pytorch_model.bin` (unsafe; needs torch).
-        allow_missing_vocab: convert a checkpoint without tokenizer files
-            (with a warning); the output then has none, and fine-tuning or
-            export need them put there. False: CheckpointError before
-            anything is read or written.
-        strict: a checkpoint without the pooler is an error (`load_encoder`).
-
-    Returns:
-        (detected input format, number of tensors written, model class name).
-    """
-    if to not in CONVERT_FORMATS:
-        raise ValueError(f"`to` must be one of {CONVERT_FORMATS}. Received: to={to!r}")
-    fmt = readers.detect_format(input_path)
-    directory = readers.checkpoint_dir(input_path)
-    try:
-        tokenizer_files.find_tokenizer(input_path)
-        has_tokenizer = True
-    except CheckpointError as e:  # names the files looked for
-        if not allow_missing_vocab:
-            raise CheckpointError(
-                f"{e} Fine-tuning and export need the tokenizer beside the weights: put its files there, or "
-                "convert without them with allow_missing_vocab=True (command line: --allow_missing_vocab); "
-                "nothing was written."
-            ) from None
-        has_tokenizer = False
-        logging.warning(
-            "No tokenizer files in %s (looked for %s): converting without them (allow_missing_vocab); put them "
-            "in %s before fine-tuning or export.",
-            directory,
-            tokenizer_files.LOOKED_FOR,
-            output,
-        )
-    model, settings = load_model(input_path, allow_pickle=allow_pickle, strict=strict)
-    if has_tokenizer:
-        settings = {**settings, **tokenizer_files.tokenizer_settings(input_path)}
-    if to == "hf":
-        count = save_hf(model, output, labels=settings.get("labels"))
-    else:
-        count = save_model_dir(model, output, settings=settings)
-    if has_tokenizer:
-        tokenizer_files.write_tokenizer_files(input_path, output)
-        if to == "hf":
-            encoder = getattr(model, "encoder", model)
-            _write_json(os.path.join(output, "tokenizer_config.json"), _hf_tokenizer_config(encoder, output, settings))
-    return fmt, count, type(model).__name__

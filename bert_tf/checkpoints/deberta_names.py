@@ -18,14 +18,14 @@ Hugging Face names (`DebertaV2Model`; `deberta.` in task models):
 - `encoder.conv.conv` (Conv1d weight `[H, H / groups, k]`, the reverse of our
   `[k, H / groups, H]` kernel) and `encoder.conv.LayerNorm`.
 
+`name_table.py` registers this table for `DebertaV2Encoder` (it imports this
+module; this one imports only `entries.py`, the primitives both use).
+
 The base model has no pooler: `pooler.dense` lives in
 `DebertaV2ForSequenceClassification` (`HF_HEADS["deberta-v2"].sequence_pooler`).
 """
 
-from bert_tf.checkpoints import name_table
-from bert_tf.checkpoints.name_table import Entry
-from bert_tf.models.deberta_v2_encoder import DebertaV2Encoder
-from bert_tf.tasks import registry
+from bert_tf.checkpoints.entries import Entry, pooler_entries
 
 
 def _dense(ours, tf1, hf, bias=True):
@@ -110,10 +110,5 @@ def deberta_encoder_table(encoder):
         # ours [k, H / groups, H]; HF Conv1d [H, H / groups, k]: the full transpose (`.T`) of ours.
         entries += _dense("convolution/conv", "bert/encoder/conv", "encoder.conv.conv")
         entries += _layer_norm("convolution/layer_norm", "bert/encoder/conv/LayerNorm", "encoder.conv.LayerNorm")
-    entries += name_table.pooler_entries(None)  # [H, H]; in HF only in ...ForSequenceClassification
+    entries += pooler_entries(None)  # [H, H]; in HF only in ...ForSequenceClassification
     return entries
-
-
-registry.register_heads(
-    registry.ModelHeads(DebertaV2Encoder, deberta_encoder_table, hf_architecture=name_table.hf_class, is_encoder=True)
-)

@@ -28,60 +28,32 @@ Layouts (H hidden, I intermediate, V vocabulary, C classes):
 The masked-LM decoder matrix is not in the table: it is tied to the word
 embeddings (`bert/embeddings/word_embeddings`), in every format.
 
-Which entries a model has comes from the task registry
-(`bert_tf.tasks.registry.ModelHeads`, looked up by model class): this module
-registers the encoder's and the pretrainer's; each fine-tuning task declares
-its head's table with the task (`bert_tf/tasks/*.py`).
+Which entries a model has comes from its class's `ModelHeads`
+(`model_heads.py`, looked up by model class): this module registers those of
+every model class of `bert_tf.models` (the encoders, the pretrainer and the
+task models the built-in tasks build); a task with a model class of its own
+declares that class's heads with the task (`bert_tf.tasks.register`). The
+shared primitives (`Entry`, `output_layer`, ...) are in `entries.py`.
 """
 
 import dataclasses
 
+from bert_tf.checkpoints.deberta_names import deberta_encoder_table
+from bert_tf.checkpoints.entries import Entry, dense, layer_norm, output_layer, pooler_entries
+from bert_tf.checkpoints.model_heads import ModelHeads, heads_classes, heads_for, register_heads
 from bert_tf.config import FAMILIES
-from bert_tf.models import BertEncoder, BertPretrainer
-from bert_tf.tasks import registry
+from bert_tf.models import (
+    BertClassifier,
+    BertEncoder,
+    BertPretrainer,
+    BertSentenceEncoder,
+    BertSpanLabeler,
+    BertTokenClassifier,
+    DebertaV2Encoder,
+)
 
 # bert_tf-specific TF1 name for a tensor with no reference name.
 FINAL_LAYER_NORM_TF1 = "bert/encoder/bert_tf_final_layer_norm"
-
-
-@dataclasses.dataclass(frozen=True)
-class Entry:
-    ours: str  # Keras variable path inside the model.
-    tf1: str
-    hf: str | None
-    tf1_transpose: bool = False
-    hf_transpose: bool = False
-    # Older Hugging Face names accepted on import (LayerNorm gamma/beta).
-    hf_aliases: tuple = ()
-    # True for base-model tensors, which carry the base-model prefix (`bert.`, `roberta.`, ...) in task models.
-    hf_in_base: bool = True
-    # May be missing from a checkpoint (the pooler, which MLM-only checkpoints lack): loaded when present, else
-    # left freshly initialised with a warning (an error when loading strictly).
-    optional: bool = False
-
-
-def _dense(ours, tf1, hf, in_base=True):
-    """kernel `[in, out]` (HF weight `[out, in]`) and bias `[out]` of one Dense layer."""
-    return [
-        Entry(f"{ours}/kernel", f"{tf1}/kernel", hf and f"{hf}.weight", hf_transpose=True, hf_in_base=in_base),
-        Entry(f"{ours}/bias", f"{tf1}/bias", hf and f"{hf}.bias", hf_in_base=in_base),
-    ]
-
-
-def _layer_norm(ours, tf1, hf, in_base=True):
-    """gamma and beta `[H]` of one LayerNorm."""
-    return [
-        Entry(
-            f"{ours}/gamma",
-            f"{tf1}/gamma",
-            hf and f"{hf}.weight",
-            hf_aliases=hf and (f"{hf}.gamma",),
-            hf_in_base=in_base,
-        ),
-        Entry(
-            f"{ours}/beta", f"{tf1}/beta", hf and f"{hf}.bias", hf_aliases=hf and (f"{hf}.beta",), hf_in_base=in_base
-        ),
-    ]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -290,11 +262,11 @@ def encoder_table(
             "bert/embeddings/position_embeddings",
             "embeddings.position_embeddings.weight",
         ),  # [S + offset, E]
-        *_layer_norm("embeddings/layer_norm", "bert/embeddings/LayerNorm", "embeddings.LayerNorm"),
+        *layer_norm("embeddings/layer_norm", "bert/embeddings/LayerNorm", "embeddings.LayerNorm"),
     ]
     if embedding_size:
         projection_tf1 = "bert/encoder/embedding_hidden_mapping_in" if groups else "bert/embeddings_project"
-        entries += _dense("embeddings/projection", projection_tf1, heads.projection)  # [E, H]
+        entries += dense("embeddings/projection", projection_tf1, heads.projection)  # [E, H]
     if groups:
         blocks = [
             (f"transformer_group_{g}_layer_{j}", _albert_tf1_layer(g, j), heads.encoder_layer(g, j))
@@ -305,56 +277,29 @@ def encoder_table(
         blocks = [(f"transformer_layer_{i}", _bert_tf1_layer(i), heads.encoder_layer(i)) for i in range(num_layers)]
     for ours, tf1, hf in blocks:
         for part in ("query", "key", "value"):
-            entries += _dense(f"{ours}/attention/{part}", tf1[part], hf[part])  # [H, H]
-        entries += _dense(f"{ours}/attention/attention_output", tf1["attention_output"], hf["attention_output"])
-        entries += _layer_norm(f"{ours}/attention_layer_norm", tf1["attention_layer_norm"], hf["attention_layer_norm"])
-        entries += _dense(f"{ours}/intermediate", tf1["intermediate"], hf["intermediate"])  # [H, I]
-        entries += _dense(f"{ours}/output", tf1["output"], hf["output"])  # [I, H]
-        entries += _layer_norm(f"{ours}/output_layer_norm", tf1["output_layer_norm"], hf["output_layer_norm"])
+            entries += dense(f"{ours}/attention/{part}", tf1[part], hf[part])  # [H, H]
+        entries += dense(f"{ours}/attention/attention_output", tf1["attention_output"], hf["attention_output"])
+        entries += layer_norm(f"{ours}/attention_layer_norm", tf1["attention_layer_norm"], hf["attention_layer_norm"])
+        entries += dense(f"{ours}/intermediate", tf1["intermediate"], hf["intermediate"])  # [H, I]
+        entries += dense(f"{ours}/output", tf1["output"], hf["output"])  # [I, H]
+        entries += layer_norm(f"{ours}/output_layer_norm", tf1["output_layer_norm"], hf["output_layer_norm"])
     if pre_layer_norm:
-        entries += _layer_norm("final_layer_norm", FINAL_LAYER_NORM_TF1, None)
+        entries += layer_norm("final_layer_norm", FINAL_LAYER_NORM_TF1, None)
     entries += pooler_entries(heads.pooler)  # [H, H]
     return entries
 
 
-def pooler_entries(hf, in_base=True):
-    """The pooler's dense, named `hf` in Hugging Face (None: the architecture has none); optional on import."""
-    return [
-        dataclasses.replace(entry, optional=True)
-        for entry in _dense("pooler/dense", "bert/pooler/dense", hf, in_base=in_base)
-    ]
-
-
 def mlm_head_table(model_type="bert"):
     """`BertPretrainer.mlm_head` <-> `cls/predictions/*` (decoder tied to word embeddings) and the family's names."""
-    dense, layer_norm, bias, bias_aliases = HF_HEADS[model_type].mlm
+    transform, transform_norm, bias, bias_aliases = HF_HEADS[model_type].mlm
     return [
-        *_dense("mlm_head/transform_dense", "cls/predictions/transform/dense", dense, in_base=False),  # [H, E]
-        *_layer_norm("mlm_head/transform_layer_norm", "cls/predictions/transform/LayerNorm", layer_norm, in_base=False),
+        *dense("mlm_head/transform_dense", "cls/predictions/transform/dense", transform, in_base=False),  # [H, E]
+        *layer_norm(
+            "mlm_head/transform_layer_norm", "cls/predictions/transform/LayerNorm", transform_norm, in_base=False
+        ),
         Entry(
             "mlm_head/output_bias", "cls/predictions/output_bias", bias, hf_aliases=bias_aliases, hf_in_base=False
         ),  # [V]
-    ]
-
-
-def output_layer(ours, tf1, hf):
-    """A logits layer stored TF1-style as `output_weights` `[C, H]` and `output_bias` `[C]`.
-
-    Args:
-        ours: the Keras path of the Dense layer (e.g. "classifier_head/logits").
-        tf1: the TF1 name prefix, "" or ending in "/" (e.g. "cls/squad/").
-        hf: the Hugging Face module name (e.g. "classifier"), or None.
-    """
-    return [
-        Entry(
-            f"{ours}/kernel",
-            f"{tf1}output_weights",
-            hf and f"{hf}.weight",
-            tf1_transpose=True,
-            hf_transpose=True,
-            hf_in_base=False,
-        ),  # ours [H, C]
-        Entry(f"{ours}/bias", f"{tf1}output_bias", hf and f"{hf}.bias", hf_in_base=False),  # [C]
     ]
 
 
@@ -367,15 +312,15 @@ def model_table(model):
     """Entries for every variable of `model`: an encoder or a model on one with registered heads.
 
     The model's class (or its nearest registered base class) names its head
-    variables (`bert_tf.tasks.registry.heads_for`); a task model's encoder
+    variables (`model_heads.heads_for`); a task model's encoder
     (`model.encoder`) names the rest.
 
     Returns:
         (encoder, entries): the model's encoder and the list of `Entry`.
     """
-    heads = registry.heads_for(model)
+    heads = heads_for(model)
     if heads is None:
-        known = ", ".join(sorted(cls.__name__ for cls in registry.heads_classes()))
+        known = ", ".join(sorted(cls.__name__ for cls in heads_classes()))
         raise ValueError(
             f"No checkpoint name table for {type(model).__name__}: expected an encoder or a task model on one "
             f"({known}), or a model class registered with `bert_tf.tasks.register`. Received: model={model!r}"
@@ -383,7 +328,7 @@ def model_table(model):
     if heads.is_encoder:
         return model, heads.entries(model)
     encoder = getattr(model, "encoder", None)
-    encoder_heads = registry.heads_for(encoder)
+    encoder_heads = heads_for(encoder)
     if encoder_heads is None or not encoder_heads.is_encoder:
         raise ValueError(
             f"{type(model).__name__} has no encoder with a checkpoint name table at `model.encoder`. "
@@ -397,7 +342,7 @@ def model_table(model):
     return encoder, entries + heads.entries(model)
 
 
-# === The encoder and the pretrainer (not fine-tuning tasks) ===
+# === The encoders and the pretrainer ===
 
 
 def _encoder_entries(encoder):
@@ -426,9 +371,13 @@ def _pretrainer_pooler(pretrainer):
     return (hf_heads(pretrainer).pooler, True) if pretrainer.nsp else None
 
 
-registry.register_heads(registry.ModelHeads(BertEncoder, _encoder_entries, hf_architecture=hf_class, is_encoder=True))
-registry.register_heads(
-    registry.ModelHeads(
+ENCODER_HEADS = register_heads(ModelHeads(BertEncoder, _encoder_entries, hf_architecture=hf_class, is_encoder=True))
+# DeBERTa-v2's encoder has its own class and table (`deberta_names.py`).
+DEBERTA_ENCODER_HEADS = register_heads(
+    ModelHeads(DebertaV2Encoder, deberta_encoder_table, hf_architecture=hf_class, is_encoder=True)
+)
+PRETRAINER_HEADS = register_heads(
+    ModelHeads(
         BertPretrainer,
         _pretrainer_entries,
         hf_architecture=_pretrainer_architecture,
@@ -437,5 +386,64 @@ registry.register_heads(
     )
 )
 
-# DeBERTa-v2's encoder has its own class and table (registered on import; it reads the helpers above).
-from bert_tf.checkpoints import deberta_names  # noqa: E402, F401
+
+# === The task models of `bert_tf.models` (the tasks of `bert_tf.tasks` name these declarations) ===
+
+# bert_tf-specific TF1 name prefix of the tagger head (the reference code has no NER head).
+TAGGER_TF1 = "bert_tf/token_classifier"
+
+
+def classifier_head_table(hf_name="classifier"):
+    """`BertClassifier.head` <-> run_classifier's `output_weights`/`output_bias` (HF `classifier`, RoBERTa's and
+    ELECTRA's `classifier.out_proj`)."""
+    return output_layer("classifier_head/logits", "", hf_name)
+
+
+def tagger_head_table():
+    """`BertTokenClassifier.head` <-> bert_tf-specific TF1 names (HF `classifier`)."""
+    return output_layer("tagger_head/logits", f"{TAGGER_TF1}/", "classifier")
+
+
+def span_head_table():
+    """`BertSpanLabeler.head` <-> run_squad's `cls/squad/output_weights`/`output_bias` (HF `qa_outputs`)."""
+    return output_layer("span_head/logits", "cls/squad/", "qa_outputs")
+
+
+CLASSIFIER_HEADS = register_heads(
+    ModelHeads(
+        BertClassifier,
+        entries=lambda model: classifier_head_table(hf_heads(model).sequence_logits),
+        hf_architecture=lambda model: hf_class(model, "ForSequenceClassification"),
+        hf_num_labels=lambda model: model.num_classes,
+        # The dense on the first token: BERT's pooler, RoBERTa's and ELECTRA's `classifier.dense`, DistilBERT's
+        # `pre_classifier`.
+        hf_pooler=lambda model: hf_heads(model).sequence_pooler,
+        hf_suffixes=("ForSequenceClassification",),
+    )
+)
+TOKEN_CLASSIFIER_HEADS = register_heads(
+    ModelHeads(
+        BertTokenClassifier,
+        entries=lambda model: tagger_head_table(),
+        hf_architecture=lambda model: hf_class(model, "ForTokenClassification"),
+        hf_num_labels=lambda model: model.num_classes,
+        hf_pooler=lambda model: None,  # ...ForTokenClassification has no pooler
+        hf_suffixes=("ForTokenClassification",),
+    )
+)
+SPAN_LABELER_HEADS = register_heads(
+    ModelHeads(
+        BertSpanLabeler,
+        entries=lambda model: span_head_table(),
+        hf_architecture=lambda model: hf_class(model, "ForQuestionAnswering"),
+        hf_pooler=lambda model: None,  # ...ForQuestionAnswering has no pooler
+        hf_suffixes=("ForQuestionAnswering",),
+    )
+)
+SENTENCE_ENCODER_HEADS = register_heads(
+    ModelHeads(
+        BertSentenceEncoder,
+        entries=lambda model: [],  # pooling and normalization have no weights
+        hf_architecture=lambda model: hf_class(model.encoder),  # a sentence encoder is the base model (BertModel)
+    )
+)

@@ -22,7 +22,7 @@ from bert_tf.models import BertSentenceEncoder
 from bert_tf.text import packer_for
 
 # Bytes kept of each input string per token of `max_seq_length` before tokenizing (as the exported SavedModel:
-# `bert_tf.export.serving_module.BYTES_PER_TOKEN`), so a megabyte string costs no more than a long sentence.
+# `bert_tf.serving.serving_module.BYTES_PER_TOKEN`), so a megabyte string costs no more than a long sentence.
 BYTES_PER_TOKEN = 100
 # Texts tokenized per tokenizer call (the lengths that batches are sorted by).
 TOKENIZE_CHUNK = 4096

@@ -6,11 +6,11 @@
 The SavedModel loads with `import tensorflow_text` then `tf.saved_model.load`
 (or in TF Serving with the tensorflow-text ops); see the section "Export: a
 SavedModel that takes raw strings" of README.md.
+
+The serving modules live in `bert_tf.serving` (below `bert_tf.tasks`); their
+names are importable from here as well (`from bert_tf.export import ClassifierModule`).
 """
 
-from bert_tf.export.classifier_module import ClassifierModule
-from bert_tf.export.embedding_module import EmbeddingModule
-from bert_tf.export.encoder_module import EncoderModule
 from bert_tf.export.saved_model import (
     METADATA_FILE,
     TEXT_OPS,
@@ -21,10 +21,15 @@ from bert_tf.export.saved_model import (
     save_module,
     serving_module,
 )
-from bert_tf.export.search_module import SearchModule
-from bert_tf.export.serving_module import ServingModule
-from bert_tf.export.span_module import SpanModule
-from bert_tf.export.tagger_module import TaggerModule
+from bert_tf.serving import (
+    ClassifierModule,
+    EmbeddingModule,
+    EncoderModule,
+    SearchModule,
+    ServingModule,
+    SpanModule,
+    TaggerModule,
+)
 
 __all__ = [
     "ClassifierModule",

@@ -25,8 +25,7 @@ from bert_tf import checkpoints, tasks
 from bert_tf.checkpoints import SETTINGS_FILE
 from bert_tf.config import ConfigError
 from bert_tf.data import read_passages
-from bert_tf.export.encoder_module import EncoderModule
-from bert_tf.export.search_module import SearchModule
+from bert_tf.serving import EncoderModule, SearchModule
 
 METADATA_FILE = "bert_tf_export.json"  # In the SavedModel's assets.extra/.
 # Ops of the exported SavedModels that core TensorFlow lacks: a serving binary must have them registered
@@ -78,7 +77,7 @@ def load_task_model(path, dtype=None):
             f"{path}: a {task.name} model needs its label names (`labels` in "
             f"{SETTINGS_FILE}). Received: labels={labels!r}"
         )
-    model, _ = checkpoints.load_model(path, dtype=dtype)  # the task model of `settings` (checked above)
+    model, _ = tasks.load_model(path, dtype=dtype)  # the task model of `settings` (checked above)
     return model, settings
 
 

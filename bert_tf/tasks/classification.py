@@ -21,12 +21,12 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf import metrics
-from bert_tf.checkpoints.name_table import hf_class, hf_heads, output_layer
+from bert_tf.checkpoints.name_table import CLASSIFIER_HEADS
 from bert_tf.data import classification, tfds_inputs
-from bert_tf.export.classifier_module import ClassifierModule
 from bert_tf.models import BertClassifier
+from bert_tf.objectives import Head, Objective
+from bert_tf.serving import ClassifierModule
 from bert_tf.tasks import common, registry
-from bert_tf.training.trainer import Head, Objective
 
 
 def parse_column(value):
@@ -37,22 +37,8 @@ def parse_column(value):
     return int(text) if text.lstrip("-").isdigit() else text
 
 
-def head_table(hf_name="classifier"):
-    """`BertClassifier.head` <-> run_classifier's `output_weights`/`output_bias` (HF `classifier`, RoBERTa's and
-    ELECTRA's `classifier.out_proj`)."""
-    return output_layer("classifier_head/logits", "", hf_name)
-
-
-HEADS = registry.ModelHeads(
-    BertClassifier,
-    entries=lambda model: head_table(hf_heads(model).sequence_logits),
-    hf_architecture=lambda model: hf_class(model, "ForSequenceClassification"),
-    hf_num_labels=lambda model: model.num_classes,
-    # The dense on the first token: BERT's pooler, RoBERTa's and ELECTRA's `classifier.dense`, DistilBERT's
-    # `pre_classifier`.
-    hf_pooler=lambda model: hf_heads(model).sequence_pooler,
-    hf_suffixes=("ForSequenceClassification",),
-)
+# The checkpoint names of `BertClassifier` (its head, and where each family keeps the dense on `[CLS]`).
+HEADS = CLASSIFIER_HEADS
 
 
 class SentenceData:
@@ -239,6 +225,8 @@ CLASSIFICATION = registry.register(
         serves=lambda module: module.labels is not None,
         check_config=check_config,
         hf_accepts=lambda num_labels: num_labels >= 2,
+        distillable=True,
+        data_with_index=True,
     )
 )
 
@@ -258,5 +246,7 @@ REGRESSION = registry.register(
         serves=lambda module: module.labels is None,
         check_config=check_config,
         hf_accepts=lambda num_labels: num_labels == 1,
+        distillable=True,
+        data_with_index=True,
     )
 )

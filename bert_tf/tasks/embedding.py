@@ -36,17 +36,17 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf import metrics
-from bert_tf.checkpoints.name_table import hf_class
+from bert_tf.checkpoints.name_table import SENTENCE_ENCODER_HEADS
 from bert_tf.data import read_passages, squad, text_pairs
 from bert_tf.data.passages import TEXT_EXTENSIONS
 from bert_tf.embeddings import SentenceEmbedder
-from bert_tf.export.embedding_module import EmbeddingModule
 from bert_tf.layers import check_pooling
 from bert_tf.models import BertSentenceEncoder
+from bert_tf.objectives import RANKING, SCORE, EmbeddingObjective
+from bert_tf.serving import EmbeddingModule
 from bert_tf.tasks import common, registry
 from bert_tf.tasks.classification import parse_column
 from bert_tf.tasks.squad import split_by_article
-from bert_tf.training.embedding_objective import RANKING, SCORE, EmbeddingObjective
 
 # Retrieval evaluation: the k of each recall@k, and of MRR@k (the metric that keeps the best checkpoint).
 RECALL_AT = (1, 5, 10)
@@ -55,11 +55,8 @@ RETRIEVAL_METRIC = f"mrr@{MRR_AT}"
 SCORED_METRIC = "spearman"
 
 
-HEADS = registry.ModelHeads(
-    BertSentenceEncoder,
-    entries=lambda model: [],  # pooling and normalization have no weights
-    hf_architecture=lambda model: hf_class(model.encoder),  # a sentence encoder is the base model (BertModel)
-)
+# The checkpoint names of `BertSentenceEncoder`: the encoder's (pooling and normalization have no weights).
+HEADS = SENTENCE_ENCODER_HEADS
 
 
 def normalized(vectors):

@@ -9,20 +9,12 @@ character offsets (`TaggerModule`).
 import os
 
 from bert_tf import metrics
-from bert_tf.checkpoints.name_table import hf_class, output_layer
+from bert_tf.checkpoints.name_table import TOKEN_CLASSIFIER_HEADS
 from bert_tf.data import tagging, tfds_inputs
-from bert_tf.export.tagger_module import TaggerModule
 from bert_tf.models import BertTokenClassifier
+from bert_tf.objectives import Head, Objective
+from bert_tf.serving import TaggerModule
 from bert_tf.tasks import common, registry
-from bert_tf.training.trainer import Head, Objective
-
-# bert_tf-specific TF1 name prefix of the tagger head (the reference code has no NER head).
-TAGGER_TF1 = "bert_tf/token_classifier"
-
-
-def head_table():
-    """`BertTokenClassifier.head` <-> bert_tf-specific TF1 names (HF `classifier`)."""
-    return output_layer("tagger_head/logits", f"{TAGGER_TF1}/", "classifier")
 
 
 class NerData:
@@ -110,14 +102,7 @@ NER = registry.register(
         build_model=lambda encoder, label_names, **options: BertTokenClassifier(
             encoder, num_classes=len(label_names), dropout=encoder.dropout, **options
         ),
-        heads=registry.ModelHeads(
-            BertTokenClassifier,
-            entries=lambda model: head_table(),
-            hf_architecture=lambda model: hf_class(model, "ForTokenClassification"),
-            hf_num_labels=lambda model: model.num_classes,
-            hf_pooler=lambda model: None,  # ...ForTokenClassification has no pooler
-            hf_suffixes=("ForTokenClassification",),
-        ),
+        heads=TOKEN_CLASSIFIER_HEADS,
         objective=Objective([Head("logits", "", "ce")]),
         best_metric="f1",
         needs_labels=True,
@@ -126,5 +111,6 @@ NER = registry.register(
         serving_module=lambda model, tokenizer, max_seq_length, label_names, options: TaggerModule(
             model, tokenizer, max_seq_length, label_names, max_input_bytes=options.max_input_bytes
         ),
+        distillable=True,
     )
 )

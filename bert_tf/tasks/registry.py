@@ -1,64 +1,25 @@
-"""The task registry: every fine-tuning task declared once, looked up by name, model or serving module.
+"""The task registry: every fine-tuning task declared once, looked up by name, Hugging Face class or serving module.
 
-A `Task` says everything fine-tuning, export and checkpoints need to know
-about one task; a `ModelHeads` says how checkpoints name the head variables
-of one model class. Fine-tuning (`finetune`), export (`load_task_model`,
-`serving_module`, the `kind` of the export metadata), checkpoints
-(`model_table`, `save_hf`) and the `--task` flag of `bert-tf-finetune` ask
-this module; none of them lists tasks or switches on model classes.
+A `Task` says everything fine-tuning, distillation, export and checkpoint
+loading need to know about one task. Fine-tuning (`finetune`), distillation
+(`distill`: `distillable`, `data_with_index`), export (`load_task_model`,
+`serving_module`, the `kind` of the export metadata), `bert_tf.tasks.load_model`
+and the `--task` flags ask this module; none of them lists tasks or switches
+on model classes.
 
-This module imports nothing from bert_tf, so every package can import it
-without a cycle. The built-in declarations (`bert_tf/tasks/classification.py`,
-`ner.py`, `squad.py`) compose models, data, metrics, training and export, so
-they are imported on the first query (`get`, `names`, `registered`, `for_module`,
-or a `heads_for` that misses), not when this module is imported. A user task
-is a `Task` passed to `register`, from any module.
+How checkpoints name a model's variables is a `ModelHeads`, registered by
+model class in `bert_tf.checkpoints.model_heads` (below this package, so
+checkpoints never import tasks): `name_table.py` registers those of the model
+classes of `bert_tf.models`; `register` registers a task's own. The
+built-in declarations (`classification.py`, `ner.py`, `squad.py`,
+`embedding.py`) are imported by `bert_tf/tasks/__init__.py`, so importing
+`bert_tf.tasks` (or any of its modules) registers them.
 """
 
 import dataclasses
-import importlib
 from collections.abc import Callable
 
-# The modules that declare the built-in tasks (each registers its tasks when imported).
-BUILTIN_MODULES = (
-    "bert_tf.tasks.classification",
-    "bert_tf.tasks.ner",
-    "bert_tf.tasks.squad",
-    "bert_tf.tasks.embedding",
-)
-
-
-@dataclasses.dataclass(frozen=True)
-class ModelHeads:
-    """How checkpoints name the head variables of one model class.
-
-    Attributes:
-        model_class: the Keras model class (subclasses are found through it).
-        entries: `model -> list[name_table.Entry]` for the head variables alone
-            (the encoder's come from the encoder's own `ModelHeads`).
-        hf_architecture: `model -> str`, the Hugging Face `architectures` name
-            `save_hf` writes (e.g. "BertForSequenceClassification").
-        hf_num_labels: `model -> int`, the number of `id2label` entries of a
-            Hugging Face `config.json`; None for models without labels.
-        is_encoder: the class is an encoder (its table is the whole model's);
-            a task model finds its encoder at `model.encoder`.
-        hf_pooler: `model -> (module, in base model) or None`: where this
-            Hugging Face architecture keeps the dense our encoder calls the
-            pooler (`("pooler.dense", True)` in `BertForSequenceClassification`,
-            `("classifier.dense", False)` in RoBERTa's), None where it has none
-            (`...ForTokenClassification`); unset: the base model's.
-        hf_suffixes: the Hugging Face class-name endings this model reads
-            (`("ForSequenceClassification",)`), after the family prefix; a
-            checkpoint of such a class converts to this model.
-    """
-
-    model_class: type
-    entries: Callable
-    hf_architecture: Callable
-    hf_num_labels: Callable | None = None
-    is_encoder: bool = False
-    hf_pooler: Callable | None = None
-    hf_suffixes: tuple = ()
+from bert_tf.checkpoints.model_heads import ModelHeads, register_heads, registered_heads, unregister_heads
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,15 +46,18 @@ class Task:
             initializer (fine-tuning passes it; a loaded model's weights replace it).
         head_initializer: the task's default for it (`FinetuneConfig.head_initializer`
             None): "glorot_uniform" unless a task declares otherwise.
-        heads: the checkpoint names of the model's head (`ModelHeads`).
-        objective: the `bert_tf.training.trainer.Objective` the model trains with.
+        heads: the checkpoint names of the model's head (a `ModelHeads`: for
+            the model classes of `bert_tf.models`, the one `name_table.py`
+            registers, e.g. `name_table.CLASSIFIER_HEADS`; `register` registers
+            a task's own).
+        objective: the `bert_tf.objectives.Objective` the model trains with.
         best_metric: the evaluation metric (higher is better) that picks the
             checkpoint kept in the model directory.
         needs_labels: the model needs label names (read from the training
             data, saved as `labels` in `bert_tf.json`).
         data: `(config, tokenizer, max_position_embeddings) -> task data`, see
             "Task data" below.
-        serving_class: the serving module class (a `bert_tf.export.ServingModule`).
+        serving_class: the serving module class (a `bert_tf.serving.ServingModule`).
         serving_module: `(model, tokenizer, max_seq_length, label_names,
             ServingOptions) -> serving module`.
         serves: `module -> bool`, whether a module of `serving_class` serves
@@ -110,7 +74,14 @@ class Task:
             them as keyword arguments. Fine-tuning takes each from `--init`'s
             settings (a `FinetuneConfig` field of the same name, when set,
             replaces it) and records it in the model directory;
-            `checkpoints.load_model` passes the directory's.
+            `bert_tf.tasks.load_model` passes the directory's.
+        distillable: `distill` accepts a teacher of this task (its objective's
+            outputs are logits the student can match); False: refused by name.
+        data_with_index: the task data has `train_inputs(batch_size)` (the
+            training examples' encoder inputs in file order) and
+            `train_dataset(..., with_index=True)` (batches carrying each row's
+            `example_index`), so a teacher's outputs can be precomputed
+            (`distill(precompute_teacher=True)`).
 
     Task data (what `data(...)` returns) has:
         `label_names`: list of str or None;
@@ -144,42 +115,12 @@ class Task:
     head_initializer: str = "glorot_uniform"
     hf_accepts: Callable | None = None
     model_settings: tuple = ()
+    distillable: bool = False
+    data_with_index: bool = False
 
 
 _TASKS = {}  # name -> Task
-_HEADS = {}  # model class -> ModelHeads
-_builtins_loaded = False
-
-
-def _load_builtins():
-    # The declarations import training, export and checkpoints, which import this module: they are
-    # imported here, on the first query, not at module level (that would be an import cycle).
-    global _builtins_loaded
-    if _builtins_loaded:
-        return
-    _builtins_loaded = True  # Before the imports: a declaration module that registers queries again.
-    try:
-        for module in BUILTIN_MODULES:
-            importlib.import_module(module)
-    except BaseException:
-        _builtins_loaded = False
-        raise
-
-
-def register_heads(heads, replace=False):
-    """Registers the checkpoint names of `heads.model_class`; returns `heads`.
-
-    Registering the same declaration twice is a no-op; another one for a class
-    already known raises ValueError unless `replace`.
-    """
-    known = _HEADS.get(heads.model_class)
-    if known is not None and known is not heads and not replace:
-        raise ValueError(
-            f"Checkpoint heads for {heads.model_class.__name__} are already registered. "
-            f"Received: model_class={heads.model_class!r}"
-        )
-    _HEADS[heads.model_class] = heads
-    return heads
+_OWN_HEADS = set()  # model classes whose heads a task registered (not `name_table.py`)
 
 
 def register(task, replace=False):
@@ -187,26 +128,32 @@ def register(task, replace=False):
 
     A name already registered raises ValueError unless `replace`.
     """
-    _load_builtins()
     if task.name in _TASKS and _TASKS[task.name] is not task and not replace:
         raise ValueError(f"A task named {task.name!r} is already registered. Received: task={task.name!r}")
-    register_heads(task.heads, replace=replace)
+    if registered_heads(task.heads.model_class) is not task.heads:
+        register_heads(task.heads, replace=replace)
+        _OWN_HEADS.add(task.heads.model_class)
     _TASKS[task.name] = task
     return task
 
 
 def unregister(name):
-    """Removes the task `name` (its model heads stay registered while another task uses them)."""
+    """Removes the task `name` (the model heads it registered stay while another task uses them; those of the
+    model classes of `bert_tf.models` always stay)."""
     task = _TASKS.pop(name, None)
-    if task is not None and all(other.heads is not task.heads for other in _TASKS.values()):
-        if _HEADS.get(task.heads.model_class) is task.heads:
-            del _HEADS[task.heads.model_class]
+    if task is None or task.heads.model_class not in _OWN_HEADS:
+        return
+    if all(other.heads is not task.heads for other in _TASKS.values()):
+        unregister_heads(task.heads)
+        _OWN_HEADS.discard(task.heads.model_class)
 
 
-def names():
-    """The registered task names, sorted (registration order depends on which module was imported first)."""
-    _load_builtins()
-    return tuple(sorted(_TASKS))
+def names(where=None):
+    """The registered task names, sorted (registration order depends on which module was imported first).
+
+    `where`: a `Task -> bool` filter, e.g. `names(lambda task: task.distillable)`.
+    """
+    return tuple(sorted(name for name, task in _TASKS.items() if where is None or where(task)))
 
 
 def registered():
@@ -216,30 +163,10 @@ def registered():
 
 def get(name):
     """The `Task` named `name`; ValueError listing the known names when there is none."""
-    _load_builtins()
     task = _TASKS.get(name)
     if task is None:
         raise ValueError(f"Unknown task. `task` must be one of {names()}. Received: task={name!r}")
     return task
-
-
-def _nearest_heads(cls):
-    return next((_HEADS[base] for base in cls.__mro__ if base in _HEADS), None)
-
-
-def heads_for(model):
-    """The `ModelHeads` of `model`'s class or its nearest registered base class, or None."""
-    heads = _nearest_heads(type(model))
-    if heads is None and not _builtins_loaded:  # The encoder and pretrainer need no task declarations.
-        _load_builtins()
-        heads = _nearest_heads(type(model))
-    return heads
-
-
-def heads_classes():
-    """Every model class with registered checkpoint heads."""
-    _load_builtins()
-    return tuple(_HEADS)
 
 
 def for_hf_architecture(architecture, num_labels=None):

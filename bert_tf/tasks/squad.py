@@ -11,17 +11,12 @@ import os
 import tensorflow as tf
 
 from bert_tf import metrics
-from bert_tf.checkpoints.name_table import hf_class, output_layer
+from bert_tf.checkpoints.name_table import SPAN_LABELER_HEADS
 from bert_tf.data import squad, tfds_inputs
-from bert_tf.export.span_module import SpanModule
 from bert_tf.models import BertSpanLabeler
+from bert_tf.objectives import Head, Objective
+from bert_tf.serving import SpanModule
 from bert_tf.tasks import common, registry
-from bert_tf.training.trainer import Head, Objective
-
-
-def head_table():
-    """`BertSpanLabeler.head` <-> run_squad's `cls/squad/*` (HF `qa_outputs`)."""
-    return output_layer("span_head/logits", "cls/squad/", "qa_outputs")
 
 
 def split_by_article(examples, every):
@@ -115,13 +110,7 @@ SQUAD = registry.register(
     registry.Task(
         name="squad",
         build_model=lambda encoder, label_names, **options: BertSpanLabeler(encoder, **options),
-        heads=registry.ModelHeads(
-            BertSpanLabeler,
-            entries=lambda model: head_table(),
-            hf_architecture=lambda model: hf_class(model, "ForQuestionAnswering"),
-            hf_pooler=lambda model: None,  # ...ForQuestionAnswering has no pooler
-            hf_suffixes=("ForQuestionAnswering",),
-        ),
+        heads=SPAN_LABELER_HEADS,
         objective=Objective([Head("start_logits", "start", "ce", 0.5), Head("end_logits", "end", "ce", 0.5)]),
         best_metric="f1",
         needs_labels=False,
@@ -129,5 +118,6 @@ SQUAD = registry.register(
         serving_class=SpanModule,
         serving_module=_serving_module,
         example_unit="windows",
+        distillable=True,
     )
 )

@@ -3,6 +3,7 @@
 In a notebook: `pretrain(PretrainConfig(model_dir="runs/tiny", model="tiny", train_steps=100))`.
 """
 
+from bert_tf.objectives import EmbeddingObjective, cosine_losses, ranking_losses
 from bert_tf.training.distillation import DistillConfig, distill
 from bert_tf.training.distillation_losses import (
     attention_loss,
@@ -23,7 +24,6 @@ from bert_tf.training.distribute import (
     mirrored_strategy,
     resolve_dtype,
 )
-from bert_tf.training.embedding_objective import EmbeddingObjective, cosine_losses, ranking_losses
 from bert_tf.training.finetuning import FinetuneConfig, finetune
 from bert_tf.training.optimization import OPTIMIZERS, FusedAdamW, WarmupLinearDecay, create_optimizer
 from bert_tf.training.pretraining import PretrainConfig, fill_mask, pretrain

@@ -2,9 +2,9 @@
 
 One `DistillConfig` describes a run; `distill(config)` does it:
 
-1. loads the teacher (`checkpoints.load_model`: a fine-tuned classification,
-   regression, NER or QA model directory, or a Hugging Face `...ForX`
-   directory) and takes its task, labels and tokenizer;
+1. loads the teacher (`tasks.load_model`: a fine-tuned model directory of a
+   `distillable` task (classification, regression, NER, QA), or a Hugging
+   Face `...ForX` directory) and takes its task, labels and tokenizer;
 2. builds the student: the teacher's embeddings, the layers
    `student_layers` (e.g. `[0, 2, 4]`), pooler and task head (DistilBERT's
    initialisation), or a new model of the architecture `student_model` (a
@@ -38,7 +38,6 @@ from bert_tf import tasks
 from bert_tf.checkpoints import (
     glob_characters_error,
     load_config,
-    load_model,
     load_tokenizer,
     save_model_dir,
     write_tokenizer_files,
@@ -65,8 +64,11 @@ from bert_tf.training.task_runs import (
 )
 from bert_tf.training.trainer import TrainingLoop
 
-# Tasks whose teachers can be distilled (the embedding task's objective ranks texts: no soft targets yet).
-DISTILL_TASKS = ("classification", "regression", "ner", "squad")
+
+def distill_tasks():
+    """The names of the tasks whose teachers can be distilled (`Task.distillable`; the embedding task's objective
+    ranks texts: no soft targets yet)."""
+    return tasks.names(lambda task: task.distillable)
 
 
 @dataclasses.dataclass
@@ -309,7 +311,7 @@ def distill(config, strategy=None, log=print):
     chief = is_chief(strategy)
     teacher_config = load_config(config.teacher)
     with strategy.scope():
-        teacher, teacher_settings = load_model(config.teacher, dtype=dtype_policy(config.dtype))
+        teacher, teacher_settings = tasks.load_model(config.teacher, dtype=dtype_policy(config.dtype))
     name = teacher_settings.get("task")
     if name is None:
         raise ValueError(
@@ -317,8 +319,10 @@ def distill(config, strategy=None, log=print):
             "Task distillation (--train_file) needs a fine-tuned teacher; a pretrained teacher with its masked-LM head "
             "is distilled on raw text with --corpus (general distillation)."
         )
-    if name not in DISTILL_TASKS:
-        raise ValueError(f"Distillation supports the tasks {DISTILL_TASKS}; the teacher {config.teacher} is {name!r}.")
+    if not tasks.get(name).distillable:
+        raise ValueError(
+            f"Distillation supports the tasks {distill_tasks()}; the teacher {config.teacher} is {name!r}."
+        )
     if config.task is not None and config.task != name:
         raise ValueError(
             f"`task` must be the teacher's ({name!r} in {config.teacher}) or unset. Received: task={config.task!r}"
@@ -444,4 +448,4 @@ def distill(config, strategy=None, log=print):
     return best.train(loop, has_eval, log=log)
 
 
-__all__ = ["DISTILL_TASKS", "DistillConfig", "check_config", "copy_teacher_layers", "distill", "student_config"]
+__all__ = ["DistillConfig", "check_config", "copy_teacher_layers", "distill", "distill_tasks", "student_config"]

@@ -19,9 +19,9 @@ incomplete, another teacher or data) they are computed again. The directory
 is written under a temporary name and renamed into place, so a run killed
 while writing leaves no partial outputs behind.
 
-Supported for the tasks whose data carries the example index (`DATA_WITH_INDEX`:
-classification and regression); NER and QA windows are not indexed yet and are
-refused by name.
+Supported for the tasks whose data carries the example index (`Task.data_with_index`:
+classification and regression); the others (NER and QA windows) are not indexed
+yet and are refused by name.
 """
 
 import hashlib
@@ -32,21 +32,20 @@ import shutil
 import numpy as np
 import tensorflow as tf
 
+from bert_tf import tasks
 from bert_tf.tasks.common import predict
 from bert_tf.training.distiller import TEACHER_PREFIX
 
 TEACHER_OUTPUTS_DIR = "teacher_outputs"
 RECORD_FILE = "record.json"
-# The tasks whose training data can carry `example_index` (their data has `train_inputs` and
-# `train_dataset(..., with_index=True)`).
-DATA_WITH_INDEX = ("classification", "regression")
 
 
 def check_task(task_name):
     """ValueError naming `precompute_teacher` and the task when its training data carries no example index."""
-    if task_name not in DATA_WITH_INDEX:
+    if not tasks.get(task_name).data_with_index:
+        indexed = tasks.names(lambda task: task.data_with_index)
         raise ValueError(
-            f"`precompute_teacher` is built for the tasks {DATA_WITH_INDEX}, whose training batches carry each "
+            f"`precompute_teacher` is built for the tasks {indexed}, whose training batches carry each "
             f"example's index; the teacher's task {task_name!r} (NER and QA windows) is not indexed yet: distil it "
             "with the live teacher (precompute_teacher=False)."
         )
@@ -132,7 +131,6 @@ def with_teacher_outputs(dataset, outputs):
 
 
 __all__ = [
-    "DATA_WITH_INDEX",
     "RECORD_FILE",
     "TEACHER_OUTPUTS_DIR",
     "check_task",

@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 from safetensors.numpy import load_file
 
-from bert_tf import checkpoints
+from bert_tf import checkpoints, tasks
 from bert_tf.models import BertPretrainer
 from tests.helpers import random_inputs, tiny_encoder, tiny_model_dir
 
@@ -129,9 +129,9 @@ def test_pretraining_heads_survive_tf1_to_hf_and_back(tmp_path):
     hf, ours = os.path.join(tmp_path, "hf"), os.path.join(tmp_path, "ours")
 
     expected = len(pretrainer.weights), "BertPretrainer"
-    assert checkpoints.convert_checkpoint(google, hf, to="hf", allow_missing_vocab=True) == ("tf1", *expected)
+    assert tasks.convert_checkpoint(google, hf, to="hf", allow_missing_vocab=True) == ("tf1", *expected)
     assert "cls.seq_relationship.weight" in load_file(os.path.join(hf, "model.safetensors"))
-    assert checkpoints.convert_checkpoint(hf, ours, to="bert_tf", allow_missing_vocab=True) == ("hf", *expected)
+    assert tasks.convert_checkpoint(hf, ours, to="bert_tf", allow_missing_vocab=True) == ("hf", *expected)
     loaded = checkpoints.load_pretrainer(ours)
     for a, b in zip(pretrainer.weights, loaded.weights):
         np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=a.path)
@@ -142,15 +142,15 @@ def test_split_special_tokens_survives_bert_tf_to_hf_and_back(tmp_path):
     comes back; the tokenizer each directory loads splits "[MASK]"."""
     source = tiny_model_dir(tmp_path / "source", ["the", "[", "]", "mask"], 16, split_special_tokens=True)
     hf, ours = os.path.join(tmp_path, "hf"), os.path.join(tmp_path, "ours")
-    checkpoints.convert_checkpoint(source, hf, to="hf")
+    tasks.convert_checkpoint(source, hf, to="hf")
     with open(os.path.join(hf, "tokenizer_config.json"), encoding="utf-8") as f:
         assert json.load(f)["split_special_tokens"] is True
-    checkpoints.convert_checkpoint(hf, ours, to="bert_tf")
+    tasks.convert_checkpoint(hf, ours, to="bert_tf")
     settings = checkpoints.read_settings(ours)
     assert settings["split_special_tokens"] is True
     tokenizer = checkpoints.load_tokenizer(ours, settings)
     assert tokenizer.tokenize(tf.constant("the [MASK]")).numpy().tolist() == [5, 6, 8, 7]  # the [ mask ]
     default = tiny_model_dir(tmp_path / "default", ["the"], 16)
-    checkpoints.convert_checkpoint(default, os.path.join(tmp_path, "default-hf"), to="hf")
+    tasks.convert_checkpoint(default, os.path.join(tmp_path, "default-hf"), to="hf")
     with open(os.path.join(tmp_path, "default-hf", "tokenizer_config.json"), encoding="utf-8") as f:
         assert "split_special_tokens" not in json.load(f)  # transformers' default, false

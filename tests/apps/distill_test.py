@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.checkpoints import load_model
 from bert_tf.checkpoints.settings import read_settings
 from bert_tf.export import export_saved_model
 from bert_tf.models import BertClassifier, BertSpanLabeler, BertTokenClassifier
+from bert_tf.tasks import load_model
 from bert_tf.training import DistillConfig, ResumeError, create_strategy, distill
 from bert_tf.training.distillation import check_config
 from tests.helpers import conll_file, sentiment_tsv, squad_file, tiny_model_dir, write_text

@@ -15,7 +15,7 @@ import pytest
 import tensorflow as tf
 from safetensors.numpy import load_file
 
-from bert_tf import checkpoints
+from bert_tf import checkpoints, tasks
 from bert_tf.models import BertClassifier, BertPretrainer, BertSpanLabeler, BertTokenClassifier
 
 SHARED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "reference", "families")
@@ -69,7 +69,7 @@ def _check_top5(logits, ids, values):
 
 
 def test_masked_lm_hidden_states_and_top5():
-    model, _ = checkpoints.load_model(_shared("albert"))
+    model, _ = tasks.load_model(_shared("albert"))
     assert isinstance(model, BertPretrainer) and not model.nsp and model.encoder.model_type == "albert"
     # One shared block: the encoder has one block's variables for its 2 layers.
     assert len(model.encoder.transformer_layers) == 1 and len(model.encoder.applied_layers) == 2
@@ -91,7 +91,7 @@ def test_load_encoder_reads_the_base_model():
 
 
 def test_sequence_classifier_logits_and_labels():
-    model, settings = checkpoints.load_model(_shared("albert-cls"))
+    model, settings = tasks.load_model(_shared("albert-cls"))
     assert isinstance(model, BertClassifier)
     assert (settings["task"], settings["labels"]) == ("classification", ["negative", "neutral", "positive"])
     for row in _reference(_shared("albert"))["single"] + _reference(_shared("albert"))["pair"]:
@@ -103,7 +103,7 @@ def test_sequence_classifier_logits_and_labels():
 
 @pytest.mark.parametrize("head", ["ner", "qa"])
 def test_token_heads_on_padded_batches(head):
-    model, settings = checkpoints.load_model(_local(f"albert-{head}"))
+    model, settings = tasks.load_model(_local(f"albert-{head}"))
     reference = _reference(_local(f"albert-{head}"))
     if head == "ner":
         assert isinstance(model, BertTokenClassifier) and len(settings["labels"]) == 9
@@ -123,7 +123,7 @@ def test_token_heads_on_padded_batches(head):
 
 def test_albert_for_pretraining_reads_the_sentence_order_head():
     path = _local("albert-pretraining")
-    model, _ = checkpoints.load_model(path)
+    model, _ = tasks.load_model(path)
     assert isinstance(model, BertPretrainer) and model.nsp and model.sentence_objective == "sop"
     reference = _reference(path)
     for row in reference["single"] + reference["pair"]:
@@ -146,8 +146,8 @@ def _tensors(path):
 def test_hf_to_bert_tf_to_hf_is_bit_identical(tmp_path, folder):
     """`convert_checkpoint` to a bert_tf model directory (Google's ALBERT TF1 names) and back to Hugging Face."""
     ours, back = str(tmp_path / "ours"), str(tmp_path / "hf")
-    checkpoints.convert_checkpoint(folder, ours)
-    checkpoints.convert_checkpoint(ours, back, to="hf")
+    tasks.convert_checkpoint(folder, ours)
+    tasks.convert_checkpoint(ours, back, to="hf")
     original, returned = _tensors(folder), _tensors(back)
     assert sorted(returned) == sorted(original)
     for name, value in original.items():
@@ -166,7 +166,7 @@ def test_hf_to_bert_tf_to_hf_is_bit_identical(tmp_path, folder):
 
 
 def test_model_directory_uses_googles_albert_names(tmp_path):
-    model, settings = checkpoints.load_model(_local("albert-pretraining"))
+    model, settings = tasks.load_model(_local("albert-pretraining"))
     checkpoints.save_model_dir(model, str(tmp_path), settings=settings)
     names = {name for name, _ in tf.train.list_variables(str(tmp_path / "bert_model.ckpt"))}
     assert {

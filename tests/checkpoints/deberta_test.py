@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
-from bert_tf import checkpoints
+from bert_tf import checkpoints, tasks
 from bert_tf.config import BertConfig, ConfigError
 from bert_tf.models import BertClassifier, BertPretrainer, BertSpanLabeler, BertTokenClassifier, DebertaV2Encoder
 
@@ -55,8 +55,8 @@ def _close(ours, theirs, mask=None):
 
 
 def test_fixture_hidden_states_mlm_top5_and_classifier_logits():
-    mlm, _ = checkpoints.load_model(_shared("deberta-v2"))
-    classifier, settings = checkpoints.load_model(_shared("deberta-v2-cls"))
+    mlm, _ = tasks.load_model(_shared("deberta-v2"))
+    classifier, settings = tasks.load_model(_shared("deberta-v2-cls"))
     assert isinstance(mlm, BertPretrainer) and isinstance(mlm.encoder, DebertaV2Encoder) and not mlm.nsp
     assert isinstance(classifier, BertClassifier) and settings["labels"] == ["negative", "neutral", "positive"]
     reference = _json(os.path.join(_shared("deberta-v2"), "reference.json"))
@@ -89,7 +89,7 @@ def test_fixture_on_100_tokens_past_its_32_buckets():
 
 @pytest.mark.parametrize("name", ["conv", "plain"])
 def test_tiny_models_with_the_other_options_every_layer_on_padded_batches(name):
-    model, _ = checkpoints.load_model(_local(name))
+    model, _ = tasks.load_model(_local(name))
     reference = _json(os.path.join(_local(name), "reference.json"))
     inputs = _inputs(reference)
     mask = inputs["padding_mask"]
@@ -110,7 +110,7 @@ def test_tiny_models_with_the_other_options_every_layer_on_padded_batches(name):
 
 @pytest.mark.parametrize("head", ["ner", "qa"])
 def test_token_classification_and_question_answering_heads(head):
-    model, settings = checkpoints.load_model(_local(f"conv-{head}"))
+    model, settings = tasks.load_model(_local(f"conv-{head}"))
     reference = _json(os.path.join(_local(f"conv-{head}"), "reference.json"))
     inputs = _inputs(reference)
     mask = inputs["padding_mask"]
@@ -131,8 +131,8 @@ def test_token_classification_and_question_answering_heads(head):
 )
 def test_hf_to_bert_tf_to_hf_is_bit_identical(tmp_path, folder):
     ours, back = str(tmp_path / "ours"), str(tmp_path / "hf")
-    checkpoints.convert_checkpoint(folder, ours, allow_missing_vocab=True)
-    checkpoints.convert_checkpoint(ours, back, to="hf", allow_missing_vocab=True)
+    tasks.convert_checkpoint(folder, ours, allow_missing_vocab=True)
+    tasks.convert_checkpoint(ours, back, to="hf", allow_missing_vocab=True)
     original, returned = load_file(os.path.join(folder, "model.safetensors")), load_file(back + "/model.safetensors")
     assert sorted(returned) == sorted(original)
     for name, value in original.items():

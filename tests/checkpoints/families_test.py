@@ -19,7 +19,7 @@ import pytest
 import tensorflow as tf
 from safetensors.numpy import load_file, save_file
 
-from bert_tf import checkpoints, text
+from bert_tf import checkpoints, tasks, text
 from bert_tf.checkpoints import CheckpointError
 from bert_tf.config import ConfigError
 from bert_tf.models import BertClassifier, BertPretrainer, BertSpanLabeler, BertTokenClassifier
@@ -62,7 +62,7 @@ def _close(ours, theirs, mask=None):
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_masked_lm_hidden_states_and_top5(family):
-    model, settings = checkpoints.load_model(_shared(family))
+    model, settings = tasks.load_model(_shared(family))
     assert isinstance(model, BertPretrainer) and model.encoder.model_type == family
     reference = _reference(_shared(family))
     for row in reference["single"] + reference["pair"]:
@@ -77,7 +77,7 @@ def test_masked_lm_hidden_states_and_top5(family):
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_sequence_classifier_logits_and_labels(family):
-    model, settings = checkpoints.load_model(_shared(f"{family}-cls"))
+    model, settings = tasks.load_model(_shared(f"{family}-cls"))
     assert isinstance(model, BertClassifier)
     assert (settings["task"], settings["labels"]) == ("classification", ["negative", "neutral", "positive"])
     reference = _reference(_shared(family))
@@ -88,7 +88,7 @@ def test_sequence_classifier_logits_and_labels(family):
 @pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("head", ["ner", "qa"])
 def test_token_heads_on_padded_batches(family, head):
-    model, settings = checkpoints.load_model(_local(f"{family}-{head}"))
+    model, settings = tasks.load_model(_local(f"{family}-{head}"))
     reference = _reference(_local(f"{family}-{head}"))
     if head == "ner":
         assert isinstance(model, BertTokenClassifier) and settings["task"] == "ner"
@@ -109,7 +109,7 @@ def test_token_heads_on_padded_batches(family, head):
 
 def test_bert_for_pretraining_reads_nsp_and_pooler():
     path = _local("bert-pretraining")
-    model, _ = checkpoints.load_model(path)
+    model, _ = tasks.load_model(path)
     assert isinstance(model, BertPretrainer) and model.nsp
     for row in _reference(path)["pair"]:
         _close(
@@ -120,7 +120,7 @@ def test_bert_for_pretraining_reads_nsp_and_pooler():
 
 def test_electra_discriminator_converts_its_encoder(caplog):
     path = _local("electra-disc")
-    model, _ = checkpoints.load_model(path)
+    model, _ = tasks.load_model(path)
     assert type(model).__name__ == "BertEncoder"
     assert "ElectraForPreTraining" in caplog.text and "not read" in caplog.text
     for row in _reference(path)["single"]:
@@ -184,8 +184,8 @@ def _tensors(path):
 )
 def test_hf_to_bert_tf_to_hf_is_bit_identical(tmp_path, folder):
     ours, back = str(tmp_path / "ours"), str(tmp_path / "hf")
-    checkpoints.convert_checkpoint(folder, ours)
-    checkpoints.convert_checkpoint(ours, back, to="hf")
+    tasks.convert_checkpoint(folder, ours)
+    tasks.convert_checkpoint(ours, back, to="hf")
     original, returned = _tensors(folder), _tensors(back)
     assert sorted(returned) == sorted(original)
     for name, value in original.items():
@@ -212,7 +212,7 @@ def test_unsupported_model_type_names_the_supported_ones(tmp_path):
     with open(os.path.join(target, "config.json"), "w", encoding="utf-8") as f:
         json.dump({**config, "model_type": "xlnet"}, f)
     with pytest.raises(ConfigError, match=r"model_type 'xlnet' is not supported; supported: bert, roberta"):
-        checkpoints.load_model(target)
+        tasks.load_model(target)
 
 
 def test_missing_tokenizer_names_the_files_looked_for(tmp_path):
@@ -221,7 +221,7 @@ def test_missing_tokenizer_names_the_files_looked_for(tmp_path):
     for name in ("config.json", "model.safetensors"):
         shutil.copy(os.path.join(_shared("roberta"), name), target)
     with pytest.raises(CheckpointError, match=r"vocab.txt \(WordPiece\), vocab.json \+ merges.txt .*tokenizer.json"):
-        checkpoints.convert_checkpoint(target, str(tmp_path / "out"))
+        tasks.convert_checkpoint(target, str(tmp_path / "out"))
     assert not os.path.exists(tmp_path / "out")
 
 
@@ -232,7 +232,7 @@ def test_wrong_shape_names_the_tensor_and_both_shapes(tmp_path):
     tensors[name] = tensors[name][:, :16]
     save_file(tensors, os.path.join(target, "model.safetensors"))
     with pytest.raises(CheckpointError, match=rf"`{name}`.*expected \[64, 32\], found \[64, 16\]"):
-        checkpoints.load_model(target)
+        tasks.load_model(target)
 
 
 def test_missing_pooler_warns_or_fails_when_strict(caplog):

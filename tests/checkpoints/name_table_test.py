@@ -2,9 +2,8 @@
 
 import pytest
 
-from bert_tf.checkpoints import name_table
-from bert_tf.models import BertClassifier, BertPretrainer, BertSpanLabeler, BertTokenClassifier
-from bert_tf.tasks import classification
+from bert_tf.checkpoints import model_heads, name_table
+from bert_tf.models import BertClassifier, BertPretrainer, BertSentenceEncoder, BertSpanLabeler, BertTokenClassifier
 from tests.helpers import tiny_encoder
 
 MODELS = {
@@ -15,6 +14,7 @@ MODELS = {
     "classifier": lambda: BertClassifier(tiny_encoder(), 3),
     "tagger": lambda: BertTokenClassifier(tiny_encoder(), 5),
     "span": lambda: BertSpanLabeler(tiny_encoder()),
+    "sentence_encoder": lambda: BertSentenceEncoder(tiny_encoder()),
 }
 
 
@@ -48,7 +48,7 @@ def test_reference_names_and_layouts():
     assert nsp.hf == "cls.seq_relationship.weight" and not nsp.hf_in_base
     bias = {entry.ours: entry for entry in name_table.mlm_head_table()}["mlm_head/output_bias"]
     assert (bias.tf1, bias.hf) == ("cls/predictions/output_bias", "cls.predictions.bias")
-    classifier = classification.head_table()[0]
+    classifier = name_table.classifier_head_table()[0]
     assert classifier.tf1 == "output_weights" and classifier.tf1_transpose  # run_classifier's [C, H]
 
 
@@ -66,3 +66,19 @@ def test_pre_ln_final_layer_norm_has_tf1_name_only():
 def test_model_table_rejects_other_models():
     with pytest.raises(ValueError, match="Received: model="):
         name_table.model_table(object())
+
+
+def test_every_model_class_of_bert_tf_models_has_its_heads_here():
+    """The heads of the model classes the built-in tasks build are `name_table`'s own declarations (checkpoints
+    import nothing of `bert_tf.tasks`: tests/architecture_test.py), so they are known without the tasks."""
+    expected = {
+        BertClassifier: name_table.CLASSIFIER_HEADS,
+        BertTokenClassifier: name_table.TOKEN_CLASSIFIER_HEADS,
+        BertSpanLabeler: name_table.SPAN_LABELER_HEADS,
+        BertSentenceEncoder: name_table.SENTENCE_ENCODER_HEADS,
+        BertPretrainer: name_table.PRETRAINER_HEADS,
+    }
+    for model_class, heads in expected.items():
+        assert heads.model_class is model_class
+        assert model_heads.registered_heads(model_class) is heads
+    assert model_heads.heads_for(tiny_encoder()) is name_table.ENCODER_HEADS

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from bert_tf import checkpoints
+from bert_tf import checkpoints, tasks
 from bert_tf.checkpoints import sentence_transformers as st
 from bert_tf.config import ConfigError
 from tests.conftest import REFERENCE_DIR
@@ -258,7 +258,7 @@ def test_convert_keeps_the_folder_settings(tmp_path):
         shutil.copyfile(os.path.join(TINY_CHECKPOINT, name), os.path.join(folder, name))
     _write(os.path.join(folder, "1_Pooling", "config.json"), {"pooling_mode": ["cls", "mean"], "include_prompt": False})
     output = str(tmp_path / "converted")
-    checkpoints.convert_checkpoint(folder, output)
+    tasks.convert_checkpoint(folder, output)
     settings = checkpoints.read_settings(output)
     assert (settings["pooling"], settings["normalize"]) == (["cls", "mean"], True)
     assert (settings["max_seq_length"], settings["include_prompt"]) == (16, False)
@@ -267,6 +267,6 @@ def test_convert_keeps_the_folder_settings(tmp_path):
 
 def test_convert_minilm_records_max_seq_length_256(minilm_dir, tmp_path):
     output = str(tmp_path / "minilm")
-    checkpoints.convert_checkpoint(minilm_dir, output)
+    tasks.convert_checkpoint(minilm_dir, output)
     settings = checkpoints.read_settings(output)
     assert (settings["max_seq_length"], settings["pooling"], settings["normalize"]) == (256, ["mean"], True)

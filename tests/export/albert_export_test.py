@@ -17,7 +17,7 @@ import os
 import numpy as np
 import pytest
 
-from bert_tf import checkpoints, text
+from bert_tf import checkpoints, tasks, text
 from bert_tf.export import export_saved_model
 from tests.helpers import serve_blocked
 
@@ -35,7 +35,7 @@ def served(tmp_path_factory):
     dirs, saved = {}, {}
     for folder in ("albert", "albert-cls"):
         dirs[folder], saved[folder] = str(base / f"{folder}-dir"), str(base / f"{folder}-saved")
-        checkpoints.convert_checkpoint(os.path.join(SHARED, folder), dirs[folder])
+        tasks.convert_checkpoint(os.path.join(SHARED, folder), dirs[folder])
         export_saved_model(dirs[folder], saved[folder], text_pair=False)
     reference = _reference()
     rows = reference["single"]
@@ -74,7 +74,7 @@ def test_classifier_logits_equal_transformers_on_single_texts(served):
 
 def test_classifier_pairs_equal_the_model_on_the_packed_pair(served):
     dirs, responses, reference, _ = served
-    model, settings = checkpoints.load_model(dirs["albert-cls"])
+    model, settings = tasks.load_model(dirs["albert-cls"])
     tokenizer = checkpoints.load_tokenizer(dirs["albert-cls"], settings)
     pairs = reference["pair"]
     packed = text.packer_for(tokenizer, 128)(

@@ -13,7 +13,7 @@ import os
 import numpy as np
 import pytest
 
-from bert_tf import checkpoints
+from bert_tf import tasks
 from bert_tf.export import export_saved_model
 from tests.helpers import serve_blocked
 
@@ -34,7 +34,7 @@ def saved_models(tmp_path_factory):
     for family in FAMILIES:
         for kind, folder in (("cls", f"{family}-cls"), ("mlm", family)):
             model_dir, saved = str(base / f"{folder}-dir"), str(base / f"{folder}-saved")
-            checkpoints.convert_checkpoint(os.path.join(SHARED, folder), model_dir)
+            tasks.convert_checkpoint(os.path.join(SHARED, folder), model_dir)
             export_saved_model(model_dir, saved, text_pair=False)
             models[family, kind] = saved
     return base, models

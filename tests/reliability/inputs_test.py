@@ -14,7 +14,7 @@ import sys
 import pytest
 import tensorflow as tf
 
-from bert_tf import checkpoints
+from bert_tf import checkpoints, tasks
 from bert_tf.apps import errors
 from bert_tf.config import REQUIRED_FIELDS, BertConfig, ConfigError
 from bert_tf.data.squad import read_squad
@@ -107,7 +107,7 @@ def test_pretrain_app_with_an_empty_corpus(tmp_path):
 def hf_dir_without_vocab(tmp_path_factory):
     source = tiny_model_dir(tmp_path_factory.mktemp("tiny"), WORDS, max_position_embeddings=16)
     hf = str(tmp_path_factory.mktemp("hf"))
-    checkpoints.convert_checkpoint(source, hf, to="hf")
+    tasks.convert_checkpoint(source, hf, to="hf")
     os.remove(os.path.join(hf, "vocab.txt"))
     return hf
 
@@ -115,13 +115,13 @@ def hf_dir_without_vocab(tmp_path_factory):
 def test_convert_without_vocabulary_is_refused_before_writing(hf_dir_without_vocab, tmp_path):
     output = tmp_path / "out"
     with pytest.raises(checkpoints.CheckpointError, match=rf"{re.escape(hf_dir_without_vocab)}.*vocab\.txt"):
-        checkpoints.convert_checkpoint(hf_dir_without_vocab, str(output))
+        tasks.convert_checkpoint(hf_dir_without_vocab, str(output))
     assert not output.exists()
 
 
 def test_convert_without_vocabulary_when_allowed_warns(hf_dir_without_vocab, tmp_path, caplog):
     output = tmp_path / "out"
-    checkpoints.convert_checkpoint(hf_dir_without_vocab, str(output), allow_missing_vocab=True)
+    tasks.convert_checkpoint(hf_dir_without_vocab, str(output), allow_missing_vocab=True)
     assert (output / "bert_model.ckpt.index").exists() and not (output / "vocab.txt").exists()
     assert any(hf_dir_without_vocab in record.getMessage() for record in caplog.records)
 

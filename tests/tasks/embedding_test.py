@@ -119,7 +119,7 @@ def test_triplets_train_with_retrieval_evaluation_and_the_model_directory_keeps_
     model, loaded_settings = load_task_model(run)
     assert isinstance(model, BertSentenceEncoder) and model.pooling == ("cls", "mean") and not model.normalize
     assert loaded_settings["task"] == "embedding"
-    same, _ = checkpoints.load_model(run)
+    same, _ = tasks.load_model(run)
     assert isinstance(same, BertSentenceEncoder) and same.pooling == ("cls", "mean")
     reader = tf.train.load_checkpoint(os.path.join(run, "bert_model.ckpt"))
     assert all(name.startswith("bert/") for name in reader.get_variable_to_shape_map())

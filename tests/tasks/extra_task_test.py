@@ -22,12 +22,12 @@ from bert_tf.checkpoints.name_table import output_layer
 from bert_tf.data.classification import ClassificationExamples, make_dataset
 from bert_tf.export import METADATA_FILE, ServingModule, export_saved_model, load_task_model, serving_module
 from bert_tf.export.saved_model import kind_of
-from bert_tf.export.serving_module import TEXT
+from bert_tf.objectives import Head, Objective
+from bert_tf.serving import TEXT
 from bert_tf.tasks.classification import training_batches
 from bert_tf.tasks.common import predict
 from bert_tf.training.distribute import create_strategy
 from bert_tf.training.finetuning import FinetuneConfig, finetune
-from bert_tf.training.trainer import Head, Objective
 from tests.helpers import tiny_model_dir
 
 NAME = "mean_pool_sentiment"

@@ -127,3 +127,18 @@ def test_serving_modules_are_told_apart(tmp_path):
     assert [tasks.for_module(m).name for m in (labelled, scored, span)] == ["classification", "regression", "squad"]
     assert [kind_of(m) for m in (labelled, scored, span)] == ["classification", "regression", "squad"]
     assert tasks.for_module(object()) is None and kind_of(object()) == "encoder"
+
+
+def test_distillation_and_precompute_ask_the_task_declarations():
+    from bert_tf.training.distillation import distill_tasks
+    from bert_tf.training.distillation_precompute import check_task
+
+    assert (
+        distill_tasks()
+        == tasks.names(lambda task: task.distillable)
+        == ("classification", "ner", "regression", "squad")
+    )
+    assert tasks.names(lambda task: task.data_with_index) == ("classification", "regression")
+    check_task("regression")  # indexed: accepted
+    with pytest.raises(ValueError, match=r"built for the tasks \('classification', 'regression'\).*'squad'"):
+        check_task("squad")

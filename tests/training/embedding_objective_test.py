@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from bert_tf.objectives.embedding_objective import RANKING, SCORE, cosine_similarities
 from bert_tf.training import EmbeddingObjective, cosine_losses, create_strategy, ranking_losses
 from bert_tf.training.distribute import mirrored_strategy
-from bert_tf.training.embedding_objective import RANKING, SCORE, cosine_similarities
 
 REFERENCE = os.path.join(os.path.dirname(__file__), "..", "data", "embedding_losses.json")
 

@@ -10,8 +10,9 @@ import sys
 import pytest
 import tensorflow as tf
 
-from bert_tf.checkpoints import convert_checkpoint, load_pretrainer, load_tokenizer
+from bert_tf.checkpoints import load_pretrainer, load_tokenizer
 from bert_tf.config import ConfigError
+from bert_tf.tasks import convert_checkpoint
 from bert_tf.training import PretrainConfig, fill_mask, pretrain
 from bert_tf.training.pretraining import format_fill_mask
 from tests.helpers import tiny_corpus_and_vocab

@@ -5,7 +5,7 @@ Shape legend: B inputs, C classes.
 
 import tensorflow as tf
 
-from bert_tf.export.serving_module import IDS, TEXT, TEXT_PAIR, ServingModule
+from bert_tf.serving.serving_module import IDS, TEXT, TEXT_PAIR, ServingModule
 
 
 class ClassifierModule(ServingModule):

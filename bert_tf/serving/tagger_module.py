@@ -7,8 +7,8 @@ Shape legend: B inputs, N windows, T tokens, C labels, P pieces and W words
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.export import graph_ops
-from bert_tf.export.serving_module import IDS, TEXT, ServingModule
+from bert_tf.serving import graph_ops
+from bert_tf.serving.serving_module import IDS, TEXT, ServingModule
 
 
 def entity_scheme(labels):

@@ -19,7 +19,7 @@ Shape legend: B examples (one replica's), K texts per example, D embedding size.
 
 import tensorflow as tf
 
-from bert_tf.training.trainer import Head, Objective
+from bert_tf.objectives.objective import Head, Objective
 
 # sentence-transformers' MultipleNegativesRankingLoss default: cosine similarities are multiplied by 20
 # (a temperature of 0.05) before the softmax.

@@ -1,6 +1,6 @@
 """EmbeddingModule: the serving module of a fine-tuned sentence-embedding model (task "embedding")."""
 
-from bert_tf.export.encoder_module import EncoderModule
+from bert_tf.serving.encoder_module import EncoderModule
 
 
 class EmbeddingModule(EncoderModule):

@@ -5,7 +5,7 @@ Shape legend: B inputs, T tokens, H hidden.
 
 import tensorflow as tf
 
-from bert_tf.export import graph_ops
+from bert_tf.serving import graph_ops
 from bert_tf.text import packer_for
 
 # Signature input specs: the names are the request keys of every signature.

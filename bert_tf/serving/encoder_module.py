@@ -5,8 +5,8 @@ Shape legend: B inputs, T tokens, H hidden, M `[MASK]`s per input, K top_k, V vo
 
 import tensorflow as tf
 
-from bert_tf.export.serving_module import IDS, TEXT, TEXT_PAIR, ServingModule, Unsaved
 from bert_tf.layers import SentencePooling
+from bert_tf.serving.serving_module import IDS, TEXT, TEXT_PAIR, ServingModule, Unsaved
 
 
 class EncoderModule(ServingModule):

@@ -5,8 +5,8 @@ Shape legend: B questions, N windows, T tokens, A max_answer_length.
 
 import tensorflow as tf
 
-from bert_tf.export import graph_ops
-from bert_tf.export.serving_module import IDS, ServingModule
+from bert_tf.serving import graph_ops
+from bert_tf.serving.serving_module import IDS, ServingModule
 from bert_tf.text import pair_separators
 
 QUESTION = tf.TensorSpec([None], tf.string, name="question")

@@ -7,8 +7,8 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.embeddings import SentenceEmbedder
-from bert_tf.export.encoder_module import EncoderModule
 from bert_tf.models import BertSentenceEncoder
+from bert_tf.serving.encoder_module import EncoderModule
 
 QUERY = tf.TensorSpec([None], tf.string, name="query")
 K = tf.TensorSpec([], tf.int32, name="k")

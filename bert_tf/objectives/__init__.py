@@ -1,0 +1,29 @@
+"""bert_tf.objectives: the losses models train with, below both the task declarations and the training loop.
+
+- `objective.py`: `Head` (one model output the loss covers) and `Objective`
+  (cross-entropy / squared error per head, normalized over the global batch);
+  `Objective.pretraining` for `BertPretrainer`.
+- `embedding_objective.py`: `EmbeddingObjective`, sentence-transformers'
+  in-batch-negatives ranking loss and cosine-similarity loss.
+"""
+
+from bert_tf.objectives.embedding_objective import (
+    RANKING,
+    SCORE,
+    EmbeddingObjective,
+    cosine_losses,
+    cosine_similarities,
+    ranking_losses,
+)
+from bert_tf.objectives.objective import Head, Objective
+
+__all__ = [
+    "RANKING",
+    "SCORE",
+    "EmbeddingObjective",
+    "Head",
+    "Objective",
+    "cosine_losses",
+    "cosine_similarities",
+    "ranking_losses",
+]
