@@ -1,7 +1,10 @@
 """Shared pytest setup: two logical CPU devices, quiet TF logs, shared paths."""
 
+import fcntl
 import importlib.util
+import json
 import os
+import shutil
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -44,3 +47,76 @@ def minilm_dir():
 @pytest.fixture(scope="session")
 def minilm_vocab(minilm_dir):
     return os.path.join(minilm_dir, "vocab.txt")
+
+
+# === Artifacts built once per test run ===
+#
+# A module-scoped fixture is built again in each xdist worker that runs one of
+# its module's tests (pytest-xdist's `load` scheduling splits a module across
+# workers, in small chunks near the end of the run), and several modules build
+# the same tiny files. `shared_artifact` builds a directory once per test run,
+# under the run's temporary base that every worker of the run shares, with a
+# file lock so that two workers never build the same thing at once; the other
+# worker waits, then reads what the first one built.
+#
+# Only for what the tests read and never change (vocabularies, corpora, tiny
+# model directories, finished training runs, exported SavedModels): a test that
+# writes copies it first. Nothing outlives the run (the cache lives in pytest's
+# temporary base, fresh for each run), so no stale artifact from older code is
+# ever read.
+
+
+def _shared_root(tmp_path_factory):
+    """The folder every xdist worker of this run shares (pytest-N/, not popen-gwK/); the run's base without xdist."""
+    base = tmp_path_factory.getbasetemp()
+    return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "shared_artifacts"
+
+
+def _plain(value):
+    """NumPy scalars and arrays (a run's metrics) as JSON numbers and lists."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+@pytest.fixture(scope="session")
+def shared_artifact(tmp_path_factory):
+    """`shared_artifact(name, build)`: `(path, result)`, the directory `name` (a `pathlib.Path`) filled by
+    `build(path)` once per test run (in whichever worker needs it first), and what `build` returned then (read
+    back from JSON: strings, numbers, lists, dicts, None).
+
+    `name` must say everything that `build` depends on (two builders under one name would share one directory).
+    """
+    root = _shared_root(tmp_path_factory)
+    root.mkdir(parents=True, exist_ok=True)
+
+    def get(name, build):
+        path = root / name
+        with open(root / f"{name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if the build fails
+            done = root / f"{name}.json"  # beside the directory, which holds only what `build` wrote
+            if not done.exists():
+                shutil.rmtree(path, ignore_errors=True)  # a build that failed half-way
+                path.mkdir(parents=True)
+                result = build(path)
+                with open(root / f"{name}.tmp", "w", encoding="utf-8") as f:
+                    json.dump(result, f, default=_plain)
+                os.replace(root / f"{name}.tmp", done)
+            with open(done, encoding="utf-8") as f:
+                return path, json.load(f)
+
+    return get
+
+
+def _export_minilm(directory, minilm_dir):
+    from bert_tf.export import export_saved_model
+
+    return export_saved_model(minilm_dir, str(directory / "saved_model"))
+
+
+@pytest.fixture(scope="session")
+def minilm_saved_model(minilm_dir, shared_artifact):
+    """all-MiniLM-L6-v2 exported as it is (`export_saved_model` defaults), once per test run: `(SavedModel
+    directory, export metadata)`. Read only."""
+    directory, metadata = shared_artifact("minilm_saved_model", lambda path: _export_minilm(path, minilm_dir))
+    return str(directory / "saved_model"), metadata

@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import time
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -33,12 +34,16 @@ BASE = [
 VOCAB = []  # set by the `vocab` fixture: one vocabulary for every run (the trainer breaks ties at random)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def vocab(tmp_path_factory):
+def _build_vocab(directory):
     from bert_tf.text.vocab import build_vocab
 
-    path = str(tmp_path_factory.mktemp("vocab") / "vocab.txt")
-    build_vocab(CORPUS, path, vocab_size=2000, show_progress=False)
+    build_vocab(CORPUS, str(directory / "vocab.txt"), vocab_size=2000, show_progress=False)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def vocab(shared_artifact):
+    """Built once per test run (read only)."""
+    path = str(shared_artifact("pretrain_app_vocab", _build_vocab)[0] / "vocab.txt")
     VOCAB[:] = [f"--vocab={path}"]
     return path
 
@@ -66,12 +71,17 @@ def _logged_steps(model_dir):
     return steps
 
 
-@pytest.fixture(scope="module")
-def uninterrupted(tmp_path_factory):
-    model_dir = tmp_path_factory.mktemp("uninterrupted")
-    result = _run(model_dir, "--train_steps=12")
+def _build_uninterrupted(directory):
+    result = _run(directory / "run", "--train_steps=12")
     assert result.returncode == 0, result.stderr[-3000:]
-    return model_dir, result
+    return {"stdout": result.stdout}
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(shared_artifact, vocab):
+    """A 12-step run of the app, built once per test run: the tests read it, or copy it before resuming it."""
+    path, output = shared_artifact("pretrain_app_uninterrupted", _build_uninterrupted)
+    return path / "run", SimpleNamespace(**output)
 
 
 def test_run_writes_a_model_directory(uninterrupted):

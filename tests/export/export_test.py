@@ -719,11 +719,10 @@ def test_export_refuses_a_non_empty_output_dir(model_dirs, workdir):
 # === A real checkpoint ===
 
 
-def test_minilm_reproduces_reference_embeddings_from_raw_strings(minilm_dir, workdir):
+def test_minilm_reproduces_reference_embeddings_from_raw_strings(minilm_saved_model, workdir):
     with open(os.path.join(REFERENCE_DIR, "minilm_reference.json"), encoding="utf-8") as f:
         reference = json.load(f)
-    output = os.path.join(workdir, "minilm")
-    metadata = export_saved_model(minilm_dir, output)
+    output, metadata = minilm_saved_model  # export_saved_model(minilm_dir, output), shared by the test run
     assert metadata["kind"] == "encoder" and "fill_mask" not in metadata["signatures"]
     single, pairs = reference["single"], reference["pairs"]
     requests = {

@@ -30,17 +30,28 @@ def workdir(tmp_path_factory):
     return tmp_path_factory.mktemp("search")
 
 
-@pytest.fixture(scope="module")
-def model_dir(workdir):
-    return tiny_model_dir(workdir / "model", WORDS, max_position_embeddings=16)
+def _build_model_dir(directory):
+    return tiny_model_dir(directory / "model", WORDS, max_position_embeddings=16)
 
 
 @pytest.fixture(scope="module")
-def exported(model_dir, workdir):
-    """`(SavedModel path, metadata)` of the tiny encoder with CORPUS as its search corpus."""
-    corpus = write_text(workdir / "corpus.txt", "\n".join(CORPUS) + "\n")
-    path = str(workdir / "saved")
-    return path, export_saved_model(model_dir, path, search_corpus=corpus, search_batch_size=2)
+def model_dir(shared_artifact):
+    return shared_artifact("search_module_model_dir", _build_model_dir)[1]  # once per test run, read only
+
+
+def _build_exported(directory, model_dir):
+    corpus = write_text(directory / "corpus.txt", "\n".join(CORPUS) + "\n")
+    path = str(directory / "saved")
+    return [path, export_saved_model(model_dir, path, search_corpus=corpus, search_batch_size=2)]
+
+
+@pytest.fixture(scope="module")
+def exported(model_dir, shared_artifact):
+    """`(SavedModel path, metadata)` of the tiny encoder with CORPUS as its search corpus (once per test run)."""
+    _, (path, metadata) = shared_artifact(
+        "search_module_exported", lambda directory: _build_exported(directory, model_dir)
+    )
+    return path, metadata
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.export import export_saved_model, serving_module
+from bert_tf.export import serving_module
 from tests.conftest import REFERENCE_DIR
 from tests.helpers import serve_blocked
 
@@ -35,10 +35,10 @@ def _encode(strings):
 
 
 @pytest.fixture(scope="module")
-def minilm_export(minilm_dir, tmp_path_factory):
-    """The MiniLM sentence-transformers folder exported as it is (no conversion): `(SavedModel dir, metadata)`."""
-    output = str(tmp_path_factory.mktemp("st_export") / "minilm")
-    return output, export_saved_model(minilm_dir, output)
+def minilm_export(minilm_saved_model):
+    """The MiniLM sentence-transformers folder exported as it is (no conversion): `(SavedModel dir, metadata)`,
+    the export shared by the test run (conftest's `minilm_saved_model`)."""
+    return minilm_saved_model
 
 
 def test_minilm_saved_model_gives_sentence_transformers_embeddings(minilm_export, tmp_path):

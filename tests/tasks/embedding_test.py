@@ -50,18 +50,24 @@ def _write_tsv(path, rows, scored=False):
     return str(path)
 
 
-@pytest.fixture(scope="module")
-def tiny_dir(tmp_path_factory):
+def _build_tiny_dir(directory):
     # --init's pooling and normalization (here not the defaults) are what the fine-tuned model keeps.
-    directory = tmp_path_factory.mktemp("tiny_bert")
     return tiny_model_dir(directory, WORDS, max_position_embeddings=32, pooling=["cls", "mean"], normalize=False)
 
 
 @pytest.fixture(scope="module")
-def pair_files(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("pairs")
+def tiny_dir(shared_artifact):
+    return shared_artifact("embedding_task_tiny_dir", _build_tiny_dir)[1]  # once per test run, read only
+
+
+def _build_pair_files(directory):
     rng = np.random.default_rng(0)
-    return _write_tsv(directory / "train.tsv", _rows(rng, 32)), _write_tsv(directory / "dev.tsv", _rows(rng, 12))
+    return [_write_tsv(directory / "train.tsv", _rows(rng, 32)), _write_tsv(directory / "dev.tsv", _rows(rng, 12))]
+
+
+@pytest.fixture(scope="module")
+def pair_files(shared_artifact):
+    return tuple(shared_artifact("embedding_task_pair_files", _build_pair_files)[1])  # once per test run, read only
 
 
 def _config(tiny_dir, model_dir, train_file, **overrides):
@@ -90,17 +96,25 @@ def _embed(model, tokenizer, texts):
 EXTRA_PASSAGES = ["a bird flies", "a cat purrs", "the red mat"]  # a passage file's: one is also a positive
 
 
-@pytest.fixture(scope="module")
-def pair_run(tiny_dir, pair_files, tmp_path_factory):
-    run = tmp_path_factory.mktemp("run")
-    corpus = run.parent / "passages.txt"
+def _build_pair_run(directory, tiny_dir, pair_files):
+    run = directory / "run"
+    corpus = directory / "passages.txt"
     corpus.write_text("\n".join(EXTRA_PASSAGES) + "\n", encoding="utf-8")
     keras.utils.set_random_seed(0)
     config = _config(
         tiny_dir, run, pair_files[0], eval_file=pair_files[1], negative_column="negative", eval_corpus=str(corpus)
     )
     best = finetune(config, strategy=create_strategy("one_device"), **QUIET)
-    return str(run), best
+    return [str(run), best]
+
+
+@pytest.fixture(scope="module")
+def pair_run(tiny_dir, pair_files, shared_artifact):
+    """One triplet run, once per test run (read only): `(model directory, best evaluation)`."""
+    _, (run, best) = shared_artifact(
+        "embedding_task_pair_run", lambda directory: _build_pair_run(directory, tiny_dir, pair_files)
+    )
+    return run, best
 
 
 def test_triplets_train_with_retrieval_evaluation_and_the_model_directory_keeps_the_pooling(pair_run, pair_files):

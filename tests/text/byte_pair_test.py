@@ -68,13 +68,18 @@ def _legacy_reference(vocab_json, merges_txt, add_prefix_space=False):
     return reference
 
 
-@pytest.fixture(scope="module")
-def trained_dir(tmp_path_factory):
-    output = str(tmp_path_factory.mktemp("bpe30k"))
+def _build_trained_dir(directory):
     build_bpe_vocab(
-        sorted(glob.glob(os.path.join(DATA_DIR, "corpus", "*", "*"))), output, vocab_size=30000, show_progress=False
+        sorted(glob.glob(os.path.join(DATA_DIR, "corpus", "*", "*"))),
+        str(directory),
+        vocab_size=30000,
+        show_progress=False,
     )
-    return output
+
+
+@pytest.fixture(scope="module")
+def trained_dir(shared_artifact):
+    return str(shared_artifact("bpe_vocab_30k", _build_trained_dir)[0])  # built once per test run, read only
 
 
 def _make(setting, trained_dir=None, **kwargs):

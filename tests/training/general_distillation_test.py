@@ -61,12 +61,17 @@ RUN = dict(
 )
 
 
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-    """60 one-line documents (paragraphs format): 30 groups of 2, the 20th held out."""
+def _build_corpus(directory):
     rng = np.random.default_rng(0)
     lines = [" . ".join(rng.choice(SENTENCES, size=3)) + " ." for _ in range(60)]
-    return write_text(tmp_path_factory.mktemp("corpus") / "corpus.txt", "\n".join(lines) + "\n")
+    return write_text(directory / "corpus.txt", "\n".join(lines) + "\n")
+
+
+@pytest.fixture(scope="module")
+def corpus(shared_artifact):
+    """60 one-line documents (paragraphs format): 30 groups of 2, the 20th held out. One file per test run: the
+    shared run's settings name it, and a resume of that run must read the same path."""
+    return shared_artifact("general_distillation_corpus", _build_corpus)[1]
 
 
 def _logged(model_dir, tag):
@@ -78,12 +83,17 @@ def _logged(model_dir, tag):
     return [value for _, value in sorted(values)]
 
 
-@pytest.fixture(scope="module")
-def run(corpus, tmp_path_factory):
-    model_dir = str(tmp_path_factory.mktemp("general") / "student")
+def _build_run(directory, corpus):
+    model_dir = str(directory / "student")
     keras.utils.set_random_seed(0)
     results = distill(DistillConfig(corpus=[corpus], model_dir=model_dir, **RUN), log=lambda message: None)
-    return model_dir, results
+    return [model_dir, results]
+
+
+@pytest.fixture(scope="module")
+def run(corpus, shared_artifact):
+    """One general distillation run per test run (read only; a test that resumes it copies it first)."""
+    return tuple(shared_artifact("general_distillation_run", lambda directory: _build_run(directory, corpus))[1])
 
 
 def test_soft_masked_lm_loss_by_hand():

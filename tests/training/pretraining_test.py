@@ -32,20 +32,23 @@ SETTINGS = dict(
 )
 
 
-@pytest.fixture(scope="module")
-def corpus_and_vocab(tmp_path_factory):  # one vocabulary for both runs (the trainer breaks ties at random)
-    return tiny_corpus_and_vocab(tmp_path_factory.mktemp("corpus"), WORDS, documents=40)
+def _build_corpus_and_vocab(directory):
+    return tiny_corpus_and_vocab(str(directory), WORDS, documents=40)
 
 
 @pytest.fixture(scope="module")
-def runs(corpus_and_vocab, tmp_path_factory):
+def corpus_and_vocab(shared_artifact):  # one vocabulary for both runs (the trainer breaks ties at random)
+    return tuple(shared_artifact("pretraining_corpus_and_vocab", _build_corpus_and_vocab)[1])
+
+
+def _build_runs(directory, corpus_and_vocab):
     corpus, vocab = corpus_and_vocab
-    library_dir = str(tmp_path_factory.mktemp("library") / "model")
+    library_dir = str(directory / "library" / "model")
     messages = []
     metrics = pretrain(
         PretrainConfig(model_dir=library_dir, corpus=[corpus], vocab=vocab, **SETTINGS), log=messages.append
     )
-    app_dir = str(tmp_path_factory.mktemp("app") / "model")
+    app_dir = str(directory / "app" / "model")
     flags = [f"--{name}={value}" for name, value in SETTINGS.items()]
     result = subprocess.run(
         [
@@ -62,7 +65,13 @@ def runs(corpus_and_vocab, tmp_path_factory):
         timeout=600,
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    return library_dir, metrics, "\n".join(str(m) for m in messages), app_dir, result.stdout
+    return [library_dir, metrics, "\n".join(str(m) for m in messages), app_dir, result.stdout]
+
+
+@pytest.fixture(scope="module")
+def runs(corpus_and_vocab, shared_artifact):
+    """The library's run and the app's, built once per test run (read only)."""
+    return tuple(shared_artifact("pretraining_runs", lambda directory: _build_runs(directory, corpus_and_vocab))[1])
 
 
 def _files(directory):

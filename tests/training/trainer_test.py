@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -66,9 +67,18 @@ def train(strategy, model_dir, grad_accum_steps=1, clip_norm=1.0, train_steps=ST
     return metrics["loss"], model.get_weights()
 
 
+def _build_one_device(directory):
+    loss, weights = train(tf.distribute.OneDeviceStrategy("/cpu:0"), directory / "run")
+    np.savez(directory / "weights.npz", *weights)
+    return float(loss)
+
+
 @pytest.fixture(scope="module")
-def one_device(tmp_path_factory):
-    return train(tf.distribute.OneDeviceStrategy("/cpu:0"), tmp_path_factory.mktemp("one"))
+def one_device(shared_artifact):
+    """The reference run, once per test run: `(final loss, weights)`."""
+    directory, loss = shared_artifact("trainer_one_device", _build_one_device)
+    with np.load(directory / "weights.npz") as saved:
+        return loss, [saved[f"arr_{i}"] for i in range(len(saved.files))]
 
 
 def _assert_same_run(result, reference):
@@ -96,8 +106,9 @@ def test_batch_not_divisible_by_replicas_and_accumulation_is_refused(tmp_path):
         train(mirrored_strategy(["/cpu:0", "/cpu:1"]), tmp_path, grad_accum_steps=3)
 
 
-def test_changed_settings_are_refused(one_device, tmp_path):
-    train(tf.distribute.OneDeviceStrategy("/cpu:0"), tmp_path)
+def test_changed_settings_are_refused(shared_artifact, tmp_path):
+    # A copy of the reference run's model directory (the same run this test trained itself before).
+    shutil.copytree(shared_artifact("trainer_one_device", _build_one_device)[0] / "run", tmp_path, dirs_exist_ok=True)
     with open(tmp_path / TRAINING_SETTINGS_FILE, "w") as f:
         json.dump({"model": "another"}, f)
     with pytest.raises(ResumeError, match="model: checkpoint has 'another', this run has 'tiny-test'"):
