@@ -1,14 +1,17 @@
-"""Every shell command of README.md works as written, or is listed as long with its duration.
+"""Every shell command of the documentation works as written, or is listed as long with its duration.
 
-`readme_commands()` reads the shell code blocks of the README (fences without a language or with sh/bash/shell;
-python and json blocks are other tests' business) and joins `\\` continuation lines. Each command must be in
-`CHEAP` (run here, shortened with the flags given, which the apps take last-wins) or in `LONG` (with its
-duration and why it is not run); a command in neither list, or a list entry the README no longer has, fails the
-fast test, so a new README command forces a decision.
+The documentation is README.md and every page under docs/ (docs/results/ included), except
+docs/ARCHITECTURE.md, whose blocks are diagrams and listings. `readme_commands()` reads the shell code blocks of
+the pages, README first, then docs/ in path order (fences without a language or with sh/bash/shell; python and
+json blocks are other tests' business) and joins `\\` continuation lines. Each command must be in `CHEAP` (run
+here, shortened with the flags given, which the apps take last-wins) or in `LONG` (with its duration and why it
+is not run); a command in neither list, or a list entry no page has any more, fails the fast test, so a new
+documented command forces a decision.
 
 The slow tests run the cheap commands as a new user would: each code block in a fresh `bash -c` that first
 runs the README's activation line, from a copy of the repository's top level in a temporary directory (with
-`../shared` beside it), so nothing is written into the checkout; afterwards only `runs/` may have new files.
+`../shared` beside it), so nothing is written into the checkout; afterwards only `runs/` may have new files. A command shown on
+two pages (the README's tour and the topic page) runs once, where it first appears.
 `PYTHONPATH` is the checkout: the console scripts of a virtual environment installed from another checkout
 (the editable install of this project's worktrees) then still run this tree's code; in CI the environment is
 installed from the tree under test anyway.
@@ -29,6 +32,8 @@ from tests.conftest import SHARED_DIR
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 README = os.path.join(ROOT, "README.md")
+DOCS = os.path.join(ROOT, "docs")
+NOT_CHECKED = ("ARCHITECTURE.md",)  # diagrams and listings, not commands for a user to run
 ACTIVATE = ". .venv/bin/activate"
 SHELL_LANGUAGES = ("", "sh", "bash", "shell")
 OTHER_LANGUAGES = ("python", "json")
@@ -53,7 +58,7 @@ class Long:
     duration: str
 
 
-# Shortened runs: fewer steps, smaller models and inputs. Paths of the README's own inputs are still checked
+# Shortened runs: fewer steps, smaller models and inputs. Paths of the documented inputs are still checked
 # (test_readme_inputs_exist) where a flag below replaces them.
 _PRETRAIN_SHORT = (
     "--train_steps=2 --warmup_steps=1 --global_batch_size=4 --max_seq_length=32 --max_predictions_per_seq=5 "
@@ -162,6 +167,9 @@ LONG = {
         "30-45 minutes: the test suite itself (29.2 and 42.3-44.7 measured, 2-core AMD EPYCs; 57.8 while other jobs "
         "shared the cores)"
     ),
+    "make test-fast": Long("most of make test's time: the suite without the tests marked slow"),
+    "make readme-check": Long("this file's tests, the slow ones included: several minutes"),
+    "make lint": Long("ruff over the tree, seconds; CI runs it before the tests, this suite need not run it again"),
     "make setup": Long("installs .venv on first use (TensorFlow and the test extras from PyPI); make test runs it"),
     "bert-tf-pretrain --strategy=tpu --tpu=local --model=base --vocab=vocab.txt --corpus='corpus/*.txt' "
     "--model_dir=runs/base --max_seq_length=128 --max_predictions_per_seq=20 --global_batch_size=256 "
@@ -269,7 +277,7 @@ def _blocks(text):
             current = None
         elif current is not None:
             current.append(line[indent:] if line[:indent].strip() == "" else line)
-    assert current is None, "README.md: a code block is not closed"
+    assert current is None, "a code block is not closed"
     return blocks
 
 
@@ -297,32 +305,50 @@ def _commands(lines):
         pending = ""
         if command:
             commands.append(" ".join(command.split()))
-    assert not pending, f"README.md: a command ends with a continuation: {pending!r}"
+    assert not pending, f"a command ends with a continuation: {pending!r}"
     return commands
 
 
+def doc_pages():
+    """README.md, then every page under docs/ (results included) in path order, but NOT_CHECKED."""
+    pages = sorted(glob.glob(os.path.join(DOCS, "**", "*.md"), recursive=True))
+    pages = [page for page in pages if os.path.relpath(page, DOCS) not in NOT_CHECKED]
+    return [README, *pages]
+
+
+def page_blocks(page):
+    """One page's shell code blocks as lists of commands (whitespace normalized, comments removed)."""
+    name = os.path.relpath(page, ROOT)
+    with open(page, encoding="utf-8") as f:
+        text = f.read()
+    try:
+        blocks = _blocks(text)
+        unknown = sorted({language for language, _ in blocks} - set(SHELL_LANGUAGES) - set(OTHER_LANGUAGES))
+        assert not unknown, f"code blocks in {unknown}: decide whether readme_test.py runs them"
+        return [_commands(lines) for language, lines in blocks if language in SHELL_LANGUAGES]
+    except AssertionError as error:
+        raise AssertionError(f"{name}: {error}") from None
+
+
 def readme_commands():
-    """The README's shell code blocks as lists of commands (whitespace normalized, comments removed)."""
-    with open(README, encoding="utf-8") as f:
-        blocks = _blocks(f.read())
-    unknown = sorted({language for language, _ in blocks} - set(SHELL_LANGUAGES) - set(OTHER_LANGUAGES))
-    assert not unknown, f"README.md: code blocks in {unknown}: decide whether readme_test.py runs them"
-    return [_commands(lines) for language, lines in blocks if language in SHELL_LANGUAGES]
+    """Every documentation page's shell code blocks as lists of commands, README first."""
+    return [block for page in doc_pages() for block in page_blocks(page)]
 
 
 def test_every_readme_command_is_run_or_listed_as_long():
+    readme = [command for block in page_blocks(README) for command in block]
+    assert readme[:2] == ["make demo", "make test"], "README.md starts with the two commands"
+    activation = readme.index(ACTIVATE)
+    assert set(readme[2:activation]) <= {"make setup"}, "the README activates .venv before any other command"
     commands = [command for block in readme_commands() for command in block]
-    assert commands[:2] == ["make demo", "make test"], "README.md starts with the two commands"
-    activation = commands.index(ACTIVATE)
-    assert set(commands[2:activation]) <= {"make setup"}, "the README activates .venv before any other command"
     assert not set(CHEAP) & set(LONG)
     unclassified = [c for c in commands if c != ACTIVATE and c not in CHEAP and c not in LONG]
     assert not unclassified, (
-        "README commands neither run by tests/readme_test.py (CHEAP) nor listed with their duration (LONG):\n"
+        "Documented commands neither run by tests/readme_test.py (CHEAP) nor listed with their duration (LONG):\n"
         + "\n".join(unclassified)
     )
     stale = sorted((set(CHEAP) | set(LONG)) - set(commands))
-    assert not stale, "tests/readme_test.py lists commands the README no longer has:\n" + "\n".join(stale)
+    assert not stale, "tests/readme_test.py lists commands no documentation page has:\n" + "\n".join(stale)
 
 
 def _shell_words(command):
@@ -331,7 +357,7 @@ def _shell_words(command):
 
 @pytest.mark.skipif(not os.path.isdir(os.path.join(SHARED_DIR, "data")), reason="needs ../shared/data")
 def test_readme_inputs_exist():
-    """Every ../shared path or glob a README command reads matches files (the shortened runs may read others)."""
+    """Every ../shared path or glob a documented command reads matches files (the shortened runs may read others)."""
     for block in readme_commands():
         for command in block:
             for word in _shell_words(command):
@@ -342,7 +368,7 @@ def test_readme_inputs_exist():
 
 
 def test_readme_commands_write_under_runs():
-    """What a README command writes (model and output directories, output files) goes under runs/ (ignored)."""
+    """What a documented command writes (model and output directories, output files) goes under runs/ (ignored)."""
     for block in readme_commands():
         for command in block:
             reads_model_dir = command.startswith(("bert-tf-embed ", "bert-tf-export "))  # --model_dir: the model read
@@ -416,14 +442,16 @@ def test_cheap_commands_run(chain, tmp_path, minilm_dir):
     repo = _copy_of_repository(tmp_path)
     before = _files(repo)
     ran = 0
+    done = set()  # the chain's commands already run: a command shown on two pages runs once
     for block in readme_commands():
         entries = [(command, CHEAP.get(command)) for command in block]
-        if not any(entry is not None and entry.chain == chain for _, entry in entries):
+        new = [c for c, entry in entries if entry is not None and entry.chain == chain and c not in done]
+        if not new:
             continue
         env = _fresh_shell_env(repo)
         lines = []
         for command, entry in entries:
-            if entry is not None and entry.chain in (chain, None):
+            if entry is not None and (entry.chain is None or command in new):
                 recipe = _expand(command, repo, env)
                 lines += recipe[:-1] + [f"{recipe[-1]} {entry.flags}".rstrip()]
         script = "set -euo pipefail\n" + ACTIVATE + "\n" + "\n".join(lines) + "\n"
@@ -431,7 +459,8 @@ def test_cheap_commands_run(chain, tmp_path, minilm_dir):
         assert result.returncode == 0, (
             f"{script}\nexit {result.returncode}\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}"
         )
-        ran += sum(entry is not None and entry.chain == chain for _, entry in entries)
+        ran += len(set(new))
+        done.update(new)
     assert ran == sum(entry.chain == chain for entry in CHEAP.values())
     stray = sorted(f for f in _files(repo) - before if not f.startswith("runs" + os.sep))
-    assert not stray, f"README commands wrote outside runs/: {stray}"
+    assert not stray, f"documented commands wrote outside runs/: {stray}"

@@ -1,21 +1,22 @@
-"""The README's model.fit example run as written (the fine-tuning run itself: tests/apps/finetune_test.py)."""
+"""The model.fit example of docs/fine-tuning.md run as written (the fine-tuning run itself: tests/apps/finetune_test.py)."""
 
 import os
 import re
 import subprocess
 import sys
 
-README = os.path.join(os.path.dirname(__file__), "..", "..", "README.md")
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+DOC = os.path.join(ROOT, "docs", "fine-tuning.md")
 
 
 def test_readme_fit_example_runs(minilm_dir, tmp_path):
-    """The README's user-code example, with fewer steps: model.fit on SST-2 from the MiniLM checkpoint."""
-    with open(README, encoding="utf-8") as f:
+    """The documentation's user-code example, with fewer steps: model.fit on SST-2 from the MiniLM checkpoint."""
+    with open(DOC, encoding="utf-8") as f:
         text = f.read()
     code = re.search(r"<!-- fit-example -->\s*```python\n(.*?)```", text, re.S).group(1)
     code = re.sub(r"^init = .*$", f"init = {minilm_dir!r}", code, flags=re.M)
     code = re.sub(r"^STEPS = .*$", "STEPS = 3", code, flags=re.M)
-    sst2 = os.path.abspath(os.path.join(os.path.dirname(README), "..", "shared", "data", "glue", "SST-2"))
+    sst2 = os.path.abspath(os.path.join(ROOT, "..", "shared", "data", "glue", "SST-2"))
     code = re.sub(r"^data = .*$", f"data = {sst2!r}", code, flags=re.M)
     script = tmp_path / "example.py"
     script.write_text(code + "\nprint('DEV_ACCURACY', history.history['val_accuracy'][-1])\n")
