@@ -8,6 +8,7 @@ Every tensor name of every format lives in one name table: the encoder's and the
 pretraining heads' in `name_table.py`, each fine-tuning head's in its task
 declaration (`bert_tf/tasks/`), built from the same `Entry` helpers. A sentence-transformers folder's
 `modules.json` and module configs give the settings of its embedding (`sentence_transformers.py`).
+`ModelDirectory.read(path)` reads a directory once: config, tokenizer, settings, task (`model_directory.py`).
 """
 
 from bert_tf.checkpoints.api import (
@@ -26,6 +27,7 @@ from bert_tf.checkpoints.api import (
     save_tf1,
     sentence_head_kind,
 )
+from bert_tf.checkpoints.model_directory import ModelDirectory, resolve_model_directory
 from bert_tf.checkpoints.readers import (
     GLOB_CHARACTERS,
     CheckpointError,
@@ -59,8 +61,10 @@ __all__ = [
     "load_encoder",
     "load_model",
     "load_pretrainer",
+    "ModelDirectory",
     "model_tensors",
     "read_sentence_transformers",
+    "resolve_model_directory",
     "read_settings",
     "restore_weights",
     "save_hf",

@@ -36,14 +36,11 @@ import os
 
 from bert_tf import tasks
 from bert_tf.checkpoints import (
+    ModelDirectory,
     glob_characters_error,
-    load_config,
     load_model,
-    load_tokenizer,
     save_model_dir,
-    write_tokenizer_files,
 )
-from bert_tf.checkpoints.tokenizer_files import tokenizer_settings
 from bert_tf.config import PRESETS
 from bert_tf.data.pretraining import resolve_objectives
 from bert_tf.models import build_encoder
@@ -307,9 +304,10 @@ def distill(config, strategy=None, log=print):
     if config.corpus:
         return general_distill(config, request, strategy, log=log)
     chief = is_chief(strategy)
-    teacher_config = load_config(config.teacher)
+    teacher_dir = ModelDirectory.read(config.teacher)  # read once: config, settings, task, tokenizer
+    teacher_config = teacher_dir.config
     with strategy.scope():
-        teacher, teacher_settings = load_model(config.teacher, dtype=dtype_policy(config.dtype))
+        teacher, teacher_settings = load_model(teacher_dir, dtype=dtype_policy(config.dtype))
     name = teacher_settings.get("task")
     if name is None:
         raise ValueError(
@@ -330,10 +328,10 @@ def distill(config, strategy=None, log=print):
     if task.check_config is not None:
         task.check_config(config)
     student_bert_config, max_position_embeddings = student_positions(config, teacher_config)
-    settings = {**teacher_settings, **tokenizer_settings(config.teacher)}
+    settings = {**teacher_settings, **teacher_dir.tokenizer_settings}
     if config.split_special_tokens is not None:
         settings["split_special_tokens"] = config.split_special_tokens
-    tokenizer = load_tokenizer(config.teacher, settings)
+    tokenizer = teacher_dir.build_tokenizer(settings)
     data = task.data(config, tokenizer, max_position_embeddings)
     if data.num_train == 0:
         raise ValueError(f"{config.train_file}: no training examples.")
@@ -375,7 +373,7 @@ def distill(config, strategy=None, log=print):
 
     def save():
         save_model_dir(student, config.model_dir, settings=model_settings)
-        write_tokenizer_files(config.teacher, config.model_dir)
+        teacher_dir.write_tokenizer_files(config.model_dir)
 
     metric_name = getattr(data, "best_metric", None) or task.best_metric
     has_eval = data.num_eval is not None
