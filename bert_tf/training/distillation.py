@@ -290,6 +290,9 @@ def _request(config):
 
 def distill(config, strategy=None, log=print):
     """Runs `config`; returns the best evaluation's metrics (or the last training metrics without eval data)."""
+    teacher_dir = config.teacher if isinstance(config.teacher, ModelDirectory) else None  # a path or a ModelDirectory
+    if teacher_dir is not None:
+        config = dataclasses.replace(config, teacher=teacher_dir.path)
     check_config(config)
     request = _request(config)  # as asked (`task` may be None: the teacher's)
     strategy = strategy or create_strategy("one_device")
@@ -304,7 +307,7 @@ def distill(config, strategy=None, log=print):
     if config.corpus:
         return general_distill(config, request, strategy, log=log)
     chief = is_chief(strategy)
-    teacher_dir = ModelDirectory.read(config.teacher)  # read once: config, settings, task, tokenizer
+    teacher_dir = ModelDirectory.read(teacher_dir or config.teacher)  # read once: config, settings, task, tokenizer
     teacher_config = teacher_dir.config
     with strategy.scope():
         teacher, teacher_settings = load_model(teacher_dir, dtype=dtype_policy(config.dtype))

@@ -135,6 +135,9 @@ def finetune(config, strategy=None, log=print):
     checkpoint.
     """
     task = tasks.get(config.task)
+    init = config.init if isinstance(config.init, ModelDirectory) else None  # `init`: a path or a ModelDirectory
+    if init is not None:
+        config = dataclasses.replace(config, init=init.path)
     message = glob_characters_error(config.model_dir)
     if message:
         raise ValueError(f"FinetuneConfig: {message}.")
@@ -160,7 +163,7 @@ def finetune(config, strategy=None, log=print):
         )
         return results or {}
     chief = is_chief(strategy)
-    init = ModelDirectory.read(config.init)  # read once: config, settings, tokenizer
+    init = ModelDirectory.read(init or config.init)  # read once: config, settings, tokenizer
     max_position_embeddings = init.config.max_position_embeddings
     if config.max_seq_length > max_position_embeddings:
         raise ValueError(

@@ -230,7 +230,7 @@ def _task_data(directory):
 
 
 def test_fine_tuning_and_distillation_read_each_file_once(converted, tmp_path):
-    """`finetune` from a Hugging Face directory and `distill` from a fine-tuned bert_tf one, each for one step and
+    """`finetune` from a Hugging Face directory (given as a ModelDirectory) and `distill` from a fine-tuned bert_tf one, each for one step and
     one save: every file of `--init` / `--teacher` is read once, and the tokenizer files copied once."""
     from bert_tf.training.distillation import DistillConfig, distill
     from bert_tf.training.finetuning import FinetuneConfig, finetune
@@ -238,7 +238,8 @@ def test_fine_tuning_and_distillation_read_each_file_once(converted, tmp_path):
     data = _task_data(str(tmp_path))
     init = _family("bert")
     with _reads(init) as (reads, copies):
-        finetune(FinetuneConfig(task="classification", init=init, model_dir=str(tmp_path / "ft"), **data), log=print)
+        directory = ModelDirectory.read(init)  # `init` may be a ModelDirectory: read on first use, once
+        finetune(FinetuneConfig(task="classification", init=directory, model_dir=str(tmp_path / "ft"), **data))
     _once(reads)
     assert {"config.json", "tokenizer.json"} <= set(reads) and dict(copies) == {"tokenizer.json": 1}
     assert checkpoints.read_settings(str(tmp_path / "ft"))["labels"] == LABELS
