@@ -84,7 +84,7 @@ def main(argv):
     _validate_flags()
     try:
         fmt, count, kind = tasks.convert_checkpoint(
-            FLAGS.input,
+            checkpoints.ModelDirectory.read(FLAGS.input),  # the directory, read once
             FLAGS.output,
             FLAGS.to,
             allow_pickle=FLAGS.allow_pickle,

@@ -18,7 +18,7 @@ from absl import app, flags
 
 from bert_tf.apps import errors, launch
 from bert_tf.apps.common_flags import check_checkpoint_dir
-from bert_tf.checkpoints import CheckpointError
+from bert_tf.checkpoints import CheckpointError, ModelDirectory
 from bert_tf.config import ConfigError
 from bert_tf.data.passages import PASSAGE_FORMATS
 from bert_tf.export import check_output_dir, export_saved_model
@@ -127,7 +127,7 @@ def main(argv):
 
     try:
         metadata = export_saved_model(
-            FLAGS.model_dir,
+            ModelDirectory.read(FLAGS.model_dir),  # the directory, read once
             FLAGS.output_dir,
             overwrite=FLAGS.overwrite,
             encoder_only=FLAGS.encoder_only,

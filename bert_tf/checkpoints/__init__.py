@@ -13,6 +13,7 @@ model whatever it holds (`load_model`, which builds a task model through its
 task) and `convert_checkpoint` are `bert_tf.tasks`', above this package. A
 sentence-transformers folder's `modules.json` and module configs give the
 settings of its embedding (`sentence_transformers.py`).
+`ModelDirectory.read(path)` reads a directory once: config, tokenizer, settings, task (`model_directory.py`).
 """
 
 from bert_tf.checkpoints.api import (
@@ -30,6 +31,7 @@ from bert_tf.checkpoints.api import (
     sentence_head_kind,
     write_hf_tokenizer_config,
 )
+from bert_tf.checkpoints.model_directory import ModelDirectory, resolve_model_directory
 from bert_tf.checkpoints.readers import (
     GLOB_CHARACTERS,
     CheckpointError,
@@ -61,8 +63,10 @@ __all__ = [
     "load_config",
     "load_encoder",
     "load_pretrainer",
+    "ModelDirectory",
     "model_tensors",
     "read_sentence_transformers",
+    "resolve_model_directory",
     "read_settings",
     "restore_weights",
     "save_hf",

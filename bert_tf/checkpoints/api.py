@@ -22,9 +22,10 @@ import numpy as np
 
 from bert_tf.checkpoints import name_table, readers, tokenizer_files, writers
 from bert_tf.checkpoints import settings as settings_lib
+from bert_tf.checkpoints.model_directory import ModelDirectory
 from bert_tf.checkpoints.model_heads import heads_for
 from bert_tf.checkpoints.readers import CheckpointError
-from bert_tf.config import FAMILIES, BertConfig
+from bert_tf.config import FAMILIES
 from bert_tf.models import BertPretrainer, build_encoder
 
 # Our activation names that Hugging Face spells differently.
@@ -35,9 +36,9 @@ _HF_ACTIVATIONS = {"gelu_tanh": "gelu_new"}
 
 
 def load_config(path, hidden_act=None):
-    """The `BertConfig` of the checkpoint at `path` (any format), `hidden_act` overriding the file's."""
-    fmt = readers.detect_format(path)
-    config = BertConfig.from_json_file(readers.config_file(path, fmt))
+    """The `BertConfig` of the checkpoint at `path` (any format, or a `ModelDirectory`), `hidden_act` overriding the
+    file's."""
+    config = ModelDirectory.read(path).config
     if hidden_act is not None:
         config = dataclasses.replace(config, hidden_act=hidden_act)  # Validates the name.
     return config

@@ -100,7 +100,15 @@ def infer_settings(path, max_position_embeddings):
     directory = path if os.path.isdir(path) else os.path.dirname(path) or "."
     if os.path.isfile(os.path.join(directory, SETTINGS_FILE)):
         return read_settings(directory)
-    settings = dict(DEFAULTS, max_seq_length=max_position_embeddings)
+    settings = tokenizer_config_settings(directory, max_position_embeddings, read_tokenizer_config(directory))
+    if is_sentence_transformers_dir(directory):
+        settings.update(read_sentence_transformers(directory, max_position_embeddings, settings["lowercase"]))
+    return settings
+
+
+def read_tokenizer_config(directory):
+    """A Hugging Face `tokenizer_config.json`'s data as `infer_settings` reads it: {} where it is absent or not a
+    JSON file."""
     tokenizer_config = os.path.join(directory, "tokenizer_config.json")
     data = {}
     if os.path.isfile(tokenizer_config):
@@ -109,6 +117,13 @@ def infer_settings(path, max_position_embeddings):
                 data = json.load(f)
         except (OSError, json.JSONDecodeError, UnicodeDecodeError):
             data = {}
+    return data
+
+
+def tokenizer_config_settings(directory, max_position_embeddings, data):
+    """`infer_settings` without the sentence-transformers modules: the defaults, `max_seq_length` the model's
+    positions, and what `tokenizer_config.json` (its `data`, `read_tokenizer_config`) or the vocabulary say."""
+    settings = dict(DEFAULTS, max_seq_length=max_position_embeddings)
     if isinstance(data.get("do_lower_case"), bool):
         settings["lowercase"] = data["do_lower_case"]
     elif os.path.isfile(os.path.join(directory, "vocab.txt")):
@@ -120,8 +135,6 @@ def infer_settings(path, max_position_embeddings):
     length = data.get("model_max_length")
     if isinstance(length, int) and 2 <= length < max_position_embeddings:
         settings["max_seq_length"] = length
-    if is_sentence_transformers_dir(directory):
-        settings.update(read_sentence_transformers(directory, max_position_embeddings, settings["lowercase"]))
     return settings
 
 

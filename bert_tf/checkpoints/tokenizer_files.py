@@ -57,8 +57,9 @@ def _read_json(path):
         raise CheckpointError(f"{path}: cannot read it as JSON ({e}).") from None
 
 
-def _tokenizer_json_kind(path):
-    model = _read_json(path).get("model") or {}
+def _tokenizer_json_kind(path, data=None):
+    """The kind of the `tokenizer.json` at `path` (its parsed `data` where already read)."""
+    model = (_read_json(path) if data is None else data).get("model") or {}
     kind = {"WordPiece": "wordpiece", "BPE": "bpe", "Unigram": "sentencepiece"}.get(model.get("type"))
     if kind is None:
         raise CheckpointError(
@@ -75,6 +76,12 @@ def find_tokenizer(path):
     files, `model` for a SentencePiece `.model`, or `json` for `tokenizer.json`. `tokenizer.json` is preferred where there is one: it says everything (special tokens'
     `lstrip`, which the legacy files cannot), and model directories made from such a checkpoint keep a copy.
     """
+    kind, files, _ = locate_tokenizer(path)
+    return kind, files
+
+
+def locate_tokenizer(path):
+    """`find_tokenizer`'s `(kind, files)` and the parsed `tokenizer.json` (None without one): one read of it."""
     directory = checkpoint_dir(path)
 
     def there(name):
@@ -92,9 +99,10 @@ def find_tokenizer(path):
                 legacy = ("sentencepiece", {"model": there(name)})
                 break
     if there(TOKENIZER_JSON):
-        return _tokenizer_json_kind(there(TOKENIZER_JSON)), {"json": there(TOKENIZER_JSON)}
+        data = _read_json(there(TOKENIZER_JSON))
+        return _tokenizer_json_kind(there(TOKENIZER_JSON), data), {"json": there(TOKENIZER_JSON)}, data
     if legacy:
-        return legacy
+        return (*legacy, None)
     present = sorted(os.listdir(directory)) if os.path.isdir(directory) else []
     raise CheckpointError(f"No tokenizer in {directory}: looked for {LOOKED_FOR}. Received: files={present[:20]}")
 
@@ -110,13 +118,19 @@ def load_tokenizer(path, settings=None, **kwargs):
             every kind.
         **kwargs: passed to the layer (e.g. `split_special_tokens`, which overrides the settings').
     """
+    kind, files = find_tokenizer(path)
+    return build_tokenizer(kind, files, lambda: sentencepiece_options(path, files["model"]), settings, **kwargs)
+
+
+def build_tokenizer(kind, files, sentencepiece_options_fn, settings=None, **kwargs):
+    """`load_tokenizer` of an already found tokenizer: `(kind, files)` of `find_tokenizer`, and a function
+    returning the SentencePiece `.model`'s options (`sentencepiece_options`; called for a `.model` only)."""
     settings = settings or {}
     kwargs.setdefault("split_special_tokens", settings.get("split_special_tokens", False))
-    kind, files = find_tokenizer(path)
     if kind == "sentencepiece":
         if "json" in files:
             return text_lib.SentencePieceTokenizer.from_tokenizer_json(files["json"], **kwargs)
-        options = sentencepiece_options(path, files["model"])
+        options = dict(sentencepiece_options_fn())
         for key in ("family", "lowercase", "strip_accents", "split_by_punct"):
             if key in (settings.get("sentencepiece") or {}):
                 options[key] = settings["sentencepiece"][key]
@@ -137,18 +151,22 @@ def load_tokenizer(path, settings=None, **kwargs):
     )
 
 
-def sentencepiece_options(path, model_file=None, default_family=None):
+def sentencepiece_options(path, model_file=None, default_family=None, tokenizer_config=None, model_type=None):
     """`SentencePieceTokenizer` options (`family`, `lowercase`, `strip_accents`, `split_by_punct`) of a directory
     with a SentencePiece `.model`, read as transformers reads it: `tokenizer_config.json`'s `do_lower_case`,
     `keep_accents` and `split_by_punct`; the family from its `tokenizer_class`, else `config.json`'s
     `model_type`, else the `.model`'s name (`spiece.model`: ALBERT, `spm.model`: DeBERTa-v2), else
-    `default_family`."""
+    `default_family`. `tokenizer_config` (a dict) and `model_type` (a str): those files' contents where the
+    caller has read them already (`ModelDirectory`); None reads them."""
     directory = checkpoint_dir(path)
     config_path = os.path.join(directory, TOKENIZER_CONFIG)
-    config = _read_json(config_path) if os.path.isfile(config_path) else {}
+    config = tokenizer_config
+    if config is None:
+        config = _read_json(config_path) if os.path.isfile(config_path) else {}
     family = _SENTENCEPIECE_CLASSES.get(config.get("tokenizer_class"))
-    if family is None and os.path.isfile(os.path.join(directory, "config.json")):
+    if family is None and model_type is None and os.path.isfile(os.path.join(directory, "config.json")):
         model_type = _read_json(os.path.join(directory, "config.json")).get("model_type")
+    if family is None and model_type is not None:
         family = {"albert": "albert", "deberta-v2": "deberta-v2", "deberta-v3": "deberta-v2"}.get(model_type)
     if family is None and model_file is not None:
         family = {name: f for f, name in SENTENCEPIECE_FILES.items()}.get(os.path.basename(model_file))
@@ -175,7 +193,7 @@ def sentencepiece_tokenizer_config(path):
     """The `tokenizer_config.json` entries transformers needs to read the SentencePiece tokenizer at `path` (a
     directory, or the `SentencePieceTokenizer` itself) as bert_tf does (`tokenizer_class`, `do_lower_case`,
     `keep_accents`, `split_by_punct`, the special tokens)."""
-    tokenizer = load_tokenizer(path) if isinstance(path, str) else path
+    tokenizer = load_tokenizer(path) if isinstance(path, (str, os.PathLike)) else path
     names = {"albert": "AlbertTokenizer", "deberta-v2": "DebertaV2Tokenizer"}
     config = {"tokenizer_class": names[tokenizer.family], "do_lower_case": tokenizer.lowercase}
     if tokenizer.family == "albert":
@@ -227,10 +245,16 @@ def tokenizer_settings(path):
     From `tokenizer.json` (BertNormalizer `lowercase`/`strip_accents`, ByteLevel `add_prefix_space`) when the
     directory has one; {} otherwise (`infer_settings` reads `tokenizer_config.json` and the vocabulary).
     """
-    kind, files = find_tokenizer(path)
+    kind, files, data = locate_tokenizer(path)
+    return settings_of_tokenizer(kind, files, data, lambda: load_tokenizer(path))
+
+
+def settings_of_tokenizer(kind, files, data, tokenizer_fn):
+    """`tokenizer_settings` of an already found tokenizer: `locate_tokenizer`'s `(kind, files, data)`, and a
+    function returning its layer read without settings (called for SentencePiece only)."""
     if kind == "sentencepiece":
         # How a copy of the `.model` reads as this tokenizer, should tokenizer_config.json go missing.
-        tokenizer = load_tokenizer(path)
+        tokenizer = tokenizer_fn()
         return {
             "sentencepiece": {
                 key: getattr(tokenizer, key) for key in ("family", "lowercase", "strip_accents", "split_by_punct")
@@ -238,7 +262,6 @@ def tokenizer_settings(path):
         }
     if "json" not in files:
         return {}
-    data = _read_json(files["json"])
     settings = {}
     if kind == "wordpiece":
         normalizers = data.get("normalizer") or {}
@@ -257,10 +280,17 @@ def tokenizer_settings(path):
 def write_tokenizer_files(path, output):
     """Writes the legacy tokenizer files of the checkpoint at `path` into `output` (copied, or made from
     `tokenizer.json`). Returns the names written."""
-    kind, files = find_tokenizer(path)
+    kind, files, data = locate_tokenizer(path)
+    return write_found_tokenizer(path, kind, files, data, output, lambda: load_tokenizer(path))
+
+
+def write_found_tokenizer(path, kind, files, data, output, tokenizer_fn):
+    """`write_tokenizer_files` of an already found tokenizer: `locate_tokenizer(path)`'s `(kind, files, data)`,
+    and a function returning its layer read without settings (called for a SentencePiece directory that lacks a
+    file transformers needs)."""
     os.makedirs(output, exist_ok=True)
     if kind == "sentencepiece":
-        return _write_sentencepiece_files(path, files, output)
+        return _write_sentencepiece_files(path, output, tokenizer_fn)
     if "json" not in files:
         written = []
         for source in files.values():
@@ -272,7 +302,7 @@ def write_tokenizer_files(path, output):
     target = os.path.join(output, TOKENIZER_JSON)
     if not (os.path.exists(target) and os.path.samefile(files["json"], target)):
         shutil.copyfile(files["json"], target)
-    model = _read_json(files["json"])["model"]
+    model = data["model"]
     vocab = model["vocab"]
     by_id = sorted(vocab.items(), key=lambda item: item[1])
     if [i for _, i in by_id] != list(range(len(by_id))):
@@ -297,7 +327,7 @@ def _copy(source, output):
     return os.path.basename(source)
 
 
-def _write_sentencepiece_files(path, files, output):
+def _write_sentencepiece_files(path, output, tokenizer_fn):
     """Copies the `.model`, `tokenizer.json` and `tokenizer_config.json` there are, and writes those missing from
     the tokenizer they make (`save_sentencepiece_tokenizer`): a `.model` from a `tokenizer.json` alone, the
     `tokenizer.json` transformers needs for the added tokens, a `tokenizer_config.json` saying how to read them."""
@@ -307,7 +337,7 @@ def _write_sentencepiece_files(path, files, output):
     has_model = any(name in written for name in SENTENCEPIECE_FILES.values())
     missing = [n for n in (TOKENIZER_JSON, TOKENIZER_CONFIG) if n not in written] + ([] if has_model else ["model"])
     if missing:
-        data = _sentencepiece_file_data(load_tokenizer(path))
+        data = _sentencepiece_file_data(tokenizer_fn())
         for name, content in data.items():
             if name in missing or (name.endswith(".model") and "model" in missing):
                 with open(os.path.join(output, name), "wb") as f:

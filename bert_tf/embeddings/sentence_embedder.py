@@ -80,7 +80,7 @@ class SentenceEmbedder:
     fixed batch size) and returns the embeddings in the input order.
 
     Args:
-        path: the checkpoint directory.
+        path: the checkpoint directory (or its `checkpoints.ModelDirectory`).
         max_seq_length: tokens per text (`[CLS]` and `[SEP]` included; longer
             texts are truncated); default: the directory's `max_seq_length`.
         batch_size: texts per forward call (default of `encode`).
@@ -88,10 +88,10 @@ class SentenceEmbedder:
     """
 
     def __init__(self, path, max_seq_length=None, batch_size=32, dtype=None):
-        config = checkpoints.load_config(path)
-        settings = checkpoints.infer_settings(path, config.max_position_embeddings)
-        tokenizer = checkpoints.load_tokenizer(path, settings)
-        encoder = checkpoints.load_encoder(path, dtype=dtype)
+        directory = checkpoints.ModelDirectory.read(path)  # read once: config, settings, tokenizer
+        settings = directory.settings
+        tokenizer = directory.build_tokenizer(settings)
+        encoder = checkpoints.load_encoder(directory, dtype=dtype)
         model = BertSentenceEncoder(encoder, settings["pooling"], settings["normalize"])
         self._setup(model, tokenizer, max_seq_length or settings["max_seq_length"], batch_size)
         self.path = path

@@ -69,8 +69,8 @@ def load_task_model(path, dtype=None):
     Returns:
         `(model, settings)`.
     """
-    config = checkpoints.load_config(path)
-    settings = checkpoints.infer_settings(path, config.max_position_embeddings)
+    path = checkpoints.ModelDirectory.read(path)  # a path, or the ModelDirectory `serving_module` read
+    settings = path.settings
     task, labels = _task_of(path, settings), settings["labels"]
     if task.needs_labels and not labels:
         raise ConfigError(
@@ -100,9 +100,10 @@ def serving_module(
     pooling: an encoder, a sentence-embedding model (a task served by an `EncoderModule`, e.g. "embedding"), or,
     with `encoder_only`, the encoder of another fine-tuned model.
     """
-    config = checkpoints.load_config(model_dir)
-    settings = checkpoints.infer_settings(model_dir, config.max_position_embeddings)
-    checkpoints.find_tokenizer(model_dir)  # the SavedModel needs the tokenizer: an error naming the files looked for
+    model_dir = checkpoints.ModelDirectory.read(model_dir)  # read once: config, settings, tokenizer, weights' loaders
+    config = model_dir.config
+    settings = model_dir.settings
+    model_dir.check_tokenizer()  # the SavedModel needs the tokenizer: an error naming the files looked for
     embeds = settings.get("task") is None or issubclass(_task_of(model_dir, settings).serving_class, EncoderModule)
     if passages is not None and not (embeds or encoder_only):
         raise ConfigError(
@@ -117,7 +118,7 @@ def serving_module(
         )
 
     def tokenizer(**kwargs):
-        return checkpoints.load_tokenizer(model_dir, settings, **kwargs)
+        return model_dir.build_tokenizer(settings, **kwargs)
 
     common = dict(max_input_bytes=max_input_bytes)
     embedding = dict(pooling=settings["pooling"], normalize=settings["normalize"])

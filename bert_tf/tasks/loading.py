@@ -12,19 +12,17 @@ import logging
 from bert_tf.checkpoints import (
     CONVERT_FORMATS,
     CheckpointError,
+    ModelDirectory,
     has_pretraining_heads,
     load_config,
     load_encoder,
     load_pretrainer,
-    readers,
     restore_weights,
     save_hf,
     save_model_dir,
     tokenizer_files,
     write_hf_tokenizer_config,
 )
-from bert_tf.checkpoints import settings as settings_lib
-from bert_tf.config import read_json
 from bert_tf.models import build_encoder
 from bert_tf.tasks.registry import for_hf_architecture, get
 
@@ -43,12 +41,13 @@ def load_model(path, dtype=None, allow_pickle=False, strict=False):
     - else the encoder (heads the checkpoint has and bert_tf does not read,
       such as ELECTRA's discriminator, are named in a warning).
     """
-    fmt = readers.detect_format(path)
+    path = ModelDirectory.read(path)  # one read of the directory, shared by the loaders below
+    fmt = path.format
     config = load_config(path)
-    settings = settings_lib.infer_settings(path, config.max_position_embeddings)
+    settings = path.settings
     architecture = ""
     if fmt == "hf":
-        hf = read_json(readers.config_file(path, fmt))
+        hf = path.hf_config
         architecture = (hf.get("architectures") or [""])[0]
         id2label = hf.get("id2label") or {}
         num_labels = hf.get("num_labels", len(id2label) or None)
@@ -98,10 +97,11 @@ def convert_checkpoint(input_path, output, to="bert_tf", allow_pickle=False, all
     """
     if to not in CONVERT_FORMATS:
         raise ValueError(f"`to` must be one of {CONVERT_FORMATS}. Received: to={to!r}")
-    fmt = readers.detect_format(input_path)
-    directory = readers.checkpoint_dir(input_path)
+    source = ModelDirectory.read(input_path)
+    fmt = source.format
+    directory = source.directory
     try:
-        tokenizer_files.find_tokenizer(input_path)
+        source.check_tokenizer()
         has_tokenizer = True
     except CheckpointError as e:  # names the files looked for
         if not allow_missing_vocab:
@@ -118,15 +118,15 @@ def convert_checkpoint(input_path, output, to="bert_tf", allow_pickle=False, all
             tokenizer_files.LOOKED_FOR,
             output,
         )
-    model, settings = load_model(input_path, allow_pickle=allow_pickle, strict=strict)
+    model, settings = load_model(source, allow_pickle=allow_pickle, strict=strict)
     if has_tokenizer:
-        settings = {**settings, **tokenizer_files.tokenizer_settings(input_path)}
+        settings = {**settings, **source.tokenizer_settings}
     if to == "hf":
         count = save_hf(model, output, labels=settings.get("labels"))
     else:
         count = save_model_dir(model, output, settings=settings)
     if has_tokenizer:
-        tokenizer_files.write_tokenizer_files(input_path, output)
+        source.write_tokenizer_files(output)
         if to == "hf":
             write_hf_tokenizer_config(model, output, settings)
     return fmt, count, type(model).__name__

@@ -36,13 +36,10 @@ import os
 
 from bert_tf import tasks
 from bert_tf.checkpoints import (
+    ModelDirectory,
     glob_characters_error,
-    load_config,
-    load_tokenizer,
     save_model_dir,
-    write_tokenizer_files,
 )
-from bert_tf.checkpoints.tokenizer_files import tokenizer_settings
 from bert_tf.config import PRESETS
 from bert_tf.data.pretraining import resolve_objectives
 from bert_tf.models import build_encoder
@@ -295,6 +292,9 @@ def _request(config):
 
 def distill(config, strategy=None, log=print):
     """Runs `config`; returns the best evaluation's metrics (or the last training metrics without eval data)."""
+    teacher_dir = config.teacher if isinstance(config.teacher, ModelDirectory) else None  # a path or a ModelDirectory
+    if teacher_dir is not None:
+        config = dataclasses.replace(config, teacher=teacher_dir.path)
     check_config(config)
     request = _request(config)  # as asked (`task` may be None: the teacher's)
     strategy = strategy or create_strategy("one_device")
@@ -309,9 +309,10 @@ def distill(config, strategy=None, log=print):
     if config.corpus:
         return general_distill(config, request, strategy, log=log)
     chief = is_chief(strategy)
-    teacher_config = load_config(config.teacher)
+    teacher_dir = ModelDirectory.read(teacher_dir or config.teacher)  # read once: config, settings, task, tokenizer
+    teacher_config = teacher_dir.config
     with strategy.scope():
-        teacher, teacher_settings = tasks.load_model(config.teacher, dtype=dtype_policy(config.dtype))
+        teacher, teacher_settings = tasks.load_model(teacher_dir, dtype=dtype_policy(config.dtype))
     name = teacher_settings.get("task")
     if name is None:
         raise ValueError(
@@ -334,10 +335,10 @@ def distill(config, strategy=None, log=print):
     if task.check_config is not None:
         task.check_config(config)
     student_bert_config, max_position_embeddings = student_positions(config, teacher_config)
-    settings = {**teacher_settings, **tokenizer_settings(config.teacher)}
+    settings = {**teacher_settings, **teacher_dir.tokenizer_settings}
     if config.split_special_tokens is not None:
         settings["split_special_tokens"] = config.split_special_tokens
-    tokenizer = load_tokenizer(config.teacher, settings)
+    tokenizer = teacher_dir.build_tokenizer(settings)
     data = task.data(config, tokenizer, max_position_embeddings)
     if data.num_train == 0:
         raise ValueError(f"{config.train_file}: no training examples.")
@@ -379,7 +380,7 @@ def distill(config, strategy=None, log=print):
 
     def save():
         save_model_dir(student, config.model_dir, settings=model_settings)
-        write_tokenizer_files(config.teacher, config.model_dir)
+        teacher_dir.write_tokenizer_files(config.model_dir)
 
     metric_name = getattr(data, "best_metric", None) or task.best_metric
     has_eval = data.num_eval is not None

@@ -24,15 +24,11 @@ import os
 
 from bert_tf import tasks
 from bert_tf.checkpoints import (
+    ModelDirectory,
     glob_characters_error,
-    load_config,
-    load_tokenizer,
     restore_weights,
     save_model_dir,
-    write_tokenizer_files,
 )
-from bert_tf.checkpoints.settings import infer_settings
-from bert_tf.checkpoints.tokenizer_files import tokenizer_settings
 from bert_tf.models import build_encoder
 from bert_tf.training.distribute import create_strategy, dtype_policy, is_chief
 from bert_tf.training.optimization import create_optimizer
@@ -105,23 +101,25 @@ class FinetuneConfig:
 # === The run ===
 
 
-def _load_encoder(config):
-    bert_config = load_config(config.init)
+def _load_encoder(config, init=None):
+    init = ModelDirectory.read(init or config.init)
+    bert_config = init.config
     if config.dropout is not None:
         bert_config = dataclasses.replace(
             bert_config, hidden_dropout_prob=config.dropout, attention_probs_dropout_prob=config.dropout
         )
     encoder = build_encoder(bert_config, dtype=dtype_policy(config.dtype))
-    restore_weights(encoder, config.init)
+    restore_weights(encoder, init)
     return encoder, bert_config
 
 
-def _tokenizer(config, max_position_embeddings):
+def _tokenizer(config, max_position_embeddings, init=None):
     """The tokenizer of `config.init` (any kind `checkpoints.load_tokenizer` reads) and the settings it was read with."""
-    settings = {**infer_settings(config.init, max_position_embeddings), **tokenizer_settings(config.init)}
+    init = ModelDirectory.read(init or config.init)
+    settings = {**init.settings, **init.tokenizer_settings}
     if config.split_special_tokens is not None:
         settings["split_special_tokens"] = config.split_special_tokens
-    return load_tokenizer(config.init, settings), settings
+    return init.build_tokenizer(settings), settings
 
 
 def _request(config):
@@ -137,6 +135,9 @@ def finetune(config, strategy=None, log=print):
     checkpoint.
     """
     task = tasks.get(config.task)
+    init = config.init if isinstance(config.init, ModelDirectory) else None  # `init`: a path or a ModelDirectory
+    if init is not None:
+        config = dataclasses.replace(config, init=init.path)
     message = glob_characters_error(config.model_dir)
     if message:
         raise ValueError(f"FinetuneConfig: {message}.")
@@ -162,13 +163,14 @@ def finetune(config, strategy=None, log=print):
         )
         return results or {}
     chief = is_chief(strategy)
-    max_position_embeddings = load_config(config.init).max_position_embeddings
+    init = ModelDirectory.read(init or config.init)  # read once: config, settings, tokenizer
+    max_position_embeddings = init.config.max_position_embeddings
     if config.max_seq_length > max_position_embeddings:
         raise ValueError(
             f"max_seq_length ({config.max_seq_length}) exceeds the model's max_position_embeddings "
             f"({max_position_embeddings}) in {config.init}."
         )
-    tokenizer, init_settings = _tokenizer(config, max_position_embeddings)
+    tokenizer, init_settings = _tokenizer(config, max_position_embeddings, init)
     data = task.data(config, tokenizer, max_position_embeddings)
     if data.num_train == 0:
         raise ValueError(f"{config.train_file}: no training examples.")
@@ -178,7 +180,7 @@ def finetune(config, strategy=None, log=print):
         for key in task.model_settings
     }
     with strategy.scope():
-        encoder, bert_config = _load_encoder(config)
+        encoder, bert_config = _load_encoder(config, init)
         model = task.build_model(
             encoder,
             data.label_names if task.needs_labels else None,
@@ -198,7 +200,7 @@ def finetune(config, strategy=None, log=print):
 
     def save():
         save_model_dir(model, config.model_dir, settings=model_settings)
-        write_tokenizer_files(config.init, config.model_dir)
+        init.write_tokenizer_files(config.model_dir)
 
     metric_name = getattr(data, "best_metric", None) or task.best_metric
     has_eval = data.num_eval is not None
