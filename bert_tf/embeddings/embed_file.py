@@ -18,6 +18,7 @@ The output directory:
 Shape legend: N passages, D embedding.
 """
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -30,6 +31,7 @@ import tensorflow as tf
 
 from bert_tf.data import read_passages
 from bert_tf.embeddings.sentence_embedder import SentenceEmbedder
+from bert_tf.options import option
 
 MANIFEST_FILE = "embeddings.json"
 EMBEDDINGS_FILE = "embeddings.npy"
@@ -55,6 +57,49 @@ RUN_FIELDS = (
     "shard_size",
     "output_format",
 )
+
+
+@dataclasses.dataclass(kw_only=True)
+class EmbedConfig:
+    """A bert-tf-embed run: each field is the flag of the same name, with its default; `embed_file(**config.kwargs())`
+    (`embed_file`'s arguments are named as the library names them) runs it."""
+
+    model_dir: str = option(
+        help="Model to embed with: bert_tf model directory, Hugging Face directory or TF1 checkpoint directory."
+    )
+    input: str = option(help="Corpus: a text file (one passage per line) or a TSV/CSV/JSONL file (with --text_column).")
+    output: str = option(
+        help="Output directory (embeddings.npy + ids.txt + embeddings.json, or embeddings.tfrecord); an unfinished "
+        "run of the same input and model there is resumed."
+    )
+    text_column: object = option(
+        None, "TSV/CSV/JSONL: the passage's column (header name or JSON key, or 0-based index without a header)."
+    )
+    id_column: object = option(None, "TSV/CSV/JSONL: the id column; default: the passage's 0-based index.")
+    output_format: str = option("npy", "npy: embeddings.npy + ids.txt; tfrecord: {id, embedding}.", enum=OUTPUT_FORMATS)
+    batch_size: int = option(32, "Passages per forward call.", lower_bound=1)
+    max_seq_length: int = option(  # None: the model directory's
+        None,
+        "Tokens per passage (longer ones are truncated). Default: the model directory's max_seq_length.",
+        lower_bound=3,
+    )
+    shard_size: int = option(10000, "Passages per shard (the unit a restart skips).", lower_bound=1)
+    max_shards: int = option(
+        None,
+        "Stop after this many new shards, leaving a resumable output (split a long job over several runs).",
+        lower_bound=1,
+    )
+    overwrite: bool = option(False, "Replace whatever --output holds (a complete or different run).")
+    progress: bool = option(True, "Show a progress bar (passages/s) on stderr.")
+
+    def kwargs(self):
+        """`embed_file`'s arguments for this run."""
+        values = dataclasses.asdict(self)
+        return {
+            "input_path": values.pop("input"),
+            "show_progress": values.pop("progress"),
+            **values,
+        }
 
 
 class EmbedResumeError(ValueError):

@@ -6,6 +6,7 @@ checkpoint is picked by entity F1; predictions are written to
 character offsets (`TaggerModule`).
 """
 
+import dataclasses
 import os
 
 from bert_tf import metrics
@@ -13,11 +14,20 @@ from bert_tf.checkpoints.name_table import hf_class, output_layer
 from bert_tf.data import tagging, tfds_inputs
 from bert_tf.export.tagger_module import TaggerModule
 from bert_tf.models import BertTokenClassifier
+from bert_tf.options import option
 from bert_tf.tasks import common, registry
 from bert_tf.training.trainer import Head, Objective
 
 # bert_tf-specific TF1 name prefix of the tagger head (the reference code has no NER head).
 TAGGER_TF1 = "bert_tf/token_classifier"
+
+
+@dataclasses.dataclass(kw_only=True)
+class NerOptions:
+    """The options of named-entity recognition."""
+
+    tag_column: int = option(-1, "NER: the tag column of the CoNLL file.")
+    tag_scheme: str = option("auto", "NER: tag scheme of the CoNLL files.", enum=tagging.SCHEMES)
 
 
 def head_table():
@@ -126,5 +136,6 @@ NER = registry.register(
         serving_module=lambda model, tokenizer, max_seq_length, label_names, options: TaggerModule(
             model, tokenizer, max_seq_length, label_names, max_input_bytes=options.max_input_bytes
         ),
+        options=NerOptions,
     )
 )

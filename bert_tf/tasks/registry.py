@@ -111,6 +111,13 @@ class Task:
             settings (a `FinetuneConfig` field of the same name, when set,
             replaces it) and records it in the model directory;
             `checkpoints.load_model` passes the directory's.
+        options: the task's own options, a `kw_only` dataclass of
+            `bert_tf.options.option` fields (e.g. `SquadOptions`), or None.
+            `FinetuneConfig` (and `DistillConfig`, for a distillable task)
+            inherits its fields, so `task.data(config, ...)` reads them as
+            `config.NAME`, and bert-tf-finetune has a flag for each. Tasks may
+            share an options class; an option several classes declare must be
+            the same declaration (a common base class).
 
     Task data (what `data(...)` returns) has:
         `label_names`: list of str or None;
@@ -144,6 +151,7 @@ class Task:
     head_initializer: str = "glorot_uniform"
     hf_accepts: Callable | None = None
     model_settings: tuple = ()
+    options: type | None = None
 
 
 _TASKS = {}  # name -> Task
