@@ -8,7 +8,7 @@
 (`--text_column`, `--id_column`). `--output` is a directory: `embeddings.npy` (float32 [N, D], input order),
 `ids.txt` and the manifest `embeddings.json` (or `embeddings.tfrecord` of `{id, embedding}` examples). Shards of
 `--shard_size` passages are written as they finish; running the same command again after an interruption keeps
-them. The pooling and normalization are the model directory's (`bert_tf.json`).
+them, and after the run finished says it is already complete. The pooling and normalization are the model directory's (`bert_tf.json`).
 """
 
 import os

@@ -159,13 +159,18 @@ def read_manifest(output):
             raise EmbedResumeError(f"{path}: not a valid manifest ({e}); pass overwrite=True to start again.") from None
 
 
-def _check_resume(output, previous, manifest):
-    """Raises `EmbedResumeError` naming each run field that differs between the shards' run and this one."""
-    changed = [
+def _changed_fields(previous, manifest):
+    """`field: before -> now` for each run field that differs between a previous run's manifest and this one's."""
+    return [
         f"{field}: {previous.get(field)!r} -> {manifest[field]!r}"
         for field in RUN_FIELDS
         if previous.get(field) != manifest[field]
     ]
+
+
+def _check_resume(output, previous, manifest):
+    """Raises `EmbedResumeError` naming each run field that differs between the shards' run and this one."""
+    changed = _changed_fields(previous, manifest)
     if changed:
         raise EmbedResumeError(
             f"{output} holds shards of a different run ({'; '.join(changed)}). Resuming would mix embeddings: "
@@ -173,25 +178,43 @@ def _check_resume(output, previous, manifest):
         )
 
 
+def _final_files(output_format):
+    return [EMBEDDINGS_FILE, IDS_FILE] if output_format == "npy" else [TFRECORD_FILE]
+
+
+def _check_complete(output, previous, manifest):
+    """Raises `EmbedResumeError` unless the complete run in `output` is this very run (same input, model and
+    settings) and its final files are there."""
+    changed = _changed_fields(previous, manifest)
+    if changed:
+        raise EmbedResumeError(
+            f"{output} already holds the complete embeddings of a different run ({'; '.join(changed)}): pass "
+            "overwrite=True (--overwrite) to replace them, or choose another output."
+        )
+    missing = [
+        name for name in _final_files(manifest["output_format"]) if not os.path.isfile(os.path.join(output, name))
+    ]
+    if missing:
+        raise EmbedResumeError(
+            f"{output}: {MANIFEST_FILE} says the run is complete but {', '.join(missing)} is missing: pass "
+            "overwrite=True (--overwrite) to embed again."
+        )
+
+
 def _prepare_output(output, overwrite):
-    """The manifest of an unfinished run to resume in `output`, or None for a fresh start (the directory made)."""
+    """The manifest of the run in `output` (an unfinished one to resume, or a complete one to compare), or None for
+    a fresh start."""
     if os.path.exists(output) and not os.path.isdir(output):
         raise FileExistsError(f"The output path exists and is not a directory. Received: output={output}")
     previous = read_manifest(output) if os.path.isdir(output) else None
     if overwrite and os.path.isdir(output):
         shutil.rmtree(output)
         previous = None
-    elif previous is not None and previous.get("complete"):
-        raise FileExistsError(
-            f"{output} already holds the complete embeddings of {previous.get('input')} (pass overwrite=True, "
-            f"--overwrite, to replace them). Received: output={output}"
-        )
     elif previous is None and os.path.isdir(output) and os.listdir(output):
         raise FileExistsError(
             f"The output directory is not empty and has no {MANIFEST_FILE} (pass overwrite=True, --overwrite, to "
             f"replace it). Received: output={output}"
         )
-    os.makedirs(os.path.join(output, SHARDS_DIR), exist_ok=True)
     return previous
 
 
@@ -278,9 +301,11 @@ def embed_file(
             ValueError naming the file and line).
         output: the output directory (see the module docstring). A directory
             holding an unfinished run of the same input, model and settings
-            is resumed: its finished shards are kept; one of another run is
-            refused (`EmbedResumeError` naming what differs), as is a complete
-            one (`FileExistsError`), unless `overwrite`.
+            is resumed: its finished shards are kept; a complete one is left
+            as it is (the run is already complete: its manifest is returned);
+            an unfinished or complete run of another input, model or settings
+            is refused (`EmbedResumeError` naming what differs), unless
+            `overwrite`.
         output_format: "npy" (`embeddings.npy` + `ids.txt`) or "tfrecord".
         batch_size, max_seq_length: `SentenceEmbedder`'s.
         shard_size: passages per shard (the unit of resumption).
@@ -320,8 +345,16 @@ def embed_file(
         "shards": -(-len(passages) // shard_size),
         "complete": False,
     }
+    if previous is not None and previous.get("complete"):
+        _check_complete(output, previous, manifest)  # a re-run of a finished run: nothing to do (as pretraining's)
+        log(
+            f"{output}: already complete ({previous['count']} passages of {input_path}, nothing to do). Pass "
+            "overwrite=True (--overwrite) to embed again, or choose another output."
+        )
+        return previous
     if previous is not None:
         _check_resume(output, previous, manifest)
+    os.makedirs(os.path.join(output, SHARDS_DIR), exist_ok=True)
     _write_json(os.path.join(output, MANIFEST_FILE), manifest)
 
     shards, skipped, embedded = [], 0, 0
