@@ -99,12 +99,13 @@ def define_training_flags():
     _defined = True
 
 
-def define_config_flags(config_class, module, flag_values=flags.FLAGS):
+def define_config_flags(config_class, module, flag_values=flags.FLAGS, shared=False):
     """Defines a flag of `module` (the app) for each field of `config_class` (its run config), except the fields
-    it shares with `run_options.Optimization` unchanged: those are `define_training_flags()`'s."""
-    shared = {field.name: field for field in dataclasses.fields(Optimization)}
+    it shares with `run_options.Optimization` unchanged: those are `define_training_flags()`'s (`shared`: defined
+    here too, e.g. into a `FlagValues` of one's own)."""
+    common = {} if shared else {field.name: field for field in dataclasses.fields(Optimization)}
     for field in dataclasses.fields(config_class):
-        if shared.get(field.name) is not field:
+        if common.get(field.name) is not field:
             define_flag(field, module, flag_values)
 
 
