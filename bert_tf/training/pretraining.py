@@ -71,7 +71,7 @@ from bert_tf.data.pretraining import (
     resolve_objectives,
 )
 from bert_tf.models import BertPretrainer, build_encoder
-from bert_tf.options import option, override
+from bert_tf.options import lower_bounds, option, override
 from bert_tf.text import SPECIAL_TOKENS, BertTokenizer, SentencePieceTokenizer, packer_for
 from bert_tf.text.vocab import build_bpe_vocab, build_unigram_vocab, build_vocab, expand_files
 from bert_tf.training.distribute import DTYPES, create_strategy, dtype_policy, is_chief
@@ -90,29 +90,6 @@ from bert_tf.training.trainer import (
 
 DEFAULT_CORPUS_FILE = "default_corpus.txt"
 FILL_MASK_SENTENCES = ("The [MASK] of the function is returned.", "This module provides [MASK] for files.")
-
-# Smallest value of each numeric field (the app's flags have the same lower bounds).
-_MINIMUM = {
-    "group_size": 2,
-    "shuffle_buffer": 1,
-    "vocab_size": 6,
-    "train_steps": 1,
-    "max_seq_length": 8,
-    "max_predictions_per_seq": 1,
-    "max_span_length": 1,
-    "global_batch_size": 1,
-    "learning_rate": 0.0,
-    "weight_decay": 0.0,
-    "clip_norm": 0.0,
-    "grad_accum_steps": 1,
-    "checkpoint_steps": 1,
-    "keep_checkpoints": 1,
-    "eval_steps": 0,
-    "eval_interval": 1,
-    "steps_per_loop": 1,
-    "nonfinite_retries": 0,
-}
-
 
 # The sentence objective of each family when `sentence_objective` (and `nsp`) are not set: BERT's next-sentence
 # prediction, ALBERT's sentence-order prediction; the other families have no sentence head in Hugging Face.
@@ -451,6 +428,15 @@ class PretrainConfig(MaskedLMData, Schedule, Optimization):
 # "wordpiece". SentencePiece's family (special tokens, normalization) is UNIGRAM_FAMILY_BY_MODEL_TYPE's, else ALBERT's.
 VOCAB_KIND_BY_MODEL_TYPE = {"roberta": "bpe", "albert": "unigram", "deberta-v2": "unigram"}
 UNIGRAM_FAMILY_BY_MODEL_TYPE = {"deberta-v2": "deberta-v2"}
+
+
+# Smallest value of each numeric field: its option's lower bound (the flag's), checked in this order; the
+# warmup fields and `embedding_size` have checks of their own.
+_MINIMUM = {
+    name: bound
+    for name, bound in lower_bounds(PretrainConfig).items()
+    if name not in ("warmup_steps", "warmup_proportion", "embedding_size")
+}
 
 
 def sentencepiece_model_in(path):
