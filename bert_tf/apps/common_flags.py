@@ -1,15 +1,22 @@
-"""Flags that bert-tf-pretrain and bert-tf-finetune share: same name, type, default and meaning.
+"""The apps' flags, made from the fields of their run configs: one declaration per option.
 
-Each app calls `define_training_flags()` when it is imported; the flags are
-defined once per process, so both apps import into one process without a
-`DuplicateFlagError`. Flags whose default or help differ between the apps
-(learning_rate, train_steps, model_dir, max_seq_length, seed, ...) stay in
-their app. Enum flags take their choices from the library's lists.
+Every option is a dataclass field declared once with its default, help text,
+bounds and choices (`bert_tf.options.option`); `define_config_flags` defines
+an absl flag per field of an app's config (`PretrainConfig`, `FinetuneConfig`,
+`DistillConfig`, `EmbedConfig`) with the field's name, type, default and help,
+and `config_from_flags` builds the config back, refusing a flag without a
+field or a field without a flag. Where an app reads an option with another
+default or help, its config redeclares the field (`bert_tf.options.override`),
+so each app's flag keeps its own.
 
-Every flag of an app is a field of its library config (`PretrainConfig`,
-`FinetuneConfig`) of the same name, except `PROCESS_FLAGS`;
-`config_from_flags` builds the config and refuses a flag without a field or
-a field without a flag.
+The options every training app shares (`run_options.Optimization`) and the
+process flags (`ProcessOptions`: the `tf.distribute` strategy, `--tpu`, op
+determinism, which no config has) are defined once per process by
+`define_training_flags()` and adopted by each training app
+(`flags.adopt_module_key_flags(common_flags)`), so several apps import into
+one process without a `DuplicateFlagError`; the other generated flags allow an
+override (a process importing several apps keeps the last definition of a
+name; each bert-tf-* command imports only its own app).
 
 `check_checkpoint_dir` is the `--model_dir` check of the apps that read a
 checkpoint (bert-tf-export, bert-tf-embed).
@@ -17,20 +24,65 @@ checkpoint (bert-tf-export, bert-tf-embed).
 
 import dataclasses
 import os
+import sys
 
 import keras
 import tensorflow as tf
 from absl import app, flags
 
+from bert_tf import options
 from bert_tf.checkpoints import CheckpointError, detect_format
-from bert_tf.training.distribute import DTYPES, STRATEGIES, create_strategy
-from bert_tf.training.optimization import OPTIMIZERS
+from bert_tf.training.distribute import STRATEGIES, create_strategy
+from bert_tf.training.run_options import Optimization
 
-# Flags that set up the process rather than describe a run: they pick the `tf.distribute` strategy (and op
-# determinism) that `training_strategy()` makes and the app passes to the library call, so no config has them.
-PROCESS_FLAGS = ("strategy", "tpu", "deterministic")
+
+@dataclasses.dataclass(kw_only=True)
+class ProcessOptions:
+    """Flags that set up the process rather than describe a run: they pick the `tf.distribute` strategy (and op
+    determinism) that `training_strategy()` makes and the app passes to the library call, so no config has them."""
+
+    strategy: str = options.option(
+        "one_device", "Distribution strategy; multi_worker_mirrored reads TF_CONFIG.", enum=STRATEGIES
+    )
+    tpu: str = options.option(None, "TPU name or grpc:// address for --strategy=tpu.")
+    deterministic: bool = options.option(False, "Enable TensorFlow op determinism (reproducible runs, slower).")
+
+
+PROCESS_FLAGS = tuple(field.name for field in dataclasses.fields(ProcessOptions))
 
 _defined = False
+
+
+def _module_name(module):
+    """The name absl files a module's flags under (`sys.argv[0]` for `__main__`, as absl's DEFINE does)."""
+    name = module if isinstance(module, str) else module.__name__
+    return sys.argv[0] if name == "__main__" else name
+
+
+def define_flag(field, module, flag_values=flags.FLAGS, allow_override=True):
+    """Defines the flag of the option `field` (a `bert_tf.options.option` dataclass field) as a flag of `module`:
+    an enum flag for an option with choices, else by the field's type (bool, int, float, list: comma-separated,
+    str or object: a string). Returns the flag."""
+    name, help_text = field.name, options.help_of(field)
+    default = options.default_of(field)
+    bounds = {key: field.metadata[key] for key in (options.LOWER_BOUND, options.UPPER_BOUND) if key in field.metadata}
+    common = dict(flag_values=flag_values, module_name=_module_name(module), allow_override=allow_override)
+    choices = options.choices(field)
+    if choices is not None:
+        flags.DEFINE_enum(name, default, list(choices), help_text, **common)
+    elif field.type is bool:
+        flags.DEFINE_bool(name, default, help_text, **common)
+    elif field.type is int:
+        flags.DEFINE_integer(name, default, help_text, **bounds, **common)
+    elif field.type is float:
+        flags.DEFINE_float(name, default, help_text, **bounds, **common)
+    elif field.type is list:
+        flags.DEFINE_list(name, default, help_text, **common)
+    elif field.type in (str, object):
+        flags.DEFINE_string(name, default, help_text, **common)
+    else:
+        raise TypeError(f"The option {name!r} has no flag type: its field's type is {field.type!r}.")
+    return flag_values[name]
 
 
 def define_training_flags():
@@ -42,39 +94,19 @@ def define_training_flags():
     global _defined
     if _defined:
         return
-    flags.DEFINE_integer("global_batch_size", 32, "Examples per step over all replicas.", lower_bound=1)
-    flags.DEFINE_enum("optimizer", "adamw", OPTIMIZERS, "Optimizer.")
-    flags.DEFINE_float("weight_decay", 0.01, "Decoupled weight decay (not on LayerNorm or biases).", lower_bound=0.0)
-    flags.DEFINE_float("clip_norm", 1.0, "Global gradient-norm clip; 0 disables.", lower_bound=0.0)
-    flags.DEFINE_enum(
-        "dtype",
-        "float32",
-        DTYPES,
-        "Compute dtype (mixed precision; float16 adds dynamic loss scaling). auto: bfloat16 where the hardware has "
-        "bfloat16 instructions (AVX512_BF16 or AMX CPUs, GPUs of compute capability 8.0+), else float32.",
-    )
-    flags.DEFINE_bool(
-        "jit_compile",
-        None,
-        "XLA-compile the forward and backward pass. Unset: this CPU's fastest path "
-        "(bert_tf.layers.execution_path; BERT_TF_PATH=ops|xla overrides).",
-    )
-    flags.DEFINE_enum(
-        "strategy",
-        "one_device",
-        STRATEGIES,
-        "Distribution strategy; multi_worker_mirrored reads TF_CONFIG.",
-    )
-    flags.DEFINE_string("tpu", None, "TPU name or grpc:// address for --strategy=tpu.")
-    flags.DEFINE_integer(
-        "steps_per_loop",
-        50,
-        "Steps per compiled loop call at most (between progress updates); calls are shorter when steps are slow, "
-        "so progress shows at least every 15 s.",
-        lower_bound=1,
-    )
-    flags.DEFINE_bool("deterministic", False, "Enable TensorFlow op determinism (reproducible runs, slower).")
+    for field in dataclasses.fields(Optimization) + dataclasses.fields(ProcessOptions):
+        define_flag(field, __name__, allow_override=False)
     _defined = True
+
+
+def define_config_flags(config_class, module, flag_values=flags.FLAGS, shared=False):
+    """Defines a flag of `module` (the app) for each field of `config_class` (its run config), except the fields
+    it shares with `run_options.Optimization` unchanged: those are `define_training_flags()`'s (`shared`: defined
+    here too, e.g. into a `FlagValues` of one's own)."""
+    common = {} if shared else {field.name: field for field in dataclasses.fields(Optimization)}
+    for field in dataclasses.fields(config_class):
+        if common.get(field.name) is not field:
+            define_flag(field, module, flag_values)
 
 
 def training_strategy():

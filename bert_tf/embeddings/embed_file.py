@@ -18,6 +18,7 @@ The output directory:
 Shape legend: N passages, D embedding.
 """
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -30,6 +31,7 @@ import tensorflow as tf
 
 from bert_tf.data import read_passages
 from bert_tf.embeddings.sentence_embedder import SentenceEmbedder
+from bert_tf.options import option
 
 MANIFEST_FILE = "embeddings.json"
 EMBEDDINGS_FILE = "embeddings.npy"
@@ -55,6 +57,49 @@ RUN_FIELDS = (
     "shard_size",
     "output_format",
 )
+
+
+@dataclasses.dataclass(kw_only=True)
+class EmbedConfig:
+    """A bert-tf-embed run: each field is the flag of the same name, with its default; `embed_file(**config.kwargs())`
+    (`embed_file`'s arguments are named as the library names them) runs it."""
+
+    model_dir: str = option(
+        help="Model to embed with: bert_tf model directory, Hugging Face directory or TF1 checkpoint directory."
+    )
+    input: str = option(help="Corpus: a text file (one passage per line) or a TSV/CSV/JSONL file (with --text_column).")
+    output: str = option(
+        help="Output directory (embeddings.npy + ids.txt + embeddings.json, or embeddings.tfrecord); an unfinished "
+        "run of the same input and model there is resumed."
+    )
+    text_column: object = option(
+        None, "TSV/CSV/JSONL: the passage's column (header name or JSON key, or 0-based index without a header)."
+    )
+    id_column: object = option(None, "TSV/CSV/JSONL: the id column; default: the passage's 0-based index.")
+    output_format: str = option("npy", "npy: embeddings.npy + ids.txt; tfrecord: {id, embedding}.", enum=OUTPUT_FORMATS)
+    batch_size: int = option(32, "Passages per forward call.", lower_bound=1)
+    max_seq_length: int = option(  # None: the model directory's
+        None,
+        "Tokens per passage (longer ones are truncated). Default: the model directory's max_seq_length.",
+        lower_bound=3,
+    )
+    shard_size: int = option(10000, "Passages per shard (the unit a restart skips).", lower_bound=1)
+    max_shards: int = option(
+        None,
+        "Stop after this many new shards, leaving a resumable output (split a long job over several runs).",
+        lower_bound=1,
+    )
+    overwrite: bool = option(False, "Replace whatever --output holds (a complete or different run).")
+    progress: bool = option(True, "Show a progress bar (passages/s) on stderr.")
+
+    def kwargs(self):
+        """`embed_file`'s arguments for this run."""
+        values = dataclasses.asdict(self)
+        return {
+            "input_path": values.pop("input"),
+            "show_progress": values.pop("progress"),
+            **values,
+        }
 
 
 class EmbedResumeError(ValueError):
@@ -114,13 +159,18 @@ def read_manifest(output):
             raise EmbedResumeError(f"{path}: not a valid manifest ({e}); pass overwrite=True to start again.") from None
 
 
-def _check_resume(output, previous, manifest):
-    """Raises `EmbedResumeError` naming each run field that differs between the shards' run and this one."""
-    changed = [
+def _changed_fields(previous, manifest):
+    """`field: before -> now` for each run field that differs between a previous run's manifest and this one's."""
+    return [
         f"{field}: {previous.get(field)!r} -> {manifest[field]!r}"
         for field in RUN_FIELDS
         if previous.get(field) != manifest[field]
     ]
+
+
+def _check_resume(output, previous, manifest):
+    """Raises `EmbedResumeError` naming each run field that differs between the shards' run and this one."""
+    changed = _changed_fields(previous, manifest)
     if changed:
         raise EmbedResumeError(
             f"{output} holds shards of a different run ({'; '.join(changed)}). Resuming would mix embeddings: "
@@ -128,25 +178,43 @@ def _check_resume(output, previous, manifest):
         )
 
 
+def _final_files(output_format):
+    return [EMBEDDINGS_FILE, IDS_FILE] if output_format == "npy" else [TFRECORD_FILE]
+
+
+def _check_complete(output, previous, manifest):
+    """Raises `EmbedResumeError` unless the complete run in `output` is this very run (same input, model and
+    settings) and its final files are there."""
+    changed = _changed_fields(previous, manifest)
+    if changed:
+        raise EmbedResumeError(
+            f"{output} already holds the complete embeddings of a different run ({'; '.join(changed)}): pass "
+            "overwrite=True (--overwrite) to replace them, or choose another output."
+        )
+    missing = [
+        name for name in _final_files(manifest["output_format"]) if not os.path.isfile(os.path.join(output, name))
+    ]
+    if missing:
+        raise EmbedResumeError(
+            f"{output}: {MANIFEST_FILE} says the run is complete but {', '.join(missing)} is missing: pass "
+            "overwrite=True (--overwrite) to embed again."
+        )
+
+
 def _prepare_output(output, overwrite):
-    """The manifest of an unfinished run to resume in `output`, or None for a fresh start (the directory made)."""
+    """The manifest of the run in `output` (an unfinished one to resume, or a complete one to compare), or None for
+    a fresh start."""
     if os.path.exists(output) and not os.path.isdir(output):
         raise FileExistsError(f"The output path exists and is not a directory. Received: output={output}")
     previous = read_manifest(output) if os.path.isdir(output) else None
     if overwrite and os.path.isdir(output):
         shutil.rmtree(output)
         previous = None
-    elif previous is not None and previous.get("complete"):
-        raise FileExistsError(
-            f"{output} already holds the complete embeddings of {previous.get('input')} (pass overwrite=True, "
-            f"--overwrite, to replace them). Received: output={output}"
-        )
     elif previous is None and os.path.isdir(output) and os.listdir(output):
         raise FileExistsError(
             f"The output directory is not empty and has no {MANIFEST_FILE} (pass overwrite=True, --overwrite, to "
             f"replace it). Received: output={output}"
         )
-    os.makedirs(os.path.join(output, SHARDS_DIR), exist_ok=True)
     return previous
 
 
@@ -233,9 +301,11 @@ def embed_file(
             ValueError naming the file and line).
         output: the output directory (see the module docstring). A directory
             holding an unfinished run of the same input, model and settings
-            is resumed: its finished shards are kept; one of another run is
-            refused (`EmbedResumeError` naming what differs), as is a complete
-            one (`FileExistsError`), unless `overwrite`.
+            is resumed: its finished shards are kept; a complete one is left
+            as it is (the run is already complete: its manifest is returned);
+            an unfinished or complete run of another input, model or settings
+            is refused (`EmbedResumeError` naming what differs), unless
+            `overwrite`.
         output_format: "npy" (`embeddings.npy` + `ids.txt`) or "tfrecord".
         batch_size, max_seq_length: `SentenceEmbedder`'s.
         shard_size: passages per shard (the unit of resumption).
@@ -275,8 +345,16 @@ def embed_file(
         "shards": -(-len(passages) // shard_size),
         "complete": False,
     }
+    if previous is not None and previous.get("complete"):
+        _check_complete(output, previous, manifest)  # a re-run of a finished run: nothing to do (as pretraining's)
+        log(
+            f"{output}: already complete ({previous['count']} passages of {input_path}, nothing to do). Pass "
+            "overwrite=True (--overwrite) to embed again, or choose another output."
+        )
+        return previous
     if previous is not None:
         _check_resume(output, previous, manifest)
+    os.makedirs(os.path.join(output, SHARDS_DIR), exist_ok=True)
     _write_json(os.path.join(output, MANIFEST_FILE), manifest)
 
     shards, skipped, embedded = [], 0, 0

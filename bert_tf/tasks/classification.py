@@ -25,8 +25,36 @@ from bert_tf.checkpoints.name_table import CLASSIFIER_HEADS
 from bert_tf.data import classification, tfds_inputs
 from bert_tf.models import BertClassifier
 from bert_tf.objectives import Head, Objective
+from bert_tf.options import option
 from bert_tf.serving import ClassifierModule
 from bert_tf.tasks import common, registry
+
+
+@dataclasses.dataclass(kw_only=True)
+class ColumnOptions:
+    """The columns of TSV/CSV/JSONL data files: header names, or int indices for header-less files (the
+    sentence tasks and the embedding task read them)."""
+
+    text_column: object = option(None, "Text column: header name, or 0-based index for header-less files.")
+    text_pair_column: object = option(None, "Second text column of pair tasks (name or index).")
+    label_column: object = option(None, "Label column (name or index); embedding: the pair's similarity score.")
+    file_format: str = option(None, "Data file format (default: from the extension).", enum=classification.FORMATS)
+
+
+@dataclasses.dataclass(kw_only=True)
+class ClassificationOptions(ColumnOptions):
+    """The options of classification and regression."""
+
+    glue_task: str = option(  # GLUE file layout shortcut (columns, header, label names)
+        None,
+        "GLUE file layout (sst2, mrpc, cola, stsb, qqp, mnli, qnli, rte, wnli): sets the columns, header and label "
+        "names.",
+    )
+    label_names: list = option(
+        None,
+        "Classification labels in id order, as the files hold them (default: the training file's labels, or the "
+        "--glue_task's label names, e.g. negative,positive for sst2, whose files hold 0,1).",
+    )
 
 
 def parse_column(value):
@@ -227,6 +255,7 @@ CLASSIFICATION = registry.register(
         hf_accepts=lambda num_labels: num_labels >= 2,
         distillable=True,
         data_with_index=True,
+        options=ClassificationOptions,
     )
 )
 
@@ -248,5 +277,6 @@ REGRESSION = registry.register(
         hf_accepts=lambda num_labels: num_labels == 1,
         distillable=True,
         data_with_index=True,
+        options=ClassificationOptions,
     )
 )

@@ -30,6 +30,7 @@ its own: its checkpoint is the encoder's.
 Shapes: N texts, Q queries, P passages, D embedding size.
 """
 
+import dataclasses
 import os
 
 import numpy as np
@@ -40,19 +41,39 @@ from bert_tf.checkpoints.name_table import SENTENCE_ENCODER_HEADS
 from bert_tf.data import read_passages, squad, text_pairs
 from bert_tf.data.passages import TEXT_EXTENSIONS
 from bert_tf.embeddings import SentenceEmbedder
-from bert_tf.layers import check_pooling
+from bert_tf.layers import POOLING_MODES, check_pooling
 from bert_tf.models import BertSentenceEncoder
 from bert_tf.objectives import RANKING, SCORE, EmbeddingObjective
+from bert_tf.options import option
 from bert_tf.serving import EmbeddingModule
 from bert_tf.tasks import common, registry
-from bert_tf.tasks.classification import parse_column
-from bert_tf.tasks.squad import split_by_article
+from bert_tf.tasks.classification import ColumnOptions, parse_column
+from bert_tf.tasks.squad import ArticleSplitOptions, split_by_article
 
 # Retrieval evaluation: the k of each recall@k, and of MRR@k (the metric that keeps the best checkpoint).
 RECALL_AT = (1, 5, 10)
 MRR_AT = 10
 RETRIEVAL_METRIC = f"mrr@{MRR_AT}"
 SCORED_METRIC = "spearman"
+
+
+@dataclasses.dataclass(kw_only=True)
+class EmbeddingOptions(ColumnOptions, ArticleSplitOptions):
+    """The options of the embedding task (besides the columns and the SQuAD split it shares)."""
+
+    negative_column: object = option(
+        None, "Embedding: the hard negative's column of (anchor, positive, negative) rows (name or index)."
+    )
+    pooling: list = option(  # None keeps --init's
+        None,
+        f"Embedding: the sentence embedding's pooling, one of {list(POOLING_MODES)} or several (concatenated), "
+        "e.g. cls,mean. Default: --init's (a sentence-transformers folder's, else mean).",
+    )
+    eval_corpus: str = option(  # passages added to the retrieval evaluation's corpus (distractors)
+        None,
+        "Embedding: passages added to the retrieval evaluation's corpus (besides the evaluation's positives): a "
+        "text file, one passage per line, or TSV/CSV/JSONL with the passages in --text_pair_column.",
+    )
 
 
 # The checkpoint names of `BertSentenceEncoder`: the encoder's (pooling and normalization have no weights).
@@ -260,5 +281,6 @@ EMBEDDING = registry.register(
         check_config=check_config,
         model_settings=("pooling", "normalize"),
         example_unit="pairs",
+        options=EmbeddingOptions,
     )
 )

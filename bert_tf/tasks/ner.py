@@ -6,6 +6,7 @@ checkpoint is picked by entity F1; predictions are written to
 character offsets (`TaggerModule`).
 """
 
+import dataclasses
 import os
 
 from bert_tf import metrics
@@ -13,8 +14,17 @@ from bert_tf.checkpoints.name_table import TOKEN_CLASSIFIER_HEADS
 from bert_tf.data import tagging, tfds_inputs
 from bert_tf.models import BertTokenClassifier
 from bert_tf.objectives import Head, Objective
+from bert_tf.options import option
 from bert_tf.serving import TaggerModule
 from bert_tf.tasks import common, registry
+
+
+@dataclasses.dataclass(kw_only=True)
+class NerOptions:
+    """The options of named-entity recognition."""
+
+    tag_column: int = option(-1, "NER: the tag column of the CoNLL file.")
+    tag_scheme: str = option("auto", "NER: tag scheme of the CoNLL files.", enum=tagging.SCHEMES)
 
 
 class NerData:
@@ -112,5 +122,6 @@ NER = registry.register(
             model, tokenizer, max_seq_length, label_names, max_input_bytes=options.max_input_bytes
         ),
         distillable=True,
+        options=NerOptions,
     )
 )

@@ -82,6 +82,13 @@ class Task:
             `train_dataset(..., with_index=True)` (batches carrying each row's
             `example_index`), so a teacher's outputs can be precomputed
             (`distill(precompute_teacher=True)`).
+        options: the task's own options, a `kw_only` dataclass of
+            `bert_tf.options.option` fields (e.g. `SquadOptions`), or None.
+            `FinetuneConfig` (and `DistillConfig`, for a distillable task)
+            inherits its fields, so `task.data(config, ...)` reads them as
+            `config.NAME`, and bert-tf-finetune has a flag for each. Tasks may
+            share an options class; an option several classes declare must be
+            the same declaration (a common base class).
 
     Task data (what `data(...)` returns) has:
         `label_names`: list of str or None;
@@ -117,6 +124,7 @@ class Task:
     model_settings: tuple = ()
     distillable: bool = False
     data_with_index: bool = False
+    options: type | None = None
 
 
 _TASKS = {}  # name -> Task

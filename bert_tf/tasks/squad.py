@@ -5,6 +5,7 @@ checkpoint is picked by F1; answers are exact context characters, written to
 `predictions.json`. Served as answer spans with character offsets (`SpanModule`).
 """
 
+import dataclasses
 import json
 import os
 
@@ -15,8 +16,34 @@ from bert_tf.checkpoints.name_table import SPAN_LABELER_HEADS
 from bert_tf.data import squad, tfds_inputs
 from bert_tf.models import BertSpanLabeler
 from bert_tf.objectives import Head, Objective
+from bert_tf.options import option
 from bert_tf.serving import SpanModule
 from bert_tf.tasks import common, registry
+
+
+@dataclasses.dataclass(kw_only=True)
+class ArticleSplitOptions:
+    """How a SQuAD file without an evaluation file is split (QA, and the embedding task's SQuAD pairs)."""
+
+    eval_every_nth_article: int = option(
+        0,
+        "QA and embedding on SQuAD files, without --eval_file: hold out every n-th article of "
+        "--train_file for evaluation (5 = an 80/20 split by article).",
+        lower_bound=0,
+    )
+
+
+@dataclasses.dataclass(kw_only=True)
+class SquadOptions(ArticleSplitOptions):
+    """The options of extractive question answering."""
+
+    doc_stride: int = option(128, "QA: context tokens between window starts.", lower_bound=1)
+    max_query_length: int = option(64, "QA: question tokens kept.", lower_bound=1)
+    n_best_size: int = option(20, "QA: start and end candidates per window.", lower_bound=1)
+    max_answer_length: int = option(30, "QA: longest answer in tokens.", lower_bound=1)
+    null_score_diff_threshold: float = option(  # v2.0 only
+        0.0, "QA, SQuAD v2.0: answer nothing when the null score beats the best span by more than this."
+    )
 
 
 def split_by_article(examples, every):
@@ -119,5 +146,6 @@ SQUAD = registry.register(
         serving_module=_serving_module,
         example_unit="windows",
         distillable=True,
+        options=SquadOptions,
     )
 )

@@ -4,7 +4,8 @@ In a notebook: `pretrain(PretrainConfig(model_dir="runs/tiny", model="tiny", tra
 """
 
 from bert_tf.objectives import EmbeddingObjective, cosine_losses, ranking_losses
-from bert_tf.training.distillation import DistillConfig, distill
+from bert_tf.training import distillation, finetuning
+from bert_tf.training.distillation import distill
 from bert_tf.training.distillation_losses import (
     attention_loss,
     cosine_loss,
@@ -24,7 +25,7 @@ from bert_tf.training.distribute import (
     mirrored_strategy,
     resolve_dtype,
 )
-from bert_tf.training.finetuning import FinetuneConfig, finetune
+from bert_tf.training.finetuning import finetune
 from bert_tf.training.optimization import OPTIMIZERS, FusedAdamW, WarmupLinearDecay, create_optimizer
 from bert_tf.training.pretraining import PretrainConfig, fill_mask, pretrain
 from bert_tf.training.trainer import (
@@ -38,6 +39,17 @@ from bert_tf.training.trainer import (
     TrainingLoop,
     WorkerLostError,
 )
+
+
+def __getattr__(name):
+    # The run configs of task runs are composed from the task registry when first asked for (their fields include
+    # each registered task's options; see `finetuning.config_class`).
+    if name == "FinetuneConfig":
+        return finetuning.config_class()
+    if name == "DistillConfig":
+        return distillation.config_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "DTYPES",

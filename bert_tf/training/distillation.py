@@ -43,6 +43,7 @@ from bert_tf.checkpoints import (
 from bert_tf.config import PRESETS
 from bert_tf.data.pretraining import resolve_objectives
 from bert_tf.models import build_encoder
+from bert_tf.options import compose, option, override
 from bert_tf.training.distillation_objective import DistillationObjective, with_distill_weights
 from bert_tf.training.distillation_precompute import check_task as check_precompute_task
 from bert_tf.training.distillation_precompute import precompute, texts_sha256, with_teacher_outputs
@@ -51,6 +52,7 @@ from bert_tf.training.distiller import Distiller
 from bert_tf.training.distribute import create_strategy, dtype_policy, is_chief, resolve_dtype
 from bert_tf.training.general_distillation import general_distill
 from bert_tf.training.optimization import create_optimizer
+from bert_tf.training.run_options import MaskedLMData, Optimization, Schedule, TaskData
 from bert_tf.training.task_runs import (
     BestModel,
     epoch_loop_config,
@@ -68,82 +70,190 @@ def distill_tasks():
     return tasks.names(lambda task: task.distillable)
 
 
-@dataclasses.dataclass
-class DistillConfig:
+@dataclasses.dataclass(kw_only=True)
+class DistillRun(TaskData, Schedule, Optimization, MaskedLMData):
+    """The options of every distillation run; `DistillConfig` adds the options of each distillable task.
+
+    Task distillation reads `TaskData` (the fields of `FinetuneConfig` with the same names and meanings), general
+    distillation (`corpus`: DistilBERT's, TinyBERT's general stage) `MaskedLMData`, bert-tf-pretrain's masked-LM
+    data with the same names and meanings (no sentence objective); a general run is sized by `train_steps`
+    (required), as pretraining's, and every `eval_interval` steps the student's masked-LM accuracy on
+    `eval_steps` held-out batches (every 20th group of documents) picks the best student.
+    """
+
     # Task distillation: a fine-tuned task model directory (bert_tf, or Hugging Face ...ForX). General distillation
     # (`corpus`): a pretrained encoder with its masked-LM head (any directory `checkpoints.load_pretrainer` reads).
-    teacher: str
-    train_file: str = None  # task distillation's training data; exactly one of `train_file` and `corpus`
-    model_dir: str = None  # required
+    teacher: str = option(
+        help="The teacher. With --train_file: a fine-tuned bert_tf model directory of a task (bert-tf-finetune's "
+        "output) or a Hugging Face ...ForSequenceClassification / ForTokenClassification / ForQuestionAnswering "
+        "directory. With --corpus: a pretrained encoder with its masked-LM head (bert-tf-pretrain's output, a "
+        "Hugging Face ...ForMaskedLM / ...ForPreTraining directory, a TF1 checkpoint with cls/predictions)."
+    )
+    # task distillation's training data; exactly one of `train_file` and `corpus`
+    train_file: str = override(
+        TaskData,
+        "train_file",
+        default=None,
+        help="Task distillation: training data file, or tfds:NAME[:SPLIT]. Exclusive with --corpus.",
+    )
+    model_dir: str = option(  # required
+        None, "Checkpoints, logs, the best student, eval_results.json and predictions."
+    )
     # The student: teacher layers to copy (0-based, e.g. [0, 2, 4]), or a preset name / bert_config.json path.
-    student_layers: list = None
-    student_model: str = None
-    task: str = None  # None: the teacher's; else it must be the teacher's
-    eval_file: str = None
+    student_layers: list = option(
+        None,
+        "The student from teacher layers: 0-based indices of the layers to copy (e.g. 0,2,4), with the teacher's "
+        "embeddings and task head (--corpus: masked-LM head). Exclusive with --student_model.",
+    )
+    student_model: str = option(
+        None,
+        f"The student as a new model: a preset ({', '.join(PRESETS)}) or a bert_config.json (any width; the "
+        "teacher's vocabulary). Exclusive with --student_layers.",
+    )
+    task: str = option(  # None: the teacher's; else it must be the teacher's
+        None, "The task; default: the teacher's (another value is refused).", enum=distill_tasks
+    )
     # Losses (DistilBERT's soft targets at T=2 by default; TinyBERT adds hidden states and attention maps).
-    temperature: float = 2.0
-    soft_weight: float = 1.0
-    hard_weight: float = 0.0
-    hidden_weight: float = 0.0
-    attention_weight: float = 0.0
-    cosine_weight: float = 0.0
-    # Task data: the fields of FinetuneConfig with the same names and meanings.
-    text_column: object = None
-    text_pair_column: object = None
-    label_column: object = None
-    glue_task: str = None
-    label_names: list = None
-    file_format: str = None
-    tag_column: int = -1
-    tag_scheme: str = "auto"
-    doc_stride: int = 128
-    max_query_length: int = 64
-    n_best_size: int = 20
-    max_answer_length: int = 30
-    null_score_diff_threshold: float = 0.0
-    eval_every_nth_article: int = 0
-    # Training: as FinetuneConfig's.
-    max_seq_length: int = 128
-    epochs: float = 3.0
-    train_steps: int = 0
-    max_train_examples: int = 0
-    global_batch_size: int = 32
-    learning_rate: float = 5e-5
-    warmup_proportion: float = 0.1
-    weight_decay: float = 0.01
-    optimizer: str = "adamw"
-    clip_norm: float = 1.0
-    dropout: float = None  # the student's; None keeps the teacher's config
-    head_initializer: str = None  # a `student_model`'s new head; None: the task's default
-    dtype: str = "float32"
-    jit_compile: bool = None  # None: this machine's training path (`bert_tf.layers.execution_path`)
-    seed: int = 0
-    steps_per_loop: int = 50
-    evals_per_epoch: int = 1
-    checkpoint_steps: int = 0
-    keep_checkpoints: int = 1
-    eval_batch_size: int = 64
-    tfds_data_dir: str = None
-    split_special_tokens: bool = None  # None: the teacher directory's
+    temperature: float = option(
+        2.0, "Softmax temperature of the soft targets (their loss is scaled by its square); > 0."
+    )
+    soft_weight: float = option(1.0, "Weight of the soft-target loss (KL to the teacher's outputs).", lower_bound=0.0)
+    hard_weight: float = option(
+        0.0,
+        "Weight of the hard-label cross-entropy (the task's own loss; --corpus: the masked-LM cross-entropy).",
+        lower_bound=0.0,
+    )
+    hidden_weight: float = option(
+        0.0,
+        "Weight of the hidden-state MSE over mapped layers (through a learned projection when the widths differ).",
+        lower_bound=0.0,
+    )
+    attention_weight: float = option(
+        0.0,
+        "Weight of the attention-probability MSE over mapped layers (the student needs the teacher's head count).",
+        lower_bound=0.0,
+    )
+    cosine_weight: float = option(
+        0.0, "Weight of the cosine loss on the last hidden states (DistilBERT).", lower_bound=0.0
+    )
     # Task distillation: the teacher's outputs computed once over the training set (model_dir/teacher_outputs) and
     # read with the batches, so the step runs no teacher (soft and hard losses only).
-    precompute_teacher: bool = False
-    # General distillation (DistilBERT's, TinyBERT's general stage): the masked-LM data of bert-tf-pretrain, with
-    # the same names and meanings (no sentence objective); a run is sized by `train_steps` (required), as
-    # pretraining's, and every `eval_interval` steps the student's masked-LM accuracy on `eval_steps` held-out
-    # batches (every 20th group of documents) picks the best student.
-    corpus: list = None  # text files or globs
-    corpus_format: str = "lines"
-    group_size: int = 16
-    shuffle_buffer: int = 10_000
-    packing: str = "full_sentences"
-    masking: str = "token"
-    masking_rate: float = 0.15
-    max_predictions_per_seq: int = None  # None: default_max_predictions(masking_rate, max_seq_length)
-    span_geometric_p: float = 0.2
-    max_span_length: int = 10
-    eval_steps: int = 20
-    eval_interval: int = 500
+    precompute_teacher: bool = option(
+        False,
+        "Task distillation: compute the teacher's outputs once over the training set (kept in "
+        "--model_dir/teacher_outputs, reused on resume) and train without running the teacher in the step. Soft "
+        "and hard losses only.",
+    )
+    # As fine-tuning's, of the student.
+    dropout: float = override(  # the student's; None keeps the teacher's config
+        TaskData, "dropout", help="The student's dropout (default: the teacher's config, or --student_model's)."
+    )
+    head_initializer: str = override(  # a `student_model`'s new head; None: the task's default
+        TaskData,
+        "head_initializer",
+        help="A --student_model's new task head's kernel (default: the task's). Students from teacher layers copy "
+        "the head.",
+    )
+    keep_checkpoints: int = override(
+        Schedule,
+        "keep_checkpoints",
+        help="Training checkpoints kept (for resuming; the best student is kept apart in --model_dir).",
+    )
+    split_special_tokens: bool = override(  # None: the teacher directory's
+        TaskData,
+        "split_special_tokens",
+        help="Read [MASK], [SEP], ... written in the data as text (true) or as their single ids (false); default: "
+        "as the --teacher directory's bert_tf.json says.",
+    )
+    # General distillation: bert-tf-pretrain's masked-LM data, read for `corpus` only.
+    corpus: list = override(  # text files or globs
+        MaskedLMData,
+        "corpus",
+        default=None,
+        help="General distillation: text files or globs (comma-separated) for masked LM, with a --teacher that has "
+        "its masked-LM head (bert-tf-pretrain's output, a Hugging Face ...ForMaskedLM/...ForPreTraining directory, "
+        "a TF1 checkpoint with cls/predictions). Exclusive with --train_file; sized by --train_steps.",
+    )
+    corpus_format: str = override(
+        MaskedLMData,
+        "corpus_format",
+        help="--corpus: lines (one sentence per line, blank line between documents) or paragraphs (one document "
+        "per line).",
+    )
+    group_size: int = override(
+        MaskedLMData,
+        "group_size",
+        help="--corpus: documents per group; every 20th group is held out for evaluation.",
+        lower_bound=1,
+    )
+    shuffle_buffer: int = override(
+        MaskedLMData, "shuffle_buffer", help="--corpus: examples shuffled together (1: none)."
+    )
+    packing: str = override(
+        MaskedLMData,
+        "packing",
+        default="full_sentences",
+        help="--corpus: how sentences fill an example (as bert-tf-pretrain's).",
+    )
+    masking: str = override(
+        MaskedLMData, "masking", default="token", help="--corpus: token, whole_word or span masking."
+    )
+    masking_rate: float = override(
+        MaskedLMData, "masking_rate", help="--corpus: share of tokens masked.", lower_bound=0.0
+    )
+    max_predictions_per_seq: int = override(  # None: default_max_predictions(masking_rate, max_seq_length)
+        MaskedLMData,
+        "max_predictions_per_seq",
+        help="--corpus: masked-LM slots per example (default: ceil(masking_rate * max_seq_length)).",
+    )
+    span_geometric_p: float = override(
+        MaskedLMData, "span_geometric_p", help="--corpus, --masking=span: span lengths ~ Geometric(p)."
+    )
+    max_span_length: int = override(
+        MaskedLMData, "max_span_length", help="--corpus, --masking=span: longest span in words."
+    )
+    eval_steps: int = override(
+        MaskedLMData,
+        "eval_steps",
+        help="--corpus: held-out batches (of --eval_batch_size) per evaluation (0: none).",
+    )
+    eval_interval: int = override(
+        MaskedLMData,
+        "eval_interval",
+        help="--corpus: steps between held-out evaluations (each keeps the student if its masked-LM accuracy is "
+        "the best).",
+    )
+
+
+# The task options whose help says less for distillation (no embedding task, the short form).
+TASK_OPTION_HELP = {
+    "label_column": {"help": "Label column (name or index)."},
+    "label_names": {"help": "Classification labels in id order, as the files hold them."},
+    "eval_every_nth_article": {
+        "help": "QA on SQuAD files, without --eval_file: hold out every n-th article of --train_file for evaluation."
+    },
+}
+
+
+def config_class(task_list=None):
+    """The `DistillConfig` class of `task_list` (default: the registered tasks): `DistillRun`'s options and those
+    of each distillable task (`Task.options`). The same tasks give the same class."""
+    task_list = tasks.registered() if task_list is None else task_list
+    return compose(
+        "DistillConfig",
+        (DistillRun, *(task.options for task in task_list if task.distillable and task.options is not None)),
+        overrides=TASK_OPTION_HELP,
+        module=__name__,
+        doc="A distillation run: `DistillRun`'s options and those of the distillable tasks (one field per "
+        "bert-tf-distill flag, of the same name and default).",
+    )
+
+
+def __getattr__(name):
+    # `DistillConfig` is composed from the task registry when first asked for (see `finetuning.FinetuneConfig`).
+    if name == "DistillConfig":
+        return config_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # Fields that only task distillation reads (refused beside `corpus` when not at their default) and those only
@@ -205,7 +315,7 @@ def check_config(config):
             "(`corpus`) masks every example anew each epoch (dynamic masking), so there is nothing fixed to store. "
             f"Received: precompute_teacher=True, corpus={config.corpus!r}"
         )
-    defaults = {f.name: f.default for f in dataclasses.fields(DistillConfig)}
+    defaults = {f.name: f.default for f in dataclasses.fields(config)}
     others = TASK_FIELDS if config.corpus else CORPUS_FIELDS
     changed = [name for name in others if getattr(config, name) != defaults[name]]
     if changed:
@@ -449,4 +559,12 @@ def distill(config, strategy=None, log=print):
     return best.train(loop, has_eval, log=log)
 
 
-__all__ = ["DistillConfig", "check_config", "copy_teacher_layers", "distill", "distill_tasks", "student_config"]
+__all__ = [
+    "DistillRun",
+    "check_config",
+    "config_class",
+    "copy_teacher_layers",
+    "distill",
+    "distill_tasks",
+    "student_config",
+]

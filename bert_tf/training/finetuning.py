@@ -30,8 +30,10 @@ from bert_tf.checkpoints import (
     save_model_dir,
 )
 from bert_tf.models import build_encoder
+from bert_tf.options import compose, option
 from bert_tf.training.distribute import create_strategy, dtype_policy, is_chief
 from bert_tf.training.optimization import create_optimizer
+from bert_tf.training.run_options import Optimization, Schedule, TaskData
 from bert_tf.training.task_runs import (
     BestModel,
     epoch_loop_config,
@@ -43,59 +45,37 @@ from bert_tf.training.task_runs import (
 from bert_tf.training.trainer import TrainingLoop
 
 
-@dataclasses.dataclass
-class FinetuneConfig:
-    task: str
-    init: str
-    train_file: str
-    model_dir: str
-    eval_file: str = None
-    # Classification / regression columns: header names, or int indices for header-less files.
-    text_column: object = None
-    text_pair_column: object = None
-    label_column: object = None
-    glue_task: str = None  # GLUE file layout shortcut (columns, header, label names)
-    label_names: list = None
-    file_format: str = None
-    # NER
-    tag_column: int = -1
-    tag_scheme: str = "auto"
-    # SQuAD
-    doc_stride: int = 128
-    max_query_length: int = 64
-    n_best_size: int = 20
-    max_answer_length: int = 30
-    null_score_diff_threshold: float = 0.0  # v2.0 only
-    eval_every_nth_article: int = 0  # no eval_file: every n-th article of train_file is held out (SQuAD files)
-    # Embedding
-    negative_column: object = None  # the hard negative's column of (anchor, positive, negative) rows
-    pooling: list = None  # the sentence embedding's pooling modes; None keeps --init's
-    eval_corpus: str = None  # passages added to the retrieval evaluation's corpus (distractors)
-    # Training
-    max_seq_length: int = 128
-    epochs: float = 3.0
-    train_steps: int = 0  # > 0 overrides epochs
-    max_train_examples: int = 0  # > 0: a seeded random subset of the training data
-    global_batch_size: int = 32
-    learning_rate: float = 5e-5
-    warmup_proportion: float = 0.1
-    weight_decay: float = 0.01
-    optimizer: str = "adamw"
-    clip_norm: float = 1.0
-    dropout: float = None  # None keeps the checkpoint's config
-    head_initializer: str = None  # the new head's kernel: one of HEAD_INITIALIZERS; None: the task's default
-    dtype: str = "float32"
-    jit_compile: bool = None  # None: this machine's training path (`bert_tf.layers.execution_path`)
-    seed: int = 0
-    steps_per_loop: int = 50
-    evals_per_epoch: int = 1  # evaluations (and checkpoints) per epoch
-    checkpoint_steps: int = 0  # steps between checkpoints; 0: at each evaluation (evals_per_epoch)
-    keep_checkpoints: int = 1  # training checkpoints kept (the best model is kept apart in model_dir)
-    eval_batch_size: int = 64
-    tfds_data_dir: str = None
-    # Literal "[MASK]", "[SEP]", ... in the data: True reads them as text, False as their single ids; None: as the
-    # init directory says (bert_tf.json; Hugging Face and TF1 checkpoints: false, Hugging Face's default).
-    split_special_tokens: bool = None
+@dataclasses.dataclass(kw_only=True)
+class FinetuneRun(TaskData, Schedule, Optimization):
+    """The options of every fine-tuning run; `FinetuneConfig` adds each registered task's `options`."""
+
+    task: str = option(help="The task (one registered in bert_tf.tasks).", enum=tasks.names)
+    init: str = option(
+        help="Checkpoint to start from: a bert_tf model directory, a Hugging Face BERT directory or an original TF1 "
+        "checkpoint."
+    )
+    model_dir: str = option(help="Checkpoints, logs, the best model, eval_results.json and predictions.")
+
+
+def config_class(task_list=None):
+    """The `FinetuneConfig` class of `task_list` (default: the registered tasks): `FinetuneRun`'s options and each
+    task's own (`Task.options`). The same tasks give the same class."""
+    task_list = tasks.registered() if task_list is None else task_list
+    return compose(
+        "FinetuneConfig",
+        (FinetuneRun, *(task.options for task in task_list if task.options is not None)),
+        module=__name__,
+        doc="A fine-tuning run: `FinetuneRun`'s options and those of the registered tasks (one field per "
+        "bert-tf-finetune flag, of the same name and default).",
+    )
+
+
+def __getattr__(name):
+    # `FinetuneConfig` is composed from the task registry when first asked for (not at import: the built-in task
+    # modules import this package), and again after a task with options of its own registers.
+    if name == "FinetuneConfig":
+        return config_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # === The run ===

@@ -71,10 +71,12 @@ from bert_tf.data.pretraining import (
     resolve_objectives,
 )
 from bert_tf.models import BertPretrainer, build_encoder
+from bert_tf.options import lower_bounds, option, override
 from bert_tf.text import SPECIAL_TOKENS, BertTokenizer, SentencePieceTokenizer, packer_for
 from bert_tf.text.vocab import build_bpe_vocab, build_unigram_vocab, build_vocab, expand_files
 from bert_tf.training.distribute import DTYPES, create_strategy, dtype_policy, is_chief
 from bert_tf.training.optimization import OPTIMIZERS, create_optimizer
+from bert_tf.training.run_options import MaskedLMData, Optimization, Schedule
 from bert_tf.training.trainer import (
     INCOMPATIBLE,
     TRAINING_SETTINGS_FILE,
@@ -88,29 +90,6 @@ from bert_tf.training.trainer import (
 
 DEFAULT_CORPUS_FILE = "default_corpus.txt"
 FILL_MASK_SENTENCES = ("The [MASK] of the function is returned.", "This module provides [MASK] for files.")
-
-# Smallest value of each numeric field (the app's flags have the same lower bounds).
-_MINIMUM = {
-    "group_size": 2,
-    "shuffle_buffer": 1,
-    "vocab_size": 6,
-    "train_steps": 1,
-    "max_seq_length": 8,
-    "max_predictions_per_seq": 1,
-    "max_span_length": 1,
-    "global_batch_size": 1,
-    "learning_rate": 0.0,
-    "weight_decay": 0.0,
-    "clip_norm": 0.0,
-    "grad_accum_steps": 1,
-    "checkpoint_steps": 1,
-    "keep_checkpoints": 1,
-    "eval_steps": 0,
-    "eval_interval": 1,
-    "steps_per_loop": 1,
-    "nonfinite_retries": 0,
-}
-
 
 # The sentence objective of each family when `sentence_objective` (and `nsp`) are not set: BERT's next-sentence
 # prediction, ALBERT's sentence-order prediction; the other families have no sentence head in Hugging Face.
@@ -127,72 +106,121 @@ def has_checkpoint(model_dir):
     return os.path.exists(os.path.join(directory, "checkpoint")) or bool(checkpoints_in(directory))
 
 
-@dataclasses.dataclass
-class PretrainConfig:
+@dataclasses.dataclass(kw_only=True)
+class PretrainConfig(MaskedLMData, Schedule, Optimization):
     """A pretraining run; each field is the `bert-tf-pretrain` flag of the same name, with its default."""
 
-    model_dir: str  # checkpoints, TensorBoard logs and the final model directory
-    # Data
-    corpus: list = dataclasses.field(default_factory=list)  # files or globs; empty: the offline default corpus
-    corpus_format: str = "lines"  # bert_tf.data.pretraining.FORMATS
-    group_size: int = 16  # documents per pair-building group; every 20th group is held out
-    shuffle_buffer: int = 10_000  # training examples shuffled together (filled before the first step); 1: none
+    model_dir: str = option(help="Checkpoints, logs and the final model directory go here.")
+    # Data (the corpus and its masking: `MaskedLMData`)
     # vocab.txt (roberta: a byte-level BPE vocab.json, merges.txt beside it; any: a SentencePiece .model or a
     # directory with spiece.model/spm.model); None: built here, of the kind VOCAB_KIND_BY_MODEL_TYPE says
-    vocab: str = None
-    vocab_size: int = None  # of a vocabulary built here; None: DEFAULT_VOCAB_SIZE (8000)
-    lowercase: bool = None  # None: True (uncased); with `init`, the checkpoint's tokenizer decides
+    vocab: str = option(
+        None,
+        "vocab.txt (--model_type=roberta: a byte-level BPE vocab.json, merges.txt beside it; any model type: a "
+        "SentencePiece .model, or a directory holding spiece.model/spm.model, e.g. from bert-tf-vocab "
+        "--kind=unigram); a vocabulary of the model type's kind is built from the corpus into model_dir when "
+        "absent. Not with --init.",
+    )
+    vocab_size: int = option(  # of a vocabulary built here; None: DEFAULT_VOCAB_SIZE (8000)
+        None, "Size of a vocabulary built on the fly (default: 8000). Not with --init.", lower_bound=6
+    )
+    lowercase: bool = option(  # None: True (uncased); with `init`, the checkpoint's tokenizer decides
+        None, "Uncased tokenization (default: true). Not with --init: the checkpoint's tokenizer decides."
+    )
     # False: "[MASK]", "[SEP]", ... written in the corpus are their single ids (never masked), as Hugging Face's
     # tokenizers read them; True: they are text ("[", "mask", "]"), as google-research/bert's. bert_tf.json keeps it.
-    split_special_tokens: bool = False
+    split_special_tokens: bool = option(
+        False,
+        "Read [MASK], [SEP], ... written in the corpus as text ([, mask, ]) instead of their single ids (kept whole "
+        "by default, as Hugging Face's tokenizers do); recorded in the model directory's bert_tf.json.",
+    )
     # Model
-    model: str = None  # a preset (bert_tf.config.PRESETS) or a bert_config.json path; None: DEFAULT_MODEL ("mini")
+    model: str = option(  # a preset (bert_tf.config.PRESETS) or a bert_config.json path; None: DEFAULT_MODEL ("mini")
+        None, f"Preset ({', '.join(PRESETS)}) or a bert_config.json path (default: mini). Not with --init."
+    )
     # bert_tf.config.MODEL_TYPES: the family a preset becomes (a config file's must agree); None: "bert", or with
     # `init` the checkpoint's (given with `init`, it must agree)
-    model_type: str = None
+    model_type: str = option(
+        None,
+        "The architecture a preset becomes (default: bert; with --init the checkpoint's, and if given it must "
+        "agree): roberta (one segment, positions from 2, LayerNorm 1e-5), distilbert (no segments), electra "
+        "(--embedding_size), albert (--embedding_size, one shared layer, gelu_new). A bert_config.json's own "
+        "model_type must agree.",
+        enum=MODEL_TYPES,
+    )
     # ELECTRA's and ALBERT's embedding width; None: ELECTRA hidden_size // 2 (ELECTRA-small: 128 over 256),
     # ALBERT min(128, hidden_size) (ALBERT-base: 128 over 768)
-    embedding_size: int = None
+    embedding_size: int = option(
+        None,
+        "ELECTRA's and ALBERT's embedding width, projected to the hidden size (default: ELECTRA hidden size / 2, "
+        "as ELECTRA-small's 128; ALBERT min(128, hidden size), as ALBERT-base's). Not with --init.",
+        lower_bound=1,
+    )
     # Continued pretraining (BioBERT, BERT's 512-token second phase): a checkpoint load_encoder reads (bert_tf model
     # directory, Hugging Face directory incl. ...ForPreTraining/...ForMaskedLM, TF1). Its config, family, weights
     # (with the masked-LM and sentence heads it has, when of the run's objective) and tokenizer start the run;
     # `model`, `vocab`, `vocab_size`, `embedding_size` and `lowercase` are then refused. Read only when model_dir
     # holds no checkpoint: a resumed run ignores it (and needs it no more).
-    init: str = None
-    max_seq_length: int = 128  # up to the model's max_position_embeddings (with `init`, the checkpoint's)
-    # The recipe (bert_tf.data.pretraining): None-valued fields follow the family or the legacy switches.
+    init: str = option(
+        None,
+        "Continue pretraining this checkpoint (BioBERT's domain adaptation; BERT's 512-token second phase, Devlin "
+        "et al. 2019): a bert_tf model directory, a Hugging Face directory (...Model, ...ForPreTraining, "
+        "...ForMaskedLM) or an original TF1 checkpoint. Its config, family, weights, tokenizer and its masked-LM "
+        "and sentence heads (when of --sentence_objective's kind: BERT's are NSP, ALBERT's SOP) start the run; the "
+        "heads it lacks are initialised (the log says which). --model, --vocab, --vocab_size, --embedding_size and "
+        "--lowercase are refused with it; --model_type must agree. --max_seq_length may exceed the length it was "
+        "trained at, up to its max_position_embeddings. Read only when --model_dir holds no checkpoint: a resumed "
+        "run ignores it.",
+    )
+    max_seq_length: int = option(  # up to the model's max_position_embeddings (with `init`, the checkpoint's)
+        128, "Tokens per example.", lower_bound=8
+    )
+    # The recipe (bert_tf.data.pretraining; `MaskedLMData` holds packing and masking): None-valued fields follow
+    # the family or the legacy switches.
     # "nsp" (BERT), "sop" (ALBERT), "none" (RoBERTa); None: `nsp` if set, else the family's
     # (SENTENCE_OBJECTIVE_BY_MODEL_TYPE; "none" with a sentence packing)
-    sentence_objective: str = None
-    packing: str = "pairs"  # "pairs" (BERT), "full_sentences" / "doc_sentences" (RoBERTa; sentence objective none)
-    masking: str = None  # "token" (BERT), "whole_word", "span" (SpanBERT); None: from `whole_word_masking`
-    masking_rate: float = 0.15  # share of tokens masked, up to MAX_MASKING_RATE (0.5)
-    span_geometric_p: float = 0.2  # span masking: span lengths in words ~ Geometric(p) (SpanBERT: 0.2) ...
-    max_span_length: int = 10  # ... clipped at this many words (SpanBERT: 10)
-    max_predictions_per_seq: int = None  # None: default_max_predictions(masking_rate, max_seq_length)
-    whole_word_masking: bool = None  # legacy alias: True is masking="whole_word", False "token"
-    nsp: bool = None  # legacy alias: True is sentence_objective="nsp", False "none"
-    # Optimization
-    train_steps: int = 1000
-    global_batch_size: int = 32  # over all replicas
-    learning_rate: float = 1e-4  # peak, after linear warmup; then linear decay to zero
-    warmup_steps: int = None  # linear warmup steps; None: warmup_proportion of train_steps
-    warmup_proportion: float = 0.1  # share of train_steps warming up when warmup_steps is None
-    optimizer: str = "adamw"  # bert_tf.training.optimization.OPTIMIZERS
-    weight_decay: float = 0.01
-    clip_norm: float = 1.0  # global gradient norm; 0 disables clipping
-    grad_accum_steps: int = 1
-    dtype: str = "float32"  # bert_tf.training.distribute.DTYPES
-    jit_compile: bool = None  # None: this machine's training path (`bert_tf.layers.execution_path`)
+    sentence_objective: str = option(
+        None,
+        "The sentence-level objective beside masked LM: nsp (next-sentence prediction, BERT: Devlin et al. 2019), "
+        "sop (sentence-order prediction, ALBERT: Lan et al. 2020; bert and albert only), none (RoBERTa: Liu et al. "
+        "2019). Default: the family's (nsp for bert, sop for albert, none for the others; none with a sentence "
+        "--packing).",
+        enum=SENTENCE_OBJECTIVES,
+    )
+    whole_word_masking: bool = option(  # legacy alias: True is masking="whole_word", False "token"
+        None, "Alias: --whole_word_masking is --masking=whole_word."
+    )
+    nsp: bool = option(  # legacy alias: True is sentence_objective="nsp", False "none"
+        None, "Alias: --nsp is --sentence_objective=nsp, --nonsp --sentence_objective=none."
+    )
+    # Optimization (and `Optimization`, `Schedule`)
+    train_steps: int = override(Schedule, "train_steps", default=1000, help="Total optimizer steps.", lower_bound=1)
+    learning_rate: float = override(Schedule, "learning_rate", default=1e-4)  # after linear warmup; then decay
+    warmup_steps: int = option(  # linear warmup steps; None: warmup_proportion of train_steps
+        None, "Linear warmup steps, then linear decay to zero (default: --warmup_proportion).", lower_bound=0
+    )
+    warmup_proportion: float = override(  # share of train_steps warming up when warmup_steps is None
+        Schedule,
+        "warmup_proportion",
+        help="Share of --train_steps with linear warmup when --warmup_steps is not set (BERT's own run: 0.01).",
+    )
+    grad_accum_steps: int = option(1, "Micro-batches per step.", lower_bound=1)
     # Loop
-    steps_per_loop: int = 50
-    checkpoint_steps: int = 500
-    keep_checkpoints: int = 3
-    eval_steps: int = 20  # held-out batches per evaluation; 0: none
-    eval_interval: int = 500
-    nonfinite_retries: int = 0  # on a NaN/inf loss: restore the last checkpoint and skip the batches
-    seed: int = 0  # initialization (keras.utils.set_random_seed), data order and masking
-    fill_mask: list = dataclasses.field(default_factory=lambda: list(FILL_MASK_SENTENCES))  # completed at the end
+    checkpoint_steps: int = override(
+        Schedule, "checkpoint_steps", default=500, help="Steps between checkpoints.", lower_bound=1
+    )
+    keep_checkpoints: int = override(Schedule, "keep_checkpoints", default=3, help="Checkpoints kept.")
+    nonfinite_retries: int = option(  # on a NaN/inf loss: restore the last checkpoint and skip the batches
+        0,
+        "On a NaN/inf loss: restore the last checkpoint and skip the batches this many times before stopping.",
+        lower_bound=0,
+    )
+    # initialization (keras.utils.set_random_seed), data order and masking
+    seed: int = override(Schedule, "seed", help="Seed for initialization, data and masking.")
+    fill_mask: list = option(  # completed at the end
+        default_factory=lambda: list(FILL_MASK_SENTENCES),
+        help="Sentences with [MASK] to complete with the trained model at the end.",
+    )
 
     def __post_init__(self):
         self.validate()
@@ -400,6 +428,15 @@ class PretrainConfig:
 # "wordpiece". SentencePiece's family (special tokens, normalization) is UNIGRAM_FAMILY_BY_MODEL_TYPE's, else ALBERT's.
 VOCAB_KIND_BY_MODEL_TYPE = {"roberta": "bpe", "albert": "unigram", "deberta-v2": "unigram"}
 UNIGRAM_FAMILY_BY_MODEL_TYPE = {"deberta-v2": "deberta-v2"}
+
+
+# Smallest value of each numeric field: its option's lower bound (the flag's), checked in this order; the
+# warmup fields and `embedding_size` have checks of their own.
+_MINIMUM = {
+    name: bound
+    for name, bound in lower_bounds(PretrainConfig).items()
+    if name not in ("warmup_steps", "warmup_proportion", "embedding_size")
+}
 
 
 def sentencepiece_model_in(path):

@@ -116,11 +116,23 @@ def test_a_restart_on_another_input_is_refused(model_dir, corpus, tmp_path, caps
     assert _run(model_dir=model_dir, input=corpus, output=output, shard_size=2, overwrite=True) == 0
 
 
-def test_a_complete_output_needs_overwrite(model_dir, corpus, tmp_path, capsys):
+def test_a_complete_output_is_complete_and_another_run_there_needs_overwrite(model_dir, corpus, tmp_path, capsys):
     output = tmp_path / "out"
     assert _run(model_dir=model_dir, input=corpus, output=output) == 0
+    written = {name: (output / name).stat().st_mtime_ns for name in os.listdir(output)}
+    capsys.readouterr()
+    # The same command again: already complete, exit 0, nothing rewritten (as bert-tf-pretrain's re-run).
+    assert _run(model_dir=model_dir, input=corpus, output=output) == 0
+    assert "already complete (5 passages" in capsys.readouterr().out
+    assert {name: (output / name).stat().st_mtime_ns for name in os.listdir(output)} == written
+    # Other settings: refused, naming the difference; the embeddings stay.
+    assert _run(model_dir=model_dir, input=corpus, output=output, shard_size=3) == 1
+    error = capsys.readouterr().err
+    assert "already holds the complete embeddings of a different run" in error and "shard_size: 10000 -> 3" in error
+    assert {name: (output / name).stat().st_mtime_ns for name in os.listdir(output)} == written
+    os.remove(output / "ids.txt")
     assert _run(model_dir=model_dir, input=corpus, output=output) == 1
-    assert "already holds the complete embeddings" in capsys.readouterr().err
+    assert "complete but ids.txt is missing" in capsys.readouterr().err
     assert _run(model_dir=model_dir, input=corpus, output=output, overwrite=True) == 0
     other = tmp_path / "other"
     other.mkdir()

@@ -4,10 +4,14 @@ The task, "mean_pool_sentiment", differs from the built-in classification in
 every part a task declares: its reader (fastText-style `__label__NAME text`
 lines), its model (a masked mean over the sequence output, not the pooled
 `[CLS]`), its checkpoint names, its best-checkpoint metric (macro F1) and its
-serving module (`label` and `probabilities` only). Nothing outside this file
-knows it: `bert_tf.tasks.register` is the one step that plugs it in.
+serving module (`label` and `probabilities` only), and it has an option of
+its own (`label_prefix`, declared once in `SentimentOptions`), which
+`FinetuneConfig` and bert-tf-finetune's flags take from the registered task.
+Nothing outside this file knows it: `bert_tf.tasks.register` is the one step
+that plugs it in.
 """
 
+import dataclasses
 import json
 import os
 
@@ -15,19 +19,23 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from absl import flags
 
 from bert_tf import tasks
+from bert_tf.apps import common_flags
 from bert_tf.checkpoints import load_encoder, read_settings
 from bert_tf.checkpoints.name_table import output_layer
 from bert_tf.data.classification import ClassificationExamples, make_dataset
 from bert_tf.export import METADATA_FILE, ServingModule, export_saved_model, load_task_model, serving_module
 from bert_tf.export.saved_model import kind_of
 from bert_tf.objectives import Head, Objective
+from bert_tf.options import option
 from bert_tf.serving import TEXT
 from bert_tf.tasks.classification import training_batches
 from bert_tf.tasks.common import predict
+from bert_tf.training import distillation, finetuning
 from bert_tf.training.distribute import create_strategy
-from bert_tf.training.finetuning import FinetuneConfig, finetune
+from bert_tf.training.finetuning import finetune
 from tests.helpers import tiny_model_dir
 
 NAME = "mean_pool_sentiment"
@@ -38,18 +46,25 @@ POSITIVE, NEGATIVE = ("good", "great", "fine"), ("bad", "awful", "poor")
 # === The task: reader, model, metric, data, serving module, checkpoint names ===
 
 
-def read_fasttext(path):
-    """`(texts, label names)` of a fastText-style file: `__label__NAME text` per line."""
+@dataclasses.dataclass(kw_only=True)
+class SentimentOptions:
+    """The task's own option: a field of FinetuneConfig and a flag of bert-tf-finetune once the task is registered."""
+
+    label_prefix: str = option("__label__", "mean_pool_sentiment: the marker before each line's label name.")
+
+
+def read_fasttext(path, prefix="__label__"):
+    """`(texts, label names)` of a fastText-style file: `{prefix}NAME text` per line."""
     texts, labels = [], []
     with open(path, encoding="utf-8") as f:
         for number, line in enumerate(f, 1):
             if not line.strip():
                 continue
             label, _, text = line.strip().partition(" ")
-            if not label.startswith("__label__"):
-                raise ValueError(f"{path}:{number}: expected `__label__NAME text`. Received: {line.strip()!r}")
+            if not label.startswith(prefix):
+                raise ValueError(f"{path}:{number}: expected `{prefix}NAME text`. Received: {line.strip()!r}")
             texts.append(text)
-            labels.append(label[len("__label__") :])
+            labels.append(label[len(prefix) :])
     return texts, labels
 
 
@@ -87,10 +102,10 @@ class FastTextData:
 
     def __init__(self, config, tokenizer, max_position_embeddings):
         self.config, self.tokenizer = config, tokenizer
-        texts, labels = read_fasttext(config.train_file)
+        texts, labels = read_fasttext(config.train_file, config.label_prefix)
         self.label_names = sorted(set(labels))
         self.train = self._examples(texts, labels)
-        self.eval = self._examples(*read_fasttext(config.eval_file)) if config.eval_file else None
+        self.eval = self._examples(*read_fasttext(config.eval_file, config.label_prefix)) if config.eval_file else None
 
     def _examples(self, texts, labels):
         return ClassificationExamples(
@@ -120,7 +135,8 @@ class FastTextData:
 
         def write(directory):
             with open(os.path.join(directory, "predictions.txt"), "w", encoding="utf-8") as f:
-                f.writelines(f"__label__{self.label_names[p]} {t}\n" for p, t in zip(predicted, self.eval.texts))
+                prefix = self.config.label_prefix
+                f.writelines(f"{prefix}{self.label_names[p]} {t}\n" for p, t in zip(predicted, self.eval.texts))
 
         return results, write
 
@@ -158,6 +174,7 @@ TASK = tasks.Task(
     serving_module=lambda model, tokenizer, max_seq_length, labels, options: SentimentModule(
         model, tokenizer, max_seq_length, labels, max_input_bytes=options.max_input_bytes
     ),
+    options=SentimentOptions,
 )
 
 
@@ -180,8 +197,8 @@ def _sentences(rng, n):
     return rows
 
 
-def _write_fasttext(path, rows):
-    path.write_text("".join(f"__label__{label} {text}\n" for text, label in rows), encoding="utf-8")
+def _write_fasttext(path, rows, prefix="__label__"):
+    path.write_text("".join(f"{prefix}{label} {text}\n" for text, label in rows), encoding="utf-8")
     return str(path)
 
 
@@ -193,14 +210,15 @@ def tiny_dir(tmp_path):
 def test_a_task_declared_in_one_file_finetunes_exports_and_serves(registered, tiny_dir, tmp_path):
     assert NAME in tasks.names() and tasks.get(NAME) is TASK
     rng = np.random.default_rng(0)
-    train = _write_fasttext(tmp_path / "train.txt", _sentences(rng, 48))
+    train = _write_fasttext(tmp_path / "train.txt", _sentences(rng, 48), prefix="label=")
     dev_rows = _sentences(rng, 16)
-    dev = _write_fasttext(tmp_path / "dev.txt", dev_rows)
+    dev = _write_fasttext(tmp_path / "dev.txt", dev_rows, prefix="label=")
     run = tmp_path / "run"
     keras.utils.set_random_seed(0)
     best = finetune(
-        FinetuneConfig(
+        finetuning.FinetuneConfig(  # the registered tasks' config: it has the task's `label_prefix`
             task=NAME,
+            label_prefix="label=",
             init=tiny_dir,
             train_file=train,
             eval_file=dev,
@@ -222,7 +240,7 @@ def test_a_task_declared_in_one_file_finetunes_exports_and_serves(registered, ti
     settings = read_settings(str(run))
     assert settings["task"] == NAME and settings["labels"] == ["neg", "pos"]
     predictions = (run / "predictions.txt").read_text().splitlines()
-    assert predictions == [f"__label__{label} {text}" for text, label in dev_rows]
+    assert predictions == [f"label={label} {text}" for text, label in dev_rows]
 
     # The model directory holds the task's model under its own checkpoint names.
     model, _ = load_task_model(str(run))
@@ -251,3 +269,29 @@ def test_a_task_declared_in_one_file_finetunes_exports_and_serves(registered, ti
     features = make_dataset(ClassificationExamples(texts=texts), module.tokenizer, 16, len(texts))
     expected = tf.nn.softmax(predict(model, features)["logits"]).numpy()
     np.testing.assert_allclose(served["probabilities"].numpy(), expected, atol=1e-5)
+
+
+def test_a_task_s_options_are_config_fields_and_flags(registered):
+    builtin = finetuning.config_class([task for task in tasks.registered() if task.name != NAME])
+    config_class = finetuning.config_class()  # the registered tasks': the built-in ones and this file's
+    assert config_class is finetuning.FinetuneConfig and config_class is not builtin
+    assert {f.name for f in dataclasses.fields(config_class)} - {f.name for f in dataclasses.fields(builtin)} == {
+        "label_prefix"
+    }
+    assert "label_prefix" not in {f.name for f in dataclasses.fields(distillation.config_class())}  # not distillable
+
+    # bert-tf-finetune's flags, generated as the app does: the task's option is one, with its help and default.
+    flag_values = flags.FlagValues()
+    common_flags.define_config_flags(config_class, "bert_tf.apps.finetune", flag_values, shared=True)
+    flag = flag_values["label_prefix"]
+    assert flag.help == "mean_pool_sentiment: the marker before each line's label name."
+    assert flag.default == "__label__"
+    flag_values(["bert-tf-finetune", f"--task={NAME}", "--label_prefix=label=", "--init=m", "--train_file=t"])
+    config = common_flags.config_from_flags(
+        config_class, "bert_tf.apps.finetune", exclude=common_flags.PROCESS_FLAGS, flag_values=flag_values
+    )
+    assert config.task == NAME and config.label_prefix == "label=" and config.doc_stride == 128
+
+    tasks.unregister(NAME)
+    assert finetuning.FinetuneConfig is builtin  # the same tasks, the same class
+    tasks.register(TASK)
