@@ -20,7 +20,7 @@ PACKAGE = os.path.join(ROOT, "bert_tf")
 # The layers, lowest first (docs/ARCHITECTURE.md, "Packages"). A module may import its own package and any package
 # of a lower layer; packages of one layer do not import each other. "bert_tf" is the root `__init__`.
 LAYERS = (
-    ("config",),
+    ("config", "options"),  # options: how run options are declared (no TensorFlow)
     ("bert_tf",),
     ("metrics",),
     ("text",),
