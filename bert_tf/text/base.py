@@ -338,25 +338,11 @@ class Tokenizer(keras.layers.Layer):
                 return token_id
         return None
 
-    @property
-    def pad_id(self):
-        return self._special_id("pad")
-
-    @property
-    def unk_id(self):
-        return self._special_id("unk")
-
-    @property
-    def cls_id(self):
-        return self._special_id("cls")
-
-    @property
-    def sep_id(self):
-        return self._special_id("sep")
-
-    @property
-    def mask_id(self):
-        return self._special_id("mask")
+    pad_id = property(lambda self: self._special_id("pad"), doc="Id of the padding token, or `None`.")
+    unk_id = property(lambda self: self._special_id("unk"), doc="Id of the unknown token, or `None`.")
+    cls_id = property(lambda self: self._special_id("cls"), doc="Id of the classification (first) token, or `None`.")
+    sep_id = property(lambda self: self._special_id("sep"), doc="Id of the separator (last) token, or `None`.")
+    mask_id = property(lambda self: self._special_id("mask"), doc="Id of the mask token, or `None`.")
 
     # === Config ===
 
