@@ -1,16 +1,19 @@
 """bert_tf.text: in-graph text processing, from raw strings to packed and masked ids.
 
     from bert_tf.text import BertTokenizer, BytePairTokenizer, SentencePieceTokenizer, BertPacker, MaskedLMMasker
+    from bert_tf.text import Tokenizer  # the tokenizers' base layer, for a new kind
 
-- `tokenizer`: `BertTokenizer`, the WordPiece Keras layer with the reference tokenizer's ids.
+- `base`: `Tokenizer`, the base layer of the tokenizers (inputs, offsets, special ids, tokens kept whole in the
+  text, `get_config`); a kind implements `_tokenize` and `_detokenize`. Its helpers: `re2_escape`,
+  `WHITESPACE_CLASS` (Unicode whitespace as an RE2 class), `split_added_tokens`, `ragged_ids`.
+- `tokenizer`: `BertTokenizer`, the WordPiece Keras layer with the reference tokenizer's ids; `wordpiece_fast`, its
+  fast path.
 - `byte_pair`: `BytePairTokenizer`, the byte-level BPE Keras layer (GPT-2, RoBERTa) with Hugging Face's ids.
 - `sentencepiece`: `SentencePieceTokenizer`, the SentencePiece unigram Keras layer (ALBERT, DeBERTa-v2/v3) with
   Hugging Face's ids.
 - `normalization`: the reference's Unicode tables, `normalize` and `split_words`; `FAST_PATH_PATTERN` and
   `normalize_fast_path`, the tokenizer's fast path for the text whose characters ICU and the reference agree on.
 - `offsets`: `bytes_to_chars` (byte offsets to character offsets) and `utf8_length`.
-- `added_tokens`: what the tokenizers share: added tokens written in the text split out (`split_added_tokens`),
-  Unicode whitespace (`WHITESPACE_CLASS`), `detokenize`'s id batches (`ragged_ids`).
 - `packing`: `BertPacker` (trim, then `[CLS] A [SEP] B [SEP]`, or RoBERTa's pairs), its `TRUNCATIONS`, and
   `packer_for(tokenizer, ...)`, the packer of a tokenizer.
 - `masking`: `MaskedLMMasker` (dynamic masked-LM masking) and its stateless random draws.
@@ -19,6 +22,7 @@
   for BPE, `UNIGRAM_SPECIAL_TOKENS` by family for unigram).
 """
 
+from bert_tf.text.base import Tokenizer
 from bert_tf.text.byte_pair import BytePairTokenizer
 from bert_tf.text.masking import MASKING_MODES, MaskedLMMasker
 from bert_tf.text.normalization import normalize, split_words
@@ -51,6 +55,7 @@ __all__ = [
     "BytePairTokenizer",
     "MaskedLMMasker",
     "SentencePieceTokenizer",
+    "Tokenizer",
     "VocabSummary",
     "build_bpe_vocab",
     "build_unigram_vocab",

@@ -56,8 +56,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.text.added_tokens import WHITESPACE_CLASS, ragged_ids, split_added_tokens
-from bert_tf.text.offsets import concat_rows, offsets_in_unit, replace_invalid_utf8, row_ids
+from bert_tf.text.base import WHITESPACE_CLASS, Tokenizer, added_token_entries
+from bert_tf.text.offsets import concat_rows, replace_invalid_utf8, row_ids
 
 # Unicode White_Space (Rust `char::is_whitespace`, Oniguruma's `\s`): RE2's
 # `\s` is ASCII only.
@@ -252,40 +252,15 @@ def _special_entries(special_tokens, vocabulary):
     if special_tokens is None:
         # RoBERTa's defaults, as transformers' RobertaTokenizer sets them: <mask> takes the space before it.
         special_tokens = [{"content": t, "lstrip": t == "<mask>"} for t in ROBERTA_SPECIAL_TOKENS if t in vocabulary]
-    if not isinstance(special_tokens, (list, tuple)):
-        raise ValueError(
-            f"`special_tokens` must be a list of strings or dicts. Received: special_tokens={special_tokens!r}"
-        )
-    entries = []
-    for entry in special_tokens:
-        if isinstance(entry, str):
-            entry = {"content": entry}
-        if not isinstance(entry, dict) or not isinstance(entry.get("content"), str) or not entry["content"]:
-            raise ValueError(
-                f"`special_tokens` entries must be non-empty strings or dicts with 'content'. Received: {entry!r}"
-            )
-        content = entry["content"]
-        if content not in vocabulary:
-            raise ValueError(
-                f"Special token {content!r} is not in the vocabulary. Received: special_tokens entry {entry!r}"
-            )
-        if entry.get("single_word"):
-            raise ValueError(f"Special tokens with single_word=True are not supported. Received: {entry!r}")
-        entries.append(
-            {
-                "content": content,
-                "id": vocabulary[content],
-                "lstrip": bool(entry.get("lstrip", False)),
-                "rstrip": bool(entry.get("rstrip", False)),
-                "special": bool(entry.get("special", True)),
-            }
-        )
-    return entries
 
+    def id_of(entry):
+        if entry["content"] not in vocabulary:
+            raise ValueError(
+                f"Special token {entry['content']!r} is not in the vocabulary. Received: special_tokens entry {entry!r}"
+            )
+        return vocabulary[entry["content"]]
 
-def _escape(token):
-    """RE2 pattern matching `token` literally."""
-    return "".join("\\" + c if not c.isalnum() and ord(c) < 128 else c for c in token)
+    return added_token_entries(special_tokens, id_of)
 
 
 def bpe_reference(word, ranks, ignore_merges=False, vocabulary=None):
@@ -322,7 +297,7 @@ def bpe_reference(word, ranks, ignore_merges=False, vocabulary=None):
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class BytePairTokenizer(keras.layers.Layer):
+class BytePairTokenizer(Tokenizer):
     """Byte-level BPE tokenizer layer (GPT-2, RoBERTa) with Hugging Face's ids.
 
     Runs entirely in-graph (tf.data, tf.function, SavedModel). Ids equal those
@@ -331,6 +306,22 @@ class BytePairTokenizer(keras.layers.Layer):
 
     Invalid UTF-8 bytes are replaced by U+FFFD: the ids are those the
     reference gives for `line.decode("utf-8", errors="replace")`.
+
+    Offsets (`tokenize_with_offsets`): a piece spans the text it came from,
+    without the spaces at its ends (Hugging Face's `trim_offsets`: "Ġthe"
+    spans "the"; a piece of spaces alone is empty, at its end). A piece
+    holding part of a character's bytes spans those bytes ("byte") or the
+    whole character ("char", as Hugging Face). A verbatim added token spans
+    its text (not the whitespace `lstrip`/`rstrip` took). With
+    `add_prefix_space`, the added space is empty, at the segment's start.
+
+    `detokenize` joins each id's bytes (GPT-2's bytes-to-unicode table undone;
+    added tokens give their text) and decodes them as UTF-8, invalid bytes (a
+    character cut between pieces) as U+FFFD, as Hugging Face's `ByteLevel`
+    decoder does.
+
+    Special ids: `cls_id` (and `bos_id`) is `<s>`, `sep_id` (and `eos_id`)
+    `</s>`, then `<pad>`, `<unk>`, `<mask>`.
 
     Args:
         vocabulary: a `vocab.json` path, or its data, a dict {token: id}
@@ -364,6 +355,10 @@ class BytePairTokenizer(keras.layers.Layer):
     >>> tokenizer = BytePairTokenizer.from_tokenizer_json("tokenizer.json")
     """
 
+    # How pairs are packed (`bert_tf.text.packer_for`): `<s> A </s></s> B </s>`, one segment.
+    packing = "roberta"
+    special_token_roles = {"pad": ("<pad>",), "unk": ("<unk>",), "cls": ("<s>",), "sep": ("</s>",), "mask": ("<mask>",)}
+
     def __init__(
         self,
         vocabulary,
@@ -374,7 +369,6 @@ class BytePairTokenizer(keras.layers.Layer):
         ignore_merges=False,
         **kwargs,
     ):
-        kwargs.setdefault("dtype", "int32")
         super().__init__(**kwargs)
         for name, value in (
             ("add_prefix_space", add_prefix_space),
@@ -389,12 +383,9 @@ class BytePairTokenizer(keras.layers.Layer):
         self.special_tokens = special_tokens
         self.split_special_tokens = split_special_tokens
         self.ignore_merges = ignore_merges
-        self._convert_input_args = False
-        self._allow_non_tensor_positional_args = True
         vocab = _load_vocabulary(vocabulary)
         pairs = _load_merges(merges)
         self._build_tables(vocab, pairs, _special_entries(special_tokens, vocab))
-        self.built = True
 
     @classmethod
     def from_tokenizer_json(cls, path, **kwargs):
@@ -522,53 +513,7 @@ class BytePairTokenizer(keras.layers.Layer):
         self._id_leading_spaces = tf.constant(leading)
         self._id_trailing_spaces = tf.constant(trailing)
         # Verbatim tokens: split_special_tokens leaves out the special ones.
-        matched = [e for e in specials if not (self.split_special_tokens and e["special"])]
-        matched.sort(key=lambda e: -len(e["content"]))  # leftmost-longest, as Hugging Face's matcher
-        alternatives = [
-            (f"{WHITESPACE_CLASS}*" if e["lstrip"] else "")
-            + _escape(e["content"])
-            + (f"{WHITESPACE_CLASS}*" if e["rstrip"] else "")
-            for e in matched
-        ]
-        self._added_pattern = "|".join(alternatives) or None
-        if matched:
-            self._added_table = tf.lookup.StaticHashTable(
-                tf.lookup.KeyValueTensorInitializer(
-                    tf.constant([e["content"] for e in matched], tf.string),
-                    tf.constant([e["id"] for e in matched], tf.int32),
-                ),
-                -1,
-            )
-
-    def _special_id(self, token):
-        return self._token_to_id.get(token)
-
-    @property
-    def vocab_size(self):
-        """Number of ids (the vocabulary and added tokens)."""
-        return self._vocab_size
-
-    @property
-    def pad_id(self):
-        return self._special_id("<pad>")
-
-    @property
-    def unk_id(self):
-        return self._special_id("<unk>")
-
-    @property
-    def cls_id(self):
-        """Id of `<s>` (RoBERTa's classification/begin token)."""
-        return self._special_id("<s>")
-
-    @property
-    def sep_id(self):
-        """Id of `</s>` (RoBERTa's separator/end token)."""
-        return self._special_id("</s>")
-
-    @property
-    def mask_id(self):
-        return self._special_id("<mask>")
+        self._set_added_tokens(specials, self.split_special_tokens)
 
     @property
     def bos_id(self):
@@ -577,20 +522,6 @@ class BytePairTokenizer(keras.layers.Layer):
     @property
     def eos_id(self):
         return self.sep_id
-
-    def token_to_id(self, token):
-        """Id of a vocabulary token as written in vocab.json ("Ġthe"), or `None`."""
-        return self._token_to_id.get(token)
-
-    # How pairs are packed (`bert_tf.text.packer_for`): `<s> A </s></s> B </s>`, one segment.
-    packing = "roberta"
-
-    def get_vocabulary(self):
-        """The tokens by id, as written in vocab.json (ids no token has are "")."""
-        tokens = [""] * self._vocab_size
-        for token, token_id in self._token_to_id.items():
-            tokens[token_id] = token
-        return tokens
 
     def continuation_ids(self):
         """Ids of the pieces that continue the word before them: those not starting with "Ġ" (a space), except
@@ -604,16 +535,6 @@ class BytePairTokenizer(keras.layers.Layer):
         ]
 
     # === Tokenization ===
-
-    def _segments(self, strings):
-        """Splits valid rows at verbatim added tokens.
-
-        Returns:
-            `(segments, starts, special)`: ragged `[N, (S)]` tf.string, their
-            int64 byte starts, and ragged int32 `[N, (S)]`, the added token's
-            id of a segment or -1.
-        """
-        return split_added_tokens(strings, self._added_pattern, getattr(self, "_added_table", None))
 
     def _pretokenize(self, segments):
         """GPT-2's pre-tokenization pattern on text segments, on code points.
@@ -806,15 +727,7 @@ class BytePairTokenizer(keras.layers.Layer):
         byte_strings = tf.constant([bytes([b]) for b in range(256)])
         return tf.strings.reduce_join(tf.gather(byte_strings, tf.cast(tf.gather(raw, indices), tf.int32)), axis=1)
 
-    def _tokenize(self, inputs, with_offsets):
-        strings = tf.convert_to_tensor(inputs, tf.string)
-        scalar = strings.shape.rank == 0
-        if scalar:
-            strings = strings[None]
-        if strings.shape.rank != 1:
-            raise ValueError(
-                f"`inputs` must be a tf.string scalar or vector [N]. Received: inputs.shape={strings.shape}"
-            )
+    def _tokenize(self, strings, with_offsets):
         valid = replace_invalid_utf8(strings)
         # tensorflow-text's regex ops stop at NUL: they see U+0001 (the same class, the same length) instead,
         # and the words are then read from the bytes themselves.
@@ -847,7 +760,7 @@ class BytePairTokenizer(keras.layers.Layer):
         seg_ids = concat_rows(seg_ids, special_ids)  # specials have no text pieces
         out_ids = segments.with_flat_values(seg_ids).merge_dims(1, 2)  # [N, (P)]
         if not with_offsets:
-            return out_ids[0] if scalar else out_ids
+            return out_ids
         # Byte spans of pieces in their segment, then in the valid row.
         lengths = tf.gather(self._id_lengths, ids.values)
         piece_words = row_ids(ids.row_splits)  # [P']
@@ -888,94 +801,17 @@ class BytePairTokenizer(keras.layers.Layer):
             per_segment = concat_rows(to_segments(values), special_ids.with_values(special_values))
             out.append(segments.with_flat_values(per_segment).merge_dims(1, 2))
         out_starts, out_ends = out
-        if scalar:
-            return out_ids[0], out_starts[0], out_ends[0]
         return out_ids, out_starts, out_ends
 
-    def tokenize(self, inputs):
-        """Tokenizes strings into BPE ids, without special tokens added.
-
-        Args:
-            inputs: tf.string `[N]` (or a scalar).
-
-        Returns:
-            ragged int32 `[N, (P)]` (or `[P]` for a scalar).
-        """
-        return self._tokenize(inputs, with_offsets=False)
-
-    def tokenize_with_offsets(self, inputs, unit="byte"):
-        """Tokenizes strings and locates every piece in its input.
-
-        `inputs[i][starts[i, j]:ends[i, j]]` is the text piece j came from,
-        without the spaces at its ends (Hugging Face's `trim_offsets`: "Ġthe"
-        spans "the"; a piece of spaces alone is empty, at its end). A piece
-        holding part of a character's bytes spans those bytes ("byte") or the
-        whole character ("char", as Hugging Face). A verbatim added token
-        spans its text (not the whitespace `lstrip`/`rstrip` took). With
-        `add_prefix_space`, the added space is empty, at the segment's start.
-
-        Args:
-            inputs: tf.string `[N]` (or a scalar).
-            unit: "byte" for UTF-8 byte offsets into each input, or "char" for
-                character (code point) offsets, i.e. indices into the Python
-                `str` the bytes decode to with `errors="replace"`.
-
-        Returns:
-            `(ids, starts, ends)`: ragged int32 `[N, (P)]` and two ragged
-            int64 `[N, (P)]`.
-        """
-        if unit not in ("byte", "char"):
-            raise ValueError(f"`unit` must be 'byte' or 'char'. Received: unit={unit!r}")
-        strings = tf.convert_to_tensor(inputs, tf.string)
-        scalar = strings.shape.rank == 0
-        if scalar:
-            strings = strings[None]
-        ids, starts, ends = self._tokenize(strings, with_offsets=True)
-        starts, ends = offsets_in_unit(strings, starts, ends, unit)
-        if scalar:
-            return ids[0], starts[0], ends[0]
-        return ids, starts, ends
-
-    def call(self, inputs):
-        return self.tokenize(inputs)
-
-    def detokenize(self, ids):
-        """Joins BPE ids back into text.
-
-        Each id's bytes are joined (GPT-2's bytes-to-unicode table undone;
-        added tokens give their text) and decoded as UTF-8, invalid bytes (a
-        character cut between pieces) as U+FFFD, as Hugging Face's
-        `ByteLevel` decoder does.
-
-        Args:
-            ids: int `[N, (P)]` ragged or dense (or `[P]`).
-
-        Returns:
-            tf.string `[N]` (or a scalar).
-        """
-        ids, scalar = ragged_ids(ids)
+    def _detokenize(self, ids):
         pieces = tf.ragged.map_flat_values(self._id_to_bytes.lookup, tf.cast(ids, tf.int64))
         text = tf.strings.reduce_join(pieces, axis=-1)
-        text = tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD)
-        return text[0] if scalar else text
-
-    def compute_output_spec(self, inputs):
-        return keras.KerasTensor([inputs.shape[0], None], dtype="int32", ragged=True)
+        return tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD)
 
     # === Config ===
 
     def get_config(self):
         config = super().get_config()
-        config.update(
-            {
-                "vocabulary": self.vocabulary,
-                "merges": self.merges
-                if isinstance(self.merges, str)
-                else [" ".join(p) if not isinstance(p, str) else p for p in self.merges],
-                "add_prefix_space": self.add_prefix_space,
-                "special_tokens": self.special_tokens,
-                "split_special_tokens": self.split_special_tokens,
-                "ignore_merges": self.ignore_merges,
-            }
-        )
+        if not isinstance(self.merges, str):
+            config["merges"] = [" ".join(p) if not isinstance(p, str) else p for p in self.merges]
         return config

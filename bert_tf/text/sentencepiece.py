@@ -74,8 +74,8 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 from sentencepiece import sentencepiece_model_pb2
 
-from bert_tf.text.added_tokens import WHITESPACE_CLASS, ragged_ids, split_added_tokens
-from bert_tf.text.offsets import offsets_in_unit, replace_invalid_utf8
+from bert_tf.text.base import WHITESPACE_CLASS, Tokenizer, added_token_entries
+from bert_tf.text.offsets import replace_invalid_utf8
 
 FAMILIES = ("albert", "deberta-v2")
 
@@ -129,11 +129,6 @@ def _parse_model(model):
     return proto
 
 
-def _escape(token):
-    """RE2 pattern matching `token` literally."""
-    return "".join("\\" + c if not c.isalnum() and ord(c) < 128 else c for c in token)
-
-
 def proto_from_unigram(vocab, unk_id, byte_fallback=False, precompiled_charsmap=b"", special_tokens=()):
     """A SentencePiece unigram ModelProto from a Hugging Face `Unigram` vocabulary.
 
@@ -176,13 +171,27 @@ def proto_from_unigram(vocab, unk_id, byte_fallback=False, precompiled_charsmap=
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class SentencePieceTokenizer(keras.layers.Layer):
+class SentencePieceTokenizer(Tokenizer):
     """SentencePiece unigram tokenizer layer (ALBERT, DeBERTa-v2/v3) with Hugging Face's ids.
 
     Runs entirely in-graph (tf.data, tf.function, SavedModel). Ids equal those
     of the Hugging Face fast tokenizer of the family built from the same model
     (`encode(text, add_special_tokens=False)`); see the module docstring for
     the pipeline.
+
+    Offsets (`tokenize_with_offsets`): a piece spans the text it came from,
+    without the space its "▁" stands for ("▁the" spans "the"; a "▁" alone is
+    empty). A verbatim special token spans its text. Offsets are exact where
+    each character normalizes on its own to what the text normalizes to
+    (plain text); elsewhere within the segment in proportion.
+
+    `detokenize` joins the pieces: "▁" is a space, the first one dropped
+    (Hugging Face's `Metaspace` decoder); byte pieces are their bytes; special
+    tokens their text. Normalization is not undone.
+
+    Special ids: `unk_id` is the model's unknown piece; `pad_id`, `cls_id`,
+    `sep_id` and `mask_id` the first of `<pad>`/`[PAD]`, `[CLS]`/`<s>`/`<cls>`,
+    `[SEP]`/`</s>`/`<sep>`, `[MASK]`/`<mask>` the model has.
 
     Args:
         model: a SentencePiece `.model` path (kept as a path in
@@ -212,8 +221,8 @@ class SentencePieceTokenizer(keras.layers.Layer):
     >>> tokenizer = SentencePieceTokenizer.from_tokenizer_json("tokenizer.json")
     """
 
-    # How pairs are packed (`bert_tf.text.packer_for`): `[CLS] A [SEP] B [SEP]`, B in segment 1.
-    packing = "bert"
+    # (`unk_id` is the model's unknown piece.)
+    special_token_roles = {"pad": _PAD_TOKENS, "cls": _CLS_TOKENS, "sep": _SEP_TOKENS, "mask": _MASK_TOKENS}
 
     def __init__(
         self,
@@ -226,7 +235,6 @@ class SentencePieceTokenizer(keras.layers.Layer):
         split_special_tokens=False,
         **kwargs,
     ):
-        kwargs.setdefault("dtype", "int32")
         super().__init__(**kwargs)
         if family not in FAMILIES:
             raise ValueError(f"`family` must be one of {FAMILIES}. Received: family={family!r}")
@@ -255,10 +263,7 @@ class SentencePieceTokenizer(keras.layers.Layer):
         self.split_by_punct = split_by_punct
         self.special_tokens = special_tokens
         self.split_special_tokens = split_special_tokens
-        self._convert_input_args = False
-        self._allow_non_tensor_positional_args = True
         self._build_tables(_parse_model(model))
-        self.built = True
 
     # === Constructors ===
 
@@ -355,23 +360,7 @@ class SentencePieceTokenizer(keras.layers.Layer):
         self._sentencepiece = tf_text.SentencepieceTokenizer(self._model_proto, out_type=tf.int32)
         self._splits_whitespace = self._split_whitespace_chars(run)
         self._piece_root, self._piece_power = self._piece_roots()
-        matched = [e for e in self._specials if not (self.split_special_tokens and e["special"])]
-        matched.sort(key=lambda e: -len(e["content"]))  # leftmost-longest
-        alternatives = [
-            (f"{WHITESPACE_CLASS}*" if e["lstrip"] else "")
-            + _escape(e["content"])
-            + (f"{WHITESPACE_CLASS}*" if e["rstrip"] else "")
-            for e in matched
-        ]
-        self._added_pattern = "|".join(alternatives) or None
-        if matched:
-            self._added_table = tf.lookup.StaticHashTable(
-                tf.lookup.KeyValueTensorInitializer(
-                    tf.constant([e["content"] for e in matched], tf.string),
-                    tf.constant([e["id"] for e in matched], tf.int32),
-                ),
-                -1,
-            )
+        self._set_added_tokens(self._specials, self.split_special_tokens)
         texts = [p for p in self._pieces]
         for entry in self._specials:
             texts[entry["id"]] = entry["content"]
@@ -416,34 +405,15 @@ class SentencePieceTokenizer(keras.layers.Layer):
         return "[" + "".join(kept) + "]" if kept else None
 
     def _special_entries(self, special_tokens):
-        if not isinstance(special_tokens, (list, tuple)):
-            raise ValueError(
-                f"`special_tokens` must be a list of strings or dicts. Received: special_tokens={special_tokens!r}"
-            )
-        entries = []
-        for entry in special_tokens:
-            if isinstance(entry, str):
-                entry = {"content": entry}
-            if not isinstance(entry, dict) or not isinstance(entry.get("content"), str) or not entry["content"]:
-                raise ValueError(
-                    f"`special_tokens` entries must be non-empty strings or dicts with 'content'. Received: {entry!r}"
-                )
-            content = entry["content"]
-            token_id = entry.get("id", self._token_to_id.get(content))
+        def id_of(entry):
+            token_id = entry.get("id", self._token_to_id.get(entry["content"]))
             if token_id is None or not 0 <= token_id < self._vocab_size:
-                raise ValueError(f"Special token {content!r} is not in the model's pieces. Received: {entry!r}")
-            if entry.get("single_word"):
-                raise ValueError(f"Special tokens with single_word=True are not supported. Received: {entry!r}")
-            entries.append(
-                {
-                    "content": content,
-                    "id": int(token_id),
-                    "lstrip": bool(entry.get("lstrip", False)),
-                    "rstrip": bool(entry.get("rstrip", False)),
-                    "special": bool(entry.get("special", True)),
-                }
-            )
-        return entries
+                raise ValueError(
+                    f"Special token {entry['content']!r} is not in the model's pieces. Received: {entry!r}"
+                )
+            return token_id
+
+        return added_token_entries(special_tokens, id_of)
 
     def special_entries(self):
         """The tokens kept whole in the text: dicts with `content`, `id`, `lstrip`, `rstrip`, `special`."""
@@ -455,40 +425,9 @@ class SentencePieceTokenizer(keras.layers.Layer):
 
     # === Vocabulary ===
 
-    def _first_present(self, candidates):
-        for token in candidates:
-            if token in self._token_to_id:
-                return self._token_to_id[token]
-        return None
-
-    @property
-    def vocab_size(self):
-        """Number of pieces."""
-        return self._vocab_size
-
-    @property
-    def pad_id(self):
-        return self._first_present(_PAD_TOKENS)
-
     @property
     def unk_id(self):
         return self._unk_id
-
-    @property
-    def cls_id(self):
-        return self._first_present(_CLS_TOKENS)
-
-    @property
-    def sep_id(self):
-        return self._first_present(_SEP_TOKENS)
-
-    @property
-    def mask_id(self):
-        return self._first_present(_MASK_TOKENS)
-
-    def token_to_id(self, token):
-        """Id of a piece as written in the model ("▁the"), or `None`."""
-        return self._token_to_id.get(token)
 
     def get_vocabulary(self):
         """The pieces by id, as written in the model ("▁" for a word start)."""
@@ -510,16 +449,6 @@ class SentencePieceTokenizer(keras.layers.Layer):
         ]
 
     # === Tokenization ===
-
-    def _segments(self, strings):
-        """Splits valid rows at verbatim added tokens.
-
-        Returns:
-            `(segments, starts, special)`: ragged `[N, (S)]` tf.string, their
-            int64 byte starts, and ragged int32 `[N, (S)]`, the added token's
-            id of a segment or -1.
-        """
-        return split_added_tokens(strings, self._added_pattern, getattr(self, "_added_table", None))
 
     def _normalize(self, text):
         """The family's normalization of segments `[S]` (step 3), as the SentencePiece op's input.
@@ -655,15 +584,7 @@ class SentencePieceTokenizer(keras.layers.Layer):
         new_ends = tf.where(ends.values > starts.values, tf.maximum(one(ends, "end"), new_starts), new_starts)
         return starts.with_values(new_starts), ends.with_values(new_ends)
 
-    def _tokenize(self, inputs, with_offsets):
-        strings = tf.convert_to_tensor(inputs, tf.string)
-        scalar = strings.shape.rank == 0
-        if scalar:
-            strings = strings[None]
-        if strings.shape.rank != 1:
-            raise ValueError(
-                f"`inputs` must be a tf.string scalar or vector [N]. Received: inputs.shape={strings.shape}"
-            )
+    def _tokenize(self, strings, with_offsets):
         valid = replace_invalid_utf8(strings)
         # Regex ops stop at NUL: it becomes U+0001 (a control character to both references as well).
         valid = tf.strings.regex_replace(valid, "\x00", "\x01")
@@ -687,7 +608,7 @@ class SentencePieceTokenizer(keras.layers.Layer):
         ids = self._with_specials(ids, special.flat_values)
         out_ids = segments.with_flat_values(ids).merge_dims(1, 2)
         if not with_offsets:
-            return out_ids[0] if scalar else out_ids
+            return out_ids
         starts, ends = self._map_offsets(text, normalized, prefix, starts, ends)
         seg_lengths = tf.cast(tf.strings.length(flat), tf.int64)
         starts = self._with_specials(starts, tf.where(is_special, 0, -1), fill=0)
@@ -699,8 +620,6 @@ class SentencePieceTokenizer(keras.layers.Layer):
         end_values = base + tf.where(special_piece, lengths, ends.values)
         starts = segments.with_flat_values(starts.with_values(start_values)).merge_dims(1, 2)
         ends = segments.with_flat_values(ends.with_values(end_values)).merge_dims(1, 2)
-        if scalar:
-            return out_ids[0], starts[0], ends[0]
         return out_ids, starts, ends
 
     def _break_ties(self, ids, starts=None, ends=None):
@@ -757,62 +676,7 @@ class SentencePieceTokenizer(keras.layers.Layer):
             special_values = tf.fill(tf.shape(special_values), tf.constant(fill, kept.values.dtype))
         return tf.RaggedTensor.from_row_splits(tf.where(special_row, special_values, kept_values), splits)
 
-    def tokenize(self, inputs):
-        """Tokenizes strings into piece ids, without special tokens added.
-
-        Args:
-            inputs: tf.string `[N]` (or a scalar).
-
-        Returns:
-            ragged int32 `[N, (P)]` (or `[P]` for a scalar).
-        """
-        return self._tokenize(inputs, with_offsets=False)
-
-    def tokenize_with_offsets(self, inputs, unit="byte"):
-        """Tokenizes strings and locates every piece in its input.
-
-        `inputs[i][starts[i, j]:ends[i, j]]` is the text piece j came from,
-        without the space its "▁" stands for ("▁the" spans "the"; a "▁" alone
-        is empty). A verbatim special token spans its text. Offsets are
-        exact where each character normalizes on its own to what the text
-        normalizes to (plain text); elsewhere within the segment in proportion.
-
-        Args:
-            inputs: tf.string `[N]` (or a scalar).
-            unit: "byte" for UTF-8 byte offsets into each input, or "char" for
-                character (code point) offsets, i.e. indices into the Python
-                `str` the bytes decode to with `errors="replace"`.
-
-        Returns:
-            `(ids, starts, ends)`: ragged int32 `[N, (P)]` and two ragged
-            int64 `[N, (P)]`.
-        """
-        if unit not in ("byte", "char"):
-            raise ValueError(f"`unit` must be 'byte' or 'char'. Received: unit={unit!r}")
-        strings = tf.convert_to_tensor(inputs, tf.string)
-        scalar = strings.shape.rank == 0
-        if scalar:
-            strings = strings[None]
-        ids, starts, ends = self._tokenize(strings, with_offsets=True)
-        starts, ends = offsets_in_unit(strings, starts, ends, unit)
-        if scalar:
-            return ids[0], starts[0], ends[0]
-        return ids, starts, ends
-
-    def call(self, inputs):
-        return self.tokenize(inputs)
-
-    def detokenize(self, ids):
-        """Joins piece ids back into text: "▁" is a space, the first one dropped (Hugging Face's `Metaspace`
-        decoder); byte pieces are their bytes; special tokens their text. Normalization is not undone.
-
-        Args:
-            ids: int `[N, (P)]` ragged or dense (or `[P]`).
-
-        Returns:
-            tf.string `[N]` (or a scalar).
-        """
-        ids, scalar = ragged_ids(ids)
+    def _detokenize(self, ids):
         pieces = tf.ragged.map_flat_values(lambda i: tf.gather(self._id_to_text, i), ids)
         if self._byte_fallback:
             is_byte = tf.strings.regex_full_match(pieces.flat_values, "<0x[0-9A-F]{2}>")
@@ -822,30 +686,14 @@ class SentencePieceTokenizer(keras.layers.Layer):
         text = tf.strings.reduce_join(pieces, axis=-1)
         text = tf.strings.regex_replace(text, WORD_BOUNDARY, " ")
         text = tf.strings.regex_replace(text, "^ ", "")
-        text = tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD)
-        return text[0] if scalar else text
-
-    def compute_output_spec(self, inputs):
-        return keras.KerasTensor([inputs.shape[0], None], dtype="int32", ragged=True)
+        return tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD)
 
     # === Config ===
 
     def get_config(self):
         config = super().get_config()
-        model = self.model
-        if isinstance(model, bytes):
-            model = "base64:" + base64.b64encode(model).decode("ascii")
-        config.update(
-            {
-                "model": model,
-                "family": self.family,
-                "lowercase": self.lowercase,
-                "strip_accents": self.strip_accents,
-                "split_by_punct": self.split_by_punct,
-                "special_tokens": self.special_tokens,
-                "split_special_tokens": self.split_special_tokens,
-            }
-        )
+        if isinstance(self.model, bytes):
+            config["model"] = "base64:" + base64.b64encode(self.model).decode("ascii")
         return config
 
 

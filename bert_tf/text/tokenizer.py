@@ -22,23 +22,11 @@ Pipeline (the reference's order):
 4. WordPiece (greedy longest match first, `##` continuations); a word longer
    than `max_input_chars_per_word` characters becomes `[UNK]`.
 
-Speed: every row without a kept special token whose characters all agree
-between the reference's tables and ICU's (`FAST_PATH_PATTERN`: real text in
-every script; not invalid UTF-8, NUL, or a few hundred rare characters) takes
-the fast path: normalization in whole-row passes (lowercasing alone for plain
-ASCII; uncased, tensorflow-text's `FastBertNormalizer` in one pass for rows
-without a character it treats otherwise, `FOLDING_PATTERN`; for other text NFD,
-one pass removing control characters and accents, capital sigma, ICU
-lowercasing), then tensorflow-text's end-to-end WordPiece, whose own BERT
-pretokenization then splits words exactly as the reference does. Which rows
-qualify is answered for a whole batch at once (its rows joined) where it can
-be, row by row only where that fails.
-Its word limit is in bytes, so a row with a non-ASCII word of more bytes than
-`max_input_chars_per_word` is redone on the general path (steps 1-4 above, one
-op each). Offsets of fast-path rows whose characters all keep their byte
-length (an RE2 pass) are those in the normalized row; the others map back
-through a table of each code point's normalized length (`FastPathLengths`,
-measured once per process) and one cumulative sum per batch.
+Speed: most rows (no kept special token, no invalid UTF-8, NUL or rare
+character the reference's tables and ICU's disagree on) take the fast path,
+whole-row normalization passes and tensorflow-text's end-to-end WordPiece
+(`bert_tf.text.wordpiece_fast`); the rest, and the fast path's rows it cannot
+give exactly, take steps 1-4 above, one op each.
 
 Vocabulary sources: a `vocab.txt` (`BertTokenizer(vocab_file)`, kept as a
 SavedModel asset), an in-memory list (`BertTokenizer(vocabulary=[...])`, kept
@@ -54,30 +42,12 @@ import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from bert_tf.text.added_tokens import ragged_ids
-from bert_tf.text.normalization import (
-    FAST_PATH_PATTERN,
-    FOLDING_KEPT_PATTERN,
-    FOLDING_PATTERN,
-    PLAIN_ASCII_PATTERN,
-    FastPathLengths,
-    normalize,
-    normalize_fast_path,
-    normalize_uncased_fast_path,
-    split_words,
-)
-from bert_tf.text.offsets import (
-    bytes_to_chars,
-    normalized_owners,
-    normalized_to_original,
-    owners_at,
-    replace_invalid_utf8,
-    row_ids,
-    to_original_bytes,
-    utf8_length,
-)
+from bert_tf.text.base import Tokenizer, added_tokens_pattern
+from bert_tf.text.normalization import normalize, split_words
+from bert_tf.text.offsets import normalized_to_original, replace_invalid_utf8, to_original_bytes, utf8_length
 from bert_tf.text.parallel import in_row_shards
 from bert_tf.text.vocab import SPECIAL_TOKENS
+from bert_tf.text.wordpiece_fast import WordPieceFastPath, unless_empty
 
 
 def _read_vocab(vocab_file):
@@ -97,7 +67,7 @@ def _read_vocab(vocab_file):
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class BertTokenizer(keras.layers.Layer):
+class BertTokenizer(Tokenizer):
     """BERT WordPiece tokenizer layer with the reference tokenizer's ids.
 
     Runs entirely in-graph (tf.data, tf.function, SavedModel). Ids equal
@@ -114,6 +84,14 @@ class BertTokenizer(keras.layers.Layer):
     Invalid UTF-8 bytes are replaced by U+FFFD, which cleaning removes: the
     ids are those the reference gives for
     `line.decode("utf-8", errors="replace")`.
+
+    Offsets (`tokenize_with_offsets`): a piece spans the text it came from
+    (for a `##` continuation, the part of the word it covers; for a word too
+    long for WordPiece, the whole word).
+
+    `detokenize` joins pieces with single spaces, `##` continuations glued to
+    the piece before them; normalization (case, accents, spacing around
+    punctuation) is not undone.
 
     Args:
         vocab_file: path to a `vocab.txt` (one token a line, id = line
@@ -150,6 +128,11 @@ class BertTokenizer(keras.layers.Layer):
     >>> BertTokenizer.from_tokenizer_json("tokenizer.json")
     """
 
+    # (`unk_id` is `unk_token`'s.)
+    special_token_roles = {"pad": ("[PAD]",), "cls": ("[CLS]",), "sep": ("[SEP]",), "mask": ("[MASK]",)}
+    # `_tokenize` maps offsets to the input's bytes itself (its general path; the fast path's rows are valid).
+    offsets_into_input = True
+
     def __init__(
         self,
         vocab_file=None,
@@ -163,7 +146,6 @@ class BertTokenizer(keras.layers.Layer):
         special_tokens=None,
         **kwargs,
     ):
-        kwargs.setdefault("dtype", "int32")
         super().__init__(**kwargs)
         if vocabulary is None:
             if not isinstance(vocab_file, str) or not vocab_file:
@@ -223,13 +205,7 @@ class BertTokenizer(keras.layers.Layer):
         self.strip_accents = strip_accents
         self.max_input_chars_per_word = max_input_chars_per_word
         self.split_special_tokens = split_special_tokens
-        self._convert_input_args = False
-        self._allow_non_tensor_positional_args = True
-        self._fast_path_lengths = None  # built when offsets are first needed
-        # Uncased with accent stripping: tensorflow-text's FastBertNormalizer normalizes most rows.
-        self._folding = bool(lowercase) and strip_accents in (None, True)
         self._load_vocabulary()
-        self.built = True
 
     @classmethod
     def from_tokenizer_json(cls, path, **overrides):
@@ -294,10 +270,7 @@ class BertTokenizer(keras.layers.Layer):
         self._vocab_size = len(vocab)
         self._specials = {t: last[t] for t in specials}
         # Longest first, so that a special token containing another one wins.
-        self._specials_re = "|".join(_escape(t) for t in sorted(self._specials, key=len, reverse=True))
-        # A text of any bytes holding one (`\\C`: a byte, where `.` matches no invalid UTF-8): rows, or a batch's
-        # rows joined.
-        self._specials_contains_re = "\\C*(?:%s)\\C*" % self._specials_re
+        self._specials_re = added_tokens_pattern([{"content": t} for t in self._specials])
         # Words longer than the limit never reach WordPiece (they are unknown).
         self._wordpiece = tf_text.FastWordpieceTokenizer(
             vocab=pieces,
@@ -307,16 +280,15 @@ class BertTokenizer(keras.layers.Layer):
             unknown_token=unk,
             no_pretokenization=True,
         )
-        # The fast path's normalized rows in one op: tensorflow-text's BERT
-        # pretokenization and WordPiece. Its limit is in bytes: exact for ASCII,
-        # and the fast path sends other rows with a longer word to the general one.
-        self._end_to_end_wordpiece = tf_text.FastWordpieceTokenizer(
-            vocab=pieces,
-            suffix_indicator="##",
-            max_bytes_per_word=self.max_input_chars_per_word,
-            token_out_type=tf.int32,
-            unknown_token=unk,
-            no_pretokenization=False,
+        self._fast_path = WordPieceFastPath(
+            pieces,
+            unk,
+            last[unk],
+            self.max_input_chars_per_word,
+            self.lowercase,
+            self.strip_accents,
+            kept_specials=() if self.split_special_tokens else list(self._specials),
+            specials_pattern=self._specials_re,
         )
         if self.vocabulary is None:
             # id -> token for detokenize, initialized from the file: the file
@@ -340,10 +312,6 @@ class BertTokenizer(keras.layers.Layer):
         # tokenizer's detokenize with another vocabulary.
         self._id_to_token = tf.lookup.StaticHashTable(initializer, default_value=unk, experimental_is_anonymous=True)
 
-    def _special_id(self, token):
-        """Id of a BERT special token by its name, special for `split_special_tokens` or not."""
-        return self._token_to_id.get(token)
-
     def get_vocabulary(self):
         """The vocabulary's tokens, by id."""
         return list(self._vocabulary_list)
@@ -354,33 +322,8 @@ class BertTokenizer(keras.layers.Layer):
         return [i for i, token in enumerate(self._vocabulary_list) if token.startswith("##")]
 
     @property
-    def vocab_size(self):
-        """Number of vocabulary entries (lines of the vocabulary file)."""
-        return self._vocab_size
-
-    @property
-    def pad_id(self):
-        return self._special_id("[PAD]")
-
-    @property
     def unk_id(self):
         return self._token_to_id[self.unk_token]
-
-    @property
-    def cls_id(self):
-        return self._special_id("[CLS]")
-
-    @property
-    def sep_id(self):
-        return self._special_id("[SEP]")
-
-    @property
-    def mask_id(self):
-        return self._special_id("[MASK]")
-
-    def token_to_id(self, token):
-        """Id of a vocabulary token (Python), or `None`."""
-        return self._token_to_id.get(token)
 
     # === Tokenization ===
 
@@ -410,10 +353,13 @@ class BertTokenizer(keras.layers.Layer):
     def _segments(self, strings):
         """Splits valid UTF-8 rows at verbatim special tokens, if kept.
 
+        The base's `_segments`, but special tokens are matched exactly (no
+        `lstrip`/`rstrip`), by comparison with each.
+
         Returns:
-            `(segments, special_ids)`: ragged `[N, (S)]` tf.string (with byte
-            start offsets as a third item) and ragged int32 `[N, (S)]`, the
-            special id of a segment or -1.
+            `(segments, starts, special)`: ragged `[N, (S)]` tf.string, their
+            int64 byte starts, and ragged int32 `[N, (S)]`, the special id of
+            a segment or -1.
         """
         if self.split_special_tokens or not self._specials:
             segments = tf.RaggedTensor.from_tensor(strings[:, None])
@@ -428,30 +374,23 @@ class BertTokenizer(keras.layers.Layer):
             special = tf.where(tf.equal(flat, token), token_id, special)
         return segments, starts, segments.with_flat_values(special)
 
-    def _tokenize(self, inputs, with_offsets):
-        strings = tf.convert_to_tensor(inputs, tf.string)
-        scalar = strings.shape.rank == 0
-        if scalar:
-            strings = strings[None]
-        if strings.shape.rank != 1:
-            raise ValueError(
-                f"`inputs` must be a tf.string scalar or vector [N]. Received: inputs.shape={strings.shape}"
-            )
-        # Two paths. The fast one takes every row of FAST_PATH_PATTERN without
-        # a kept special token (almost all real text): whole-row normalization
-        # passes (lowercasing alone for plain ASCII), then tensorflow-text's
-        # end-to-end WordPiece. The general one takes the rest (kept special
-        # tokens, invalid UTF-8, NUL, the rare characters the reference's own
-        # tables treat otherwise than ICU) and the rows whose words the fast
-        # one cannot give exactly. The results go back to the input order;
-        # batches that are all fast skip the routing. Without offsets, the fast
+    def _tokenize(self, strings, with_offsets):
+        # Two paths. The fast one (`bert_tf.text.wordpiece_fast`) takes every
+        # row of FAST_PATH_PATTERN without a kept special token (almost all
+        # real text): whole-row normalization passes (lowercasing alone for
+        # plain ASCII), then tensorflow-text's end-to-end WordPiece. The
+        # general one takes the rest (kept special tokens, invalid UTF-8, NUL,
+        # the rare characters the reference's own tables treat otherwise than
+        # ICU) and the rows whose words the fast one cannot give exactly. The
+        # results go back to the input order; batches that are all fast skip
+        # the routing. Without offsets, the fast
         # path runs on row shards side by side on the CPU's cores
         # (`in_row_shards`); with them it runs whole, as sharding would double
         # that graph (3.4 vs 1.5 MB) and its first call (2.6 vs 1.1 s).
         if with_offsets:
-            fast, *fast_out, exact = self._fast_path_rows(strings, with_offsets)
+            fast, *fast_out, exact = self._fast_path.rows(strings, with_offsets)
         else:
-            fast, *fast_out, exact = in_row_shards(lambda rows: self._fast_path_rows(rows, with_offsets), strings)
+            fast, *fast_out, exact = in_row_shards(lambda rows: self._fast_path.rows(rows, with_offsets), strings)
         every_fast = tf.reduce_all(fast)
         fast_rows = tf.where(fast)[:, 0]
 
@@ -461,7 +400,7 @@ class BertTokenizer(keras.layers.Layer):
             other_rows = tf.concat(
                 [tf.where(tf.logical_not(fast))[:, 0], tf.gather(fast_rows, tf.where(tf.logical_not(exact))[:, 0])], 0
             )
-            other_out = self._unless_empty(self._tokenize_general, tf.gather(strings, other_rows), with_offsets)
+            other_out = unless_empty(self._tokenize_general, tf.gather(strings, other_rows), with_offsets)
             if not with_offsets:
                 other_out = (other_out,)
             order = tf.math.invert_permutation(tf.concat([tf.gather(fast_rows, kept), other_rows], 0))
@@ -474,297 +413,7 @@ class BertTokenizer(keras.layers.Layer):
             lambda: tuple(x.with_values(tf.identity(x.values)) for x in fast_out),
             routed,
         )
-        if scalar:
-            outputs = tuple(x[0] for x in outputs)
         return outputs if with_offsets else outputs[0]
-
-    def _fast_path_rows(self, strings, with_offsets):
-        """Which rows of tf.string `[N]` take the fast path, and their tokens.
-
-        Returns:
-            bool `[N]` (whether each row takes the fast path), then for those
-            `F` rows in order: ids ragged int32 `[F, (P)]` (with offsets: and
-            ragged int64 byte starts and ends), and bool `[F]` (whether the row
-            is exact; else the general path redoes it).
-        """
-        # Most batches are all plain ASCII, or (uncased) all of FOLDING_PATTERN, without kept special
-        # tokens: RE2 passes over the rows joined by newlines (in every class) answer for the whole batch
-        # without a match call a row, and the row passes run only when they fail.
-        text = tf.strings.reduce_join(strings, separator="\n")
-        kept_specials = not self.split_special_tokens and self._specials
-        if not kept_specials:
-            ordinary = tf.constant(True)
-        elif any("\n" in token for token in self._specials):  # (a kept token could span two joined rows)
-            ordinary = tf.constant(False)
-        else:
-            ordinary = tf.logical_not(tf.strings.regex_full_match(text, self._specials_contains_re))
-        all_plain = tf.strings.regex_full_match(text, PLAIN_ASCII_PATTERN)
-        if self._folding:
-            all_folds = tf.cond(
-                all_plain, lambda: tf.constant(True), lambda: tf.strings.regex_full_match(text, FOLDING_PATTERN)
-            )
-            # (This pass stops at the first character neither pattern admits, early in most text that fails.)
-            all_folds_kept = tf.cond(
-                all_folds, lambda: tf.constant(True), lambda: tf.strings.regex_full_match(text, FOLDING_KEPT_PATTERN)
-            )
-        else:
-            all_folds = all_folds_kept = tf.constant(False)
-
-        def some_rows():
-            fast = tf.strings.regex_full_match(strings, FAST_PATH_PATTERN)  # [N]
-            if kept_specials:
-                fast = tf.logical_and(
-                    fast,
-                    tf.cond(
-                        ordinary,
-                        lambda: tf.ones_like(fast),
-                        lambda: tf.logical_not(tf.strings.regex_full_match(strings, self._specials_contains_re)),
-                    ),
-                )
-            fast_rows = tf.where(fast)[:, 0]
-            fast_strings = tf.cond(
-                tf.reduce_all(fast), lambda: tf.identity(strings), lambda: tf.gather(strings, fast_rows)
-            )
-            return fast, fast_strings
-
-        every_row = tf.logical_and(ordinary, tf.logical_or(all_plain, all_folds_kept))
-        fast, fast_strings = tf.cond(
-            every_row, lambda: (tf.ones_like(strings, tf.bool), tf.identity(strings)), some_rows
-        )
-        # What holds for every row of the batch holds for its fast rows.
-        fast_out = self._unless_empty(
-            lambda rows, offsets: self._tokenize_fast(rows, offsets, all_plain, all_folds, all_folds_kept),
-            fast_strings,
-            with_offsets,
-            extra=tf.zeros([0], tf.bool),
-        )
-        return (fast, *fast_out)
-
-    def _unless_empty(self, tokenize, strings, with_offsets, extra=None):
-        """`tokenize(strings, with_offsets)`, its ops skipped for no rows (then `extra` ends the result)."""
-
-        def empty():
-            ids = tf.RaggedTensor.from_row_splits(tf.zeros([0], tf.int32), tf.zeros([1], tf.int64), validate=False)
-            offsets = ids.with_values(tf.zeros([0], tf.int64))
-            result = (ids, offsets, offsets) if with_offsets else (ids,)
-            result += () if extra is None else (extra,)
-            return result if len(result) > 1 else result[0]
-
-        return tf.cond(tf.size(strings) > 0, lambda: tokenize(strings, with_offsets), empty)
-
-    def _tokenize_fast(self, strings, with_offsets, all_plain, all_folds, all_folds_kept):
-        """Tokenizes rows `[N]` of `FAST_PATH_PATTERN` without kept special tokens.
-
-        They are normalized in whole-row passes (`normalize_fast_path`, or
-        uncased `normalize_uncased_fast_path`; when `all_plain` (bool scalar)
-        says every row is plain ASCII, lowercasing alone; `all_folds` and
-        `all_folds_kept` say that every row is of `FOLDING_PATTERN` or
-        `FOLDING_KEPT_PATTERN`, and spare the rows' own check) and go to
-        tensorflow-text's end-to-end WordPiece, whose pretokenization splits
-        them as the reference does. Its word limit is in bytes
-        (`max_input_chars_per_word`), so a non-ASCII word of more bytes than
-        that is one `[UNK]` even where the reference, counting characters,
-        splits it: such rows are marked inexact.
-
-        Returns:
-            ids ragged int32 `[N, (P)]` (with offsets: and ragged int64 byte
-            starts and ends into `strings`), then bool `[N]`: whether the row
-            is exact (else the caller tokenizes it on the general path).
-        """
-        lowercase, strip_accents = self.lowercase, self.strip_accents
-
-        def normalize_rows():
-            if self._folding:
-                return normalize_uncased_fast_path(strings, all_folds, all_folds_kept)
-            return normalize_fast_path(strings, lowercase, strip_accents)
-
-        normalized = tf.cond(
-            all_plain, lambda: tf.strings.lower(strings) if lowercase else tf.identity(strings), normalize_rows
-        )
-
-        def plain():
-            return tf.strings.regex_full_match(strings, PLAIN_ASCII_PATTERN)  # [N]
-
-        ids, starts, ends = self._end_to_end_wordpiece.tokenize_with_offsets(normalized)  # [N, (P)]
-        too_long = tf.logical_and(
-            tf.equal(ids.values, self.unk_id), ends.values - starts.values > self.max_input_chars_per_word
-        )
-
-        def rows_without_too_long():
-            # Too long words per row, from one cumulative sum over the pieces.
-            running = tf.concat([[0], tf.cumsum(tf.cast(too_long, tf.int32))], 0)
-            counts = tf.gather(running, ids.row_splits[1:]) - tf.gather(running, ids.row_splits[:-1])  # [N]
-            return tf.logical_or(tf.equal(counts, 0), plain())
-
-        # (Almost always none: then no pass over the pieces.)
-        exact = tf.cond(tf.reduce_any(too_long), rows_without_too_long, lambda: tf.ones_like(strings, tf.bool))  # [N]
-        if not with_offsets:
-            return ids, exact
-        plain = tf.cond(all_plain, lambda: tf.ones_like(strings, tf.bool), plain)
-        # Rows whose characters all keep their byte length (plain ASCII, much cased or caseless text, and
-        # scripts whose accents and case keep it) keep every piece's offsets: only the others are mapped.
-        lengths = self._lengths_table()
-        # A row whose byte length changed has a character that changed its own: only rows of the same length
-        # need the RE2 pass (none, in most uncased text outside ASCII).
-        same_length = tf.logical_and(
-            tf.logical_not(plain), tf.equal(tf.strings.length(strings), tf.strings.length(normalized))
-        )  # [N]
-        unchanged = tf.cond(
-            tf.reduce_any(same_length),
-            lambda: tf.logical_or(
-                plain, tf.logical_and(same_length, tf.strings.regex_full_match(strings, lengths.same_length_pattern))
-            ),
-            lambda: tf.identity(plain),
-        )  # [N]
-        flat_starts, flat_ends = tf.cond(
-            tf.reduce_all(unchanged),
-            lambda: (tf.identity(starts.values), tf.identity(ends.values)),
-            lambda: self._fast_original_offsets(strings, normalized, unchanged, ids, starts, ends),
-        )
-        return ids, starts.with_values(flat_starts), ends.with_values(flat_ends), exact
-
-    def _fast_original_offsets(self, strings, normalized, unchanged, ids, starts, ends):
-        """Piece offsets into the fast path's normalized rows -> into `strings` (flat values).
-
-        Every row can be mapped; where the rows that keep their offsets
-        (`unchanged` [N]) hold most bytes, only the others are
-        (`_mapped_offsets`) and scattered back.
-        """
-        byte_lengths = tf.strings.length(strings)  # [N]
-        changed_bytes = tf.reduce_sum(tf.where(unchanged, 0, byte_lengths))
-        rows = tf.where(tf.logical_not(unchanged))[:, 0]  # [R]
-
-        def some_rows():
-            splits = ids.row_splits
-            # Where the pieces of those rows are among all pieces.
-            places = tf.ragged.range(tf.gather(splits, rows), tf.gather(splits, rows + 1)).flat_values[:, None]
-            mapped_starts, mapped_ends = self._mapped_offsets(
-                tf.gather(strings, rows),
-                tf.gather(normalized, rows),
-                tf.gather(ids, rows),
-                tf.gather(starts, rows),
-                tf.gather(ends, rows),
-            )
-            return (
-                tf.tensor_scatter_nd_update(starts.values, places, mapped_starts),
-                tf.tensor_scatter_nd_update(ends.values, places, mapped_ends),
-            )
-
-        return tf.cond(
-            2 * changed_bytes >= tf.reduce_sum(byte_lengths),
-            lambda: self._mapped_offsets(strings, normalized, ids, starts, ends),
-            some_rows,
-        )
-
-    def _mapped_offsets(self, strings, normalized, ids, starts, ends):
-        """Piece offsets into the fast path's normalized rows -> into `strings` (flat values), any rows.
-
-        Where normalization changes the byte count little (few characters
-        change their length: German, cased Arabic), only the characters that
-        change it are decoded (`_sparse_original_offsets`); otherwise every
-        character is (`_normalized_offsets_to_original`).
-        """
-        total = tf.reduce_sum(tf.strings.length(strings))
-        growth = tf.abs(tf.reduce_sum(tf.strings.length(normalized)) - total)
-        return tf.cond(
-            8 * growth < total,
-            lambda: self._sparse_original_offsets(strings, normalized, ids, starts, ends),
-            lambda: self._normalized_offsets_to_original(strings, normalized, ids, starts, ends),
-        )
-
-    def _sparse_original_offsets(self, strings, normalized, ids, starts, ends):
-        """`_normalized_offsets_to_original` for rows where few characters change their byte length.
-
-        One RE2 pass cuts the rows (one after another) into runs of characters
-        that keep their length, which map linearly, and runs of characters that
-        change it, which alone are decoded and looked up; a piece boundary then
-        finds its run or character through one cumulative sum.
-        """
-        table = self._lengths_table()
-        pattern = table.changed_run_pattern
-        runs, run_starts, run_ends = tf_text.regex_split_with_offsets(
-            tf.strings.reduce_join(strings)[None], pattern, keep_delim_regex_pattern=pattern
-        )
-        runs, run_starts, run_ends = runs.flat_values, run_starts.flat_values, run_ends.flat_values  # [T]
-        # Runs alternate between kept and changed characters.
-        first_changed = tf.strings.regex_full_match(runs[:1], pattern)  # [1] (or [0]: no text)
-        parity = tf.math.floormod(tf.range(tf.size(runs, out_type=tf.int64)), 2)
-        changed = tf.math.logical_xor(tf.reduce_any(first_changed), tf.equal(parity, 1))  # [T]
-        changed_runs = tf.where(changed)[:, 0]  # [D]
-        code_points, char_offsets = tf.strings.unicode_decode_with_offsets(tf.gather(runs, changed_runs), "UTF-8")
-        # Atoms: a kept run, or one changed character; each atom's place among all of them.
-        atoms_per_run = tf.tensor_scatter_nd_update(
-            tf.ones_like(run_starts), changed_runs[:, None], code_points.row_lengths()
-        )  # [T]
-        atom_splits = tf.cumsum(atoms_per_run, exclusive=True)  # [T]
-        kept_runs = tf.where(tf.logical_not(changed))[:, 0]
-        flat = code_points.flat_values  # [K]
-        char_rows = row_ids(code_points.row_splits)  # [K] each character's row among the changed runs
-        char_runs = tf.gather(changed_runs, char_rows)  # [K] ... and among all runs
-        char_in_run = tf.range(tf.size(flat, out_type=tf.int64)) - tf.gather(code_points.row_splits, char_rows)
-        char_places = tf.gather(atom_splits, char_runs) + char_in_run  # [K]
-        places = tf.concat([tf.gather(atom_splits, kept_runs), char_places], 0)[:, None]
-        count = tf.reduce_sum(atoms_per_run)
-        char_starts = tf.gather(run_starts, char_runs) + char_offsets.flat_values  # [K]
-
-        def atoms(kept, chars):
-            return tf.scatter_nd(places, tf.concat([kept, chars], 0), [count])
-
-        kept_lengths = tf.gather(run_ends - run_starts, kept_runs)
-        atom_starts = atoms(tf.gather(run_starts, kept_runs), char_starts)  # [A] original byte start
-        atom_lengths = atoms(kept_lengths, utf8_length(flat))  # [A] original bytes
-        atom_linear = atoms(tf.ones_like(kept_lengths), tf.zeros_like(char_starts))  # [A] 1: a kept run
-        normalized_ends = tf.cumsum(atoms(kept_lengths, tf.cast(table.lookup(flat), tf.int64)))  # [A]
-        row_bytes = tf.cumsum(tf.cast(tf.strings.length(strings), tf.int64), exclusive=True)  # [N]
-        row_normalized = tf.cumsum(tf.cast(tf.strings.length(normalized), tf.int64), exclusive=True)  # [N]
-        rows = row_ids(ids.row_splits)  # [P']
-        base = tf.gather(row_normalized, rows)
-        row_base = tf.gather(row_bytes, rows)
-        # Pieces in the normalized rows one after another: sorted, as owners_at needs.
-        first = owners_at(normalized_ends, base + starts.values)
-        last = owners_at(normalized_ends, base + ends.values - 1)
-        normalized_atom_starts = tf.concat([[0], normalized_ends[:-1]], 0)  # [A]
-        linear_first = tf.cast(tf.gather(atom_linear, first), tf.bool)
-        linear_last = tf.cast(tf.gather(atom_linear, last), tf.bool)
-        first_start = tf.gather(atom_starts, first)
-        last_start = tf.gather(atom_starts, last)
-        mapped_starts = tf.where(
-            linear_first, first_start + base + starts.values - tf.gather(normalized_atom_starts, first), first_start
-        )
-        mapped_ends = tf.where(
-            linear_last,
-            last_start + base + ends.values - tf.gather(normalized_atom_starts, last),
-            last_start + tf.gather(atom_lengths, last),
-        )
-        return mapped_starts - row_base, mapped_ends - row_base
-
-    def _lengths_table(self):
-        """The fast path's normalized length of each code point (`FastPathLengths`), built once."""
-        if self._fast_path_lengths is None:
-            self._fast_path_lengths = FastPathLengths(self.lowercase, self.strip_accents)
-        return self._fast_path_lengths
-
-    def _normalized_offsets_to_original(self, strings, normalized, ids, starts, ends):
-        """Piece offsets into the fast path's normalized rows -> into `strings` (flat values).
-
-        Each character normalizes on its own, to as many bytes as the table
-        (`FastPathLengths`) says: the rows' normalized bytes are their
-        characters' one after another, so the rows are decoded as one string.
-        """
-        joined = tf.strings.reduce_join(strings)
-        # Rows one after another: each character's byte start in them, then their end.
-        code_points, char_starts = tf.strings.unicode_decode_with_offsets(joined, "UTF-8")  # [C]
-        bounds = tf.concat([char_starts, tf.cast(tf.strings.length(joined), tf.int64)[None]], 0)  # [C + 1]
-        # Each row's first byte in the rows one after another, normalized and original: one gather per piece.
-        row_lengths = tf.stack([tf.strings.length(normalized), tf.strings.length(strings)], 1)  # [N, 2]
-        row_bases = tf.cumsum(tf.cast(row_lengths, tf.int64), exclusive=True)  # [N, 2]
-        owners, _ = normalized_owners(self._lengths_table().lookup(code_points))  # [B' + 1]
-        piece_bases = tf.gather(row_bases, row_ids(ids.row_splits))  # [P', 2]
-        piece_base, row_base = piece_bases[:, 0], piece_bases[:, 1]
-        first = tf.gather(owners, piece_base + starts.values)
-        last = tf.gather(owners, piece_base + ends.values - 1)
-        # A character ends where the next one starts.
-        return tf.gather(bounds, first) - row_base, tf.gather(bounds, last + 1) - row_base
 
     def _tokenize_general(self, strings, with_offsets):
         """Tokenizes any rows `[N]` with the full reference normalization."""
@@ -901,94 +550,22 @@ class BertTokenizer(keras.layers.Layer):
         other_lengths = tf.gather(tf.strings.length(normalize(chars, self.lowercase, self.strip_accents)), index)
         return tf.tensor_scatter_nd_update(lengths, other[:, None], tf.cast(other_lengths, tf.int64))
 
-    def tokenize(self, inputs):
-        """Tokenizes strings into WordPiece ids, without special tokens.
-
-        Args:
-            inputs: tf.string `[N]` (or a scalar).
-
-        Returns:
-            ragged int32 `[N, (P)]` (or `[P]` for a scalar).
-        """
-        return self._tokenize(inputs, with_offsets=False)
-
-    def tokenize_with_offsets(self, inputs, unit="byte"):
-        """Tokenizes strings and locates every piece in its input.
-
-        `inputs[i][starts[i, j]:ends[i, j]]` is the text piece j came from
-        (for a `##` continuation, the part of the word it covers; for a word
-        too long for WordPiece, the whole word).
-
-        Args:
-            inputs: tf.string `[N]` (or a scalar).
-            unit: "byte" for UTF-8 byte offsets into each input (as
-                tensorflow-text gives), or "char" for character (code point)
-                offsets, i.e. indices into the Python `str` the bytes decode
-                to (invalid bytes count one character each, as
-                `bytes.decode("utf-8", errors="replace")` does for isolated ones).
-
-        Returns:
-            `(ids, starts, ends)`: ragged int32 `[N, (P)]` and two ragged
-            int64 `[N, (P)]`.
-        """
-        if unit not in ("byte", "char"):
-            raise ValueError(f"`unit` must be 'byte' or 'char'. Received: unit={unit!r}")
-        ids, starts, ends = self._tokenize(inputs, with_offsets=True)
-        if unit == "char":
-            starts, ends = bytes_to_chars(inputs, starts), bytes_to_chars(inputs, ends)
-        return ids, starts, ends
-
-    def call(self, inputs):
-        return self.tokenize(inputs)
-
-    def detokenize(self, ids):
-        """Joins WordPiece ids back into text.
-
-        Pieces are joined with single spaces and `##` continuations are glued
-        to the piece before them; normalization (case, accents, spacing
-        around punctuation) is not undone.
-
-        Args:
-            ids: int `[N, (P)]` ragged or dense (or `[P]`).
-
-        Returns:
-            tf.string `[N]` (or a scalar).
-        """
-        ids, scalar = ragged_ids(ids)
+    def _detokenize(self, ids):
         tokens = tf.ragged.map_flat_values(self._id_to_token.lookup, tf.cast(ids, tf.int64))
         text = tf.strings.reduce_join(tokens, axis=-1, separator=" ")
-        text = tf.strings.regex_replace(text, " ##", "")
-        return text[0] if scalar else text
-
-    def compute_output_spec(self, inputs):
-        return keras.KerasTensor([inputs.shape[0], None], dtype="int32", ragged=True)
+        return tf.strings.regex_replace(text, " ##", "")
 
     # === Config ===
 
     def get_config(self):
+        # The vocabulary as given (a file or a list), and the last two arguments only where not the defaults.
         config = super().get_config()
-        if self.vocabulary is None:
-            config["vocab_file"] = self.vocab_file
-        else:
-            config["vocabulary"] = list(self.vocabulary)
-        config.update(
-            {
-                "lowercase": self.lowercase,
-                "strip_accents": self.strip_accents,
-                "max_input_chars_per_word": self.max_input_chars_per_word,
-                "split_special_tokens": self.split_special_tokens,
-            }
-        )
-        if self.unk_token != "[UNK]":
-            config["unk_token"] = self.unk_token
-        if self.special_tokens is not None:
-            config["special_tokens"] = list(self.special_tokens)
+        del config["vocabulary" if self.vocabulary is None else "vocab_file"]
+        if self.unk_token == "[UNK]":
+            del config["unk_token"]
+        if self.special_tokens is None:
+            del config["special_tokens"]
         return config
-
-
-def _escape(token):
-    """RE2 pattern matching `token` literally."""
-    return "".join("\\" + c if not c.isalnum() else c for c in token)
 
 
 def _count(vocabulary):
