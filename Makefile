@@ -32,7 +32,7 @@ tour: $(STAMP)
 	$(PY) -m bert_tf.apps.demo
 
 test: $(STAMP)
-	$(PY) -m pytest -n 2 --durations=20 tests
+	$(PY) -m pytest -n 2 --dist worksteal --durations=30 tests
 
 # Lint and format check (ruff, configured in pyproject.toml); `make format` rewrites the tree.
 lint: $(STAMP)
