@@ -3,7 +3,7 @@
     bert-tf-convert --input=PATH --output=DIR [--to=bert_tf|hf] [--overwrite] [--allow_pickle]
         [--allow_missing_vocab] [--strict]
 
-`--input` is a Hugging Face directory of BERT, RoBERTa, DistilBERT or ELECTRA,
+`--input` is a Hugging Face directory of BERT, RoBERTa, DistilBERT, ELECTRA, ALBERT or DeBERTa-v2/v3,
 an original Google TF1 checkpoint (directory or `model.ckpt-N` prefix) or a
 bert_tf model directory; its format is detected. The model it holds is
 converted whole: the encoder, the masked-LM (and NSP) head, or a fine-tuned
@@ -26,7 +26,8 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string(
     "input",
     None,
-    "Checkpoint to convert: Hugging Face directory (BERT, RoBERTa, DistilBERT, ELECTRA, task heads included), "
+    "Checkpoint to convert: Hugging Face directory (BERT, RoBERTa, DistilBERT, ELECTRA, ALBERT, DeBERTa-v2/v3, task "
+    "heads included), "
     "TF1 checkpoint directory or prefix, or bert_tf model directory (format detected).",
 )
 flags.DEFINE_string("output", None, "Directory to write; must be empty or absent unless --overwrite.")

@@ -32,7 +32,7 @@ flags.DEFINE_string(
     "model_dir",
     None,
     "Model directory to export: bert_tf (pretrained, fine-tuned or converted), "
-    "Hugging Face BERT or TF1 checkpoint directory with vocab.txt.",
+    "Hugging Face directory of any supported family, or TF1 checkpoint directory, with its tokenizer files.",
     allow_override=True,
 )
 flags.DEFINE_string(

@@ -4,8 +4,8 @@
     export_saved_model("runs/conll", "serving/ner/1")  # kind from the directory's bert_tf.json
 
 The SavedModel loads with `import tensorflow_text` then `tf.saved_model.load`
-(or in TF Serving with the tensorflow-text ops); see the section "Export: a
-SavedModel that takes raw strings" of README.md.
+(or in TF Serving with the tensorflow-text ops); see
+docs/export-and-serving.md.
 
 The serving modules live in `bert_tf.serving` (below `bert_tf.tasks`); their
 names are importable from here as well (`from bert_tf.export import ClassifierModule`).

@@ -21,7 +21,7 @@ def xla_kernels_enabled():
     most `AUTO_MAX_THREADS` CPU threads. The kernels replace several
     element-wise TensorFlow ops by one pass, which wins on few cores; XLA runs
     them on fewer threads than TensorFlow's ops use, which loses on many
-    (measured in README "Performance": +4% training on 2 cores, -25% on 16).
+    (measured in docs/results/2026-11-26-benchmark-16core-amx.md: +4% training on 2 cores, -25% on 16).
     Read when a graph is traced, so it follows `tf.config.threading` set before.
     """
     setting = os.environ.get(ENV_VAR, "auto").strip().lower()

@@ -115,7 +115,7 @@ class EncoderTask(keras.Model):
 
         Without a distribution strategy, Keras builds the optimizer's slots and the compiled metrics inside the first
         trace of its train step, and a `tf.function` whose first trace creates variables is traced twice: building
-        them beforehand halves the tracing (MiniLM fine-tuning: see README "Time to accuracy").
+        them beforehand halves the tracing (MiniLM fine-tuning: see docs/results/2026-11-28-time-to-accuracy.md).
         """
         if isinstance(x, tf.data.Dataset):
             self.build_training_state(x.element_spec)

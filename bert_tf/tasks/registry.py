@@ -118,7 +118,7 @@ class Task:
     # Task heads start from Keras' Glorot initialisation: with the reference's truncated normal 0.02, short
     # fine-tunes of all-MiniLM-L6-v2 lag far behind (STS-B dev Pearson 0.718 vs 0.810, mean of 3 seeds; CoNLL
     # entity F1 0.495 vs 0.737 after 93 steps), the small head's outputs start too flat to be learned in time
-    # (README "Fine-tuning quality", tools/finetune_quality.py).
+    # (docs/results/2026-11-26-fine-tuning-quality-vs-keras-hub.md, tools/finetune_quality.py).
     head_initializer: str = "glorot_uniform"
     hf_accepts: Callable | None = None
     model_settings: tuple = ()

@@ -6,7 +6,7 @@ thread, so one batch keeps one core busy while the others wait. Inside a graph
 the rows its own copy of the ops, which TensorFlow's executor may run at the same
 time on its inter-op threads. It hands an op to another thread only when several
 expensive ops are ready together, so the gain varies between processes (1.0-1.8x
-on 2 cores, README "Both cores on one batch"). The shards are cut by bytes, not
+on 2 cores, docs/results/2026-11-27-tokenizer-throughput.md). The shards are cut by bytes, not
 rows, so each holds about the same work; their results are concatenated back in
 row order, so the outputs are those of the whole batch at once.
 
