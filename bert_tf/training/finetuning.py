@@ -71,8 +71,8 @@ def config_class(task_list=None):
 
 
 def __getattr__(name):
-    # `FinetuneConfig` is composed from the task registry when first asked for (not at import: the built-in task
-    # modules import this package), and again after a task with options of its own registers.
+    # `FinetuneConfig` is composed from the task registry when asked for (not once at import), so a task registered
+    # later, with options of its own, gets its fields.
     if name == "FinetuneConfig":
         return config_class()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
