@@ -247,6 +247,7 @@ class _Windower:
             max_position_embeddings=max_position_embeddings,
         )
 
+    @tf.autograph.experimental.do_not_convert  # graph code: nothing for autograph to convert (text/base.py)
     def __call__(self, index, words, tag_ids):
         """One batch of sentences to windows.
 

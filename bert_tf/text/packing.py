@@ -94,6 +94,7 @@ class BertPacker:
         cut_b = tf.where(len_a > len_b, none, from_longer) + rest - rest // 2
         return [_keep_first(first, len_a - cut_a), _keep_first(second, len_b - cut_b)]
 
+    @tf.autograph.experimental.do_not_convert  # graph code: nothing for autograph to convert (text/base.py)
     def __call__(self, *segments):
         """Packs one or two int ragged segments `[B, (n)]` into a dict of int32 `[B, T]`.
 

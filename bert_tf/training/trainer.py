@@ -422,6 +422,7 @@ class TrainingLoop:
 
         return self.strategy.experimental_distribute_values_from_function(value_fn)
 
+    @tf.autograph.experimental.do_not_convert  # the model's step: no Python control flow on tensors
     def _micro_step(self, part, global_totals):
         """Gradients and statistics of one micro-batch (XLA-compiled with `jit_compile`)."""
         variables = self.model.trainable_variables
@@ -433,6 +434,7 @@ class TrainingLoop:
         grads = [tf.zeros_like(v) if g is None else g for g, v in zip(grads, variables)]  # e.g. an unused pooler
         return grads, {k: tf.cast(stats[k], tf.float32) for k in self.objective.stat_names}
 
+    @tf.autograph.experimental.do_not_convert  # the model's step: no Python control flow on tensors
     def _replica_step(self, batch):
         features, labels, weights = batch
         global_totals = self.objective.global_totals(weights)
@@ -474,6 +476,7 @@ class TrainingLoop:
             totals = {k: totals[k] + self.strategy.reduce("sum", stats[k], axis=None) for k in names}
         return totals
 
+    @tf.autograph.experimental.do_not_convert  # the model's step: no Python control flow on tensors
     def _evaluate_batch(self, batch):
         def step(part):
             features, labels, weights = part
