@@ -155,15 +155,19 @@ class SentenceData:
             max_position_embeddings=self.max_position_embeddings,
         )
 
-    def evaluate(self, model):
-        dataset = classification.make_dataset(
+    @functools.cached_property
+    def _eval_batches(self):
+        """The evaluation batches, built once for every evaluation of the run."""
+        return classification.make_dataset(
             dataclasses.replace(self.eval, labels=None),
             self.tokenizer,
             self.config.max_seq_length,
             self.config.eval_batch_size,
             max_position_embeddings=self.max_position_embeddings,
         )
-        logits = common.predict(model, dataset)["logits"]  # [N, C]
+
+    def evaluate(self, model):
+        logits = common.predict(model, self._eval_batches)["logits"]  # [N, C]
         labels = np.asarray(self.eval.labels)
         if self.regression:
             scores = logits[:, 0]

@@ -7,6 +7,7 @@ character offsets (`TaggerModule`).
 """
 
 import dataclasses
+import functools
 import os
 
 from bert_tf import metrics
@@ -77,8 +78,10 @@ class NerData:
         dataset = common.worker_slice(dataset, context)
         return dataset.map(lambda f, y, w: common.trim_batch((f, {"logits": y}, {"logits": w})))
 
-    def evaluate(self, model):
-        dataset = tagging.make_dataset(
+    @functools.cached_property
+    def _eval_batches(self):
+        """The evaluation windows and their word index, built once for every evaluation of the run."""
+        return tagging.make_dataset(
             self.eval.sentences,
             None,
             self.tokenizer,
@@ -88,6 +91,9 @@ class NerData:
             max_position_embeddings=self.max_position_embeddings,
             with_word_index=True,
         )
+
+    def evaluate(self, model):
+        dataset = self._eval_batches
         logits = common.predict(model, dataset.map(lambda features, word_index: features), sequence_keys=("logits",))
         index = [{k: v.numpy() for k, v in word_index.items()} for _, word_index in dataset]
         predicted = tagging.word_predictions(

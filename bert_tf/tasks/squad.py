@@ -6,6 +6,7 @@ checkpoint is picked by F1; answers are exact context characters, written to
 """
 
 import dataclasses
+import functools
 import json
 import os
 
@@ -101,9 +102,13 @@ class SquadData:
 
         return dataset.map(triple)
 
+    @functools.cached_property
+    def _eval_batches(self):
+        """The evaluation windows' batches, built once for every evaluation of the run."""
+        return squad.make_dataset(self.eval_windows, self.config.eval_batch_size, labels=False)
+
     def evaluate(self, model):
-        dataset = squad.make_dataset(self.eval_windows, self.config.eval_batch_size, labels=False)
-        outputs = common.predict(model, dataset, sequence_keys=("start_logits", "end_logits"))
+        outputs = common.predict(model, self._eval_batches, sequence_keys=("start_logits", "end_logits"))
         answers = squad.extract_answers(
             self.eval_windows,
             outputs["start_logits"],
