@@ -11,6 +11,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from tests import launcher  # noqa: E402  (the zygote's environment: this process's, before any test changes it)
+
 # Two logical CPUs so MirroredStrategy tests have two replicas. Must run before
 # TensorFlow initializes its devices, hence at import of this conftest.
 _cpus = tf.config.list_physical_devices("CPU")
@@ -120,3 +122,8 @@ def minilm_saved_model(minilm_dir, shared_artifact):
     directory, export metadata)`. Read only."""
     directory, metadata = shared_artifact("minilm_saved_model", lambda path: _export_minilm(path, minilm_dir))
     return str(directory / "saved_model"), metadata
+
+
+def pytest_unconfigure(config):
+    """The zygote server of this process (tests/launcher.py) ends with the session."""
+    launcher.stop()

@@ -3,7 +3,6 @@
 import json
 import os
 import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -13,6 +12,7 @@ from safetensors.numpy import load_file
 from bert_tf import checkpoints, tasks
 from bert_tf.models import BertPretrainer
 from tests.helpers import random_inputs, tiny_encoder, tiny_model_dir
+from tests.launcher import python_command
 
 REPO_ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 
@@ -21,7 +21,7 @@ def _run(*args):
     """Runs `python -m bert_tf.apps.convert ARGS`; returns the CompletedProcess."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     return subprocess.run(
-        [sys.executable, "-m", "bert_tf.apps.convert", *args],
+        python_command("-m", "bert_tf.apps.convert", *args),
         cwd=REPO_ROOT,
         env=env,
         capture_output=True,

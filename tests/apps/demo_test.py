@@ -1,12 +1,13 @@
 """The README's main job runs end to end on a few steps."""
 
 import subprocess
-import sys
+
+from tests.launcher import python_command
 
 
 def test_demo_runs_end_to_end(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "bert_tf.apps.demo", "--steps=8", f"--output_dir={tmp_path}"],
+        python_command("-m", "bert_tf.apps.demo", "--steps=8", f"--output_dir={tmp_path}"),
         capture_output=True,
         text=True,
         timeout=600,

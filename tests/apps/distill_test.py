@@ -6,7 +6,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import keras
@@ -21,6 +20,7 @@ from bert_tf.tasks import load_model
 from bert_tf.training import DistillConfig, ResumeError, create_strategy, distill
 from bert_tf.training.distillation import check_config
 from tests.helpers import conll_file, sentiment_tsv, squad_file, tiny_model_dir, write_text
+from tests.launcher import python_command
 
 WORDS = (
     "good great fine bad awful poor movie film plot actor john smith paris london went to the a was is "
@@ -215,7 +215,7 @@ def test_a_teacher_without_a_task_is_refused(tmp_path, data):
 
 
 def _command(*argv):
-    return [sys.executable, "-m", "bert_tf.apps.distill", *argv]
+    return python_command("-m", "bert_tf.apps.distill", *argv)
 
 
 def _app(*argv):

@@ -3,7 +3,6 @@
 import json
 import os
 import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -14,6 +13,7 @@ from absl.testing import flagsaver
 from bert_tf.apps import embed as app
 from bert_tf.embeddings import SentenceEmbedder
 from tests.helpers import tiny_model_dir
+from tests.launcher import python_command
 
 WORDS = ["good", "bad", "movie", "the", "was", "."]
 LINES = ["the movie was good .", "bad", "", "good movie", "the the movie was bad .", "good"]
@@ -160,7 +160,7 @@ def test_missing_flags_are_usage_errors(model_dir, corpus, tmp_path):
 
 def test_helpfull_documents_flags():
     result = subprocess.run(
-        [sys.executable, "-m", "bert_tf.apps.embed", "--helpfull"],
+        python_command("-m", "bert_tf.apps.embed", "--helpfull"),
         capture_output=True,
         text=True,
         timeout=300,

@@ -3,7 +3,6 @@
 import json
 import os
 import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -16,6 +15,7 @@ from bert_tf.export import METADATA_FILE, load_task_model
 from bert_tf.models import BertClassifier
 from bert_tf.text import BertPacker, BertTokenizer
 from tests.helpers import tiny_model_dir, write_text
+from tests.launcher import python_command
 
 WORDS = ["good", "bad", "movie", "the", "was", "."]
 
@@ -136,7 +136,7 @@ def test_bad_search_corpus_exits_non_zero_before_writing(classifier_dir, tmp_pat
 
 def _subprocess(*args):
     return subprocess.run(
-        [sys.executable, "-m", "bert_tf.apps.export", *args],
+        python_command("-m", "bert_tf.apps.export", *args),
         capture_output=True,
         text=True,
         timeout=300,

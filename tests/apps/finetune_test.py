@@ -4,7 +4,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 
 import keras
 import pytest
@@ -14,6 +13,7 @@ from bert_tf.checkpoints.settings import read_settings
 from bert_tf.training.distribute import create_strategy
 from bert_tf.training.finetuning import FinetuneConfig, finetune
 from tests.helpers import conll_file, sentiment_tsv, squad_file, tiny_model_dir, write_text
+from tests.launcher import python_command
 from tests.tfds_mock import mock_tfds
 
 WORDS = (
@@ -42,7 +42,7 @@ def _run(strategy="one_device", **overrides):
 
 def _app(*argv):
     return subprocess.run(
-        [sys.executable, "-m", "bert_tf.apps.finetune", *argv],
+        python_command("-m", "bert_tf.apps.finetune", *argv),
         capture_output=True,
         text=True,
         env=dict(os.environ, CUDA_VISIBLE_DEVICES=""),
@@ -243,10 +243,9 @@ def test_missing_required_flag_is_a_usage_error(tmp_path):
 
 def test_helpfull_documents_canonical_flags():
     import subprocess
-    import sys
 
     out = subprocess.run(
-        [sys.executable, "-m", "bert_tf.apps.finetune", "--helpfull"],
+        python_command("-m", "bert_tf.apps.finetune", "--helpfull"),
         capture_output=True,
         text=True,
         env=dict(os.environ, CUDA_VISIBLE_DEVICES=""),

@@ -14,6 +14,7 @@ from absl import flags
 
 from bert_tf import options
 from bert_tf.apps import common_flags
+from tests.launcher import python_command
 
 # Each app alone in a fresh process, as its bert-tf-* command runs it: a process importing both apps keeps one
 # definition of their shared flag names (allow_override), so their own flag lists and defaults are only seen apart.
@@ -62,7 +63,7 @@ print(json.dumps({
 )
 def app_description(request):
     result = subprocess.run(
-        [sys.executable, "-c", _DESCRIBE, *request.param], capture_output=True, text=True, timeout=300
+        python_command("-c", _DESCRIBE, *request.param), capture_output=True, text=True, timeout=300
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return request.param[0], json.loads(result.stdout.strip().splitlines()[-1])

@@ -4,7 +4,6 @@ import glob
 import os
 import signal
 import subprocess
-import sys
 import time
 from types import SimpleNamespace
 
@@ -13,6 +12,7 @@ import pytest
 import tensorflow as tf
 
 from tests.conftest import DATA_DIR
+from tests.launcher import python_command
 
 CORPUS = os.path.join(DATA_DIR, "corpus", "gutenberg", "austen-persuasion.txt")
 BASE = [
@@ -49,7 +49,7 @@ def vocab(shared_artifact):
 
 
 def _command(model_dir, *extra):
-    return [sys.executable, "-m", "bert_tf.apps.pretrain", f"--model_dir={model_dir}", *BASE, *VOCAB, *extra]
+    return python_command("-m", "bert_tf.apps.pretrain", f"--model_dir={model_dir}", *BASE, *VOCAB, *extra)
 
 
 def _run(model_dir, *extra, timeout=600):
@@ -237,7 +237,7 @@ def test_init_with_a_model_flag_is_refused_naming_both_flags(tmp_path):
         (["--max_seq_length=256"], "--max_seq_length"),
     ):
         result = subprocess.run(
-            [sys.executable, "-m", "bert_tf.apps.pretrain", f"--model_dir={tmp_path / 'never'}", f"--init={init}"]
+            python_command("-m", "bert_tf.apps.pretrain", f"--model_dir={tmp_path / 'never'}", f"--init={init}")
             + [flag for flag in BASE if not flag.startswith("--model=")]
             + extra,
             capture_output=True,
@@ -252,7 +252,7 @@ def test_init_with_a_model_flag_is_refused_naming_both_flags(tmp_path):
 
 def test_helpfull_names_the_recipe_flags_and_their_papers():
     result = subprocess.run(
-        [sys.executable, "-m", "bert_tf.apps.pretrain", "--helpfull"], capture_output=True, text=True, timeout=300
+        python_command("-m", "bert_tf.apps.pretrain", "--helpfull"), capture_output=True, text=True, timeout=300
     )
     assert result.returncode == 0
     for text in ("--sentence_objective", "ALBERT", "--packing", "FULL-SENTENCES", "--masking", "SpanBERT", "--init"):

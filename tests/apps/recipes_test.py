@@ -11,6 +11,7 @@ import pytest
 
 from tests.conftest import DATA_DIR
 from tests.helpers import tiny_model_dir
+from tests.launcher import python_command
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RECIPES = os.path.join(ROOT, "configs", "recipes")
@@ -94,8 +95,7 @@ def test_every_recipe_parses_with_its_papers_settings_and_flags_after_it_overrid
 @pytest.mark.slow
 def test_a_recipe_trains_at_small_scale(tmp_path):
     model_dir = tmp_path / "spanbert"
-    command = [
-        sys.executable,
+    command = python_command(
         "-m",
         "bert_tf.apps.pretrain",
         f"--flagfile={os.path.join(RECIPES, 'spanbert_base.cfg')}",
@@ -110,7 +110,7 @@ def test_a_recipe_trains_at_small_scale(tmp_path):
         "--steps_per_loop=2",
         "--eval_steps=0",
         "--fill_mask=",
-    ]
+    )
     result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     with open(model_dir / "training_settings.json", encoding="utf-8") as f:

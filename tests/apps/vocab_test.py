@@ -2,12 +2,13 @@
 
 import os
 import subprocess
-import sys
+
+from tests.launcher import python_command
 
 
 def _run(*args, cwd):
     return subprocess.run(
-        [sys.executable, "-m", "bert_tf.apps.vocab", *args], cwd=cwd, capture_output=True, text=True, timeout=300
+        python_command("-m", "bert_tf.apps.vocab", *args), cwd=cwd, capture_output=True, text=True, timeout=300
     )
 
 

@@ -2,7 +2,6 @@
 
 import os
 import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -18,6 +17,7 @@ from bert_tf.data.pretraining import (
 )
 from bert_tf.text import BertTokenizer, expand_files
 from tests.conftest import DATA_DIR
+from tests.launcher import python_command
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 DOCS, SENTENCES, WORDS = 12, 8, 40
@@ -175,7 +175,7 @@ def test_iterator_restored_in_a_new_process_continues_identically(corpus, tmp_pa
     env = dict(os.environ, PYTHONPATH=os.getcwd())
     for mode, cwd, pattern in (("save", root, "*.txt"), ("restore", tmp_path, str(root / "*.txt"))):
         result = subprocess.run(
-            [sys.executable, "-c", script, mode, str(tmp_path / f"{mode}.npy"), pattern],
+            python_command("-c", script, mode, str(tmp_path / f"{mode}.npy"), pattern),
             capture_output=True,
             text=True,
             timeout=300,

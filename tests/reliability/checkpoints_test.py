@@ -3,7 +3,6 @@
 import logging
 import os
 import subprocess
-import sys
 
 import pytest
 
@@ -11,6 +10,7 @@ from bert_tf.checkpoints import CheckpointError, load_encoder, save_model_dir
 from bert_tf.config import ConfigError
 from bert_tf.training import TRAINING_SETTINGS_FILE, FinetuneConfig, PretrainConfig, ResumeError, finetune, pretrain
 from tests.helpers import tiny_corpus_and_vocab, tiny_encoder
+from tests.launcher import python_command
 
 WORDS = "the cat dog sat ran on a mat house module function file returned value provides reads writes".split()
 SETTINGS = dict(
@@ -81,7 +81,7 @@ def test_glob_characters_are_refused_by_the_app(corpus_and_vocab, tmp_path):
     corpus, vocab = corpus_and_vocab
     model_dir = tmp_path / "run*"
     result = subprocess.run(
-        [sys.executable, "-m", "bert_tf.apps.pretrain", f"--model_dir={model_dir}", "--model=tiny"]
+        python_command("-m", "bert_tf.apps.pretrain", f"--model_dir={model_dir}", "--model=tiny")
         + [f"--corpus={corpus}", f"--vocab={vocab}", "--train_steps=2", "--warmup_steps=1"],
         capture_output=True,
         text=True,

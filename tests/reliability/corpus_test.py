@@ -2,7 +2,6 @@
 
 import os
 import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -13,6 +12,7 @@ from bert_tf.data import pretraining_dataset, write_pretraining_shards
 from bert_tf.data.pretraining import EmptyCorpusError, _document_groups, split_long_sentences
 from bert_tf.text import BertTokenizer, build_vocab, expand_files
 from bert_tf.training import PretrainConfig
+from tests.launcher import python_command
 
 WORDS = 200
 
@@ -42,7 +42,7 @@ def _first_batch(corpus, vocab, timeout):
     """)
     try:
         result = subprocess.run(
-            [sys.executable, "-c", script],
+            python_command("-c", script),
             capture_output=True,
             text=True,
             timeout=timeout,

@@ -9,7 +9,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 
 import pytest
 import tensorflow as tf
@@ -24,6 +23,7 @@ from bert_tf.training import PretrainConfig
 from bert_tf.training.pretraining import corpus_and_vocab
 from tests.conftest import DATA_DIR
 from tests.helpers import tiny_model_dir
+from tests.launcher import python_command
 
 WORDS = "the a movie was good bad film".split()
 CORPUS = os.path.join(DATA_DIR, "corpus", "gutenberg", "austen-persuasion.txt")
@@ -38,7 +38,7 @@ def _write(path, text):
 
 def _app(name, *argv):
     return subprocess.run(
-        [sys.executable, "-m", f"bert_tf.apps.{name}", *argv],
+        python_command("-m", f"bert_tf.apps.{name}", *argv),
         capture_output=True,
         text=True,
         env=dict(os.environ, CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2"),

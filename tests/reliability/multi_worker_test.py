@@ -6,7 +6,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import textwrap
 import time
 import types
@@ -16,6 +15,7 @@ import tensorflow as tf
 
 from bert_tf.training import TrainingLoop, WorkerLostError
 from tests.helpers import free_ports, tiny_corpus_and_vocab
+from tests.launcher import python_command
 
 WORDS = "the cat dog sat ran on a mat house module function file returned value provides reads writes".split()
 TRAIN_STEPS, CHECKPOINT_STEPS = 40, 10
@@ -44,7 +44,7 @@ def test_create_strategy_starts_multi_worker_mirrored():
     )
     workers = [f"127.0.0.1:{free_ports(1)[0]}"]
     result = subprocess.run(
-        [sys.executable, "-c", script], env=_worker_env(workers, 0), capture_output=True, text=True, timeout=300
+        python_command("-c", script), env=_worker_env(workers, 0), capture_output=True, text=True, timeout=300
     )
     assert result.returncode == 0 and "replicas 1" in result.stdout, result.stderr[-3000:]
 
@@ -147,7 +147,7 @@ def _newest_listed(checkpoints):
 def test_a_killed_worker_stops_the_other_and_the_same_command_resumes(tmp_path):
     corpus, vocab = tiny_corpus_and_vocab(tmp_path, WORDS, documents=40)
     model_dir = tmp_path / "run"
-    command = [sys.executable, "-m", "bert_tf.apps.pretrain", f"--model_dir={model_dir}", "--model=tiny"] + [
+    command = python_command("-m", "bert_tf.apps.pretrain", f"--model_dir={model_dir}", "--model=tiny") + [
         f"--corpus={corpus}",
         f"--vocab={vocab}",
         f"--train_steps={TRAIN_STEPS}",
@@ -211,7 +211,7 @@ def test_the_workers_resume_from_the_newest_checkpoint_every_worker_can_read(tmp
         train(strategy, {str(model_dir)!r}, train_steps=int(sys.argv[1]), log=print)
     """)
     for attempt, train_steps in (("first", 10), ("again", 15)):
-        processes = _start_workers([sys.executable, "-c", script, str(train_steps)], tmp_path, attempt)
+        processes = _start_workers(python_command("-c", script, str(train_steps)), tmp_path, attempt)
         _wait(processes, timeout=300)
         outputs = [_output(p) for p in processes]
         for index, (process, (_, stderr)) in enumerate(zip(processes, outputs)):

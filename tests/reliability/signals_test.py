@@ -3,7 +3,6 @@
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 
@@ -17,6 +16,7 @@ from bert_tf.text.vocab import build_vocab
 from bert_tf.training import LoopConfig, TrainingInterrupted, TrainingLoop, create_optimizer
 from tests.conftest import DATA_DIR
 from tests.helpers import repeated_pretraining_batches
+from tests.launcher import python_command
 
 CORPUS = os.path.join(DATA_DIR, "corpus", "gutenberg", "austen-persuasion.txt")
 
@@ -70,8 +70,7 @@ def test_sigint_saves_at_the_current_step_and_restores_the_handler(tmp_path):
 
 
 def _command(model_dir, vocab):
-    return [
-        sys.executable,
+    return python_command(
         "-m",
         "bert_tf.apps.pretrain",
         f"--model_dir={model_dir}",
@@ -89,7 +88,7 @@ def _command(model_dir, vocab):
         "--learning_rate=1e-3",
         "--deterministic",
         "--fill_mask=",
-    ]
+    )
 
 
 def _weights(model_dir):

@@ -3,12 +3,12 @@
 import dataclasses
 import os
 import subprocess
-import sys
 
 import pytest
 
 from bert_tf.tasks.classification import check_config, parse_column
 from bert_tf.training import FinetuneConfig, finetune
+from tests.launcher import python_command
 
 
 def test_parse_column():
@@ -32,8 +32,8 @@ def test_sentence_tasks_need_their_columns_before_anything_is_read(task, tmp_pat
 
 def test_the_app_reports_a_missing_column_as_a_usage_error(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "bert_tf.apps.finetune", "--task=classification", f"--init={tmp_path}",
-         f"--train_file={tmp_path}", f"--model_dir={tmp_path / 'run'}", "--text_column=sentence"],
+        python_command("-m", "bert_tf.apps.finetune", "--task=classification", f"--init={tmp_path}",
+         f"--train_file={tmp_path}", f"--model_dir={tmp_path / 'run'}", "--text_column=sentence"),
         capture_output=True, text=True, env=dict(os.environ, CUDA_VISIBLE_DEVICES=""), timeout=120,
     )  # fmt: skip
     assert result.returncode != 0 and "needs `label_column` for training" in result.stderr

@@ -3,7 +3,6 @@
 import json
 import os
 import subprocess
-import sys
 
 import keras
 import numpy as np
@@ -22,6 +21,7 @@ from bert_tf.training import FinetuneConfig, create_strategy, finetune
 from bert_tf.training.distribute import mirrored_strategy
 from tests.conftest import DATA_DIR
 from tests.helpers import tiny_model_dir
+from tests.launcher import python_command
 
 ANIMALS = {"cat": "purrs", "dog": "barks", "bird": "sings", "fish": "swims"}
 COLOURS = ("red", "blue", "green")
@@ -335,7 +335,7 @@ def test_two_replicas_train_with_per_replica_negatives(tiny_dir, pair_files, tmp
 
 def _app(*argv):
     return subprocess.run(
-        [sys.executable, "-m", "bert_tf.apps.finetune", *argv],
+        python_command("-m", "bert_tf.apps.finetune", *argv),
         capture_output=True,
         text=True,
         env=dict(os.environ, CUDA_VISIBLE_DEVICES=""),

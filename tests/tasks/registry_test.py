@@ -2,7 +2,6 @@
 
 import dataclasses
 import subprocess
-import sys
 
 import pytest
 
@@ -16,6 +15,7 @@ from bert_tf.tasks import classification, ner, squad
 from bert_tf.text import BertTokenizer
 from bert_tf.training.finetuning import FinetuneConfig, finetune
 from tests.helpers import tiny_encoder
+from tests.launcher import python_command
 
 BUILTIN = ("classification", "embedding", "ner", "regression", "squad")
 
@@ -30,7 +30,7 @@ def test_app_task_choices_come_from_the_registry():
     # In a fresh process, as bert-tf-finetune runs: importing an app here would redefine the flags that the apps
     # share (max_seq_length, ...) with its defaults for every other test of this process.
     probe = "from bert_tf.apps import finetune; print(','.join(finetune.FLAGS['task'].parser.enum_values))"
-    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    result = subprocess.run(python_command("-c", probe), capture_output=True, text=True, timeout=120, check=True)
     assert result.stdout.strip().split(",") == list(BUILTIN)
 
 

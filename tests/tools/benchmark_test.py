@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from tests.launcher import python_command
 from tools import memory_probe
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -197,6 +198,6 @@ def test_largest_batch_and_time_to_accuracy_refuse_bad_flags():
         ("time_to_accuracy.py", "--seeds=0,x", "--seeds=0,x"),
     ):
         result = subprocess.run(
-            [sys.executable, os.path.join(TOOLS, script), flag], cwd=ROOT, capture_output=True, text=True, timeout=300
+            python_command(os.path.join(TOOLS, script), flag), cwd=ROOT, capture_output=True, text=True, timeout=300
         )
         assert result.returncode == 1 and message in result.stderr, (script, result.stderr[-2000:])

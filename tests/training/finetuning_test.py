@@ -3,7 +3,8 @@
 import os
 import re
 import subprocess
-import sys
+
+from tests.launcher import python_command
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 DOC = os.path.join(ROOT, "docs", "fine-tuning.md")
@@ -21,7 +22,7 @@ def test_readme_fit_example_runs(minilm_dir, tmp_path):
     script = tmp_path / "example.py"
     script.write_text(code + "\nprint('DEV_ACCURACY', history.history['val_accuracy'][-1])\n")
     result = subprocess.run(
-        [sys.executable, str(script)],
+        python_command(str(script)),
         capture_output=True,
         text=True,
         timeout=600,

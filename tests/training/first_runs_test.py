@@ -3,7 +3,6 @@
 import json
 import os
 import subprocess
-import sys
 import time
 
 import keras
@@ -13,6 +12,7 @@ import pytest
 from bert_tf.training import FinetuneConfig, PretrainConfig, ResumeError, finetune, pretrain
 from bert_tf.training.distribute import create_strategy
 from tests.helpers import tiny_corpus_and_vocab, tiny_model_dir
+from tests.launcher import python_command
 
 WORDS = "the movie was good great fine bad awful poor film . cat dog sat ran on a mat".split()
 
@@ -153,8 +153,7 @@ def test_a_finished_pretraining_run_is_recognized_before_building_the_model(tmp_
 
 
 def test_the_finetune_app_says_a_finished_run_is_complete(tiny_dir, data, tmp_path):
-    command = [
-        sys.executable,
+    command = python_command(
         "-m",
         "bert_tf.apps.finetune",
         "--task=classification",
@@ -166,7 +165,7 @@ def test_the_finetune_app_says_a_finished_run_is_complete(tiny_dir, data, tmp_pa
         "--global_batch_size=8",
         "--epochs=1",
         f"--model_dir={tmp_path / 'run'}",
-    ]
+    )
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="", PYTHONPATH=os.getcwd())
     first = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
     assert first.returncode == 0, first.stderr[-3000:]

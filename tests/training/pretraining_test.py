@@ -5,7 +5,6 @@ import math
 import os
 import re
 import subprocess
-import sys
 
 import pytest
 import tensorflow as tf
@@ -16,6 +15,7 @@ from bert_tf.tasks import convert_checkpoint
 from bert_tf.training import PretrainConfig, fill_mask, pretrain
 from bert_tf.training.pretraining import format_fill_mask
 from tests.helpers import tiny_corpus_and_vocab
+from tests.launcher import python_command
 
 WORDS = "the cat dog sat ran on a mat house module function file returned value provides reads writes".split()
 # Settings of both runs, as flags and as PretrainConfig fields (the other fields keep their defaults: evaluation
@@ -51,14 +51,13 @@ def _build_runs(directory, corpus_and_vocab):
     app_dir = str(directory / "app" / "model")
     flags = [f"--{name}={value}" for name, value in SETTINGS.items()]
     result = subprocess.run(
-        [
-            sys.executable,
+        python_command(
             "-m",
             "bert_tf.apps.pretrain",
             f"--model_dir={app_dir}",
             f"--corpus={corpus}",
             f"--vocab={vocab}",
-        ]
+        )
         + flags,
         capture_output=True,
         text=True,
@@ -283,14 +282,13 @@ def test_model_file_of_another_family_is_refused(corpus_and_vocab, tmp_path):
 def test_app_refuses_nsp_for_a_family_without_it(tmp_path):
     """Through bert-tf-pretrain: a one-line usage error naming both flags, before any file is written."""
     result = subprocess.run(
-        [
-            sys.executable,
+        python_command(
             "-m",
             "bert_tf.apps.pretrain",
             f"--model_dir={tmp_path / 'never'}",
             "--model_type=distilbert",
             "--nsp",
-        ],
+        ),
         capture_output=True,
         text=True,
         timeout=300,

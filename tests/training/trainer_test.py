@@ -4,7 +4,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import textwrap
 
 import keras
@@ -17,6 +16,7 @@ from bert_tf.training.distribute import mirrored_strategy
 from bert_tf.training.optimization import create_optimizer
 from bert_tf.training.trainer import TRAINING_SETTINGS_FILE, LoopConfig, ResumeError, TrainingLoop
 from tests.helpers import free_ports, pretraining_batch
+from tests.launcher import python_command
 
 GLOBAL_BATCH, STEPS = 8, 10
 
@@ -136,7 +136,7 @@ def test_multi_worker_mirrored_two_processes_equals_one_device(one_device, tmp_p
         )
         processes.append(
             subprocess.Popen(
-                [sys.executable, "-c", script, str(tmp_path / f"worker{index}.npz")],
+                python_command("-c", script, str(tmp_path / f"worker{index}.npz")),
                 env=env,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
