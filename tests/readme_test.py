@@ -68,6 +68,9 @@ _PRETRAIN_SHORT = (
     "--steps_per_loop=1 --eval_interval=2 --eval_steps=1 --checkpoint_steps=2 --dtype=float32 "
     f"--corpus={SMALL_CORPUS} --vocab_size=600"
 )
+# Evaluation (a second pipeline to build and a step to trace) runs in the demo and the pretraining chain, whose
+# report reads its scalars; the other pretraining runs skip it.
+_PRETRAIN_NO_EVAL = _PRETRAIN_SHORT + " --eval_steps=0"
 
 CHEAP = {
     # The main job, with the Makefile's DEMO_FLAGS and its offline default corpus.
@@ -79,10 +82,10 @@ CHEAP = {
     "bert-tf-pretrain --model_dir=runs/mini --corpus='../shared/data/corpus/*/*' --corpus_format=paragraphs "
     "--model=mini --max_seq_length=128 --global_batch_size=32 --train_steps=20000 --learning_rate=1e-4 "
     "--warmup_steps=1000 --optimizer=adamw --dtype=bfloat16 --strategy=one_device": Cheap(
-        "pretraining-mini", _PRETRAIN_SHORT
+        "pretraining-mini", _PRETRAIN_NO_EVAL
     ),
     "bert-tf-pretrain --model_dir=runs/electra --model=mini --model_type=electra --train_steps=20000": Cheap(
-        "pretraining-electra", _PRETRAIN_SHORT
+        "pretraining-electra", _PRETRAIN_NO_EVAL
     ),
     "python -m bert_tf.apps.pretrain --corpus='../shared/data/corpus/*/*' --model=mini --model_dir=runs/mini-corpus "
     "--train_steps=1200 --learning_rate=1e-3 --warmup_steps=120 --global_batch_size=32 --max_seq_length=128 "
@@ -95,11 +98,11 @@ CHEAP = {
     # Pretraining recipes: a recipe file at small scale, and continued pretraining from MiniLM.
     "bert-tf-pretrain --flagfile=configs/recipes/roberta_base.cfg --model=mini --max_seq_length=128 "
     "--global_batch_size=32 --train_steps=1000 --learning_rate=1e-3 --warmup_steps=100 "
-    "--corpus='../shared/data/corpus/*/*' --model_dir=runs/roberta-recipe": Cheap("recipes", _PRETRAIN_SHORT),
+    "--corpus='../shared/data/corpus/*/*' --model_dir=runs/roberta-recipe": Cheap("recipes", _PRETRAIN_NO_EVAL),
     "bert-tf-pretrain --init=$M --corpus='../shared/data/corpus/*/*' --model_dir=runs/minilm-continued "
     "--train_steps=300 --global_batch_size=16 --max_seq_length=128 --learning_rate=1e-4 --warmup_steps=30": Cheap(
         "recipes-init",
-        _PRETRAIN_SHORT.replace(" --vocab_size=600", ""),  # the vocabulary is the checkpoint's
+        _PRETRAIN_NO_EVAL.replace(" --vocab_size=600", ""),  # the vocabulary is the checkpoint's
     ),
     # Fine-tuning and export.
     MINILM: Cheap(None),

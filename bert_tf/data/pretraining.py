@@ -658,6 +658,21 @@ def shard_files(files, input_context):
     return files[input_context.input_pipeline_id :: input_context.num_input_pipelines], None
 
 
+def _first_epoch(examples, numbered):
+    """Epoch 0 of `examples` (`epochs.flat_map(numbered)`), through the graph its flat_map already traced.
+
+    Tracing `numbered` (file reading, tokenization, pair building) takes seconds; the probe that counts the
+    first epoch calls the traced function instead of tracing it again. The call op in it would stop an
+    iterator's checkpoint, so only the probe, never the checkpointed pipeline, is built this way.
+    """
+    traced = getattr(examples, "_map_func", None)  # tf.data's FlatMapDataset: its function and output structure
+    spec = getattr(getattr(traced, "output_structure", None), "element_spec", None)
+    if traced is None or spec is None:
+        return numbered(tf.constant(0, tf.int64))
+    function = traced.function
+    return tf.data.Dataset.range(1).flat_map(lambda epoch: tf.data.experimental.from_variant(function(epoch)[0], spec))
+
+
 def files_in_epoch_order(files, seed, epoch):
     """A dataset of file names in an order drawn from `(seed, epoch)`."""
     names = tf.constant(files)
@@ -723,26 +738,32 @@ def masked_batches(
         seed=seed,
     )
 
-    # An empty epoch would make the endless epoch loop below spin forever: refuse it up front. A corpus
-    # of few examples per epoch would be read (and tokenized) epoch after epoch to fill the shuffle
-    # buffer: the buffer spans at most MAX_EPOCHS_IN_SHUFFLE_BUFFER epochs.
-    probe = -(-shuffle_buffer // MAX_EPOCHS_IN_SHUFFLE_BUFFER) if shuffle_buffer > 1 else 1
-    count = int(
-        epoch_examples(tf.constant(0, tf.int64)).take(probe).reduce(tf.constant(0, tf.int64), lambda n, _: n + 1)
-    )
-    if count == 0:
-        raise EmptyCorpusError(
-            f"{corpus_name} gives no pretraining examples (for a held-out split: it has fewer "
-            f"than {HOLDOUT_EVERY} groups of documents)."
-        )
-    if count < probe:
-        shuffle_buffer = min(shuffle_buffer, count * MAX_EPOCHS_IN_SHUFFLE_BUFFER)
-
     def numbered(epoch):
         examples = epoch_examples(epoch).enumerate()
         if input_context is not None:
             examples = examples.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
         return examples.map(lambda index, example: (epoch, index, example))
+
+    epoch_numbers = tf.data.Dataset.range(epochs) if epochs is not None else tf.data.Dataset.range(1 << 62)
+    # The shuffle sits outside flat_map: a shuffle inside it cannot be saved in a checkpoint.
+    examples = epoch_numbers.flat_map(numbered)
+    # An empty epoch would make the endless epoch loop spin forever: refuse it up front. A corpus of few
+    # examples per epoch would be read (and tokenized) epoch after epoch to fill the shuffle buffer: the
+    # buffer spans at most MAX_EPOCHS_IN_SHUFFLE_BUFFER epochs of this input pipeline's examples.
+    probe = -(-shuffle_buffer // MAX_EPOCHS_IN_SHUFFLE_BUFFER) if shuffle_buffer > 1 else 1
+    count = int(_first_epoch(examples, numbered).take(probe).reduce(tf.constant(0, tf.int64), lambda n, _: n + 1))
+    if count == 0:
+        pipeline = (
+            f" for input pipeline {input_context.input_pipeline_id} of {input_context.num_input_pipelines}"
+            if input_context is not None and input_context.num_input_pipelines > 1
+            else ""
+        )
+        raise EmptyCorpusError(
+            f"{corpus_name} gives no pretraining examples{pipeline} (for a held-out split: it has fewer "
+            f"than {HOLDOUT_EVERY} groups of documents)."
+        )
+    if count < probe:
+        shuffle_buffer = min(shuffle_buffer, count * MAX_EPOCHS_IN_SHUFFLE_BUFFER)
 
     def to_batch(epoch, index, first, second, label):
         inputs = packer(first, second) if sentence_objective != "none" else packer(first)
@@ -754,9 +775,6 @@ def masked_batches(
             weights[sentence_objective] = tf.ones_like(label, tf.float32)
         return features, labels, weights
 
-    epoch_numbers = tf.data.Dataset.range(epochs) if epochs is not None else tf.data.Dataset.range(1 << 62)
-    # The shuffle sits outside flat_map: a shuffle inside it cannot be saved in a checkpoint.
-    examples = epoch_numbers.flat_map(numbered)
     if shuffle_buffer > 1:
         examples = examples.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=False)
     batches = examples.ragged_batch(batch_size, drop_remainder=True)
