@@ -46,6 +46,17 @@ if not _OFF:
     os.environ[VARIABLE] = _SOCKET
 
 
+GRAPPLER_VARIABLE = "BERT_TF_TEST_GRAPPLER"  # "on": TensorFlow's default graph rewrites (tests/conftest.py)
+
+
+def configure_grappler():
+    """Turns Grappler off for this process's functions, unless BERT_TF_TEST_GRAPPLER=on; before TensorFlow starts."""
+    if os.environ.get(GRAPPLER_VARIABLE, "off") != "on":
+        import tensorflow as tf
+
+        tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": True})
+
+
 def client_command(python=None):
     """The argv prefix that runs the client with `python` (default: this interpreter)."""
     return [python or sys.executable, "-I", "-S", CLIENT]

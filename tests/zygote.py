@@ -84,14 +84,17 @@ _START_UP_PREFIXES = (
     "CLICOLOR",
     "NO_COLOR",
     "HOME",
+    "BERT_TF_TEST_GRAPPLER",  # the server's graph options, set at its start
 )
 _MAY_DIFFER = {"PYTHONPATH", "PATH"}  # PATH: read once at import to run a helper program, nothing kept
 
+_GRAPPLER = os.environ.get("BERT_TF_TEST_GRAPPLER", "off")  # read before the preload's reads are recorded
 _PRELOAD_READ = set()  # environment variables the preload read from os.environ
 _BASE_ENV = {}  # the server's environment before the preload
 _IMPORT_ENV = {}  # what the preload changed: {name: value after, None if removed}
 _SITE_PATH = []  # sys.path after path[0] and PYTHONPATH: the interpreter's own and site's entries
 _ORIGINS = {}  # top-level preloaded module -> where sys.path's finder finds it (`_where`), None: not there
+_LOADED = {}  # top-level preloaded module -> where the preload loaded it from (`_where`)
 
 
 def _log(message):
@@ -156,6 +159,8 @@ def preload():
         import bert_tf.apps.launch  # noqa: F401  (the package imports TensorFlow quietly; no flags)
     finally:
         undo()
+    if _GRAPPLER != "on":  # as tests/launcher.py's configure_grappler: before any TensorFlow op
+        sys.modules["tensorflow"].config.optimizer.set_experimental_options({"disable_meta_optimizer": True})
     for name in set(_BASE_ENV) | set(os.environ):
         if _BASE_ENV.get(name) != os.environ.get(name):
             _IMPORT_ENV[name] = os.environ.get(name)
@@ -167,6 +172,7 @@ def preload():
         if "." in name or name == "__main__" or spec is None or spec.origin in ("built-in", "frozen"):
             continue
         _ORIGINS[name] = _where(importlib.machinery.PathFinder.find_spec(name, sys.path))
+        _LOADED[name] = _where(spec)
 
 
 def _no_eager_context():
@@ -288,7 +294,9 @@ def plan(request):
     lookup = [os.path.join(cwd, p) if not p else p for p in path]  # "" is the cwd, which is not ours yet
     for name, where in _ORIGINS.items():
         found = _where(importlib.machinery.PathFinder.find_spec(name, lookup))
-        if found != where:
+        # Found elsewhere than by the server's sys.path, but where the preload loaded it from (the checkout of an
+        # editable install, found from the working directory): the same code.
+        if found != where and found != _LOADED[name]:
             return (
                 f"{name} would be found at {found and (found[0] or found[1])}, not {where and (where[0] or where[1])}"
             )
