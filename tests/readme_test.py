@@ -428,7 +428,13 @@ def _expand(command, repo, env):
         ["make", "-s", "-n", "-o", ".venv/.installed", target], cwd=repo, env=env, capture_output=True, text=True
     )
     assert result.returncode == 0, result.stderr
-    return [line for line in result.stdout.splitlines() if line.strip()]
+    # The recipe's `.venv/bin/python` is the activated environment's `python`: the shim's, when there is one.
+    venv_python = os.path.join(".venv", "bin", "python") + " "
+    return [
+        "python " + line[len(venv_python) :] if line.startswith(venv_python) else line
+        for line in result.stdout.splitlines()
+        if line.strip()
+    ]
 
 
 def _fresh_shell_env(repo):
@@ -448,7 +454,7 @@ def test_cheap_commands_run(chain, tmp_path, minilm_dir):
     repo = _copy_of_repository(tmp_path)
     before = _files(repo)
     # `python` and the bert-tf-* console scripts through the zygote (tests/launcher.py): the same programs
-    # without TensorFlow's import each time; make's recipes and saved_model_cli run as they are.
+    # without TensorFlow's import each time (a make recipe's .venv/bin/python too); saved_model_cli runs as it is.
     shims = launcher.shims(tmp_path / "zygote_bin")
     shim_path = f'PATH="{shims}:$PATH"; hash -r\n' if shims else ""
     ran = 0
