@@ -174,8 +174,8 @@ CHEAP = {
 
 LONG = {
     "make test": Long(
-        "30-45 minutes: the test suite itself (29.2 and 42.3-44.7 measured, 2-core AMD EPYCs; 57.8 while other jobs "
-        "shared the cores)"
+        "about 70 minutes: the test suite itself (72.2 measured alone on a 2-core AVX2-only AMD EPYC; 42.3-44.7 on "
+        "AVX-512 EPYCs before the last speed-ups)"
     ),
     "make test-fast": Long("most of make test's time: the suite without the tests marked slow"),
     "make readme-check": Long("this file's tests, the slow ones included: several minutes"),
