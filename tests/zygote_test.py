@@ -147,15 +147,13 @@ def test_what_a_fork_cannot_reproduce_runs_in_a_real_interpreter(zygote, tmp_pat
     assert forked.stdout == fresh.stdout and forked.stdout.split()[0] == "fresh"
 
 
-def test_grappler_is_off_in_the_tests_and_their_forked_programs(zygote, tmp_path):
+def test_grappler_is_off_in_the_tests_and_their_forked_programs(zygote):
     """tests/conftest.py and the server turn Grappler off before TensorFlow starts (docs/testing.md)."""
     import tensorflow as tf
 
     expected = os.environ.get(launcher.GRAPPLER_VARIABLE, "off") != "on"
     assert tf.config.optimizer.get_experimental_options().get("disable_meta_optimizer", False) is expected
     code = "import tensorflow as tf; print(tf.config.optimizer.get_experimental_options())"
-    # (Run outside the checkout: a `-c` there would find its bert_tf and take a real interpreter.)
-    command = launcher.python_command("-c", code)
-    forked = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    forked = subprocess.run(launcher.python_command("-c", code), capture_output=True, text=True, timeout=120)
     assert forked.returncode == 0, forked.stderr[-2000:]
     assert ("'disable_meta_optimizer': True" in forked.stdout) is expected, forked.stdout
