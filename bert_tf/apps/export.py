@@ -22,6 +22,7 @@ from bert_tf.checkpoints import CheckpointError, ModelDirectory
 from bert_tf.config import ConfigError
 from bert_tf.data.passages import PASSAGE_FORMATS
 from bert_tf.export import check_output_dir, export_saved_model
+from bert_tf.serving import LONG_TEXT, MAX_WINDOWS
 
 FLAGS = flags.FLAGS
 
@@ -93,6 +94,25 @@ flags.DEFINE_enum(
     list(PASSAGE_FORMATS),
     "--search_corpus file format. Default: from its extension (.txt, .text or none: text; .tsv, .csv, .jsonl).",
 )
+flags.DEFINE_enum(
+    "long_text",
+    None,
+    list(LONG_TEXT),
+    "Classification, regression and embeddings: what the one-text signatures do with a text longer than "
+    "max_seq_length: truncate it, or cut it into overlapping windows (--window_stride) whose logits or "
+    "embeddings are averaged in the SavedModel. Default: the directory's choice (fine-tuning records it), else "
+    "truncate.",
+    allow_override=True,
+)
+flags.DEFINE_integer(
+    "window_stride",
+    None,
+    "--long_text=windows: pieces between window starts, less than --max_seq_length. Default: the directory's, "
+    "else half a window.",
+    lower_bound=1,
+    allow_override=True,
+)
+flags.DEFINE_integer("max_windows", MAX_WINDOWS, "--long_text=windows: windows of one text at most.", lower_bound=1)
 flags.DEFINE_integer("search_batch_size", 32, "Passages per batch when embedding --search_corpus.", lower_bound=1)
 
 
@@ -143,6 +163,9 @@ def main(argv):
             search_id_column=_column(FLAGS.search_id_column),
             search_format=FLAGS.search_format,
             search_batch_size=FLAGS.search_batch_size,
+            long_text=FLAGS.long_text,
+            window_stride=FLAGS.window_stride,
+            max_windows=FLAGS.max_windows,
         )
     except (CheckpointError, ConfigError, ValueError) as e:
         print(f"bert-tf-export: error: {e}", file=sys.stderr)

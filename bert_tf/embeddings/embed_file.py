@@ -32,6 +32,7 @@ import tensorflow as tf
 from bert_tf.data import read_passages
 from bert_tf.embeddings.sentence_embedder import SentenceEmbedder
 from bert_tf.options import option
+from bert_tf.text.windows import LONG_TEXT, MAX_WINDOWS
 
 MANIFEST_FILE = "embeddings.json"
 EMBEDDINGS_FILE = "embeddings.npy"
@@ -54,9 +55,14 @@ RUN_FIELDS = (
     "pooling",
     "normalize",
     "max_seq_length",
+    "long_text",
+    "window_stride",
+    "max_windows",
     "shard_size",
     "output_format",
 )
+# What a manifest written before a field existed meant by it (an older unfinished run stays resumable).
+FIELDS_BEFORE = {"long_text": "truncate"}
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -80,9 +86,20 @@ class EmbedConfig:
     batch_size: int = option(32, "Passages per forward call.", lower_bound=1)
     max_seq_length: int = option(  # None: the model directory's
         None,
-        "Tokens per passage (longer ones are truncated). Default: the model directory's max_seq_length.",
+        "Tokens per passage (per window with --long_text=windows). Default: the model directory's max_seq_length.",
         lower_bound=3,
     )
+    long_text: str = option(  # None: the model directory's
+        None,
+        "A passage longer than max_seq_length: truncate it (the run logs how many were), or embed it as the mean "
+        "of overlapping windows (--window_stride) over the whole text, as the exported SavedModel does. Default: the "
+        "model directory's choice, else truncate.",
+        enum=LONG_TEXT,
+    )
+    window_stride: int = option(
+        None, "--long_text=windows: pieces between window starts. Default: half a window.", lower_bound=1
+    )
+    max_windows: int = option(MAX_WINDOWS, "--long_text=windows: windows of one passage at most.", lower_bound=1)
     shard_size: int = option(10000, "Passages per shard (the unit a restart skips).", lower_bound=1)
     max_shards: int = option(
         None,
@@ -162,9 +179,9 @@ def read_manifest(output):
 def _changed_fields(previous, manifest):
     """`field: before -> now` for each run field that differs between a previous run's manifest and this one's."""
     return [
-        f"{field}: {previous.get(field)!r} -> {manifest[field]!r}"
+        f"{field}: {previous.get(field, FIELDS_BEFORE.get(field))!r} -> {manifest[field]!r}"
         for field in RUN_FIELDS
-        if previous.get(field) != manifest[field]
+        if previous.get(field, FIELDS_BEFORE.get(field)) != manifest[field]
     ]
 
 
@@ -285,6 +302,9 @@ def embed_file(
     output_format="npy",
     batch_size=32,
     max_seq_length=None,
+    long_text=None,
+    window_stride=None,
+    max_windows=MAX_WINDOWS,
     shard_size=10000,
     max_shards=None,
     overwrite=False,
@@ -307,7 +327,9 @@ def embed_file(
             is refused (`EmbedResumeError` naming what differs), unless
             `overwrite`.
         output_format: "npy" (`embeddings.npy` + `ids.txt`) or "tfrecord".
-        batch_size, max_seq_length: `SentenceEmbedder`'s.
+        batch_size, max_seq_length, long_text, window_stride, max_windows:
+            `SentenceEmbedder`'s. With "truncate", the run logs how many
+            passages it cut.
         shard_size: passages per shard (the unit of resumption).
         max_shards: stop after embedding this many new shards, leaving a
             resumable output (None: all).
@@ -327,7 +349,14 @@ def embed_file(
         raise ValueError(f"`max_shards` must be positive or None. Received: max_shards={max_shards!r}")
     passages = read_passages(input_path, text_column=text_column, id_column=id_column, file_format=file_format)
     previous = _prepare_output(output, overwrite)
-    embedder = SentenceEmbedder(model_dir, max_seq_length=max_seq_length, batch_size=batch_size)
+    embedder = SentenceEmbedder(
+        model_dir,
+        max_seq_length=max_seq_length,
+        batch_size=batch_size,
+        long_text=long_text,
+        window_stride=window_stride,
+        max_windows=max_windows,
+    )
     manifest = {
         "model": os.path.abspath(model_dir),
         "model_files": _model_files(model_dir),
@@ -340,6 +369,9 @@ def embed_file(
         "pooling": embedder.pooling,
         "normalize": embedder.normalize,
         "max_seq_length": embedder.max_seq_length,
+        "long_text": embedder.long_text,
+        "window_stride": embedder.window_stride,
+        "max_windows": embedder.max_windows,
         "shard_size": shard_size,
         "output_format": output_format,
         "shards": -(-len(passages) // shard_size),
@@ -390,6 +422,11 @@ def embed_file(
         print()  # ends the unfinished bar's line
     if skipped:
         log(f"Resumed in {output}: {skipped} finished shard(s) kept.")
+    if embedder.truncated_texts:
+        log(
+            f"{embedder.truncated_texts} of the {new_passages} passages embedded by this run were longer than "
+            f"max_seq_length ({embedder.max_seq_length} tokens) and truncated; --long_text=windows embeds whole texts."
+        )
     if len(shards) < manifest["shards"] or not os.path.isfile(shards[-1]):
         finished = sum(os.path.isfile(p) for p in shards)
         log(f"Stopped after {embedded} new shard(s) ({finished} of {manifest['shards']} done); run again to go on.")

@@ -8,6 +8,7 @@
 Shape legend: N texts, B batch, T tokens (a bucketed length), H hidden, D embedding.
 """
 
+import logging
 import math
 import os
 import sys
@@ -20,10 +21,16 @@ from bert_tf import checkpoints
 from bert_tf.layers import SentencePooling
 from bert_tf.models import BertSentenceEncoder
 from bert_tf.text import packer_for
+from bert_tf.text.windows import (
+    BYTES_PER_TOKEN,
+    MAX_WINDOWS,
+    SINGLE_SPECIALS,
+    check_long_text,
+    max_pieces,
+    window_starts,
+)
 
-# Bytes kept of each input string per token of `max_seq_length` before tokenizing (as the exported SavedModel:
-# `bert_tf.serving.serving_module.BYTES_PER_TOKEN`), so a megabyte string costs no more than a long sentence.
-BYTES_PER_TOKEN = 100
+logger = logging.getLogger(__name__)
 # Texts tokenized per tokenizer call (the lengths that batches are sorted by).
 TOKENIZE_CHUNK = 4096
 # Inputs from which `encode` shows a progress bar by default (when stdout is a terminal).
@@ -81,23 +88,44 @@ class SentenceEmbedder:
 
     Args:
         path: the checkpoint directory (or its `checkpoints.ModelDirectory`).
-        max_seq_length: tokens per text (`[CLS]` and `[SEP]` included; longer
-            texts are truncated); default: the directory's `max_seq_length`.
+        max_seq_length: tokens per text (`[CLS]` and `[SEP]` included);
+            default: the directory's `max_seq_length`.
         batch_size: texts per forward call (default of `encode`).
         dtype: the encoder's dtype policy (e.g. "mixed_bfloat16").
+        long_text: "truncate" (a longer text keeps its first
+            `max_seq_length - 2` pieces; the first truncation is logged and
+            `truncated_texts` counts them) or "windows" (its embedding is the
+            mean of its windows', as the exported SavedModel's; see
+            `bert_tf.text.windows`); default: the directory's `long_text`
+            setting, else "truncate".
+        window_stride: pieces between window starts; default: the
+            directory's, else half a window.
+        max_windows: windows of one text at most (default 64).
     """
 
-    def __init__(self, path, max_seq_length=None, batch_size=32, dtype=None):
+    def __init__(
+        self, path, max_seq_length=None, batch_size=32, dtype=None, long_text=None, window_stride=None, max_windows=None
+    ):
         directory = checkpoints.ModelDirectory.read(path)  # read once: config, settings, tokenizer
         settings = directory.settings
+        max_seq_length = max_seq_length or settings["max_seq_length"]
+        if long_text is None:  # the directory's choice (fine-tuning records it), else truncation
+            long_text, window_stride = (
+                settings.get("long_text", "truncate"),
+                window_stride or settings.get("window_stride"),
+            )
+        windows = dict(long_text=long_text, window_stride=window_stride, max_windows=max_windows or MAX_WINDOWS)
+        check_long_text(**windows, max_seq_length=max_seq_length)  # before any weight is read
         tokenizer = directory.build_tokenizer(settings)
         encoder = checkpoints.load_encoder(directory, dtype=dtype)
         model = BertSentenceEncoder(encoder, settings["pooling"], settings["normalize"])
-        self._setup(model, tokenizer, max_seq_length or settings["max_seq_length"], batch_size)
+        self._setup(model, tokenizer, max_seq_length, batch_size, **windows)
         self.path = path
 
     @classmethod
-    def from_model(cls, model, tokenizer, max_seq_length, batch_size=32):
+    def from_model(
+        cls, model, tokenizer, max_seq_length, batch_size=32, long_text="truncate", window_stride=None, max_windows=None
+    ):
         """An embedder of an in-memory `BertSentenceEncoder` (e.g. one being trained) and its tokenizer layer.
 
         The model's current weights are read at every `encode` call.
@@ -105,11 +133,12 @@ class SentenceEmbedder:
         if not isinstance(model, BertSentenceEncoder):
             raise ValueError(f"`model` must be a BertSentenceEncoder. Received: {type(model).__name__}")
         embedder = cls.__new__(cls)
-        embedder._setup(model, tokenizer, max_seq_length, batch_size)
+        windows = dict(long_text=long_text, window_stride=window_stride, max_windows=max_windows or MAX_WINDOWS)
+        embedder._setup(model, tokenizer, max_seq_length, batch_size, **windows)
         embedder.path = None
         return embedder
 
-    def _setup(self, model, tokenizer, max_seq_length, batch_size):
+    def _setup(self, model, tokenizer, max_seq_length, batch_size, long_text, window_stride, max_windows):
         encoder = model.encoder
         if not 3 <= max_seq_length <= encoder.max_position_embeddings:
             raise ValueError(
@@ -117,6 +146,10 @@ class SentenceEmbedder:
                 f"Received: max_seq_length={max_seq_length}"
             )
         self._check_batch_size(batch_size)
+        self.long_text = long_text
+        self.window_stride = check_long_text(long_text, window_stride, max_windows, max_seq_length)
+        self.max_windows = max_windows if self.window_stride else None
+        self.truncated_texts = 0  # texts cut by "truncate" over this embedder's life (logged once)
         self.model = model
         self.tokenizer = tokenizer
         self._max_seq_length = max_seq_length
@@ -125,7 +158,8 @@ class SentenceEmbedder:
         self.normalize = model.normalize
         self._packer = packer_for(tokenizer, max_seq_length, max_position_embeddings=encoder.max_position_embeddings)
         self._pooler = SentencePooling(self.pooling, normalize=False)
-        self._max_bytes = BYTES_PER_TOKEN * max_seq_length
+        self._max_pieces = max_pieces(max_seq_length, self.window_stride, max_windows)
+        self._max_bytes = BYTES_PER_TOKEN * max(max_seq_length, self._max_pieces)
         self.forward = _forward_setting()
         if self.forward == "auto":
             self.forward = "unpadded"
@@ -177,14 +211,12 @@ class SentenceEmbedder:
             show_progress_bar = len(texts) >= PROGRESS_MIN_TEXTS and sys.stdout.isatty()
         embeddings = np.zeros((len(texts), self.embedding_dimension), np.float32)
         if texts:
-            lengths, pieces = self._tokenized(texts)  # [N], list of int32 arrays
-            order = np.argsort(-lengths, kind="stable")  # longest first: the first batch traces the longest bucket
-            progress = keras.utils.Progbar(len(texts), unit_name="text") if show_progress_bar else None
-            for start in range(0, len(texts), batch_size):
-                rows = order[start : start + batch_size]
-                embeddings[rows] = self._embed_batch([pieces[i] for i in rows], int(lengths[rows].max()), batch_size)
-                if progress is not None:
-                    progress.update(min(start + batch_size, len(texts)))
+            pieces, cut = self._tokenized(texts)  # list of int32 arrays, bool [N]
+            if self.window_stride is None:
+                embeddings = self._embed_rows(pieces, batch_size, show_progress_bar)
+                self._count_truncated(int(cut.sum()), len(texts))
+            else:
+                embeddings = self._embed_windows(pieces, batch_size, show_progress_bar, normalize)
         if normalize:
             norms = np.linalg.norm(embeddings, axis=1, keepdims=True)
             embeddings = embeddings / np.maximum(norms, 1e-12)
@@ -212,20 +244,63 @@ class SentenceEmbedder:
             raise ValueError(f"`batch_size` must be a positive integer. Received: batch_size={batch_size!r}")
 
     def _tokenize(self, texts):
-        """Strings `[N]` -> the pieces of each, trimmed to fit `max_seq_length`: flat int32 `[P]`, lengths `[N]`."""
+        """Strings `[N]` -> the pieces of each, trimmed to what the model sees (one window's, or `max_windows`
+        windows'): flat int32 `[P]`, lengths `[N]`, and whether each text lost pieces (bool `[N]`)."""
         pieces = self.tokenizer.tokenize(tf.strings.substr(texts, 0, self._max_bytes))  # [N, (P)]
-        pieces = pieces[:, : self._max_seq_length - 2]
-        return tf.cast(pieces.flat_values, tf.int32), tf.cast(pieces.row_lengths(), tf.int32)
+        cut = (pieces.row_lengths() > self._max_pieces) | (tf.strings.length(texts) > self._max_bytes)
+        pieces = pieces[:, : self._max_pieces]
+        return tf.cast(pieces.flat_values, tf.int32), tf.cast(pieces.row_lengths(), tf.int32), cut
 
     def _tokenized(self, texts):
-        """Packed lengths int `[N]` (pieces + `[CLS]` + `[SEP]`) and each text's pieces (int32 arrays)."""
-        lengths, pieces = [], []
+        """Each text's pieces (int32 arrays) and whether it lost pieces (bool `[N]`)."""
+        pieces, cut = [], []
         for start in range(0, len(texts), TOKENIZE_CHUNK):
-            flat, counts = self._tokenize_fn(tf.constant(texts[start : start + TOKENIZE_CHUNK]))
+            flat, counts, lost = self._tokenize_fn(tf.constant(texts[start : start + TOKENIZE_CHUNK]))
             counts = counts.numpy()
             pieces.extend(np.split(flat.numpy(), np.cumsum(counts)[:-1]))
-            lengths.append(counts + 2)
-        return np.concatenate(lengths), pieces
+            cut.append(lost.numpy())
+        return pieces, np.concatenate(cut)
+
+    def _count_truncated(self, count, total):
+        """Adds to `truncated_texts`; the first texts cut in this embedder's life are logged, once."""
+        if count and not self.truncated_texts:
+            logger.warning(
+                "%d of %d texts are longer than max_seq_length (%d tokens) and were truncated (long_text='truncate'; "
+                "long_text='windows' averages windows over the whole text). `truncated_texts` counts them from now on.",
+                count,
+                total,
+                self._max_seq_length,
+            )
+        self.truncated_texts += count
+
+    def _embed_rows(self, pieces, batch_size, show_progress_bar):
+        """Unnormalized embeddings float32 `[len(pieces), D]` of piece arrays (each fits one window), in order."""
+        embeddings = np.zeros((len(pieces), self.embedding_dimension), np.float32)
+        lengths = np.array([len(p) + SINGLE_SPECIALS for p in pieces])
+        order = np.argsort(-lengths, kind="stable")  # longest first: the first batch traces the longest bucket
+        progress = keras.utils.Progbar(len(pieces), unit_name="text") if show_progress_bar else None
+        for start in range(0, len(pieces), batch_size):
+            rows = order[start : start + batch_size]
+            embeddings[rows] = self._embed_batch([pieces[i] for i in rows], int(lengths[rows].max()), batch_size)
+            if progress is not None:
+                progress.update(min(start + batch_size, len(pieces)))
+        return embeddings
+
+    def _embed_windows(self, pieces, batch_size, show_progress_bar, normalize):
+        """Embeddings float32 `[N, D]` of texts cut into windows: each the mean of its windows' embeddings (each
+        window's L2-normalized first when `normalize`), as the exported SavedModel's `long_text="windows"`."""
+        budget = self._max_seq_length - SINGLE_SPECIALS
+        owner, windows = [], []
+        for index, text_pieces in enumerate(pieces):
+            for start in window_starts(len(text_pieces), self._max_seq_length, self.window_stride, self.max_windows):
+                owner.append(index)
+                windows.append(text_pieces[start : start + budget])
+        vectors = self._embed_rows(windows, batch_size, show_progress_bar)  # [W, D]
+        if normalize:
+            vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        sums = np.zeros((len(pieces), vectors.shape[1]), np.float32)
+        np.add.at(sums, np.array(owner), vectors)
+        return sums / np.bincount(owner, minlength=len(pieces))[:, None].astype(np.float32)
 
     def _embed_batch(self, rows, longest, batch_size):
         """Unnormalized embeddings float32 `[len(rows), D]` of one batch of piece arrays."""

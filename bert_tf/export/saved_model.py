@@ -25,7 +25,8 @@ from bert_tf import checkpoints, tasks
 from bert_tf.checkpoints import SETTINGS_FILE
 from bert_tf.config import ConfigError
 from bert_tf.data import read_passages
-from bert_tf.serving import EncoderModule, SearchModule
+from bert_tf.serving import MAX_WINDOWS, EncoderModule, SearchModule
+from bert_tf.text.windows import check_long_text
 
 METADATA_FILE = "bert_tf_export.json"  # In the SavedModel's assets.extra/.
 # Ops of the exported SavedModels that core TensorFlow lacks: a serving binary must have them registered
@@ -93,6 +94,9 @@ def serving_module(
     max_answer_length=30,
     passages=None,
     search_batch_size=32,
+    long_text=None,
+    window_stride=None,
+    max_windows=MAX_WINDOWS,
 ):
     """The serving module (a `tf.Module`) of the model at `model_dir`; see `export_saved_model` for the args.
 
@@ -120,7 +124,11 @@ def serving_module(
     def tokenizer(**kwargs):
         return model_dir.build_tokenizer(settings, **kwargs)
 
-    common = dict(max_input_bytes=max_input_bytes)
+    if long_text is None:  # the directory's choice (fine-tuning records it), else truncation
+        long_text, window_stride = settings.get("long_text", "truncate"), window_stride or settings.get("window_stride")
+    windows = dict(long_text=long_text, window_stride=window_stride, max_windows=max_windows)
+    check_long_text(**windows, max_seq_length=max_seq_length)  # before any weight is read
+    common = dict(max_input_bytes=max_input_bytes, **windows)
     embedding = dict(pooling=settings["pooling"], normalize=settings["normalize"])
     if encoder_only or settings.get("task") is None or passages is not None:
         if passages is None:
@@ -152,6 +160,7 @@ def serving_module(
         doc_stride=doc_stride,
         max_query_length=max_query_length,
         max_answer_length=max_answer_length,
+        **windows,
     )
     labels = settings["labels"] if task.needs_labels else None
     return task.serving_module(model, tokenizer(), max_seq_length, labels, options)
@@ -199,6 +208,9 @@ def export_saved_model(
     search_id_column=None,
     search_format=None,
     search_batch_size=32,
+    long_text=None,
+    window_stride=None,
+    max_windows=MAX_WINDOWS,
 ):
     """Exports the model at `model_dir` as a SavedModel taking raw strings.
 
@@ -233,11 +245,22 @@ def export_saved_model(
         search_format: "text", "tsv", "csv" or "jsonl"; default: from the
             corpus file's extension (`.txt`, `.text` or none: text).
         search_batch_size: passages per batch when embedding the corpus.
+        long_text: "truncate" or "windows": what the one-text signatures of a
+            classifier, a regression model or an encoder (embeddings) do with a
+            text longer than `max_seq_length` (see
+            `bert_tf.serving.ServingModule`); default: the directory's
+            `long_text` setting, else "truncate". NER and QA always slide
+            windows (`doc_stride`).
+        window_stride: pieces between window starts (default: the
+            directory's, else half a window).
+        max_windows: windows of one text at most.
 
     Returns:
         the metadata dict also written to `assets.extra/bert_tf_export.json`:
         `kind`, `labels`, `max_seq_length`, `signatures` (inputs and outputs
-        of each), and with a corpus `search` (`corpus_size`, `embedding_dim`).
+        of each), `long_text`, `window_stride` and `max_windows` where the
+        kind has the option, and with a corpus `search` (`corpus_size`,
+        `embedding_dim`).
     """
     check_output_dir(output_dir, overwrite)
     passages = None
@@ -263,6 +286,9 @@ def export_saved_model(
         max_answer_length=max_answer_length,
         passages=passages,
         search_batch_size=search_batch_size,
+        long_text=long_text,
+        window_stride=window_stride,
+        max_windows=max_windows,
     )
     return save_module(module, output_dir, overwrite=overwrite)
 

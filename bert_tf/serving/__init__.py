@@ -16,9 +16,12 @@ from bert_tf.serving.search_module import SearchModule
 from bert_tf.serving.serving_module import IDS, TEXT, TEXT_PAIR, ServingModule
 from bert_tf.serving.span_module import SpanModule
 from bert_tf.serving.tagger_module import TaggerModule
+from bert_tf.text.windows import LONG_TEXT, MAX_WINDOWS
 
 __all__ = [
     "IDS",
+    "LONG_TEXT",
+    "MAX_WINDOWS",
     "TEXT",
     "TEXT_PAIR",
     "ClassifierModule",

@@ -6,6 +6,7 @@ Shape legend: B inputs, C classes.
 import tensorflow as tf
 
 from bert_tf.serving.serving_module import IDS, TEXT, TEXT_PAIR, ServingModule
+from bert_tf.text.windows import MAX_WINDOWS
 
 
 class ClassifierModule(ServingModule):
@@ -18,7 +19,9 @@ class ClassifierModule(ServingModule):
     Outputs: classification: `probabilities` float32 `[B, C]` (softmax),
     `label` string `[B]` (the most probable label's name), `label_id` int32
     `[B]`, `logits` `[B, C]`; regression (`labels=None`, one output):
-    `score` float32 `[B]`.
+    `score` float32 `[B]`. With `long_text="windows"`, `single` averages the
+    logits (the score) of a text's windows before the softmax and adds
+    `num_windows` int32 `[B]`.
 
     Args:
         model: the `BertClassifier`.
@@ -26,8 +29,10 @@ class ClassifierModule(ServingModule):
         max_seq_length: T.
         labels: label names in class order, or None for regression.
         pair_default: `serving_default` takes `text` and `text_pair`.
-        max_input_bytes, truncation: see `ServingModule`.
+        max_input_bytes, truncation, long_text, window_stride, max_windows: see `ServingModule`.
     """
+
+    serves_long_text = True
 
     def __init__(
         self,
@@ -38,6 +43,9 @@ class ClassifierModule(ServingModule):
         pair_default=False,
         max_input_bytes=None,
         truncation="longest_first",
+        long_text="truncate",
+        window_stride=None,
+        max_windows=MAX_WINDOWS,
         name=None,
     ):
         if labels is None and model.num_classes != 1:
@@ -50,7 +58,15 @@ class ClassifierModule(ServingModule):
                 f"given. Received: labels={labels}"
             )
         super().__init__(
-            model, tokenizer, max_seq_length, max_input_bytes=max_input_bytes, truncation=truncation, name=name
+            model,
+            tokenizer,
+            max_seq_length,
+            max_input_bytes=max_input_bytes,
+            truncation=truncation,
+            long_text=long_text,
+            window_stride=window_stride,
+            max_windows=max_windows,
+            name=name,
         )
         self.labels = None if labels is None else tuple(labels)
         self.pair_default = pair_default
@@ -67,6 +83,10 @@ class ClassifierModule(ServingModule):
 
     def classify_text(self, text):
         (text,) = self._strings(text)
+        if self.long_text == "windows":
+            features, row, count = self._windows(text)
+            logits = self._window_mean(self._call_unpadded(self.model, features), row, count)  # [B, C]
+            return dict(self._answers(logits), num_windows=count)
         return self._outputs(self._pack(self._tokenize(text)))
 
     def classify_pair(self, text, text_pair):
@@ -77,7 +97,10 @@ class ClassifierModule(ServingModule):
         return self._outputs(self._ids(token_ids, segment_ids, padding_mask))
 
     def _outputs(self, features):
-        logits = self._call_unpadded(self.model, features)  # [B, C]
+        return self._answers(self._call_unpadded(self.model, features))
+
+    def _answers(self, logits):
+        """The outputs of logits `[B, C]`."""
         if self.labels is None:
             return {"score": logits[:, 0]}
         label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)  # [B]

@@ -12,9 +12,10 @@ class EmbeddingModule(EncoderModule):
     Args:
         model: the `bert_tf.models.BertSentenceEncoder`.
         tokenizer, max_seq_length, max_input_bytes: see `EncoderModule`.
+        **long_text: `long_text`, `window_stride`, `max_windows` (see `ServingModule`).
     """
 
-    def __init__(self, model, tokenizer, max_seq_length, max_input_bytes=None, name=None):
+    def __init__(self, model, tokenizer, max_seq_length, max_input_bytes=None, name=None, **long_text):
         super().__init__(
             model.encoder,
             tokenizer,
@@ -23,4 +24,5 @@ class EmbeddingModule(EncoderModule):
             normalize=model.normalize,
             max_input_bytes=max_input_bytes,
             name=name,
+            **long_text,
         )

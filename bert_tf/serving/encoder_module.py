@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from bert_tf.layers import SentencePooling
 from bert_tf.serving.serving_module import IDS, TEXT, TEXT_PAIR, ServingModule, Unsaved
+from bert_tf.text.windows import MAX_WINDOWS
 
 
 class EncoderModule(ServingModule):
@@ -20,7 +21,10 @@ class EncoderModule(ServingModule):
             real tokens, `[CLS]` and `[SEP]` included, L2-normalized when
             `normalize`: sentence-transformers' embedding), `sequence_output` `[B, T, H]`,
             `padding_mask` and `token_ids` `[B, T]` (T: the batch's longest
-            row).
+            row). With `long_text="windows"`, `single` (and `serving_default`)
+            return `pooled_output` and `sentence_embedding` averaged over the
+            text's windows (the average L2-normalized again when `normalize`)
+            and `num_windows` int32 `[B]`, and no per-token outputs.
         `fill_mask` (with a pretrainer): `text` `[B]` with literal `[MASK]`
             tokens -> `mask_positions` int32 `[B, M]` (token index, -1 past
             `num_masks`), `top_tokens` string `[B, M, K]`, `top_ids` int32
@@ -37,8 +41,10 @@ class EncoderModule(ServingModule):
             becomes the mask id.
         top_k: K, candidates per `[MASK]`.
         pooling, normalize: the `sentence_embedding` (`bert_tf.layers.SentencePooling`).
-        max_input_bytes, truncation: see `ServingModule`.
+        max_input_bytes, truncation, long_text, window_stride, max_windows: see `ServingModule`.
     """
+
+    serves_long_text = True
 
     def __init__(
         self,
@@ -52,6 +58,9 @@ class EncoderModule(ServingModule):
         normalize=True,
         max_input_bytes=None,
         truncation="longest_first",
+        long_text="truncate",
+        window_stride=None,
+        max_windows=MAX_WINDOWS,
         name=None,
     ):
         if pretrainer is not None and pretrainer.encoder is not encoder:
@@ -71,6 +80,9 @@ class EncoderModule(ServingModule):
             max_seq_length,
             max_input_bytes=max_input_bytes,
             truncation=truncation,
+            long_text=long_text,
+            window_stride=window_stride,
+            max_windows=max_windows,
             name=name,
         )
         self._encoder_only = pretrainer is None
@@ -101,13 +113,32 @@ class EncoderModule(ServingModule):
 
     def embed_text(self, text):
         (text,) = self._strings(text)
+        if self.long_text == "windows":
+            return self._windowed_embeddings(text)
         return self._outputs(self._pack(self._tokenize(text)))
 
     def sentence_embeddings(self, text):
         """Checked strings `[B]` -> the `sentence_embedding` float32 `[B, D]` alone (for modules built on this one)."""
+        if self.long_text == "windows":
+            return self._windowed_embeddings(text)["sentence_embedding"]
         features = self._pack(self._tokenize(text))
         sequence = self._call_unpadded(self.encoder, features)["sequence_output"]
         return self._pooler.value(sequence, features["padding_mask"])
+
+    def _windowed_embeddings(self, text):
+        """Checked strings `[B]` -> `pooled_output`, `sentence_embedding` (each the mean over the text's windows;
+        the embedding normalized again when the model normalizes) and `num_windows`."""
+        features, row, count = self._windows(text)
+        outputs = self._call_unpadded(self.encoder, features)
+        embedding = self._pooler.value(outputs["sequence_output"], features["padding_mask"])  # [N, D]
+        embedding = self._window_mean(embedding, row, count)  # [B, D]
+        if self.normalize:
+            embedding = embedding / tf.maximum(tf.norm(embedding, axis=-1, keepdims=True), 1e-12)
+        return {
+            "pooled_output": self._window_mean(outputs["pooled_output"], row, count),
+            "sentence_embedding": embedding,
+            "num_windows": count,
+        }
 
     def embed_pair(self, text, text_pair):
         text, text_pair = self._strings(text, text_pair)

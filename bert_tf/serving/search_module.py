@@ -81,7 +81,15 @@ class SearchModule(EncoderModule):
         as a query get the same embedding.
         """
         model = BertSentenceEncoder(self.encoder, self.pooling, self.normalize)
-        embedder = SentenceEmbedder.from_model(model, self.tokenizer, self.max_seq_length, batch_size=batch_size)
+        embedder = SentenceEmbedder.from_model(
+            model,
+            self.tokenizer,
+            self.max_seq_length,
+            batch_size=batch_size,
+            long_text=self.long_text,
+            window_stride=self.window_stride,
+            max_windows=self.max_windows,
+        )
         cut = [text.encode("utf-8")[: self.max_input_bytes].decode("utf-8", errors="replace") for text in texts]
         return embedder.encode(cut, show_progress_bar=False)
 
@@ -91,7 +99,7 @@ class SearchModule(EncoderModule):
         return functions
 
     def metadata(self):
-        return {"search": {"corpus_size": self.corpus_size, "embedding_dim": self.embedding_dim}}
+        return {**super().metadata(), "search": {"corpus_size": self.corpus_size, "embedding_dim": self.embedding_dim}}
 
     # --- signatures ---
 

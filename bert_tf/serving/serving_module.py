@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from bert_tf.serving import graph_ops
 from bert_tf.text import packer_for
+from bert_tf.text.windows import BYTES_PER_TOKEN, MAX_WINDOWS, SINGLE_SPECIALS, check_long_text, max_pieces
 
 # Signature input specs: the names are the request keys of every signature.
 TEXT = tf.TensorSpec([None], tf.string, name="text")
@@ -16,9 +17,6 @@ IDS = (
     tf.TensorSpec([None, None], tf.int32, name="segment_ids"),
     tf.TensorSpec([None, None], tf.int32, name="padding_mask"),
 )
-
-# Bytes kept of each input string per token of `max_seq_length` (see ServingModule).
-BYTES_PER_TOKEN = 100
 
 
 class Unsaved:
@@ -50,13 +48,48 @@ class ServingModule(tf.Module):
             the work a megabyte string costs. Default: `100 * max_seq_length`.
         truncation: how a text pair is trimmed ("longest_first" as
             fine-tuning does, or "round_robin").
+        long_text: what the signatures of one text (`single`, and
+            `serving_default` when it is `single`) do with a text longer than
+            a window: "truncate" keeps its first `max_seq_length - 2` pieces;
+            "windows" cuts it into windows of `max_seq_length - 2` pieces
+            starting every `window_stride` pieces, runs them as one batch and
+            averages their answers (the subclass says which), with a
+            `num_windows` int32 `[B]` output. Pairs and pre-tokenized ids are
+            always truncated.
+        window_stride: pieces between window starts, in [1, max_seq_length - 2];
+            default half a window.
+        max_windows: windows of one text at most (the rest of a longer text
+            is dropped, as `num_windows` shows); with "windows" the default
+            `max_input_bytes` grows to cover them.
     """
 
-    def __init__(self, model, tokenizer, max_seq_length, max_input_bytes=None, truncation="longest_first", name=None):
+    # Whether the subclass serves `long_text="windows"` (classification, regression, embeddings); NER and QA
+    # slide their own windows.
+    serves_long_text = False
+
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        max_seq_length,
+        max_input_bytes=None,
+        truncation="longest_first",
+        long_text="truncate",
+        window_stride=None,
+        max_windows=MAX_WINDOWS,
+        name=None,
+    ):
         super().__init__(name=name)
         encoder = getattr(model, "encoder", model)
+        if long_text != "truncate" and not self.serves_long_text:
+            raise ValueError(f"{type(self).__name__} has no long_text option. Received: long_text={long_text!r}")
+        self.long_text = long_text
+        self.window_stride = check_long_text(long_text, window_stride, max_windows, max_seq_length)
+        self.max_windows = max_windows if self.window_stride else None
         if max_input_bytes is None:
-            max_input_bytes = BYTES_PER_TOKEN * max_seq_length
+            max_input_bytes = BYTES_PER_TOKEN * max(
+                max_seq_length, max_pieces(max_seq_length, self.window_stride, max_windows)
+            )
         if max_input_bytes < 1:
             raise ValueError(f"`max_input_bytes` must be positive. Received: max_input_bytes={max_input_bytes}")
         self.tokenizer = tokenizer
@@ -96,8 +129,11 @@ class ServingModule(tf.Module):
         raise NotImplementedError
 
     def metadata(self):
-        """Entries this module adds to the export metadata (`assets.extra/bert_tf_export.json`); none here."""
-        return {}
+        """Entries this module adds to the export metadata (`assets.extra/bert_tf_export.json`): how long texts
+        are served, where the module has the option."""
+        if not self.serves_long_text:
+            return {}
+        return {"long_text": self.long_text, "window_stride": self.window_stride, "max_windows": self.max_windows}
 
     # --- shared in-graph steps ---
 
@@ -121,6 +157,28 @@ class ServingModule(tf.Module):
     def _pack(self, *segments):
         """Ragged piece ids (one or two segments `[B, (P)]`) -> encoder inputs int32 `[B, T']`, trimmed."""
         return graph_ops.trim_to_longest(self.packer(*segments))
+
+    def _windows(self, text):
+        """Checked strings `[B]` -> `(features, row, count)`: the packed windows `[N, T']` of every text, the text
+        each window belongs to (int64 `[N]`, in order) and the windows per text (int32 `[B]`).
+
+        A text of P pieces has `1 + ceil((P - W) / window_stride)` windows of W = `max_seq_length - 2` pieces
+        (one when P <= W, an empty text included), at most `max_windows`.
+        """
+        pieces = self._tokenize(text)  # [B, (P)]
+        lengths = pieces.row_lengths()
+        budgets = tf.fill(tf.shape(lengths), tf.constant(self.max_seq_length - SINGLE_SPECIALS, tf.int64))
+        row, start, size = graph_ops.window_spans(lengths, budgets, self.window_stride)
+        keep = start < self.window_stride * self.max_windows  # the window's number < max_windows
+        row, start, size = (tf.boolean_mask(x, keep) for x in (row, start, size))
+        windows = graph_ops.take_pieces(pieces, row, start, size)  # [N, (W)]
+        count = tf.math.unsorted_segment_sum(tf.ones_like(row, tf.int32), row, tf.size(lengths))
+        return self._pack(windows), row, count
+
+    @staticmethod
+    def _window_mean(values, row, count):
+        """The mean over each text's windows of `values` `[N, ...]` -> `[B, ...]`."""
+        return tf.math.unsorted_segment_mean(values, row, tf.size(count))
 
     def _ids(self, token_ids, segment_ids, padding_mask):
         return graph_ops.checked_ids(

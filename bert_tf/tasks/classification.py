@@ -199,6 +199,9 @@ def _serving_module(model, tokenizer, max_seq_length, label_names, options):
         labels=label_names,
         pair_default=options.text_pair,
         max_input_bytes=options.max_input_bytes,
+        long_text=options.long_text,
+        window_stride=options.window_stride,
+        max_windows=options.max_windows,
     )
 
 

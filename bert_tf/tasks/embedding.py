@@ -262,7 +262,15 @@ def check_config(config):
 
 
 def _serving_module(model, tokenizer, max_seq_length, label_names, options):
-    return EmbeddingModule(model, tokenizer, max_seq_length, max_input_bytes=options.max_input_bytes)
+    return EmbeddingModule(
+        model,
+        tokenizer,
+        max_seq_length,
+        max_input_bytes=options.max_input_bytes,
+        long_text=options.long_text,
+        window_stride=options.window_stride,
+        max_windows=options.max_windows,
+    )
 
 
 EMBEDDING = registry.register(

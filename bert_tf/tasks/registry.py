@@ -31,6 +31,9 @@ class ServingOptions:
     doc_stride: int = 128
     max_query_length: int = 64
     max_answer_length: int = 30
+    long_text: str = "truncate"
+    window_stride: int | None = None
+    max_windows: int = 64
 
 
 @dataclasses.dataclass(frozen=True)

@@ -155,6 +155,10 @@ def test_bad_flags_exit_non_zero_before_writing(tmp_path):
     result = _subprocess(f"--model_dir={not_a_model}", f"--output_dir={output}", "--top_k=0")
     assert result.returncode != 0 and "top_k" in result.stderr
     assert not output.exists()
+    model = tiny_model_dir(tmp_path / "model", WORDS, 16, max_seq_length=16)
+    result = _subprocess(f"--model_dir={model}", f"--output_dir={output}", "--long_text=windows", "--window_stride=16")
+    assert result.returncode == 1 and "window_stride=16" in result.stderr, result.stderr
+    assert not output.exists()
 
 
 def test_helpfull_documents_flags():
@@ -176,5 +180,8 @@ def test_helpfull_documents_flags():
         "search_id_column",
         "search_format",
         "search_batch_size",
+        "long_text",
+        "window_stride",
+        "max_windows",
     ):
         assert f"--{name}" in out or f"--[no]{name}" in out, name
