@@ -66,8 +66,8 @@ class PoolingHead(keras.layers.Layer):
         )
         self.norm = LayerNorm(epsilon=layer_norm_epsilon, center=norm_bias, dtype="float32", name="norm")
 
-    def build(self, sequence_shape, padding_mask_shape=None):
-        self.dense.build((None, sequence_shape[-1]))
+    def build(self, sequence_output_shape, padding_mask_shape=None):
+        self.dense.build((None, sequence_output_shape[-1]))
         self.norm.build((None, self.hidden_dim))
         self.built = True
 
@@ -80,8 +80,8 @@ class PoolingHead(keras.layers.Layer):
             pooled = ops.sum(sequence_output * mask, axis=1) / count  # [B, H]
         return ops.cast(self.norm(self._activation(self.dense(pooled))), self.compute_dtype)
 
-    def compute_output_shape(self, sequence_shape, padding_mask_shape=None):
-        return (sequence_shape[0], self.hidden_dim)
+    def compute_output_shape(self, sequence_output_shape, padding_mask_shape=None):
+        return (sequence_output_shape[0], self.hidden_dim)
 
     def get_config(self):
         config = super().get_config()

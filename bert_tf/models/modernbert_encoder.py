@@ -235,7 +235,7 @@ class ModernBertEncoder(keras.Model):
 
         def full(h):  # [B, L, H] -> [B, T, H], 0 at padding
             h = h[:, :length]
-            return tf.pad(h, [[0, 0], [0, length - tf.shape(h)[1]]]) * mask
+            return tf.pad(h, [[0, 0], [0, length - tf.shape(h)[1]], [0, 0]]) * mask
 
         return {
             "sequence_output": full(outputs["sequence_output"]),
