@@ -195,3 +195,22 @@ def test_bad_options_are_named():
         tiny(classifier_pooling="max")
     with pytest.raises(ValueError, match=r"its own encoder class"):
         BertEncoder(30, 1, 2, 8, 16, model_type="modernbert")
+
+
+def test_jit_compile_equals_eager_and_mixed_bfloat16_keeps_norms_in_float32():
+    encoder = tiny()
+    batch = {name: tf.constant(value) for name, value in _batch().items()}
+    eager = encoder(batch)["sequence_output"]
+    compiled = tf.function(lambda b: encoder(b)["sequence_output"], jit_compile=True)(batch)
+    np.testing.assert_allclose(compiled, eager, atol=1e-5)
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    try:
+        low = tiny()
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    block = low.transformer_layers[1]
+    assert block.attention.qkv_dense.compute_dtype == "bfloat16" and block.mlp_layer_norm.compute_dtype == "float32"
+    assert low.final_layer_norm.compute_dtype == "float32" and all(w.dtype == "float32" for w in low.weights)
+    low.set_weights(encoder.get_weights())
+    output = low(batch)["sequence_output"]
+    assert output.dtype == tf.float32 and 0.0 < np.abs(output - eager).max() < 0.15  # bfloat16: close, not equal
