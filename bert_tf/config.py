@@ -28,9 +28,13 @@ ACTIVATIONS = tuple(ACTIVATION_FORMULAS)
 PRESETS = ("tiny", "mini", "small", "medium", "base", "large")
 # The architectures (Hugging Face `model_type`) the encoder builds. Each is one entry of `FAMILIES` here (what the
 # config says) and one name table in `bert_tf.checkpoints.families` (what the checkpoints call the weights).
-MODEL_TYPES = ("bert", "roberta", "distilbert", "electra", "albert", "deberta-v2")
+MODEL_TYPES = ("bert", "roberta", "distilbert", "electra", "albert", "deberta-v2", "modernbert")
 # The families whose new models take an `embedding_size` (`BertConfig.for_family`).
 EMBEDDING_SIZE_TYPES = ("electra", "albert")
+# ModernBERT's layer kinds (`BertConfig.layer_types`): global attention, or attention within a sliding window.
+LAYER_TYPES = ("full_attention", "sliding_attention")
+# How ModernBERT's sentence heads pool the sequence (`BertConfig.classifier_pooling`).
+CLASSIFIER_POOLINGS = ("cls", "mean")
 # Fields a config file must give (original and Hugging Face format alike): the architecture's sizes. The others
 # have documented defaults (the dataclass's; Hugging Face's are the same).
 REQUIRED_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
@@ -64,6 +68,9 @@ class Family:
             `embedding_hidden_mapping_in`); False: only when `embedding_size` is set (ELECTRA).
         hf_defaults: our field -> the value the family's Hugging Face config class gives a field that its
             `config.json` leaves out, where it differs from `BertConfig`'s default (ALBERT: `gelu_new`, dropout 0).
+        mlm_head_fields: `MaskedLMHead` argument -> the `BertConfig` field that sets it, where the config decides
+            the masked-LM head's form (ModernBERT: its activation `classifier_activation`, the biases of its dense,
+            LayerNorm and decoder); the others take the head's defaults (`mlm_activation`, every bias).
     """
 
     model_type: str
@@ -79,6 +86,7 @@ class Family:
     layer_groups: bool = False
     embedding_projection: bool = False
     hf_defaults: tuple = ()
+    mlm_head_fields: tuple = ()
 
     @property
     def base_prefix(self):
@@ -144,6 +152,39 @@ FAMILIES = {
             ("position_biased_input", False),
         ),
     ),
+    # ModernBERT: its own encoder class (bert_tf.models.ModernBertEncoder): rotary positions, global and
+    # sliding-window layers, GeGLU, pre-norm blocks; its options are the fields below `pad_token_id` of BertConfig.
+    "modernbert": Family(
+        "modernbert",
+        "ModernBert",
+        pooler_activation="gelu",
+        hf_base_prefix="model",
+        hf_fields=(
+            ("hidden_act", "hidden_activation"),
+            ("hidden_dropout_prob", "mlp_dropout"),
+            ("attention_probs_dropout_prob", "attention_dropout"),
+        ),
+        hf_fixed=(("type_vocab_size", 0),),
+        hf_defaults=(
+            ("hidden_dropout_prob", 0.0),
+            ("attention_probs_dropout_prob", 0.0),
+            ("max_position_embeddings", 8192),
+        ),
+        new_model_fields=(
+            ("type_vocab_size", 0),
+            ("layer_norm_eps", 1e-5),
+            ("norm_bias", False),
+            ("attention_bias", False),
+            ("mlp_bias", False),
+            ("classifier_bias", False),
+        ),
+        mlm_head_fields=(
+            ("hidden_act", "classifier_activation"),
+            ("dense_bias", "classifier_bias"),
+            ("norm_bias", "norm_bias"),
+            ("output_bias", "decoder_bias"),
+        ),
+    ),
 }
 assert tuple(FAMILIES) == MODEL_TYPES
 
@@ -200,6 +241,30 @@ class BertConfig:
     # that is its inner blocks in order. 1 and 1 (ALBERT's released models): one block's weights for every layer.
     num_hidden_groups: int = 1
     inner_group_num: int = 1
+    # --- ModernBERT (model_type "modernbert") only; every other family keeps these values and leaves them out ---
+    # Each layer's attention, one of LAYER_TYPES: "full_attention" (global) or "sliding_attention" (within
+    # `local_attention`). A modernbert config without them gets Hugging Face's default: global every third layer.
+    layer_types: tuple = ()
+    # The sliding window: a token attends to the tokens at most `local_attention // 2` positions away (modernbert
+    # default 128).
+    local_attention: int | None = None
+    # The rotary position embeddings' theta (base) of the global and the sliding-window layers (160,000, 10,000).
+    global_rope_theta: float | None = None
+    local_rope_theta: float | None = None
+    # Whether the LayerNorms, the attention projections and the feed-forward's have biases (BERT's all do).
+    norm_bias: bool = True
+    attention_bias: bool = True
+    mlp_bias: bool = True
+    # The sentence heads pool the first token ("cls") or the mean of the real tokens ("mean"), then apply a dense
+    # (with a bias when `classifier_bias`), `classifier_activation` (None: "gelu") and a LayerNorm; the masked-LM
+    # transform has the same form (`Family.mlm_head_fields`).
+    classifier_pooling: str = "cls"
+    classifier_activation: str | None = None
+    classifier_bias: bool = True
+    # The masked-LM decoder (tied to the word embeddings) has a bias.
+    decoder_bias: bool = True
+    # The padding piece's id, as config.json says it (Hugging Face's embedding `padding_idx`); kept to write it back.
+    pad_token_id: int | None = None
 
     def __post_init__(self):
         self.validate()
@@ -274,6 +339,83 @@ class BertConfig:
                 f"Received: pre_layer_norm={self.pre_layer_norm!r}"
             )
         self._validate_deberta(source)
+        self._validate_modernbert(source)
+
+    def _validate_modernbert(self, source):
+        """ModernBERT's fields: valid values (Hugging Face's defaults filled in) for model_type modernbert, BERT's
+        values for every other family."""
+        if isinstance(self.layer_types, list):
+            self.layer_types = tuple(self.layer_types)
+        if self.model_type != "modernbert":
+            changed = [name for name, default in _MODERNBERT_DEFAULTS.items() if getattr(self, name) != default]
+            if changed:
+                name = changed[0]
+                raise ConfigError(
+                    f"{source}: field `{name}` is ModernBERT's (model_type 'modernbert'); a {self.model_type} model "
+                    f"leaves it out. Received: {name}={getattr(self, name)!r}"
+                )
+            return
+        for name, value in (
+            ("type_vocab_size", 0),
+            ("position_offset", 0),
+            ("embedding_size", None),
+            ("pre_layer_norm", False),
+        ):
+            if getattr(self, name) != value:
+                raise ConfigError(
+                    f"{source}: field `{name}` must be {value!r} for a modernbert model (no segment or position "
+                    f"tables, no embedding projection; its blocks are pre-norm by construction). "
+                    f"Received: {name}={getattr(self, name)!r}"
+                )
+        if not self.layer_types:
+            self.layer_types = default_layer_types(self.num_hidden_layers)
+        if len(self.layer_types) != self.num_hidden_layers:
+            raise ConfigError(
+                f"{source}: field `layer_types` must name one layer type per layer ({self.num_hidden_layers}). "
+                f"Received: layer_types={list(self.layer_types)!r}"
+            )
+        for i, kind in enumerate(self.layer_types):
+            if kind not in LAYER_TYPES:
+                raise ConfigError(
+                    f"{source}: field `layer_types` must list values among {LAYER_TYPES}. "
+                    f"Received: layer_types[{i}]={kind!r}"
+                )
+        defaults = {"local_attention": 128, "global_rope_theta": 160000.0, "local_rope_theta": 10000.0}
+        for name, default in defaults.items():
+            if getattr(self, name) is None:
+                setattr(self, name, default)
+        window = self.local_attention
+        if isinstance(window, bool) or not isinstance(window, int) or window < 2:
+            raise ConfigError(
+                f"{source}: field `local_attention` must be an integer >= 2 (a token sees `local_attention // 2` "
+                f"positions each side). Received: local_attention={window!r}"
+            )
+        for name in ("global_rope_theta", "local_rope_theta"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise ConfigError(f"{source}: field `{name}` must be a positive number. Received: {name}={value!r}")
+        for name in ("norm_bias", "attention_bias", "mlp_bias", "classifier_bias", "decoder_bias"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(
+                    f"{source}: field `{name}` must be true or false. Received: {name}={getattr(self, name)!r}"
+                )
+        if self.classifier_pooling not in CLASSIFIER_POOLINGS:
+            raise ConfigError(
+                f"{source}: field `classifier_pooling` must be one of {CLASSIFIER_POOLINGS}. "
+                f"Received: classifier_pooling={self.classifier_pooling!r}"
+            )
+        if self.classifier_activation is None:
+            self.classifier_activation = "gelu"
+        if self.classifier_activation not in ACTIVATIONS:
+            raise ConfigError(
+                f"{source}: field `classifier_activation` must be one of {ACTIVATIONS}. "
+                f"Received: classifier_activation={self.classifier_activation!r}"
+            )
+        pad = self.pad_token_id
+        if pad is not None and (isinstance(pad, bool) or not isinstance(pad, int) or pad < 0):
+            raise ConfigError(
+                f"{source}: field `pad_token_id` must be an integer >= 0 or null. Received: pad_token_id={pad!r}"
+            )
 
     def _validate_deberta(self, source):
         """DeBERTa's fields: valid values for model_type deberta-v2, BERT's defaults for every other family."""
@@ -411,6 +553,8 @@ class BertConfig:
         mapped["model_type"] = model_type
         if model_type == "deberta-v2":
             mapped.update(_deberta_from_hf(data, source))
+        elif model_type == "modernbert":
+            mapped.update(_modernbert_from_hf(data, source))
         defaults = dict(family.hf_defaults)
         for name, value in defaults.items():
             if name not in mapped and name != "embedding_size":
@@ -467,6 +611,8 @@ class BertConfig:
             data["pooler_hidden_act"] = self.pooler_hidden_act or family.pooler_activation
             data["pooler_dropout"] = 0.0
             data["legacy"] = True  # the masked-LM head as `cls.predictions.*` (what transformers saves by default)
+        if self.model_type == "modernbert":
+            data.update(_modernbert_to_hf(self))
         return data
 
     def to_hf_json_file(self, path):
@@ -521,6 +667,21 @@ _DEBERTA_DEFAULTS = {
     "conv_groups": 1,
     "pooler_hidden_act": None,
 }
+# ModernBERT's options and their values in every other family.
+_MODERNBERT_DEFAULTS = {
+    "layer_types": (),
+    "local_attention": None,
+    "global_rope_theta": None,
+    "local_rope_theta": None,
+    "norm_bias": True,
+    "attention_bias": True,
+    "mlp_bias": True,
+    "classifier_pooling": "cls",
+    "classifier_activation": None,
+    "classifier_bias": True,
+    "decoder_bias": True,
+    "pad_token_id": None,
+}
 # The family options' values for BERT (left out of a BERT `bert_config.json`).
 _FAMILY_DEFAULTS = {
     "model_type": "bert",
@@ -529,7 +690,127 @@ _FAMILY_DEFAULTS = {
     "num_hidden_groups": 1,
     "inner_group_num": 1,
     **_DEBERTA_DEFAULTS,
+    **_MODERNBERT_DEFAULTS,
 }
+
+
+def default_layer_types(num_layers, every=3):
+    """Hugging Face's ModernBERT layer pattern: layer i global when `i % every == 0`, else a sliding window."""
+    return tuple("sliding_attention" if i % every else "full_attention" for i in range(num_layers))
+
+
+# ModernBERT's `config.json` options, in Hugging Face's names, with the values its config class gives them when
+# the file leaves them out; the BertConfig field each sets.
+_MODERNBERT_HF_FIELDS = (
+    ("local_attention", "local_attention", 128),
+    ("norm_eps", "layer_norm_eps", 1e-5),
+    ("norm_bias", "norm_bias", False),
+    ("attention_bias", "attention_bias", False),
+    ("mlp_bias", "mlp_bias", False),
+    ("classifier_pooling", "classifier_pooling", "cls"),
+    ("classifier_activation", "classifier_activation", "gelu"),
+    ("classifier_bias", "classifier_bias", False),
+    ("decoder_bias", "decoder_bias", True),
+    ("pad_token_id", "pad_token_id", 50283),
+)
+# RoPE theta of each layer kind: the `rope_parameters` key, the older `config.json` key, Hugging Face's default.
+_MODERNBERT_ROPE = (
+    ("full_attention", "global_rope_theta", 160000.0),
+    ("sliding_attention", "local_rope_theta", 10000.0),
+)
+
+
+def _modernbert_from_hf(data, source):
+    """ModernBERT's `config.json` fields (Hugging Face defaults where absent) as `BertConfig` fields.
+
+    Reads `layer_types` or, in older files, `global_attn_every_n_layers`; the RoPE theta of each layer kind from
+    `rope_parameters` ({"full_attention": {...}, "sliding_attention": {...}}, or one set for both) or the older
+    `global_rope_theta` / `local_rope_theta`. Refuses what bert_tf does not compute (a `rope_type` other than
+    "default", `rope_scaling`, an unknown layer type or pooling), naming the file, the key and its value.
+    """
+    fields = {ours: data.get(theirs, default) for theirs, ours, default in _MODERNBERT_HF_FIELDS}
+    layers = data.get("num_hidden_layers")
+    types = data.get("layer_types")
+    if types is None and isinstance(layers, int) and not isinstance(layers, bool):
+        every = data.get("global_attn_every_n_layers", 3)
+        if isinstance(every, bool) or not isinstance(every, int) or every < 1:
+            raise ConfigError(
+                f"{source}: field `global_attn_every_n_layers` must be a positive integer. "
+                f"Received: global_attn_every_n_layers={every!r}"
+            )
+        types = default_layer_types(layers, every)
+    if not isinstance(types, (list, tuple)):
+        raise ConfigError(f"{source}: field `layer_types` must be a list. Received: layer_types={types!r}")
+    for i, kind in enumerate(types):
+        if kind not in LAYER_TYPES:
+            raise ConfigError(
+                f"{source}: field `layer_types` has a layer type bert_tf does not compute (supported: "
+                f"{', '.join(LAYER_TYPES)}). Received: layer_types[{i}]={kind!r}"
+            )
+    fields["layer_types"] = tuple(types)
+    if data.get("rope_scaling") is not None:
+        raise ConfigError(
+            f"{source}: field `rope_scaling` is not supported (bert_tf computes the default RoPE only). "
+            f"Received: rope_scaling={data['rope_scaling']!r}"
+        )
+    thetas = {kind: data.get(old, default) for kind, old, default in _MODERNBERT_ROPE}
+    rope = data.get("rope_parameters")
+    if rope is not None:
+        if not isinstance(rope, dict):
+            raise ConfigError(
+                f"{source}: field `rope_parameters` must be an object. Received: rope_parameters={rope!r}"
+            )
+        if "rope_type" in rope or "rope_theta" in rope:  # one set of parameters for every layer kind
+            rope = dict.fromkeys(thetas, rope)
+        for kind, parameters in rope.items():
+            key = f"rope_parameters.{kind}"
+            if kind not in thetas:
+                raise ConfigError(
+                    f"{source}: field `rope_parameters` has a layer type bert_tf does not compute (supported: "
+                    f"{', '.join(LAYER_TYPES)}). Received: {key}={parameters!r}"
+                )
+            if parameters is None:
+                continue
+            if not isinstance(parameters, dict):
+                raise ConfigError(f"{source}: field `{key}` must be an object. Received: {key}={parameters!r}")
+            rope_type = parameters.get("rope_type", parameters.get("type", "default"))
+            if rope_type != "default":
+                raise ConfigError(
+                    f"{source}: field `{key}.rope_type` must be 'default' (bert_tf computes the original RoPE "
+                    f"only). Received: {key}.rope_type={rope_type!r}"
+                )
+            thetas[kind] = parameters.get("rope_theta", thetas[kind])
+    fields["global_rope_theta"], fields["local_rope_theta"] = thetas["full_attention"], thetas["sliding_attention"]
+    if fields["classifier_pooling"] not in CLASSIFIER_POOLINGS:
+        raise ConfigError(
+            f"{source}: field `classifier_pooling` must be one of {CLASSIFIER_POOLINGS}. "
+            f"Received: classifier_pooling={fields['classifier_pooling']!r}"
+        )
+    return fields
+
+
+def _modernbert_to_hf(config):
+    """The ModernBERT fields of `config` as `config.json` keys (both the `rope_parameters` form transformers 5
+    reads and the older keys transformers 4 reads)."""
+    data = {theirs: getattr(config, ours) for theirs, ours, _ in _MODERNBERT_HF_FIELDS}
+    data["layer_types"] = list(config.layer_types)
+    data["rope_parameters"] = {
+        kind: {"rope_theta": float(getattr(config, old)), "rope_type": "default"} for kind, old, _ in _MODERNBERT_ROPE
+    }
+    data.update({old: float(getattr(config, old)) for _, old, _ in _MODERNBERT_ROPE})
+    every = next(
+        (
+            n
+            for n in range(1, config.num_hidden_layers + 1)
+            if default_layer_types(config.num_hidden_layers, n) == tuple(config.layer_types)
+        ),
+        None,
+    )
+    if every is not None:  # what transformers' flash-attention path and transformers 4 read
+        data["global_attn_every_n_layers"] = every
+    data["embedding_dropout"] = data["classifier_dropout"] = config.hidden_dropout_prob
+    data["tie_word_embeddings"] = True
+    return data
 
 
 def _deberta_from_hf(data, source):

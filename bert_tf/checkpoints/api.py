@@ -143,7 +143,7 @@ def _load_pretrainer(path, dtype, hidden_act, nsp, sentence_objective, allow_mis
         sentence_objective = (kind or _sentence_head_kind(path, model_type)) if wanted else "none"
     encoder = build_encoder(config, dtype=dtype)
     pretrainer = BertPretrainer(encoder, sentence_objective=sentence_objective)
-    mlm = name_table.mlm_head_table(model_type)
+    mlm = name_table.mlm_head_table(model_type, config)
     sentence = name_table.nsp_head_table(model_type) if pretrainer.nsp else []
     initialised = []
     if sentence and has_sentence_head and kind != sentence_objective:
@@ -177,9 +177,9 @@ def _load_pretrainer(path, dtype, hidden_act, nsp, sentence_objective, allow_mis
 
 def has_pretraining_heads(path, allow_pickle=False):
     """True when the checkpoint at `path` holds the masked-LM head (`cls/predictions/*`, or the family's names)."""
-    model_type = load_config(path).model_type
+    config = load_config(path)
     source = readers.open_source(path, readers.detect_format(path), allow_pickle)
-    return _has_entries(name_table.mlm_head_table(model_type), source, model_type)
+    return _has_entries(name_table.mlm_head_table(config.model_type, config), source, config.model_type)
 
 
 def _has_entries(entries, source, model_type):
@@ -202,7 +202,8 @@ def restore_weights(model, path, allow_pickle=False, strict=False):
 
 def _hf_base_prefix(source, prefix):
     """`prefix` ("bert.", "roberta.", ...) when the base-model tensors carry it (task models), else ""."""
-    return prefix if f"{prefix}embeddings.word_embeddings.weight" in source.shapes else ""
+    embeddings = f"{prefix}embeddings."  # every family's base model has its embeddings there
+    return prefix if any(name.startswith(embeddings) for name in source.shapes) else ""
 
 
 def _candidates(entry, source, prefix):
@@ -397,7 +398,7 @@ def save_hf(model, path, vocab_file=None, lowercase=None, labels=None, tokenizer
     heads = heads_for(model)  # Found: model_tensors built the model's table.
     config = encoder.bert_config().to_hf_dict()
     config["architectures"] = [heads.hf_architecture(model)]
-    act = "activation" if "activation" in config else "hidden_act"
+    act = next(name for name in ("activation", "hidden_activation", "hidden_act") if name in config)
     config[act] = _HF_ACTIVATIONS.get(config[act], config[act])
     if heads.hf_num_labels is not None:
         num_labels = heads.hf_num_labels(model)

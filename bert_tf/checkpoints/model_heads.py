@@ -33,6 +33,10 @@ class ModelHeads:
         hf_suffixes: the Hugging Face class-name endings this model reads
             (`("ForSequenceClassification",)`), after the family prefix; a
             checkpoint of such a class converts to this model.
+        pooler_entries: for an encoder whose pooler is not one dense
+            (ModernBERT's dense and LayerNorm): `(encoder, module, in base
+            model) -> entries` of its pooler where a task model's `hf_pooler`
+            places it (module None: nowhere); None: `entries.pooler_entries`.
     """
 
     model_class: type
@@ -42,6 +46,7 @@ class ModelHeads:
     is_encoder: bool = False
     hf_pooler: Callable | None = None
     hf_suffixes: tuple = ()
+    pooler_entries: Callable | None = None
 
 
 _HEADS = {}  # model class -> ModelHeads

@@ -41,6 +41,7 @@ import dataclasses
 from bert_tf.checkpoints.deberta_names import deberta_encoder_table
 from bert_tf.checkpoints.entries import Entry, dense, layer_norm, output_layer, pooler_entries
 from bert_tf.checkpoints.model_heads import ModelHeads, heads_classes, heads_for, register_heads
+from bert_tf.checkpoints.modernbert_names import modernbert_encoder_table, modernbert_pooler_entries
 from bert_tf.config import FAMILIES
 from bert_tf.models import (
     BertClassifier,
@@ -50,6 +51,7 @@ from bert_tf.models import (
     BertSpanLabeler,
     BertTokenClassifier,
     DebertaV2Encoder,
+    ModernBertEncoder,
 )
 
 # bert_tf-specific TF1 name for a tensor with no reference name.
@@ -75,6 +77,11 @@ class HfHeads:
     nsp: str | None = None
     sequence_pooler: tuple = ("pooler.dense", True)  # (module, in the base model?) of the classifier's dense
     sequence_logits: str = "classifier"
+    # The token-classification and question-answering logits layers; None: the family's Hugging Face classes
+    # compute something else before them (ModernBERT's `head` on every token), so bert_tf's token tasks neither
+    # read nor write them.
+    token_logits: str | None = "classifier"
+    span_logits: str | None = "qa_outputs"
 
 
 def _bert_layer(i):
@@ -201,6 +208,17 @@ HF_HEADS = {
         ),
         sequence_pooler=("pooler.dense", False),
     ),
+    # ModernBERT: its encoder's table is `modernbert_names.modernbert_encoder_table`; the masked-LM transform and
+    # the sequence classifier's pooled-output head are both called `head` (dense, activation, norm).
+    "modernbert": HfHeads(
+        lambda i: {},  # not read: the ModernBertEncoder's own table names its layers (modernbert_names)
+        segments=None,
+        pooler=None,
+        mlm=("head.dense", "head.norm", "decoder.bias", ()),
+        sequence_pooler=("head", False),
+        token_logits=None,  # ModernBertForTokenClassification / ...ForQuestionAnswering run `head` on every token
+        span_logits=None,
+    ),
 }
 
 
@@ -289,10 +307,17 @@ def encoder_table(
     return entries
 
 
-def mlm_head_table(model_type="bert"):
-    """`BertPretrainer.mlm_head` <-> `cls/predictions/*` (decoder tied to word embeddings) and the family's names."""
+def mlm_head_table(model_type="bert", config=None):
+    """`BertPretrainer.mlm_head` <-> `cls/predictions/*` (decoder tied to word embeddings) and the family's names.
+
+    Where the family's config decides the head's biases (`Family.mlm_head_fields`: ModernBERT), the entries
+    are those of `config`'s head (a `BertConfig`; needed then).
+    """
     transform, transform_norm, bias, bias_aliases = HF_HEADS[model_type].mlm
-    return [
+    fields = dict(FAMILIES[model_type].mlm_head_fields)
+    has = {name: name not in fields or bool(getattr(config, fields[name])) for name in ("dense_bias", "norm_bias")}
+    has["output_bias"] = "output_bias" not in fields or bool(getattr(config, fields["output_bias"]))
+    entries = [
         *dense("mlm_head/transform_dense", "cls/predictions/transform/dense", transform, in_base=False),  # [H, E]
         *layer_norm(
             "mlm_head/transform_layer_norm", "cls/predictions/transform/LayerNorm", transform_norm, in_base=False
@@ -301,6 +326,12 @@ def mlm_head_table(model_type="bert"):
             "mlm_head/output_bias", "cls/predictions/output_bias", bias, hf_aliases=bias_aliases, hf_in_base=False
         ),  # [V]
     ]
+    dropped = {
+        "mlm_head/transform_dense/bias": has["dense_bias"],
+        "mlm_head/transform_layer_norm/beta": has["norm_bias"],
+        "mlm_head/output_bias": has["output_bias"],
+    }
+    return [entry for entry in entries if dropped.get(entry.ours, True)]
 
 
 def nsp_head_table(model_type="bert"):
@@ -336,8 +367,11 @@ def model_table(model):
         )
     entries = encoder_heads.entries(encoder)
     if heads.hf_pooler is not None:  # where this architecture keeps the pooler's dense in Hugging Face
-        place = heads.hf_pooler(model)
-        pooler = pooler_entries(*place) if place else pooler_entries(None)
+        place = heads.hf_pooler(model) or (None,)
+        if encoder_heads.pooler_entries is not None:  # a pooler of more than one dense (ModernBERT's)
+            pooler = encoder_heads.pooler_entries(encoder, *place)
+        else:
+            pooler = pooler_entries(*place)
         entries = [entry for entry in entries if not entry.ours.startswith("pooler/")] + pooler
     return encoder, entries + heads.entries(model)
 
@@ -359,7 +393,8 @@ def _encoder_entries(encoder):
 
 def _pretrainer_entries(pretrainer):
     model_type = pretrainer.encoder.model_type
-    return mlm_head_table(model_type) + (nsp_head_table(model_type) if pretrainer.nsp else [])
+    config = pretrainer.encoder.bert_config() if FAMILIES[model_type].mlm_head_fields else None
+    return mlm_head_table(model_type, config) + (nsp_head_table(model_type) if pretrainer.nsp else [])
 
 
 def _pretrainer_architecture(pretrainer):
@@ -375,6 +410,16 @@ ENCODER_HEADS = register_heads(ModelHeads(BertEncoder, _encoder_entries, hf_arch
 # DeBERTa-v2's encoder has its own class and table (`deberta_names.py`).
 DEBERTA_ENCODER_HEADS = register_heads(
     ModelHeads(DebertaV2Encoder, deberta_encoder_table, hf_architecture=hf_class, is_encoder=True)
+)
+# ModernBERT's encoder has its own class and table (`modernbert_names.py`); its pooler is a dense and a LayerNorm.
+MODERNBERT_ENCODER_HEADS = register_heads(
+    ModelHeads(
+        ModernBertEncoder,
+        modernbert_encoder_table,
+        hf_architecture=hf_class,
+        is_encoder=True,
+        pooler_entries=modernbert_pooler_entries,
+    )
 )
 PRETRAINER_HEADS = register_heads(
     ModelHeads(
@@ -399,14 +444,15 @@ def classifier_head_table(hf_name="classifier"):
     return output_layer("classifier_head/logits", "", hf_name)
 
 
-def tagger_head_table():
-    """`BertTokenClassifier.head` <-> bert_tf-specific TF1 names (HF `classifier`)."""
-    return output_layer("tagger_head/logits", f"{TAGGER_TF1}/", "classifier")
+def tagger_head_table(hf_name="classifier"):
+    """`BertTokenClassifier.head` <-> bert_tf-specific TF1 names (HF `classifier`; None: no Hugging Face name)."""
+    return output_layer("tagger_head/logits", f"{TAGGER_TF1}/", hf_name)
 
 
-def span_head_table():
-    """`BertSpanLabeler.head` <-> run_squad's `cls/squad/output_weights`/`output_bias` (HF `qa_outputs`)."""
-    return output_layer("span_head/logits", "cls/squad/", "qa_outputs")
+def span_head_table(hf_name="qa_outputs"):
+    """`BertSpanLabeler.head` <-> run_squad's `cls/squad/output_weights`/`output_bias` (HF `qa_outputs`; None: no
+    Hugging Face name)."""
+    return output_layer("span_head/logits", "cls/squad/", hf_name)
 
 
 CLASSIFIER_HEADS = register_heads(
@@ -424,7 +470,7 @@ CLASSIFIER_HEADS = register_heads(
 TOKEN_CLASSIFIER_HEADS = register_heads(
     ModelHeads(
         BertTokenClassifier,
-        entries=lambda model: tagger_head_table(),
+        entries=lambda model: tagger_head_table(hf_heads(model).token_logits),
         hf_architecture=lambda model: hf_class(model, "ForTokenClassification"),
         hf_num_labels=lambda model: model.num_classes,
         hf_pooler=lambda model: None,  # ...ForTokenClassification has no pooler
@@ -434,7 +480,7 @@ TOKEN_CLASSIFIER_HEADS = register_heads(
 SPAN_LABELER_HEADS = register_heads(
     ModelHeads(
         BertSpanLabeler,
-        entries=lambda model: span_head_table(),
+        entries=lambda model: span_head_table(hf_heads(model).span_logits),
         hf_architecture=lambda model: hf_class(model, "ForQuestionAnswering"),
         hf_pooler=lambda model: None,  # ...ForQuestionAnswering has no pooler
         hf_suffixes=("ForQuestionAnswering",),

@@ -9,6 +9,11 @@ DeBERTa-v2/v3's: `DebertaEmbeddings`, `RelativeEmbeddings` (the shared relative-
 table), `DisentangledSelfAttention`, `DisentangledTransformerBlock`, `TokenConvolution`
 (the optional convolution); `log_bucket_position` and `relative_position_index`
 (its relative positions).
+ModernBERT's: `RotaryEmbedding` (rotary positions, rotate-half layout; `rotate_half`,
+`inverse_frequencies`), `RotarySelfAttention` (fused query/key/value, global or
+sliding-window), `GeGLUFeedForward`, `ModernBertBlock` (pre-norm), `PoolingHead`
+(cls or mean pooling, dense, LayerNorm); `in_window` and `sliding_window_context`
+(the sliding window's keys and its attention, `bert_tf.layers.local_attention`).
 
 Functions: `get_activation` (`hidden_act` name -> function) with the GELUs
 `gelu_erf` and `gelu_tanh`; the fused element-wise kernels `layer_norm`,
@@ -28,11 +33,17 @@ from bert_tf.layers.disentangled_attention import DisentangledSelfAttention
 from bert_tf.layers.disentangled_transformer_block import DisentangledTransformerBlock
 from bert_tf.layers.dropout import dropout
 from bert_tf.layers.execution_path import ExecutionPath, choose_path, cpu_info, resolve_jit_compile
+from bert_tf.layers.geglu_feed_forward import GeGLUFeedForward
 from bert_tf.layers.layer_norm import LayerNorm, layer_norm
+from bert_tf.layers.local_attention import in_window, sliding_window_context
 from bert_tf.layers.masked_lm_head import MaskedLMHead
+from bert_tf.layers.modernbert_block import ModernBertBlock
 from bert_tf.layers.pooler import Pooler
+from bert_tf.layers.pooling_head import PoolingHead
 from bert_tf.layers.relative_embeddings import RelativeEmbeddings
 from bert_tf.layers.relative_position import log_bucket_position, relative_position_index
+from bert_tf.layers.rotary_embedding import RotaryEmbedding, inverse_frequencies, rotate_half
+from bert_tf.layers.rotary_self_attention import RotarySelfAttention
 from bert_tf.layers.sentence_pooling import POOLING_MODES, SentencePooling, check_pooling
 from bert_tf.layers.token_convolution import TokenConvolution
 from bert_tf.layers.token_matrix import dense_tokens, scatter_tokens
@@ -48,6 +59,15 @@ __all__ = [
     "TokenConvolution",
     "log_bucket_position",
     "relative_position_index",
+    "GeGLUFeedForward",
+    "ModernBertBlock",
+    "PoolingHead",
+    "RotaryEmbedding",
+    "RotarySelfAttention",
+    "in_window",
+    "inverse_frequencies",
+    "rotate_half",
+    "sliding_window_context",
     "DenseHead",
     "ExecutionPath",
     "HEAD_INITIALIZERS",

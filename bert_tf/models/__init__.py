@@ -59,6 +59,7 @@ from bert_tf.models.bert_span_labeler import BertSpanLabeler
 from bert_tf.models.bert_token_classifier import BertTokenClassifier
 from bert_tf.models.deberta_v2_encoder import DebertaV2Encoder
 from bert_tf.models.encoders import build_encoder, encoder_class
+from bert_tf.models.modernbert_encoder import ModernBertEncoder
 from bert_tf.models.task import ENCODER_INPUTS, EncoderTask, encoder_inputs
 
 __all__ = [
@@ -71,6 +72,7 @@ __all__ = [
     "BertSpanLabeler",
     "BertTokenClassifier",
     "EncoderTask",
+    "ModernBertEncoder",
     "build_encoder",
     "encoder_class",
     "encoder_inputs",

@@ -183,10 +183,11 @@ class BertEncoder(keras.Model):
     ):
         if model_type not in FAMILIES:
             raise ValueError(f"`model_type` must be one of {tuple(FAMILIES)}. Received: model_type={model_type!r}")
-        if model_type == "deberta-v2":
+        if model_type in ("deberta-v2", "modernbert"):
             raise ValueError(
-                "A deberta-v2 model has its own encoder class: build it with `bert_tf.models.build_encoder(config)` "
-                f"or `DebertaV2Encoder`. Received: model_type={model_type!r}"
+                f"A {model_type} model has its own encoder class: build it with "
+                "`bert_tf.models.build_encoder(config)` (`DebertaV2Encoder`, `ModernBertEncoder`). "
+                f"Received: model_type={model_type!r}"
             )
         family = FAMILIES[model_type]
         block_order = layer_blocks(num_layers, num_hidden_groups, inner_group_num, family.layer_groups)

@@ -67,13 +67,18 @@ class BertPretrainer(EncoderTask):
         )
 
     def create_heads(self, encoder, sentence_objective):
+        family = FAMILIES[encoder.model_type]
+        options = {"hidden_act": family.mlm_activation or encoder.hidden_act}
+        if family.mlm_head_fields:  # the head's form is the config's (ModernBERT: activation and biases)
+            config = encoder.bert_config()
+            options.update({argument: getattr(config, field) for argument, field in family.mlm_head_fields})
         self.mlm_head = MaskedLMHead(
             encoder.token_embedding,
-            hidden_act=FAMILIES[encoder.model_type].mlm_activation or encoder.hidden_act,
             initializer_range=encoder.initializer_range,
             layer_norm_epsilon=encoder.layer_norm_epsilon,
             dtype=encoder.dtype_policy,
             name="mlm_head",
+            **options,
         )
         self.sentence_objective = sentence_objective
         self.nsp = sentence_objective != "none"

@@ -3,7 +3,8 @@
 Most of the family (BERT, RoBERTa, DistilBERT, ELECTRA, ALBERT) is one class,
 `BertEncoder`, configured by `BertConfig`'s family fields. An architecture
 whose computation differs enough to need its own encoder class (DeBERTa's
-disentangled attention) names it in `ENCODER_CLASSES` as "module:Class",
+disentangled attention, ModernBERT's rotary
+positions and sliding-window layers) names it in `ENCODER_CLASSES` as "module:Class",
 imported on first use so that `bert_tf.models` imports no more than it needs.
 Every caller that builds an encoder from a config (loading checkpoints,
 pretraining, fine-tuning, the demo) goes through `build_encoder`.
@@ -16,7 +17,10 @@ from bert_tf.models.bert_encoder import BertEncoder
 # model_type -> "module:Class" of an encoder class other than BertEncoder. Each class keeps BertEncoder's
 # contract (docs/ARCHITECTURE.md, "How to add an encoder variant"): the same inputs and outputs, `call_at`,
 # `call_unpadded`, `token_embedding`, `from_bert_config` and `bert_config`.
-ENCODER_CLASSES = {"deberta-v2": "bert_tf.models.deberta_v2_encoder:DebertaV2Encoder"}
+ENCODER_CLASSES = {
+    "deberta-v2": "bert_tf.models.deberta_v2_encoder:DebertaV2Encoder",
+    "modernbert": "bert_tf.models.modernbert_encoder:ModernBertEncoder",
+}
 
 
 def encoder_class(model_type):

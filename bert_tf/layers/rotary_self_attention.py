@@ -1,0 +1,140 @@
+"""RotarySelfAttention: ModernBERT's self-attention: one fused query/key/value projection, rotary positions,
+global or sliding-window attention.
+
+Shapes: B batch, T tokens, H hidden, N heads, D = H / N head size.
+"""
+
+import functools
+import math
+
+import keras
+import tensorflow as tf
+from keras import ops
+
+from bert_tf.layers.bert_self_attention import MASK_BIAS, dropped_softmax
+from bert_tf.layers.dropout import draw_seed
+from bert_tf.layers.local_attention import sliding_window_context
+from bert_tf.layers.rotary_embedding import RotaryEmbedding
+
+
+class RotarySelfAttention(keras.layers.Layer):
+    """Multi-head self-attention with rotary position embeddings on queries and keys.
+
+    One `[H, 3H]` projection gives queries, keys and values (Hugging Face's
+    `Wqkv`, whose output is laid out `[3, N, D]`); queries and keys are
+    rotated by their positions (`RotaryEmbedding`, the layer's `rope_theta`);
+    a global layer (`local_attention` None) attends to every real token, a
+    sliding-window layer only to those at most `local_attention // 2`
+    positions away (`local_attention.sliding_window_context`); the heads'
+    outputs go through `Wo`. Positions are the columns `0 .. T - 1` (rows are
+    right-padded), so no position table bounds the length. Softmax runs in
+    float32.
+
+    Args:
+        num_heads, hidden_dim: N and H.
+        rope_theta: the rotary frequencies' base.
+        local_attention: the sliding window's width; None: global attention.
+        use_bias: biases on both projections (ModernBERT's `attention_bias`).
+        dropout: attention-probability dropout, and dropout after `Wo`
+            (Hugging Face's `attention_dropout` does both).
+    Call args:
+        x: `[B, T, H]`.
+        padding_mask: int or bool `[B, T]`, 1 for real tokens.
+    Returns:
+        `[B, T, H]`.
+    """
+
+    def __init__(
+        self,
+        num_heads,
+        hidden_dim,
+        rope_theta=10000.0,
+        local_attention=None,
+        use_bias=False,
+        dropout=0.0,
+        initializer_range=0.02,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        if hidden_dim % num_heads:
+            raise ValueError(
+                f"`hidden_dim` must be divisible by `num_heads`. "
+                f"Received: hidden_dim={hidden_dim}, num_heads={num_heads}"
+            )
+        if local_attention is not None and local_attention < 2:
+            raise ValueError(
+                f"`local_attention` must be None (global) or >= 2. Received: local_attention={local_attention}"
+            )
+        self.num_heads = num_heads
+        self.hidden_dim = hidden_dim
+        self.head_dim = hidden_dim // num_heads
+        self.rope_theta = float(rope_theta)
+        self.local_attention = local_attention
+        self.use_bias = use_bias
+        self.dropout = dropout
+        self.initializer_range = initializer_range
+
+        # === Layers ===
+        initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
+        self.qkv_dense = keras.layers.Dense(
+            3 * hidden_dim, use_bias=use_bias, kernel_initializer=initializer, dtype=self.dtype_policy, name="qkv"
+        )
+        self.output_dense = keras.layers.Dense(
+            hidden_dim,
+            use_bias=use_bias,
+            kernel_initializer=initializer,
+            dtype=self.dtype_policy,
+            name="attention_output",
+        )
+        self.rotary = RotaryEmbedding(self.head_dim, rope_theta, dtype=self.dtype_policy, name="rotary")
+        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="attention_dropout")
+        self.output_dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="output_dropout")
+
+    def build(self, x_shape, padding_mask_shape=None):
+        self.qkv_dense.build(x_shape)
+        self.output_dense.build(x_shape)
+        self.built = True
+
+    def call(self, x, padding_mask, training=None):
+        batch, length = ops.shape(x)[0], ops.shape(x)[1]
+        qkv = tf.reshape(self.qkv_dense(x), (batch, length, 3, self.num_heads, self.head_dim))
+        query, key, value = tf.unstack(tf.transpose(qkv, (2, 0, 3, 1, 4)), num=3)  # each [B, N, T, D]
+        positions = tf.range(length)
+        scale = ops.cast(1.0 / math.sqrt(self.head_dim), self.compute_dtype)
+        query = self.rotary(query, positions) * scale
+        key = self.rotary(key, positions)
+        padding_bias = (1.0 - ops.cast(padding_mask, "float32")) * MASK_BIAS  # [B, T]
+        softmax = functools.partial(self._probabilities, training=training)
+        if self.local_attention is None:
+            scores = ops.cast(tf.matmul(query, key, transpose_b=True), "float32")  # [B, N, T, T]
+            context = tf.matmul(softmax(scores, padding_bias), value)  # [B, N, T, D]
+        else:
+            context = sliding_window_context(query, key, value, padding_bias, self.local_attention, softmax)
+        context = tf.reshape(tf.transpose(context, (0, 2, 1, 3)), (batch, length, self.hidden_dim))  # [B, T, H]
+        return self.output_dropout(self.output_dense(context), training=training)
+
+    def _probabilities(self, scores, padding_bias, training=None):
+        """Attention probabilities `[B, N, Q, T]` (compute dtype) of float32 scores, padding keys masked out."""
+        if training and self.dropout > 0:
+            probs = dropped_softmax(scores, padding_bias, draw_seed(self.dropout_layer), self.dropout)
+        else:
+            probs = ops.softmax(scores + padding_bias[:, None, None, :], axis=-1)
+        return ops.cast(probs, self.compute_dtype)
+
+    def compute_output_shape(self, x_shape, padding_mask_shape=None):
+        return x_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "num_heads": self.num_heads,
+                "hidden_dim": self.hidden_dim,
+                "rope_theta": self.rope_theta,
+                "local_attention": self.local_attention,
+                "use_bias": self.use_bias,
+                "dropout": self.dropout,
+                "initializer_range": self.initializer_range,
+            }
+        )
+        return config

@@ -1,0 +1,216 @@
+"""ModernBertEncoder and its layers: the encoder contract, rotary positions, the sliding window, GeGLU, pooling.
+
+Parity with transformers' outputs is in tests/checkpoints/modernbert_test.py.
+"""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf.config import BertConfig, ConfigError
+from bert_tf.layers import GeGLUFeedForward, RotaryEmbedding, gelu_erf, in_window, inverse_frequencies
+from bert_tf.models import (
+    BertClassifier,
+    BertEncoder,
+    BertPretrainer,
+    BertSpanLabeler,
+    BertTokenClassifier,
+    ModernBertEncoder,
+    build_encoder,
+)
+from tests.helpers import random_inputs
+
+LENGTHS = [9, 5, 2, 7]
+POSITIONS = np.array([[1, 4, 8], [0, 3, 4], [1, 1, 0], [6, 2, 5]], np.int32)  # real tokens only
+LAYERS = ("full_attention", "sliding_attention", "full_attention")
+
+
+def tiny(**overrides):
+    """A tiny ModernBERT: global, sliding (window 4: two tokens each side), global; dropout off."""
+    args = dict(
+        vocabulary_size=30,
+        num_layers=3,
+        num_heads=2,
+        hidden_dim=8,
+        intermediate_dim=12,
+        max_position_embeddings=16,
+        layer_types=LAYERS,
+        local_attention=4,
+    )
+    args.update(overrides)
+    return ModernBertEncoder(**args)
+
+
+def _batch():
+    return random_inputs(batch=4, length=9, lengths=LENGTHS, seed=5)
+
+
+def test_rotary_embedding_rotates_halves_and_keeps_relative_scores():
+    rotary = RotaryEmbedding(4, theta=100.0)
+    x = tf.constant(np.arange(1.0, 5.0, dtype=np.float32)[None, None, None])  # [1, 1, 1, 4]
+    angle = 3 * inverse_frequencies(4, 100.0)  # position 3: angles 3 and 3 / 10
+    expected = [
+        1 * np.cos(angle[0]) - 3 * np.sin(angle[0]),
+        2 * np.cos(angle[1]) - 4 * np.sin(angle[1]),
+        3 * np.cos(angle[0]) + 1 * np.sin(angle[0]),
+        4 * np.cos(angle[1]) + 2 * np.sin(angle[1]),
+    ]  # pairs (0, 2) and (1, 3): the rotate-half layout
+    np.testing.assert_allclose(rotary(x, tf.constant([3]))[0, 0, 0], expected, rtol=1e-6)
+    q, k = tf.random.stateless_normal((2, 1, 1, 4), seed=(1, 2))
+    score = lambda p, r: float(tf.reduce_sum(rotary(q[None], tf.constant([p])) * rotary(k[None], tf.constant([r]))))  # noqa: E731
+    assert score(2, 7) == pytest.approx(score(12, 17), abs=1e-5)  # depends on the distance only
+
+
+def test_window_admits_half_the_width_on_each_side():
+    window = in_window(tf.range(6), tf.range(6), 4).numpy()
+    assert window[0].tolist() == [True, True, True, False, False, False]
+    assert window[3].tolist() == [False, True, True, True, True, True]
+    encoder = tiny(num_layers=1, layer_types=("sliding_attention",))
+    batch = random_inputs(batch=1, length=9, seed=3)
+    ids = batch["token_ids"].copy()
+    ids[0, 8] = 5 if ids[0, 8] != 5 else 6
+    before, after = encoder(batch)["sequence_output"], encoder(dict(batch, token_ids=ids))["sequence_output"]
+    np.testing.assert_allclose(before[0, :6], after[0, :6], atol=1e-7)  # 8 is more than 2 away from 0 .. 5
+    assert not np.allclose(before[0, 6:], after[0, 6:])
+
+
+def test_geglu_is_activation_of_the_first_half_times_the_second():
+    layer = GeGLUFeedForward(4, 3, activation="gelu", use_bias=False, name="ffn")
+    x = tf.random.stateless_normal((2, 4), seed=(3, 4))
+    y = layer(x).numpy()
+    projected = x.numpy() @ layer.intermediate_dense.kernel.numpy()
+    inputs, gate = projected[:, :3], projected[:, 3:]
+    gelu = 0.5 * inputs * (1 + tf.math.erf(inputs / np.sqrt(2.0)).numpy())
+    np.testing.assert_allclose(y, (gelu * gate) @ layer.output_dense.kernel.numpy(), atol=1e-6)
+    assert [w.path for w in layer.weights] == [
+        "ffn/intermediate/kernel",
+        "ffn/output/kernel",
+    ]
+
+
+def test_outputs_shapes_dtypes_padding_independence_and_fast_paths():
+    encoder = tiny()
+    batch = _batch()
+    mask = batch["padding_mask"][:, :, None]
+    full = encoder(batch)
+    assert full["sequence_output"].shape == (4, 9, 8) and full["pooled_output"].shape == (4, 8)
+    assert len(full["encoder_outputs"]) == 3 and all(h.dtype == tf.float32 for h in full["encoder_outputs"])
+    np.testing.assert_array_equal(full["encoder_outputs"][-1], full["sequence_output"])
+    # Row 1 alone, cut to its 5 real tokens, gives the same outputs there.
+    alone = encoder({name: value[1:2, :5] for name, value in batch.items()})
+    np.testing.assert_allclose(alone["sequence_output"][0], full["sequence_output"][1, :5], atol=1e-5)
+    np.testing.assert_allclose(alone["pooled_output"][0], full["pooled_output"][1], atol=1e-5)
+    at = tf.function(lambda b, p: encoder.call_at(b, p, pooled=True))(batch, POSITIONS)
+    np.testing.assert_allclose(
+        at["selected_output"], np.take_along_axis(full["sequence_output"].numpy(), POSITIONS[:, :, None], 1), atol=1e-6
+    )
+    np.testing.assert_allclose(at["pooled_output"], full["pooled_output"], atol=1e-6)
+    unpadded = tf.function(encoder.call_unpadded)(batch)
+    np.testing.assert_allclose(unpadded["sequence_output"], full["sequence_output"] * mask, atol=1e-5)
+    short = random_inputs(batch=4, length=12, lengths=[5, 3, 1, 4], seed=7)
+    cut = encoder.call_at(short, None, pooled=True, unpadded=True)
+    np.testing.assert_allclose(cut["pooled_output"], encoder(short)["pooled_output"], atol=1e-5)
+
+
+def test_mean_pooling_and_biases_follow_the_config():
+    encoder = tiny(classifier_pooling="mean", norm_bias=True, attention_bias=True, mlp_bias=True, classifier_bias=True)
+    batch = _batch()
+    out = encoder(batch)
+    mask = batch["padding_mask"][:, :, None].astype(np.float32)
+    mean = (out["sequence_output"].numpy() * mask).sum(1) / mask.sum(1)
+    pooler = encoder.pooler
+    dense = mean @ pooler.dense.kernel.numpy() + pooler.dense.bias.numpy()
+    np.testing.assert_allclose(out["pooled_output"], pooler.norm(gelu_erf(tf.constant(dense))), atol=1e-5)
+    paths = {v.path for v in encoder.weights}
+    assert {
+        "pooler/norm/beta",
+        "transformer_layer_1/attention/qkv/bias",
+        "transformer_layer_1/mlp/output/bias",
+    } <= paths
+    assert "transformer_layer_0/attention_layer_norm/gamma" not in paths  # layer 0: no attention norm
+    bare = {v.path for v in tiny().weights}
+    assert not any(path.endswith(("/bias", "/beta")) for path in bare)
+
+
+def test_task_models_run_on_it_unchanged():
+    encoder = tiny()
+    batch = _batch()
+    pretrainer = BertPretrainer(encoder, nsp=False)
+    logits = pretrainer({**batch, "mask_positions": POSITIONS})["mlm"]
+    assert logits.shape == (4, 3, 30)
+    np.testing.assert_allclose(pretrainer.call_graph({**batch, "mask_positions": POSITIONS})["mlm"], logits, atol=1e-5)
+    # ModernBERT's masked-LM transform: classifier_activation, no dense or LayerNorm bias; the decoder's bias stays.
+    assert sorted(v.path for v in pretrainer.weights if v.path.startswith("mlm_head/")) == [
+        "mlm_head/output_bias",
+        "mlm_head/transform_dense/kernel",
+        "mlm_head/transform_layer_norm/gamma",
+    ]
+    no_decoder_bias = BertPretrainer(tiny(decoder_bias=False), nsp=False)
+    assert "mlm_head/output_bias" not in {v.path for v in no_decoder_bias.weights}
+    assert BertClassifier(encoder, 3)(batch).shape == (4, 3)
+    assert BertTokenClassifier(encoder, 5).call_unpadded(batch).shape == (4, 9, 5)
+    assert BertSpanLabeler(encoder)(batch)["start_logits"].shape == (4, 9)
+
+
+def test_training_with_dropout_gives_gradients_everywhere():
+    encoder = tiny(dropout=0.1, attention_dropout=0.1)
+    classifier = BertClassifier(encoder, 3)
+    batch = _batch()
+    labels = tf.constant([0, 1, 2, 1])
+    with tf.GradientTape() as tape:
+        logits = classifier(batch, training=True)
+        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits))
+    gradients = tape.gradient(loss, classifier.trainable_variables)
+    assert np.isfinite(loss.numpy()) and all(g is not None for g in gradients)
+    assert not np.allclose(classifier(batch, training=True).numpy(), classifier(batch).numpy())
+
+
+def test_config_keras_file_and_bert_config_round_trips(tmp_path):
+    encoder = tiny(classifier_pooling="mean", global_rope_theta=1000.0, pad_token_id=3)
+    batch = _batch()
+    again = ModernBertEncoder.from_config(encoder.get_config())
+    assert again.get_config() == encoder.get_config()
+    path = str(tmp_path / "encoder.keras")
+    encoder.save(path)
+    loaded = keras.saving.load_model(path)
+    assert isinstance(loaded, ModernBertEncoder)
+    np.testing.assert_allclose(loaded(batch)["sequence_output"], encoder(batch)["sequence_output"], atol=1e-6)
+    config = encoder.bert_config()
+    assert config.model_type == "modernbert" and config.layer_types == LAYERS and config.type_vocab_size == 0
+    built = build_encoder(config)
+    assert isinstance(built, ModernBertEncoder) and built.get_config() == {**encoder.get_config(), "name": built.name}
+    path = str(tmp_path / "bert_config.json")
+    config.to_json_file(path)
+    assert BertConfig.from_json_file(path) == config
+    assert BertConfig.from_hf_dict(config.to_hf_dict()) == config
+
+
+def test_bad_options_are_named():
+    with pytest.raises(ConfigError, match=r"layer_types.*Received: layer_types\[1\]='local'"):
+        tiny(layer_types=("full_attention", "local", "full_attention"))
+    with pytest.raises(ConfigError, match=r"one layer type per layer \(3\)"):
+        tiny(layer_types=("full_attention",))
+    with pytest.raises(ConfigError, match=r"classifier_pooling.*Received: classifier_pooling='max'"):
+        tiny(classifier_pooling="max")
+    with pytest.raises(ValueError, match=r"its own encoder class"):
+        BertEncoder(30, 1, 2, 8, 16, model_type="modernbert")
+
+
+def test_jit_compile_equals_eager_and_mixed_bfloat16_keeps_norms_in_float32():
+    encoder = tiny()
+    batch = {name: tf.constant(value) for name, value in _batch().items()}
+    eager = encoder(batch)["sequence_output"]
+    compiled = tf.function(lambda b: encoder(b)["sequence_output"], jit_compile=True)(batch)
+    np.testing.assert_allclose(compiled, eager, atol=1e-5)
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    try:
+        low = tiny()
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    block = low.transformer_layers[1]
+    assert block.attention.qkv_dense.compute_dtype == "bfloat16" and block.mlp_layer_norm.compute_dtype == "float32"
+    assert low.final_layer_norm.compute_dtype == "float32" and all(w.dtype == "float32" for w in low.weights)
+    low.set_weights(encoder.get_weights())
+    output = low(batch)["sequence_output"]
+    assert output.dtype == tf.float32 and 0.0 < np.abs(output - eager).max() < 0.15  # bfloat16: close, not equal
