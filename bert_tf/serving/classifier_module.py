@@ -37,7 +37,7 @@ class ClassifierModule(ServingModule):
         labels=None,
         pair_default=False,
         max_input_bytes=None,
-        truncation="longest_first",
+        truncation=None,
         name=None,
     ):
         if labels is None and model.num_classes != 1:

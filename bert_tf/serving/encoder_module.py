@@ -51,7 +51,7 @@ class EncoderModule(ServingModule):
         pooling="mean",
         normalize=True,
         max_input_bytes=None,
-        truncation="longest_first",
+        truncation=None,
         name=None,
     ):
         if pretrainer is not None and pretrainer.encoder is not encoder:

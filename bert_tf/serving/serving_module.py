@@ -48,11 +48,12 @@ class ServingModule(tf.Module):
         max_input_bytes: each input string is cut to this many bytes before
             tokenizing (then the packer trims to `max_seq_length`), which bounds
             the work a megabyte string costs. Default: `100 * max_seq_length`.
-        truncation: how a text pair is trimmed ("longest_first" as
-            fine-tuning does, or "round_robin").
+        truncation: how a text pair is trimmed (`bert_tf.text.TRUNCATIONS`);
+            None: as fine-tuning does, the tokenizer's checkpoint's rule
+            (`packer_for`).
     """
 
-    def __init__(self, model, tokenizer, max_seq_length, max_input_bytes=None, truncation="longest_first", name=None):
+    def __init__(self, model, tokenizer, max_seq_length, max_input_bytes=None, truncation=None, name=None):
         super().__init__(name=name)
         encoder = getattr(model, "encoder", model)
         if max_input_bytes is None:
