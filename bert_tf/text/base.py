@@ -184,6 +184,8 @@ class Tokenizer(keras.layers.Layer):
     # "roberta" (`<s> A </s></s> B </s>`, one segment); `pair_type_id`, where set, the segment of B instead.
     packing = "bert"
     pair_type_id = None
+    # Why `packer_for` cannot pack as the tokenizer's file frames texts (a template of another shape), or None.
+    pair_layout_error = None
     # How `packer_for` cuts a pair to fit by default (`bert_tf.text.PAIR_TRUNCATIONS`): the original BERT's
     # "longest_first", or "hf_longest_first" for a checkpoint whose `tokenizer.json` says how (set on the
     # instance by `checkpoints.build_tokenizer` from `bert_tf.json`'s `pair_truncation`).

@@ -483,7 +483,9 @@ class BytePairTokenizer(Tokenizer):
             `TemplateProcessing` `CLS $A SEP (SEP) $B SEP`; `pair_template`
             reads it), kept as given in `get_config()`. `None` (default):
             RoBERTa's `<s> A </s></s> B </s>`. `packing`, `pair_type_id`,
-            `cls_id` and `sep_id` follow it.
+            `cls_id` and `sep_id` follow it. One `bert_tf.text.BertPacker`
+            cannot follow (another shape) leaves tokenizing as it is, and
+            `packer_for` refuses the tokenizer (`pair_layout_error` says why).
         **kwargs: standard `keras.layers.Layer` arguments.
 
     Example:
@@ -523,7 +525,12 @@ class BytePairTokenizer(Tokenizer):
         self.split_special_tokens = split_special_tokens
         self.ignore_merges = ignore_merges
         self.post_processor = post_processor
-        template = pair_template(post_processor)
+        # A post-processor BertPacker cannot follow (Llama 3's `<|begin_of_text|> $A`) leaves tokenizing as it is;
+        # `packer_for` refuses to pack with it, naming it.
+        try:
+            template, self.pair_layout_error = pair_template(post_processor), None
+        except ValueError as e:
+            template, self.pair_layout_error = dict(ROBERTA_TEMPLATE), str(e)
         vocab = _load_vocabulary(vocabulary)
         pairs = _load_merges(merges)
         specials = _special_entries(special_tokens, vocab)
@@ -578,11 +585,10 @@ class BytePairTokenizer(Tokenizer):
         kwargs.setdefault("ignore_merges", bool(model.get("ignore_merges", False)))
         kwargs.setdefault("special_tokens", [dict(t) for t in added])
         kwargs.setdefault("post_processor", data.get("post_processor"))
-        try:
-            pair_template(kwargs["post_processor"])
-        except ValueError as e:
-            raise ValueError(f"{path}: {e}") from None
-        return cls(vocab, [list(m) if not isinstance(m, str) else m for m in model["merges"]], **kwargs)
+        tokenizer = cls(vocab, [list(m) if not isinstance(m, str) else m for m in model["merges"]], **kwargs)
+        if tokenizer.pair_layout_error:
+            tokenizer.pair_layout_error = f"{path}: {tokenizer.pair_layout_error}"
+        return tokenizer
 
     # === Tables ===
 

@@ -36,7 +36,11 @@ def pair_separators(tokenizer):
 def packer_for(tokenizer, max_seq_length, truncation=None, **kwargs):
     """The `BertPacker` of `tokenizer`: its special ids, pair style (its `packing` attribute, "bert" if absent),
     the segment of a pair's second text (its `pair_type_id`, if it has one) and, unless `truncation` says
-    otherwise, the pair rule of its checkpoint (its `pair_truncation`, "longest_first" if absent)."""
+    otherwise, the pair rule of its checkpoint (its `pair_truncation`, "longest_first" if absent). ValueError
+    where the tokenizer's file frames texts in a way no `BertPacker` does (its `pair_layout_error`)."""
+    error = getattr(tokenizer, "pair_layout_error", None)
+    if error:
+        raise ValueError(f"Cannot pack texts as the tokenizer's post-processor frames them: {error}")
     if truncation is None:
         truncation = getattr(tokenizer, "pair_truncation", None) or "longest_first"
     return BertPacker(

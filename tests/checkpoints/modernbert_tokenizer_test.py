@@ -4,8 +4,10 @@ The reference: ../shared/reference/families/modernbert (`tokenizer.json` only, a
 model, a `ByteLevel` pre-tokenizer, the added tokens `[UNK]` `[CLS]` `[SEP]` `[PAD]` `[MASK]` and a
 `TemplateProcessing` `[CLS] $A [SEP] $B [SEP]`, every token in segment 0). Its `reference.json` holds
 AutoTokenizer's `input_ids` with `truncation=True`: `single` and `pair` rows at max_length 128, `long` rows at
-1,024. bert_tf's ids equal them in-process (`checkpoints.load_tokenizer` + `text.packer_for`) and through a
-SavedModel served where bert_tf cannot be imported; the `tokenizer.json` bert_tf writes back gives them too.
+1,024. bert_tf's ids equal them in-process (`checkpoints.load_tokenizer` + `text.packer_for`), and through a
+SavedModel served where bert_tf cannot be imported (tests/text/byte_pair_test.py,
+`test_saved_model_runs_without_bert_tf`: one serving process for every BPE tokenizer); the `tokenizer.json`
+bert_tf writes back gives them too.
 
 The tokenizer is read with `checkpoints.load_tokenizer` and `infer_settings`, not through `ModelDirectory` or
 `tasks.load_model`, which read `config.json` first: its `model_type: modernbert` is the model helper's part.
@@ -23,7 +25,6 @@ from bert_tf import checkpoints, text
 from bert_tf.checkpoints import tokenizer_files
 from bert_tf.text import BytePairTokenizer
 from tests.conftest import REFERENCE_DIR
-from tests.helpers import serve_blocked
 
 MODERNBERT = os.path.join(REFERENCE_DIR, "families", "modernbert")
 LENGTHS = {"single": 128, "pair": 128, "long": 1024}  # the reference's max_length of each kind of row
@@ -80,44 +81,6 @@ def test_ids_equal_the_reference():
     """Every single, pair and long row: identical ids (pairs cut as `tokenizers` cuts them: the reference's
     German + Greek pair keeps 62 + 63 pieces, where the original BERT rule keeps 63 + 62)."""
     _assert_reference_ids(_load())
-
-
-def test_saved_model_gives_the_reference_ids_without_bert_tf(tmp_path):
-    tokenizer = _load()
-    module = tf.Module()
-    module.tokenizer = tokenizer
-    packers = {length: text.packer_for(tokenizer, length) for length in set(LENGTHS.values())}
-
-    def single(length):
-        return tf.function(
-            lambda text: packers[length](tokenizer.tokenize(text)),
-            input_signature=[tf.TensorSpec([None], tf.string, name="text")],
-        )
-
-    module.single, module.long = single(128), single(1024)
-    module.pair = tf.function(
-        lambda text, text_pair: packers[128](tokenizer.tokenize(text), tokenizer.tokenize(text_pair)),
-        input_signature=[
-            tf.TensorSpec([None], tf.string, name="text"),
-            tf.TensorSpec([None], tf.string, name="text_pair"),
-        ],
-    )
-    path = str(tmp_path / "saved")
-    tf.saved_model.save(module, path, signatures={"single": module.single, "long": module.long, "pair": module.pair})
-    reference = _reference()
-    requests = {}
-    for kind in LENGTHS:
-        inputs = {"text": [row["text"].encode() for row in reference[kind]]}
-        if kind == "pair":
-            inputs["text_pair"] = [row["text_pair"].encode() for row in reference[kind]]
-        requests[kind] = (path, kind, inputs)
-    result, responses = serve_blocked(requests, str(tmp_path), "modernbert_tokenizer")
-    assert result.returncode == 0, result.stderr[-3000:]
-    for kind in LENGTHS:
-        ids, mask = responses[kind]["token_ids"], responses[kind]["padding_mask"]
-        for i, row in enumerate(reference[kind]):
-            assert ids[i][mask[i] > 0].tolist() == row["input_ids"], (kind, i)
-        assert not responses[kind]["segment_ids"].any()
 
 
 def _variant(tmp_path, edit):
@@ -202,11 +165,24 @@ def test_get_config_round_trip_keeps_the_template():
     [
         (lambda d: d["post_processor"]["pair"].pop(), r"TemplateProcessing of the shape"),
         (lambda d: d["post_processor"]["special_tokens"]["[CLS]"].update(ids=[1, 2]), r"one token of one id"),
-        (lambda d: d["post_processor"]["special_tokens"]["[SEP]"].update(ids=[7]), r"sep token '\[SEP\]' has id 7"),
         (lambda d: d.update(post_processor={"type": "Split"}), r"type='Split'"),
     ],
 )
-def test_a_template_bert_tf_cannot_pack_is_refused(tmp_path, edit, message):
+def test_a_template_bert_tf_cannot_pack_is_refused_when_packing(tmp_path, edit, message):
+    """The tokenizer still tokenizes (as before such files were read); `packer_for` refuses it, naming the file."""
     path = os.path.join(_variant(tmp_path, edit), "tokenizer.json")
-    with pytest.raises(ValueError, match=message):
+    tokenizer = BytePairTokenizer.from_tokenizer_json(path)
+    assert (
+        tokenizer.tokenize(tf.constant("a b")).numpy().tolist() == _load().tokenize(tf.constant("a b")).numpy().tolist()
+    )
+    with pytest.raises(ValueError, match=message) as error:
+        text.packer_for(tokenizer, 16)
+    assert path in str(error.value)
+
+
+def test_a_template_id_other_than_the_vocabularys_is_refused(tmp_path):
+    path = os.path.join(
+        _variant(tmp_path, lambda d: d["post_processor"]["special_tokens"]["[SEP]"].update(ids=[7])), "tokenizer.json"
+    )
+    with pytest.raises(ValueError, match=r"sep token '\[SEP\]' has id 7, the vocabulary's is 2"):
         BytePairTokenizer.from_tokenizer_json(path)

@@ -21,6 +21,7 @@ import json
 import os
 import shutil
 
+import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -34,6 +35,7 @@ FAMILIES_DIR = os.path.join(REFERENCE_DIR, "families")
 FAMILIES = ("bert", "electra", "distilbert", "roberta", "albert", "deberta-v2", "modernbert")
 LEGACY_FILES = ("vocab.txt", "vocab.json", "merges.txt", "spiece.model", "spm.model", "tokenizer_config.json")
 REFERENCE_LENGTH = 128  # the reference rows' max_length
+RULES = (_reference_hf_longest_first, _reference_longest_first)
 
 pytestmark = pytest.mark.skipif(not os.path.isdir(FAMILIES_DIR), reason="needs ../shared/reference/families")
 
@@ -99,20 +101,15 @@ def _legacy_copy(family, target):
 def _packed(path, rows):
     """The ids and segments bert_tf packs for the rows, with the directory's tokenizer and settings."""
     tokenizer = checkpoints.load_tokenizer(path, checkpoints.infer_settings(path, 512))
+    texts = sorted({t.text for a, b, _ in rows for t in (a, b)})
+    pieces = tokenizer.tokenize(tf.constant(texts))  # each text once
     out = []
-    for length in sorted({length for _, _, length in rows}):
-        chosen = [(a, b) for a, b, row_length in rows if row_length == length]
-        packed = packer_for(tokenizer, length)(
-            tokenizer.tokenize(tf.constant([a.text for a, _ in chosen])),
-            tokenizer.tokenize(tf.constant([b.text for _, b in chosen])),
-        )
-        ids, types, mask = (packed[k].numpy() for k in ("token_ids", "segment_ids", "padding_mask"))
-        out += [(length, ids[i][mask[i] > 0].tolist(), types[i][mask[i] > 0].tolist()) for i in range(len(chosen))]
-    order = sorted(range(len(rows)), key=lambda i: rows[i][2])  # `out` is grouped by length, stably
-    result = [None] * len(rows)
-    for position, index in enumerate(order):
-        result[index] = out[position][1:]
-    return tokenizer, result
+    for a, b, length in rows:
+        first, second = (tf.gather(pieces, [texts.index(t.text)]) for t in (a, b))
+        packed = packer_for(tokenizer, length)(first, second)
+        mask = packed["padding_mask"][0].numpy() > 0
+        out.append((packed["token_ids"][0].numpy()[mask].tolist(), packed["segment_ids"][0].numpy()[mask].tolist()))
+    return tokenizer, out
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -180,3 +177,36 @@ def test_bert_tf_json_records_the_rule(tmp_path):
         with open(os.path.join(path, "bert_tf.json"), "w", encoding="utf-8") as f:
             json.dump({"pair_truncation": "middle"}, f)
         checkpoints.read_settings(path)
+
+
+def test_exported_pair_signature_cuts_as_the_checkpoint(tmp_path):
+    """The serving module `export_saved_model` saves (its `pair` signature) packs with the directory's rule: a
+    Hugging Face folder's and the bert_tf directory converted from it (`bert_tf.json` records it), the original
+    rule for a model directory that does not say (every one written before the setting)."""
+    from bert_tf import tasks
+    from bert_tf.export import serving_module
+
+    folder = os.path.join(FAMILIES_DIR, "bert-cls")
+    reference = _reference("bert")
+    a, b, length = next(row for row in _long_pairs(reference) if row[2] == 128 and row[0].length < row[1].length)
+    (ids, _, keep, _), (original, _, _, _) = (_expected(reference, [(a, b, length)], rule)[0] for rule in RULES)
+    assert ids != original and keep[0] < a.length and keep[1] < b.length
+
+    def rule(path):  # what export reads: the directory's settings, its tokenizer built with them
+        directory = checkpoints.ModelDirectory.read(path)
+        return directory.build_tokenizer(directory.settings).pair_truncation
+
+    assert rule(folder) == "hf_longest_first"  # a Hugging Face folder
+    converted = str(tmp_path / "converted")
+    tasks.convert_checkpoint(folder, converted)
+    assert checkpoints.read_settings(converted)["pair_truncation"] == rule(converted) == "hf_longest_first"
+    module = serving_module(converted, text_pair=True)
+    assert module.packer.truncation == "hf_longest_first"
+    logits = module.classify_pair(tf.constant([a.text]), tf.constant([b.text]))["logits"]
+    inputs = {"token_ids": tf.constant([ids]), "segment_ids": tf.constant([[0] * (keep[0] + 2) + [1] * (keep[1] + 1)])}
+    expected = module.model({**inputs, "padding_mask": tf.ones_like(inputs["token_ids"])})
+    np.testing.assert_allclose(logits, expected, atol=1e-5, rtol=0)
+    settings = checkpoints.read_settings(converted)
+    del settings["pair_truncation"]
+    checkpoints.write_settings(converted, settings)
+    assert rule(converted) == "longest_first"
