@@ -439,6 +439,9 @@ def _hf_tokenizer_config(encoder, path, settings):
     if kind == "sentencepiece":
         config.update(tokenizer_files.sentencepiece_tokenizer_config(path))
         return config
+    if kind == "bpe" and not os.path.isfile(os.path.join(path, tokenizer_files.BPE_VOCAB_FILE)):
+        config.update(tokenizer_files.byte_pair_tokenizer_config(path))  # tokenizer.json alone (ModernBERT)
+        return config
     if os.path.isfile(os.path.join(path, tokenizer_files.BPE_VOCAB_FILE)):
         specials = {"bos": "<s>", "eos": "</s>", "cls": "<s>", "sep": "</s>", "pad": "<pad>", "unk": "<unk>"}
         config.update({f"{name}_token": token for name, token in specials.items()})

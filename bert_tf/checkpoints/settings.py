@@ -17,6 +17,10 @@ to reproduce the model's inputs:
 - `include_prompt` (sentence-transformers folders only, where its pooling config has it): kept as read.
 - `add_prefix_space` (byte-level BPE directories only): the tokenizer puts a space before the text (absent:
   false, RoBERTa's setting).
+- `pair_truncation`: how a text pair is cut to fit `max_seq_length` (`bert_tf.text.PAIR_TRUNCATIONS`):
+  "longest_first" (absent: the original BERT's `_truncate_seq_pair`, as Google's TF1 checkpoints and bert_tf's
+  own pretraining were used) or "hf_longest_first" (Hugging Face `tokenizers`', what a checkpoint with a
+  `tokenizer.json` is used with: `infer_settings` says so for such a directory without `bert_tf.json`).
 Other keys are kept as they are, for apps that need more.
 """
 
@@ -26,6 +30,7 @@ import os
 from bert_tf.checkpoints.sentence_transformers import is_sentence_transformers_dir, read_sentence_transformers
 from bert_tf.config import ConfigError, read_json
 from bert_tf.layers.sentence_pooling import check_pooling
+from bert_tf.text.packing import PAIR_TRUNCATIONS
 
 SETTINGS_FILE = "bert_tf.json"
 
@@ -62,6 +67,11 @@ def validate_settings(settings, source="settings"):
     for field in ("split_special_tokens", "normalize", "add_prefix_space", "include_prompt"):
         if field in merged and not isinstance(merged[field], bool):
             raise ConfigError(f"{source}: field `{field}` must be true or false. Received: {field}={merged[field]!r}")
+    if "pair_truncation" in merged and merged["pair_truncation"] not in PAIR_TRUNCATIONS:
+        raise ConfigError(
+            f"{source}: field `pair_truncation` must be one of {', '.join(PAIR_TRUNCATIONS)}. "
+            f"Received: pair_truncation={merged['pair_truncation']!r}"
+        )
     try:
         merged["pooling"] = list(check_pooling(merged["pooling"], source=f"{source}: field `pooling`"))
     except ValueError as e:
@@ -122,8 +132,11 @@ def read_tokenizer_config(directory):
 
 def tokenizer_config_settings(directory, max_position_embeddings, data):
     """`infer_settings` without the sentence-transformers modules: the defaults, `max_seq_length` the model's
-    positions, and what `tokenizer_config.json` (its `data`, `read_tokenizer_config`) or the vocabulary say."""
+    positions, what `tokenizer_config.json` (its `data`, `read_tokenizer_config`) or the vocabulary say, and
+    `pair_truncation` "hf_longest_first" where there is a `tokenizer.json` (Hugging Face's rule for pairs)."""
     settings = dict(DEFAULTS, max_seq_length=max_position_embeddings)
+    if os.path.isfile(os.path.join(directory, "tokenizer.json")):
+        settings["pair_truncation"] = "hf_longest_first"
     if isinstance(data.get("do_lower_case"), bool):
         settings["lowercase"] = data["do_lower_case"]
     elif os.path.isfile(os.path.join(directory, "vocab.txt")):

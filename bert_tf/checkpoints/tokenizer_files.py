@@ -13,10 +13,14 @@ A bert_tf model directory always holds the legacy files (`vocab.txt`, or
 `vocab.json` + `merges.txt`) and its `bert_tf.json` says how to read them
 (`lowercase`, `strip_accents`, `add_prefix_space`); `write_tokenizer_files`
 writes them from whichever the source has, and copies `tokenizer.json` when
-the source has one. `load_tokenizer` prefers `tokenizer.json` (what
-`AutoTokenizer` reads: RoBERTa's `<mask>` takes the space before it or not as
-the file says, where transformers' tokenizer from the legacy files always
-does), then the legacy files.
+the source has one. One exception: a byte-level BPE `tokenizer.json` whose
+post-processor frames texts otherwise than RoBERTa (ModernBERT's `[CLS] A
+[SEP] B [SEP]`) is copied alone, as ModernBERT ships it: `vocab.json` +
+`merges.txt` would read as RoBERTa's `<s>`/`</s>` tokenizer.
+`load_tokenizer` prefers `tokenizer.json` (what `AutoTokenizer` reads:
+RoBERTa's `<mask>` takes the space before it or not as the file says, where
+transformers' tokenizer from the legacy files always does), then the legacy
+files.
 """
 
 import json
@@ -27,6 +31,7 @@ from sentencepiece import sentencepiece_model_pb2
 
 from bert_tf import text as text_lib
 from bert_tf.checkpoints.readers import VOCAB_FILE, CheckpointError, checkpoint_dir
+from bert_tf.text.byte_pair import ROBERTA_TEMPLATE, pair_template
 
 BPE_VOCAB_FILE = "vocab.json"
 MERGES_FILE = "merges.txt"
@@ -124,8 +129,18 @@ def load_tokenizer(path, settings=None, **kwargs):
 
 def build_tokenizer(kind, files, sentencepiece_options_fn, settings=None, **kwargs):
     """`load_tokenizer` of an already found tokenizer: `(kind, files)` of `find_tokenizer`, and a function
-    returning the SentencePiece `.model`'s options (`sentencepiece_options`; called for a `.model` only)."""
+    returning the SentencePiece `.model`'s options (`sentencepiece_options`; called for a `.model` only).
+
+    The layer's `pair_truncation` (how `text.packer_for` cuts its pairs) is the settings' (`bert_tf.json`'s, or
+    `infer_settings`': "hf_longest_first" for a Hugging Face directory with a `tokenizer.json`), else the original
+    BERT's "longest_first"."""
     settings = settings or {}
+    tokenizer = _build_layer(kind, files, sentencepiece_options_fn, settings, **kwargs)
+    tokenizer.pair_truncation = settings.get("pair_truncation") or "longest_first"
+    return tokenizer
+
+
+def _build_layer(kind, files, sentencepiece_options_fn, settings, **kwargs):
     kwargs.setdefault("split_special_tokens", settings.get("split_special_tokens", False))
     if kind == "sentencepiece":
         if "json" in files:
@@ -311,6 +326,8 @@ def write_found_tokenizer(path, kind, files, data, output, tokenizer_fn):
         with open(os.path.join(output, VOCAB_FILE), "w", encoding="utf-8") as f:
             f.writelines(f"{token}\n" for token, _ in by_id)
         return [TOKENIZER_JSON, VOCAB_FILE]
+    if not _legacy_files_say_it(data):
+        return [TOKENIZER_JSON]
     with open(os.path.join(output, BPE_VOCAB_FILE), "w", encoding="utf-8") as f:
         json.dump(dict(by_id), f, ensure_ascii=False)
     with open(os.path.join(output, MERGES_FILE), "w", encoding="utf-8") as f:
@@ -318,6 +335,37 @@ def write_found_tokenizer(path, kind, files, data, output, tokenizer_fn):
         for merge in model.get("merges", []):
             f.write((merge if isinstance(merge, str) else " ".join(merge)) + "\n")
     return [TOKENIZER_JSON, BPE_VOCAB_FILE, MERGES_FILE]
+
+
+def _legacy_files_say_it(data):
+    """Whether `vocab.json` + `merges.txt` read (as RoBERTa's) into the tokenizer of a byte-level BPE
+    `tokenizer.json`'s `data`: its post-processor frames texts as RoBERTa's `<s> A </s></s> B </s>`."""
+    try:
+        template = pair_template(data.get("post_processor"))
+    except ValueError:
+        return False
+    return all(template[key] == value for key, value in ROBERTA_TEMPLATE.items())
+
+
+def byte_pair_tokenizer_config(path):
+    """The `tokenizer_config.json` entries transformers needs to read the byte-level BPE `tokenizer.json` at `path`
+    (a directory) as bert_tf does, where there are no RoBERTa legacy files beside it (ModernBERT):
+    `PreTrainedTokenizerFast` (what ModernBERT ships; transformers 5 reads it as `TokenizersBackend`), the special
+    tokens by role, and the added tokens with their flags (`added_tokens_decoder`, so `[MASK]` keeps its
+    `lstrip`)."""
+    tokenizer = load_tokenizer(path)
+    _, _, data = locate_tokenizer(path)
+    vocabulary = tokenizer.get_vocabulary()
+    config = {"tokenizer_class": "PreTrainedTokenizerFast"}
+    for name in ("cls", "sep", "pad", "unk", "mask"):
+        token_id = getattr(tokenizer, f"{name}_id")
+        if token_id is not None:
+            config[f"{name}_token"] = vocabulary[token_id]
+    flags = ("content", "lstrip", "normalized", "rstrip", "single_word", "special")
+    config["added_tokens_decoder"] = {
+        str(entry["id"]): {key: entry[key] for key in flags if key in entry} for entry in data.get("added_tokens") or []
+    }
+    return config
 
 
 def _copy(source, output):

@@ -427,7 +427,7 @@ def make_dataset(
     repeat=False,
     max_position_embeddings=None,
     drop_remainder=False,
-    truncation="longest_first",
+    truncation=None,
     with_index=False,
 ):
     """Batches of encoder inputs (and labels) from `ClassificationExamples`.
@@ -447,8 +447,10 @@ def make_dataset(
         max_position_embeddings: the model's positions; a longer `max_seq_length` is
             refused.
         drop_remainder: drop a last partial batch (static batch shape).
-        truncation: "longest_first" (the original run_classifier) or
-            "round_robin", for pairs.
+        truncation: how pairs are cut to fit (`bert_tf.text.TRUNCATIONS`);
+            None: the tokenizer's checkpoint's rule (`packer_for`: the
+            original run_classifier's "longest_first", or Hugging Face's
+            "hf_longest_first" for a checkpoint with a `tokenizer.json`).
         with_index: features also hold `example_index` int32 `[B]`, each row's
             position in `examples` (carried through shuffling and repeats).
 

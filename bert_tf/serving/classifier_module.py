@@ -42,7 +42,7 @@ class ClassifierModule(ServingModule):
         labels=None,
         pair_default=False,
         max_input_bytes=None,
-        truncation="longest_first",
+        truncation=None,
         long_text="truncate",
         window_stride=None,
         max_windows=MAX_WINDOWS,

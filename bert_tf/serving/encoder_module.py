@@ -57,7 +57,7 @@ class EncoderModule(ServingModule):
         pooling="mean",
         normalize=True,
         max_input_bytes=None,
-        truncation="longest_first",
+        truncation=None,
         long_text="truncate",
         window_stride=None,
         max_windows=MAX_WINDOWS,

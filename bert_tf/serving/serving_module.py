@@ -46,8 +46,9 @@ class ServingModule(tf.Module):
         max_input_bytes: each input string is cut to this many bytes before
             tokenizing (then the packer trims to `max_seq_length`), which bounds
             the work a megabyte string costs. Default: `100 * max_seq_length`.
-        truncation: how a text pair is trimmed ("longest_first" as
-            fine-tuning does, or "round_robin").
+        truncation: how a text pair is trimmed (`bert_tf.text.TRUNCATIONS`);
+            None: as fine-tuning does, the tokenizer's checkpoint's rule
+            (`packer_for`).
         long_text: what the signatures of one text (`single`, and
             `serving_default` when it is `single`) do with a text longer than
             a window: "truncate" keeps its first `max_seq_length - 2` pieces;
@@ -73,7 +74,7 @@ class ServingModule(tf.Module):
         tokenizer,
         max_seq_length,
         max_input_bytes=None,
-        truncation="longest_first",
+        truncation=None,
         long_text="truncate",
         window_stride=None,
         max_windows=MAX_WINDOWS,

@@ -8,14 +8,16 @@
   `WHITESPACE_CLASS` (Unicode whitespace as an RE2 class), `split_added_tokens`, `ragged_ids`.
 - `tokenizer`: `BertTokenizer`, the WordPiece Keras layer with the reference tokenizer's ids; `wordpiece_fast`, its
   fast path.
-- `byte_pair`: `BytePairTokenizer`, the byte-level BPE Keras layer (GPT-2, RoBERTa) with Hugging Face's ids.
+- `byte_pair`: `BytePairTokenizer`, the byte-level BPE Keras layer (GPT-2, RoBERTa, ModernBERT) with Hugging Face's
+  ids; `pair_template`, the pair layout a `tokenizer.json` post-processor says.
 - `sentencepiece`: `SentencePieceTokenizer`, the SentencePiece unigram Keras layer (ALBERT, DeBERTa-v2/v3) with
   Hugging Face's ids.
 - `normalization`: the reference's Unicode tables, `normalize` and `split_words`; `FAST_PATH_PATTERN` and
   `normalize_fast_path`, the tokenizer's fast path for the text whose characters ICU and the reference agree on.
 - `offsets`: `bytes_to_chars` (byte offsets to character offsets) and `utf8_length`.
-- `packing`: `BertPacker` (trim, then `[CLS] A [SEP] B [SEP]`, or RoBERTa's pairs), its `TRUNCATIONS`, and
-  `packer_for(tokenizer, ...)`, the packer of a tokenizer.
+- `packing`: `BertPacker` (trim, then `[CLS] A [SEP] B [SEP]`, or RoBERTa's pairs), its `TRUNCATIONS`, the pair
+  rules a checkpoint may follow (`PAIR_TRUNCATIONS`: the original BERT's, Hugging Face `tokenizers`'), and
+  `packer_for(tokenizer, ...)`, the packer of a tokenizer (its pair layout and its checkpoint's rule).
 - `masking`: `MaskedLMMasker` (dynamic masked-LM masking) and its stateless random draws.
 - `vocab`: `build_vocab` (WordPiece), `build_bpe_vocab` (byte-level BPE), `build_unigram_vocab` (SentencePiece
   unigram), `expand_files` and the `SPECIAL_TOKENS` every WordPiece vocabulary starts with (`BPE_SPECIAL_TOKENS`
@@ -27,7 +29,7 @@ from bert_tf.text.byte_pair import BytePairTokenizer
 from bert_tf.text.masking import MASKING_MODES, MaskedLMMasker
 from bert_tf.text.normalization import normalize, split_words
 from bert_tf.text.offsets import bytes_to_chars
-from bert_tf.text.packing import TRUNCATIONS, BertPacker, packer_for, pair_separators
+from bert_tf.text.packing import PAIR_TRUNCATIONS, TRUNCATIONS, BertPacker, packer_for, pair_separators
 from bert_tf.text.sentencepiece import SentencePieceTokenizer
 from bert_tf.text.tokenizer import BertTokenizer
 from bert_tf.text.vocab import (
@@ -46,6 +48,7 @@ from bert_tf.text.vocab import (
 __all__ = [
     "BPE_SPECIAL_TOKENS",
     "MASKING_MODES",
+    "PAIR_TRUNCATIONS",
     "SPECIAL_TOKENS",
     "TRUNCATIONS",
     "UNIGRAM_SPECIAL_TOKENS",

@@ -28,8 +28,9 @@ Its constructor calls `super().__init__(**kwargs)` first, keeps each argument
 as an attribute of the same name (what `get_config()` returns; a kind that
 keeps one otherwise adjusts it in its own `get_config`), and sets
 `_token_to_id` (token -> id) and `_vocab_size`. Class attributes say the rest:
-`special_token_roles` (which tokens give `pad_id`, ...), `packing` (how
-`packer_for` packs pairs). A kind that keeps tokens written in the text whole
+`special_token_roles` (which tokens give `pad_id`, ...), `packing` and
+`pair_type_id` (how `packer_for` packs pairs), `pair_truncation` (how it cuts
+them to fit). A kind that keeps tokens written in the text whole
 calls `_set_added_tokens(added_token_entries(...), split_special_tokens)` and splits its rows with
 `_segments`. Register it with `keras.saving.register_keras_serializable`.
 tests/text/base_test.py defines such a kind in a few lines and checks what it
@@ -180,8 +181,15 @@ class Tokenizer(keras.layers.Layer):
     """
 
     # How pairs are packed (`bert_tf.text.packer_for`): "bert" (`[CLS] A [SEP] B [SEP]`, B in segment 1) or
-    # "roberta" (`<s> A </s></s> B </s>`, one segment).
+    # "roberta" (`<s> A </s></s> B </s>`, one segment); `pair_type_id`, where set, the segment of B instead.
     packing = "bert"
+    pair_type_id = None
+    # Why `packer_for` cannot pack as the tokenizer's file frames texts (a template of another shape), or None.
+    pair_layout_error = None
+    # How `packer_for` cuts a pair to fit by default (`bert_tf.text.PAIR_TRUNCATIONS`): the original BERT's
+    # "longest_first", or "hf_longest_first" for a checkpoint whose `tokenizer.json` says how (set on the
+    # instance by `checkpoints.build_tokenizer` from `bert_tf.json`'s `pair_truncation`).
+    pair_truncation = "longest_first"
     # Whether `_tokenize`'s offsets are bytes of the input rows (else of the rows with invalid UTF-8 replaced).
     offsets_into_input = False
     # Each special role's tokens (`pad_id`, ...): the first one the vocabulary has gives the role's id.

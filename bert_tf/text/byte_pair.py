@@ -1,10 +1,19 @@
-"""In-graph byte-level BPE tokenizer (GPT-2, RoBERTa) with Hugging Face's ids.
+"""In-graph byte-level BPE tokenizer (GPT-2, RoBERTa, ModernBERT) with Hugging Face's ids.
 
 `BytePairTokenizer` turns raw UTF-8 strings into byte-level BPE ids with
 TensorFlow and tensorflow-text ops only, so it runs inside `tf.data`,
 `tf.function` and an exported SavedModel. Its ids are exactly those of
 Hugging Face `tokenizers` with a `BPE` model and a `ByteLevel` pre-tokenizer
-(`encode(text, add_special_tokens=False)`), e.g. RoBERTa's `tokenizer.json`.
+(`encode(text, add_special_tokens=False)`), e.g. RoBERTa's or ModernBERT's
+`tokenizer.json`.
+
+What the families differ in is said by the file, not by the family: the
+added tokens (RoBERTa's `<s>` ... `<mask>`, ModernBERT's `[CLS]` ...
+`[MASK]`, each with its `lstrip`/`rstrip`) and the post-processor, which
+says how a text and a pair are framed (`post_processor`: RoBERTa's
+`<s> A </s></s> B </s>`, or a `TemplateProcessing` such as ModernBERT's
+`[CLS] A [SEP] B [SEP]`, every token in segment 0). `bert_tf.text.packer_for`
+packs as it says, and the special ids (`cls_id`, `sep_id`) are its tokens.
 
 Pipeline (the reference's order):
 
@@ -152,6 +161,12 @@ _OTHER, _LETTER, _NUMBER, _SPACE_LIKE, _SPACE = range(5)
 
 # RoBERTa's special tokens, in its vocabulary's order.
 ROBERTA_SPECIAL_TOKENS = ("<s>", "<pad>", "</s>", "<unk>", "<mask>")
+# The pair layout of RoBERTa's `RobertaProcessing` (`<s> A </s></s> B </s>`, one segment): what vocab.json and
+# merges.txt alone are read with, and a `tokenizer.json` without a post-processor.
+ROBERTA_TEMPLATE = {"cls": "<s>", "sep": "</s>", "separators": 2, "pair_type_id": 0}
+# Roles the post-processor does not name, by the names families give them: the first that is a special added token
+# wins, then the first the vocabulary has.
+_ROLE_NAMES = {"pad": ("<pad>", "[PAD]"), "unk": ("<unk>", "[UNK]"), "mask": ("<mask>", "[MASK]")}
 
 _NO_MERGE = np.iinfo(np.int64).max
 
@@ -263,6 +278,120 @@ def _special_entries(special_tokens, vocabulary):
     return added_token_entries(special_tokens, id_of)
 
 
+def pair_template(post_processor):
+    """The pair layout a `tokenizer.json` post-processor says: `{cls, sep, separators, pair_type_id}`.
+
+    `cls` and `sep` are the tokens framing a text (`cls` A `sep`); a pair is `cls` A `sep` x `separators` B
+    `sep`, B and its `sep` in segment `pair_type_id`. Read from `RobertaProcessing` (2 separators, segment 0),
+    `BertProcessing` (1, segment 1) or a `TemplateProcessing` of that shape (ModernBERT: `[CLS] $A [SEP] $B
+    [SEP]`, all in segment 0), alone or in a `Sequence` (a `ByteLevel` step beside it only trims offsets).
+    None (no post-processor, or a `Sequence` without such a step): RoBERTa's (`ROBERTA_TEMPLATE`).
+
+    Raises:
+        ValueError: naming the post-processor, for one `BertPacker` cannot pack as it says (another type, a
+            template of another shape, a special token of several ids).
+    """
+    if post_processor is None:
+        return dict(ROBERTA_TEMPLATE)
+    if not isinstance(post_processor, dict):
+        raise ValueError(
+            f"`post_processor` must be a tokenizer.json post_processor (a dict). Received: {post_processor!r:.300}"
+        )
+    shown = json.dumps(post_processor)[:300]
+    kind = post_processor.get("type")
+    if kind == "Sequence":
+        steps = [p for p in post_processor.get("processors") or [] if isinstance(p, dict)]
+        framing = [p for p in steps if p.get("type") != "ByteLevel"]
+        if len(framing) > 1 or len(steps) != len(post_processor.get("processors") or []):
+            raise ValueError(f"post_processor: a Sequence of several framing steps is not read. Received: {shown}")
+        return pair_template(framing[0] if framing else None)
+    if kind == "ByteLevel":
+        return dict(ROBERTA_TEMPLATE)
+    if kind in ("RobertaProcessing", "BertProcessing"):
+        try:
+            (cls, cls_id), (sep, sep_id) = post_processor["cls"], post_processor["sep"]
+        except (KeyError, ValueError, TypeError):
+            raise ValueError(f"post_processor: {kind} needs `cls` and `sep` [token, id]. Received: {shown}") from None
+        ids = {"cls_id": cls_id, "sep_id": sep_id}
+        if kind == "RobertaProcessing":
+            return {"cls": cls, "sep": sep, "separators": 2, "pair_type_id": 0, **ids}
+        return {"cls": cls, "sep": sep, "separators": 1, "pair_type_id": 1, **ids}
+    if kind != "TemplateProcessing":
+        raise ValueError(
+            "post_processor: bert_tf packs pairs as RobertaProcessing, BertProcessing or a TemplateProcessing "
+            f"`CLS $A SEP (SEP) $B SEP` says. Received: type={kind!r} in {shown}"
+        )
+    return _template_processing(post_processor, shown)
+
+
+def _template_processing(post_processor, shown):
+    """`pair_template` of a `TemplateProcessing`: `single` CLS $A SEP, `pair` CLS $A SEP (SEP) $B SEP."""
+
+    def pieces(name):
+        out = []
+        for piece in post_processor.get(name) or []:
+            what, spec = next(iter(piece.items())) if isinstance(piece, dict) and len(piece) == 1 else (None, None)
+            if what not in ("SpecialToken", "Sequence") or not isinstance(spec, dict):
+                raise ValueError(f"post_processor: cannot read the `{name}` template piece {piece!r}: {shown}")
+            out.append((what, spec.get("id"), spec.get("type_id", 0)))
+        return out
+
+    single, pair = pieces("single"), pieces("pair")
+    specials = post_processor.get("special_tokens") or {}
+
+    def token(name):
+        """(token, id) of a template's special token."""
+        entry = specials.get(name) or {}
+        tokens, ids = entry.get("tokens") or [], entry.get("ids") or []
+        if len(tokens) != 1 or len(ids) != 1:
+            raise ValueError(
+                f"post_processor: special token {name!r} must stand for one token of one id. Received: {shown}"
+            )
+        return tokens[0], ids[0]
+
+    if len(single) == 3 and 5 <= len(pair) <= 6:
+        cls, sep = single[0][1], single[2][1]
+        separators, pair_type_id = len(pair) - 4, pair[-1][2]
+        expected = (
+            [("SpecialToken", cls, 0), ("Sequence", "A", 0)]
+            + [("SpecialToken", sep, 0)] * separators
+            + [("Sequence", "B", pair_type_id), ("SpecialToken", sep, pair_type_id)]
+        )
+        single_ok = single == expected[:2] + [("SpecialToken", sep, 0)]
+        if single_ok and pair == expected and pair_type_id in (0, 1) and not isinstance(pair_type_id, bool):
+            (cls, cls_id), (sep, sep_id) = token(cls), token(sep)
+            return {
+                "cls": cls,
+                "sep": sep,
+                "separators": separators,
+                "pair_type_id": pair_type_id,
+                "cls_id": cls_id,
+                "sep_id": sep_id,
+            }
+    raise ValueError(
+        "post_processor: bert_tf packs a TemplateProcessing of the shape single `CLS:0 $A:0 SEP:0`, pair "
+        f"`CLS:0 $A:0 SEP:0 (SEP:0) $B:t SEP:t` (t 0 or 1). Received: {shown}"
+    )
+
+
+def _role_tokens(template, specials, vocabulary):
+    """`special_token_roles` of a tokenizer: `cls` and `sep` the post-processor's tokens (which must be in the
+    vocabulary with the ids it gives them), the others by `_ROLE_NAMES`, special added tokens first. (RoBERTa's
+    default names no ids: a vocabulary without `<s>` has no `cls_id`, as before.)"""
+    for role in ("cls", "sep"):
+        token, token_id = template[role], template.get(f"{role}_id")
+        if token_id is not None and vocabulary.get(token) != token_id:
+            raise ValueError(
+                f"The post-processor's {role} token {token!r} has id {token_id}, the vocabulary's is "
+                f"{vocabulary.get(token)}. Received: post_processor {role}={token!r}"
+            )
+    added = {entry["content"] for entry in specials if entry["special"]}
+    roles = {"cls": (template["cls"],), "sep": (template["sep"],)}
+    for role, names in _ROLE_NAMES.items():
+        roles[role] = tuple([n for n in names if n in added] + [n for n in names if n not in added])
+    return roles
+
+
 def bpe_reference(word, ranks, ignore_merges=False, vocabulary=None):
     """Python BPE of one word (a sequence of symbols) by merge rank, as Hugging Face applies it.
 
@@ -298,7 +427,7 @@ def bpe_reference(word, ranks, ignore_merges=False, vocabulary=None):
 
 @keras.saving.register_keras_serializable(package="bert_tf")
 class BytePairTokenizer(Tokenizer):
-    """Byte-level BPE tokenizer layer (GPT-2, RoBERTa) with Hugging Face's ids.
+    """Byte-level BPE tokenizer layer (GPT-2, RoBERTa, ModernBERT) with Hugging Face's ids.
 
     Runs entirely in-graph (tf.data, tf.function, SavedModel). Ids equal those
     of Hugging Face `tokenizers` with the same `BPE` model and `ByteLevel`
@@ -320,8 +449,11 @@ class BytePairTokenizer(Tokenizer):
     character cut between pieces) as U+FFFD, as Hugging Face's `ByteLevel`
     decoder does.
 
-    Special ids: `cls_id` (and `bos_id`) is `<s>`, `sep_id` (and `eos_id`)
-    `</s>`, then `<pad>`, `<unk>`, `<mask>`.
+    Special ids: `cls_id` (and `bos_id`) and `sep_id` (and `eos_id`) are the
+    tokens the post-processor frames a text with (RoBERTa's `<s>` and `</s>`,
+    ModernBERT's `[CLS]` and `[SEP]`); `pad_id`, `unk_id`, `mask_id` the
+    first of `<pad>`/`[PAD]`, `<unk>`/`[UNK]`, `<mask>`/`[MASK]` that is a
+    special added token, else the first in the vocabulary.
 
     Args:
         vocabulary: a `vocab.json` path, or its data, a dict {token: id}
@@ -346,6 +478,14 @@ class BytePairTokenizer(Tokenizer):
             `False`, the Hugging Face default.
         ignore_merges: a word that is itself a vocabulary token is that token
             without BPE (`tokenizer.json` `model.ignore_merges`, Llama 3).
+        post_processor: how a text and a pair are framed: a `tokenizer.json`
+            `post_processor` (`RobertaProcessing`, `BertProcessing`, or a
+            `TemplateProcessing` `CLS $A SEP (SEP) $B SEP`; `pair_template`
+            reads it), kept as given in `get_config()`. `None` (default):
+            RoBERTa's `<s> A </s></s> B </s>`. `packing`, `pair_type_id`,
+            `cls_id` and `sep_id` follow it. One `bert_tf.text.BertPacker`
+            cannot follow (another shape) leaves tokenizing as it is, and
+            `packer_for` refuses the tokenizer (`pair_layout_error` says why).
         **kwargs: standard `keras.layers.Layer` arguments.
 
     Example:
@@ -355,8 +495,8 @@ class BytePairTokenizer(Tokenizer):
     >>> tokenizer = BytePairTokenizer.from_tokenizer_json("tokenizer.json")
     """
 
-    # How pairs are packed (`bert_tf.text.packer_for`): `<s> A </s></s> B </s>`, one segment.
-    packing = "roberta"
+    # Without a post-processor (vocab.json and merges.txt): RoBERTa's roles. An instance's follow its
+    # `post_processor` and added tokens (`_role_tokens`).
     special_token_roles = {"pad": ("<pad>",), "unk": ("<unk>",), "cls": ("<s>",), "sep": ("</s>",), "mask": ("<mask>",)}
 
     def __init__(
@@ -367,6 +507,7 @@ class BytePairTokenizer(Tokenizer):
         special_tokens=None,
         split_special_tokens=False,
         ignore_merges=False,
+        post_processor=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -383,9 +524,19 @@ class BytePairTokenizer(Tokenizer):
         self.special_tokens = special_tokens
         self.split_special_tokens = split_special_tokens
         self.ignore_merges = ignore_merges
+        self.post_processor = post_processor
+        # A post-processor BertPacker cannot follow (Llama 3's `<|begin_of_text|> $A`) leaves tokenizing as it is;
+        # `packer_for` refuses to pack with it, naming it.
+        try:
+            template, self.pair_layout_error = pair_template(post_processor), None
+        except ValueError as e:
+            template, self.pair_layout_error = dict(ROBERTA_TEMPLATE), str(e)
         vocab = _load_vocabulary(vocabulary)
         pairs = _load_merges(merges)
-        self._build_tables(vocab, pairs, _special_entries(special_tokens, vocab))
+        specials = _special_entries(special_tokens, vocab)
+        self._build_tables(vocab, pairs, specials)
+        self.special_token_roles = _role_tokens(template, specials, vocab)
+        self._separators, self._pair_type_id = template["separators"], template["pair_type_id"]
 
     @classmethod
     def from_tokenizer_json(cls, path, **kwargs):
@@ -393,9 +544,10 @@ class BytePairTokenizer(Tokenizer):
 
         Reads `model.vocab`, `model.merges` (pairs or "a b" strings),
         `model.ignore_merges`, the `ByteLevel` pre-tokenizer's
-        `add_prefix_space` and `added_tokens` (kept whole in the text, with
-        their `lstrip`/`rstrip`). The vocabulary and merges are held as data
-        in `get_config()`.
+        `add_prefix_space`, `added_tokens` (kept whole in the text, with
+        their `lstrip`/`rstrip`) and `post_processor` (how texts and pairs
+        are framed: RoBERTa's, ModernBERT's template). The vocabulary and
+        merges are held as data in `get_config()`.
 
         Args:
             path: path of the `tokenizer.json`.
@@ -432,7 +584,11 @@ class BytePairTokenizer(Tokenizer):
         kwargs.setdefault("add_prefix_space", bool(pre.get("add_prefix_space", False)))
         kwargs.setdefault("ignore_merges", bool(model.get("ignore_merges", False)))
         kwargs.setdefault("special_tokens", [dict(t) for t in added])
-        return cls(vocab, [list(m) if not isinstance(m, str) else m for m in model["merges"]], **kwargs)
+        kwargs.setdefault("post_processor", data.get("post_processor"))
+        tokenizer = cls(vocab, [list(m) if not isinstance(m, str) else m for m in model["merges"]], **kwargs)
+        if tokenizer.pair_layout_error:
+            tokenizer.pair_layout_error = f"{path}: {tokenizer.pair_layout_error}"
+        return tokenizer
 
     # === Tables ===
 
@@ -514,6 +670,16 @@ class BytePairTokenizer(Tokenizer):
         self._id_trailing_spaces = tf.constant(trailing)
         # Verbatim tokens: split_special_tokens leaves out the special ones.
         self._set_added_tokens(specials, self.split_special_tokens)
+
+    @property
+    def packing(self):
+        """How `packer_for` packs pairs: "roberta" (two separators between the texts) or "bert" (one)."""
+        return "roberta" if self._separators == 2 else "bert"
+
+    @property
+    def pair_type_id(self):
+        """The segment id of a pair's second text (and its `sep`), as the post-processor says."""
+        return self._pair_type_id
 
     @property
     def bos_id(self):

@@ -104,7 +104,7 @@ def epoch_plan(config, num_train, unit="examples"):
 def model_dir_settings(tokenizer_settings, built_with, max_seq_length, labels, task_name):
     """The `bert_tf.json` settings of a task model directory: how its tokenizer reads text and how its model is
     built, its sequence length, label names and task."""
-    kept = ("lowercase", "strip_accents", "add_prefix_space", "split_special_tokens")
+    kept = ("lowercase", "strip_accents", "add_prefix_space", "split_special_tokens", "pair_truncation")
     return {
         **{key: tokenizer_settings[key] for key in kept if key in tokenizer_settings},
         **built_with,

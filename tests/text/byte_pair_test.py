@@ -33,6 +33,7 @@ import keras
 import pytest
 import tensorflow as tf
 
+from bert_tf import checkpoints, text
 from bert_tf.text import BytePairTokenizer, build_bpe_vocab
 from tests.conftest import DATA_DIR, REFERENCE_DIR
 from tests.helpers import serve_blocked, tokenizer_module
@@ -430,17 +431,69 @@ def test_get_config_round_trips(tmp_path):
         assert restored.tokenize(text).to_list() == layer.tokenize(text).to_list()
 
 
+def _modernbert_packing_module(path):
+    """A `tf.Module` with ModernBERT's tokenizer (../shared/reference/families/modernbert, `tokenizer.json` only)
+    and one SavedModel function `pack(text, text_pair)`: each text packed alone at max_length 128 (`single`) and
+    1,024 (`long`), and the pairs at 128 (`pair`), as `text.packer_for` packs them with the directory's settings.
+    """
+    tokenizer = checkpoints.load_tokenizer(path, checkpoints.infer_settings(path, 1024))
+    short, long = text.packer_for(tokenizer, 128), text.packer_for(tokenizer, 1024)
+
+    def pack(text, text_pair):
+        pieces = tokenizer.tokenize(tf.concat([text, text_pair], 0))  # one tokenizer graph: half the loading time
+        a, b = pieces[: tf.size(text)], pieces[tf.size(text) :]
+        out = {}
+        for name, packed in (("single", short(a)), ("pair", short(a, b)), ("long", long(a))):
+            out.update({f"{name}_{key}": value for key, value in packed.items()})
+        return out
+
+    module = tf.Module()
+    module.tokenizer = tokenizer
+    module.pack = tf.function(
+        pack,
+        input_signature=[
+            tf.TensorSpec([None], tf.string, name="text"),
+            tf.TensorSpec([None], tf.string, name="text_pair"),
+        ],
+    )
+    return module
+
+
 def test_saved_model_runs_without_bert_tf(tmp_path):
+    """RoBERTa's tokenizer, and ModernBERT's tokenizer with its packing (every `single`, `pair` and `long` row of
+    its reference.json: AutoTokenizer's input_ids), served where bert_tf cannot be imported (one serving process
+    for both: it takes most of the time)."""
     tokenizer = BytePairTokenizer.from_tokenizer_json(_roberta("tokenizer.json"))
     module = tokenizer_module(tokenizer, default_value=-1)
     path = str(tmp_path / "saved")
     tf.saved_model.save(module, path, signatures={"tokenize": module.tokenize})
     lines = [b"Hello <mask> world's", b"caf\xe9  x", b""]
     expected = tokenizer.tokenize(tf.constant(lines)).to_tensor(default_value=-1).numpy().tolist()
+    modernbert = os.path.join(REFERENCE_DIR, "families", "modernbert")
+    with open(os.path.join(modernbert, "reference.json"), encoding="utf-8") as f:
+        reference = json.load(f)
+    rows = {kind: reference[kind] for kind in ("single", "pair", "long")}  # one batch: singles, pairs, long rows
+    batch = [row for kind in rows for row in rows[kind]]
+    packing = str(tmp_path / "modernbert")
+    module = _modernbert_packing_module(modernbert)
+    tf.saved_model.save(module, packing, signatures={"pack": module.pack})
+    inputs = {
+        "text": [row["text"].encode() for row in batch],
+        "text_pair": [row.get("text_pair", "").encode() for row in batch],
+    }
     # Served where bert_tf, keras_hub and sentencepiece cannot be imported (tests/export/serving_client.py).
-    result, responses = serve_blocked({"lines": (path, "tokenize", {"x": lines})}, str(tmp_path), "tokenize")
+    result, responses = serve_blocked(
+        {"lines": (path, "tokenize", {"x": lines}), "modernbert": (packing, "pack", inputs)}, str(tmp_path), "tokenize"
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert responses["lines"]["output_0"].tolist() == expected
+    served, start = responses["modernbert"], 0
+    for kind, kind_rows in rows.items():
+        ids, segments, mask = (served[f"{kind}_{key}"] for key in ("token_ids", "segment_ids", "padding_mask"))
+        for i, row in enumerate(kind_rows, start):
+            assert ids[i][mask[i] > 0].tolist() == row["input_ids"], (kind, i - start)
+            assert not segments[i].any()  # the template's segment 0 throughout
+        start += len(kind_rows)
 
 
 def test_from_tokenizer_json_refuses_other_models(tmp_path):

@@ -1,10 +1,10 @@
-"""BertPacker: layout, both truncation strategies against reference loops, length checks."""
+"""BertPacker: layout, the three truncation rules against reference loops, length checks, `packer_for`."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.text.packing import BertPacker
+from bert_tf.text.packing import BertPacker, hf_longest_first, packer_for
 
 CLS, SEP, PAD = 101, 102, 0
 
@@ -15,6 +15,24 @@ def _reference_longest_first(a, b, budget):
     while len(a) + len(b) > budget:
         (a if len(a) > len(b) else b).pop()
     return a, b
+
+
+def _reference_hf_longest_first(a, b, budget):
+    """Hugging Face `tokenizers`' `longest_first` (tokenizers/src/utils/truncation.rs, `truncate_encodings`),
+    its arithmetic step by step: n1 <= n2 the lengths, m the budget (max_length less the added tokens)."""
+    a, b = list(a), list(b)
+    if len(a) + len(b) <= budget:
+        return a, b
+    n1, n2, swap = len(a), len(b), len(a) > len(b)
+    if swap:
+        n1, n2 = n2, n1
+    n2 = n1 if n1 > budget else max(n1, budget - n1)
+    if n1 + n2 > budget:
+        n1 = budget // 2
+        n2 = n1 + budget % 2
+    if swap:
+        n1, n2 = n2, n1
+    return a[:n1], b[:n2]  # Encoding.truncate(n) keeps the first n (fewer: nothing cut)
 
 
 def _reference_round_robin(a, b, budget):
@@ -52,11 +70,16 @@ def test_pair_layout_final_sep_survives():
 
 
 @pytest.mark.parametrize(
-    "truncation,reference", [("longest_first", _reference_longest_first), ("round_robin", _reference_round_robin)]
+    "truncation,reference",
+    [
+        ("longest_first", _reference_longest_first),
+        ("round_robin", _reference_round_robin),
+        ("hf_longest_first", _reference_hf_longest_first),
+    ],
 )
-def test_truncation_matches_reference_loop(truncation, reference):
-    rng = np.random.default_rng(0)
-    length = 12
+@pytest.mark.parametrize("length", [12, 13])  # odd and even budgets
+def test_truncation_matches_reference_loop(truncation, reference, length):
+    rng = np.random.default_rng(length)
     rows_a = [list(rng.integers(1000, 2000, rng.integers(0, 15))) for _ in range(300)]
     rows_b = [list(rng.integers(2000, 3000, rng.integers(0, 15))) for _ in range(300)]
     out = BertPacker(length, CLS, SEP, PAD, truncation=truncation)(_ragged(rows_a), _ragged(rows_b))
@@ -65,6 +88,70 @@ def test_truncation_matches_reference_loop(truncation, reference):
         expected = [CLS] + keep_a + [SEP] + keep_b + [SEP]
         expected += [PAD] * (length - len(expected))
         assert list(out["token_ids"][i].numpy()) == expected, (i, a, b)
+
+
+def test_the_two_longest_first_rules_differ_as_measured():
+    """102 + 108 pieces at max_length=128 (125 for the texts): Hugging Face keeps 62 + 63, the original 63 + 62.
+    Both keep the longer text's odd piece where the first text is the longer; RoBERTa's even budget (124) splits
+    evenly under both."""
+    for budget, lengths, hf, original in (
+        (125, (102, 108), (62, 63), (63, 62)),
+        (125, (108, 102), (63, 62), (63, 62)),
+        (125, (110, 110), (62, 63), (63, 62)),
+        (124, (102, 108), (62, 62), (62, 62)),
+        (125, (20, 200), (20, 105), (20, 105)),  # one cut: the same
+        (0, (3, 4), (0, 0), (0, 0)),
+    ):
+        keep = hf_longest_first(tf.constant([lengths[0]]), tf.constant([lengths[1]]), budget)
+        assert tuple(int(k[0]) for k in keep) == hf
+        assert tuple(map(len, _reference_hf_longest_first(range(lengths[0]), range(lengths[1]), budget))) == hf
+        assert tuple(map(len, _reference_longest_first(range(lengths[0]), range(lengths[1]), budget))) == original
+
+
+def test_hf_longest_first_is_the_tokenizers_library_rule():
+    """The rule as the `tokenizers` library runs it (a word-level tokenizer, `enable_truncation`), every length of
+    two texts up to 20 and every max_length from 3 (nothing left) to 24."""
+    tokenizers = pytest.importorskip("tokenizers")
+    library = tokenizers.Tokenizer(tokenizers.models.WordLevel({"[UNK]": 0, "[CLS]": 1, "[SEP]": 2, "x": 3}, "[UNK]"))
+    library.pre_tokenizer = tokenizers.pre_tokenizers.WhitespaceSplit()
+    library.post_processor = tokenizers.processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", 1), ("[SEP]", 2)]
+    )
+    grid = [(a, b) for a in range(21) for b in range(21)]
+    len_a, len_b = tf.constant([a for a, _ in grid]), tf.constant([b for _, b in grid])
+    for max_length in range(3, 25):
+        library.enable_truncation(max_length)
+        encodings = library.encode_batch([(" ".join("x" * a), " ".join("x" * b)) for a, b in grid])
+        expected = [(e.type_ids.count(0) - 2, e.type_ids.count(1) - 1) for e in encodings]
+        keep_a, keep_b = hf_longest_first(len_a, len_b, max_length - 3)
+        assert list(zip(keep_a.numpy().tolist(), keep_b.numpy().tolist())) == expected, max_length
+
+
+def test_pair_type_id_and_roberta_layout():
+    a, b = _ragged([[5, 6]]), _ragged([[7]])
+    out = BertPacker(8, CLS, SEP, PAD, pair_type_id=0)(a, b)  # ModernBERT's template: one segment
+    np.testing.assert_array_equal(out["token_ids"], [[CLS, 5, 6, SEP, 7, SEP, PAD, PAD]])
+    np.testing.assert_array_equal(out["segment_ids"], np.zeros((1, 8)))
+    out = BertPacker(8, CLS, SEP, PAD, style="roberta")(a, b)
+    np.testing.assert_array_equal(out["token_ids"], [[CLS, 5, 6, SEP, SEP, 7, SEP, PAD]])
+    np.testing.assert_array_equal(out["segment_ids"], np.zeros((1, 8)))
+    with pytest.raises(ValueError, match="pair_type_id=2"):
+        BertPacker(8, CLS, SEP, pair_type_id=2)
+
+
+class _Tokenizer:  # what packer_for reads of a tokenizer
+    cls_id, sep_id, pad_id = CLS, SEP, PAD
+
+
+def test_packer_for_follows_the_tokenizers_checkpoint():
+    plain = _Tokenizer()
+    assert packer_for(plain, 8).truncation == "longest_first"  # no rule recorded: the original BERT's
+    assert (packer_for(plain, 8).style, packer_for(plain, 8).pair_type_id) == ("bert", 1)
+    hf = _Tokenizer()
+    hf.pair_truncation, hf.packing, hf.pair_type_id = "hf_longest_first", "bert", 0
+    packer = packer_for(hf, 8)
+    assert (packer.truncation, packer.pair_type_id) == ("hf_longest_first", 0)
+    assert packer_for(hf, 8, truncation="round_robin").truncation == "round_robin"  # a caller's choice wins
 
 
 def test_sequence_length_longer_than_positions_is_refused():
