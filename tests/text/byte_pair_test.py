@@ -317,6 +317,7 @@ def test_long_line_and_long_word_parity():
     assert not _mismatches(ours.tokenize, reference, [line, b"x" * 1_000_000, b"l" * 1_000_000, word])
 
 
+@pytest.mark.slow
 def test_million_letter_word_stays_in_bounded_memory():
     """A 1,000,000-letter word beside a thousand short rows: peak RSS under 2 GB, ids and offsets complete.
 
@@ -430,6 +431,7 @@ def test_get_config_round_trips(tmp_path):
         assert restored.tokenize(text).to_list() == layer.tokenize(text).to_list()
 
 
+@pytest.mark.slow
 def test_saved_model_runs_without_bert_tf(tmp_path):
     tokenizer = BytePairTokenizer.from_tokenizer_json(_roberta("tokenizer.json"))
     module = tokenizer_module(tokenizer, default_value=-1)
