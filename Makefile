@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo tour test test-fast readme-check lint format setup clean
+.PHONY: demo tour test test-slow test-all readme-check lint format setup clean
 
 # The main job: pretrain a tiny BERT on the offline default corpus (Python's own documentation), with a
 # vocabulary built on the fly, held-out evaluation and fill-mask predictions at the end. Re-running it
@@ -31,7 +31,17 @@ demo: $(STAMP)
 tour: $(STAMP)
 	$(PY) -m bert_tf.apps.demo
 
+# The default suite (what CI runs): every test not marked slow, about 18 minutes on 2 cores.
 test: $(STAMP)
+	$(PY) -m pytest -n 2 --dist worksteal --durations=30 -m "not slow" tests
+
+# The tests marked slow: end-to-end app runs, kill -9 and SIGTERM resumes, real-data and real-weight runs,
+# benchmark tools, the documentation's command chains (docs/testing.md says when to run them).
+test-slow: $(STAMP)
+	$(PY) -m pytest -n 2 --dist worksteal --durations=30 -m slow tests
+
+# Both tiers in one run.
+test-all: $(STAMP)
 	$(PY) -m pytest -n 2 --dist worksteal --durations=30 tests
 
 # Lint and format check (ruff, configured in pyproject.toml); `make format` rewrites the tree.
@@ -42,9 +52,6 @@ lint: $(STAMP)
 format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
-
-test-fast: $(STAMP)
-	$(PY) -m pytest -n 2 -m "not slow" tests
 
 # Every shell command of README.md: classified (run here or listed as long) and the short ones run as written.
 readme-check: $(STAMP)

@@ -174,10 +174,11 @@ CHEAP = {
 
 LONG = {
     "make test": Long(
-        "about 70 minutes: the test suite itself (72.2 measured alone on a 2-core AVX2-only AMD EPYC; 42.3-44.7 on "
-        "AVX-512 EPYCs before the last speed-ups)"
+        "about 18 minutes: the default suite, the tests not marked slow (18.5 measured alone on a 2-core "
+        "AVX2-only AMD EPYC)"
     ),
-    "make test-fast": Long("most of make test's time: the suite without the tests marked slow"),
+    "make test-slow": Long("about 55 minutes: the tests marked slow (estimated: the 72.2-minute full run less the default tier, same CPU)"),
+    "make test-all": Long("both tiers in one run, about 72 minutes (72.2 measured alone, same CPU)"),
     "make readme-check": Long("this file's tests, the slow ones included: several minutes"),
     "make lint": Long("ruff over the tree, seconds; CI runs it before the tests, this suite need not run it again"),
     "make setup": Long("installs .venv on first use (TensorFlow and the test extras from PyPI); make test runs it"),
@@ -248,6 +249,11 @@ LONG = {
     ),
     "python tools/benchmark.py --sections=train,serve --train_configs=minilm --steps=2 --warmup=1 --repeats=3": Long(
         "about 15 minutes on 2 shared cores: MiniLM-size training and fine-tuning rows in four settings a side, serving"
+    ),
+    "python tools/benchmark.py --sections=train,infer,serve,text --train_configs=mini --settings=float32 --steps=2 "
+    "--warmup=1 --repeats=3": Long(
+        "about 14 minutes alone on 2 cores: the before/after rows of docs/results/2026-11-29-test-suite.md "
+        "(tests/tools/benchmark_test.py runs every section quickly, slow)"
     ),
     "python tools/benchmark.py --sections=infer --steps=2 --warmup=1 --repeats=3": Long(
         "about 5 minutes: encoder forward and latency in four settings a side"

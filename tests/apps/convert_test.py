@@ -37,6 +37,7 @@ def minilm_outputs(minilm_dir):
     return inputs, checkpoints.load_encoder(minilm_dir)(inputs)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("to", ["bert_tf", "hf"])
 def test_converts_minilm(minilm_dir, minilm_outputs, tmp_path, to):
     output = os.path.join(tmp_path, "out")

@@ -78,6 +78,7 @@ def _logged(model_dir, tag):
     return [value for _, value in sorted(values)]
 
 
+@pytest.mark.slow
 def test_a_narrow_student_trains_through_the_projection_and_exports(teacher, narrow_config, data, tmp_path):
     """A student half the teacher's width, no gold label (hard_weight 0): its hidden states approach the teacher's
     through the learned projection. Its model directory is fine-tuning's: load_model and the export read it."""
@@ -113,6 +114,7 @@ def test_a_narrow_student_trains_through_the_projection_and_exports(teacher, nar
     assert {label.decode() for label in served["label"].numpy()} <= {"negative", "positive"}
 
 
+@pytest.mark.slow
 def test_student_from_teacher_layers_keeps_the_head_and_labels(teacher, data, tmp_path):
     out = tmp_path / "student"
     results = _distill(
@@ -146,6 +148,7 @@ def ner_teacher(tmp_path_factory):
     )
 
 
+@pytest.mark.slow
 def test_ner_student_with_every_loss(ner_teacher, tmp_path):
     """Per-token soft targets, hidden states, attention maps and cosine on a token task."""
     train, dev = conll_file(tmp_path / "train.txt", n=16), conll_file(tmp_path / "dev.txt", n=6, seed=1)
@@ -194,6 +197,7 @@ def test_squad_student(tmp_path):
     assert isinstance(load_model(str(out))[0], BertSpanLabeler)
 
 
+@pytest.mark.slow
 def test_a_changed_setting_is_refused_on_resume(ner_teacher, tmp_path):
     train = conll_file(tmp_path / "train.txt", n=16)
     out = str(tmp_path / "student")
@@ -301,6 +305,7 @@ def test_kill_9_then_resume_gives_identical_weights(teacher, narrow_config, data
     )
 
 
+@pytest.mark.slow
 def test_mirrored_strategy_gives_the_one_device_result(ner_teacher, tmp_path):
     """Two replicas (logical CPUs) and one device: the same steps give the same student."""
     train = conll_file(tmp_path / "train.txt", n=16)

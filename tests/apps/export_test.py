@@ -86,6 +86,7 @@ def test_missing_model_dir_is_a_usage_error(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_main_exports_a_search_corpus_with_tsv_ids(tmp_path, capsys):
     model_dir = tiny_model_dir(tmp_path / "encoder", WORDS, max_position_embeddings=16)
     corpus = write_text(tmp_path / "corpus.tsv", "doc\tpassage\nd-good\tthe movie was good .\nd-bad\tbad\n")

@@ -109,6 +109,7 @@ def test_split_special_tokens_flag_overrides_the_init_directory(split_init, tmp_
     assert _short_run(split_init, str(tmp_path / "run"), split_special_tokens=False)["split_special_tokens"] is False
 
 
+@pytest.mark.slow
 def test_regression_reports_pearson_and_spearman(tiny_dir, tmp_path):
     score = {"good": 4.5, "fine": 2.5, "bad": 0.5}  # the first segment's word decides
     rows = [f"the {w} film\tit was {v}\t{score[w]}" for w in score for v in score]
@@ -131,6 +132,7 @@ def test_regression_reports_pearson_and_spearman(tiny_dir, tmp_path):
     assert {"pearson", "spearman"} <= set(results) and results["pearson"] > 0.5
 
 
+@pytest.mark.slow
 def test_ner_scores_entities_and_writes_conlleval_predictions(tiny_dir, tmp_path):
     train = conll_file(tmp_path / "train.txt")
     dev = conll_file(tmp_path / "dev.txt", n=10, seed=1)
@@ -277,6 +279,7 @@ def test_helpfull_documents_canonical_flags():
         assert f"--{name}" in out or f"--[no]{name}" in out
 
 
+@pytest.mark.slow
 def test_tfds_inputs_offline_under_mock_data(tiny_dir, tmp_path):
 
     rows = [
@@ -300,6 +303,7 @@ def test_tfds_inputs_offline_under_mock_data(tiny_dir, tmp_path):
     assert len((out / "predictions.tsv").read_text().splitlines()) == 9
 
 
+@pytest.mark.slow
 def test_mirrored_strategy_gives_the_one_device_result(tiny_dir, tmp_path):
     """Two replicas (logical CPUs) and one device: the same steps give the same scores."""
     train = sentiment_tsv(tmp_path / "train.tsv", seed=0)

@@ -33,6 +33,7 @@ def _entry_point(app, *args, env=None):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("app,own_flag,shared_flag", APPS)
 def test_help_shows_the_apps_description_and_own_flags(app, own_flag, shared_flag):
     result = _entry_point(app, "--help")

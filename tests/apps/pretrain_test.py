@@ -84,6 +84,7 @@ def uninterrupted(shared_artifact, vocab):
     return path / "run", SimpleNamespace(**output)
 
 
+@pytest.mark.slow
 def test_run_writes_a_model_directory(uninterrupted):
     model_dir, result = uninterrupted
     for name in ("bert_config.json", "vocab.txt", "bert_tf.json", "bert_model.ckpt.index", "training_settings.json"):
@@ -129,6 +130,7 @@ def _copy_run(source, target):
     return target
 
 
+@pytest.mark.slow
 def test_incompatible_resume_is_refused_with_the_differences(uninterrupted, tmp_path):
     model_dir = _copy_run(uninterrupted[0], tmp_path / "copy")
     result = _run(model_dir, "--train_steps=14", "--max_seq_length=48")
@@ -139,6 +141,7 @@ def test_incompatible_resume_is_refused_with_the_differences(uninterrupted, tmp_
     )
 
 
+@pytest.mark.slow
 def test_corrupt_newest_checkpoint_falls_back_to_the_previous(uninterrupted, tmp_path):
     model_dir = _copy_run(uninterrupted[0], tmp_path / "copy")
     newest = sorted(glob.glob(str(model_dir / "checkpoints" / "ckpt-12.data-*")))[0]
@@ -150,6 +153,7 @@ def test_corrupt_newest_checkpoint_falls_back_to_the_previous(uninterrupted, tmp
     assert "ckpt-12" in result.stderr and "unreadable" in result.stderr
 
 
+@pytest.mark.slow
 def test_garbage_checkpoint_state_is_an_error_not_a_restart(uninterrupted, tmp_path):
     model_dir = _copy_run(uninterrupted[0], tmp_path / "copy")
     (model_dir / "checkpoints" / "checkpoint").write_text("\x00garbage{{{")
@@ -158,6 +162,7 @@ def test_garbage_checkpoint_state_is_an_error_not_a_restart(uninterrupted, tmp_p
     assert "Refusing to restart from step 0" in result.stderr and "checkpoints/checkpoint" in result.stderr
 
 
+@pytest.mark.slow
 def test_non_finite_loss_stops_with_the_step_and_keeps_the_checkpoint(tmp_path):
     model_dir = tmp_path / "nan"
     result = _run(model_dir, "--train_steps=12", "--learning_rate=1e30", "--warmup_steps=0", "--clip_norm=0")
@@ -213,6 +218,7 @@ def test_kill_9_then_resume_gives_identical_weights_with_recipe_flags(tmp_path):
         np.testing.assert_array_equal(actual[name], expected[name], err_msg=name)
 
 
+@pytest.mark.slow
 def test_resume_with_another_recipe_is_refused_with_the_differences(uninterrupted, tmp_path):
     model_dir = _copy_run(uninterrupted[0], tmp_path / "copy")
     result = _run(model_dir, "--train_steps=14", *RECIPE, "--split_special_tokens")

@@ -65,6 +65,7 @@ def _parse(runs, tmp_path):
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_every_recipe_parses_with_its_papers_settings_and_flags_after_it_override(tmp_path):
     init = tiny_model_dir(tmp_path / "init", ["the", "a"], 128)
     files = sorted(glob.glob(os.path.join(RECIPES, "*.cfg")))

@@ -68,6 +68,7 @@ def _check_top5(logits, ids, values):
         assert ties >= 2 and set(top5[t]) == set(ids[t]), f"position {t}: top-5 ids {top5[t]} != {ids[t]}"
 
 
+@pytest.mark.slow
 def test_masked_lm_hidden_states_and_top5():
     model, _ = tasks.load_model(_shared("albert"))
     assert isinstance(model, BertPretrainer) and not model.nsp and model.encoder.model_type == "albert"

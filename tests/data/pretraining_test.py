@@ -73,6 +73,7 @@ def test_batches_have_the_design_layout(corpus):
     assert all(v.dtype == tf.int32 for v in features.values())
 
 
+@pytest.mark.slow
 def test_pairs_follow_documents_and_nsp_labels_are_honest(corpus):
     _, tokenizer = corpus
     doc_tag = {tokenizer.token_to_id(f"d{i}"): i for i in range(DOCS)}
@@ -97,6 +98,7 @@ def test_pairs_follow_documents_and_nsp_labels_are_honest(corpus):
     assert len(labels_seen) >= 48
 
 
+@pytest.mark.slow
 def test_same_seed_same_batches_new_epoch_new_masks(corpus):
     first = [b[0]["token_ids"].numpy() for b in _dataset(corpus, epochs=2)]
     again = [b[0]["token_ids"].numpy() for b in _dataset(corpus, epochs=2)]
@@ -107,17 +109,20 @@ def test_same_seed_same_batches_new_epoch_new_masks(corpus):
     assert not np.array_equal(first[0], other_seed[0])
 
 
+@pytest.mark.slow
 def test_without_nsp_is_one_segment(corpus):
     features, labels, weights = next(iter(_dataset(corpus, nsp=False)))
     assert set(labels) == {"mlm"} and set(weights) == {"mlm"}
     assert not features["segment_ids"].numpy().any()
 
 
+@pytest.mark.slow
 def test_whole_word_masking_runs(corpus):
     features, _, weights = next(iter(_dataset(corpus, whole_word_masking=True)))
     assert weights["mlm"].numpy().sum() > 0
 
 
+@pytest.mark.slow
 def test_sharding_by_input_context(corpus):
     contexts = [tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=i) for i in range(2)]
     shards = [[b[0]["token_ids"].numpy() for b in _dataset(corpus, input_context=c)] for c in contexts]
@@ -125,6 +130,7 @@ def test_sharding_by_input_context(corpus):
     assert not np.array_equal(shards[0][0], shards[1][0])
 
 
+@pytest.mark.slow
 def test_paragraph_format_and_latin1_bytes(tmp_path, minilm_vocab):
     tokenizer = BertTokenizer(minilm_vocab)
     files = [
@@ -151,6 +157,7 @@ def test_missing_corpus_is_named(corpus):
         pretraining_dataset("/nonexistent/nothing-here/*.txt", tokenizer)
 
 
+@pytest.mark.slow
 def test_iterator_restored_in_a_new_process_continues_identically(corpus, tmp_path):
     """The restoring process starts in another directory and names the corpus differently (same files)."""
     root, _ = corpus
@@ -259,6 +266,7 @@ def _first_unit(sequence, starts):
     return later[0] if later else len(sequence)
 
 
+@pytest.mark.slow
 def test_full_sentences_fill_sequences_across_documents_with_a_separator(corpus):
     _, tokenizer = corpus
     sep = tokenizer.sep_id
@@ -279,6 +287,7 @@ def test_full_sentences_fill_sequences_across_documents_with_a_separator(corpus)
     assert crossing >= 3
 
 
+@pytest.mark.slow
 def test_doc_sentences_never_cross_a_document(corpus):
     _, tokenizer = corpus
     tags = {tokenizer.token_to_id(f"d{i}") for i in range(DOCS)}
@@ -338,6 +347,7 @@ def test_default_max_predictions_follows_the_rate():
     ],
     ids=["sop", "full_sentences-span", "doc_sentences"],
 )
+@pytest.mark.slow
 def test_each_mode_iterator_restored_mid_epoch_continues_identically(corpus, tmp_path, mode):
     """Also the layout of each mode: SOP's label and two segments of one document, span masking's default P."""
     dataset = _dataset(corpus, epochs=None, **mode)

@@ -144,6 +144,7 @@ def test_long_sentences_become_windows(tokenizer, hand):
     assert word_predictions(labels, index) == [[names.index(t) for t in tags] for tags in HAND_TAGS]
 
 
+@pytest.mark.slow
 def test_round_trip_eng_testa(tokenizer, testa):
     """Gold labels fed back as predictions give the gold word tags: alignment and windows lose nothing."""
     for max_seq_length, stride in ((128, None), (16, 5)):

@@ -78,6 +78,7 @@ def test_squad_pairs_are_questions_and_their_paragraphs():
     assert pairs.path == "train.json" and pairs.negatives is None
 
 
+@pytest.mark.slow
 def test_batches_pack_each_text_alone(tmp_path):
     vocab = _write(tmp_path / "vocab.txt", "\n".join([*SPECIAL_TOKENS, *WORDS]) + "\n")
     tokenizer = BertTokenizer(vocab)

@@ -36,6 +36,7 @@ def _copy(shards, tmp_path):
     return copy, tokenizer
 
 
+@pytest.mark.slow
 def test_manifest_counts_match_records(shards):
     directory, _, manifest = shards
     assert manifest["records"] == sum(s["records"] for s in manifest["shards"]) > 40

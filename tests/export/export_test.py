@@ -654,6 +654,7 @@ def test_resave_after_deleting_first_copy(exported, modules, workdir):
     assert os.path.isfile(os.path.join(second, "assets", "vocab.txt"))
 
 
+@pytest.mark.slow
 def test_saved_model_cli_run_with_text_ops(exported):
     """The README's one-liner: saved_model_cli with tensorflow_text imported first."""
     command = [

@@ -40,6 +40,7 @@ def saved_models(tmp_path_factory):
     return base, models
 
 
+@pytest.mark.slow
 def test_classifier_savedmodel_logits_equal_transformers(saved_models):
     base, models = saved_models
     requests = {}
@@ -70,6 +71,7 @@ def test_classifier_savedmodel_logits_equal_transformers(saved_models):
             assert labels == [["negative", "neutral", "positive"][i] for i in answer["logits"].argmax(axis=1)]
 
 
+@pytest.mark.slow
 def test_fill_mask_savedmodel_top5_equals_transformers(saved_models):
     base, models = saved_models
     requests, expected = {}, {}
@@ -98,6 +100,7 @@ def test_fill_mask_savedmodel_top5_equals_transformers(saved_models):
 SPECIALS = ("[MASK]", "[SEP]", "[CLS]", "[PAD]", "[UNK]", "<mask>", "<s>", "</s>", "<pad>", "<unk>")
 
 
+@pytest.mark.slow
 def test_encoder_savedmodel_hidden_states_equal_transformers(saved_models):
     """`serving_default` on raw strings: the reference's ids and `last_hidden_state` (real tokens), per family,
     literal special tokens (`[MASK]`, `<mask>`, ...) kept whole as the reference tokenizers keep them."""

@@ -68,6 +68,7 @@ def _embed(loaded, texts):
     return loaded.signatures["serving_default"](text=tf.constant(texts))["sentence_embedding"].numpy()
 
 
+@pytest.mark.slow
 def test_search_ranks_by_inner_product_of_sentence_embeddings(loaded):
     got = _search(loaded, QUERIES, 3)
     scores = _embed(loaded, QUERIES) @ _embed(loaded, CORPUS_TEXTS).T  # [B, N]

@@ -41,6 +41,7 @@ def minilm_export(minilm_saved_model):
     return minilm_saved_model
 
 
+@pytest.mark.slow
 def test_minilm_saved_model_gives_sentence_transformers_embeddings(minilm_export, tmp_path):
     output, metadata = minilm_export
     assert metadata["max_seq_length"] == 256  # sentence_bert_config.json's, not the tokenizer's 512

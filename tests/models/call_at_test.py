@@ -126,6 +126,7 @@ def test_token_tasks_skip_padding_and_equal_the_graph_at_real_tokens(build):
             np.testing.assert_allclose(a, b, atol=1e-5, err_msg=variable.path)
 
 
+@pytest.mark.slow
 def test_pretrainer_with_dropout_trains_through_call_selected():
     keras.utils.set_random_seed(1)
     model = BertPretrainer(tiny_encoder(), nsp=True)

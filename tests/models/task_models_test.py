@@ -72,6 +72,7 @@ def test_pretrainer_without_nsp():
     assert set(model(features)) == {"mlm"}
 
 
+@pytest.mark.slow
 def test_pretrainer_one_step_fit_under_mirrored_strategy():
     strategy = mirrored_strategy(["/cpu:0", "/cpu:1"])
     with strategy.scope():
@@ -115,6 +116,7 @@ def test_keras_file_round_trip(tmp_path, cls, kwargs, shapes):
         assert restored.mlm_head.token_embedding.embeddings is restored.encoder.token_embedding.embeddings
 
 
+@pytest.mark.slow
 def test_classifier_fit_with_plain_losses():
     keras.utils.set_random_seed(0)
     inputs = random_inputs(batch=8, length=6)
@@ -211,6 +213,7 @@ def _fit_counting_traces(model, dataset, fit):
     return len(traces)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task", ["classifier", "pretrainer"])
 def test_fit_on_a_dataset_traces_the_train_step_once_and_trains_as_keras_fit(task):
     if task == "classifier":

@@ -111,6 +111,7 @@ def test_glob_characters_are_refused_by_every_checkpoint_writer_and_reader(tmp_p
     assert not (tmp_path / "run*").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("content", ['{"model": ', "[1, 2]"])
 def test_a_broken_training_settings_file_is_named_and_nothing_is_touched(corpus_and_vocab, tmp_path, content):
     model_dir = tmp_path / "run"

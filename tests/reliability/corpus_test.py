@@ -113,6 +113,7 @@ def test_documents_and_groups_are_cut_to_bounded_bytes_keeping_every_sentence_in
     assert len(documents) > 3 * len(expected)  # every document was over the cap
 
 
+@pytest.mark.slow
 def test_one_line_corpus_of_2_mb_gives_a_batch_quickly_in_bounded_memory(tmp_path, vocab):
     """Was: one example per epoch, the 10,000-example shuffle buffer re-tokenized the line 10,000 times."""
     corpus = tmp_path / "one_line.txt"
@@ -123,6 +124,7 @@ def test_one_line_corpus_of_2_mb_gives_a_batch_quickly_in_bounded_memory(tmp_pat
     print(f"one 1.9 MB line: first batch in {seconds:.1f} s, max RSS {rss:.0f} MB")
 
 
+@pytest.mark.slow
 def test_one_short_line_corpus_gives_a_batch_quickly(tmp_path, vocab):
     """Was: 185 s to the first batch (one pair per epoch, 10,000 epochs to fill the shuffle buffer)."""
     corpus = tmp_path / "short.txt"
@@ -138,6 +140,7 @@ def test_corpus_that_cannot_make_a_pair_is_refused_naming_it(tmp_path, vocab):
         pretraining_dataset(str(corpus), BertTokenizer(vocab), max_seq_length=32, batch_size=2)
 
 
+@pytest.mark.slow
 def test_file_name_with_glob_characters_is_taken_literally(tmp_path, vocab):
     bracketed = tmp_path / "a[1].txt"
     lookalike = tmp_path / "a1.txt"  # what `a[1].txt` matches as a glob pattern

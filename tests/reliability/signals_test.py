@@ -138,6 +138,7 @@ def test_sigterm_then_rerun_gives_the_uninterrupted_weights(tmp_path):
         np.testing.assert_array_equal(actual[name], expected[name], err_msg=name)
 
 
+@pytest.mark.slow
 def test_a_second_signal_stops_at_once_keeping_the_newest_checkpoint(tmp_path):
     vocab = str(tmp_path / "vocab.txt")
     build_vocab(CORPUS, vocab, vocab_size=500, show_progress=False)

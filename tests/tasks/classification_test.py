@@ -40,6 +40,7 @@ def test_the_app_reports_a_missing_column_as_a_usage_error(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.slow
 def test_glue_task_names_the_labels_of_files_and_tfds(tmp_path):
     """--glue_task=sst2: the files' 0/1 and TFDS's ClassLabel are the same ids with the same names."""
     from bert_tf.tasks.classification import SentenceData

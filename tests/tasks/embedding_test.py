@@ -161,6 +161,7 @@ def test_the_model_embeds_k_texts_per_example_in_one_call(pair_run):
     np.testing.assert_allclose(together.reshape(6, -1), separate, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_export_serves_the_models_embedding(pair_run, tmp_path):
     run = pair_run[0]
     module = serving_module(run)
@@ -215,6 +216,7 @@ def _squad(path, articles):
     return str(path)
 
 
+@pytest.mark.slow
 def test_squad_files_train_on_question_paragraph_pairs_with_held_out_articles(tiny_dir, tmp_path):
     train = _squad(tmp_path / "train.json", 10)
     keras.utils.set_random_seed(0)
@@ -322,6 +324,7 @@ def test_finetuning_minilm_on_xquad_questions_improves_retrieval_of_held_out_art
     assert after["recall@5"] > before["recall@5"] and after["mrr@10"] > before["mrr@10"], (before, after)
 
 
+@pytest.mark.slow
 def test_two_replicas_train_with_per_replica_negatives(tiny_dir, pair_files, tmp_path):
     """MirroredStrategy over two logical CPUs: each replica ranks its 4 anchors against its own 4 pairs' texts
     (the loss values are checked in tests/training/embedding_objective_test.py); the run trains and evaluates."""

@@ -207,6 +207,7 @@ def tiny_dir(tmp_path):
     return tiny_model_dir(tmp_path / "tiny_bert", WORDS, max_position_embeddings=32)
 
 
+@pytest.mark.slow
 def test_a_task_declared_in_one_file_finetunes_exports_and_serves(registered, tiny_dir, tmp_path):
     assert NAME in tasks.names() and tasks.get(NAME) is TASK
     rng = np.random.default_rng(0)

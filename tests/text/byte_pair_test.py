@@ -318,6 +318,7 @@ def test_long_line_and_long_word_parity():
     assert not _mismatches(ours.tokenize, reference, [line, b"x" * 1_000_000, b"l" * 1_000_000, word])
 
 
+@pytest.mark.slow
 def test_million_letter_word_stays_in_bounded_memory():
     """A 1,000,000-letter word beside a thousand short rows: peak RSS under 2 GB, ids and offsets complete.
 
@@ -459,6 +460,7 @@ def _modernbert_packing_module(path):
     return module
 
 
+@pytest.mark.slow
 def test_saved_model_runs_without_bert_tf(tmp_path):
     """RoBERTa's tokenizer, and ModernBERT's tokenizer with its packing (every `single`, `pair` and `long` row of
     its reference.json: AutoTokenizer's input_ids), served where bert_tf cannot be imported (one serving process

@@ -88,6 +88,7 @@ DENSE_ROWS = ["ÇAFÉ İSTANBUL ß ﬁ 한국 中文 e\u0301\u0323 ΣΑΣ", "é"
 SOME_ROWS = ["\u200b" * 30, "the fox " * 15, "中文 ß fox", "", "İİ"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lowercase", [True, False])
 @pytest.mark.parametrize(
     "rows", [SPARSE_ROWS, DENSE_ROWS, SOME_ROWS, SPARSE_ROWS + DENSE_ROWS], ids=["sparse", "dense", "some", "all"]

@@ -38,6 +38,7 @@ def test_bad_shard_count_names_the_variable(monkeypatch, setting):
         parallel.shard_count()
 
 
+@pytest.mark.slow
 def test_sharded_ids_equal_the_whole_batch(minilm_vocab, monkeypatch):
     # Every kind of row (fast, general path, kept special tokens, invalid UTF-8, NUL, empty, CJK, words too
     # long), in an order where each shard holds a different mix; then one row holding most bytes (shards

@@ -219,6 +219,7 @@ def test_tokenizer_json_parity(minilm_dir, split_special_tokens):
     assert not _mismatches(ours.tokenize, ref, lines)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("setting", sorted(SETTINGS))
 def test_offsets_path_ids_parity(minilm_vocab, setting):
     """tokenize_with_offsets gives the same ids as tokenize."""
@@ -238,6 +239,7 @@ def test_offsets_path_ids_parity(minilm_vocab, setting):
 SWEEP_SETTINGS = [(True, True), (False, False), (True, False), (False, True)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lowercase,strip_accents", SWEEP_SETTINGS)
 def test_every_code_point_normalizes_and_splits_like_reference(lowercase, strip_accents):
     """Normalization and word splitting of each code point, vocab-free.
@@ -320,6 +322,7 @@ def test_udhr_files_take_the_fast_path():
         assert fast.all(), (name, [line[:60] for line, f in zip(lines, fast) if not f][:3])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lowercase,strip_accents", SWEEP_SETTINGS)
 def test_every_code_point_fast_path_like_reference(minilm_vocab, lowercase, strip_accents):
     """Every code point through `tokenize_with_offsets` and `tokenize`: ids (and character offsets) equal the

@@ -198,6 +198,7 @@ def test_viterbi_ties_as_hugging_face():
 # === Offsets ===
 
 
+@pytest.mark.slow
 def test_offsets_slice_plain_text(albert, deberta):
     """For ASCII text, the input under each piece's offsets is the piece (without "▁"; ALBERT lowercases)."""
     reference = _reference_rows("albert")

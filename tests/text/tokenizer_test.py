@@ -178,6 +178,7 @@ def test_detokenize_round_trip(vocab_file):
     assert tokenizer.detokenize(dense).numpy().tolist() == [b"the quick brown fox jumps"]
 
 
+@pytest.mark.slow
 def test_tf_data_and_tf_function(vocab_file):
     tokenizer = BertTokenizer(vocab_file)
     texts = ["the fox", "lazy dogs!", "中"]
@@ -303,6 +304,7 @@ def test_vocab_file_with_empty_line_rejected(tmp_path):
         BertTokenizer(str(path))
 
 
+@pytest.mark.slow
 def test_detokenize_table_is_its_own(tmp_path):
     """A vocab file's id -> token table is never another tokenizer's, even where an earlier table's handle outlives
     its tokenizer (a traced function, a traceback): tables shared by name served other vocabularies at times."""

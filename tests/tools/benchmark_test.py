@@ -108,6 +108,7 @@ def test_memory_probe_reads_a_childs_peak_and_stops_it_at_a_limit():
     assert stopped.limit_hit and stopped.returncode < 0 and stopped.seconds < 20
 
 
+@pytest.mark.slow
 def test_benchmark_probe_runs_one_side_of_a_row_and_reports_its_peak_rss():
     spec = (
         '{"kind": "train", "cfg": {"num_layers": 1, "num_heads": 2, "hidden_dim": 32, "intermediate_dim": 64}, '

@@ -72,6 +72,7 @@ def _student_variables(model_dir, step):
     return {n: reader.get_tensor(n) for n in names}  # the student's trainable variables (the teacher's are frozen)
 
 
+@pytest.mark.slow
 def test_a_run_on_precomputed_outputs_trains_the_live_runs_student_and_reuses_them(teacher, tmp_path):
     train = sentiment_tsv(tmp_path / "train.tsv", n=20)
     runs = {}

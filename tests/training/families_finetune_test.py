@@ -92,6 +92,7 @@ def _batch(model_dir, settings):
     return packer_for(tokenizer, 32)(tokenizer.tokenize(tf.constant(SENTENCES)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task", TASKS)
 @pytest.mark.parametrize("family", FAMILIES)
 def test_family_finetunes_and_its_model_directory_rebuilds_the_model(family, task, tmp_path, monkeypatch, caplog):
@@ -132,6 +133,7 @@ def test_family_finetunes_and_its_model_directory_rebuilds_the_model(family, tas
         assert any("pooler" in r.getMessage() and "freshly initialised" in r.getMessage() for r in caplog.records)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", FAMILIES)
 def test_classifier_checkpoint_init_warns_of_a_fresh_pooler_only_without_one(family, tmp_path, monkeypatch, caplog):
     """`--init=FAMILY-cls`: BERT's and ALBERT's `...ForSequenceClassification` keep the pooler in the base model,

@@ -4,12 +4,15 @@ import os
 import re
 import subprocess
 
+import pytest
+
 from tests.launcher import python_command
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 DOC = os.path.join(ROOT, "docs", "fine-tuning.md")
 
 
+@pytest.mark.slow
 def test_readme_fit_example_runs(minilm_dir, tmp_path):
     """The documentation's user-code example, with fewer steps: model.fit on SST-2 from the MiniLM checkpoint."""
     with open(DOC, encoding="utf-8") as f:

@@ -76,6 +76,7 @@ def _checkpoints(model_dir):
     return sorted(n[: -len(".index")] for n in names if n.startswith("ckpt-") and n.endswith(".index"))
 
 
+@pytest.mark.slow
 def test_finetuning_keeps_one_checkpoint_and_none_of_the_initial_weights(default_run, tiny_dir, data, tmp_path):
     assert _checkpoints(default_run[0]) == ["ckpt-12"]  # was ckpt-0 (the --init weights) and ckpt-12
     _finetune(_config(tiny_dir, data, tmp_path / "more", checkpoint_steps=4, keep_checkpoints=2))
@@ -120,6 +121,7 @@ def test_too_few_steps_are_warned_about_once_before_training(default_run, tiny_d
     assert not any(m.startswith("Warning") for m in messages)
 
 
+@pytest.mark.slow
 def test_a_finished_pretraining_run_is_recognized_before_building_the_model(tmp_path):
     corpus, vocab = tiny_corpus_and_vocab(str(tmp_path), WORDS, documents=20)
     settings = dict(

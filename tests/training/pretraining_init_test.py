@@ -108,6 +108,7 @@ def test_init_defaults_follow_the_checkpoint():
         PretrainConfig(model_dir="runs/x", packing="doc_sentences", sentence_objective="nsp")
 
 
+@pytest.mark.slow
 def test_init_run_keeps_the_checkpoint_and_resumes_without_it(tmp_path):
     init = shutil.copytree(os.path.join(FAMILIES, "bert"), tmp_path / "init")
     model_dir = str(tmp_path / "run")

@@ -87,6 +87,7 @@ def _json(directory, name):
         return json.load(f)
 
 
+@pytest.mark.slow
 def test_library_call_writes_the_directory_the_app_writes(runs):
     library_dir, _, _, app_dir, _ = runs
     files = _files(library_dir)
@@ -109,6 +110,7 @@ def test_library_call_writes_the_directory_the_app_writes(runs):
     assert ours == theirs
 
 
+@pytest.mark.slow
 def test_library_call_returns_the_final_metrics_and_logs_what_the_app_prints(runs):
     _, metrics, log, _, stdout = runs
     assert metrics["loss"] > 0 and math.isfinite(metrics["loss"]) and "mlm_acc" in metrics and "nsp_loss" in metrics
@@ -117,6 +119,7 @@ def test_library_call_returns_the_final_metrics_and_logs_what_the_app_prints(run
         assert text in stdout, text
 
 
+@pytest.mark.slow
 def test_fill_mask_ranks_pieces_of_the_vocabulary(runs, corpus_and_vocab):
     library_dir, _, log, _, _ = runs
     sentences = ["The [MASK] of the function is returned.", "This module provides [MASK] for files."]
@@ -173,6 +176,7 @@ def test_warmup_defaults_to_a_proportion_of_the_run(tmp_path):
         ("deberta-v2", "DebertaV2ForMaskedLM"),
     ],
 )
+@pytest.mark.slow
 def test_family_pretrains_masked_lm_alone_and_converts_to_hugging_face(
     family, architecture, corpus_and_vocab, tmp_path
 ):
@@ -232,6 +236,7 @@ def test_nsp_defaults_to_the_family():
     assert PretrainConfig(model_dir="runs/x", model_type="electra", nsp=False).run_nsp() is False
 
 
+@pytest.mark.slow
 def test_roberta_builds_a_byte_level_bpe_vocabulary_and_converts_to_hugging_face(corpus_and_vocab, tmp_path):
     """RoBERTa from scratch: a byte-level BPE vocabulary built from the corpus (vocab.json + merges.txt), its
     packing and `<mask>`, masked LM alone; the model directory converts to a `RobertaForMaskedLM` whose tokenizer
@@ -298,6 +303,7 @@ def test_app_refuses_nsp_for_a_family_without_it(tmp_path):
     assert not (tmp_path / "never").exists()
 
 
+@pytest.mark.slow
 def test_unigram_vocabulary_pretrains_and_reads_back(corpus_and_vocab, tmp_path):
     """model_type bert on a SentencePiece unigram vocabulary (a directory from build_unigram_vocab): the model
     directory carries the .model and tokenizer_config.json, `load_tokenizer` reads it back, whole-word masking
@@ -331,6 +337,7 @@ def test_unigram_vocabulary_pretrains_and_reads_back(corpus_and_vocab, tmp_path)
     assert load_tokenizer(out)(text).to_list() == original(text).to_list()
 
 
+@pytest.mark.slow
 def test_albert_builds_a_unigram_vocabulary_pretrains_and_converts_to_hugging_face(corpus_and_vocab, tmp_path):
     """ALBERT from scratch: a SentencePiece unigram vocabulary built from the corpus, factorized embeddings
     (`--embedding_size`) and one block shared by the preset's layers, masked LM with ALBERT's sentence-order

@@ -87,6 +87,7 @@ def _assert_same_run(result, reference):
     assert max(float(np.max(np.abs(a - b))) for a, b in zip(weights, reference[1])) < 1e-4
 
 
+@pytest.mark.slow
 def test_mirrored_two_replicas_equals_one_device(one_device, tmp_path):
     _assert_same_run(train(mirrored_strategy(["/cpu:0", "/cpu:1"]), tmp_path), one_device)
 
@@ -95,6 +96,7 @@ def test_gradient_accumulation_equals_one_device(one_device, tmp_path):
     _assert_same_run(train(tf.distribute.OneDeviceStrategy("/cpu:0"), tmp_path, grad_accum_steps=2), one_device)
 
 
+@pytest.mark.slow
 def test_clipping_is_applied_to_the_global_gradient(tmp_path):
     clipped = train(mirrored_strategy(["/cpu:0", "/cpu:1"]), tmp_path / "m", clip_norm=1e-3)
     reference = train(tf.distribute.OneDeviceStrategy("/cpu:0"), tmp_path / "o", clip_norm=1e-3)
