@@ -99,6 +99,10 @@ INIT_REFUSES = ("model", "vocab", "vocab_size", "embedding_size", "lowercase")
 DEFAULT_MODEL = "mini"
 DEFAULT_VOCAB_SIZE = 8000
 
+# The families a preset can become. ModernBERT loads and converts, but pretraining it (its recipe and the
+# long-context phase) is not built yet (issue 37), so it is not offered.
+PRETRAIN_MODEL_TYPES = tuple(model_type for model_type in MODEL_TYPES if model_type != "modernbert")
+
 
 def has_checkpoint(model_dir):
     """True when `model_dir` holds a run's checkpoints (or their state file): a run there resumes, never starts."""
@@ -146,7 +150,7 @@ class PretrainConfig(MaskedLMData, Schedule, Optimization):
         "agree): roberta (one segment, positions from 2, LayerNorm 1e-5), distilbert (no segments), electra "
         "(--embedding_size), albert (--embedding_size, one shared layer, gelu_new). A bert_config.json's own "
         "model_type must agree.",
-        enum=MODEL_TYPES,
+        enum=PRETRAIN_MODEL_TYPES,
     )
     # ELECTRA's and ALBERT's embedding width; None: ELECTRA hidden_size // 2 (ELECTRA-small: 128 over 256),
     # ALBERT min(128, hidden_size) (ALBERT-base: 128 over 768)
@@ -350,8 +354,8 @@ class PretrainConfig(MaskedLMData, Schedule, Optimization):
                 fail(f"`warmup_steps` exceeds `train_steps` ({self.train_steps})", "warmup_steps")
         if not 0.0 <= self.warmup_proportion <= 1.0:
             fail("`warmup_proportion` must be in [0, 1]", "warmup_proportion")
-        if self.model_type is not None and self.model_type not in MODEL_TYPES:
-            fail(f"`model_type` must be one of {MODEL_TYPES}", "model_type")
+        if self.model_type is not None and self.model_type not in PRETRAIN_MODEL_TYPES:
+            fail(f"`model_type` must be one of {PRETRAIN_MODEL_TYPES}", "model_type")
         if self.init:
             self._validate_init(fail, fail_both)
         model_type = self.run_model_type()
