@@ -177,7 +177,9 @@ LONG = {
         "about 18 minutes: the default suite, the tests not marked slow (18.5 measured alone on a 2-core "
         "AVX2-only AMD EPYC)"
     ),
-    "make test-slow": Long("about 55 minutes: the tests marked slow (estimated: the 72.2-minute full run less the default tier, same CPU)"),
+    "make test-slow": Long(
+        "about 55 minutes: the tests marked slow (estimated: the 72.2-minute full run less the default tier, same CPU)"
+    ),
     "make test-all": Long("both tiers in one run, about 72 minutes (72.2 measured alone, same CPU)"),
     "make readme-check": Long("this file's tests, the slow ones included: several minutes"),
     "make lint": Long("ruff over the tree, seconds; CI runs it before the tests, this suite need not run it again"),
