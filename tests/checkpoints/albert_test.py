@@ -91,6 +91,7 @@ def test_load_encoder_reads_the_base_model():
     _close(encoder(_inputs(row))["sequence_output"][0], row["last_hidden_state"])
 
 
+@pytest.mark.slow
 def test_sequence_classifier_logits_and_labels():
     model, settings = tasks.load_model(_shared("albert-cls"))
     assert isinstance(model, BertClassifier)

@@ -46,6 +46,7 @@ def test_manifest_counts_match_records(shards):
     assert read_manifest(str(directory)) == manifest
 
 
+@pytest.mark.slow
 def test_batches_from_shards_have_the_pretraining_layout_and_remask_each_epoch(shards):
     directory, tokenizer, _ = shards
     dataset = pretraining_dataset_from_shards(

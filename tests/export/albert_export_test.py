@@ -63,6 +63,7 @@ def served(tmp_path_factory):
     return dirs, responses, reference, masked
 
 
+@pytest.mark.slow
 def test_classifier_logits_equal_transformers_on_single_texts(served):
     _, responses, reference, _ = served
     answer = responses["cls-single"]
@@ -72,6 +73,7 @@ def test_classifier_logits_equal_transformers_on_single_texts(served):
     assert labels == [["negative", "neutral", "positive"][i] for i in answer["logits"].argmax(axis=1)]
 
 
+@pytest.mark.slow
 def test_classifier_pairs_equal_the_model_on_the_packed_pair(served):
     dirs, responses, reference, _ = served
     model, settings = tasks.load_model(dirs["albert-cls"])
@@ -87,6 +89,7 @@ def test_classifier_pairs_equal_the_model_on_the_packed_pair(served):
     np.testing.assert_allclose(responses["cls-pair"]["logits"], model.call_graph(packed), atol=1e-4, rtol=0)
 
 
+@pytest.mark.slow
 def test_fill_mask_top5_and_hidden_states_equal_transformers(served):
     _, responses, reference, masked = served
     answer = responses["fill-mask"]

@@ -133,6 +133,7 @@ def test_one_short_line_corpus_gives_a_batch_quickly(tmp_path, vocab):
     print(f"one short line: first batch in {seconds:.1f} s")
 
 
+@pytest.mark.slow
 def test_corpus_that_cannot_make_a_pair_is_refused_naming_it(tmp_path, vocab):
     corpus = tmp_path / "one_word.txt"
     corpus.write_text("w1\n")

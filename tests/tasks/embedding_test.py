@@ -117,6 +117,7 @@ def pair_run(tiny_dir, pair_files, shared_artifact):
     return run, best
 
 
+@pytest.mark.slow
 def test_triplets_train_with_retrieval_evaluation_and_the_model_directory_keeps_the_pooling(pair_run, pair_files):
     run, best = pair_run
     assert set(best) == {"recall@1", "recall@5", "recall@10", "mrr@10", "step", "epoch"}
