@@ -21,6 +21,9 @@ to reproduce the model's inputs:
   "longest_first" (absent: the original BERT's `_truncate_seq_pair`, as Google's TF1 checkpoints and bert_tf's
   own pretraining were used) or "hf_longest_first" (Hugging Face `tokenizers`', what a checkpoint with a
   `tokenizer.json` is used with: `infer_settings` says so for such a directory without `bert_tf.json`).
+- `long_text`, `window_stride` (fine-tuned sentence classifiers and regressors): "truncate" or "windows", how the
+  model was trained on texts longer than `max_seq_length` (`bert_tf.text.windows`); the export and
+  `SentenceEmbedder` default to it.
 Other keys are kept as they are, for apps that need more.
 """
 
@@ -31,6 +34,7 @@ from bert_tf.checkpoints.sentence_transformers import is_sentence_transformers_d
 from bert_tf.config import ConfigError, read_json
 from bert_tf.layers.sentence_pooling import check_pooling
 from bert_tf.text.packing import PAIR_TRUNCATIONS
+from bert_tf.text.windows import LONG_TEXT
 
 SETTINGS_FILE = "bert_tf.json"
 
@@ -72,6 +76,13 @@ def validate_settings(settings, source="settings"):
             f"{source}: field `pair_truncation` must be one of {', '.join(PAIR_TRUNCATIONS)}. "
             f"Received: pair_truncation={merged['pair_truncation']!r}"
         )
+    if "long_text" in merged and merged["long_text"] not in LONG_TEXT:
+        raise ConfigError(
+            f"{source}: field `long_text` must be one of {', '.join(LONG_TEXT)}. Received: long_text={merged['long_text']!r}"
+        )
+    stride = merged.get("window_stride")
+    if stride is not None and (isinstance(stride, bool) or not isinstance(stride, int) or stride < 1):
+        raise ConfigError(f"{source}: field `window_stride` must be a positive integer or null. Received: {stride!r}")
     try:
         merged["pooling"] = list(check_pooling(merged["pooling"], source=f"{source}: field `pooling`"))
     except ValueError as e:

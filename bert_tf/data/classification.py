@@ -21,6 +21,7 @@ import re
 import tensorflow as tf
 
 from bert_tf.text import packer_for
+from bert_tf.text.windows import MAX_WINDOWS, check_long_text, windows_of
 
 TASKS = ("classification", "regression")
 FORMATS = ("tsv", "csv", "jsonl")
@@ -429,6 +430,9 @@ def make_dataset(
     drop_remainder=False,
     truncation=None,
     with_index=False,
+    long_text="truncate",
+    window_stride=None,
+    max_windows=MAX_WINDOWS,
 ):
     """Batches of encoder inputs (and labels) from `ClassificationExamples`.
 
@@ -453,6 +457,13 @@ def make_dataset(
             "hf_longest_first" for a checkpoint with a `tokenizer.json`).
         with_index: features also hold `example_index` int32 `[B]`, each row's
             position in `examples` (carried through shuffling and repeats).
+        long_text: "truncate" (a text keeps its first pieces) or "windows":
+            each text longer than a window becomes several rows, its
+            overlapping windows (`bert_tf.text.windows`), each with the text's
+            label and, always, its `example_index` (how an evaluation averages
+            a text's windows); batches hold `batch_size` windows. One-text
+            examples only.
+        window_stride, max_windows: the windows' (see `check_long_text`).
 
     Returns:
         `tf.data.Dataset` of `(features, labels)`: features dict `token_ids`,
@@ -462,6 +473,14 @@ def make_dataset(
     """
     if batch_size <= 0:
         raise ValueError(f"`batch_size` must be positive. Received: batch_size={batch_size}")
+    window_stride = check_long_text(long_text, window_stride, max_windows, max_seq_length)
+    windows = long_text == "windows"
+    if windows and examples.pairs is not None:
+        raise ValueError(
+            "long_text='windows' cuts one-text examples into windows; these examples are pairs (text_pair_column): "
+            "use long_text='truncate'."
+        )
+    with_index = with_index or windows
     packer = packer_for(
         tokenizer,
         max_seq_length,
@@ -481,15 +500,21 @@ def make_dataset(
         dataset = dataset.shuffle(max(len(examples), 1), seed=seed, reshuffle_each_iteration=True)
     if repeat:
         dataset = dataset.repeat()
-    dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
+    dataset = dataset.batch(batch_size, drop_remainder=drop_remainder and not windows)
 
-    def encode(batch):  # dict of [B] -> (features [B, T], labels [B])
+    def encode(batch):  # dict of [B] -> (features [B, T], labels [B]); windows: [N] windows of the B texts
         segments = [tokenizer.tokenize(batch["text"])]  # [B, (P)]
         if "pair" in batch:
             segments.append(tokenizer.tokenize(batch["pair"]))
+        if windows:
+            segments[0], row, _ = windows_of(segments[0], max_seq_length, window_stride, max_windows)  # [N, (W)]
+            batch = {key: tf.gather(value, row) for key, value in batch.items() if key != "text"}
         features = packer(*segments)
         if with_index:
             features = dict(features, example_index=batch["index"])
         return (features, batch["label"]) if "label" in batch else features
 
-    return dataset.map(encode, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(tf.data.AUTOTUNE)
+    dataset = dataset.map(encode, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    if windows:  # batches of `batch_size` windows (a text's windows stay together, in order)
+        dataset = dataset.unbatch().batch(batch_size, drop_remainder=drop_remainder)
+    return dataset.prefetch(tf.data.AUTOTUNE)

@@ -12,8 +12,9 @@ table), `DisentangledSelfAttention`, `DisentangledTransformerBlock`, `TokenConvo
 ModernBERT's: `RotaryEmbedding` (rotary positions, rotate-half layout; `rotate_half`,
 `inverse_frequencies`), `RotarySelfAttention` (fused query/key/value, global or
 sliding-window), `GeGLUFeedForward`, `ModernBertBlock` (pre-norm), `PoolingHead`
-(cls or mean pooling, dense, LayerNorm); `in_window` and `sliding_window_context`
-(the sliding window's keys and its attention, `bert_tf.layers.local_attention`).
+(cls or mean pooling, dense, LayerNorm); `in_window`, `sliding_window_context` and
+`global_context` (the sliding window's keys, its attention in blocks, global attention in query chunks:
+`bert_tf.layers.local_attention`).
 
 Functions: `get_activation` (`hidden_act` name -> function) with the GELUs
 `gelu_erf` and `gelu_tanh`; the fused element-wise kernels `layer_norm`,
@@ -35,7 +36,7 @@ from bert_tf.layers.dropout import dropout
 from bert_tf.layers.execution_path import ExecutionPath, choose_path, cpu_info, resolve_jit_compile
 from bert_tf.layers.geglu_feed_forward import GeGLUFeedForward
 from bert_tf.layers.layer_norm import LayerNorm, layer_norm
-from bert_tf.layers.local_attention import in_window, sliding_window_context
+from bert_tf.layers.local_attention import global_context, in_window, sliding_window_context
 from bert_tf.layers.masked_lm_head import MaskedLMHead
 from bert_tf.layers.modernbert_block import ModernBertBlock
 from bert_tf.layers.pooler import Pooler
@@ -64,6 +65,7 @@ __all__ = [
     "PoolingHead",
     "RotaryEmbedding",
     "RotarySelfAttention",
+    "global_context",
     "in_window",
     "inverse_frequencies",
     "rotate_half",

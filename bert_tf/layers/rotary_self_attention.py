@@ -13,7 +13,7 @@ from keras import ops
 
 from bert_tf.layers.bert_self_attention import MASK_BIAS, dropped_softmax
 from bert_tf.layers.dropout import draw_seed
-from bert_tf.layers.local_attention import sliding_window_context
+from bert_tf.layers.local_attention import global_context, sliding_window_context
 from bert_tf.layers.rotary_embedding import RotaryEmbedding
 
 
@@ -23,9 +23,11 @@ class RotarySelfAttention(keras.layers.Layer):
     One `[H, 3H]` projection gives queries, keys and values (Hugging Face's
     `Wqkv`, whose output is laid out `[3, N, D]`); queries and keys are
     rotated by their positions (`RotaryEmbedding`, the layer's `rope_theta`);
-    a global layer (`local_attention` None) attends to every real token, a
-    sliding-window layer only to those at most `local_attention // 2`
-    positions away (`local_attention.sliding_window_context`); the heads'
+    a global layer (`local_attention` None) attends to every real token
+    (`local_attention.global_context`: in query chunks when the scores would
+    be large), a sliding-window layer only to those at most
+    `local_attention // 2` positions away, in blocks whose memory grows
+    linearly with T (`local_attention.sliding_window_context`); the heads'
     outputs go through `Wo`. Positions are the columns `0 .. T - 1` (rows are
     right-padded), so no position table bounds the length. Softmax runs in
     float32.
@@ -106,8 +108,7 @@ class RotarySelfAttention(keras.layers.Layer):
         padding_bias = (1.0 - ops.cast(padding_mask, "float32")) * MASK_BIAS  # [B, T]
         softmax = functools.partial(self._probabilities, training=training)
         if self.local_attention is None:
-            scores = ops.cast(tf.matmul(query, key, transpose_b=True), "float32")  # [B, N, T, T]
-            context = tf.matmul(softmax(scores, padding_bias), value)  # [B, N, T, D]
+            context = global_context(query, key, value, padding_bias, softmax, training=bool(training))
         else:
             context = sliding_window_context(query, key, value, padding_bias, self.local_attention, softmax)
         context = tf.reshape(tf.transpose(context, (0, 2, 1, 3)), (batch, length, self.hidden_dim))  # [B, T, H]

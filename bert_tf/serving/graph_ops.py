@@ -9,6 +9,7 @@ Shape legend: B inputs, T tokens, N windows, P pieces (flat over a batch).
 import tensorflow as tf
 
 from bert_tf.text.offsets import bytes_to_chars
+from bert_tf.text.windows import take_pieces, window_spans  # noqa: F401  (the serving modules' windows)
 
 
 def checked_strings(strings, max_bytes):
@@ -46,6 +47,9 @@ def checked_ids(token_ids, segment_ids, padding_mask, vocab_size, type_vocab_siz
     token_ids, segment_ids, padding_mask = (
         tf.ensure_shape(x, [None, None]) for x in (token_ids, segment_ids, padding_mask)
     )
+    # A family without segment embeddings (type_vocab_size 0: ModernBERT) reads no segment ids; a pair's 0 and 1
+    # are accepted as the packer writes them.
+    segments = type_vocab_size or 2
     checks = [
         tf.debugging.assert_equal(
             tf.shape(segment_ids), tf.shape(token_ids), message="segment_ids must have the shape of token_ids"
@@ -59,7 +63,7 @@ def checked_ids(token_ids, segment_ids, padding_mask, vocab_size, type_vocab_siz
         tf.debugging.assert_non_negative(token_ids, message="token_ids must be >= 0"),
         tf.debugging.assert_less(token_ids, vocab_size, message=f"token_ids must be < {vocab_size}"),
         tf.debugging.assert_non_negative(segment_ids, message="segment_ids must be >= 0"),
-        tf.debugging.assert_less(segment_ids, type_vocab_size, message=f"segment_ids must be < {type_vocab_size}"),
+        tf.debugging.assert_less(segment_ids, segments, message=f"segment_ids must be < {segments}"),
         tf.debugging.assert_non_negative(padding_mask, message="padding_mask must be 0 or 1"),
         tf.debugging.assert_less_equal(padding_mask, 1, message="padding_mask must be 0 or 1"),
     ]
@@ -79,38 +83,6 @@ def trim_to_longest(features):
     lengths = tf.reduce_sum(features["padding_mask"], axis=1)  # [B]
     longest = tf.reduce_max(tf.concat([lengths, [1]], axis=0))
     return {key: value[:, :longest] for key, value in features.items()}
-
-
-def window_spans(lengths, budgets, stride):
-    """Doc-stride windows over rows of pieces, as google-research/bert `run_squad.py`.
-
-    Windows start every `min(stride, budget)` pieces until one reaches the
-    end of its row; an empty row has one empty window.
-
-    Args:
-        lengths: int64 `[B]`, pieces per row.
-        budgets: int64 `[B]`, pieces a window of the row holds (>= 1).
-        stride: Python int >= 1.
-
-    Returns:
-        `(row, start, size)`: int64 `[N]` each: the row of each window, its
-        first piece (within the row) and its number of pieces.
-    """
-    step = tf.minimum(tf.cast(stride, tf.int64), budgets)  # [B]
-    extra = tf.maximum(lengths - budgets, 0)
-    count = 1 + (extra + step - 1) // step  # [B]
-    row = tf.repeat(tf.range(tf.size(lengths, out_type=tf.int64)), count)  # [N]
-    number = tf.ragged.range(count).flat_values  # [N], window number within its row
-    start = number * tf.gather(step, row)
-    size = tf.minimum(tf.gather(lengths, row) - start, tf.gather(budgets, row))
-    return row, start, size
-
-
-def take_pieces(pieces, row, start, size):
-    """Ragged `[N, (size)]` of `pieces[row][start:start + size]` for each window of a ragged `[B, (L)]`."""
-    base = tf.gather(pieces.row_starts(), row) + start
-    index = tf.ragged.range(base, base + size)  # [N, (n)] flat piece indices
-    return index.with_flat_values(tf.gather(pieces.flat_values, index.flat_values))
 
 
 def byte_to_char_offsets(strings, offsets):

@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from bert_tf.serving import graph_ops
 from bert_tf.text import packer_for
-from bert_tf.text.windows import BYTES_PER_TOKEN, MAX_WINDOWS, SINGLE_SPECIALS, check_long_text, max_pieces
+from bert_tf.text.windows import BYTES_PER_TOKEN, MAX_WINDOWS, check_long_text, max_pieces, windows_of
 
 # Signature input specs: the names are the request keys of every signature.
 TEXT = tf.TensorSpec([None], tf.string, name="text")
@@ -166,14 +166,9 @@ class ServingModule(tf.Module):
         A text of P pieces has `1 + ceil((P - W) / window_stride)` windows of W = `max_seq_length - 2` pieces
         (one when P <= W, an empty text included), at most `max_windows`.
         """
-        pieces = self._tokenize(text)  # [B, (P)]
-        lengths = pieces.row_lengths()
-        budgets = tf.fill(tf.shape(lengths), tf.constant(self.max_seq_length - SINGLE_SPECIALS, tf.int64))
-        row, start, size = graph_ops.window_spans(lengths, budgets, self.window_stride)
-        keep = start < self.window_stride * self.max_windows  # the window's number < max_windows
-        row, start, size = (tf.boolean_mask(x, keep) for x in (row, start, size))
-        windows = graph_ops.take_pieces(pieces, row, start, size)  # [N, (W)]
-        count = tf.math.unsorted_segment_sum(tf.ones_like(row, tf.int32), row, tf.size(lengths))
+        windows, row, count = windows_of(
+            self._tokenize(text), self.max_seq_length, self.window_stride, self.max_windows
+        )
         return self._pack(windows), row, count
 
     @staticmethod

@@ -15,6 +15,7 @@ Shapes: N examples, C classes.
 
 import dataclasses
 import functools
+import logging
 import os
 
 import numpy as np
@@ -28,6 +29,7 @@ from bert_tf.objectives import Head, Objective
 from bert_tf.options import option
 from bert_tf.serving import ClassifierModule
 from bert_tf.tasks import common, registry
+from bert_tf.text.windows import LONG_TEXT, MAX_WINDOWS, SINGLE_SPECIALS, check_long_text
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -54,6 +56,16 @@ class ClassificationOptions(ColumnOptions):
         None,
         "Classification labels in id order, as the files hold them (default: the training file's labels, or the "
         "--glue_task's label names, e.g. negative,positive for sst2, whose files hold 0,1).",
+    )
+    long_text: str = option(
+        "truncate",
+        "A text longer than max_seq_length: truncate it (the count is logged), or cut it into overlapping windows "
+        "(--window_stride) that are trained on as examples with the text's label, and whose logits are averaged "
+        "at evaluation. Recorded in bert_tf.json: the export and SentenceEmbedder default to it. One-text tasks.",
+        enum=LONG_TEXT,
+    )
+    window_stride: int = option(
+        None, "--long_text=windows: pieces between window starts, less than --max_seq_length (default: half a window)."
     )
 
 
@@ -109,6 +121,34 @@ class SentenceData:
                 labels=[t.labels[i] for i in keep],
                 lines=[t.lines[i] for i in keep],
             )
+        self._train_windows = None
+        long_text, window_stride = self.long_text
+        if self.train.pairs is None:  # one-text data: how many texts are longer than a row, in how many windows
+            pieces = piece_counts(self.train.texts, tokenizer, 256)
+            budget = config.max_seq_length - SINGLE_SPECIALS
+            window_stride = check_long_text(long_text, window_stride, MAX_WINDOWS, config.max_seq_length)
+            if long_text == "windows":
+                windows = 1 + np.maximum(0, -(-(pieces - budget) // window_stride))
+                self._train_windows = int(np.minimum(windows, MAX_WINDOWS).sum())
+            elif (pieces > budget).any():
+                logging.warning(
+                    "%s: %d of %d training texts are longer than max_seq_length (%d tokens) and are truncated "
+                    "(--long_text=windows trains on the whole text in overlapping windows).",
+                    config.train_file,
+                    int((pieces > budget).sum()),
+                    len(pieces),
+                    config.max_seq_length,
+                )
+
+    @property
+    def long_text(self):
+        """The run's `(long_text, window_stride)` (a config without the fields, e.g. a distillation's: truncation)."""
+        long_text = getattr(self.config, "long_text", "truncate") or "truncate"
+        return long_text, getattr(self.config, "window_stride", None)
+
+    def _windows(self):
+        long_text, window_stride = self.long_text
+        return dict(long_text=long_text, window_stride=window_stride)
 
     def _read(self, path, split, kwargs):
         if tfds_inputs.is_tfds(path):
@@ -127,7 +167,8 @@ class SentenceData:
 
     @property
     def num_train(self):
-        return len(self.train)
+        """Training examples in one epoch: the texts, or with long_text="windows" their windows."""
+        return len(self.train) if self._train_windows is None else self._train_windows
 
     @property
     def num_eval(self):
@@ -164,10 +205,18 @@ class SentenceData:
             self.config.max_seq_length,
             self.config.eval_batch_size,
             max_position_embeddings=self.max_position_embeddings,
+            **self._windows(),
         )
 
+    def predict_logits(self, model):
+        """The evaluation texts' logits `[N, C]`: with long_text="windows", each the mean of its windows' logits."""
+        if self.long_text[0] != "windows":
+            return common.predict(model, self._eval_batches)["logits"]
+        outputs = common.predict(model, self._eval_batches, carry=("example_index",))
+        return window_means(outputs["logits"], outputs["example_index"], len(self.eval))
+
     def evaluate(self, model):
-        logits = common.predict(model, self._eval_batches)["logits"]  # [N, C]
+        logits = self.predict_logits(model)  # [N, C]
         labels = np.asarray(self.eval.labels)
         if self.regression:
             scores = logits[:, 0]
@@ -223,13 +272,43 @@ def training_batches(
         max_position_embeddings=max_position_embeddings,
         drop_remainder=True,
         with_index=with_index,
+        long_text=getattr(config, "long_text", None) or "truncate",
+        window_stride=getattr(config, "window_stride", None),
     )
     dataset = common.worker_slice(dataset, context)
     return dataset.map(lambda f, y: common.trim_batch((f, {"logits": y}, {"logits": tf.ones_like(y, tf.float32)})))
 
 
+def window_means(logits, example_index, count):
+    """The mean of each text's windows' `logits` `[N, C]` (window i belongs to text `example_index[i]`) -> `[count, C]`."""
+    sums = np.zeros((count, logits.shape[1]), np.float64)
+    np.add.at(sums, example_index, logits)
+    windows = np.bincount(example_index, minlength=count)
+    return (sums / np.maximum(windows, 1)[:, None]).astype(np.float32)
+
+
+def piece_counts(texts, tokenizer, batch_size=256):
+    """int64 `[N]`: the pieces each of `texts` tokenizes to (in-graph, batches in parallel)."""
+    if not texts:
+        return np.zeros((0,), np.int64)
+    dataset = tf.data.Dataset.from_tensor_slices(tf.constant(texts, tf.string)).batch(batch_size)
+    dataset = dataset.map(lambda batch: tokenizer.tokenize(batch).row_lengths(), num_parallel_calls=tf.data.AUTOTUNE)
+    return np.concatenate([counts.numpy() for counts in dataset])
+
+
 def check_config(config):
-    """Sentence tasks need their columns: a GLUE layout, explicit columns, or a `tfds:` set that knows them."""
+    """Sentence tasks need their columns: a GLUE layout, explicit columns, or a `tfds:` set that knows them; long
+    texts are cut into windows only with a stride that covers them, and only one-text examples."""
+    long_text = getattr(config, "long_text", None) or "truncate"
+    try:
+        check_long_text(long_text, getattr(config, "window_stride", None), 1, config.max_seq_length)
+    except ValueError as e:
+        raise ValueError(f"FinetuneConfig: {e}") from None
+    if long_text == "windows" and config.text_pair_column not in (None, ""):
+        raise ValueError(
+            "FinetuneConfig: long_text='windows' cuts one-text examples into windows; a pair task "
+            f"(text_pair_column={config.text_pair_column!r}) is truncated: use long_text='truncate'."
+        )
     if config.glue_task or tfds_inputs.is_tfds(config.train_file):
         return
     if not config.text_column:
@@ -262,6 +341,7 @@ CLASSIFICATION = registry.register(
         hf_accepts=lambda num_labels: num_labels >= 2,
         distillable=True,
         data_with_index=True,
+        recorded_settings=("long_text", "window_stride"),
         options=ClassificationOptions,
     )
 )
@@ -284,6 +364,7 @@ REGRESSION = registry.register(
         hf_accepts=lambda num_labels: num_labels == 1,
         distillable=True,
         data_with_index=True,
+        recorded_settings=("long_text", "window_stride"),
         options=ClassificationOptions,
     )
 )

@@ -52,9 +52,10 @@ def worker_slice(dataset, context):
 _PREDICT_FUNCTIONS = weakref.WeakKeyDictionary()
 
 
-def predict(model, batches, sequence_keys=()):
+def predict(model, batches, sequence_keys=(), carry=()):
     """Model outputs over a features dataset: dict of numpy arrays; `sequence_keys` ([B, T, ...]
-    outputs of trimmed batches) are padded back to the full length with -1e4."""
+    outputs of trimmed batches) are padded back to the full length with -1e4; `carry` names features (e.g.
+    `example_index`) returned beside the outputs, row for row."""
     if model not in _PREDICT_FUNCTIONS:  # one trace for every batch shape
         spec = {k: tf.TensorSpec([None, None], tf.int32) for k in ("token_ids", "segment_ids", "padding_mask")}
         _PREDICT_FUNCTIONS[model] = tf.function(lambda f: model(f, training=False), input_signature=[spec])
@@ -62,9 +63,11 @@ def predict(model, batches, sequence_keys=()):
     outputs = {}
     for features in batches:
         full = features["token_ids"].shape[1]
-        result = call({k: tf.cast(v, tf.int32) for k, v in trim_batch(features).items()})
+        inputs = {k: v for k, v in features.items() if k not in carry}
+        result = call({k: tf.cast(v, tf.int32) for k, v in trim_batch(inputs).items()})
         if not isinstance(result, dict):  # a one-output Keras model returns the bare tensor
             result = {"logits": result}
+        result = {**result, **{key: features[key] for key in carry}}
         for key, value in result.items():
             value = value.numpy()
             if key in sequence_keys:

@@ -78,6 +78,10 @@ class Task:
             settings (a `FinetuneConfig` field of the same name, when set,
             replaces it) and records it in the model directory;
             `bert_tf.tasks.load_model` passes the directory's.
+        recorded_settings: names of `FinetuneConfig` fields recorded in the
+            model directory's `bert_tf.json` as they were set (how the model was
+            trained, that the export and `SentenceEmbedder` default to: the
+            sentence tasks' `long_text` and `window_stride`).
         distillable: `distill` accepts a teacher of this task (its objective's
             outputs are logits the student can match); False: refused by name.
         data_with_index: the task data has `train_inputs(batch_size)` (the
@@ -125,6 +129,7 @@ class Task:
     head_initializer: str = "glorot_uniform"
     hf_accepts: Callable | None = None
     model_settings: tuple = ()
+    recorded_settings: tuple = ()
     distillable: bool = False
     data_with_index: bool = False
     options: type | None = None

@@ -177,6 +177,7 @@ def finetune(config, strategy=None, log=print):
             loss_scale=config.dtype == "float16",
         )
     model_settings = model_dir_settings(init_settings, built_with, config.max_seq_length, data.label_names, task.name)
+    model_settings.update({key: getattr(config, key) for key in task.recorded_settings})
 
     def save():
         save_model_dir(model, config.model_dir, settings=model_settings)
@@ -191,6 +192,7 @@ def finetune(config, strategy=None, log=print):
         "init": os.path.relpath(config.init),
         "labels": data.label_names,
         "max_seq_length": config.max_seq_length,
+        **{key: getattr(config, key) for key in task.recorded_settings},
         "global_batch_size": config.global_batch_size,
         "train_steps": train_steps,
         "seed": config.seed,
