@@ -12,7 +12,8 @@ table), `DisentangledSelfAttention`, `DisentangledTransformerBlock`, `TokenConvo
 ModernBERT's: `RotaryEmbedding` (rotary positions, rotate-half layout; `rotate_half`,
 `inverse_frequencies`), `RotarySelfAttention` (fused query/key/value, global or
 sliding-window), `GeGLUFeedForward`, `ModernBertBlock` (pre-norm), `PoolingHead`
-(cls or mean pooling, dense, LayerNorm); `in_window` and `sliding_window_context`
+(cls or mean pooling, dense, LayerNorm), `PredictionHead` (the same dense, activation and
+LayerNorm on every token, before token and span logits); `in_window` and `sliding_window_context`
 (the sliding window's keys and its attention, `bert_tf.layers.local_attention`).
 
 Functions: `get_activation` (`hidden_act` name -> function) with the GELUs
@@ -40,6 +41,7 @@ from bert_tf.layers.masked_lm_head import MaskedLMHead
 from bert_tf.layers.modernbert_block import ModernBertBlock
 from bert_tf.layers.pooler import Pooler
 from bert_tf.layers.pooling_head import PoolingHead
+from bert_tf.layers.prediction_head import PredictionHead
 from bert_tf.layers.relative_embeddings import RelativeEmbeddings
 from bert_tf.layers.relative_position import log_bucket_position, relative_position_index
 from bert_tf.layers.rotary_embedding import RotaryEmbedding, inverse_frequencies, rotate_half
@@ -62,6 +64,7 @@ __all__ = [
     "GeGLUFeedForward",
     "ModernBertBlock",
     "PoolingHead",
+    "PredictionHead",
     "RotaryEmbedding",
     "RotarySelfAttention",
     "in_window",
