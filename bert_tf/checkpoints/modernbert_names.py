@@ -19,6 +19,10 @@ the entries follow the encoder's options. The base model has no pooler:
 LayerNorm as `head.dense` and `head.norm` (`modernbert_pooler_entries`), and
 `ModernBertForMaskedLM` has a `head` of the same form that is the masked-LM
 transform (`HF_HEADS["modernbert"].mlm` in `name_table.py`).
+`ModernBertForTokenClassification` and `ModernBertForQuestionAnswering` run
+a `head` of that form on every token before their `classifier` (both call
+their logits layer `classifier`): our task models' `PredictionHead`
+(`prediction_head_entries`).
 
 `name_table.py` registers this table for `ModernBertEncoder` (it imports this
 module; this one imports only `entries.py`, the primitives both use).
@@ -56,6 +60,15 @@ def modernbert_layer(i):
         "intermediate": f"{hf}.mlp.Wi",
         "output": f"{hf}.mlp.Wo",
     }
+
+
+def prediction_head_entries(head, ours, tf1, hf):
+    """A `PredictionHead` layer `head` (`ours`: its Keras path) <-> `tf1` and the task head module `hf` (outside
+    the base model; `head` in ModernBERT's token-classification and QA classes): dense kernel `[H, H]` and, as
+    the layer has them, bias; LayerNorm gamma and beta."""
+    entries = _dense(f"{ours}/dense", f"{tf1}/dense", hf and f"{hf}.dense", head.use_bias, in_base=False)
+    entries += _layer_norm(f"{ours}/norm", f"{tf1}/LayerNorm", hf and f"{hf}.norm", head.norm_bias, in_base=False)
+    return entries
 
 
 def modernbert_pooler_entries(encoder, hf=None, in_base=True):

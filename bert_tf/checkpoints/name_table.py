@@ -41,7 +41,11 @@ import dataclasses
 from bert_tf.checkpoints.deberta_names import deberta_encoder_table
 from bert_tf.checkpoints.entries import Entry, dense, layer_norm, output_layer, pooler_entries
 from bert_tf.checkpoints.model_heads import ModelHeads, heads_classes, heads_for, register_heads
-from bert_tf.checkpoints.modernbert_names import modernbert_encoder_table, modernbert_pooler_entries
+from bert_tf.checkpoints.modernbert_names import (
+    modernbert_encoder_table,
+    modernbert_pooler_entries,
+    prediction_head_entries,
+)
 from bert_tf.config import FAMILIES
 from bert_tf.models import (
     BertClassifier,
@@ -78,10 +82,12 @@ class HfHeads:
     sequence_pooler: tuple = ("pooler.dense", True)  # (module, in the base model?) of the classifier's dense
     sequence_logits: str = "classifier"
     # The token-classification and question-answering logits layers; None: the family's Hugging Face classes
-    # compute something else before them (ModernBERT's `head` on every token), so bert_tf's token tasks neither
-    # read nor write them.
+    # compute something bert_tf's token tasks do not, so they neither read nor write them.
     token_logits: str | None = "classifier"
     span_logits: str | None = "qa_outputs"
+    # The per-token transform those classes run before their logits (ModernBERT's `head`), where our task models
+    # have one (`BertTokenClassifier.transform`, `BertSpanLabeler.transform`); None: the family has none.
+    token_transform: str | None = None
 
 
 def _bert_layer(i):
@@ -208,16 +214,17 @@ HF_HEADS = {
         ),
         sequence_pooler=("pooler.dense", False),
     ),
-    # ModernBERT: its encoder's table is `modernbert_names.modernbert_encoder_table`; the masked-LM transform and
-    # the sequence classifier's pooled-output head are both called `head` (dense, activation, norm).
+    # ModernBERT: its encoder's table is `modernbert_names.modernbert_encoder_table`; the masked-LM transform,
+    # the sequence classifier's pooled-output head and the token and QA classes' per-token transform are all
+    # called `head` (dense, activation, norm); the token and QA classes' logits are both `classifier`.
     "modernbert": HfHeads(
         lambda i: {},  # not read: the ModernBertEncoder's own table names its layers (modernbert_names)
         segments=None,
         pooler=None,
         mlm=("head.dense", "head.norm", "decoder.bias", ()),
         sequence_pooler=("head", False),
-        token_logits=None,  # ModernBertForTokenClassification / ...ForQuestionAnswering run `head` on every token
-        span_logits=None,
+        span_logits="classifier",
+        token_transform="head",
     ),
 }
 
@@ -455,6 +462,14 @@ def span_head_table(hf_name="qa_outputs"):
     return output_layer("span_head/logits", "cls/squad/", hf_name)
 
 
+def token_transform_table(model, tf1):
+    """The task model's per-token transform before its logits (`model.transform`, ModernBERT's alone) <-> bert_tf
+    TF1 names under `tf1` and the family's Hugging Face `token_transform` module; [] without one."""
+    if getattr(model, "transform", None) is None:
+        return []
+    return prediction_head_entries(model.transform, model.transform.name, tf1, hf_heads(model).token_transform)
+
+
 CLASSIFIER_HEADS = register_heads(
     ModelHeads(
         BertClassifier,
@@ -470,7 +485,9 @@ CLASSIFIER_HEADS = register_heads(
 TOKEN_CLASSIFIER_HEADS = register_heads(
     ModelHeads(
         BertTokenClassifier,
-        entries=lambda model: tagger_head_table(hf_heads(model).token_logits),
+        entries=lambda model: (
+            token_transform_table(model, f"{TAGGER_TF1}/transform") + tagger_head_table(hf_heads(model).token_logits)
+        ),
         hf_architecture=lambda model: hf_class(model, "ForTokenClassification"),
         hf_num_labels=lambda model: model.num_classes,
         hf_pooler=lambda model: None,  # ...ForTokenClassification has no pooler
@@ -480,7 +497,9 @@ TOKEN_CLASSIFIER_HEADS = register_heads(
 SPAN_LABELER_HEADS = register_heads(
     ModelHeads(
         BertSpanLabeler,
-        entries=lambda model: span_head_table(hf_heads(model).span_logits),
+        entries=lambda model: (
+            token_transform_table(model, "cls/squad/transform") + span_head_table(hf_heads(model).span_logits)
+        ),
         hf_architecture=lambda model: hf_class(model, "ForQuestionAnswering"),
         hf_pooler=lambda model: None,  # ...ForQuestionAnswering has no pooler
         hf_suffixes=("ForQuestionAnswering",),

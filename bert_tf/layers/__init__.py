@@ -12,7 +12,8 @@ table), `DisentangledSelfAttention`, `DisentangledTransformerBlock`, `TokenConvo
 ModernBERT's: `RotaryEmbedding` (rotary positions, rotate-half layout; `rotate_half`,
 `inverse_frequencies`), `RotarySelfAttention` (fused query/key/value, global or
 sliding-window), `GeGLUFeedForward`, `ModernBertBlock` (pre-norm), `PoolingHead`
-(cls or mean pooling, dense, LayerNorm); `in_window`, `sliding_window_context` and
+(cls or mean pooling, dense, LayerNorm), `PredictionHead` (the same dense, activation and
+LayerNorm on every token, before token and span logits); `in_window`, `sliding_window_context` and
 `global_context` (the sliding window's keys, its attention in blocks, global attention in query chunks:
 `bert_tf.layers.local_attention`).
 
@@ -41,6 +42,7 @@ from bert_tf.layers.masked_lm_head import MaskedLMHead
 from bert_tf.layers.modernbert_block import ModernBertBlock
 from bert_tf.layers.pooler import Pooler
 from bert_tf.layers.pooling_head import PoolingHead
+from bert_tf.layers.prediction_head import PredictionHead
 from bert_tf.layers.relative_embeddings import RelativeEmbeddings
 from bert_tf.layers.relative_position import log_bucket_position, relative_position_index
 from bert_tf.layers.rotary_embedding import RotaryEmbedding, inverse_frequencies, rotate_half
@@ -63,6 +65,7 @@ __all__ = [
     "GeGLUFeedForward",
     "ModernBertBlock",
     "PoolingHead",
+    "PredictionHead",
     "RotaryEmbedding",
     "RotarySelfAttention",
     "global_context",

@@ -4,7 +4,7 @@ import keras
 from keras import ops
 
 from bert_tf.layers.dense_head import DenseHead
-from bert_tf.models.task import EncoderTask
+from bert_tf.models.task import EncoderTask, token_head
 
 # Logit given to padding positions so no span starts or ends there.
 _PADDING_LOGIT = -1e4
@@ -27,12 +27,17 @@ class BertSpanLabeler(EncoderTask):
 
     Padding positions get a large negative logit. Train each output with
     `SparseCategoricalCrossentropy(from_logits=True)` on the start/end token index.
+
+    On a ModernBERT encoder every token first goes through `span_transform`
+    (dense, activation, LayerNorm: `ModernBertForQuestionAnswering`'s `head`,
+    `bert_tf.models.task.token_head`); other families have none.
     """
 
     def __init__(self, encoder, dropout=0.0, head_initializer="bert", **kwargs):
         super().__init__(encoder, {"dropout": dropout, "head_initializer": head_initializer}, **kwargs)
 
     def create_heads(self, encoder, dropout, head_initializer="bert"):
+        self.transform = token_head(encoder, "span_transform")  # None but for ModernBERT
         self.head = DenseHead(
             2,
             dropout=dropout,
@@ -44,7 +49,10 @@ class BertSpanLabeler(EncoderTask):
         self.span_logits = _SplitSpanLogits(dtype="float32", name="span_logits")
 
     def heads(self, encoded, inputs, training=None):
-        logits = self.head(encoded["sequence_output"], training=training)  # [B, T, 2]
+        sequence = encoded["sequence_output"]  # [B, T, H]
+        if self.transform is not None:
+            sequence = self.transform(sequence)  # [B, T, H]
+        logits = self.head(sequence, training=training)  # [B, T, 2]
         return self.span_logits(logits, inputs["padding_mask"])
 
     def call_selected(self, inputs, training=None):

@@ -3,7 +3,7 @@
 import keras
 
 from bert_tf.layers.dense_head import DenseHead
-from bert_tf.models.task import EncoderTask
+from bert_tf.models.task import EncoderTask, token_head
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -13,6 +13,10 @@ class BertTokenClassifier(EncoderTask):
     Train with `SparseCategoricalCrossentropy(from_logits=True)` and a sample
     weight `[B, T]` that is 1 only on the pieces that carry a label (first
     piece of each word) so padding and continuation pieces add no loss.
+
+    On a ModernBERT encoder every token first goes through `tagger_transform`
+    (dense, activation, LayerNorm: `ModernBertForTokenClassification`'s
+    `head`, `bert_tf.models.task.token_head`); other families have none.
     """
 
     def __init__(self, encoder, num_classes, dropout=0.1, head_initializer="bert", **kwargs):
@@ -20,6 +24,7 @@ class BertTokenClassifier(EncoderTask):
         super().__init__(encoder, task_config, **kwargs)
 
     def create_heads(self, encoder, num_classes, dropout, head_initializer="bert"):
+        self.transform = token_head(encoder, "tagger_transform")  # None but for ModernBERT
         self.head = DenseHead(
             num_classes,
             dropout=dropout,
@@ -31,7 +36,10 @@ class BertTokenClassifier(EncoderTask):
         self.num_classes = num_classes
 
     def heads(self, encoded, inputs, training=None):
-        return self.head(encoded["sequence_output"], training=training)  # [B, T, C]
+        sequence = encoded["sequence_output"]  # [B, T, H]
+        if self.transform is not None:
+            sequence = self.transform(sequence)  # [B, T, H]
+        return self.head(sequence, training=training)  # [B, T, C]
 
     def call_selected(self, inputs, training=None):
         # Every real token is read: skip the padding (outputs at padding carry no loss).

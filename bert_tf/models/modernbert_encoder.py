@@ -10,6 +10,7 @@ from bert_tf.config import BertConfig, default_layer_types
 from bert_tf.layers.layer_norm import LayerNorm
 from bert_tf.layers.modernbert_block import ModernBertBlock
 from bert_tf.layers.pooling_head import PoolingHead
+from bert_tf.layers.prediction_head import PredictionHead
 from bert_tf.models.bert_encoder import DENSE_LENGTH_BUCKETS, trim_padding
 
 MODEL_TYPE = "modernbert"
@@ -42,6 +43,10 @@ class ModernBertEncoder(keras.Model):
     Forward paths: `call` is the functional graph; `call_at` and
     `call_unpadded` are the simple, exact forms (the whole graph, then the
     positions gathered or the padding zeroed), as `DebertaV2Encoder`'s.
+
+    Token heads: transformers' ModernBERT token-classification and QA classes
+    transform every token (`head`) before their logits; `token_head` makes
+    that layer for the task models (`bert_tf.models.task.token_head`).
 
     Args:
         vocabulary_size, num_layers, num_heads, hidden_dim, intermediate_dim, hidden_act, dropout,
@@ -262,6 +267,22 @@ class ModernBertEncoder(keras.Model):
         if not pooled:
             return {"selected_output": selected}
         return {"selected_output": selected, "pooled_output": outputs["pooled_output"]}
+
+    def token_head(self, name):
+        """A new `PredictionHead` with this encoder's `classifier_activation`, `classifier_bias` and `norm_bias`:
+        what `ModernBertForTokenClassification` and `ModernBertForQuestionAnswering` run on every token (their
+        `head`) before dropout and their `classifier`. `BertTokenClassifier` and `BertSpanLabeler` put it before
+        their logits; encoders without this method have no such transform."""
+        return PredictionHead(
+            self.hidden_dim,
+            activation=self.classifier_activation,
+            use_bias=self.classifier_bias,
+            norm_bias=self.norm_bias,
+            initializer_range=self.initializer_range,
+            layer_norm_epsilon=self.layer_norm_epsilon,
+            dtype=self.dtype_policy,
+            name=name,
+        )
 
     @property
     def token_embedding(self):

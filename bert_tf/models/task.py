@@ -7,6 +7,17 @@ import tensorflow as tf
 ENCODER_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 
 
+def token_head(encoder, name):
+    """The transform a family's token and span heads run on every token before their logits, or None.
+
+    ModernBERT's Hugging Face token-classification and QA classes apply a dense, activation and LayerNorm
+    (`ModernBertEncoder.token_head`) to every final hidden state first; every other family feeds the sequence
+    output to the logits directly, so its encoder has no `token_head` and this is None.
+    """
+    make = getattr(encoder, "token_head", None)
+    return make(name) if make is not None else None
+
+
 def encoder_inputs(extra=()):
     """Fresh symbolic inputs: dict of int32 `[B, T]` for the encoder inputs, plus `[B, None]` for each `extra` name."""
     return {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in ENCODER_INPUTS + tuple(extra)}

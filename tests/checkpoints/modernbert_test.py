@@ -9,20 +9,23 @@ The rows' `input_ids` are fed as they are (the tokenizer is tested with the
 tokenizers); the `long` rows (1,024 and 784 tokens) reach past the window and
 past 512 positions. Hidden states and logits within 1e-4, identical top-5
 ids; HF -> bert_tf -> HF bit-identical; unsupported options refused by name.
+The token-classification and QA classes' per-token `head`, written with known
+values, against the same head in NumPy.
 """
 
 import json
+import math
 import os
 import shutil
 
 import numpy as np
 import pytest
-from safetensors.numpy import load_file
+from safetensors.numpy import load_file, save_file
 
 from bert_tf import checkpoints, tasks
 from bert_tf.checkpoints import CheckpointError
 from bert_tf.config import BertConfig, ConfigError
-from bert_tf.models import BertClassifier, BertPretrainer, BertTokenClassifier, ModernBertEncoder
+from bert_tf.models import BertClassifier, BertPretrainer, BertSpanLabeler, BertTokenClassifier, ModernBertEncoder
 
 SHARED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "reference", "families")
 TOLERANCE = 1e-4
@@ -135,15 +138,121 @@ def test_masked_lm_checkpoint_has_no_pooled_output_head(caplog):
     assert sorted(v.path for v in encoder.pooler.weights) == ["pooler/dense/kernel", "pooler/norm/gamma"]
 
 
-def test_token_classification_has_no_hugging_face_form(tmp_path):
-    """ModernBERT's token-classification and QA classes run `head` on every token before their logits; bert_tf's
-    token heads do not, so they are neither written nor read as such."""
-    encoder = checkpoints.load_encoder(_shared("modernbert-cls"))
-    tagger = BertTokenClassifier(encoder, 5)
-    with pytest.raises(CheckpointError, match=r"`tagger_head/logits/kernel` has no Hugging Face equivalent"):
-        checkpoints.save_hf(tagger, str(tmp_path / "ner"))
-    assert not os.path.exists(tmp_path / "ner")
-    checkpoints.save_model_dir(tagger, str(tmp_path / "ours"))  # its own format keeps it
+def _gelu(x):
+    """Exact (erf) GELU, transformers' `gelu`, in NumPy."""
+    return 0.5 * x * (1.0 + np.vectorize(math.erf)(x / math.sqrt(2.0)))
+
+
+def _prediction_head(hidden, tensors, config):
+    """transformers' `ModernBertPredictionHead` in NumPy on `[T, H]`: dense (bias where `classifier_bias`),
+    `classifier_activation` (gelu here), LayerNorm (`norm_eps`; bias where `norm_bias`)."""
+    assert config["classifier_activation"] == "gelu"
+    x = hidden @ tensors["head.dense.weight"].T.astype(np.float64)
+    if config["classifier_bias"]:
+        x = x + tensors["head.dense.bias"]
+    x = _gelu(x)
+    x = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + config["norm_eps"])
+    x = x * tensors["head.norm.weight"]
+    if config["norm_bias"]:
+        x = x + tensors["head.norm.bias"]
+    return x
+
+
+def _token_head_folder(tmp_path, architecture, num_labels, classifier_bias):
+    """A Hugging Face `architecture` directory (ModernBertForTokenClassification / ...ForQuestionAnswering): the
+    tiny model's encoder (`modernbert-cls`'s, the reference's `last_hidden_state`) with `head` and `classifier`
+    tensors of known random values, as transformers would save them. Returns (folder, tensors, config)."""
+    source = _shared("modernbert-cls")
+    folder = tmp_path / architecture
+    folder.mkdir()
+    config = _json(os.path.join(source, "config.json"))
+    config["architectures"] = [architecture]
+    config["classifier_bias"] = classifier_bias  # the heads' dense only; the encoder has no classifier dense
+    labels = [f"LABEL_{i}" for i in range(num_labels)]
+    if architecture.endswith("TokenClassification"):
+        labels = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"][:num_labels]
+    config["id2label"] = dict(enumerate(labels))
+    config["label2id"] = {label: i for i, label in enumerate(labels)}
+    (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(os.path.join(source, name), folder)
+    tensors = {k: v for k, v in load_file(os.path.join(source, "model.safetensors")).items() if k.startswith("model.")}
+    rng = np.random.default_rng(7)
+    hidden = config["hidden_size"]
+    tensors["head.dense.weight"] = rng.normal(0, 0.2, (hidden, hidden)).astype(np.float32)
+    if classifier_bias:
+        tensors["head.dense.bias"] = rng.normal(0, 0.2, hidden).astype(np.float32)
+    tensors["head.norm.weight"] = rng.normal(1, 0.2, hidden).astype(np.float32)
+    tensors["classifier.weight"] = rng.normal(0, 0.2, (num_labels, hidden)).astype(np.float32)
+    tensors["classifier.bias"] = rng.normal(0, 0.2, num_labels).astype(np.float32)
+    save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    return str(folder), tensors, config
+
+
+@pytest.mark.parametrize(
+    "architecture, num_labels, classifier_bias",
+    [("ModernBertForTokenClassification", 5, True), ("ModernBertForQuestionAnswering", 2, False)],
+)
+def test_token_and_span_heads_read_and_write_hugging_face_form(tmp_path, architecture, num_labels, classifier_bias):
+    """`ModernBertForTokenClassification` and `...ForQuestionAnswering` run `head` (dense, activation, LayerNorm)
+    on every token, then dropout and `classifier`: bert_tf's tagger and span labeler run the same
+    (`PredictionHead` before their logits). Logits against that head in NumPy on the reference hidden states;
+    HF -> bert_tf -> HF and bert_tf -> HF -> bert_tf bit-identical."""
+    folder, tensors, config = _token_head_folder(tmp_path, architecture, num_labels, classifier_bias)
+    model, settings = tasks.load_model(folder)  # its head entries are required (the pooler is not)
+    ner = architecture.endswith("TokenClassification")
+    assert isinstance(model, BertTokenClassifier if ner else BertSpanLabeler)
+    assert settings["task"] == ("ner" if ner else "squad")
+    assert model.transform.use_bias == classifier_bias and not model.transform.norm_bias
+    rows = REFERENCE["single"][:6] + REFERENCE["pair"][:2]
+    inputs = _batch(rows)
+    outputs = model(inputs)
+    unpadded = model.call_unpadded(inputs)
+    worst = 0.0
+    for i, row in enumerate(rows):
+        n = len(row["input_ids"])
+        transformed = _prediction_head(np.asarray(row["last_hidden_state"], np.float64), tensors, config)
+        expected = transformed @ tensors["classifier.weight"].T.astype(np.float64) + tensors["classifier.bias"]
+        if ner:
+            ours = [outputs[i, :n], unpadded[i, :n]]
+        else:  # `classifier`'s two outputs are the start and end logits
+            ours = [np.stack([out["start_logits"][i, :n], out["end_logits"][i, :n]], -1) for out in (outputs, unpadded)]
+        worst = max([worst] + [_max_difference(np.asarray(o), expected) for o in ours])
+    assert worst < TOLERANCE, worst
+
+    # HF -> bert_tf -> HF: the same tensors, bit for bit, and the same architecture and labels.
+    ours, back = str(tmp_path / "ours"), str(tmp_path / "hf")
+    tasks.convert_checkpoint(folder, ours)
+    tasks.convert_checkpoint(ours, back, to="hf")
+    returned = load_file(os.path.join(back, "model.safetensors"))
+    assert sorted(returned) == sorted(tensors)
+    for tensor, value in tensors.items():
+        np.testing.assert_array_equal(returned[tensor], value, err_msg=tensor)
+    written = _json(os.path.join(back, "config.json"))
+    assert written["architectures"] == [architecture] and written["classifier_bias"] == classifier_bias
+    if ner:
+        assert written["id2label"] == {str(i): label for i, label in config["id2label"].items()}
+    # bert_tf -> HF -> bert_tf: every variable of the model read back is the one written, but the encoder's pooler,
+    # which token and span models neither read nor have in Hugging Face (as in every family).
+    again, _ = tasks.load_model(back)
+    assert [v.path for v in again.weights] == [v.path for v in model.weights]
+    compared = [
+        (theirs, mine) for theirs, mine in zip(again.weights, model.weights) if mine.path.split("/")[0] != "pooler"
+    ]
+    assert len(compared) == len(model.weights) - len(model.encoder.pooler.weights)
+    for theirs, mine in compared:
+        np.testing.assert_array_equal(theirs.numpy(), mine.numpy(), err_msg=mine.path)
+
+
+def test_other_families_token_heads_have_no_transform():
+    """The per-token transform is ModernBERT's alone: BERT's tagger and span labeler feed the logits directly."""
+    encoder = checkpoints.load_encoder(_shared("bert"))
+    assert BertTokenClassifier(encoder, 3).transform is None and BertSpanLabeler(encoder).transform is None
+    tagger = BertTokenClassifier(checkpoints.load_encoder(_shared("modernbert-cls")), 3)
+    assert sorted(v.path for v in tagger.transform.weights) == [
+        "tagger_transform/dense/kernel",
+        "tagger_transform/norm/gamma",
+    ]
 
 
 def _config_with(tmp_path, **changes):

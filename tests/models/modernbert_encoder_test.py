@@ -153,6 +153,40 @@ def test_task_models_run_on_it_unchanged():
     assert BertSpanLabeler(encoder)(batch)["start_logits"].shape == (4, 9)
 
 
+def test_token_and_span_heads_transform_every_token_first(tmp_path):
+    """transformers' ModernBERT token-classification and QA classes run `head` (dense, classifier_activation,
+    LayerNorm) on every token before their logits: so do `BertTokenClassifier` and `BertSpanLabeler` on it."""
+    encoder = tiny(classifier_bias=True, classifier_activation="gelu")
+    batch = _batch()
+    tagger, span = BertTokenClassifier(encoder, 5), BertSpanLabeler(encoder)
+    sequence = encoder(batch)["sequence_output"]
+    dense = tagger.transform.dense
+    x = gelu_erf(tf.matmul(sequence, dense.kernel) + dense.bias)
+    mean, variance = tf.nn.moments(x, axes=[-1], keepdims=True)
+    transformed = (x - mean) / tf.sqrt(variance + 1e-5) * tagger.transform.norm.gamma
+    expected = tf.matmul(transformed, tagger.head.dense.kernel) + tagger.head.dense.bias  # [B, T, 5]
+    mask = batch["padding_mask"][:, :, None].astype(bool)
+    for logits in (tagger.call_graph(batch), tagger(batch), tagger.call_unpadded(batch)):
+        np.testing.assert_allclose(np.where(mask, logits, 0), np.where(mask, expected, 0), atol=1e-5)
+    assert sorted(v.path for v in span.weights if v.path.startswith("span_transform/")) == [
+        "span_transform/dense/bias",
+        "span_transform/dense/kernel",
+        "span_transform/norm/gamma",
+    ]
+    graph, unpadded = span.call_graph(batch), span.call_unpadded(batch)
+    for name in ("start_logits", "end_logits"):
+        np.testing.assert_allclose(
+            np.where(mask[..., 0], unpadded[name], 0), np.where(mask[..., 0], graph[name], 0), atol=1e-5
+        )
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(span(batch, training=True)["start_logits"] * tf.cast(batch["padding_mask"], tf.float32))
+    assert all(g is not None for g in tape.gradient(loss, span.transform.trainable_variables))
+    path = str(tmp_path / "tagger.keras")
+    tagger.save(path)
+    loaded = keras.saving.load_model(path)
+    np.testing.assert_allclose(loaded.call_graph(batch), tagger.call_graph(batch), atol=1e-6)
+
+
 def test_training_with_dropout_gives_gradients_everywhere():
     encoder = tiny(dropout=0.1, attention_dropout=0.1)
     classifier = BertClassifier(encoder, 3)

@@ -28,9 +28,9 @@ from tests.helpers import conll_file, sentiment_tsv, squad_file
 
 FAMILIES_DIR = os.path.join(REFERENCE_DIR, "families")
 TASK_HEADS_DIR = os.path.join(os.path.dirname(__file__), "..", "data", "families")
-FAMILIES = ("bert", "electra", "distilbert", "roberta", "albert", "deberta-v2")
+FAMILIES = ("bert", "electra", "distilbert", "roberta", "albert", "deberta-v2", "modernbert")
 # Families without task-head checkpoints in tests/data/families/: NER and SQuAD start from the MLM model too.
-NO_TASK_HEADS = ("deberta-v2",)
+NO_TASK_HEADS = ("deberta-v2", "modernbert")
 TASKS = ("classification", "regression", "ner", "squad")
 SENTENCES = ["the movie was good .", "john smith went to paris .", "where did the actor go ?"]
 
@@ -117,6 +117,7 @@ def test_family_finetunes_and_its_model_directory_rebuilds_the_model(family, tas
         "roberta": ("vocab.json", "merges.txt"),
         "albert": ("spiece.model",),
         "deberta-v2": ("spm.model",),
+        "modernbert": ("tokenizer.json",),  # as ModernBERT ships it: no vocab.json + merges.txt
     }.get(family, ("vocab.txt",))
     assert all((out / name).is_file() for name in tokenizer_files), sorted(os.listdir(out))
     written = json.loads((out / "bert_config.json").read_text())
