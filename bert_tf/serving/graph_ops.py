@@ -46,6 +46,7 @@ def checked_ids(token_ids, segment_ids, padding_mask, vocab_size, type_vocab_siz
     token_ids, segment_ids, padding_mask = (
         tf.ensure_shape(x, [None, None]) for x in (token_ids, segment_ids, padding_mask)
     )
+    segments = max(type_vocab_size, 1)  # no segment table (DistilBERT, ModernBERT): every token is segment 0
     checks = [
         tf.debugging.assert_equal(
             tf.shape(segment_ids), tf.shape(token_ids), message="segment_ids must have the shape of token_ids"
@@ -59,7 +60,7 @@ def checked_ids(token_ids, segment_ids, padding_mask, vocab_size, type_vocab_siz
         tf.debugging.assert_non_negative(token_ids, message="token_ids must be >= 0"),
         tf.debugging.assert_less(token_ids, vocab_size, message=f"token_ids must be < {vocab_size}"),
         tf.debugging.assert_non_negative(segment_ids, message="segment_ids must be >= 0"),
-        tf.debugging.assert_less(segment_ids, type_vocab_size, message=f"segment_ids must be < {type_vocab_size}"),
+        tf.debugging.assert_less(segment_ids, segments, message=f"segment_ids must be < {segments}"),
         tf.debugging.assert_non_negative(padding_mask, message="padding_mask must be 0 or 1"),
         tf.debugging.assert_less_equal(padding_mask, 1, message="padding_mask must be 0 or 1"),
     ]

@@ -116,6 +116,10 @@ def test_the_serving_module_gives_the_reference_ids_and_vectors(folders, name):
     np.testing.assert_array_equal(out["padding_mask"].numpy().sum(axis=1), [len(row["input_ids"]) for row in rows])
     difference = np.abs(out["sentence_embedding"].numpy() - _expected(name, rows)).max()
     assert difference < TOLERANCE, difference
+    # The `ids` signature takes the same ids (all segment 0: ModernBERT has no segment table).
+    ids = out["token_ids"].numpy()
+    from_ids = module.embed_ids(tf.constant(ids), tf.zeros_like(ids), out["padding_mask"])
+    np.testing.assert_allclose(from_ids["sentence_embedding"].numpy(), out["sentence_embedding"].numpy(), atol=1e-6)
 
 
 @pytest.mark.slow
