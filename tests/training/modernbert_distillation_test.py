@@ -1,7 +1,8 @@
 """Distillation across families: a ModernBERT teacher and a BERT student, a ModernBERT student; the layer-by-layer
 run and the recomputed rotary attention probabilities equal the ModernBERT layers' own; soft targets for any family
 (DeBERTa's layers refused by name); students copied from ModernBERT layers keep each layer's kind; and (slow)
-bert-tf-distill's library call on the reference `modernbert-cls` teacher, its students exported."""
+bert-tf-distill's library call on the reference `modernbert-cls` teacher, its students exported, and general
+distillation of the reference `modernbert` masked LM."""
 
 import dataclasses
 import json
@@ -334,3 +335,44 @@ def test_distill_a_modernbert_classifier(student, train_file, tmp_path):
         padding_mask=tf.constant((ids != 3).astype(np.int32)),
     )
     np.testing.assert_allclose(served["logits"].numpy(), from_ids["logits"].numpy(), atol=1e-5)
+
+
+@pytest.mark.slow
+def test_general_distillation_of_the_modernbert_masked_lm(tmp_path):
+    """A ModernBERT student of teacher layers 0 and 3 (both global) and its tied masked-LM head, every loss, on raw
+    text; its directory loads as a pretrainer."""
+    from bert_tf.checkpoints import load_pretrainer
+    from bert_tf.training import DistillConfig, distill
+
+    rng = np.random.default_rng(0)
+    sentences = ["the river runs past the old church", "she wrote to her brother in the city", "the game was long"]
+    corpus = write_text(tmp_path / "corpus.txt", "\n".join(" . ".join(rng.choice(sentences, 3)) for _ in range(40)))
+    out = str(tmp_path / "student")
+    keras.utils.set_random_seed(0)
+    metrics = distill(
+        DistillConfig(
+            teacher=os.path.join(TEACHER, "..", "modernbert"),
+            corpus=[corpus],
+            corpus_format="paragraphs",
+            group_size=2,
+            student_layers=[0, 3],
+            max_seq_length=32,
+            global_batch_size=8,
+            steps_per_loop=2,
+            eval_interval=2,
+            eval_steps=1,
+            eval_batch_size=8,
+            warmup_proportion=0.0,
+            hard_weight=1.0,
+            hidden_weight=1.0,
+            attention_weight=1.0,
+            cosine_weight=1.0,
+            train_steps=2,
+            model_dir=out,
+        ),
+        log=lambda message: None,
+    )
+    assert np.isfinite(metrics["mlm_loss"])
+    student = load_pretrainer(out, sentence_objective="none")
+    assert isinstance(student.encoder, ModernBertEncoder)
+    assert student.encoder.layer_types == ("full_attention", "full_attention")
