@@ -31,6 +31,7 @@ from bert_tf.training.distillation_student import copy_teacher_layers, student_c
 from tests.helpers import random_inputs, tiny_encoder, write_text
 
 LAYERS = ("full_attention", "sliding_attention", "full_attention")
+TEACHER = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "reference", "families", "modernbert-cls")
 WINDOW = 4  # a sliding layer's token sees two tokens each side
 LENGTH = 9
 
@@ -120,6 +121,30 @@ def test_rotary_attention_probabilities_are_the_layers():
             atol=1e-5,
             err_msg=f"layer {index}",
         )
+        x = block(x, mask)
+
+
+def test_recomputed_probabilities_are_what_the_reference_checkpoints_layers_attend_with():
+    """The reference ModernBERT (16-token window on layers 1 and 2) on 300 tokens of a long row, a padded second
+    row beside it: each layer's attention output is its values weighted by the recomputed probabilities."""
+    from bert_tf.checkpoints import load_encoder
+
+    encoder = load_encoder(os.path.join(TEACHER, "..", "modernbert"))
+    with open(os.path.join(TEACHER, "..", "modernbert", "reference.json"), encoding="utf-8") as f:
+        ids = np.array(json.load(f)["long"][0]["input_ids"][:300], np.int32)
+    token_ids = np.stack([ids, np.where(np.arange(300) < 180, ids, 3)])
+    mask = (np.arange(300)[None] < np.array([[300], [180]])).astype(np.int32)
+    inputs = {"token_ids": token_ids, "segment_ids": np.zeros_like(token_ids), "padding_mask": mask}
+    states = encoder_states(encoder, inputs, attention=True)
+    x = states["embedding_output"]
+    for index, (block, probs) in enumerate(zip(encoder.transformer_layers, states["attention_probabilities"])):
+        normed = x if block.attention_layer_norm is None else block.attention_layer_norm(x)
+        attention = block.attention
+        value = tf.reshape(attention.qkv_dense(normed), (2, 300, 3, 4, 8))[:, :, 2]  # [B, T, N, D]
+        context = tf.einsum("bnqk,bknd->bqnd", probs, value)
+        expected = attention.output_dense(tf.reshape(context, (2, 300, 32))).numpy()
+        got = attention(normed, mask).numpy()
+        np.testing.assert_allclose(got[mask == 1], expected[mask == 1], atol=1e-5, err_msg=f"layer {index}")
         x = block(x, mask)
 
 
@@ -258,7 +283,6 @@ def test_a_plain_bert_student_config_is_accepted_for_any_teacher(tmp_path):
 
 # === bert-tf-distill's library call on the reference teacher ===
 
-TEACHER = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "reference", "families", "modernbert-cls")
 LABELS = ["negative", "neutral", "positive"]
 
 
