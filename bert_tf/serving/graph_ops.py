@@ -47,8 +47,8 @@ def checked_ids(token_ids, segment_ids, padding_mask, vocab_size, type_vocab_siz
     token_ids, segment_ids, padding_mask = (
         tf.ensure_shape(x, [None, None]) for x in (token_ids, segment_ids, padding_mask)
     )
-    # A family without segment embeddings (type_vocab_size 0: ModernBERT) reads no segment ids; a pair's 0 and 1
-    # are accepted as the packer writes them.
+    # A family without segment embeddings (type_vocab_size 0: DistilBERT, ModernBERT) reads no segment ids; a
+    # pair's 0 and 1 are accepted as the packer writes them.
     segments = type_vocab_size or 2
     checks = [
         tf.debugging.assert_equal(

@@ -10,24 +10,30 @@ their heads' (every `EncoderTask` does).
 import dataclasses
 
 from bert_tf.config import PRESETS, BertConfig
-from bert_tf.models import BertEncoder
+from bert_tf.models import BertEncoder, ModernBertEncoder
 
 
 def student_config(config, teacher_config):
     """The student's `BertConfig`: the teacher's with `len(student_layers)` layers, or `student_model`'s."""
     if config.student_layers is not None:
-        student = dataclasses.replace(teacher_config, num_hidden_layers=len(config.student_layers))
+        layers = list(config.student_layers)
+        fields = {"num_hidden_layers": len(layers)}
+        if teacher_config.layer_types:  # ModernBERT: each copied layer keeps its kind (global or sliding window)
+            _check_layers(layers, teacher_config.num_hidden_layers)
+            fields["layer_types"] = tuple(teacher_config.layer_types[i] for i in layers)
+        student = dataclasses.replace(teacher_config, **fields)
     elif config.student_model in PRESETS:
         student = BertConfig.preset(config.student_model, vocab_size=teacher_config.vocab_size)
         if teacher_config.model_type != "bert":
             student = student.for_family(teacher_config.model_type)
     else:
         student = BertConfig.from_json_file(config.student_model)
-        if student.vocab_size != teacher_config.vocab_size or student.model_type != teacher_config.model_type:
+        family = student.model_type in (teacher_config.model_type, "bert")
+        if student.vocab_size != teacher_config.vocab_size or not family:
             raise ValueError(
-                f"`student_model` {config.student_model} must share the teacher's vocabulary and family: it has "
-                f"vocab_size {student.vocab_size} and model_type {student.model_type!r}, the teacher "
-                f"{teacher_config.vocab_size} and {teacher_config.model_type!r}."
+                f"`student_model` {config.student_model} must share the teacher's vocabulary and be of its family or "
+                f"a plain BERT: it has vocab_size {student.vocab_size} and model_type {student.model_type!r}, the "
+                f"teacher {teacher_config.vocab_size} and {teacher_config.model_type!r}."
             )
     if config.dropout is not None:
         student = dataclasses.replace(
@@ -49,24 +55,49 @@ def student_positions(config, teacher_config):
     return student, max_position_embeddings
 
 
+def _check_layers(layers, num_layers):
+    """ValueError naming `student_layers` when a layer index is not one of the teacher's `num_layers`."""
+    if max(layers) >= num_layers:
+        raise ValueError(
+            f"`student_layers` names layer {max(layers)} but the teacher has {num_layers} layers (0 to "
+            f"{num_layers - 1}). Received: student_layers={list(layers)!r}"
+        )
+
+
 def copy_teacher_layers(student, teacher, layers):
     """Copies into `student` the teacher's embeddings, `layers` (student block j <- teacher block `layers[j]`),
     pooler, final LayerNorm and head (DistilBERT's initialisation: a task model's task head, a pretrainer's masked-LM
     head, whose output stays tied to the student's own word embeddings). Both are models of one task on
-    `BertEncoder`s without shared layers; ValueError otherwise, naming `student_layers`."""
+    `BertEncoder`s without shared layers, or on `ModernBertEncoder`s (`student_config` gave the student the copied
+    layers' kinds); ValueError otherwise, naming `student_layers`.
+
+    ModernBERT's first block has no attention LayerNorm (the embeddings end in one): a teacher block copied to
+    student block 0 leaves its attention LayerNorm behind, and teacher block 0 copied further up gets a fresh one
+    (scale 1): every other weight is the teacher's.
+    """
     source, target = teacher.encoder, student.encoder
-    if not isinstance(source, BertEncoder) or source.num_hidden_groups != 1 or source.inner_group_num != 1:
+    modernbert = isinstance(source, ModernBertEncoder) and isinstance(target, ModernBertEncoder)
+    distinct = isinstance(source, BertEncoder) and source.num_hidden_groups == 1 and source.inner_group_num == 1
+    if not (distinct or modernbert) or type(source) is not type(target):
         raise ValueError(
-            "`student_layers` copies distinct layers of a BertEncoder; this teacher's encoder "
+            "`student_layers` copies distinct layers of a BertEncoder or a ModernBertEncoder; this teacher's encoder "
             f"({type(source).__name__}, {getattr(source, 'model_type', '?')}) has none to copy: use `student_model`."
         )
-    if max(layers) >= source.num_layers:
-        raise ValueError(
-            f"`student_layers` names layer {max(layers)} but the teacher has {source.num_layers} layers (0 to "
-            f"{source.num_layers - 1}). Received: student_layers={list(layers)!r}"
-        )
-    pairs = [(target.embeddings, source.embeddings), (target.pooler, source.pooler)]
-    pairs += [(target.transformer_layers[j], source.transformer_layers[i]) for j, i in enumerate(layers)]
+    _check_layers(layers, source.num_layers)
+    if modernbert:
+        pairs = [
+            (target.token_embedding_layer, source.token_embedding_layer),
+            (target.embeddings_layer_norm, source.embeddings_layer_norm),
+            (target.pooler, source.pooler),
+        ]
+        for j, i in enumerate(layers):
+            to, frm = target.transformer_layers[j], source.transformer_layers[i]
+            pairs += [(to.attention, frm.attention), (to.mlp_layer_norm, frm.mlp_layer_norm), (to.mlp, frm.mlp)]
+            if to.attention_layer_norm is not None and frm.attention_layer_norm is not None:
+                pairs.append((to.attention_layer_norm, frm.attention_layer_norm))
+    else:
+        pairs = [(target.embeddings, source.embeddings), (target.pooler, source.pooler)]
+        pairs += [(target.transformer_layers[j], source.transformer_layers[i]) for j, i in enumerate(layers)]
     if source.final_layer_norm is not None:
         pairs.append((target.final_layer_norm, source.final_layer_norm))
     for to, frm in pairs:

@@ -18,9 +18,13 @@ states go through `projection` (a learned dense `H_s -> H_t`, TinyBERT's
 when the widths differ. Without state or attention
 losses the models run their cheap paths (`model(inputs)`: the last layer at
 `[CLS]` only, padding skipped); with them the encoders run their full graph,
-layer by layer (`encoder_states`), and the attention probabilities are
-recomputed from each block's input and its query and key projections
-(`attention_probabilities`), so the encoders' own paths are unchanged.
+layer by layer (`distillation_layers.encoder_states`), and the attention
+probabilities are recomputed from each block's input and its projections
+(`distillation_layers.attention_probabilities`), so the encoders' own paths
+are unchanged. Teacher and student may be of different families (a
+ModernBERT teacher, a BERT student): the soft-target and hard-label losses
+read task outputs only; the layer losses read any encoder
+`distillation_layers` reads (every family but DeBERTa, refused by name).
 
 The models read the batch's encoder inputs and, for masked-LM pretrainers
 (general distillation), `mask_positions` (`MODEL_INPUTS`). With
@@ -35,14 +39,12 @@ resumed run needs nothing but the model directory and the teacher).
 Shape legend: B batch, T tokens, H hidden (H_s student's, H_t teacher's), N heads, D = H / N, L layers.
 """
 
-import math
-
 import keras
 import tensorflow as tf
 from keras import ops
 
-from bert_tf.layers.bert_self_attention import MASK_BIAS
-from bert_tf.models import ENCODER_INPUTS, BertEncoder
+from bert_tf.models import ENCODER_INPUTS
+from bert_tf.training.distillation_layers import attention_probabilities, distilled_blocks, encoder_states
 from bert_tf.training.distillation_losses import layer_mapping
 
 # What the student and the teacher read of a batch's features: the encoder inputs and, for a masked-LM pretrainer
@@ -55,64 +57,6 @@ TEACHER_PREFIX = "teacher_"
 def as_output_dict(outputs, name="logits"):
     """A task model's outputs as a dict: a one-output model's bare tensor becomes `{name: tensor}`."""
     return outputs if isinstance(outputs, dict) else {name: outputs}
-
-
-def attention_probabilities(block, x, padding_mask):
-    """The attention probabilities a `TransformerBlock` computes on its input: `[B, T, H]` -> float32 `[B, N, T, T]`.
-
-    Recomputed from the block's query and key projections (before attention
-    dropout); the block's own forward path is not touched.
-    """
-    attention = block.attention
-    if block.pre_layer_norm:
-        x = ops.cast(block.attention_layer_norm(x), attention.compute_dtype)
-    batch, length = tf.shape(x)[0], tf.shape(x)[1]
-
-    def heads(t):  # [B, T, H] -> [B, N, T, D]
-        return tf.transpose(tf.reshape(t, (batch, length, attention.num_heads, attention.head_dim)), (0, 2, 1, 3))
-
-    query = tf.cast(heads(attention.query_dense(x)), tf.float32)
-    key = tf.cast(heads(attention.key_dense(x)), tf.float32)
-    scores = tf.matmul(query, key, transpose_b=True) / math.sqrt(attention.head_dim)  # [B, N, T, T]
-    bias = (1.0 - tf.cast(padding_mask, tf.float32)) * MASK_BIAS  # [B, T]
-    return tf.nn.softmax(scores + bias[:, None, None, :], axis=-1)
-
-
-def encoder_states(encoder, inputs, training=False, attention=False):
-    """A `BertEncoder`'s graph run layer by layer: its output dict, plus `attention` probabilities per layer.
-
-    The same computation as `encoder(inputs)` (embeddings, every applied
-    block on all positions, the final LayerNorm of pre-LN encoders, the
-    pooler), plus `embedding_output` (float32 `[B, T, H]`, the first block's
-    input); when `attention`, the result also has `attention_probabilities`,
-    one float32 `[B, N, T, T]` per layer.
-    """
-    if not isinstance(encoder, BertEncoder):
-        raise ValueError(
-            "Hidden-state, attention and cosine distillation read the layers of a BertEncoder (BERT and its "
-            f"family but DeBERTa). Received: an encoder of class {type(encoder).__name__}"
-        )
-    padding_mask = inputs["padding_mask"]
-    x = encoder.embeddings(inputs["token_ids"], inputs["segment_ids"], training=training)  # [B, T, H]
-    embedding_output = x
-    states, maps = [], []
-    for block in encoder.applied_layers:
-        if attention:
-            maps.append(attention_probabilities(block, x, padding_mask))
-        x = block(x, padding_mask, training=training)  # [B, T, H]
-        states.append(x)
-    if encoder.final_layer_norm is not None:
-        x = states[-1] = encoder.final_layer_norm(x)
-    pooled = encoder.pooler(x)  # [B, H]
-    encoded = {
-        "sequence_output": tf.cast(x, tf.float32),
-        "pooled_output": tf.cast(pooled, tf.float32),
-        "encoder_outputs": [tf.cast(h, tf.float32) for h in states],
-        "embedding_output": tf.cast(embedding_output, tf.float32),
-    }
-    if attention:
-        encoded["attention_probabilities"] = maps
-    return encoded
 
 
 class Distiller(keras.Model):
@@ -147,7 +91,10 @@ class Distiller(keras.Model):
         teacher_encoder = teacher.encoder if teacher is not None else None
         self.mapping = None  # student layer i learns from teacher layer mapping[i] (hidden states, attention)
         if states or attention:
-            student_layers, teacher_layers = len(student_encoder.applied_layers), len(teacher_encoder.applied_layers)
+            student_layers, teacher_layers = (
+                len(distilled_blocks(student_encoder)),
+                len(distilled_blocks(teacher_encoder)),
+            )
             if student_layers > teacher_layers:
                 raise ValueError(
                     "Hidden-state, attention and cosine losses map each student layer to a teacher layer: the "
