@@ -113,11 +113,14 @@ PRETRAIN_MODEL_TYPES = MODEL_TYPES
 # ModernBERT's positions are rotary (no table to outgrow): a ModernBERT made from a preset may take sequences up to
 # ModernBERT's 8,192, so a long-context phase can raise `max_seq_length` on resume without changing the model.
 MODERNBERT_MAX_POSITIONS = 8192
-# What a resume of a ModernBERT run may change (its long-context phase, Warner et al. 2024 section 2.2.3: 1,024 ->
-# 8,192 tokens with the global layers' RoPE theta raised from 10,000 to 160,000): the sequence length, the masked
-# positions it implies, and the global RoPE theta of `model`. Anything else in `INCOMPATIBLE` is still refused.
-PHASE_SETTINGS = ("max_seq_length", "max_predictions_per_seq")
+# What a resume of a ModernBERT run may change (its long-context phase, Warner et al. 2024: 1,024 -> 8,192 tokens
+# with the global layers' RoPE theta raised from 10,000 to 160,000): the sequence length and the global RoPE theta
+# of `model`; with the length, the masked positions per sequence and the batch (the data starts over at the new
+# length, so no saved data position holds them). Anything else in `INCOMPATIBLE` is still refused.
+PHASE_SETTINGS = ("max_seq_length", "max_predictions_per_seq", "global_batch_size")
 PHASE_MODEL_FIELDS = ("global_rope_theta",)
+# The settings of PHASE_SETTINGS that change only with `max_seq_length`.
+_WITH_LENGTH_ONLY = ("max_predictions_per_seq", "global_batch_size")
 # The flag that sets each model field a resume may not change (the others come from --model).
 _MODEL_FIELD_FLAGS = {
     "vocab_size": "vocab",
@@ -768,11 +771,19 @@ def resume_changes(model_dir, settings):
         else:
             flag = "vocab" if key == "vocab_sha256" else key
             refused.append(f"  {key} (--{flag}): checkpoint has {old!r}, this run has {new!r}")
+    if "max_seq_length" not in accepted:
+        for key in _WITH_LENGTH_ONLY:
+            if key in accepted:
+                old, new = accepted.pop(key)
+                refused.append(
+                    f"  {key} (--{key}): checkpoint has {old!r}, this run has {new!r} (it may change only with "
+                    "--max_seq_length)"
+                )
     if refused:
         raise ResumeError(
             f"{model_dir} holds a run with incompatible settings; use a new --model_dir or the old settings (a "
-            f"ModernBERT run may change only {', '.join('--' + name for name in (*PHASE_SETTINGS, *PHASE_MODEL_FIELDS))} "
-            "on resume: its long-context phase):\n" + "\n".join(refused)
+            "ModernBERT run may change --max_seq_length and --global_rope_theta on resume, its long-context phase, "
+            "and with --max_seq_length --max_predictions_per_seq and --global_batch_size):\n" + "\n".join(refused)
         )
     if not accepted:
         return earlier, False
