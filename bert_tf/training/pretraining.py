@@ -122,11 +122,7 @@ PHASE_MODEL_FIELDS = ("global_rope_theta",)
 # The settings of PHASE_SETTINGS that change only with `max_seq_length`.
 _WITH_LENGTH_ONLY = ("max_predictions_per_seq", "global_batch_size")
 # The flag that sets each model field a resume may not change (the others come from --model).
-_MODEL_FIELD_FLAGS = {
-    "vocab_size": "vocab",
-    "embedding_size": "embedding_size",
-    "global_rope_theta": "global_rope_theta",
-}
+_MODEL_FIELD_FLAGS = {"vocab_size": "vocab_size", "global_rope_theta": "global_rope_theta"}
 
 
 def has_checkpoint(model_dir):
@@ -209,12 +205,14 @@ class PretrainConfig(MaskedLMData, Schedule, Optimization):
         lower_bound=8,
     )
     # ModernBERT only: the global-attention layers' RoPE base; None: the model's (a preset's 160000, as Hugging
-    # Face's default; the recipe's short phase sets 10000). Changing it on resume is the long-context phase.
+    # Face's default; the recipe's short phase sets 10000), on resume the checkpoint's. Changing it on resume is the
+    # long-context phase.
     global_rope_theta: float = option(
         None,
-        "ModernBERT: the RoPE theta (base) of the global-attention layers (default: the model's; 160000 for a "
-        "preset). ModernBERT trained at 1024 tokens with 10000, then raised it to 160000 with --max_seq_length=8192 "
-        "(Warner et al. 2024): a resume may change both, recorded as the run's long-context phase.",
+        "ModernBERT: the RoPE theta (base) of the global-attention layers (default: the model's, 160000 for a "
+        "preset; on resume the checkpoint's). ModernBERT trained at 1024 tokens with 10000, then raised it to 160000 "
+        "with --max_seq_length=8192 (Warner et al. 2024): a resume may change both, recorded as the run's "
+        "long-context phase.",
     )
     # The recipe (bert_tf.data.pretraining; `MaskedLMData` holds packing and masking): None-valued fields follow
     # the family or the legacy switches.
@@ -728,6 +726,18 @@ def modernbert_run_config(bert_config, tokenizer, preset=True):
     return dataclasses.replace(bert_config, **fields)
 
 
+def _run_global_rope_theta(config, bert_config):
+    """The global RoPE theta of a ModernBERT run: `global_rope_theta` when given, else on resume the checkpoint's
+    (recorded in training_settings.json), else `bert_config`'s."""
+    if config.global_rope_theta is not None:
+        return float(config.global_rope_theta)
+    saved = read_training_settings(config.model_dir) if newest_step(config.model_dir) is not None else None
+    model = (saved or {}).get("model")
+    if isinstance(model, dict) and model.get("model_type") == "modernbert" and model.get("global_rope_theta"):
+        return float(model["global_rope_theta"])
+    return bert_config.global_rope_theta
+
+
 def resume_changes(model_dir, settings):
     """`(changes, new)`: the changes a resume of the ModernBERT run in `model_dir` accepts, oldest first, and
     whether the last is new (this run's).
@@ -923,8 +933,8 @@ def pretrain(config, strategy=None, log=print):
             bert_config = modernbert_run_config(bert_config, tokenizer, preset=not os.path.isfile(config.model or ""))
         with open(vocab_file, "rb") as f:
             vocab_sha = hashlib.sha256(f.read()).hexdigest()
-    if config.global_rope_theta is not None:
-        bert_config = dataclasses.replace(bert_config, global_rope_theta=float(config.global_rope_theta))
+    if bert_config.model_type == "modernbert":
+        bert_config = dataclasses.replace(bert_config, global_rope_theta=_run_global_rope_theta(config, bert_config))
     if config.max_seq_length > bert_config.max_position_embeddings:
         raise ConfigError(
             f"PretrainConfig: `max_seq_length` ({config.max_seq_length}) exceeds the model's "

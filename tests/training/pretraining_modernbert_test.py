@@ -11,7 +11,13 @@ import pytest
 
 from bert_tf.config import BertConfig, ConfigError
 from bert_tf.training import PretrainConfig, pretrain
-from bert_tf.training.pretraining import INCOMPATIBLE, corpus_and_vocab, pretraining_tokenizer, resume_changes
+from bert_tf.training.pretraining import (
+    INCOMPATIBLE,
+    _run_global_rope_theta,
+    corpus_and_vocab,
+    pretraining_tokenizer,
+    resume_changes,
+)
 from bert_tf.training.trainer import ResumeError, newest_step
 from tests.launcher import python_command
 
@@ -133,7 +139,7 @@ def test_resume_accepts_and_records_the_long_context_phase_only(tmp_path):
     assert resume_changes(recorded, longer) == (changes, False)  # an earlier change is kept, not repeated
     for changed, message in (
         ({"model.num_hidden_layers": 3}, r"model.num_hidden_layers \(--model\): checkpoint has 2, this run has 3"),
-        ({"model.vocab_size": 500}, r"model.vocab_size \(--vocab\)"),
+        ({"model.vocab_size": 500}, r"model.vocab_size \(--vocab_size\)"),
         ({"max_seq_length": 64, "masking_rate": 0.15}, r"masking_rate \(--masking_rate\): checkpoint has 0.3"),
         ({"global_batch_size": 8}, r"global_batch_size \(--global_batch_size\).*only with --max_seq_length"),
     ):
@@ -145,6 +151,19 @@ def test_resume_accepts_and_records_the_long_context_phase_only(tmp_path):
     bert_dir = _run_dir(tmp_path / "bert", bert)
     assert resume_changes(bert_dir, dict(bert, max_seq_length=64)) == ([], False)
     assert resume_changes(str(tmp_path / "new"), longer) == ([], False)  # no run there yet
+
+
+def test_global_rope_theta_defaults_to_the_checkpoints_on_resume(tmp_path):
+    """A resume without --global_rope_theta keeps the run's theta (the recipe's 10,000 of the short phase), not the
+    preset's 160,000: only a theta given on purpose changes it."""
+    preset = BertConfig.preset("tiny", vocab_size=400).for_family("modernbert")
+    model_dir = _run_dir(tmp_path / "run", _settings(**{"model.global_rope_theta": 10000.0}))
+    resumed = PretrainConfig(model_dir=model_dir, model_type="modernbert")
+    assert _run_global_rope_theta(resumed, preset) == 10000.0
+    raised = PretrainConfig(model_dir=model_dir, model_type="modernbert", global_rope_theta=160000)
+    assert _run_global_rope_theta(raised, preset) == 160000.0
+    new = PretrainConfig(model_dir=str(tmp_path / "new"), model_type="modernbert")
+    assert _run_global_rope_theta(new, preset) == preset.global_rope_theta == 160000.0
 
 
 @pytest.mark.slow
@@ -216,4 +235,5 @@ def test_modernbert_pretrains_converts_and_resumes_its_long_context_phase(tmp_pa
     )
     assert result.returncode != 0
     assert "model.num_hidden_layers (--model): checkpoint has 2, this run has 4" in result.stderr, result.stderr[-3000:]
+    assert "model.global_rope_theta" not in result.stderr  # not given: the checkpoint's, unchanged
     assert newest_step(model_dir) == 4
