@@ -45,7 +45,8 @@ TRAINING_SETTINGS_FILE = "training_settings.json"
 # Pretraining settings whose change makes an existing checkpoint unusable (the model, its inputs, the batch) or
 # changes the run's objective or data (the recipe: sentence objective, packing, masking and its distribution, how
 # special tokens in the text are read, the shuffle buffer the saved iterator holds); a resume with any of them
-# changed is refused, naming the differences.
+# changed is refused, naming the differences (pretraining accepts a ModernBERT run's long-context phase before the
+# loop compares them: `bert_tf.training.pretraining.resume_changes`).
 INCOMPATIBLE = (
     "model",
     "vocab_sha256",
