@@ -99,6 +99,20 @@ CHEAP = {
     "bert-tf-pretrain --flagfile=configs/recipes/roberta_base.cfg --model=mini --max_seq_length=128 "
     "--global_batch_size=32 --train_steps=1000 --learning_rate=1e-3 --warmup_steps=100 "
     "--corpus='../shared/data/corpus/*/*' --model_dir=runs/roberta-recipe": Cheap("recipes", _PRETRAIN_NO_EVAL),
+    # ModernBERT's recipe: its short-context phase, then the long-context phase resumed with length and theta raised.
+    "bert-tf-pretrain --flagfile=configs/recipes/modernbert_base.cfg --model=mini --vocab_size=8000 "
+    "--max_seq_length=128 --global_batch_size=32 --train_steps=1000 --learning_rate=1e-3 --warmup_steps=100 "
+    "--corpus='../shared/data/corpus/*/*' --model_dir=runs/modernbert-recipe": Cheap(
+        "recipes-modernbert", _PRETRAIN_NO_EVAL
+    ),
+    "bert-tf-pretrain --flagfile=configs/recipes/modernbert_base.cfg --model=mini --vocab_size=8000 "
+    "--max_seq_length=512 --global_rope_theta=160000 --global_batch_size=8 --train_steps=1200 "
+    "--learning_rate=1e-3 --warmup_steps=100 --corpus='../shared/data/corpus/*/*' --model_dir=runs/modernbert-recipe": Cheap(
+        "recipes-modernbert",
+        _PRETRAIN_NO_EVAL.replace("--train_steps=2 ", "--train_steps=4 ")
+        .replace("--max_seq_length=32 ", "--max_seq_length=64 ")
+        .replace("--max_predictions_per_seq=5 ", "--max_predictions_per_seq=10 "),
+    ),
     "bert-tf-pretrain --init=$M --corpus='../shared/data/corpus/*/*' --model_dir=runs/minilm-continued "
     "--train_steps=300 --global_batch_size=16 --max_seq_length=128 --learning_rate=1e-4 --warmup_steps=30": Cheap(
         "recipes-init",

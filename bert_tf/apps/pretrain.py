@@ -2,7 +2,7 @@
 
     bert-tf-pretrain --model_dir=runs/mini --corpus='corpus/*.txt' --model=mini --train_steps=10000
 
---model_type=distilbert|electra|roberta|albert|deberta-v2 pretrains that family's encoder
+--model_type=distilbert|electra|roberta|albert|deberta-v2|modernbert pretrains that family's encoder
 (masked LM alone, except ALBERT's sentence-order prediction: the others have no
 sentence head in their Hugging Face models). The recipe flags choose the paper:
 --sentence_objective=nsp|sop|none (BERT, ALBERT, RoBERTa), --packing=pairs|
@@ -17,7 +17,9 @@ BERT's 512-token second phase): its config, weights, heads and tokenizer.
 
 Without --corpus it trains on an offline default corpus (Python's own
 documentation); without --vocab it builds a vocabulary from the corpus.
-Re-running the same command continues from the newest checkpoint.
+Re-running the same command continues from the newest checkpoint. A ModernBERT
+run may raise --max_seq_length and --global_rope_theta when it resumes (its
+long-context phase, configs/recipes/modernbert_base.cfg): the change is recorded.
 """
 
 import sys

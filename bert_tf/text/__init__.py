@@ -19,8 +19,8 @@
   rules a checkpoint may follow (`PAIR_TRUNCATIONS`: the original BERT's, Hugging Face `tokenizers`'), and
   `packer_for(tokenizer, ...)`, the packer of a tokenizer (its pair layout and its checkpoint's rule).
 - `masking`: `MaskedLMMasker` (dynamic masked-LM masking) and its stateless random draws.
-- `vocab`: `build_vocab` (WordPiece), `build_bpe_vocab` (byte-level BPE), `build_unigram_vocab` (SentencePiece
-  unigram), `expand_files` and the `SPECIAL_TOKENS` every WordPiece vocabulary starts with (`BPE_SPECIAL_TOKENS`
+- `vocab`: `build_vocab` (WordPiece), `build_bpe_vocab` (byte-level BPE), `build_bert_bpe_vocab` (byte-level BPE
+  with BERT's special tokens, ModernBERT's `tokenizer.json`), `build_unigram_vocab` (SentencePiece unigram), `expand_files` and the `SPECIAL_TOKENS` every WordPiece vocabulary starts with (`BPE_SPECIAL_TOKENS`
   for BPE, `UNIGRAM_SPECIAL_TOKENS` by family for unigram).
 """
 
@@ -33,11 +33,13 @@ from bert_tf.text.packing import PAIR_TRUNCATIONS, TRUNCATIONS, BertPacker, pack
 from bert_tf.text.sentencepiece import SentencePieceTokenizer
 from bert_tf.text.tokenizer import BertTokenizer
 from bert_tf.text.vocab import (
+    BERT_BPE_SPECIAL_TOKENS,
     BPE_SPECIAL_TOKENS,
     SPECIAL_TOKENS,
     UNIGRAM_SPECIAL_TOKENS,
     VOCAB_KINDS,
     VocabSummary,
+    build_bert_bpe_vocab,
     build_bpe_vocab,
     build_unigram_vocab,
     build_vocab,
@@ -46,6 +48,7 @@ from bert_tf.text.vocab import (
 )
 
 __all__ = [
+    "BERT_BPE_SPECIAL_TOKENS",
     "BPE_SPECIAL_TOKENS",
     "MASKING_MODES",
     "PAIR_TRUNCATIONS",
@@ -60,6 +63,7 @@ __all__ = [
     "SentencePieceTokenizer",
     "Tokenizer",
     "VocabSummary",
+    "build_bert_bpe_vocab",
     "build_bpe_vocab",
     "build_unigram_vocab",
     "build_vocab",

@@ -8,6 +8,10 @@ with invalid bytes is counted, never fatal).
 - `build_bpe_vocab`: byte-level BPE (GPT-2, RoBERTa); writes `vocab.json` and
   `merges.txt` with RoBERTa's `<s>`, `<pad>`, `</s>`, `<unk>`, `<mask>` at
   ids 0 to 4 (`BPE_SPECIAL_TOKENS`), then the 256 bytes, then the merges.
+- `build_bert_bpe_vocab`: byte-level BPE with BERT's special tokens (ModernBERT's
+  kind); writes a Hugging Face `tokenizer.json` alone, as ModernBERT ships it:
+  `[UNK]`, `[CLS]`, `[SEP]`, `[PAD]`, `[MASK]` at ids 0 to 4
+  (`BERT_BPE_SPECIAL_TOKENS`), `[CLS] A [SEP]` / `[CLS] A [SEP] B [SEP]`.
 - `build_unigram_vocab`: SentencePiece unigram (ALBERT, DeBERTa-v2); writes
   `spiece.model` (ALBERT: `<pad>`, `<unk>`, `[CLS]`, `[SEP]`, `[MASK]` at ids 0
   to 4, `UNIGRAM_SPECIAL_TOKENS`) or `spm.model` (DeBERTa: `[PAD]`, `[CLS]`,
@@ -36,11 +40,16 @@ from tokenizers import (
     normalizers,
     pre_tokenizers,
     processors,
+    trainers,
 )
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 BPE_SPECIAL_TOKENS = ("<s>", "<pad>", "</s>", "<unk>", "<mask>")
 BPE_FILES = ("vocab.json", "merges.txt")
+# A byte-level BPE with BERT's special tokens (ModernBERT's kind), in the order of ModernBERT's tokenizer.json; its
+# one file (vocab.json + merges.txt alone read as RoBERTa's `<s>`/`</s>` tokenizer).
+BERT_BPE_SPECIAL_TOKENS = ("[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]")
+BERT_BPE_FILE = "tokenizer.json"
 # SentencePiece unigram layouts by family: the pieces at ids 0 to 4, and which of them is the unknown piece.
 UNIGRAM_SPECIAL_TOKENS = {
     "albert": ("<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"),
@@ -252,6 +261,78 @@ def build_bpe_vocab(
             os.remove(os.path.join(temporary, name))
         os.rmdir(temporary)
     return VocabSummary.of(reader, files, len(vocab), start, output_dir)
+
+
+def build_bert_bpe_vocab(inputs, output_dir, vocab_size=50368, min_frequency=2, show_progress=True):
+    """Trains a byte-level BPE vocabulary with BERT's special tokens (ModernBERT's kind) and writes `tokenizer.json`.
+
+    The file is what a ModernBERT directory holds: GPT-2's byte-level pre-tokenizer (no prefix space) and decoder,
+    `[UNK]`, `[CLS]`, `[SEP]`, `[PAD]`, `[MASK]` at ids 0 to 4 (`BERT_BPE_SPECIAL_TOKENS`; `[MASK]` takes the
+    space before it, as ModernBERT's), then the 256 bytes and the merges, and the template `[CLS] $A [SEP]` /
+    `[CLS] $A [SEP] $B [SEP]` (one segment). `bert_tf.text.BytePairTokenizer.from_tokenizer_json` (and
+    `bert_tf.checkpoints.load_tokenizer` of `output_dir`) read it; so do Hugging Face `tokenizers` and
+    `transformers`.
+
+    Args:
+        inputs: file paths or globs (a list, or one comma-separated string).
+        output_dir: directory to write `tokenizer.json` into (made if missing).
+        vocab_size: size of the vocabulary: the 5 special tokens, the 256 bytes and the merges (ModernBERT's
+            50,368 by default).
+        min_frequency: pairs seen fewer times are not merged.
+
+    Returns:
+        A `VocabSummary` (`output` is the `tokenizer.json` written).
+    """
+    minimum = len(BERT_BPE_SPECIAL_TOKENS) + 256
+    if vocab_size <= minimum:
+        raise ValueError(
+            f"`vocab_size` must exceed the {len(BERT_BPE_SPECIAL_TOKENS)} special tokens and the 256 bytes "
+            f"({minimum}). Received: vocab_size={vocab_size}"
+        )
+    if min_frequency < 1:
+        raise ValueError(f"`min_frequency` must be at least 1. Received: min_frequency={min_frequency}")
+    files = expand_files(inputs)
+    start = time.time()
+    reader = _LineReader(files)
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        min_frequency=min_frequency,
+        special_tokens=list(BERT_BPE_SPECIAL_TOKENS),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=show_progress,
+    )
+    tokenizer.train_from_iterator(reader, trainer=trainer)
+    vocab = tokenizer.get_vocab()
+    if [vocab.get(t) for t in BERT_BPE_SPECIAL_TOKENS] != list(range(len(BERT_BPE_SPECIAL_TOKENS))):
+        raise RuntimeError(
+            f"Trainer did not put the special tokens first: { {t: vocab.get(t) for t in BERT_BPE_SPECIAL_TOKENS} }"
+        )
+    if reader.bytes == 0:
+        raise ValueError(
+            f"No text to build a vocabulary from in {', '.join(files)} ({reader.lines} lines, {reader.bytes} bytes); "
+            f"no vocabulary written to {output_dir}."
+        )
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="[CLS]:0 $A:0 [SEP]:0",
+        pair="[CLS]:0 $A:0 [SEP]:0 $B:0 [SEP]:0",
+        special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])],
+    )
+    # `[MASK]` swallows the space before it ("a [MASK]" is "a" + [MASK]), as ModernBERT's tokenizer.json says.
+    tokenizer.add_special_tokens([AddedToken("[MASK]", lstrip=True, normalized=False, special=True)])
+    # Written beside the target and renamed: never a partial tokenizer.json.
+    os.makedirs(output_dir, exist_ok=True)
+    output = os.path.join(output_dir, BERT_BPE_FILE)
+    temporary = output + ".tmp"
+    try:
+        tokenizer.save(temporary)
+        os.replace(temporary, output)
+    finally:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+    return VocabSummary.of(reader, files, len(vocab), start, output)
 
 
 def _albert_text(line, lowercase):

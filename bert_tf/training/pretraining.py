@@ -8,7 +8,8 @@ One `PretrainConfig` describes a run (its fields are the flags of
 2. the vocabulary: `vocab`, or one built from the corpus into
    `model_dir/vocab.txt` (kept, so a re-run uses the same one); its kind by
    `model_type` (`VOCAB_KIND_BY_MODEL_TYPE`): WordPiece, byte-level BPE
-   (`vocab.json` + `merges.txt`) or SentencePiece unigram (`spiece.model`; a
+   (`vocab.json` + `merges.txt`), byte-level BPE with BERT's special tokens
+   (ModernBERT's `tokenizer.json`) or SentencePiece unigram (`spiece.model`; a
    `.model` or a directory holding one as `vocab` of any model type);
 3. the model: a preset (`bert_tf.config.PRESETS`) or a `bert_config.json`,
    with the vocabulary's size; `model_type` makes a preset a model of that
@@ -23,7 +24,9 @@ One `PretrainConfig` describes a run (its fields are the flags of
    full-sentence packings), with `TrainingLoop` under any strategy:
    tokenization, pair building and masking run in `tf.data`
    (`bert_tf.data.pretraining`); a re-run resumes from `model_dir/checkpoints`
-   (refusing changed settings, `INCOMPATIBLE`); every 20th group of documents
+   (refusing changed settings, `INCOMPATIBLE`, except ModernBERT's long-context
+   phase: `max_seq_length` raised with `global_rope_theta`, recorded as
+   `resume_changes`, see `resume_changes`); every 20th group of documents
    is held out for evaluation when the corpus has that many;
 5. the model directory in `model_dir` (`bert_config.json`, `vocab.txt`,
    `bert_tf.json`, `bert_model.ckpt`), then the final metrics and the
@@ -52,7 +55,12 @@ from bert_tf.checkpoints import (
     write_tokenizer_files,
 )
 from bert_tf.checkpoints.tokenizer_files import (
+    BPE_VOCAB_FILE,
+    MERGES_FILE,
     SENTENCEPIECE_FILES,
+    TOKENIZER_JSON,
+    VOCAB_FILE,
+    find_tokenizer,
     save_sentencepiece_tokenizer,
     sentencepiece_options,
     tokenizer_settings,
@@ -73,7 +81,7 @@ from bert_tf.data.pretraining import (
 from bert_tf.models import BertPretrainer, build_encoder
 from bert_tf.options import lower_bounds, option, override
 from bert_tf.text import SPECIAL_TOKENS, BertTokenizer, SentencePieceTokenizer, packer_for
-from bert_tf.text.vocab import build_bpe_vocab, build_unigram_vocab, build_vocab, expand_files
+from bert_tf.text.vocab import build_bert_bpe_vocab, build_bpe_vocab, build_unigram_vocab, build_vocab, expand_files
 from bert_tf.training.distribute import DTYPES, create_strategy, dtype_policy, is_chief
 from bert_tf.training.optimization import OPTIMIZERS, create_optimizer
 from bert_tf.training.run_options import MaskedLMData, Optimization, Schedule
@@ -81,6 +89,7 @@ from bert_tf.training.trainer import (
     INCOMPATIBLE,
     TRAINING_SETTINGS_FILE,
     LoopConfig,
+    ResumeError,
     TrainingLoop,
     checkpoints_in,
     glob_characters_error,
@@ -99,9 +108,21 @@ INIT_REFUSES = ("model", "vocab", "vocab_size", "embedding_size", "lowercase")
 DEFAULT_MODEL = "mini"
 DEFAULT_VOCAB_SIZE = 8000
 
-# The families a preset can become. ModernBERT loads and converts, but pretraining it (its recipe and the
-# long-context phase) is not built yet (issue 37), so it is not offered.
-PRETRAIN_MODEL_TYPES = tuple(model_type for model_type in MODEL_TYPES if model_type != "modernbert")
+# The families a preset can become: every one.
+PRETRAIN_MODEL_TYPES = MODEL_TYPES
+# ModernBERT's positions are rotary (no table to outgrow): a ModernBERT made from a preset may take sequences up to
+# ModernBERT's 8,192, so a long-context phase can raise `max_seq_length` on resume without changing the model.
+MODERNBERT_MAX_POSITIONS = 8192
+# What a resume of a ModernBERT run may change (its long-context phase, Warner et al. 2024: 1,024 -> 8,192 tokens
+# with the global layers' RoPE theta raised from 10,000 to 160,000): the sequence length and the global RoPE theta
+# of `model`; with the length, the masked positions per sequence and the batch (the data starts over at the new
+# length, so no saved data position holds them). Anything else in `INCOMPATIBLE` is still refused.
+PHASE_SETTINGS = ("max_seq_length", "max_predictions_per_seq", "global_batch_size")
+PHASE_MODEL_FIELDS = ("global_rope_theta",)
+# The settings of PHASE_SETTINGS that change only with `max_seq_length`.
+_WITH_LENGTH_ONLY = ("max_predictions_per_seq", "global_batch_size")
+# The flag that sets each model field a resume may not change (the others come from --model).
+_MODEL_FIELD_FLAGS = {"vocab_size": "vocab_size", "global_rope_theta": "global_rope_theta"}
 
 
 def has_checkpoint(model_dir):
@@ -120,10 +141,10 @@ class PretrainConfig(MaskedLMData, Schedule, Optimization):
     # directory with spiece.model/spm.model); None: built here, of the kind VOCAB_KIND_BY_MODEL_TYPE says
     vocab: str = option(
         None,
-        "vocab.txt (--model_type=roberta: a byte-level BPE vocab.json, merges.txt beside it; any model type: a "
-        "SentencePiece .model, or a directory holding spiece.model/spm.model, e.g. from bert-tf-vocab "
-        "--kind=unigram); a vocabulary of the model type's kind is built from the corpus into model_dir when "
-        "absent. Not with --init.",
+        "vocab.txt (--model_type=roberta: a byte-level BPE vocab.json, merges.txt beside it; --model_type="
+        "modernbert: a byte-level BPE tokenizer.json; any model type: a SentencePiece .model; or a directory holding "
+        "one of them, e.g. from bert-tf-vocab); a vocabulary of the model type's kind is built from the corpus into "
+        "model_dir when absent. Not with --init.",
     )
     vocab_size: int = option(  # of a vocabulary built here; None: DEFAULT_VOCAB_SIZE (8000)
         None, "Size of a vocabulary built on the fly (default: 8000). Not with --init.", lower_bound=6
@@ -148,8 +169,9 @@ class PretrainConfig(MaskedLMData, Schedule, Optimization):
         None,
         "The architecture a preset becomes (default: bert; with --init the checkpoint's, and if given it must "
         "agree): roberta (one segment, positions from 2, LayerNorm 1e-5), distilbert (no segments), electra "
-        "(--embedding_size), albert (--embedding_size, one shared layer, gelu_new). A bert_config.json's own "
-        "model_type must agree.",
+        "(--embedding_size), albert (--embedding_size, one shared layer, gelu_new), deberta-v2, modernbert (rotary "
+        "positions up to 8192, global and sliding-window layers, GeGLU; --global_rope_theta). A bert_config.json's "
+        "own model_type must agree.",
         enum=PRETRAIN_MODEL_TYPES,
     )
     # ELECTRA's and ALBERT's embedding width; None: ELECTRA hidden_size // 2 (ELECTRA-small: 128 over 256),
@@ -177,7 +199,20 @@ class PretrainConfig(MaskedLMData, Schedule, Optimization):
         "run ignores it.",
     )
     max_seq_length: int = option(  # up to the model's max_position_embeddings (with `init`, the checkpoint's)
-        128, "Tokens per example.", lower_bound=8
+        128,
+        "Tokens per example. A ModernBERT run may raise it on resume (its long-context phase, with "
+        "--global_rope_theta): recorded in training_settings.json and bert_tf.json.",
+        lower_bound=8,
+    )
+    # ModernBERT only: the global-attention layers' RoPE base; None: the model's (a preset's 160000, as Hugging
+    # Face's default; the recipe's short phase sets 10000), on resume the checkpoint's. Changing it on resume is the
+    # long-context phase.
+    global_rope_theta: float = option(
+        None,
+        "ModernBERT: the RoPE theta (base) of the global-attention layers (default: the model's, 160000 for a "
+        "preset; on resume the checkpoint's). ModernBERT trained at 1024 tokens with 10000, then raised it to 160000 "
+        "with --max_seq_length=8192 (Warner et al. 2024): a resume may change both, recorded as the run's "
+        "long-context phase.",
     )
     # The recipe (bert_tf.data.pretraining; `MaskedLMData` holds packing and masking): None-valued fields follow
     # the family or the legacy switches.
@@ -359,6 +394,24 @@ class PretrainConfig(MaskedLMData, Schedule, Optimization):
         if self.init:
             self._validate_init(fail, fail_both)
         model_type = self.run_model_type()
+        if self.global_rope_theta is not None:
+            theta = self.global_rope_theta
+            if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not theta > 0:
+                fail("`global_rope_theta` must be a positive number", "global_rope_theta")
+            if model_type != "modernbert":
+                raise ConfigError(
+                    f"PretrainConfig: `global_rope_theta` (--global_rope_theta) is ModernBERT's rotary positions' "
+                    f"base; a {model_type} model has none. Received: global_rope_theta={theta!r}, "
+                    f"model_type={model_type!r}"
+                )
+            if self.reads_init() and float(theta) != self.init_model_config().global_rope_theta:
+                fail_both(
+                    "`global_rope_theta` (--global_rope_theta) differs from the `init` (--init) checkpoint's "
+                    f"({self.init_model_config().global_rope_theta}): a run from --init starts with its theta; change "
+                    "it when resuming that run (its long-context phase)",
+                    "global_rope_theta",
+                    "init",
+                )
         sentence_objective, _ = self.run_objectives()  # ConfigError naming both settings of a bad combination
         if sentence_objective != "none" and model_type not in SENTENCE_OBJECTIVE_BY_MODEL_TYPE:
             given = "sentence_objective" if self.sentence_objective is not None else "nsp"
@@ -376,19 +429,28 @@ class PretrainConfig(MaskedLMData, Schedule, Optimization):
                 )
             if self.embedding_size < 1:
                 fail("`embedding_size` must be >= 1", "embedding_size")
-        if model_type == "roberta" and self.vocab and not is_byte_pair_vocab(self.vocab):
+        if self.vocab and os.path.isdir(self.vocab) and not vocab_file_in(self.vocab):
             fail(
-                "`model_type` roberta needs a byte-level BPE vocabulary: a vocab.json with merges.txt beside it "
-                "(bert-tf-vocab --kind=bpe), or none to build one from the corpus",
-                "vocab",
-            )
-        if self.vocab and os.path.isdir(self.vocab) and not sentencepiece_model_in(self.vocab):
-            fail(
-                f"`vocab` is a directory without a SentencePiece model ({' or '.join(SENTENCEPIECE_FILES.values())})",
+                f"`vocab` is a directory without a vocabulary ({TOKENIZER_JSON}, {BPE_VOCAB_FILE} with {MERGES_FILE}, "
+                f"{' or '.join(SENTENCEPIECE_FILES.values())}, or vocab.txt)",
                 "vocab",
             )
         if self.vocab and not os.path.exists(self.vocab):
             fail("`vocab` does not exist", "vocab")
+        vocab_file = self.vocab and (vocab_file_in(self.vocab) if os.path.isdir(self.vocab) else self.vocab)
+        if model_type == "roberta" and vocab_file and vocab_kind(vocab_file) != "bpe":
+            fail(
+                "`model_type` roberta needs a byte-level BPE vocabulary: a vocab.json with merges.txt beside it "
+                "(bert-tf-vocab --kind=bpe), a byte-level BPE tokenizer.json, or none to build one from the corpus",
+                "vocab",
+            )
+        if model_type == "modernbert" and vocab_file and vocab_kind(vocab_file) != "bpe":
+            fail(
+                "`model_type` modernbert needs a byte-level BPE vocabulary: a tokenizer.json (or a directory holding "
+                "one, as a ModernBERT directory), a vocab.json with merges.txt beside it, or none to build one with "
+                "BERT's special tokens from the corpus",
+                "vocab",
+            )
         if self.model is not None and self.model not in PRESETS and not os.path.isfile(self.model):
             fail(f"`model` must be a preset {PRESETS} or a bert_config.json path", "model")
         if self.corpus:
@@ -430,7 +492,9 @@ class PretrainConfig(MaskedLMData, Schedule, Optimization):
 
 # The vocabulary kind (bert-tf-vocab --kind) a model_type builds on the fly when `vocab` is not given; others:
 # "wordpiece". SentencePiece's family (special tokens, normalization) is UNIGRAM_FAMILY_BY_MODEL_TYPE's, else ALBERT's.
-VOCAB_KIND_BY_MODEL_TYPE = {"roberta": "bpe", "albert": "unigram", "deberta-v2": "unigram"}
+# "bert_bpe" (ModernBERT's): a byte-level BPE with [CLS]/[SEP]/[MASK]/[PAD]/[UNK], one tokenizer.json
+# (`text.build_bert_bpe_vocab`).
+VOCAB_KIND_BY_MODEL_TYPE = {"roberta": "bpe", "albert": "unigram", "deberta-v2": "unigram", "modernbert": "bert_bpe"}
 UNIGRAM_FAMILY_BY_MODEL_TYPE = {"deberta-v2": "deberta-v2"}
 
 
@@ -451,6 +515,32 @@ def sentencepiece_model_in(path):
     return None
 
 
+def vocab_file_in(path):
+    """The vocabulary file of a directory given as `vocab`, or None: its SentencePiece model, else its
+    `tokenizer.json` (what `load_tokenizer` prefers: a ModernBERT directory has only this), else `vocab.json` with
+    `merges.txt` beside it, else `vocab.txt`."""
+    model = sentencepiece_model_in(path)
+    if model:
+        return model
+    for name in (TOKENIZER_JSON, BPE_VOCAB_FILE, VOCAB_FILE):
+        candidate = os.path.join(path, name)
+        if os.path.isfile(candidate) and (name != BPE_VOCAB_FILE or os.path.isfile(os.path.join(path, MERGES_FILE))):
+            return candidate
+    return None
+
+
+def vocab_kind(vocab_file):
+    """ "wordpiece", "bpe" or "sentencepiece": the kind of a vocabulary file (a `tokenizer.json` says its own)."""
+    if is_sentencepiece_vocab(vocab_file):
+        return "sentencepiece"
+    if os.path.basename(vocab_file) == TOKENIZER_JSON:
+        try:
+            return find_tokenizer(os.path.dirname(os.path.abspath(vocab_file)))[0]
+        except CheckpointError as e:
+            raise ConfigError(f"PretrainConfig: `vocab`: {e} Received: vocab={vocab_file!r}") from None
+    return "bpe" if is_byte_pair_vocab(vocab_file) else "wordpiece"
+
+
 def corpus_and_vocab(config, chief=True, log=print):
     """(corpus files, corpus format, vocab file): writes the default corpus and builds the vocabulary when needed.
 
@@ -462,7 +552,12 @@ def corpus_and_vocab(config, chief=True, log=print):
     vocab_size = config.vocab_size or DEFAULT_VOCAB_SIZE
     kind = VOCAB_KIND_BY_MODEL_TYPE.get(model_type, "wordpiece")
     if config.vocab and os.path.isdir(config.vocab):
-        return files, corpus_format, sentencepiece_model_in(config.vocab)
+        return files, corpus_format, vocab_file_in(config.vocab)
+    if kind == "bert_bpe":  # ModernBERT's: one tokenizer.json, kept in model_dir so a re-run uses the same one
+        vocab = config.vocab or os.path.join(config.model_dir, TOKENIZER_JSON)
+        if not config.vocab and chief and not os.path.exists(vocab):
+            log(build_bert_bpe_vocab(files, config.model_dir, vocab_size=vocab_size, show_progress=False))
+        return files, corpus_format, vocab
     if kind == "unigram" and not config.vocab:
         family = UNIGRAM_FAMILY_BY_MODEL_TYPE.get(model_type, "albert")
         vocab = os.path.join(config.model_dir, SENTENCEPIECE_FILES[family])
@@ -535,7 +630,8 @@ def model_config(model, vocab_size, model_type="bert", embedding_size=None):
 
 
 def is_byte_pair_vocab(vocab_file):
-    """True for a byte-level BPE vocabulary (`vocab.json`, with `merges.txt` beside it); else WordPiece."""
+    """True for a byte-level BPE vocabulary (`vocab.json`, with `merges.txt` beside it) or a `tokenizer.json` (read
+    with its directory by `load_tokenizer`, whatever its kind); else WordPiece."""
     return vocab_file.endswith(".json")
 
 
@@ -616,6 +712,120 @@ def upgrade_training_settings(saved):
     saved.setdefault("split_special_tokens", False)
     saved.setdefault("shuffle_buffer", 10_000)
     return saved
+
+
+def modernbert_run_config(bert_config, tokenizer, preset=True):
+    """A ModernBERT `bert_config` built here, fitted to its tokenizer: `pad_token_id` the tokenizer's padding id
+    (Hugging Face's config names it), and from a preset ModernBERT's 8,192 positions (`MODERNBERT_MAX_POSITIONS`:
+    rotary positions have no table, so a later long-context phase needs no new weights)."""
+    fields = {}
+    if bert_config.pad_token_id is None and tokenizer.pad_id is not None:
+        fields["pad_token_id"] = int(tokenizer.pad_id)
+    if preset:
+        fields["max_position_embeddings"] = max(bert_config.max_position_embeddings, MODERNBERT_MAX_POSITIONS)
+    return dataclasses.replace(bert_config, **fields)
+
+
+def _run_global_rope_theta(config, bert_config):
+    """The global RoPE theta of a ModernBERT run: `global_rope_theta` when given, else on resume the checkpoint's
+    (recorded in training_settings.json), else `bert_config`'s."""
+    if config.global_rope_theta is not None:
+        return float(config.global_rope_theta)
+    saved = read_training_settings(config.model_dir) if newest_step(config.model_dir) is not None else None
+    model = (saved or {}).get("model")
+    if isinstance(model, dict) and model.get("model_type") == "modernbert" and model.get("global_rope_theta"):
+        return float(model["global_rope_theta"])
+    return bert_config.global_rope_theta
+
+
+def resume_changes(model_dir, settings):
+    """`(changes, new)`: the changes a resume of the ModernBERT run in `model_dir` accepts, oldest first, and
+    whether the last is new (this run's).
+
+    Each change is `{"step": S, "max_seq_length": [old, new], "model.global_rope_theta": [old, new], ...}` (only the
+    keys that changed): the run resumed at step S with `PHASE_SETTINGS` or `PHASE_MODEL_FIELDS` of `model` changed
+    (ModernBERT's long-context phase). Earlier changes come from training_settings.json's `resume_changes`. A run
+    of another family, or without checkpoints, has none: its loop refuses every change in `INCOMPATIBLE`.
+
+    Raises:
+        ResumeError naming each other change of a ModernBERT run (the model field or setting, and its flag).
+    """
+    saved = read_training_settings(model_dir)
+    step = newest_step(model_dir)
+    if saved is None or step is None:
+        return [], False
+    saved = upgrade_training_settings(saved)
+    earlier = [dict(change) for change in saved.get("resume_changes") or [] if isinstance(change, dict)]
+    old_model, new_model = saved.get("model"), settings.get("model")
+    if not (isinstance(old_model, dict) and old_model.get("model_type") == new_model.get("model_type") == "modernbert"):
+        return earlier, False
+    now = json.loads(json.dumps({key: settings.get(key) for key in INCOMPATIBLE}))
+    accepted, refused = {}, []
+    for key in INCOMPATIBLE:
+        old, new = saved.get(key), now.get(key)
+        if old == new:
+            continue
+        if key in PHASE_SETTINGS:
+            accepted[key] = [old, new]
+        elif key == "model" and isinstance(old, dict) and isinstance(new, dict):
+            for field in sorted(set(old) | set(new)):
+                if old.get(field) == new.get(field):
+                    continue
+                if field in PHASE_MODEL_FIELDS:
+                    accepted[f"model.{field}"] = [old.get(field), new.get(field)]
+                else:
+                    flag = _MODEL_FIELD_FLAGS.get(field, "model")
+                    refused.append(
+                        f"  model.{field} (--{flag}): checkpoint has {old.get(field)!r}, this run has {new.get(field)!r}"
+                    )
+        else:
+            flag = "vocab" if key == "vocab_sha256" else key
+            refused.append(f"  {key} (--{flag}): checkpoint has {old!r}, this run has {new!r}")
+    if "max_seq_length" not in accepted:
+        for key in _WITH_LENGTH_ONLY:
+            if key in accepted:
+                old, new = accepted.pop(key)
+                refused.append(
+                    f"  {key} (--{key}): checkpoint has {old!r}, this run has {new!r} (it may change only with "
+                    "--max_seq_length)"
+                )
+    if refused:
+        raise ResumeError(
+            f"{model_dir} holds a run with incompatible settings; use a new --model_dir or the old settings (a "
+            "ModernBERT run may change --max_seq_length and --global_rope_theta on resume, its long-context phase, "
+            "and with --max_seq_length --max_predictions_per_seq and --global_batch_size):\n" + "\n".join(refused)
+        )
+    if not accepted:
+        return earlier, False
+    return [*earlier, {"step": step, **accepted}], True
+
+
+def _accept_resume_changes(config, settings, chief, log):
+    """Accepts (and records) a ModernBERT run's long-context phase on resume (`resume_changes`).
+
+    Adds the run's `resume_changes` to `settings`; a new change is logged and, by the chief, written to
+    training_settings.json at once (so the loop's check of `INCOMPATIBLE` finds the run's settings). Returns
+    `(changes, fresh_data_through)`: the step of the last change, whose checkpoint and earlier ones are resumed
+    without their data position (the input pipeline is another at the new length: the data starts over), or None.
+    """
+    changes, new = resume_changes(config.model_dir, settings)
+    if changes:
+        settings["resume_changes"] = changes
+    if new:
+        change = changes[-1]
+        said = ", ".join(f"{key} {values[0]} -> {values[1]}" for key, values in change.items() if key != "step")
+        log(
+            f"{config.model_dir}: resuming step {change['step']} with {said} (ModernBERT's long-context phase; "
+            f"recorded as resume_changes in {TRAINING_SETTINGS_FILE} and the model directory's bert_tf.json). The "
+            "weights, optimizer and step continue; the data starts over at the new length."
+        )
+        if chief:
+            path = os.path.join(config.model_dir, TRAINING_SETTINGS_FILE)
+            temporary = path + ".tmp"
+            with open(temporary, "w", encoding="utf-8") as f:
+                json.dump(settings, f, indent=2, sort_keys=True)
+            os.replace(temporary, path)
+    return changes, max((change["step"] for change in changes), default=None)
 
 
 def _finished(config, settings, strategy):
@@ -719,8 +929,12 @@ def pretrain(config, strategy=None, log=print):
         bert_config = model_config(
             config.model or DEFAULT_MODEL, tokenizer.vocab_size, model_type, config.embedding_size
         )
+        if model_type == "modernbert":
+            bert_config = modernbert_run_config(bert_config, tokenizer, preset=not os.path.isfile(config.model or ""))
         with open(vocab_file, "rb") as f:
             vocab_sha = hashlib.sha256(f.read()).hexdigest()
+    if bert_config.model_type == "modernbert":
+        bert_config = dataclasses.replace(bert_config, global_rope_theta=_run_global_rope_theta(config, bert_config))
     if config.max_seq_length > bert_config.max_position_embeddings:
         raise ConfigError(
             f"PretrainConfig: `max_seq_length` ({config.max_seq_length}) exceeds the model's "
@@ -728,7 +942,7 @@ def pretrain(config, strategy=None, log=print):
         )
     span = masking == "span"
     settings = {
-        "model": bert_config.to_dict(),
+        "model": json.loads(json.dumps(bert_config.to_dict())),  # as training_settings.json reads back (lists)
         "vocab_sha256": vocab_sha,
         "max_seq_length": config.max_seq_length,
         "max_predictions_per_seq": max_predictions,
@@ -751,6 +965,7 @@ def pretrain(config, strategy=None, log=print):
         "split_special_tokens": config.split_special_tokens,
         "init": os.path.relpath(config.init) if config.init else None,  # informational: a resumed run ignores it
     }
+    changes, fresh_data_through = _accept_resume_changes(config, settings, chief, log)
     done = _finished(config, settings, strategy)
     if done is not None:
         log(
@@ -838,6 +1053,7 @@ def pretrain(config, strategy=None, log=print):
         eval_dataset_fn=eval_dataset if config.eval_steps else None,
         settings=settings,
         upgrade_settings=upgrade_training_settings,
+        fresh_data_through=fresh_data_through,
     )
     metrics = loop.train(log=log)
     if chief:
@@ -851,6 +1067,7 @@ def pretrain(config, strategy=None, log=print):
                     "max_seq_length": config.max_seq_length,
                     "split_special_tokens": config.split_special_tokens,
                     "sentence_objective": sentence_objective,
+                    **({"resume_changes": changes} if changes else {}),
                 },
             )
             if metrics:
@@ -879,17 +1096,20 @@ def pretrain(config, strategy=None, log=print):
                 "max_seq_length": config.max_seq_length,
                 "split_special_tokens": config.split_special_tokens,
                 "sentence_objective": sentence_objective,
+                **({"resume_changes": changes} if changes else {}),
             },
         )
+        tokenizer_files = "vocab.txt"
         if byte_pairs:
-            write_tokenizer_files(os.path.dirname(os.path.abspath(vocab_file)), config.model_dir)
+            written = write_tokenizer_files(os.path.dirname(os.path.abspath(vocab_file)), config.model_dir)
+            tokenizer_files = ", ".join(written)
         if sentencepiece:  # the .model and how to read it (tokenizer_config.json), as load_tokenizer finds them
             save_sentencepiece_tokenizer(tokenizer, config.model_dir)
         if metrics:  # none when the loop found the run complete
             log("Final: " + ", ".join(f"{k} {v:.4g}" for k, v in metrics.items()))
         log(
             f"Model directory: {config.model_dir} (bert_config.json, "
-            f"{'vocab.json, merges.txt' if byte_pairs else SENTENCEPIECE_FILES[tokenizer.family] if sentencepiece else 'vocab.txt'}, "
+            f"{SENTENCEPIECE_FILES[tokenizer.family] if sentencepiece else tokenizer_files}, "
             f"bert_model.ckpt, bert_tf.json; TensorBoard logs in {os.path.join(config.model_dir, 'logs')})"
         )
         if config.fill_mask:

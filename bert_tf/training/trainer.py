@@ -45,7 +45,8 @@ TRAINING_SETTINGS_FILE = "training_settings.json"
 # Pretraining settings whose change makes an existing checkpoint unusable (the model, its inputs, the batch) or
 # changes the run's objective or data (the recipe: sentence objective, packing, masking and its distribution, how
 # special tokens in the text are read, the shuffle buffer the saved iterator holds); a resume with any of them
-# changed is refused, naming the differences.
+# changed is refused, naming the differences (pretraining accepts a ModernBERT run's long-context phase before the
+# loop compares them: `bert_tf.training.pretraining.resume_changes`).
 INCOMPATIBLE = (
     "model",
     "vocab_sha256",
@@ -336,6 +337,10 @@ class TrainingLoop:
         upgrade_settings: optional function of the saved settings dict returning
             it with the keys an older version did not record filled in as that
             version behaved, before the `incompatible` keys are compared.
+        fresh_data_through: a step, or None: a checkpoint of this step or an
+            earlier one is restored without its data position, the data starting
+            over from its beginning (the input pipeline changed after it, as in
+            pretraining's long-context phase, so the saved position does not fit).
     """
 
     def __init__(
@@ -353,6 +358,7 @@ class TrainingLoop:
         incompatible=INCOMPATIBLE,
         evaluate_fn=None,
         upgrade_settings=None,
+        fresh_data_through=None,
     ):
         message = glob_characters_error(model_dir)
         if message:
@@ -361,6 +367,7 @@ class TrainingLoop:
         self.objective = objective or Objective.for_pretrainer(model)
         self.incompatible = tuple(incompatible)
         self.upgrade_settings = upgrade_settings
+        self.fresh_data_through = fresh_data_through
         self.evaluate_fn = evaluate_fn
         self.model = model
         self.optimizer = optimizer
@@ -596,7 +603,8 @@ class TrainingLoop:
         step = int(path.rsplit("-", 1)[1])
         try:
             self.checkpoint.read(path).assert_existing_objects_matched().expect_partial()
-            self.data_checkpoint.read(self._data_prefix(step)).assert_consumed()
+            if self.fresh_data_through is None or step > self.fresh_data_through:
+                self.data_checkpoint.read(self._data_prefix(step)).assert_consumed()
         except Exception as e:  # noqa: BLE001 (any unreadable file: OpError, IndexError, ...)
             errors.append(f"{path}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
             logging.warning("Checkpoint %s is unreadable (%s); trying the previous one.", path, errors[-1])

@@ -48,6 +48,11 @@ EXPECTED = {
         model_type="albert", sentence_objective="sop", packing="pairs", optimizer="lamb", learning_rate=0.00176,
         global_batch_size=4096, train_steps=125000,
     ),
+    "modernbert_base": dict(
+        model_type="modernbert", model="configs/recipes/modernbert_base.json", sentence_objective="none",
+        packing="full_sentences", masking="token", masking_rate=0.3, max_seq_length=1024, global_rope_theta=10000.0,
+        global_batch_size=4608, learning_rate=8e-4, vocab_size=50368,
+    ),
     "domain_adaptive": dict(train_steps=12500),
 }  # fmt: skip
 
@@ -83,6 +88,15 @@ def test_every_recipe_parses_with_its_papers_settings_and_flags_after_it_overrid
         "--train_steps=1000",
         "--warmup_steps=100",
     ]
+    # ModernBERT's long-context phase: the same recipe, resumed with the length and the global theta raised.
+    runs["modernbert_long"] = [
+        *runs["modernbert_base"],
+        "--max_seq_length=8192",
+        "--global_rope_theta=160000",
+        "--global_batch_size=576",
+        "--train_steps=423600",
+        "--learning_rate=3e-4",
+    ]
     configs = _parse(runs, tmp_path)
     for name, expected in EXPECTED.items():
         got = {key: configs[name][key] for key in expected}
@@ -91,6 +105,8 @@ def test_every_recipe_parses_with_its_papers_settings_and_flags_after_it_overrid
     small = configs["small"]
     assert (small["model"], small["max_seq_length"], small["train_steps"]) == ("mini", 128, 1000)
     assert (small["packing"], small["learning_rate"]) == ("full_sentences", 6e-4)  # the rest from the file
+    long = configs["modernbert_long"]
+    assert (long["max_seq_length"], long["global_rope_theta"], long["masking_rate"]) == (8192, 160000.0, 0.3)
 
 
 @pytest.mark.slow

@@ -7,9 +7,11 @@ import pytest
 from tokenizers import BertWordPieceTokenizer
 
 from bert_tf.text.vocab import (
+    BERT_BPE_SPECIAL_TOKENS,
     BPE_SPECIAL_TOKENS,
     SPECIAL_TOKENS,
     UNIGRAM_SPECIAL_TOKENS,
+    build_bert_bpe_vocab,
     build_bpe_vocab,
     build_unigram_vocab,
     build_vocab,
@@ -95,6 +97,44 @@ def test_bpe_vocab_layout_and_errors(tmp_path):
     empty.write_text("")
     with pytest.raises(ValueError, match="No text"):
         build_bpe_vocab([str(empty)], str(tmp_path / "none"), vocab_size=300, show_progress=False)
+    assert not os.path.exists(tmp_path / "small") and not os.path.exists(tmp_path / "none")
+
+
+def test_bert_bpe_vocab_is_a_modernbert_tokenizer_json(tmp_path):
+    """ModernBERT's kind: one tokenizer.json, BERT's special tokens at ids 0-4 in ModernBERT's order, its
+    template; Hugging Face `tokenizers` and bert_tf's BytePairTokenizer give the same ids ([MASK] takes the space
+    before it)."""
+    import tensorflow as tf
+    from tokenizers import Tokenizer
+
+    from bert_tf.text import BytePairTokenizer, packer_for
+
+    corpus = tmp_path / "a.txt"
+    corpus.write_bytes(TEXT.encode("utf-8") + b"caf\xe9\n")
+    output = tmp_path / "bpe"
+    summary = build_bert_bpe_vocab([str(corpus)], str(output), vocab_size=400, min_frequency=1, show_progress=False)
+    assert sorted(os.listdir(output)) == ["tokenizer.json"] and summary.output == str(output / "tokenizer.json")
+    assert summary.lines == 101 and summary.replaced_lines == 1
+    with open(output / "tokenizer.json", encoding="utf-8") as f:
+        data = json.load(f)
+    assert [data["model"]["vocab"][t] for t in BERT_BPE_SPECIAL_TOKENS] == [0, 1, 2, 3, 4]
+    assert len(data["model"]["vocab"]) == summary.vocab_size <= 400
+    assert [t["lstrip"] for t in data["added_tokens"] if t["content"] == "[MASK]"] == [True]
+    theirs = Tokenizer.from_file(str(output / "tokenizer.json"))
+    ours = BytePairTokenizer.from_tokenizer_json(str(output / "tokenizer.json"))
+    assert (ours.cls_id, ours.sep_id, ours.pad_id, ours.mask_id, ours.unk_id) == (1, 2, 3, 4, 0)
+    text, pair = "The quick dog [MASK] jumped.", "Émile was quick!"
+    packed = packer_for(ours, 32)(ours.tokenize(tf.constant([text])), ours.tokenize(tf.constant([pair])))
+    row = packed["token_ids"].numpy()[0]
+    encoding = theirs.encode(text, pair)
+    assert row[: len(encoding.ids)].tolist() == encoding.ids and set(encoding.type_ids) == {0}
+    assert encoding.ids[0] == 1 and encoding.ids.count(2) == 2 and 4 in encoding.ids
+    with pytest.raises(ValueError, match="vocab_size"):
+        build_bert_bpe_vocab([str(corpus)], str(tmp_path / "small"), vocab_size=261, show_progress=False)
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    with pytest.raises(ValueError, match="No text"):
+        build_bert_bpe_vocab([str(empty)], str(tmp_path / "none"), vocab_size=300, show_progress=False)
     assert not os.path.exists(tmp_path / "small") and not os.path.exists(tmp_path / "none")
 
 
