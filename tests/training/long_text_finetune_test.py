@@ -38,12 +38,12 @@ def _texts():
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    """A windows fine-tune of a tiny encoder: (config, results, log lines, model directory)."""
+def config(tmp_path_factory):
+    """The `FinetuneConfig` of a windows fine-tune of a tiny encoder (nothing run yet)."""
     root = tmp_path_factory.mktemp("long_text_finetune")
     init = tiny_model_dir(root / "init", WORDS, 16, max_seq_length=MAX_SEQ_LENGTH)
     data = write_text(root / "train.tsv", "sentence\tlabel\n" + "".join(f"{t}\t{y}\n" for t, y in _texts()))
-    config = FinetuneConfig(
+    return FinetuneConfig(
         task="classification",
         init=init,
         model_dir=str(root / "model"),
@@ -58,6 +58,11 @@ def run(tmp_path_factory):
         epochs=1.0,
         steps_per_loop=2,
     )
+
+
+@pytest.fixture(scope="module")
+def run(config):
+    """The windows fine-tune run: (config, results, log lines, model directory)."""
     lines = []
     results = finetune(config, log=lines.append)
     return config, results, lines, config.model_dir
@@ -73,6 +78,7 @@ def _windows(tokenizer, text):
     return [[tokenizer.cls_id, *pieces[s : s + budget], tokenizer.sep_id] for s in starts]
 
 
+@pytest.mark.slow
 def test_an_epoch_is_every_window_and_the_choice_is_recorded(run):
     config, results, lines, model_dir = run
     tokenizer = load_tokenizer(model_dir)
@@ -87,9 +93,8 @@ def test_an_epoch_is_every_window_and_the_choice_is_recorded(run):
     assert 0.0 <= results["accuracy"] <= 1.0
 
 
-def test_training_rows_are_the_windows_with_their_texts_labels(run):
-    config, _, _, model_dir = run
-    tokenizer = load_tokenizer(model_dir)
+def test_training_rows_are_the_windows_with_their_texts_labels(config):
+    tokenizer = load_tokenizer(config.init)
     examples = classification.ClassificationExamples(
         texts=[t for t, _ in _texts()],
         pairs=None,
@@ -113,6 +118,7 @@ def test_training_rows_are_the_windows_with_their_texts_labels(run):
     assert all(len(batch[1]) == 5 for batch in list(batches)[:-1])  # batches of windows, not texts
 
 
+@pytest.mark.slow
 def test_evaluation_logits_are_the_mean_of_each_windows_logits(run):
     config, _, _, model_dir = run
     model, _ = tasks.load_model(model_dir)
@@ -126,8 +132,7 @@ def test_evaluation_logits_are_the_mean_of_each_windows_logits(run):
         np.testing.assert_allclose(logits[row], np.mean(each, axis=0), atol=1e-5)
 
 
-def test_truncation_is_counted_and_logged_once(run, tmp_path, caplog):
-    config, _, _, _ = run
+def test_truncation_is_counted_and_logged_once(config, caplog):
     tokenizer = load_tokenizer(config.init)
     truncating = FinetuneConfig(**{**vars(config), "long_text": "truncate", "window_stride": None})
     with caplog.at_level(logging.WARNING):
@@ -151,8 +156,7 @@ def test_truncation_is_counted_and_logged_once(run, tmp_path, caplog):
         (dict(long_text="chunks"), "`long_text` must be one of"),
     ],
 )
-def test_settings_that_cannot_work_are_refused_naming_them(run, changes, message):
-    config, _, _, _ = run
+def test_settings_that_cannot_work_are_refused_naming_them(config, changes, message):
     bad = FinetuneConfig(**{**vars(config), "model_dir": config.model_dir + "-bad", **changes})
     with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
         finetune(bad)
