@@ -1,10 +1,13 @@
-"""The README's main job runs end to end on a few steps."""
+"""The library tour (`make tour`) runs end to end on a few steps (slow tier: it trains, exports and reloads)."""
 
 import subprocess
+
+import pytest
 
 from tests.launcher import python_command
 
 
+@pytest.mark.slow
 def test_demo_runs_end_to_end(tmp_path):
     result = subprocess.run(
         python_command("-m", "bert_tf.apps.demo", "--steps=8", f"--output_dir={tmp_path}"),

@@ -111,6 +111,7 @@ def test_embeddings_are_the_normalized_mean_of_the_windows(encoder):
     )
 
 
+@pytest.mark.slow
 def test_sentence_embedder_windows_equal_the_served_ones_and_truncation_is_logged_once(directories, encoder, caplog):
     expected = encoder[1](text=tf.constant(TEXTS))["sentence_embedding"].numpy()
     embedder = SentenceEmbedder(directories["encoder"], long_text="windows", window_stride=STRIDE)
@@ -127,6 +128,7 @@ def test_sentence_embedder_windows_equal_the_served_ones_and_truncation_is_logge
     assert truncating.truncated_texts == 4
 
 
+@pytest.mark.slow
 def test_embed_file_takes_windows_and_says_how_many_passages_truncation_cut(directories, encoder, tmp_path):
     texts = [text for text in TEXTS if text]
     corpus = tmp_path / "corpus.txt"
@@ -154,6 +156,7 @@ def test_windows_past_max_windows_are_dropped_and_counted(directories):
     assert module.max_input_bytes == 100 * 9
 
 
+@pytest.mark.slow
 def test_the_saved_model_serves_windows_and_its_metadata_says_so(classifier, tmp_path):
     module, single = classifier
     expected = single(text=tf.constant(TEXTS))

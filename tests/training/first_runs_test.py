@@ -105,6 +105,7 @@ def test_a_finished_finetuning_run_is_recognized_before_reading_data(default_run
         _finetune(_config(tiny_dir, data, model_dir, epochs=3.0))
 
 
+@pytest.mark.slow
 def test_too_few_steps_are_warned_about_once_before_training(default_run, tiny_dir, data, tmp_path):
     messages = default_run[2]
     warnings = [m for m in messages if m.startswith("Warning: only")]
@@ -154,6 +155,7 @@ def test_a_finished_pretraining_run_is_recognized_before_building_the_model(tmp_
     assert f"Resumed from step 4 in {model_dir}" in messages and any(m.startswith("Final: loss") for m in messages)
 
 
+@pytest.mark.slow
 def test_the_finetune_app_says_a_finished_run_is_complete(tiny_dir, data, tmp_path):
     command = python_command(
         "-m",

@@ -167,6 +167,7 @@ def test_run_learns_and_its_model_directory_is_a_pretrainer_that_fine_tunes(run,
     assert os.path.isfile(out / "bert_model.ckpt.index")
 
 
+@pytest.mark.slow
 def test_a_resumed_run_ends_bit_identical(run, corpus, tmp_path):
     """The fixture's run cut back to its step-4 checkpoint (the newer ones deleted, as after a kill) and re-run:
     the same student, optimizer slots and data position at step 8 as the uninterrupted run."""

@@ -47,6 +47,7 @@ def _assert_same(ours, theirs, atol=0.0):
         np.testing.assert_allclose(ours[name], theirs[name], rtol=0, atol=atol, err_msg=name)
 
 
+@pytest.mark.slow
 def test_a_sentence_head_is_reused_only_for_its_own_objective(tmp_path):
     """A BERT checkpoint's head is NSP, an ALBERT's SOP: neither starts the other objective's head."""
     bert = tiny_model_dir(tmp_path / "bert", WORDS, 16, model_fn=lambda e: BertPretrainer(e, nsp=True), seed=1)
