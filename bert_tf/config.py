@@ -640,6 +640,55 @@ class BertConfig:
             fields["embedding_size"] = embedding_size or min(128, self.hidden_size)
         return dataclasses.replace(self, **fields)
 
+    def electra_generator(self, size=0.25, hidden_size=None, num_layers=None):
+        """The config of an ELECTRA generator for this (ELECTRA discriminator) config, as ELECTRA's pretraining
+        builds it (Clark et al. 2020, section 3.2 and appendix): `hidden_size` `size` times the discriminator's
+        (rounded; or `hidden_size`), the same number of layers (or `num_layers`), 4x its width in the
+        feed-forward network, one attention head per 64 dimensions (at least one, dividing the width), and the
+        discriminator's embedding width: the two share the token, position and segment tables.
+
+        Raises:
+            ConfigError: for a generator wider or deeper than the discriminator (both sizes named), or sizes
+                below 1.
+        """
+        if self.model_type != "electra":
+            raise ConfigError(
+                f"An ELECTRA generator is built for an ELECTRA discriminator; this is a {self.model_type} config. "
+                f"Received: model_type={self.model_type!r}"
+            )
+        if hidden_size is None:
+            if isinstance(size, bool) or not isinstance(size, (int, float)) or not 0.0 < size <= 1.0:
+                raise ConfigError(
+                    f"The generator's size is a fraction of the discriminator's hidden size, in (0, 1] (ELECTRA's "
+                    f"1/4 by default). Received: generator_size={size!r}"
+                )
+            hidden_size = max(int(round(self.hidden_size * size)), 1)
+        num_layers = self.num_hidden_layers if num_layers is None else num_layers
+        for name, value, limit in (
+            ("generator_hidden_size", hidden_size, self.hidden_size),
+            ("generator_num_layers", num_layers, self.num_hidden_layers),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"`{name}` must be a positive integer. Received: {name}={value!r}")
+            if value > limit:
+                what = "hidden size" if name == "generator_hidden_size" else "number of layers"
+                raise ConfigError(
+                    f"The generator must not be larger than the discriminator: its {what} is {value}, the "
+                    f"discriminator's {limit} (ELECTRA works best with a generator 1/4 to 1/2 the discriminator's "
+                    f"size). Received: {name}={value!r}"
+                )
+        heads = max(1, hidden_size // 64)
+        while hidden_size % heads:
+            heads -= 1
+        return dataclasses.replace(
+            self,
+            hidden_size=hidden_size,
+            num_hidden_layers=num_layers,
+            num_attention_heads=heads,
+            intermediate_size=4 * hidden_size,
+            embedding_size=self.embedding_size or self.hidden_size,
+        )
+
     # --- presets ---
 
     @classmethod

@@ -52,7 +52,7 @@ import os
 import tensorflow as tf
 
 from bert_tf.text import MaskedLMMasker, expand_files, packer_for
-from bert_tf.text.masking import MASKING_MODES, example_keys, uniform
+from bert_tf.text.masking import MASKING_MODES, example_keys, replacement_uniforms, uniform
 
 FORMATS = ("lines", "paragraphs")
 # The sentence-level objective of a pretraining example: next-sentence prediction (BERT: B is A's continuation
@@ -66,6 +66,12 @@ PACKINGS = ("pairs", "full_sentences", "doc_sentences")
 # words of geometric length (SpanBERT).
 MASKINGS = MASKING_MODES
 MAX_MASKING_RATE = 0.5
+# The token-level objective: masked LM (BERT and the family), or ELECTRA's replaced-token detection, whose
+# generator learns masked LM while a discriminator judges every token (`bert_tf.models.ElectraPretrainer`).
+OBJECTIVES = ("mlm", "rtd")
+# ELECTRA's masking of the generator's input: a selected token becomes [MASK] 85% of the time and stays itself
+# otherwise (no random tokens: the generator's samples are the replacements).
+RTD_MASK_TOKEN_RATE = 0.85
 # Random streams of the pair builder (the masker uses 1-3).
 _SPLIT, _RANDOM_NEXT, _OTHER_DOC, _OTHER_START, _SHORT, _SHORT_LENGTH, _SWAP = 11, 12, 13, 14, 15, 16, 17
 _SENTENCE_END = r"([.!?][\"')\]]*)\s+"
@@ -477,6 +483,7 @@ def pretraining_dataset(
     masking=None,
     span_geometric_p=0.2,
     max_span_length=10,
+    objective="mlm",
 ):
     """Masked `(features, labels, sample_weights)` pretraining batches from raw text files.
 
@@ -508,12 +515,20 @@ def pretraining_dataset(
         masking_rate: share of the maskable tokens masked, in (0, MAX_MASKING_RATE].
         span_geometric_p, max_span_length: span masking's length distribution
             in words (geometric with this p, clipped at this length).
+        objective: one of `OBJECTIVES`: "mlm", or "rtd" (ELECTRA: the
+            masking of `RTD_MASK_TOKEN_RATE`, and the inputs and weights of
+            `ElectraPretrainer` added).
     Returns:
         A `tf.data.Dataset` of `(features, labels, sample_weights)`: features
         `token_ids`, `segment_ids`, `padding_mask` `[B, T]` and
         `mask_positions` `[B, P]`; labels `mlm` `[B, P]` and, with a sentence
         objective, `nsp` or `sop` (its name) `[B]`; weights `mlm` `[B, P]`
-        (0 on unused slots) and `nsp`/`sop` `[B]`.
+        (0 on unused slots) and `nsp`/`sop` `[B]`. With `objective="rtd"`
+        the features also hold `mask_ids` int32 and `mask_weights` float32
+        `[B, P]` (the labels and weights of `mlm`) and `replacement_uniforms`
+        float32 `[B, P]` (`text.masking.replacement_uniforms`), and the
+        weights `rtd` float32 `[B, T]` (the padding mask: the discriminator's
+        loss covers every real token; its labels are the model's own).
     """
     _check_documents(corpus_format, group_size)
     sentence_objective, masking = resolve_objectives(
@@ -551,6 +566,7 @@ def pretraining_dataset(
         input_context=input_context,
         max_position_embeddings=max_position_embeddings,
         corpus_name=_describe(files),
+        objective=objective,
     )
 
 
@@ -698,6 +714,7 @@ def masked_batches(
     input_context=None,
     max_position_embeddings=None,
     corpus_name="The corpus",
+    objective="mlm",
 ):
     """Shuffles, batches, packs and masks `(first, second, label)` examples.
 
@@ -716,6 +733,9 @@ def masked_batches(
     """
     if batch_size <= 0:
         raise ValueError(f"`batch_size` must be positive. Received: batch_size={batch_size}")
+    if objective not in OBJECTIVES:
+        raise ValueError(f"`objective` must be one of {OBJECTIVES}. Received: objective={objective!r}")
+    rtd = objective == "rtd"
     if max_predictions_per_seq is None:
         max_predictions_per_seq = default_max_predictions(masking_rate, max_seq_length)
     packer = packer_for(
@@ -736,6 +756,7 @@ def masked_batches(
         max_span_length=max_span_length,
         continuation_ids=tokenizer.continuation_ids() if masking != "token" else None,
         seed=seed,
+        **({"mask_token_rate": RTD_MASK_TOKEN_RATE, "random_token_rate": 0.0} if rtd else {}),
     )
 
     def numbered(epoch):
@@ -770,6 +791,13 @@ def masked_batches(
         masked = masker(inputs["token_ids"], inputs["padding_mask"], index, epoch)
         features = dict(inputs, token_ids=masked["token_ids"], mask_positions=masked["mask_positions"])
         labels, weights = {"mlm": masked["mask_ids"]}, {"mlm": masked["mask_weights"]}
+        if rtd:
+            features.update(
+                mask_ids=masked["mask_ids"],
+                mask_weights=masked["mask_weights"],
+                replacement_uniforms=replacement_uniforms(seed, epoch, index, max_predictions_per_seq),
+            )
+            weights["rtd"] = tf.cast(inputs["padding_mask"], tf.float32)
         if sentence_objective != "none":
             labels[sentence_objective] = label
             weights[sentence_objective] = tf.ones_like(label, tf.float32)

@@ -45,6 +45,7 @@ from bert_tf.layers.pooling_head import PoolingHead
 from bert_tf.layers.prediction_head import PredictionHead
 from bert_tf.layers.relative_embeddings import RelativeEmbeddings
 from bert_tf.layers.relative_position import log_bucket_position, relative_position_index
+from bert_tf.layers.replaced_token_head import ReplacedTokenHead
 from bert_tf.layers.rotary_embedding import RotaryEmbedding, inverse_frequencies, rotate_half
 from bert_tf.layers.rotary_self_attention import RotarySelfAttention
 from bert_tf.layers.sentence_pooling import POOLING_MODES, SentencePooling, check_pooling
@@ -59,6 +60,7 @@ __all__ = [
     "DisentangledSelfAttention",
     "DisentangledTransformerBlock",
     "RelativeEmbeddings",
+    "ReplacedTokenHead",
     "TokenConvolution",
     "log_bucket_position",
     "relative_position_index",

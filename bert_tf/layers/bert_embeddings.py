@@ -6,6 +6,13 @@ from keras import ops
 from bert_tf.layers.layer_norm import LayerNorm
 
 
+class _Untracked:
+    """Holds a layer without Keras tracking it as a sublayer."""
+
+    def __init__(self, value):
+        self.value = value
+
+
 class BertEmbeddings(keras.layers.Layer):
     """Sums word, segment and absolute position embeddings, then LayerNorm and dropout.
 
@@ -14,6 +21,10 @@ class BertEmbeddings(keras.layers.Layer):
     positions (RoBERTa's first token is at `pad_token_id + 1`); `embedding_size` (E) smaller or larger
     than H makes the tables E wide, with a dense projecting the normalized sum to H (ELECTRA's
     `embeddings_project`).
+
+    `shared_tables` (another `BertEmbeddings`) makes this layer use that one's word, segment and position
+    tables and its LayerNorm, keeping only its own dropout and projection: ELECTRA's generator embeds with
+    the discriminator's tables (Clark et al. 2020, section 3.2) and projects them to its own, smaller width.
 
     Call args:
         token_ids: int `[B, T]`.
@@ -34,6 +45,7 @@ class BertEmbeddings(keras.layers.Layer):
         layer_norm_epsilon=1e-12,
         embedding_size=None,
         position_offset=0,
+        shared_tables=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -58,9 +70,38 @@ class BertEmbeddings(keras.layers.Layer):
         self.embedding_size = embedding_size
         self.position_offset = position_offset
         width = embedding_size or hidden_dim  # E
+        self._shared = _Untracked(shared_tables)  # its variables are reached through the shared sublayers
+        if shared_tables is not None:
+            theirs = shared_tables
+            mine = (vocabulary_size, width, max_position_embeddings, type_vocab_size, position_offset)
+            other = (
+                theirs.vocabulary_size,
+                theirs.embedding_size or theirs.hidden_dim,
+                theirs.max_position_embeddings,
+                theirs.type_vocab_size,
+                theirs.position_offset,
+            )
+            if mine != other:
+                raise ValueError(
+                    "`shared_tables` must have this layer's (vocabulary_size, embedding width, "
+                    "max_position_embeddings, type_vocab_size, position_offset). "
+                    f"Received: {other} for {mine}"
+                )
 
         # === Layers ===
         initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
+        if shared_tables is not None:
+            self.token_embedding = shared_tables.token_embedding
+            self.segment_embedding = shared_tables.segment_embedding
+            self.layer_norm = shared_tables.layer_norm
+        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
+        self.projection = (
+            keras.layers.Dense(hidden_dim, kernel_initializer=initializer, dtype=self.dtype_policy, name="projection")
+            if embedding_size
+            else None
+        )
+        if shared_tables is not None:
+            return
         self.token_embedding = keras.layers.Embedding(
             vocabulary_size, width, embeddings_initializer=initializer, dtype="float32", name="token_embedding"
         )
@@ -72,15 +113,18 @@ class BertEmbeddings(keras.layers.Layer):
             else None
         )
         self.layer_norm = LayerNorm(epsilon=layer_norm_epsilon, dtype="float32", name="layer_norm")
-        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
-        self.projection = (
-            keras.layers.Dense(hidden_dim, kernel_initializer=initializer, dtype=self.dtype_policy, name="projection")
-            if embedding_size
-            else None
-        )
 
     def build(self, token_ids_shape, segment_ids_shape=None):
         width = self.embedding_size or self.hidden_dim
+        shared = self._shared.value
+        if shared is not None:
+            if not shared.built:
+                shared.build(token_ids_shape, segment_ids_shape)
+            self.position_embedding = shared.position_embedding
+            if self.projection is not None:
+                self.projection.build(tuple(token_ids_shape) + (width,))
+            self.built = True
+            return
         self.token_embedding.build(token_ids_shape)
         if self.segment_embedding is not None:
             self.segment_embedding.build(token_ids_shape)

@@ -4,7 +4,8 @@
 pooler); `build_encoder(bert_config)` builds the encoder of any `model_type`
 (`encoders.py` says which class each architecture uses). A task model (`BertPretrainer`, `BertClassifier`,
 `BertTokenClassifier`, `BertSpanLabeler`, `BertSentenceEncoder`) is an `EncoderTask`: its heads,
-wired once in its `heads` method, on an encoder.
+wired once in its `heads` method, on an encoder. `ElectraPretrainer` (replaced-token detection) holds two:
+the discriminator (`encoder`) and a `BertPretrainer` generator sharing its embedding tables.
 
 Forward paths. All compute the same function where their outputs are read
 (tests/models/ check the values to 1e-5, and the gradients of the paths that
@@ -58,6 +59,7 @@ from bert_tf.models.bert_sentence_encoder import BertSentenceEncoder
 from bert_tf.models.bert_span_labeler import BertSpanLabeler
 from bert_tf.models.bert_token_classifier import BertTokenClassifier
 from bert_tf.models.deberta_v2_encoder import DebertaV2Encoder
+from bert_tf.models.electra_pretrainer import RTD_INPUTS, RTD_MODEL_TYPES, ElectraPretrainer
 from bert_tf.models.encoders import build_encoder, encoder_class
 from bert_tf.models.modernbert_encoder import ModernBertEncoder
 from bert_tf.models.task import ENCODER_INPUTS, EncoderTask, encoder_inputs
@@ -71,7 +73,10 @@ __all__ = [
     "DebertaV2Encoder",
     "BertSpanLabeler",
     "BertTokenClassifier",
+    "ElectraPretrainer",
     "EncoderTask",
+    "RTD_INPUTS",
+    "RTD_MODEL_TYPES",
     "ModernBertEncoder",
     "build_encoder",
     "encoder_class",

@@ -156,6 +156,8 @@ class BertEncoder(keras.Model):
             `type_vocab_size` 0 means no segment embeddings (DistilBERT).
         num_hidden_groups: ALBERT's groups of shared blocks (1 and 1 for the other families).
         inner_group_num: blocks per group.
+        shared_embeddings: another encoder's `embeddings` whose word, segment and position tables and
+            LayerNorm this one uses (ELECTRA's generator shares the discriminator's); not part of `get_config`.
     """
 
     def __init__(
@@ -179,6 +181,7 @@ class BertEncoder(keras.Model):
         num_hidden_groups=1,
         inner_group_num=1,
         dtype=None,
+        shared_embeddings=None,
         **kwargs,
     ):
         if model_type not in FAMILIES:
@@ -207,6 +210,7 @@ class BertEncoder(keras.Model):
             layer_norm_epsilon=layer_norm_epsilon,
             embedding_size=embedding_size,
             position_offset=position_offset,
+            shared_tables=shared_embeddings,
             dtype=dtype,
             name="embeddings",
         )

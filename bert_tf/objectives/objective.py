@@ -12,6 +12,9 @@ import dataclasses
 import keras
 import tensorflow as tf
 
+# What a head's loss is: softmax cross-entropy, squared error, or sigmoid cross-entropy.
+HEAD_KINDS = ("ce", "mse", "binary")
+
 
 @dataclasses.dataclass(frozen=True)
 class Head:
@@ -20,18 +23,35 @@ class Head:
     Attributes:
         output: the model's output key; labels and sample weights use the same key.
         name: prefix of its statistics ("mlm" -> mlm_loss, mlm_acc; "" -> acc).
-        kind: "ce" (sparse softmax cross-entropy on logits) or "mse" (squared
-            error on a single regression output `[B, 1]`).
+        kind: "ce" (sparse softmax cross-entropy on logits), "mse" (squared
+            error on a single regression output `[B, 1]`) or "binary" (sigmoid
+            cross-entropy of one logit per element, labels 0/1).
         weight: its share of the total loss.
+        labels_from: the model output holding the labels, when the model makes
+            them (ELECTRA's discriminator: which tokens the generator replaced);
+            None: the batch's labels.
+        positive, negative: for "binary", the names of the two classes'
+            statistics: their accuracies (`<positive>_acc`, `<negative>_acc`)
+            and the positive share (`<positive>_fraction`).
     """
 
     output: str
     name: str = ""
     kind: str = "ce"
     weight: float = 1.0
+    labels_from: str = None
+    positive: str = "positive"
+    negative: str = "negative"
 
     def key(self, what):
         return f"{self.name}_{what}" if self.name else what
+
+
+def _class_stats(head):
+    """A binary head's per-class statistics: correct and count of its positive and negative labels."""
+    if head.kind != "binary":
+        return ()
+    return tuple(f"{name}_{what}" for name in (head.positive, head.negative) for what in ("correct", "count"))
 
 
 class Objective:
@@ -47,9 +67,11 @@ class Objective:
     def __init__(self, heads):
         self.heads = tuple(heads)
         for head in self.heads:
-            if head.kind not in ("ce", "mse"):
-                raise ValueError(f"Head kind must be 'ce' or 'mse'. Received: kind={head.kind!r}")
-        self.stat_names = ("loss",) + tuple(h.key(s) for h in self.heads for s in ("loss", "correct", "count"))
+            if head.kind not in HEAD_KINDS:
+                raise ValueError(f"Head kind must be one of {HEAD_KINDS}. Received: kind={head.kind!r}")
+        self.stat_names = ("loss",) + tuple(
+            name for h in self.heads for name in (h.key("loss"), h.key("correct"), h.key("count")) + _class_stats(h)
+        )
 
     @classmethod
     def pretraining(cls, nsp=True, sentence_objective=None):
@@ -66,8 +88,32 @@ class Objective:
         )
 
     @classmethod
+    def replaced_token_detection(cls, discriminator_weight=50.0):
+        """ELECTRA's loss (Clark et al. 2020): the generator's masked LM plus `discriminator_weight` (their lambda,
+        50) times the discriminator's mean binary cross-entropy over the real tokens, as `ElectraPretrainer`
+        outputs them. Statistics: `mlm_loss`/`mlm_acc`, `rtd_loss`/`rtd_acc`, the discriminator's accuracy on the
+        replaced and on the original tokens (`replaced_acc`, `original_acc`) and `replaced_fraction`."""
+        return cls(
+            [
+                Head("mlm", "mlm"),
+                Head(
+                    "rtd",
+                    "rtd",
+                    kind="binary",
+                    weight=discriminator_weight,
+                    labels_from="replaced",
+                    positive="replaced",
+                    negative="original",
+                ),
+            ]
+        )
+
+    @classmethod
     def for_pretrainer(cls, model):
-        """`pretraining` for the outputs of `model`: masked LM plus its sentence output ("nsp" or "sop") if any."""
+        """`pretraining` for the outputs of `model`: masked LM plus its sentence output ("nsp" or "sop") if any;
+        for an `ElectraPretrainer`, `replaced_token_detection` with its `discriminator_weight`."""
+        if hasattr(model, "discriminator_head"):
+            return cls.replaced_token_detection(getattr(model, "discriminator_weight", 50.0))
         sentence = getattr(model, "sentence_objective", None)
         if sentence is None:  # another model with `BertPretrainer`'s outputs
             outputs = model.output if isinstance(model.output, dict) else {}
@@ -87,11 +133,21 @@ class Objective:
             outputs = {self.heads[0].output: outputs}
         stats, loss = {}, 0.0
         for head in self.heads:
-            logits, target, weight = outputs[head.output], labels[head.output], weights[head.output]
+            logits, weight = outputs[head.output], weights[head.output]
+            target = outputs[head.labels_from] if head.labels_from else labels[head.output]
             if head.kind == "ce":
                 per_example = keras.losses.sparse_categorical_crossentropy(target, logits, from_logits=True)
                 predicted = tf.argmax(logits, -1, output_type=tf.int32)
                 correct = tf.cast(tf.equal(predicted, tf.cast(target, tf.int32)), tf.float32)
+            elif head.kind == "binary":
+                target = tf.cast(target, tf.float32)
+                logits = tf.cast(logits, tf.float32)
+                per_example = tf.nn.sigmoid_cross_entropy_with_logits(labels=target, logits=logits)
+                correct = tf.cast(tf.equal(tf.cast(logits > 0, tf.float32), target), tf.float32)
+                for value, name in ((1.0, head.positive), (0.0, head.negative)):
+                    of_class = tf.cast(tf.equal(target, value), tf.float32) * tf.cast(weight, tf.float32)
+                    stats[f"{name}_correct"] = tf.reduce_sum(correct * of_class)
+                    stats[f"{name}_count"] = tf.reduce_sum(of_class)
             else:
                 per_example = tf.square(
                     tf.cast(target, tf.float32) - tf.reshape(tf.cast(logits, tf.float32), tf.shape(target))
@@ -117,10 +173,21 @@ class Objective:
             if not totals[head.key("count")]:
                 continue
             summary[head.key("loss")] = totals[head.key("loss")] / steps
-            if head.kind == "ce":
+            if head.kind != "mse":
                 summary[head.key("acc")] = totals[head.key("correct")] / totals[head.key("count")]
+            if head.kind == "binary":
+                for name in (head.positive, head.negative):
+                    summary[f"{name}_acc"] = totals[f"{name}_correct"] / max(totals[f"{name}_count"], 1e-9)
+                summary[f"{head.positive}_fraction"] = totals[f"{head.positive}_count"] / totals[head.key("count")]
         return summary
 
     @property
     def progress_metrics(self):
-        return ["loss"] + [h.key("acc") for h in self.heads if h.kind == "ce"]
+        """What the progress bar shows: the loss, each head's accuracy, and for a binary head its loss (ELECTRA's
+        two losses differ by the lambda), both classes' accuracies and the positive share."""
+        binary = [h for h in self.heads if h.kind == "binary"]
+        shown = ["loss"] + ([h.key("loss") for h in self.heads] if binary else [])
+        shown += [h.key("acc") for h in self.heads if h.kind != "mse"]
+        for head in binary:
+            shown += [f"{head.positive}_acc", f"{head.negative}_acc", f"{head.positive}_fraction"]
+        return list(dict.fromkeys(shown))

@@ -17,6 +17,8 @@ _MIX2 = 0x94D049BB133111EB
 # Random streams: which draw a hash is for.
 _SELECT, _ACTION, _RANDOM_TOKEN = 1, 2, 3
 _SPAN_LENGTH, _SPAN_START = 4, 5
+# Salt of the keys of ELECTRA's generator-sample draws (`replacement_uniforms`): a stream apart from the masker's.
+_REPLACEMENT_SALT = 0x454C454354524131
 # Which tokens a masker selects: single pieces, whole words, or spans of whole words (SpanBERT).
 MASKING_MODES = ("token", "whole_word", "span")
 
@@ -43,6 +45,15 @@ def uniform(keys, positions, stream):
     """float32 uniform `[0, 1)` of shape `[B, T]` from keys `[B]` and int positions `[B, T]`."""
     bits = _mix(keys[:, None] ^ _mix(_u64(positions) * _u64(4) + _u64(stream)))
     return tf.cast(tf.bitwise.right_shift(bits, _u64(40)), tf.float32) * (1.0 / (1 << 24))
+
+
+def replacement_uniforms(seed, epoch, example_index, slots):
+    """float32 uniform `[0, 1)` draws `[B, slots]`, one per masked-LM slot of each example: what ELECTRA's
+    generator samples its replacement with (`bert_tf.models.sample_replacements`). A hash of `(seed, epoch,
+    example index, slot)` like the masker's draws, on keys of their own."""
+    keys = _mix(example_keys(seed, epoch, example_index) ^ tf.constant(_REPLACEMENT_SALT, tf.uint64))
+    slot = tf.broadcast_to(tf.range(slots)[None, :], tf.stack([tf.shape(keys)[0], slots]))
+    return uniform(keys, slot, 0)
 
 
 class MaskedLMMasker:

@@ -71,6 +71,7 @@ from bert_tf.data.pretraining import (
     FORMATS,
     MASKINGS,
     MAX_MASKING_RATE,
+    OBJECTIVES,
     PACKINGS,
     SENTENCE_OBJECTIVES,
     EmptyCorpusError,
@@ -78,7 +79,7 @@ from bert_tf.data.pretraining import (
     pretraining_dataset,
     resolve_objectives,
 )
-from bert_tf.models import BertPretrainer, build_encoder
+from bert_tf.models import RTD_MODEL_TYPES, BertPretrainer, ElectraPretrainer, build_encoder
 from bert_tf.options import lower_bounds, option, override
 from bert_tf.text import SPECIAL_TOKENS, BertTokenizer, SentencePieceTokenizer, packer_for
 from bert_tf.text.vocab import build_bert_bpe_vocab, build_bpe_vocab, build_unigram_vocab, build_vocab, expand_files
@@ -225,6 +226,31 @@ class PretrainConfig(MaskedLMData, Schedule, Optimization):
         "2019). Default: the family's (nsp for bert, sop for albert, none for the others; none with a sentence "
         "--packing).",
         enum=SENTENCE_OBJECTIVES,
+    )
+    # "mlm": masked LM (with the sentence objective); "rtd": ELECTRA's replaced-token detection (electra only)
+    objective: str = option(
+        "mlm",
+        "The token-level objective: mlm (masked LM, BERT and the family), rtd (ELECTRA's replaced-token "
+        "detection, Clark et al. 2020: a small generator fills the masks with sampled tokens and the model, the "
+        "discriminator, judges every token as original or replaced; --model_type=electra).",
+        enum=OBJECTIVES,
+    )
+    discriminator_weight: float = option(  # RTD's lambda: total loss = generator MLM + lambda * discriminator
+        50.0,
+        "--objective=rtd: the discriminator loss's weight against the generator's masked-LM loss (ELECTRA's "
+        "lambda, 50).",
+    )
+    generator_size: float = option(  # RTD: the generator's hidden size as a share of the discriminator's
+        0.25,
+        "--objective=rtd: the generator's hidden size as a fraction of the discriminator's, in (0, 1] (ELECTRA's "
+        "1/4); its heads are one per 64 dimensions, its feed-forward 4x its width, its layers the "
+        "discriminator's.",
+    )
+    generator_hidden_size: int = option(
+        None, "--objective=rtd: the generator's hidden size, instead of --generator_size.", lower_bound=1
+    )
+    generator_num_layers: int = option(
+        None, "--objective=rtd: the generator's layers (default: the discriminator's).", lower_bound=1
     )
     whole_word_masking: bool = option(  # legacy alias: True is masking="whole_word", False "token"
         None, "Alias: --whole_word_masking is --masking=whole_word."
@@ -421,6 +447,7 @@ class PretrainConfig(MaskedLMData, Schedule, Optimization):
                 f"{model_type} model has none): use --sentence_objective=none (the default for {model_type}) or "
                 f"--model_type=bert/albert. Received: {given}={getattr(self, given)!r}, model_type={model_type!r}"
             )
+        self._validate_objective(model_type, sentence_objective)
         if self.embedding_size is not None:
             if model_type not in EMBEDDING_SIZE_TYPES:
                 raise ConfigError(
@@ -458,6 +485,65 @@ class PretrainConfig(MaskedLMData, Schedule, Optimization):
                 expand_files(self.corpus)
             except FileNotFoundError as e:
                 fail(f"`corpus`: {e}", "corpus")
+
+    def _validate_objective(self, model_type, sentence_objective):
+        """ConfigError naming the setting: replaced-token detection of a family without it, with a sentence
+        objective, with a generator larger than the discriminator; generator settings without it."""
+        if self.objective not in OBJECTIVES:
+            raise ConfigError(
+                f"PretrainConfig: `objective` must be one of {OBJECTIVES}. Received: objective={self.objective!r}"
+            )
+        generator_fields = ("generator_hidden_size", "generator_num_layers")
+        if self.objective != "rtd":
+            for name in generator_fields:
+                if getattr(self, name) is not None:
+                    raise ConfigError(
+                        f"PretrainConfig: `{name}` (--{name}) sizes ELECTRA's generator, which only "
+                        f"--objective=rtd trains. Received: {name}={getattr(self, name)!r}, objective="
+                        f"{self.objective!r}"
+                    )
+            return
+        if model_type not in RTD_MODEL_TYPES:
+            raise ConfigError(
+                f"PretrainConfig: `objective` rtd (replaced-token detection) trains {', '.join(RTD_MODEL_TYPES)} "
+                f"models (a discriminator with a generator sharing its embeddings); a {model_type} model pretrains "
+                f"with --objective=mlm. Use --model_type=electra. Received: objective='rtd', model_type="
+                f"{model_type!r}"
+            )
+        if sentence_objective != "none":
+            raise ConfigError(
+                f"PretrainConfig: `objective` rtd has no sentence objective (ELECTRA has none): use "
+                f"--sentence_objective=none. Received: objective='rtd', sentence_objective={sentence_objective!r}"
+            )
+        weight = self.discriminator_weight
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not weight > 0:
+            raise ConfigError(
+                f"PretrainConfig: `discriminator_weight` must be a positive number. Received: "
+                f"discriminator_weight={weight!r}"
+            )
+        self.generator_config(self.discriminator_config())  # ConfigError naming both sizes of a bad generator
+
+    def discriminator_config(self, vocab_size=None):
+        """The `BertConfig` of the run's model before its vocabulary is known (sizes only): `init`'s, the
+        recorded one of a resumed `init` run, or that of `model` as `model_type`."""
+        init = self.init_model_config()
+        if init is not None:
+            return init
+        model = self.model or DEFAULT_MODEL
+        model_type = self.model_type or "bert"
+        if os.path.isfile(model):
+            return BertConfig.from_json_file(model)
+        return BertConfig.preset(model, vocab_size=vocab_size).for_family(model_type, self.embedding_size)
+
+    def generator_config(self, discriminator):
+        """The generator's `BertConfig` for the discriminator's (`BertConfig.electra_generator` with the
+        `generator_*` settings); ConfigError for a generator larger than the discriminator."""
+        try:
+            return discriminator.electra_generator(
+                self.generator_size, self.generator_hidden_size, self.generator_num_layers
+            )
+        except ConfigError as e:
+            raise ConfigError(f"PretrainConfig: {e}") from None
 
     def _validate_init(self, fail, fail_both):
         if glob_characters_error(self.init, what="init"):
@@ -702,7 +788,7 @@ def format_fill_mask(results):
 def upgrade_training_settings(saved):
     """Pretraining settings saved by an older version, with the recipe keys it did not record filled in as it
     behaved: `sentence_objective` from `nsp`, `masking` from `whole_word_masking`, `packing` "pairs", no span
-    distribution, `split_special_tokens` false, a shuffle buffer of 10,000. Settings that have the keys are returned as they are."""
+    distribution, `split_special_tokens` false, a shuffle buffer of 10,000, masked LM (no generator). Settings that have the keys are returned as they are."""
     saved = dict(saved)
     saved.setdefault("sentence_objective", "nsp" if saved.get("nsp", True) else "none")
     saved.setdefault("masking", "whole_word" if saved.get("whole_word_masking") else "token")
@@ -711,6 +797,9 @@ def upgrade_training_settings(saved):
     saved.setdefault("max_span_length", None)
     saved.setdefault("split_special_tokens", False)
     saved.setdefault("shuffle_buffer", 10_000)
+    saved.setdefault("objective", "mlm")
+    saved.setdefault("discriminator_weight", None)
+    saved.setdefault("generator", None)
     return saved
 
 
@@ -828,6 +917,11 @@ def _accept_resume_changes(config, settings, chief, log):
     return changes, max((change["step"] for change in changes), default=None)
 
 
+def _masked_lm(pretrainer):
+    """The model whose `mlm` output fills masks: the pretrainer, or an `ElectraPretrainer`'s generator."""
+    return getattr(pretrainer, "generator", pretrainer)
+
+
 def _finished(config, settings, strategy):
     """The step of `config.model_dir`'s newest checkpoint when that directory holds this run (the same
     incompatible settings), trained to `train_steps` and saved as a model directory; else None.
@@ -913,6 +1007,7 @@ def pretrain(config, strategy=None, log=print):
     sentence_objective, masking = config.run_objectives()
     max_predictions = config.run_max_predictions()
     starts_from_init = config.reads_init()
+    rtd = config.objective == "rtd"
     if config.init:
         files, corpus_format = corpus_files(config, chief, log)
         tokenizer, tokenizer_source_settings, bert_config, tokenizer_source = _init_run(config, chief, log)
@@ -941,6 +1036,7 @@ def pretrain(config, strategy=None, log=print):
             f"max_position_embeddings ({bert_config.max_position_embeddings})."
         )
     span = masking == "span"
+    generator_config = config.generator_config(bert_config) if rtd else None
     settings = {
         "model": json.loads(json.dumps(bert_config.to_dict())),  # as training_settings.json reads back (lists)
         "vocab_sha256": vocab_sha,
@@ -964,6 +1060,10 @@ def pretrain(config, strategy=None, log=print):
         "lowercase": lowercase,
         "split_special_tokens": config.split_special_tokens,
         "init": os.path.relpath(config.init) if config.init else None,  # informational: a resumed run ignores it
+        "objective": config.objective,
+        # Replaced-token detection's lambda and generator; None for masked LM.
+        "discriminator_weight": float(config.discriminator_weight) if rtd else None,
+        "generator": json.loads(json.dumps(generator_config.to_dict())) if rtd else None,
     }
     changes, fresh_data_through = _accept_resume_changes(config, settings, chief, log)
     done = _finished(config, settings, strategy)
@@ -976,7 +1076,20 @@ def pretrain(config, strategy=None, log=print):
         return {}
     with strategy.scope():
         if starts_from_init:
-            pretrainer, initialised = init_pretrainer(config.init, sentence_objective, dtype=dtype_policy(config.dtype))
+            pretrainer, initialised = init_pretrainer(
+                config.init,
+                sentence_objective,
+                dtype=dtype_policy(config.dtype),
+                **(
+                    {
+                        "objective": "rtd",
+                        "generator_config": config.generator_config,
+                        "discriminator_weight": config.discriminator_weight,
+                    }
+                    if rtd
+                    else {}
+                ),
+            )
             log(
                 f"Started from {config.init} ({bert_config.model_type}, {bert_config.num_hidden_layers} layers); "
                 + (
@@ -987,7 +1100,12 @@ def pretrain(config, strategy=None, log=print):
             )
         else:
             encoder = build_encoder(bert_config, dtype=dtype_policy(config.dtype))
-            pretrainer = BertPretrainer(encoder, sentence_objective=sentence_objective)
+            if rtd:
+                pretrainer = ElectraPretrainer(
+                    encoder, generator_config=generator_config, discriminator_weight=config.discriminator_weight
+                )
+            else:
+                pretrainer = BertPretrainer(encoder, sentence_objective=sentence_objective)
         optimizer = create_optimizer(
             config.optimizer,
             config.learning_rate,
@@ -1018,6 +1136,7 @@ def pretrain(config, strategy=None, log=print):
             max_position_embeddings=bert_config.max_position_embeddings,
             group_size=config.group_size,
             shuffle_buffer=1 if split == "eval" else config.shuffle_buffer,
+            objective=config.objective,
         )
 
     def eval_dataset(context):
@@ -1079,7 +1198,11 @@ def pretrain(config, strategy=None, log=print):
             if config.fill_mask:
                 log("Fill-mask:")
                 results = fill_mask(
-                    pretrainer, None, config.fill_mask, max_seq_length=config.max_seq_length, tokenizer=fill_tokenizer
+                    _masked_lm(pretrainer),
+                    None,
+                    config.fill_mask,
+                    max_seq_length=config.max_seq_length,
+                    tokenizer=fill_tokenizer,
                 )
                 for line in format_fill_mask(results):
                     log(line)
@@ -1115,7 +1238,7 @@ def pretrain(config, strategy=None, log=print):
         if config.fill_mask:
             log("Fill-mask:")
             results = fill_mask(
-                pretrainer,
+                _masked_lm(pretrainer),
                 vocab_file,
                 config.fill_mask,
                 lowercase,

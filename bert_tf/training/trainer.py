@@ -44,7 +44,8 @@ from bert_tf.training.distribute import is_chief, worker_index
 TRAINING_SETTINGS_FILE = "training_settings.json"
 # Pretraining settings whose change makes an existing checkpoint unusable (the model, its inputs, the batch) or
 # changes the run's objective or data (the recipe: sentence objective, packing, masking and its distribution, how
-# special tokens in the text are read, the shuffle buffer the saved iterator holds); a resume with any of them
+# special tokens in the text are read, the shuffle buffer the saved iterator holds; the token-level objective,
+# and replaced-token detection's lambda and generator); a resume with any of them
 # changed is refused, naming the differences (pretraining accepts a ModernBERT run's long-context phase before the
 # loop compares them: `bert_tf.training.pretraining.resume_changes`).
 INCOMPATIBLE = (
@@ -61,6 +62,9 @@ INCOMPATIBLE = (
     "max_span_length",
     "split_special_tokens",
     "shuffle_buffer",
+    "objective",
+    "discriminator_weight",
+    "generator",
 )
 
 
