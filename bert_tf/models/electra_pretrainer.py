@@ -112,6 +112,10 @@ class ElectraPretrainer(keras.Model):
         self.generator = BertPretrainer(generator_encoder, sentence_objective="none", name="generator")
         self.sentence_objective = "none"
         self.discriminator_weight = float(discriminator_weight)
+        # Every variable exists from construction (the encoders are functional models, built already), so an
+        # optimizer can be built and a checkpoint restored before the first call.
+        self.discriminator_head.build((None, None, encoder.hidden_dim))
+        self.built = True
 
     def call(self, inputs, training=None):
         missing = [name for name in ENCODER_INPUTS + RTD_INPUTS if name not in inputs]

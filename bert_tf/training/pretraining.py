@@ -199,6 +199,15 @@ class PretrainConfig(MaskedLMData, Schedule, Optimization):
         "trained at, up to its max_position_embeddings. Read only when --model_dir holds no checkpoint: a resumed "
         "run ignores it.",
     )
+    # RTD with `init`: the generator's checkpoint (a published ELECTRA generator beside its discriminator); None:
+    # `init`/generator when it is one, else a new generator of the generator_* settings
+    init_generator: str = option(
+        None,
+        "--objective=rtd with --init: the generator's checkpoint (e.g. google/electra-small-generator beside "
+        "--init=google/electra-small-discriminator; any format --init takes). Default: the generator directory "
+        "inside --init (what bert-tf-pretrain and bert-tf-convert --to=hf write), else a new generator sized by "
+        "--generator_size. Read only when --model_dir holds no checkpoint.",
+    )
     max_seq_length: int = option(  # up to the model's max_position_embeddings (with `init`, the checkpoint's)
         128,
         "Tokens per example. A ModernBERT run may raise it on resume (its long-context phase, with "
@@ -447,7 +456,7 @@ class PretrainConfig(MaskedLMData, Schedule, Optimization):
                 f"{model_type} model has none): use --sentence_objective=none (the default for {model_type}) or "
                 f"--model_type=bert/albert. Received: {given}={getattr(self, given)!r}, model_type={model_type!r}"
             )
-        self._validate_objective(model_type, sentence_objective)
+        self._validate_objective(model_type)
         if self.embedding_size is not None:
             if model_type not in EMBEDDING_SIZE_TYPES:
                 raise ConfigError(
@@ -486,14 +495,25 @@ class PretrainConfig(MaskedLMData, Schedule, Optimization):
             except FileNotFoundError as e:
                 fail(f"`corpus`: {e}", "corpus")
 
-    def _validate_objective(self, model_type, sentence_objective):
-        """ConfigError naming the setting: replaced-token detection of a family without it, with a sentence
-        objective, with a generator larger than the discriminator; generator settings without it."""
+    def _validate_objective(self, model_type):
+        """ConfigError naming the setting: replaced-token detection of a family without it or with a generator
+        larger than the discriminator; generator settings without it. (ELECTRA's sentence objective is refused
+        with the other families' that have no sentence head.)"""
         if self.objective not in OBJECTIVES:
             raise ConfigError(
                 f"PretrainConfig: `objective` must be one of {OBJECTIVES}. Received: objective={self.objective!r}"
             )
         generator_fields = ("generator_hidden_size", "generator_num_layers")
+        if self.init_generator is not None and not (self.objective == "rtd" and self.init):
+            raise ConfigError(
+                "PretrainConfig: `init_generator` (--init_generator) starts ELECTRA's generator from a checkpoint: it "
+                f"needs --objective=rtd and --init. Received: init_generator={self.init_generator!r}, "
+                f"objective={self.objective!r}, init={self.init!r}"
+            )
+        if self.init_generator is not None and self.reads_init() and not os.path.exists(self.init_generator):
+            raise ConfigError(
+                f"PretrainConfig: `init_generator` does not exist. Received: init_generator={self.init_generator!r}"
+            )
         if self.objective != "rtd":
             for name in generator_fields:
                 if getattr(self, name) is not None:
@@ -509,11 +529,6 @@ class PretrainConfig(MaskedLMData, Schedule, Optimization):
                 f"models (a discriminator with a generator sharing its embeddings); a {model_type} model pretrains "
                 f"with --objective=mlm. Use --model_type=electra. Received: objective='rtd', model_type="
                 f"{model_type!r}"
-            )
-        if sentence_objective != "none":
-            raise ConfigError(
-                f"PretrainConfig: `objective` rtd has no sentence objective (ELECTRA has none): use "
-                f"--sentence_objective=none. Received: objective='rtd', sentence_objective={sentence_objective!r}"
             )
         weight = self.discriminator_weight
         if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not weight > 0:
@@ -917,6 +932,39 @@ def _accept_resume_changes(config, settings, chief, log):
     return changes, max((change["step"] for change in changes), default=None)
 
 
+def init_generator_path(config):
+    """The generator checkpoint a run from `init` with `objective="rtd"` starts its generator from: `init_generator`,
+    else `init`'s `generator` directory when it holds a checkpoint (what pretraining and conversion to Hugging
+    Face write), else None (a new generator)."""
+    if config.init_generator:
+        return config.init_generator
+    candidate = os.path.join(config.init, "generator")
+    if not os.path.isdir(candidate):
+        return None
+    try:
+        detect_format(candidate)
+    except CheckpointError:
+        return None
+    return candidate
+
+
+def _run_generator_config(config, bert_config):
+    """The generator's `BertConfig` of an RTD run: on resume the recorded one; from `init`, its generator
+    checkpoint's (`init_generator_path`) when there is one; else `PretrainConfig.generator_config`."""
+    if newest_step(config.model_dir) is not None:
+        saved = (read_training_settings(config.model_dir) or {}).get("generator")
+        if isinstance(saved, dict):
+            return BertConfig.from_dict(saved, source=os.path.join(config.model_dir, TRAINING_SETTINGS_FILE))
+    if config.reads_init():
+        path = init_generator_path(config)
+        if path is not None:
+            try:
+                return load_config(path)
+            except (CheckpointError, ConfigError, OSError) as e:
+                raise ConfigError(f"PretrainConfig: the generator checkpoint {path} cannot be read: {e}") from None
+    return config.generator_config(bert_config)
+
+
 def _masked_lm(pretrainer):
     """The model whose `mlm` output fills masks: the pretrainer, or an `ElectraPretrainer`'s generator."""
     return getattr(pretrainer, "generator", pretrainer)
@@ -1036,7 +1084,7 @@ def pretrain(config, strategy=None, log=print):
             f"max_position_embeddings ({bert_config.max_position_embeddings})."
         )
     span = masking == "span"
-    generator_config = config.generator_config(bert_config) if rtd else None
+    generator_config = _run_generator_config(config, bert_config) if rtd else None
     settings = {
         "model": json.loads(json.dumps(bert_config.to_dict())),  # as training_settings.json reads back (lists)
         "vocab_sha256": vocab_sha,
@@ -1085,6 +1133,7 @@ def pretrain(config, strategy=None, log=print):
                         "objective": "rtd",
                         "generator_config": config.generator_config,
                         "discriminator_weight": config.discriminator_weight,
+                        "generator_path": init_generator_path(config),
                     }
                     if rtd
                     else {}

@@ -13,7 +13,7 @@ The reference is a `tokenizers.Tokenizer` with the same BPE model, a
   `bert_tf.text.build_bpe_vocab` on the corpus files.
 
 Every line of every text file under ../shared/data is compared with
-"roberta-json", the first 1,000 lines of each with "trained-30k" (every line:
+"roberta-json" (CoNLL-2003's training file in the slow tier), the first 1,000 lines of each with "trained-30k" (every line:
 `@pytest.mark.slow`), plus the edge cases of `edge_cases.py` with all three
 and a code point sweep (every code point: slow; a sample: not).
 Input bytes go to our tokenizer as they are; the reference gets
@@ -175,7 +175,10 @@ def trained_30k(trained_dir):
     return _compiled(ours.tokenize), reference
 
 
-@pytest.mark.parametrize("name", sorted(CORPORA))
+# CoNLL-2003's training sentences take 40 s on 2 cores: the slow tier's (its dev and test files stay here).
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=pytest.mark.slow) if n == "conll2003/eng.train" else n for n in sorted(CORPORA)]
+)
 def test_corpus_parity(roberta_json, name):
     """Every line of every file, RoBERTa's tokenizer.json (its files alone differ only on literal `<mask>`)."""
     ours, reference = roberta_json

@@ -133,6 +133,7 @@ def test_student_copies_layers_and_the_masked_lm_head_tied_to_its_own_embeddings
     assert student(inputs)["mlm"].shape == (1, 1, teacher.encoder.vocabulary_size)
 
 
+@pytest.mark.slow
 def test_run_learns_and_its_model_directory_is_a_pretrainer_that_fine_tunes(run, tmp_path):
     model_dir, results = run
     loss = _logged(model_dir, "loss")  # soft + hard + cosine (soft starts near 0: the student is the teacher's copy)
