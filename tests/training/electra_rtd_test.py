@@ -18,6 +18,7 @@ from bert_tf.models import ElectraPretrainer, build_encoder
 from bert_tf.models.electra_pretrainer import sample_replacements
 from bert_tf.objectives import Objective
 from bert_tf.text import BertTokenizer
+from bert_tf.training.distribute import mirrored_strategy
 from bert_tf.training.optimization import create_optimizer
 from bert_tf.training.pretraining import PretrainConfig
 from bert_tf.training.trainer import LoopConfig, TrainingLoop
@@ -28,7 +29,7 @@ CORPUS = os.path.join(DATA_DIR, "corpus", "gutenberg", "austen-persuasion.txt")
 VOCAB_SIZE, LENGTH, SLOTS = 40, 12, 4
 
 
-def tiny_electra(vocab_size=VOCAB_SIZE, seed=0, hidden=32, embedding=16, **kwargs):
+def tiny_electra(vocab_size=VOCAB_SIZE, seed=0, hidden=32, embedding=16, dtype=None, **kwargs):
     """A 2-layer ELECTRA discriminator (hidden 32, embeddings 16) and its 1/4-size generator, without dropout."""
     keras.utils.set_random_seed(seed)
     config = BertConfig(
@@ -43,7 +44,8 @@ def tiny_electra(vocab_size=VOCAB_SIZE, seed=0, hidden=32, embedding=16, **kwarg
         model_type="electra",
         embedding_size=embedding,
     )
-    return ElectraPretrainer(build_encoder(config), generator_config=config.electra_generator(), **kwargs)
+    encoder = build_encoder(config, dtype=dtype)
+    return ElectraPretrainer(encoder, generator_config=config.electra_generator(), **kwargs)
 
 
 def rtd_batch(batch=3, seed=0):
@@ -242,11 +244,13 @@ def test_the_replaced_share_of_2000_sequences_is_what_masking_and_the_generator_
     assert 0.1 < kept.mean() < 0.2
 
 
-def _loop(strategy, model_dir, grad_accum_steps=1):
+def _loop(strategy, model_dir, grad_accum_steps=1, dtype=None):
     keras.utils.set_random_seed(2)
     with strategy.scope():
-        model = tiny_electra(seed=2)
-        optimizer = create_optimizer(learning_rate=1e-2, total_steps=6, clip_norm=0)
+        model = tiny_electra(seed=2, dtype=dtype)
+        optimizer = create_optimizer(
+            learning_rate=1e-2, total_steps=6, clip_norm=0, loss_scale=dtype == "mixed_float16"
+        )
     batches = [rtd_batch(batch=4, seed=i) for i in range(3)]
     merged = tf.nest.map_structure(lambda *parts: np.concatenate(parts), *batches)
     loop = TrainingLoop(
@@ -272,6 +276,22 @@ def test_gradient_accumulation_trains_as_the_whole_batch(tmp_path):
     for name in ("loss", "mlm_loss", "rtd_loss", "replaced_acc", "original_acc", "replaced_fraction"):
         assert accumulated[name] == pytest.approx(whole[name], rel=1e-4, abs=1e-6), name
     assert max(float(np.max(np.abs(a - b))) for a, b in zip(weights, accumulated_weights)) < 1e-4
+
+
+@pytest.mark.slow
+def test_mirrored_replicas_and_mixed_precision_train_the_pair(tmp_path):
+    """Two replicas train as one device; bfloat16 and float16 (loss scaling) train with finite losses near
+    float32's."""
+    whole, weights = _loop(tf.distribute.OneDeviceStrategy("/cpu:0"), tmp_path / "whole")
+    mirrored, mirrored_weights = _loop(mirrored_strategy(["/cpu:0", "/cpu:1"]), tmp_path / "mirrored")
+    for name in ("loss", "mlm_loss", "rtd_loss", "replaced_fraction"):
+        assert mirrored[name] == pytest.approx(whole[name], rel=1e-4, abs=1e-6), name
+    assert max(float(np.max(np.abs(a - b))) for a, b in zip(weights, mirrored_weights)) < 1e-4
+    for dtype in ("mixed_bfloat16", "mixed_float16"):
+        metrics, _ = _loop(tf.distribute.OneDeviceStrategy("/cpu:0"), tmp_path / dtype, dtype=dtype)
+        assert np.isfinite(metrics["loss"]), dtype
+        assert metrics["loss"] == pytest.approx(whole["loss"], rel=0.05), dtype
+        assert metrics["replaced_fraction"] == pytest.approx(whole["replaced_fraction"], abs=0.05), dtype
 
 
 @pytest.mark.parametrize(
