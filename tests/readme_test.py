@@ -99,6 +99,10 @@ CHEAP = {
     "bert-tf-pretrain --flagfile=configs/recipes/roberta_base.cfg --model=mini --max_seq_length=128 "
     "--global_batch_size=32 --train_steps=1000 --learning_rate=1e-3 --warmup_steps=100 "
     "--corpus='../shared/data/corpus/*/*' --model_dir=runs/roberta-recipe": Cheap("recipes", _PRETRAIN_NO_EVAL),
+    # ELECTRA-Small's recipe (replaced-token detection) at small scale.
+    "bert-tf-pretrain --flagfile=configs/recipes/electra_small.cfg --model=mini --vocab_size=8000 "
+    "--global_batch_size=32 --train_steps=1000 --learning_rate=1e-3 --warmup_steps=100 "
+    "--corpus='../shared/data/corpus/*/*' --model_dir=runs/electra-recipe": Cheap("recipes-electra", _PRETRAIN_NO_EVAL),
     # ModernBERT's recipe: its short-context phase, then the long-context phase resumed with length and theta raised.
     "bert-tf-pretrain --flagfile=configs/recipes/modernbert_base.cfg --model=mini --vocab_size=8000 "
     "--max_seq_length=128 --global_batch_size=32 --train_steps=1000 --learning_rate=1e-3 --warmup_steps=100 "
