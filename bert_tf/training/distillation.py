@@ -343,6 +343,13 @@ def check_config(config):
             raise ValueError(
                 f"`max_predictions_per_seq` must be >= 1. Received: max_predictions_per_seq={config.max_predictions_per_seq!r}"
             )
+    if config.precompute_teacher and getattr(config, "long_text", "truncate") == "windows":
+        raise ValueError(
+            "`precompute_teacher` stores one teacher output per training text; `long_text='windows'` trains on each "
+            "window of a text as an example of its own, so the stored outputs would not line up with the batches. "
+            "Distil with the teacher live (precompute_teacher=False) or truncate. Received: precompute_teacher=True, "
+            "long_text='windows'"
+        )
     if config.precompute_teacher and (config.hidden_weight or config.attention_weight or config.cosine_weight):
         raise ValueError(
             "`precompute_teacher` stores the teacher's task outputs only; the hidden-state, attention and cosine "

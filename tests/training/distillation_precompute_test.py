@@ -128,3 +128,13 @@ def test_tasks_without_an_example_index_are_refused_by_name(tmp_path):
     )  # fmt: skip
     with pytest.raises(ValueError, match="`precompute_teacher` is built for the tasks.*'ner'"):
         distill(config, log=lambda message: None)
+
+
+def test_windows_of_long_texts_are_refused_with_precomputed_outputs(tmp_path):
+    """One stored output per text cannot line up with batches of windows."""
+    config = DistillConfig(
+        teacher="unused", train_file="unused.txt", model_dir=str(tmp_path / "out"), student_layers=[0],
+        precompute_teacher=True, long_text="windows",
+    )  # fmt: skip
+    with pytest.raises(ValueError, match="precompute_teacher=True, long_text='windows'"):
+        distill(config, log=lambda message: None)
