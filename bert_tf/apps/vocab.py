@@ -3,6 +3,7 @@ unigram spiece.model (spm.model), from text files.
 
 bert-tf-vocab --input=GLOB[,GLOB] --output=vocab.txt --vocab_size=N [--nolowercase] [--min_frequency=N]
 bert-tf-vocab --kind=bpe --input=GLOB[,GLOB] --output=DIR --vocab_size=N [--min_frequency=N]
+bert-tf-vocab --kind=bert_bpe --input=GLOB[,GLOB] --output=DIR --vocab_size=N [--min_frequency=N]
 bert-tf-vocab --kind=unigram --input=GLOB[,GLOB] --output=DIR --vocab_size=N [--family=albert|deberta-v2]
     [--nolowercase]
 """
@@ -14,10 +15,12 @@ from absl import app, flags
 
 from bert_tf.apps import errors, launch
 from bert_tf.text.vocab import (
+    BERT_BPE_FILE,
     BPE_FILES,
     UNIGRAM_MODEL_FILES,
     UNIGRAM_SPECIAL_TOKENS,
     VOCAB_KINDS,
+    build_bert_bpe_vocab,
     build_bpe_vocab,
     build_unigram_vocab,
     build_vocab,
@@ -29,7 +32,8 @@ flags.DEFINE_enum(
     "kind",
     "wordpiece",
     VOCAB_KINDS,
-    "wordpiece: BERT's vocab.txt; bpe: a byte-level BPE (RoBERTa's kind) vocab.json and merges.txt; unigram: a "
+    "wordpiece: BERT's vocab.txt; bpe: a byte-level BPE (RoBERTa's kind) vocab.json and merges.txt; bert_bpe: a "
+    "byte-level BPE with BERT's [CLS]/[SEP]/[MASK] (ModernBERT's kind) as one tokenizer.json; unigram: a "
     "SentencePiece unigram model (ALBERT's spiece.model, DeBERTa-v2's spm.model) with tokenizer_config.json and "
     "tokenizer.json.",
 )
@@ -42,7 +46,10 @@ flags.DEFINE_enum(
 )
 flags.DEFINE_list("input", None, "Text files or globs, comma-separated (one sentence or paragraph per line).")
 flags.DEFINE_string(
-    "output", None, "Path of the vocab.txt to write (--kind=bpe: the directory for vocab.json and merges.txt)."
+    "output",
+    None,
+    "Path of the vocab.txt to write (--kind=bpe: the directory for vocab.json and merges.txt; --kind=bert_bpe: for "
+    "tokenizer.json; --kind=unigram: for the .model).",
 )
 flags.DEFINE_integer("vocab_size", 30522, "Vocabulary size, special tokens included.", lower_bound=6)
 flags.DEFINE_bool(
@@ -60,13 +67,16 @@ def main(argv):
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     if not FLAGS.input:
         raise app.UsageError("--input is required (text files or globs).")
-    bpe = FLAGS.kind == "bpe"
+    bert_bpe = FLAGS.kind == "bert_bpe"
+    bpe = FLAGS.kind in ("bpe", "bert_bpe")  # byte-level: cased, written to a directory
     unigram = FLAGS.kind == "unigram"
     if not FLAGS.output:
         raise app.UsageError(
             "--output is required ("
             + (
-                "directory for vocab.json and merges.txt"
+                f"directory for {BERT_BPE_FILE}"
+                if bert_bpe
+                else "directory for vocab.json and merges.txt"
                 if bpe
                 else "directory for the .model"
                 if unigram
@@ -81,7 +91,9 @@ def main(argv):
     if bpe and FLAGS["lowercase"].present:
         raise app.UsageError("--lowercase/--nolowercase applies to --kind=wordpiece only (byte-level BPE is cased).")
     if bpe and os.path.exists(FLAGS.output) and not os.path.isdir(FLAGS.output):
-        raise app.UsageError(f"--output must be a directory with --kind=bpe. Received: --output={FLAGS.output}")
+        raise app.UsageError(
+            f"--output must be a directory with --kind={FLAGS.kind}. Received: --output={FLAGS.output}"
+        )
     try:
         expand_files(FLAGS.input)
     except FileNotFoundError as e:
@@ -97,7 +109,7 @@ def main(argv):
                 show_progress=FLAGS.progress,
             )
         elif bpe:
-            summary = build_bpe_vocab(
+            summary = (build_bert_bpe_vocab if bert_bpe else build_bpe_vocab)(
                 FLAGS.input,
                 FLAGS.output,
                 vocab_size=FLAGS.vocab_size,
@@ -118,7 +130,8 @@ def main(argv):
         print(f"bert-tf-vocab: error: {e}", file=sys.stderr)
         return 1
     except errors.STORAGE_ERRORS as e:  # a read-only, full or missing disk
-        kept = f"no vocabulary written to {FLAGS.output}" + (f" ({' and '.join(BPE_FILES)})" if bpe else "")
+        files = [BERT_BPE_FILE] if bert_bpe else BPE_FILES
+        kept = f"no vocabulary written to {FLAGS.output}" + (f" ({' and '.join(files)})" if bpe else "")
         if unigram:
             kept = f"no vocabulary written to {FLAGS.output} ({UNIGRAM_MODEL_FILES[FLAGS.family]})"
         print(errors.storage_error("bert-tf-vocab", e, kept), file=sys.stderr)

@@ -58,7 +58,7 @@ UNIGRAM_SPECIAL_TOKENS = {
 UNIGRAM_MODEL_FILES = {"albert": "spiece.model", "deberta-v2": "spm.model"}
 # Vocabulary kinds (`bert-tf-vocab --kind`): WordPiece (`build_vocab`), byte-level BPE (`build_bpe_vocab`) or
 # SentencePiece unigram (`build_unigram_vocab`).
-VOCAB_KINDS = ("wordpiece", "bpe", "unigram")
+VOCAB_KINDS = ("wordpiece", "bpe", "bert_bpe", "unigram")
 
 
 @dataclasses.dataclass

@@ -75,6 +75,33 @@ def test_bpe_kind_writes_vocab_json_and_merges_that_tokenize_like_hugging_face(t
     assert ours.tokenize(tf.constant(texts)).to_list() == expected
 
 
+def test_bert_bpe_kind_writes_one_tokenizer_json_that_tokenizers_and_bert_tf_read_alike(tmp_path):
+    """ModernBERT's kind: byte-level BPE with BERT's special tokens at ids 0 to 4 and its [CLS] A [SEP] template."""
+    import tensorflow as tf
+    import tokenizers
+
+    from bert_tf.checkpoints import load_tokenizer
+
+    lines = ["hello world, hello there.", "It's 2024: naïve café, 東京 \U0001f600!", "  spaced   out  "]
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("\n".join(lines * 20) + "\n", encoding="utf-8")
+    result = _run(
+        "--kind=bert_bpe", f"--input={corpus}", "--output=out", "--vocab_size=400", "--min_frequency=1",
+        "--noprogress", cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert sorted(os.listdir(tmp_path / "out")) == ["tokenizer.json"]
+    reference = tokenizers.Tokenizer.from_file(str(tmp_path / "out" / "tokenizer.json"))
+    assert [reference.token_to_id(t) for t in ("[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]")] == [0, 1, 2, 3, 4]
+    ours = load_tokenizer(str(tmp_path / "out"))
+    texts = lines + ["unseen words, hello!"]
+    expected = [e.ids for e in reference.encode_batch(texts, add_special_tokens=False)]
+    assert ours.tokenize(tf.constant(texts)).to_list() == expected
+    assert reference.encode("hello").ids[0] == 1 and reference.encode("hello").ids[-1] == 2
+    lowercase = _run("--kind=bert_bpe", f"--input={corpus}", "--output=x", "--nolowercase", cwd=tmp_path)
+    assert lowercase.returncode != 0 and "--kind=wordpiece only" in lowercase.stderr
+
+
 def test_bpe_kind_flag_errors(tmp_path):
     corpus = tmp_path / "c.txt"
     corpus.write_text("hello world\n" * 10)
