@@ -8,7 +8,12 @@ an original Google TF1 checkpoint (directory or `model.ckpt-N` prefix) or a
 bert_tf model directory; its format is detected. The model it holds is
 converted whole: the encoder, the masked-LM (and NSP) head, or a fine-tuned
 classification, token-classification or question-answering head with its
-label names, which `bert-tf-export` then serves.
+label names, which `bert-tf-export` then serves. ELECTRA's pretraining pair
+(a replaced-token detection run's directory, or a Hugging Face
+`ElectraForPreTraining` with its `ElectraForMaskedLM` generator in
+`generator/`) is converted as a pair: the discriminator with its head in
+`--output`, the generator in `--output/generator`; a discriminator alone
+keeps its head.
 """
 
 import os

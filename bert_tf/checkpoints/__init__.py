@@ -13,14 +13,19 @@ model whatever it holds (`load_model`, which builds a task model through its
 task) and `convert_checkpoint` are `bert_tf.tasks`', above this package. A
 sentence-transformers folder's `modules.json` and module configs give the
 settings of its embedding (`sentence_transformers.py`).
+ELECTRA's pretraining pair (`ElectraPretrainer`) is stored as its discriminator with the generator in
+`generator/` beside it (`electra_names.py`).
 `ModelDirectory.read(path)` reads a directory once: config, tokenizer, settings, task (`model_directory.py`).
 """
 
 from bert_tf.checkpoints.api import (
     CONVERT_FORMATS,
+    generator_dir,
+    has_discriminator_head,
     has_pretraining_heads,
     init_pretrainer,
     load_config,
+    load_discriminator,
     load_encoder,
     load_pretrainer,
     model_tensors,
@@ -31,6 +36,7 @@ from bert_tf.checkpoints.api import (
     sentence_head_kind,
     write_hf_tokenizer_config,
 )
+from bert_tf.checkpoints.electra_names import Discriminator
 from bert_tf.checkpoints.model_directory import ModelDirectory, resolve_model_directory
 from bert_tf.checkpoints.readers import (
     GLOB_CHARACTERS,
@@ -56,11 +62,15 @@ __all__ = [
     "CheckpointError",
     "SETTINGS_FILE",
     "detect_format",
+    "Discriminator",
+    "generator_dir",
+    "has_discriminator_head",
     "has_pretraining_heads",
     "infer_settings",
     "init_pretrainer",
     "is_sentence_transformers_dir",
     "load_config",
+    "load_discriminator",
     "load_encoder",
     "load_pretrainer",
     "ModelDirectory",

@@ -22,11 +22,18 @@ import numpy as np
 
 from bert_tf.checkpoints import name_table, readers, tokenizer_files, writers
 from bert_tf.checkpoints import settings as settings_lib
+from bert_tf.checkpoints.electra_names import (
+    GENERATOR_DIR,
+    HEAD_PREFIX,
+    Discriminator,
+    discriminator_head_table,
+)
 from bert_tf.checkpoints.model_directory import ModelDirectory
 from bert_tf.checkpoints.model_heads import heads_for
 from bert_tf.checkpoints.readers import CheckpointError
 from bert_tf.config import FAMILIES
-from bert_tf.models import BertPretrainer, build_encoder
+from bert_tf.layers.replaced_token_head import ReplacedTokenHead
+from bert_tf.models import RTD_MODEL_TYPES, BertEncoder, BertPretrainer, ElectraPretrainer, build_encoder
 
 # Our activation names that Hugging Face spells differently.
 _HF_ACTIVATIONS = {"gelu_tanh": "gelu_new"}
@@ -67,9 +74,26 @@ def load_encoder(path, dtype=None, hidden_act=None, allow_pickle=False, strict=F
 
 
 def load_pretrainer(
-    path, dtype=None, hidden_act=None, nsp=None, allow_missing_heads=False, allow_pickle=False, sentence_objective=None
+    path,
+    dtype=None,
+    hidden_act=None,
+    nsp=None,
+    allow_missing_heads=False,
+    allow_pickle=False,
+    sentence_objective=None,
+    generator_path=None,
 ):
-    """A `BertPretrainer` with encoder and `cls/*` heads from the checkpoint at `path`.
+    """A `BertPretrainer` with encoder and `cls/*` heads from the checkpoint at `path`, or an `ElectraPretrainer`.
+
+    A checkpoint with ELECTRA's discriminator head (`has_discriminator_head`:
+    a bert_tf model directory of a replaced-token detection run, a Hugging
+    Face `ElectraForPreTraining`) gives an `ElectraPretrainer`: the
+    discriminator and its head from `path`, the generator from
+    `generator_path`, else from `path/generator` (where pretraining and
+    `save_model_dir`/`save_hf` put it), with every tensor present
+    (`init_pretrainer(..., objective="rtd")` starts what is missing fresh);
+    its embedding tables are the discriminator's. Its lambda is the
+    directory's `discriminator_weight` (`bert_tf.json`), else 50.
 
     Args:
         nsp: include the sentence head; None includes it when the checkpoint
@@ -81,16 +105,55 @@ def load_pretrainer(
         allow_missing_heads: keep the fresh initialisation of head tensors the
             checkpoint lacks (to continue pretraining from a bare encoder);
             False raises an error naming them.
+        generator_path: the generator of an ELECTRA discriminator at `path` (any format).
         Other args as in `load_encoder`.
     """
+    if has_discriminator_head(path, allow_pickle=allow_pickle):
+        if hidden_act is not None:
+            raise CheckpointError(
+                f"{path} holds an ELECTRA discriminator and its generator, two models: `hidden_act` is not "
+                f"overridden for them. Received: hidden_act={hidden_act!r}"
+            )
+        pretrainer, _ = _load_electra_pretrainer(
+            path,
+            dtype,
+            allow_pickle,
+            generator_path=generator_path,
+            generator_config=None,
+            discriminator_weight=_recorded_discriminator_weight(path),
+            allow_missing=allow_missing_heads,
+        )
+        return pretrainer
     pretrainer, _ = _load_pretrainer(
         path, dtype, hidden_act, nsp, sentence_objective, allow_missing_heads, allow_pickle, quiet=False
     )
     return pretrainer
 
 
-def init_pretrainer(path, sentence_objective, dtype=None, allow_pickle=False):
-    """A `BertPretrainer` for `sentence_objective` started from the checkpoint at `path`, and what was not in it.
+def init_pretrainer(
+    path,
+    sentence_objective,
+    dtype=None,
+    allow_pickle=False,
+    objective="mlm",
+    generator_config=None,
+    discriminator_weight=50.0,
+    generator_path=None,
+):
+    """A pretrainer for `objective` started from the checkpoint at `path`, and what was not in it.
+
+    `objective="rtd"` (ELECTRA's replaced-token detection): an
+    `ElectraPretrainer` whose discriminator (encoder, and its head where the
+    checkpoint has one) comes from `path` in any format (a bert_tf model
+    directory, a Hugging Face ELECTRA directory of any class, a TF1
+    checkpoint), and whose generator comes from `generator_path`, else from
+    `path/generator` when that is a checkpoint directory (an RTD run's, a
+    converted pair's), else is new: `generator_config(discriminator's
+    BertConfig)` (a callable, e.g. `lambda c: c.electra_generator(0.25)`).
+    A loaded generator's own config decides its size; its embedding tables
+    are the discriminator's (shared), and where its checkpoint's tables differ
+    from the discriminator's, `initialised` says so with the largest
+    difference. `sentence_objective` is not read (ELECTRA has no sentence head).
 
     Continued pretraining (`bert-tf-pretrain --init`): the encoder comes from
     the checkpoint; the masked-LM head and the sentence head are restored when
@@ -103,9 +166,187 @@ def init_pretrainer(path, sentence_objective, dtype=None, allow_pickle=False):
         `(pretrainer, initialised)`: `initialised` names the parts left freshly
         initialised ("masked-LM head", "NSP head (the checkpoint's is SOP)",
         "pooler", ...), empty when everything came from the checkpoint. Nothing
-        is logged; the caller says it once.
+        is logged; the caller says it once. For "rtd" also "discriminator head",
+        "generator (...)", "the generator's masked-LM head".
     """
+    if objective == "rtd":
+        return _load_electra_pretrainer(
+            path,
+            dtype,
+            allow_pickle,
+            generator_path=generator_path,
+            generator_config=generator_config,
+            discriminator_weight=discriminator_weight,
+            allow_missing=True,
+        )
+    if objective != "mlm":
+        raise ValueError(f"`objective` must be 'mlm' or 'rtd'. Received: objective={objective!r}")
     return _load_pretrainer(path, dtype, None, None, sentence_objective, True, allow_pickle, quiet=True)
+
+
+def has_discriminator_head(path, allow_pickle=False):
+    """True when the checkpoint at `path` is an ELECTRA model with its discriminator head
+    (`discriminator_predictions/*`: a replaced-token detection run's model directory, a Hugging Face
+    `ElectraForPreTraining`)."""
+    config = load_config(path)
+    if config.model_type not in RTD_MODEL_TYPES:
+        return False
+    source = readers.open_source(path, readers.detect_format(path), allow_pickle)
+    return _has_entries(discriminator_head_table(), source, config.model_type)
+
+
+def generator_dir(path):
+    """`path/generator` when it holds a checkpoint (`detect_format` finds one), else None: where a model directory
+    of ELECTRA's discriminator keeps its generator."""
+    candidate = os.path.join(readers.checkpoint_dir(path), GENERATOR_DIR)
+    if not os.path.isdir(candidate):
+        return None
+    try:
+        readers.detect_format(candidate)
+    except CheckpointError:
+        return None
+    return candidate
+
+
+def load_discriminator(path, dtype=None, allow_pickle=False):
+    """ELECTRA's discriminator at `path` (any format): a `Discriminator` (`.encoder`, `.discriminator_head`), the
+    head read from the checkpoint (CheckpointError naming the tensors it lacks)."""
+    config = load_config(path)
+    if config.model_type not in RTD_MODEL_TYPES:
+        raise CheckpointError(
+            f"{path} holds a {config.model_type} model; a discriminator head is ELECTRA's "
+            f"(model_type in {RTD_MODEL_TYPES})."
+        )
+    encoder = build_encoder(config, dtype=dtype)
+    discriminator = Discriminator(encoder, _discriminator_head(encoder))
+    source = readers.open_source(path, readers.detect_format(path), allow_pickle)
+    plan, _ = _plan(discriminator, name_table.model_table(discriminator)[1], source)
+    _assign(plan, source)  # the pooler, which RTD does not train and Hugging Face lacks, may stay as initialised
+    return discriminator
+
+
+def _discriminator_head(encoder):
+    """A `ReplacedTokenHead` for `encoder`, as `ElectraPretrainer` builds it."""
+    return ReplacedTokenHead(
+        encoder.hidden_dim,
+        activation=encoder.hidden_act,
+        initializer_range=encoder.initializer_range,
+        dtype=encoder.dtype_policy,
+        name="discriminator_head",
+    )
+
+
+def _recorded_discriminator_weight(path):
+    """`discriminator_weight` of a bert_tf model directory's `bert_tf.json`, else ELECTRA's 50."""
+    directory = readers.checkpoint_dir(path)
+    if os.path.isfile(os.path.join(directory, settings_lib.SETTINGS_FILE)):
+        weight = settings_lib.read_settings(directory).get("discriminator_weight")
+        if weight is not None:
+            return float(weight)
+    return 50.0
+
+
+def _load_electra_pretrainer(
+    path, dtype, allow_pickle, generator_path, generator_config, discriminator_weight, allow_missing
+):
+    """(ElectraPretrainer, the parts left freshly initialised) for `load_pretrainer` and `init_pretrainer`.
+
+    Every check (formats, configs, shapes of both checkpoints) runs before the first assignment.
+    """
+    config = load_config(path)
+    if config.model_type not in RTD_MODEL_TYPES:
+        raise CheckpointError(
+            f"Replaced-token detection trains {' and '.join(RTD_MODEL_TYPES)} models (a discriminator and a "
+            f"generator sharing its embeddings); {path} holds a {config.model_type} model. "
+            f"Received: model_type={config.model_type!r}"
+        )
+    source = readers.open_source(path, readers.detect_format(path), allow_pickle)
+    encoder = build_encoder(config, dtype=dtype)
+    new_generator = []  # named after the discriminator's parts
+    found = generator_path if generator_path is not None else generator_dir(path)
+    if found is not None:
+        generator_config_found = load_config(found)
+        if generator_config_found.model_type not in RTD_MODEL_TYPES:
+            raise CheckpointError(
+                f"The generator at {found} is a {generator_config_found.model_type} model; an ELECTRA "
+                f"discriminator's generator is an ELECTRA model. Received: model_type="
+                f"{generator_config_found.model_type!r}"
+            )
+        try:
+            generator_encoder = BertEncoder.from_bert_config(
+                generator_config_found,
+                shared_embeddings=encoder.embeddings,
+                dtype=encoder.dtype_policy,
+                name="generator_encoder",
+            )
+        except ValueError as e:
+            raise CheckpointError(
+                f"The generator at {found} cannot share the embedding tables of the discriminator at {path}: {e}"
+            ) from None
+        pretrainer = ElectraPretrainer(
+            encoder, generator_encoder=generator_encoder, discriminator_weight=discriminator_weight
+        )
+    elif allow_missing and generator_config is not None:
+        fresh = generator_config(config)
+        pretrainer = ElectraPretrainer(encoder, generator_config=fresh, discriminator_weight=discriminator_weight)
+        new_generator.append(
+            f"generator (none at {os.path.join(readers.checkpoint_dir(path), GENERATOR_DIR)}: a new one of hidden "
+            f"size {fresh.hidden_size}, {fresh.num_hidden_layers} layers)"
+        )
+    else:
+        raise CheckpointError(
+            f"{path} holds an ELECTRA discriminator without its generator (looked for a checkpoint in "
+            f"{os.path.join(readers.checkpoint_dir(path), GENERATOR_DIR)}): pass generator_path, or start a new "
+            "generator with init_pretrainer(path, ..., objective='rtd', generator_config=...) "
+            "(bert-tf-pretrain --init); load_encoder reads the discriminator alone."
+        )
+    discriminator = Discriminator.from_pretrainer(pretrainer)
+    head = {entry.ours for entry in discriminator_head_table()}
+    plan, skipped = _plan(
+        discriminator, name_table.model_table(discriminator)[1], source, optional=head if allow_missing else ()
+    )
+    initialised = ["discriminator head"] if any(name.startswith(HEAD_PREFIX) for name in skipped) else []
+    initialised += new_generator
+    generator_plan, generator_source, differences = [], None, []
+    if found is not None:
+        generator = pretrainer.generator
+        generator_source = readers.open_source(found, readers.detect_format(found), allow_pickle)
+        generator_variables = _named_variables(generator)
+        shared = {id(variable) for variable in encoder.weights}
+        entries = name_table.model_table(generator)[1]
+        tables = [entry for entry in entries if id(generator_variables[entry.ours]) in shared]
+        own = [entry for entry in entries if id(generator_variables[entry.ours]) not in shared]
+        mlm = {entry.ours for entry in _pretrainer_entries_of(generator)}
+        generator_plan, generator_skipped = _plan(
+            generator, own, generator_source, optional=mlm if allow_missing else ()
+        )
+        if any(name.startswith("mlm_head/") for name in generator_skipped):
+            initialised.append("the generator's masked-LM head")
+        differences = _plan(generator, tables, generator_source, optional={entry.ours for entry in tables})[0]
+    _assign(plan, source)
+    _assign(generator_plan, generator_source)
+    if differences:
+        largest = max(
+            float(
+                np.max(
+                    np.abs(
+                        (generator_source.read(name).T if transpose else generator_source.read(name)) - variable.numpy()
+                    )
+                )
+            )
+            for variable, name, transpose in differences
+        )
+        if largest > 0:
+            initialised.append(
+                f"the generator's embedding tables (the discriminator's are shared; those at {found} differ from "
+                f"them by up to {largest:.3g})"
+            )
+    return pretrainer, initialised
+
+
+def _pretrainer_entries_of(pretrainer):
+    """The head entries of a `BertPretrainer` (its masked-LM head; NSP where it has one)."""
+    return heads_for(pretrainer).entries(pretrainer)
 
 
 def sentence_head_kind(path, allow_pickle=False):
@@ -236,7 +477,7 @@ def _plan(model, entries, source, optional=(), strict=False):
     """`(plan, skipped)`: the checked `(variable, stored name, transposed?)` to assign, and the variable paths
     left as initialised (see `_restore`); raises CheckpointError naming missing or mis-shaped tensors."""
     prefix = name_table.hf_prefix(model)
-    variables = {variable.path: variable for variable in model.weights}
+    variables = _named_variables(model)
     plan, missing, skipped = [], [], []
     for entry in entries:
         variable = variables.get(entry.ours)
@@ -278,6 +519,15 @@ def _plan(model, entries, source, optional=(), strict=False):
     return plan, skipped
 
 
+def _named_variables(model):
+    """`{name-table path: variable}` of `model`: its Keras paths, or its own `checkpoint_variables()` (a
+    `Discriminator`, whose head's paths depend on where it was built)."""
+    named = getattr(model, "checkpoint_variables", None)
+    if named is not None:
+        return named()
+    return {variable.path: variable for variable in model.weights}
+
+
 def _warn_skipped(source, skipped):
     if skipped:
         logging.warning(
@@ -300,7 +550,7 @@ def _assign(plan, source):
 def model_tensors(model, fmt):
     """`{stored name: float32 array}` of every variable of `model` in format "tf1" or "hf"."""
     encoder, entries = name_table.model_table(model)
-    variables = {variable.path: variable for variable in model.weights}
+    variables = _named_variables(model)
     unmapped = sorted(set(variables) - {entry.ours for entry in entries})
     if unmapped:
         raise CheckpointError(f"No checkpoint name for variable(s) {unmapped} of {type(model).__name__}.")
@@ -348,6 +598,15 @@ def save_tf1(model, path, vocab_file=None):
 def save_model_dir(model, path, vocab_file=None, settings=None):
     """Writes a bert_tf model directory: a TF1 checkpoint directory (`save_tf1`) plus `bert_tf.json`.
 
+    An `ElectraPretrainer` (replaced-token detection) is written as its
+    discriminator (encoder and `discriminator_predictions/*` head, Google's
+    ELECTRA names; `objective` "rtd" and `discriminator_weight` in
+    `bert_tf.json`) with the generator as a complete model directory in
+    `path/generator` (its own `bert_config.json`, the shared embedding tables
+    copied in, its masked-LM head, the tokenizer files found in `path`, its own
+    `bert_tf.json` with `objective` "mlm"); `load_pretrainer(path)` reads both
+    back. A `Discriminator` alone is written as the first part.
+
     Args:
         model: a BertEncoder, BertPretrainer or fine-tuned task model.
         vocab_file: copied to `path/vocab.txt` when given.
@@ -359,8 +618,12 @@ def save_model_dir(model, path, vocab_file=None, settings=None):
     Returns:
         the number of tensors written.
     """
+    if isinstance(model, ElectraPretrainer):
+        return _save_electra_model_dir(model, path, vocab_file, settings)
     encoder, _ = name_table.model_table(model)
     settings = {"max_seq_length": encoder.max_position_embeddings, **(settings or {})}
+    if isinstance(model, Discriminator):
+        settings.setdefault("objective", "rtd")
     if isinstance(model, BertPretrainer) and model.nsp:
         # Its sentence head is stored as `cls/seq_relationship/*` whichever objective trained it: say which.
         settings.setdefault("sentence_objective", model.sentence_objective)
@@ -368,6 +631,58 @@ def save_model_dir(model, path, vocab_file=None, settings=None):
     count = save_tf1(model, path, vocab_file)
     settings_lib.write_settings(path, settings)
     return count
+
+
+# Settings of an RTD model directory that are the discriminator's alone, not its generator's.
+_DISCRIMINATOR_SETTINGS = ("objective", "discriminator_weight", "sentence_objective", "resume_changes")
+
+
+def _save_electra_model_dir(pretrainer, path, vocab_file, settings):
+    """`save_model_dir` of an `ElectraPretrainer`: the discriminator in `path`, the generator in `path/generator`."""
+    discriminator = Discriminator.from_pretrainer(pretrainer)
+    settings = {"max_seq_length": pretrainer.encoder.max_position_embeddings, **(settings or {})}
+    settings.setdefault("objective", "rtd")
+    settings.setdefault("discriminator_weight", pretrainer.discriminator_weight)
+    settings = settings_lib.validate_settings(settings, source="save_model_dir(settings=...)")
+    generator_settings = {key: value for key, value in settings.items() if key not in _DISCRIMINATOR_SETTINGS}
+    generator_settings = settings_lib.validate_settings({**generator_settings, "objective": "mlm"})
+    model_tensors(pretrainer.generator, "tf1")  # Raises before the first file is written.
+    count = save_tf1(discriminator, path, vocab_file)
+    settings_lib.write_settings(path, settings)
+    generator_path = os.path.join(path, GENERATOR_DIR)
+    count += save_tf1(pretrainer.generator, generator_path)
+    settings_lib.write_settings(generator_path, generator_settings)
+    _copy_tokenizer_files(path, generator_path)
+    return count
+
+
+def _copy_tokenizer_files(path, output):
+    """The tokenizer files found beside the checkpoint at `path` (`write_tokenizer_files`), and its
+    `tokenizer_config.json`, written into `output`; nothing where `path` has none (they come later)."""
+    try:
+        tokenizer_files.write_tokenizer_files(path, output)
+    except CheckpointError:
+        return
+    config = os.path.join(readers.checkpoint_dir(path), "tokenizer_config.json")
+    if os.path.isfile(config):
+        shutil.copyfile(config, os.path.join(output, "tokenizer_config.json"))
+
+
+def _check_hf_encoder(encoder):
+    """CheckpointError for an encoder Hugging Face's classes cannot hold."""
+    if encoder.pre_layer_norm:
+        raise CheckpointError(
+            "A pre-LN encoder (pre_layer_norm=True) has a final LayerNorm "
+            f"(`{name_table.FINAL_LAYER_NORM_TF1}`) with no Hugging Face BERT equivalent; save it as a "
+            "bert_tf model directory (save_model_dir) instead."
+        )
+    if getattr(encoder, "model_type", None) == "electra" and encoder.embedding_size == encoder.hidden_dim:
+        raise CheckpointError(
+            f"This ELECTRA encoder projects its {encoder.embedding_size}-wide embeddings to its hidden size "
+            f"{encoder.hidden_dim}; Hugging Face's ELECTRA has `embeddings_project` only where the two differ, so "
+            "the projection has no name there. Save it as a bert_tf model directory (save_model_dir) instead. "
+            f"Received: embedding_size={encoder.embedding_size}, hidden_size={encoder.hidden_dim}"
+        )
 
 
 def save_hf(model, path, vocab_file=None, lowercase=None, labels=None, tokenizer_settings=None):
@@ -384,15 +699,26 @@ def save_hf(model, path, vocab_file=None, lowercase=None, labels=None, tokenizer
     from `labels` (`LABEL_i` without). A pre-LN encoder is refused: Hugging Face BERT has no final LayerNorm.
     With `lowercase` or `tokenizer_settings` given, `tokenizer_config.json`
     records how the tokenizer reads its files.
+    An `ElectraPretrainer` is written as an `ElectraForPreTraining` directory
+    (its discriminator: `electra.*` and `discriminator_predictions.*`) with its
+    generator as an `ElectraForMaskedLM` directory in `path/generator` (the
+    shared embedding tables copied in), each with the vocabulary and
+    tokenizer settings; a `Discriminator` alone as the first part.
     Returns the number of tensors written.
     """
+    if isinstance(model, ElectraPretrainer):
+        discriminator = Discriminator.from_pretrainer(model)
+        for part in (discriminator, model.generator):  # every check before the first file is written
+            _check_hf_encoder(part.encoder)
+            model_tensors(part, "hf")
+        count = save_hf(discriminator, path, vocab_file, lowercase, tokenizer_settings=tokenizer_settings)
+        generator_path = os.path.join(path, GENERATOR_DIR)
+        count += save_hf(model.generator, generator_path, vocab_file, lowercase, tokenizer_settings=tokenizer_settings)
+        if vocab_file is None:
+            _copy_tokenizer_files(path, generator_path)
+        return count
     encoder, _ = name_table.model_table(model)
-    if encoder.pre_layer_norm:
-        raise CheckpointError(
-            "A pre-LN encoder (pre_layer_norm=True) has a final LayerNorm "
-            f"(`{name_table.FINAL_LAYER_NORM_TF1}`) with no Hugging Face BERT equivalent; save it as a "
-            "bert_tf model directory (save_model_dir) instead."
-        )
+    _check_hf_encoder(encoder)
     arrays = model_tensors(model, "hf")  # Raises before any file is written.
     _check_vocab(vocab_file)
     heads = heads_for(model)  # Found: model_tensors built the model's table.

@@ -24,6 +24,9 @@ to reproduce the model's inputs:
 - `long_text`, `window_stride` (fine-tuned sentence classifiers and regressors): "truncate" or "windows", how the
   model was trained on texts longer than `max_seq_length` (`bert_tf.text.windows`); the export and
   `SentenceEmbedder` default to it.
+- `objective` (pretrained models): "mlm" (masked LM, the default where absent) or "rtd" (ELECTRA's replaced-token
+  detection: the directory holds the discriminator with its `discriminator_predictions` head, and the generator in
+  `generator/`); `discriminator_weight`: the RTD run's lambda (a positive number).
 Other keys are kept as they are, for apps that need more.
 """
 
@@ -37,6 +40,8 @@ from bert_tf.text.packing import PAIR_TRUNCATIONS
 from bert_tf.text.windows import LONG_TEXT
 
 SETTINGS_FILE = "bert_tf.json"
+# The pretraining objectives a model directory records (`objective`): masked LM, replaced-token detection.
+OBJECTIVES = ("mlm", "rtd")
 
 DEFAULTS = {
     "lowercase": True,
@@ -79,6 +84,17 @@ def validate_settings(settings, source="settings"):
     if "long_text" in merged and merged["long_text"] not in LONG_TEXT:
         raise ConfigError(
             f"{source}: field `long_text` must be one of {', '.join(LONG_TEXT)}. Received: long_text={merged['long_text']!r}"
+        )
+    if "objective" in merged and merged["objective"] not in OBJECTIVES:
+        raise ConfigError(
+            f"{source}: field `objective` must be one of {', '.join(OBJECTIVES)}. "
+            f"Received: objective={merged['objective']!r}"
+        )
+    weight = merged.get("discriminator_weight")
+    if weight is not None and (isinstance(weight, bool) or not isinstance(weight, (int, float)) or not weight > 0):
+        raise ConfigError(
+            f"{source}: field `discriminator_weight` must be a positive number or null. "
+            f"Received: discriminator_weight={weight!r}"
         )
     stride = merged.get("window_stride")
     if stride is not None and (isinstance(stride, bool) or not isinstance(stride, int) or stride < 1):

@@ -8,13 +8,17 @@ pretrainer loaders, the writers) is `bert_tf.checkpoints`'.
 """
 
 import logging
+import os
 
 from bert_tf.checkpoints import (
     CONVERT_FORMATS,
     CheckpointError,
     ModelDirectory,
+    generator_dir,
+    has_discriminator_head,
     has_pretraining_heads,
     load_config,
+    load_discriminator,
     load_encoder,
     load_pretrainer,
     restore_weights,
@@ -23,7 +27,8 @@ from bert_tf.checkpoints import (
     tokenizer_files,
     write_hf_tokenizer_config,
 )
-from bert_tf.models import build_encoder
+from bert_tf.checkpoints.electra_names import GENERATOR_DIR
+from bert_tf.models import ElectraPretrainer, build_encoder
 from bert_tf.tasks.registry import for_hf_architecture, get
 
 
@@ -36,10 +41,15 @@ def load_model(path, dtype=None, allow_pickle=False, strict=False):
       `...ForTokenClassification` (ner) or `...ForQuestionAnswering` (squad)
       of any family, labels from `id2label`; `settings` then has `task` and
       `labels`, as fine-tuning writes them;
+    - ELECTRA's discriminator where the checkpoint holds its head (a
+      replaced-token detection run's model directory, a Hugging Face
+      `ElectraForPreTraining`): an `ElectraPretrainer` when its generator is in
+      `generator/` beside it, else the `checkpoints.Discriminator` (encoder and
+      head);
     - a `BertPretrainer` where the checkpoint holds the masked-LM head
       (`...ForMaskedLM`, `...ForPreTraining`, with NSP where present);
-    - else the encoder (heads the checkpoint has and bert_tf does not read,
-      such as ELECTRA's discriminator, are named in a warning).
+    - else the encoder (heads the checkpoint has and bert_tf does not read
+      are named in a warning).
     """
     path = ModelDirectory.read(path)  # one read of the directory, shared by the loaders below
     fmt = path.format
@@ -66,6 +76,10 @@ def load_model(path, dtype=None, allow_pickle=False, strict=False):
         model = task.build_model(encoder, labels if task.needs_labels else None, **built_with)
         restore_weights(model, path, allow_pickle=allow_pickle, strict=strict)
         return model, settings
+    if has_discriminator_head(path, allow_pickle=allow_pickle):
+        if generator_dir(path) is not None:
+            return load_pretrainer(path, dtype=dtype, allow_pickle=allow_pickle), settings
+        return load_discriminator(path, dtype=dtype, allow_pickle=allow_pickle), settings
     if has_pretraining_heads(path, allow_pickle=allow_pickle):
         return load_pretrainer(path, dtype=dtype, allow_pickle=allow_pickle), settings
     if fmt == "hf" and architecture not in ("", config.family.hf_class_prefix + "Model"):
@@ -126,7 +140,10 @@ def convert_checkpoint(input_path, output, to="bert_tf", allow_pickle=False, all
     else:
         count = save_model_dir(model, output, settings=settings)
     if has_tokenizer:
-        source.write_tokenizer_files(output)
-        if to == "hf":
-            write_hf_tokenizer_config(model, output, settings)
+        # An ELECTRA pair's generator directory gets the tokenizer too: each is a complete checkpoint.
+        outputs = [output] + ([os.path.join(output, GENERATOR_DIR)] if isinstance(model, ElectraPretrainer) else [])
+        for target, part in zip(outputs, (model, getattr(model, "generator", None))):
+            source.write_tokenizer_files(target)
+            if to == "hf":
+                write_hf_tokenizer_config(part, target, settings)
     return fmt, count, type(model).__name__
