@@ -6,7 +6,8 @@
 The kind of model comes from the directory: `task` in `bert_tf.json` (a task
 registered in `bert_tf.tasks`: classification, regression, ner, squad, ...)
 or, without one, the encoder (plus a `fill_mask` signature when the
-checkpoint holds the masked-LM head, and a `search` signature over a corpus
+checkpoint holds the masked-LM head, a `replaced_token_scores` signature when it
+holds ELECTRA's discriminator head, and a `search` signature over a corpus
 given as `search_corpus`). The task declares the model and its
 serving module. The SavedModel needs only `tensorflow` and `tensorflow_text`
 to load; its vocabulary is an asset; `assets.extra/bert_tf_export.json`
@@ -136,6 +137,17 @@ def serving_module(
         else:
             module_class = SearchModule
             corpus = dict(passage_ids=passages.ids, passage_texts=passages.texts, batch_size=search_batch_size)
+        if checkpoints.has_discriminator_head(model_dir):  # ELECTRA's discriminator: replaced_token_scores
+            discriminator = checkpoints.load_discriminator(model_dir)
+            return module_class(
+                discriminator.encoder,
+                tokenizer(),
+                max_seq_length,
+                discriminator_head=discriminator.discriminator_head,
+                **corpus,
+                **embedding,
+                **common,
+            )
         if checkpoints.has_pretraining_heads(model_dir):
             pretrainer = checkpoints.load_pretrainer(model_dir)
             return module_class(

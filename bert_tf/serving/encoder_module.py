@@ -30,6 +30,11 @@ class EncoderModule(ServingModule):
             `num_masks`), `top_tokens` string `[B, M, K]`, `top_ids` int32
             `[B, M, K]`, `top_probabilities` float32 `[B, M, K]`,
             `num_masks` int32 `[B]`, `token_ids` `[B, T]`.
+        `replaced_token_scores` (with ELECTRA's discriminator head): `text`
+            `[B]` -> `token_ids` int32 `[B, T]` and `scores` float32 `[B, T]`,
+            the discriminator's probability that each token was replaced
+            (`sigmoid` of its logit: Hugging Face `ElectraForPreTraining`'s
+            `logits`), 0 at padding: a typo and anomaly detector.
 
     Args:
         encoder: the `BertEncoder`.
@@ -40,6 +45,8 @@ class EncoderModule(ServingModule):
             tokens (`split_special_tokens=False`) so that "[MASK]" in the text
             becomes the mask id.
         top_k: K, candidates per `[MASK]`.
+        discriminator_head: ELECTRA's `ReplacedTokenHead` on `encoder`'s
+            sequence output, for `replaced_token_scores`.
         pooling, normalize: the `sentence_embedding` (`bert_tf.layers.SentencePooling`).
         max_input_bytes, truncation, long_text, window_stride, max_windows: see `ServingModule`.
     """
@@ -61,6 +68,7 @@ class EncoderModule(ServingModule):
         long_text="truncate",
         window_stride=None,
         max_windows=MAX_WINDOWS,
+        discriminator_head=None,
         name=None,
     ):
         if pretrainer is not None and pretrainer.encoder is not encoder:
@@ -88,6 +96,12 @@ class EncoderModule(ServingModule):
         self._encoder_only = pretrainer is None
         if pretrainer is not None:
             self.mask_tokenizer = mask_tokenizer
+        self._discriminator_head = Unsaved(discriminator_head)
+        if discriminator_head is not None:
+            if not discriminator_head.built:
+                discriminator_head.build((None, None, encoder.hidden_dim))
+            # Tracked as the model's are (see `ServingModule`): the SavedModel holds the head's variables once.
+            self.model_variables = list(self.model_variables) + [v.value for v in discriminator_head.weights]
         self.top_k = min(top_k, self.vocab_size)
         self._pooler = Unsaved(SentencePooling(pooling, normalize))
         self.pooling = list(self._pooler.value.pooling)
@@ -107,7 +121,14 @@ class EncoderModule(ServingModule):
         }
         if not self._encoder_only:
             functions["fill_mask"] = self._function(self.fill_mask, TEXT)
+        if self._discriminator_head.value is not None:
+            functions["replaced_token_scores"] = self._function(self.replaced_token_scores, TEXT)
         return functions
+
+    def metadata(self):
+        """`ServingModule.metadata`, and `replaced_token_detection: true` where the discriminator head is served."""
+        extra = {"replaced_token_detection": True} if self._discriminator_head.value is not None else {}
+        return {**super().metadata(), **extra}
 
     # --- signatures ---
 
@@ -177,6 +198,14 @@ class EncoderModule(ServingModule):
             "num_masks": num_masks,
             "token_ids": token_ids,
         }
+
+    def replaced_token_scores(self, text):
+        (text,) = self._strings(text)
+        features = self._pack(self._tokenize(text))
+        sequence = self._call_unpadded(self.encoder, features)["sequence_output"]  # [B, T, H]
+        logits = self._discriminator_head.value(sequence)  # [B, T]
+        mask = tf.cast(features["padding_mask"], tf.float32)
+        return {"token_ids": features["token_ids"], "scores": tf.sigmoid(tf.cast(logits, tf.float32)) * mask}
 
     # --- outputs ---
 
