@@ -133,6 +133,10 @@ def test_model_directory_round_trip_is_exact_and_shares_the_tables(pair, run_dir
     assert embeddings.token_embedding is loaded.encoder.embeddings.token_embedding
     assert embeddings.position_embedding is loaded.encoder.embeddings.position_embedding
     assert isinstance(tasks.load_model(run_dir)[0], ElectraPretrainer)
+    again, initialised = checkpoints.init_pretrainer(run_dir, "none", objective="rtd")  # continued RTD: all there
+    assert initialised == []
+    for ours, theirs in zip(_pair_values(again), _pair_values(pair)):
+        _assert_same(ours, theirs)
 
 
 def test_encoder_loads_the_discriminator_without_a_word_on_the_head(pair, run_dir, caplog):

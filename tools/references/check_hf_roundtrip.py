@@ -25,6 +25,8 @@ have (last_hidden_state always; logits, start/end_logits, discriminator_logits, 
 top-5 MLM ids and logits, seq_relationship_logits, ALBERT's sop_logits), over single, pair and padded batch rows, and
 exits 1 when a difference exceeds --tolerance (default 1e-4), an id differs, or loading was not
 clean. Top-5 logits are compared at the reference's top-5 ids, so near-ties cannot flip them.
+An ELECTRA pretraining pair (OUT an `ElectraForPreTraining` with its `ElectraForMaskedLM` generator in
+OUT/generator) is checked by the sibling tools/references/check_electra_pretraining.py.
 """
 
 import argparse
