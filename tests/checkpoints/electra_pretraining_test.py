@@ -296,6 +296,9 @@ def test_bad_inputs_name_the_problem(pair, tmp_path):
         checkpoints.init_pretrainer(DISC, "none", objective="electra")
     with pytest.raises(ConfigError, match="objective"):
         checkpoints.save_model_dir(pair, str(tmp_path / "x"), settings={"objective": "clm"})
+    with pytest.raises(ConfigError, match="discriminator_weight"):
+        checkpoints.save_model_dir(pair, str(tmp_path / "x"), settings={"discriminator_weight": 0})
+    assert not os.path.exists(tmp_path / "x")
     # A generator as wide as its tables has a projection Hugging Face's ELECTRA cannot hold.
     config = pair.encoder.bert_config()
     square = ElectraPretrainer(build_encoder(config), generator_config=config.electra_generator(hidden_size=16))
