@@ -680,13 +680,15 @@ class BertConfig:
         heads = max(1, hidden_size // 64)
         while hidden_size % heads:
             heads -= 1
+        width = self.embedding_size or self.hidden_size
         return dataclasses.replace(
             self,
             hidden_size=hidden_size,
             num_hidden_layers=num_layers,
             num_attention_heads=heads,
             intermediate_size=4 * hidden_size,
-            embedding_size=self.embedding_size or self.hidden_size,
+            # The tables' width; none when it is the generator's own (Hugging Face then has no projection).
+            embedding_size=None if width == hidden_size else width,
         )
 
     # --- presets ---

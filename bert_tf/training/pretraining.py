@@ -1277,6 +1277,8 @@ def pretrain(config, strategy=None, log=print):
             tokenizer_files = ", ".join(written)
         if sentencepiece:  # the .model and how to read it (tokenizer_config.json), as load_tokenizer finds them
             save_sentencepiece_tokenizer(tokenizer, config.model_dir)
+        if rtd and (byte_pairs or sentencepiece):  # the generator's directory reads the same tokenizer
+            write_tokenizer_files(config.model_dir, os.path.join(config.model_dir, "generator"))
         if metrics:  # none when the loop found the run complete
             log("Final: " + ", ".join(f"{k} {v:.4g}" for k, v in metrics.items()))
         log(

@@ -9,6 +9,7 @@ kept on conversion, and `init_pretrainer(..., objective="rtd")` starts replaced-
 format, telling what it had to initialise.
 """
 
+import dataclasses
 import json
 import logging
 import os
@@ -299,9 +300,12 @@ def test_bad_inputs_name_the_problem(pair, tmp_path):
     with pytest.raises(ConfigError, match="discriminator_weight"):
         checkpoints.save_model_dir(pair, str(tmp_path / "x"), settings={"discriminator_weight": 0})
     assert not os.path.exists(tmp_path / "x")
-    # A generator as wide as its tables has a projection Hugging Face's ELECTRA cannot hold.
+    # A generator as wide as its tables has no projection (as Hugging Face's) ...
     config = pair.encoder.bert_config()
-    square = ElectraPretrainer(build_encoder(config), generator_config=config.electra_generator(hidden_size=16))
+    assert config.electra_generator(hidden_size=16).embedding_size is None
+    # ... and one given a square projection all the same is refused: Hugging Face's ELECTRA cannot hold it.
+    square_config = dataclasses.replace(config.electra_generator(hidden_size=16), embedding_size=16)
+    square = ElectraPretrainer(build_encoder(config), generator_config=square_config)
     with pytest.raises(CheckpointError, match="embeddings_project"):
         checkpoints.save_hf(square, str(tmp_path / "square"))
     assert not os.path.exists(tmp_path / "square")

@@ -173,6 +173,9 @@ def test_old_training_settings_read_as_their_defaults_implied():
         "max_span_length": None,
         "split_special_tokens": False,
         "shuffle_buffer": 10_000,
+        "objective": "mlm",
+        "discriminator_weight": None,
+        "generator": None,
     }
     assert upgrade_training_settings({"nsp": True})["sentence_objective"] == "nsp"
     new = upgrade_training_settings(old)
