@@ -229,7 +229,7 @@ LONG = {
     ),
     "python tools/compare_pretraining_recipes.py --downstream --budget_minutes=30 "
     "--output_dir=runs/recipes-downstream --output_md=runs/recipes-downstream/table.md": Long(
-        "about 4.5 hours: five 30-minute pretraining runs, then 30 fine-tuning runs; --quick is "
+        "about 5 hours: five 30-minute pretraining runs and their probes, then 30 fine-tuning runs (~2.3 h); --quick is "
         "tests/tools/compare_recipes_test.py"
     ),
     "bert-tf-finetune --task=classification --init=$M --glue_task=sst2 "

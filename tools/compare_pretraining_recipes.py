@@ -53,7 +53,7 @@ if not __package__:  # run as `python tools/NAME.py`: import `tools.*` (and `ber
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from tools import recipes_downstream
-from tools.machine import minilm_dir
+from tools.machine import cpu_model, minilm_dir
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -70,7 +70,9 @@ flags.DEFINE_integer("steps", 1000, "Training steps of each recipe.", lower_boun
 flags.DEFINE_integer("batch", 32, "Global batch size of part 1.", lower_bound=1)
 flags.DEFINE_integer("seq", 128, "Tokens per sequence.", lower_bound=16)
 flags.DEFINE_float("learning_rate", 1e-3, "Peak learning rate of part 1 (BERT-mini).")
-flags.DEFINE_integer("vocab_size", 8000, "WordPiece vocabulary of part 1, built once on the corpus.")
+flags.DEFINE_integer(
+    "vocab_size", 8000, "WordPiece vocabulary of part 1 and the downstream phase, built once on the corpus."
+)
 flags.DEFINE_bool("continued", True, "Run part 2 (all-MiniLM-L6-v2 --init against scratch).")
 flags.DEFINE_integer("init_steps", 300, "Training steps of part 2, both runs.", lower_bound=1)
 flags.DEFINE_integer("init_batch", 16, "Global batch size of part 2.", lower_bound=1)
@@ -123,7 +125,7 @@ flags.DEFINE_integer("finetune_batch", 32, "Downstream phase: fine-tuning's batc
 flags.DEFINE_integer("finetune_seq", 128, "Downstream phase: fine-tuning's tokens per example.", lower_bound=8)
 flags.DEFINE_integer(
     "sst2_train_examples",
-    8000,
+    5000,
     "Downstream phase: SST-2 training sentences, a subset drawn with each seed (0: all 67,349).",
     lower_bound=0,
 )
@@ -336,6 +338,7 @@ def downstream():
         finetune_seq=FLAGS.finetune_seq,
         train_examples={"sst2": FLAGS.sst2_train_examples, "mrpc": FLAGS.mrpc_train_examples},
         command="python " + " ".join(shlex.quote(arg) for arg in sys.argv),
+        cpu=cpu_model(),
     )
     try:
         text = recipes_downstream.run(settings, log=lambda message: print(message, flush=True))

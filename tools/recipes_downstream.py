@@ -121,8 +121,9 @@ class Settings:
     finetune_epochs: float = 3.0
     finetune_batch: int = 32
     finetune_seq: int = 128
-    train_examples: dict = dataclasses.field(default_factory=lambda: {"sst2": 8000, "mrpc": 0})  # 0: all
-    command: str = ""
+    train_examples: dict = dataclasses.field(default_factory=lambda: {"sst2": 5000, "mrpc": 0})  # 0: all
+    command: str = ""  # the command line, for the table
+    cpu: str = ""  # the CPU's model (tools.machine.cpu_model), for the table
 
     def steps_per_loop(self):
         """Loop calls of the probe and of the real run alike: four logged loops in a probe."""
@@ -414,12 +415,8 @@ def _mean_std(values):
     return f"{statistics.mean(values):.3f} ± {statistics.stdev(values):.3f}"
 
 
-def table(settings, results, cpu=None):
+def table(settings, results):
     """The markdown table of what `results` holds for `settings`' recipes, tasks and seeds, with its heading."""
-    if cpu is None:
-        from tools.machine import cpu_model
-
-        cpu = cpu_model()
     columns = [
         f"{TASKS[task].label} dev {METRIC_NAMES[metric]}" for task in settings.tasks for metric in TASKS[task].metrics
     ]
@@ -435,11 +432,12 @@ def table(settings, results, cpu=None):
         f"recipe ({settings.batch} x {settings.seq}, learning rate {settings.learning_rate:g}, warmup "
         f"{settings.warmup_proportion:.0%} then linear decay to 0 at the steps the budget buys, seed {settings.seed}; "
         f"ELECTRA's embedding size {electra}); each model fine-tuned on "
-        f"{' and '.join(TASKS[t].label for t in settings.tasks)} ({settings.finetune_epochs:g} epochs, batch "
+        f"{' and '.join(TASKS[t].label for t in settings.tasks)} ({settings.finetune_epochs:g} "
+        f"epoch{'' if settings.finetune_epochs == 1 else 's'}, batch "
         f"{settings.finetune_batch}, learning rate {settings.finetune_learning_rate:g}, {settings.finetune_seq} tokens; "
         f"training examples: {subsets}), scored on the dev sets, mean ± std over seeds {seeds}.",
         "",
-        f"CPU: {cpu}. Command: `{settings.command}`",
+        f"CPU: {settings.cpu}. Command: `{settings.command}`",
         "",
         "| recipe | pretraining steps | pretraining s | " + " | ".join(columns) + " | fine-tuning s |",
         "|---|---|---|" + "---|" * len(columns) + "---|",
