@@ -231,6 +231,11 @@ LONG = {
     "--output_png=runs/recipes/pretraining_recipes.png": Long(
         "about 60 minutes on 2 shared cores: six pretraining runs (four BERT-mini recipes, MiniLM --init and scratch)"
     ),
+    "python tools/compare_pretraining_recipes.py --downstream --budget_minutes=30 "
+    "--output_dir=runs/recipes-downstream --output_md=runs/recipes-downstream/table.md": Long(
+        "about 5 hours: five 30-minute pretraining runs and their probes, then 30 fine-tuning runs (~2.3 h); --quick is "
+        "tests/tools/compare_recipes_test.py"
+    ),
     "bert-tf-finetune --task=classification --init=$M --glue_task=sst2 "
     "--train_file=../shared/data/glue/SST-2/train.tsv --eval_file=../shared/data/glue/SST-2/dev.tsv "
     "--model_dir=runs/distill/teacher --max_seq_length=64 --max_train_examples=20000 --epochs=1 --evals_per_epoch=4 "

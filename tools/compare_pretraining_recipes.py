@@ -27,6 +27,19 @@ are scored on held-out batches of the corpus the same way.
 A run directory that is already complete is not trained again (the app says
 so), so a second call only re-scores. Prints markdown tables (and writes
 them to `--output_md`) and one PNG of the curves and accuracies.
+
+`--downstream` runs the downstream phase instead (tools/recipes_downstream.py):
+
+    python tools/compare_pretraining_recipes.py --downstream --budget_minutes=30 \
+        --output_dir=runs/recipes-downstream --output_md=runs/recipes-downstream/table.md
+
+each recipe of `--downstream_recipes` (BERT MLM + NSP, RoBERTa-style MLM at 15%
+and 30%, SpanBERT masking, ELECTRA replaced-token detection) pretrains `--model`
+for `--budget_minutes` of wall-clock on this machine (steps fitted to the budget
+by a `--probe_steps` probe), then is fine-tuned on SST-2 and MRPC over `--seeds`
+with one recipe; the table gives steps, seconds and dev scores (mean ± std).
+Finished work is kept in `--output_dir` and skipped on rerun. `--quick` is a
+smoke test of it in minutes (tiny model and data sizes; flags given win).
 """
 
 import json
@@ -39,7 +52,8 @@ from absl import app, flags
 if not __package__:  # run as `python tools/NAME.py`: import `tools.*` (and `bert_tf`) from this checkout
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from tools.machine import minilm_dir
+from tools import recipes_downstream
+from tools.machine import cpu_model, minilm_dir
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -56,7 +70,9 @@ flags.DEFINE_integer("steps", 1000, "Training steps of each recipe.", lower_boun
 flags.DEFINE_integer("batch", 32, "Global batch size of part 1.", lower_bound=1)
 flags.DEFINE_integer("seq", 128, "Tokens per sequence.", lower_bound=16)
 flags.DEFINE_float("learning_rate", 1e-3, "Peak learning rate of part 1 (BERT-mini).")
-flags.DEFINE_integer("vocab_size", 8000, "WordPiece vocabulary of part 1, built once on the corpus.")
+flags.DEFINE_integer(
+    "vocab_size", 8000, "WordPiece vocabulary of part 1 and the downstream phase, built once on the corpus."
+)
 flags.DEFINE_bool("continued", True, "Run part 2 (all-MiniLM-L6-v2 --init against scratch).")
 flags.DEFINE_integer("init_steps", 300, "Training steps of part 2, both runs.", lower_bound=1)
 flags.DEFINE_integer("init_batch", 16, "Global batch size of part 2.", lower_bound=1)
@@ -65,6 +81,79 @@ flags.DEFINE_integer("score_batches", 40, "Held-out batches scored per model.", 
 flags.DEFINE_integer("seed", 0, "Seed of every run.")
 flags.DEFINE_string("output_md", None, "Also write the tables here.")
 flags.DEFINE_string("output_png", None, "The chart (default: output_dir/pretraining_recipes.png).")
+# The downstream phase (tools/recipes_downstream.py). It shares --output_dir, --corpus, --batch, --seq,
+# --learning_rate, --vocab_size, --seed and --output_md with part 1.
+flags.DEFINE_bool(
+    "downstream",
+    False,
+    "Run the downstream phase instead of parts 1 and 2: each of --downstream_recipes pretrains --model for "
+    "--budget_minutes, then is fine-tuned on --tasks over --seeds; a table of steps, seconds and dev scores.",
+)
+flags.DEFINE_list(
+    "downstream_recipes", list(recipes_downstream.RECIPES), "Recipes of the downstream phase, in table order."
+)
+flags.DEFINE_float(
+    "budget_minutes", 30.0, "Downstream phase: wall-clock minutes of pretraining per recipe.", lower_bound=0.0
+)
+flags.DEFINE_integer(
+    "probe_steps",
+    40,
+    "Downstream phase: steps of the probe run that times each recipe's steps before its real run (in four logged "
+    "loops; the first, which compiles, is not timed).",
+    lower_bound=4,
+)
+flags.DEFINE_string(
+    "model", "mini", "Downstream phase: the model every recipe pretrains (a preset or a bert_config.json)."
+)
+flags.DEFINE_integer(
+    "electra_embedding_size",
+    None,
+    "Downstream phase: the ELECTRA discriminator's embedding width (default: its hidden size, so that it has the "
+    "other recipes' embedding tables).",
+    lower_bound=1,
+)
+flags.DEFINE_string(
+    "glue_dir",
+    os.path.join(_HERE, "..", "..", "shared", "data", "glue"),
+    "Downstream phase: the GLUE folder (SST-2/ and MRPC/, each with train.tsv and dev.tsv).",
+)
+flags.DEFINE_list("tasks", list(recipes_downstream.TASKS), "Downstream phase: the fine-tuning tasks.")
+flags.DEFINE_list("seeds", ["1", "2", "3"], "Downstream phase: the fine-tuning seeds of every (recipe, task).")
+flags.DEFINE_float("finetune_learning_rate", 1e-4, "Downstream phase: fine-tuning's peak learning rate.")
+flags.DEFINE_float("finetune_epochs", 3.0, "Downstream phase: fine-tuning epochs.", lower_bound=0.0)
+flags.DEFINE_integer("finetune_batch", 32, "Downstream phase: fine-tuning's batch size.", lower_bound=1)
+flags.DEFINE_integer("finetune_seq", 128, "Downstream phase: fine-tuning's tokens per example.", lower_bound=8)
+flags.DEFINE_integer(
+    "sst2_train_examples",
+    5000,
+    "Downstream phase: SST-2 training sentences, a subset drawn with each seed (0: all 67,349).",
+    lower_bound=0,
+)
+flags.DEFINE_integer(
+    "mrpc_train_examples", 0, "Downstream phase: MRPC training pairs, a seeded subset (0: all 3,668).", lower_bound=0
+)
+flags.DEFINE_bool(
+    "quick",
+    False,
+    "A smoke test of the downstream phase in minutes (implies --downstream): the tiny model, 90 s budgets, tiny "
+    "batches and subsets, two seeds. Flags given on the command line win.",
+)
+
+# --quick's values: each applies unless its flag is on the command line.
+QUICK = {
+    "budget_minutes": 1.5,
+    "probe_steps": 8,
+    "model": "tiny",
+    "batch": 8,
+    "seq": 32,
+    "vocab_size": 1000,
+    "seeds": ["1", "2"],
+    "finetune_epochs": 1.0,
+    "finetune_batch": 16,
+    "finetune_seq": 32,
+    "sst2_train_examples": 64,
+    "mrpc_train_examples": 64,
+}
 
 RECIPES = {
     "bert": dict(sentence_objective="nsp", packing="pairs", masking="token"),
@@ -192,14 +281,85 @@ def _plot(curves, bars, output):
     figure.savefig(output, dpi=110)
 
 
+def _vocabulary(corpus):
+    """The one WordPiece vocabulary of every run here (output_dir/vocab.txt), built on the corpus once."""
+    from bert_tf.text.vocab import build_vocab
+
+    vocab = os.path.join(FLAGS.output_dir, "vocab.txt")
+    if not os.path.exists(vocab):
+        print(build_vocab(corpus, vocab, vocab_size=FLAGS.vocab_size, lowercase=True, show_progress=False))
+    return vocab
+
+
+def downstream():
+    """The downstream phase: the table of tools/recipes_downstream.py, printed and written to --output_md."""
+    import shlex
+
+    from bert_tf.text.vocab import expand_files
+
+    if FLAGS.quick:
+        for name, value in QUICK.items():
+            if not FLAGS[name].present:
+                FLAGS[name].value = value
+    for name, choices in (("downstream_recipes", recipes_downstream.RECIPES), ("tasks", recipes_downstream.TASKS)):
+        unknown = [value for value in FLAGS[name].value if value not in choices]
+        if unknown:
+            raise app.UsageError(f"--{name}: unknown {unknown}; choose from {list(choices)}")
+    try:
+        seeds = [int(seed) for seed in FLAGS.seeds]
+    except ValueError:
+        raise app.UsageError(f"--seeds: integers, comma-separated. Received: --seeds={','.join(FLAGS.seeds)}") from None
+    for task in FLAGS.tasks:
+        for split in ("train", "dev"):
+            path = os.path.join(FLAGS.glue_dir, recipes_downstream.TASKS[task].directory, f"{split}.tsv")
+            if not os.path.exists(path):
+                raise app.UsageError(f"--glue_dir: {path} does not exist (--tasks={','.join(FLAGS.tasks)}).")
+    os.makedirs(FLAGS.output_dir, exist_ok=True)
+    corpus = expand_files(FLAGS.corpus)
+    settings = recipes_downstream.Settings(
+        output_dir=FLAGS.output_dir,
+        corpus=corpus,
+        vocab=_vocabulary(corpus),
+        glue_dir=FLAGS.glue_dir,
+        recipes=list(FLAGS.downstream_recipes),
+        budget_minutes=FLAGS.budget_minutes,
+        probe_steps=FLAGS.probe_steps,
+        model=FLAGS.model,
+        batch=FLAGS.batch,
+        seq=FLAGS.seq,
+        learning_rate=FLAGS.learning_rate,
+        seed=FLAGS.seed,
+        electra_embedding_size=FLAGS.electra_embedding_size,
+        tasks=list(FLAGS.tasks),
+        seeds=seeds,
+        finetune_learning_rate=FLAGS.finetune_learning_rate,
+        finetune_epochs=FLAGS.finetune_epochs,
+        finetune_batch=FLAGS.finetune_batch,
+        finetune_seq=FLAGS.finetune_seq,
+        train_examples={"sst2": FLAGS.sst2_train_examples, "mrpc": FLAGS.mrpc_train_examples},
+        command="python " + " ".join(shlex.quote(arg) for arg in sys.argv),
+        cpu=cpu_model(),
+    )
+    try:
+        text = recipes_downstream.run(settings, log=lambda message: print(message, flush=True))
+    except recipes_downstream.DownstreamError as e:  # settings unlike the recorded results, a budget buying no step
+        raise app.UsageError(str(e)) from None
+    print(text)
+    if FLAGS.output_md:
+        with open(FLAGS.output_md, "w", encoding="utf-8") as f:
+            f.write(text + "\n")
+
+
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    if FLAGS.downstream or FLAGS.quick:
+        return downstream()
     unknown = [r for r in FLAGS.recipes if r not in RECIPES]
     if unknown:
         raise app.UsageError(f"--recipes: unknown {unknown}; choose from {list(RECIPES)}")
     from bert_tf.checkpoints import load_config
-    from bert_tf.text.vocab import build_vocab, expand_files
+    from bert_tf.text.vocab import expand_files
 
     os.makedirs(FLAGS.output_dir, exist_ok=True)
     corpus = expand_files(FLAGS.corpus)
@@ -209,9 +369,7 @@ def main(argv):
         f"{FLAGS.score_batches} batches of 16 x {FLAGS.seq}, single segments within documents, token masking 15%"
     )
     if FLAGS.recipes:
-        vocab = os.path.join(FLAGS.output_dir, "vocab.txt")
-        if not os.path.exists(vocab):
-            print(build_vocab(corpus, vocab, vocab_size=FLAGS.vocab_size, lowercase=True, show_progress=False))
+        vocab = _vocabulary(corpus)
         lines += [
             f"Part 1: BERT-mini, {FLAGS.steps} steps of {FLAGS.batch} x {FLAGS.seq}, learning rate "
             f"{FLAGS.learning_rate}, warmup 10%, one WordPiece vocabulary ({header}).",
