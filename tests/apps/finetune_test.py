@@ -95,6 +95,7 @@ def _short_run(init, model_dir, **overrides):
     return read_settings(model_dir)
 
 
+@pytest.mark.slow
 def test_split_special_tokens_is_the_init_directorys(split_init, tmp_path):
     """bert_tf.json's `split_special_tokens` goes from --init to the fine-tuned directory (and so to its export)."""
     settings = _short_run(split_init, str(tmp_path / "run"))

@@ -229,6 +229,7 @@ def _task_data(directory):
     )
 
 
+@pytest.mark.slow
 def test_fine_tuning_and_distillation_read_each_file_once(converted, tmp_path):
     """`finetune` from a Hugging Face directory (given as a ModelDirectory) and `distill` from a fine-tuned bert_tf one, each for one step and
     one save: every file of `--init` / `--teacher` is read once, and the tokenizer files copied once."""

@@ -266,6 +266,7 @@ def _loop(strategy, model_dir, grad_accum_steps=1, dtype=None):
     return loop.train(log=lambda message: None), model.get_weights()
 
 
+@pytest.mark.slow
 def test_gradient_accumulation_trains_as_the_whole_batch(tmp_path):
     """Samples are drawn per example from the batch's own draws, so splitting the batch changes nothing."""
     one_device = tf.distribute.OneDeviceStrategy("/cpu:0")
