@@ -192,8 +192,8 @@ CHEAP = {
 
 LONG = {
     "make test": Long(
-        "about 19 minutes: the default suite, the tests not marked slow (20.2 measured alone on a 2-core "
-        "AVX2-only AMD EPYC for 1,327 tests, before about 330 s of test time went to the slow tier)"
+        "about 17 minutes: the default suite, the tests not marked slow (16.6 measured alone on a 2-core "
+        "AVX2-only AMD EPYC for 1,350 tests)"
     ),
     "make test-slow": Long(
         "about 55 minutes: the tests marked slow (estimated: the 72.2-minute full run less the default tier, same CPU)"

@@ -98,7 +98,8 @@ def _settings(**changes):
     settings = dict(
         model=model, vocab_sha256="0" * 64, max_seq_length=32, max_predictions_per_seq=10, global_batch_size=4,
         sentence_objective="none", packing="full_sentences", masking="token", masking_rate=0.3, span_geometric_p=None,
-        max_span_length=None, split_special_tokens=False, shuffle_buffer=10000,
+        max_span_length=None, split_special_tokens=False, shuffle_buffer=10000, objective="mlm",
+        discriminator_weight=None, generator=None,
     )  # fmt: skip
     assert set(settings) == set(INCOMPATIBLE)
     for key, value in changes.items():
