@@ -34,6 +34,14 @@ import statistics
 import time
 
 RESULTS_FILE = "downstream_results.json"
+# The checkout's top level: recorded paths are relative to it (the shared data as ../shared/...), so the results
+# file names no directory of the machine that made it.
+PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def project_path(path):
+    """`path` relative to the checkout's top level, whatever the working directory."""
+    return os.path.relpath(os.path.abspath(path), PROJECT_ROOT)
 
 
 class DownstreamError(ValueError):
@@ -144,7 +152,7 @@ class Settings:
             "seed": self.seed,
             "electra_embedding_size": self.electra_embedding_size,
             "vocab_sha256": vocab,
-            "corpus": sorted(os.path.abspath(f) for f in self.corpus),
+            "corpus": sorted(project_path(f) for f in self.corpus),
         }
 
     def finetuning_key(self):
@@ -156,7 +164,7 @@ class Settings:
             "batch": self.finetune_batch,
             "max_seq_length": self.finetune_seq,
             "train_examples": {task: self.train_examples.get(task, 0) for task in TASKS},
-            "glue_dir": os.path.abspath(self.glue_dir),
+            "glue_dir": project_path(self.glue_dir),
         }
 
 
