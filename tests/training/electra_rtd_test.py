@@ -2,7 +2,6 @@
 real text, one loop for every split of the batch, the settings it refuses, and an app run killed and resumed."""
 
 import glob
-import os
 import signal
 import subprocess
 import time
@@ -22,10 +21,10 @@ from bert_tf.training.distribute import mirrored_strategy
 from bert_tf.training.optimization import create_optimizer
 from bert_tf.training.pretraining import PretrainConfig
 from bert_tf.training.trainer import LoopConfig, TrainingLoop
-from tests.conftest import DATA_DIR
+from tests.apps.pretrain_test import BASE as APP_BASE
+from tests.apps.pretrain_test import CORPUS
 from tests.launcher import python_command
 
-CORPUS = os.path.join(DATA_DIR, "corpus", "gutenberg", "austen-persuasion.txt")
 VOCAB_SIZE, LENGTH, SLOTS = 40, 12, 4
 
 
@@ -324,22 +323,8 @@ def test_settings_that_cannot_work_are_refused_by_name(fields, message, tmp_path
         PretrainConfig(model_dir=str(tmp_path), model="mini", **fields)
 
 
-BASE = [
-    "--model=tiny",
-    "--model_type=electra",
-    "--objective=rtd",
-    "--corpus=" + CORPUS,
-    "--global_batch_size=8",
-    "--max_seq_length=32",
-    "--max_predictions_per_seq=5",
-    "--steps_per_loop=2",
-    "--checkpoint_steps=4",
-    "--eval_steps=0",
-    "--warmup_steps=2",
-    "--learning_rate=1e-3",
-    "--deterministic",
-    "--fill_mask=",
-]
+# The pretrain app tests' tiny run (its model, corpus, batch and loop flags), as ELECTRA with RTD.
+BASE = [*APP_BASE, "--model_type=electra", "--objective=rtd"]
 
 
 def _run(model_dir, vocab, *extra, timeout=600):
