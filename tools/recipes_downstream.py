@@ -14,7 +14,11 @@ logged loops after the first, whose call also traced and compiled, so the loop's
 and its fixed cost (the rest of the probe's wall time: reading and shuffling the corpus, building and compiling
 the model, the final save). The real run then
 gets `train_steps = floor((budget - fixed cost) / seconds per step)`, and its wall time and the steps it reached
-are recorded as measured, so any drift (the machine busier than during the probe) shows in the table.
+are recorded as measured, so any drift (the machine busier than during the probe) shows in the table. The probes
+of all recipes run first, back to back, so the step counts come from step times measured in the same minutes.
+
+The control. Recipe `scratch` is the model as initialized, fine-tuned like the others: the score a recipe must
+beat to have learned, in its budget, anything fine-tuning can use.
 
 Resuming. Every finished probe, pretraining run and (recipe, task, seed) fine-tuning result goes into
 `output_dir/downstream_results.json` as soon as it ends; a rerun keeps them and does only what is missing. A
@@ -52,9 +56,13 @@ class DownstreamError(ValueError):
 class Recipe:
     label: str
     fields: dict  # PretrainConfig fields of the recipe (the rest is common to every recipe)
+    pretrains: bool = True  # False: the control, the model as initialized (no probe, no pretraining)
 
 
 RECIPES = {
+    # The control: what fine-tuning reaches with no pretraining at all. A recipe that does not beat it has learned
+    # nothing in its budget that fine-tuning can use.
+    "scratch": Recipe("No pretraining: the model as initialized (the control)", dict(model_type="bert"), False),
     "bert": Recipe(
         "BERT: MLM 15% + NSP, pairs",
         dict(model_type="bert", sentence_objective="nsp", packing="pairs", masking="token", masking_rate=0.15),
@@ -320,6 +328,23 @@ def probe(settings, name, results, log):
     return record
 
 
+def _initialized(settings, model_dir):
+    """The control's model directory: `settings.model` as initialized with `settings.seed`, as a pretraining run
+    would write it before its first step (the vocabulary, the tokenizer settings); returns its seconds."""
+    import keras
+
+    from bert_tf.checkpoints.api import save_model_dir
+    from bert_tf.models.encoders import build_encoder
+    from bert_tf.training.pretraining import model_config, pretraining_tokenizer
+
+    began = time.perf_counter()
+    vocab_size = pretraining_tokenizer(settings.vocab, True).vocab_size
+    keras.utils.set_random_seed(settings.seed)
+    encoder = build_encoder(model_config(settings.model, vocab_size))
+    save_model_dir(encoder, model_dir, vocab_file=settings.vocab, settings={"max_seq_length": settings.seq})
+    return time.perf_counter() - began
+
+
 def pretrained(settings, name, results, log):
     """The model directory of recipe `name`, pretrained for the budget (or kept from an earlier session)."""
     from bert_tf.training.trainer import newest_step
@@ -331,6 +356,12 @@ def pretrained(settings, name, results, log):
         return model_dir
     if record is not None:  # recorded, but its model is gone: train it again
         results.drop("pretraining", name)
+    if not RECIPES[name].pretrains:
+        _fresh(model_dir, log)
+        seconds = _initialized(settings, model_dir)
+        results.record("pretraining", name, {"planned_steps": 0, "steps": 0, "seconds": seconds})
+        log(f"[{name}] initialized, not pretrained ({seconds:.0f} s)")
+        return model_dir
     timing = probe(settings, name, results, log)
     budget = settings.budget_minutes * 60.0
     train_steps = math.floor((budget - timing["fixed_seconds"]) / timing["seconds_per_step"])
@@ -407,6 +438,12 @@ def run(settings, log=print):
     results = Results(
         os.path.join(settings.output_dir, RESULTS_FILE), settings.pretraining_key(), settings.finetuning_key()
     )
+    # Every recipe's probe first, back to back: the step times that fix the step counts are measured in the same
+    # minutes, so a machine that gets busier later lengthens the runs (their measured seconds show it) but does not
+    # change what the budget buys any recipe.
+    for name in settings.recipes:
+        if RECIPES[name].pretrains and name not in results["pretraining"]:
+            probe(settings, name, results, log)
     for name in settings.recipes:
         model_dir = pretrained(settings, name, results, log)
         for task in settings.tasks:

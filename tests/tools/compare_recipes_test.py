@@ -1,6 +1,6 @@
 """tools/compare_pretraining_recipes.py --quick: the downstream phase end to end on tiny data (every recipe pretrained
-for a fitted budget, fine-tuned on SST-2 and MRPC over two seeds, one table row each), and reruns that keep the
-finished work and redo only what a stopped session left unfinished."""
+for a fitted budget, the control not at all, then fine-tuned on SST-2 and MRPC over two seeds, one table row each),
+and reruns that keep the finished work and redo only what a stopped session left unfinished."""
 
 import json
 import os
@@ -71,12 +71,16 @@ def test_quick_downstream_phase_fills_every_row_and_reruns_keep_finished_work(tm
             re.MULTILINE,
         )
         assert row, f"{name}: no full row in\n{table}"
-        assert int(row.group(1).replace(",", "")) >= 1  # the steps the budget bought
+        steps = int(row.group(1).replace(",", ""))  # the steps the budget bought; none for the control
+        assert steps >= 1 if recipe.pretrains else steps == 0
         for mean in (row.group(3), row.group(5), row.group(7)):
             assert 0.0 <= float(mean) <= 1.0
     results = json.loads((out / RESULTS_FILE).read_text())
-    for name in RECIPES:
+    for name, recipe in RECIPES.items():
         record = results["pretraining"][name]
+        if not recipe.pretrains:  # the control: initialized and saved, never probed or trained
+            assert record["steps"] == record["planned_steps"] == 0 and name not in results["probes"]
+            continue
         assert record["steps"] == record["planned_steps"] >= 1  # the fitted schedule ran to its end
         assert record["seconds"] > 0 and results["probes"][name]["seconds_per_step"] > 0
     assert len(results["finetuning"]) == len(RECIPES) * 2 * 2  # recipes x tasks x seeds
