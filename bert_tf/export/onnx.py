@@ -69,6 +69,7 @@ import tensorflow as tf
 
 from bert_tf.checkpoints import ModelDirectory
 from bert_tf.export.saved_model import check_output_dir, kind_of, serving_module
+from bert_tf.layers import fused
 from bert_tf.serving import ClassifierModule, EncoderModule, SpanModule, TaggerModule
 from bert_tf.serving.serving_module import IDS
 from bert_tf.text import SPECIAL_TOKENS, BertTokenizer
@@ -84,6 +85,10 @@ VNNI_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8")
 INSTALL_HINT = "pip install bert_tf[onnx]"
 # The standard ONNX operator domains; a node of another domain is an op the converter left unconverted.
 _ONNX_DOMAINS = ("", "ai.onnx", "ai.onnx.ml")
+# tf2onnx graph optimizers left out: 1.17's reshape optimizer rewires DeBERTa-v2's attention head split
+# (`tf.reshape(x, (batch, length, N, D))` after the 2-D token-matrix dense) so that ONNX Runtime fails on the
+# Reshape; ONNX Runtime folds reshapes itself when it loads the model.
+_SKIPPED_OPTIMIZERS = ("reshape_optimizer",)
 # The serving module classes' ids methods (the `ids` signature of each), most specific class first.
 _IDS_METHODS = (
     (EncoderModule, "embed_ids"),
@@ -215,7 +220,18 @@ def ids_function(module):
         return {key: value for key, value in outputs.items() if key not in passthrough}
 
     function = tf.function(ids, input_signature=list(IDS), autograph=False)
-    function.get_concrete_function()  # traced now: `passthrough` is known
+    # Traced now (so `passthrough` is known) without `bert_tf.layers.fused`'s XLA kernels: each is a nested
+    # jit-compiled function, which tf2onnx leaves as a `PartitionedCall` no ONNX runtime has (DeBERTa-v2's
+    # relative-position LayerNorm has static shapes and would take one).
+    previous = os.environ.get(fused.ENV_VAR)
+    os.environ[fused.ENV_VAR] = "0"
+    try:
+        function.get_concrete_function()
+    finally:
+        if previous is None:
+            del os.environ[fused.ENV_VAR]
+        else:
+            os.environ[fused.ENV_VAR] = previous
     return function, list(passthrough)
 
 
@@ -225,9 +241,22 @@ def convert(function, family, passthrough=(), opset=OPSET):
 
     Raises ValueError naming the family and the ops where tf2onnx left TensorFlow ops in the graph.
     """
-    tf2onnx, converter = _require("tf2onnx", "tf2onnx.convert")
-    proto, _ = converter.from_function(function, input_signature=list(IDS), opset=opset)
-    unconverted = sorted({node.op_type for node in proto.graph.node if node.domain not in _ONNX_DOMAINS})
+    tf2onnx, converter, optimizer = _require("tf2onnx", "tf2onnx.convert", "tf2onnx.optimizer")
+    optimizers = optimizer._optimizers
+    skipped = {name: optimizers.pop(name) for name in _SKIPPED_OPTIMIZERS if name in optimizers}
+    try:
+        proto, _ = converter.from_function(function, input_signature=list(IDS), opset=opset)
+    finally:
+        optimizers.update(skipped)
+    import onnx
+
+    unconverted = sorted(
+        {
+            node.op_type
+            for node in proto.graph.node
+            if node.domain not in _ONNX_DOMAINS or not onnx.defs.has(node.op_type, node.domain)
+        }
+    )
     if unconverted:
         raise ValueError(
             f"The {family} model cannot be exported as ONNX: tf2onnx {tf2onnx.__version__} does not convert the "
@@ -242,6 +271,50 @@ def convert(function, family, passthrough=(), opset=OPSET):
     del proto.graph.output[:]
     proto.graph.output.extend(sorted(outputs, key=lambda value: value.name))
     return proto
+
+
+def probe_inputs(vocab_size, type_vocab_size):
+    """A small padded ids batch every model takes: 2 rows of 7 tokens, the second padded after 4, ids cycling
+    over the vocabulary past the 5 first (special) ones, segment 1 on the second half where there are two."""
+    token_ids = (np.arange(14, dtype=np.int32).reshape(2, 7) * 7919) % max(vocab_size - 5, 1) + 5
+    padding_mask = np.array([[1] * 7, [1] * 4 + [0] * 3], np.int32)
+    segment_ids = np.array([[0, 0, 0, 1, 1, 1, 1], [0, 0, 1, 1, 0, 0, 0]], np.int32) * int(type_vocab_size >= 2)
+    return {"token_ids": token_ids * padding_mask, "segment_ids": segment_ids, "padding_mask": padding_mask}
+
+
+def verify(function, path, family, inputs, tolerance=1e-3):
+    """Runs the ONNX file `path` in ONNX Runtime on `inputs` and compares with the `function` it came from.
+
+    Returns the largest absolute difference of the float outputs; raises ValueError naming the family where
+    ONNX Runtime fails on the graph, an output is missing, or the answers differ (more than `tolerance`).
+    """
+    expected = {k: v.numpy() for k, v in function(**{k: tf.constant(v) for k, v in inputs.items()}).items()}
+    try:
+        actual = run_onnx(path, **inputs)
+    except Exception as error:  # onnxruntime's own exception types
+        raise ValueError(
+            f"The {family} model cannot be exported as ONNX: ONNX Runtime fails on the graph tf2onnx made "
+            f"({type(error).__name__}: {str(error)[:500]})."
+        ) from None
+    largest = 0.0
+    for name, value in expected.items():
+        if name not in actual:
+            continue  # a pass-through input (see `ids_function`)
+        got = actual[name]
+        if value.dtype == object:
+            same = [g if isinstance(g, bytes) else str(g).encode() for g in got.ravel()] == list(value.ravel())
+        elif np.issubdtype(value.dtype, np.floating):
+            difference = float(np.max(np.abs(got.astype(np.float64) - value), initial=0.0))
+            largest = max(largest, difference)
+            same = got.shape == value.shape and difference <= tolerance
+        else:
+            same = got.shape == value.shape and np.array_equal(got, value)
+        if not same:
+            raise ValueError(
+                f"The {family} model cannot be exported as ONNX: ONNX Runtime's `{name}` differs from "
+                f"TensorFlow's on a probe batch (tf2onnx mis-converted the graph)."
+            )
+    return largest
 
 
 def quantize_dynamic_int8(source, target, settings):
@@ -413,24 +486,27 @@ def export_onnx(
     staging = tempfile.mkdtemp(prefix=os.path.basename(output_dir) + ".partial-", dir=parent)
     try:
         target = os.path.join(staging, ONNX_FILE)
+        float_path = os.path.join(staging, "float32.onnx")
+        onnx.save(proto, float_path)
+        # The float32 graph answers as TensorFlow does, or the export fails here rather than in the user's server.
+        probe = probe_inputs(module.vocab_size, module.type_vocab_size)
+        metadata["verified_max_abs_difference"] = verify(function, float_path, family, probe)
         if quantize == "dynamic_int8":
             settings = int8_settings()
-            float_path = os.path.join(staging, "float32.onnx")
-            onnx.save(proto, float_path)
             quantize_dynamic_int8(float_path, target, settings)
             os.remove(float_path)
             metadata["quantization"] = {"quantize": quantize, **settings}
         elif quantize == "float16":
             onnx.save(to_float16(proto), target)
+            os.remove(float_path)
             metadata["quantization"] = {
                 "quantize": quantize,
                 "method": "onnxruntime.transformers.float16.convert_float_to_float16 (keep_io_types=True)",
             }
         else:
-            onnx.save(proto, target)
+            os.rename(float_path, target)
             metadata["quantization"] = {"quantize": "none"}
-        # Loads in ONNX Runtime, or the export fails here rather than in the user's server.
-        onnxruntime.InferenceSession(target, providers=["CPUExecutionProvider"])
+        run_onnx(target, **probe)  # the quantized graph runs too
         metadata["size_bytes"] = os.path.getsize(target)
         metadata["tokenizer"] = write_tokenizer(directory, module.tokenizer, staging, module.max_seq_length)
         with open(os.path.join(staging, ONNX_METADATA_FILE), "w", encoding="utf-8") as f:

@@ -66,9 +66,9 @@ SENTENCES = [
 ]
 
 
-def _ids_batch(vocab_size, batch, length, seed):
+def _ids_batch(vocab_size, batch, length, seed, segments=2):
     """A padded batch `[batch, length]`: `[CLS] ... [SEP]` rows of random lengths (the first row full), segment 1
-    on the second half of each row."""
+    on the second half of each row (with 2 `segments`)."""
     rng = np.random.default_rng(seed)
     token_ids = np.zeros((batch, length), np.int32)
     segment_ids = np.zeros((batch, length), np.int32)
@@ -76,7 +76,7 @@ def _ids_batch(vocab_size, batch, length, seed):
         n = length if row == 0 else int(rng.integers(3, length))
         token_ids[row, :n] = rng.integers(5, vocab_size, n)
         token_ids[row, 0], token_ids[row, n - 1] = 2, 3
-        segment_ids[row, n // 2 : n] = 1
+        segment_ids[row, n // 2 : n] = segments - 1
     return {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": (token_ids > 0).astype(np.int32)}
 
 
@@ -236,9 +236,9 @@ def test_family_classifier_exports(family, tmp_path):
     metadata = export_onnx(model_dir, str(tmp_path / "onnx"))
     assert metadata["family"] == checkpoints.ModelDirectory.read(model_dir).model_type
     signature = _ids_signature(model_dir)
-    vocab_size = checkpoints.ModelDirectory.read(model_dir).config.vocab_size
+    config = checkpoints.ModelDirectory.read(model_dir).config
     for batch, length, seed in ((3, 13, 0), (2, 7, 1)):
-        inputs = _ids_batch(vocab_size, batch, length, seed)
+        inputs = _ids_batch(config.vocab_size, batch, length, seed, segments=min(2, max(1, config.type_vocab_size)))
         reference = signature(**{name: tf.constant(value) for name, value in inputs.items()})
         _assert_outputs_equal(run_onnx(str(tmp_path / "onnx"), **inputs), reference)
 
