@@ -165,13 +165,20 @@ def test_dynamic_int8_quantizes_weight_matmuls_only(model_dirs, exported, tmp_pa
     assert settings["reduce_range"] is (not vnni) and settings["vnni_flags"] == vnni
     graph = onnx.load(os.path.join(output_dir, ONNX_FILE)).graph
     float_graph = onnx.load(os.path.join(exported["encoder"][0], ONNX_FILE)).graph
-    weights = {t.name for t in float_graph.initializer}
-    weight_matmuls = [n for n in float_graph.node if n.op_type == "MatMul" and n.input[1] in weights]
-    activation_matmuls = [n for n in float_graph.node if n.op_type == "MatMul" and n.input[1] not in weights]
-    assert weight_matmuls and activation_matmuls  # dense layers; attention scores and context
+    weights = {t.name: tuple(t.dims) for t in float_graph.initializer}
+    matmuls = [n for n in float_graph.node if n.op_type == "MatMul"]
+    square = [n for n in matmuls if weights.get(n.input[1], (0, 1)) in ((16, 16),)]  # attention, pooler
+    feed_forward = [n for n in matmuls if weights.get(n.input[1]) in ((16, 32), (32, 16))]
+    activations = [n for n in matmuls if n.input[1] not in weights]  # attention scores and context
+    assert len(square) == 5 and len(feed_forward) == 2 and len(activations) == 2
     ops = [n.op_type for n in graph.node]
-    assert ops.count("MatMulInteger") == len(weight_matmuls)
-    assert ops.count("MatMul") == len(activation_matmuls)  # left in float
+    assert ops.count("MatMulInteger") == len(square)
+    assert ops.count("MatMul") == len(feed_forward) + len(activations)  # left in float
+    embeddings = [n for n in float_graph.node if n.op_type == "Gather" and len(weights.get(n.input[0], ())) == 2]
+    assert embeddings and ops.count("Gather") + ops.count("GatherND") >= len(embeddings)
+    tables = [t.data_type for t in graph.initializer if len(t.dims) == 2]
+    assert tables.count(onnx.TensorProto.INT8) == len(square)  # per-channel weights
+    assert tables.count(onnx.TensorProto.UINT8) == len(embeddings)  # a Gather's table takes the activation type
     # Close to float32 on a padded batch (a random tiny model: a loose bound that catches a broken graph).
     inputs = _ids_batch(len(WORDS) + 5, 3, 9, 2)
     quantized = run_onnx(output_dir, **inputs)["sentence_embedding"]
