@@ -74,6 +74,7 @@ import tempfile
 
 import numpy as np
 import tensorflow as tf
+from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 
 from bert_tf.checkpoints import ModelDirectory
 from bert_tf.export.saved_model import check_output_dir, kind_of, serving_module
@@ -387,8 +388,6 @@ def wordpiece_tokenizer_json(tokenizer, max_seq_length):
     the special tokens kept whole (unless the layer splits them), `[CLS] $A
     [SEP]` / `[CLS] $A [SEP] $B:1 [SEP]:1`, truncation to `max_seq_length`.
     """
-    from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
-
     vocabulary = tokenizer.get_vocabulary()
     ids = {token: i for i, token in enumerate(vocabulary)}  # the last line of a repeated token wins, as the layer's
     result = Tokenizer(
@@ -432,8 +431,6 @@ def write_tokenizer(model_dir, tokenizer, output_dir, max_seq_length):
     path = os.path.join(output_dir, TOKENIZER_JSON)
     entry = {"kind": kind, "files": files}
     if os.path.exists(path):
-        from tokenizers import Tokenizer
-
         hf = Tokenizer.from_file(path)
         hf.enable_truncation(max_seq_length)
         hf.save(path)
