@@ -224,6 +224,9 @@ LAZY_IMPORTS = {
     ("bert_tf.apps.launch", "tensorflow"),
     ("bert_tf.checkpoints.readers", "torch"),  # pickle checkpoints, opt-in (allow_pickle)
     ("bert_tf.data.tfds_inputs", "tensorflow_datasets"),  # `tfds:` inputs only
+    ("bert_tf.export.onnx", "onnx"),  # the `bert_tf[onnx]` extra, ONNX export only
+    ("bert_tf.export.onnx", "onnxruntime"),
+    ("bert_tf.export.onnx", "tf2onnx"),
     ("bert_tf.training.distribute", "bert_tf"),  # `resolve_dtype` reads layers.execution_path's rules
 }
 

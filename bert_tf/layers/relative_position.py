@@ -47,7 +47,9 @@ def relative_position_index(query_positions, key_length, position_buckets, max_r
         int32 `[..., Q, K]`: `clip(bucket(q - k) + S, 0, 2S - 1)`, S the span.
     """
     span = position_buckets if position_buckets > 0 else max_relative_positions
-    distance = tf.cast(query_positions, tf.int32)[..., :, None] - tf.range(key_length, dtype=tf.int32)  # [..., Q, K]
+    distance = tf.expand_dims(tf.cast(query_positions, tf.int32), -1) - tf.range(
+        key_length, dtype=tf.int32
+    )  # [..., Q, K]
     if position_buckets > 0:
         distance = log_bucket_position(distance, position_buckets, max_relative_positions)
     return tf.clip_by_value(distance + span, 0, 2 * span - 1)
