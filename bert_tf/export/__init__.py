@@ -3,6 +3,9 @@
     from bert_tf.export import export_saved_model
     export_saved_model("runs/conll", "serving/ner/1")  # kind from the directory's bert_tf.json
 
+`export_litert` writes a LiteRT (.tflite) model of the same kinds, its WordPiece
+tokenizer inside (bert_tf.export.litert).
+
 The SavedModel loads with `import tensorflow_text` then `tf.saved_model.load`
 (or in TF Serving with the tensorflow-text ops); see
 docs/export-and-serving.md.
@@ -11,6 +14,7 @@ The serving modules live in `bert_tf.serving` (below `bert_tf.tasks`); their
 names are importable from here as well (`from bert_tf.export import ClassifierModule`).
 """
 
+from bert_tf.export.litert import export_litert
 from bert_tf.export.saved_model import (
     METADATA_FILE,
     TEXT_OPS,
@@ -42,6 +46,7 @@ __all__ = [
     "TEXT_OPS",
     "TaggerModule",
     "check_output_dir",
+    "export_litert",
     "export_saved_model",
     "load_task_model",
     "op_names",
