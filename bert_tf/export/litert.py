@@ -49,7 +49,6 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from bert_tf.checkpoints import ModelDirectory
-from bert_tf.config import ConfigError
 from bert_tf.export.saved_model import check_output_dir, kind_of, serving_module
 from bert_tf.layers import SentencePooling, gelu_erf
 from bert_tf.serving import ClassifierModule, EncoderModule, SpanModule, TaggerModule
@@ -447,7 +446,13 @@ def export_litert(
     calibration_lines = _read_calibration(calibration_file) if quantize == "int8" else None
     check_output_dir(output, overwrite)
     directory = ModelDirectory.read(model_dir)
-    module = serving_module(directory, encoder_only=encoder_only, text_pair=text_pair, max_seq_length=max_seq_length)
+    module = serving_module(
+        directory,
+        encoder_only=encoder_only,
+        text_pair=text_pair,
+        max_seq_length=max_seq_length,
+        max_query_length=max_query_length,
+    )
     problem = litert_tokenizer_problem(module.tokenizer)
     message = None
     if problem is not None:
@@ -459,10 +464,6 @@ def export_litert(
             f"{os.path.join(output, TOKENIZER_DIR)}."
         )
         logger.warning(message)
-    if isinstance(module, SpanModule) and not 1 <= max_query_length <= module.max_seq_length - 3:
-        raise ConfigError(
-            f"max_query_length must be in [1, {module.max_seq_length - 3}]. Received: max_query_length={max_query_length}"
-        )
     litert_module = LiteRTModule(module, problem is None, text_pair=text_pair, max_query_length=max_query_length)
     flatbuffer, function = _convert(litert_module, quantize, calibration_lines)
     outputs = sorted(function.structured_outputs.items())

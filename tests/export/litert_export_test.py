@@ -17,6 +17,7 @@ import json
 import os
 import subprocess
 import sys
+import unicodedata
 
 import keras
 import numpy as np
@@ -29,6 +30,7 @@ from bert_tf import checkpoints, tasks  # noqa: E402
 from bert_tf.export import export_litert, export_saved_model, serving_module  # noqa: E402
 from bert_tf.export.litert import METADATA_FILE, MODEL_FILE, TOKENIZER_DIR, LiteRTWordPiece  # noqa: E402
 from bert_tf.models import BertClassifier, BertEncoder, BertSpanLabeler, BertTokenClassifier  # noqa: E402
+from bert_tf.text import BertTokenizer  # noqa: E402
 from tests.conftest import DATA_DIR, REFERENCE_DIR  # noqa: E402
 
 FAMILIES = os.path.join(REFERENCE_DIR, "families")
@@ -43,13 +45,13 @@ QUANTIZED_TOLERANCE = {"float16": 1e-2, "dynamic_int8": 5e-2}
 def _reference_texts():
     with open(os.path.join(FAMILIES, "bert", "reference.json"), encoding="utf-8") as f:
         rows = json.load(f)["single"]
-    # Literal special tokens are ordinary text inside LiteRT (no kernel keeps them whole): left out here, checked
-    # apart below.
-    texts = [row["text"] for row in rows if "[MASK]" not in row["text"] and "[SEP]" not in row["text"]]
+    # Literal special tokens are ordinary text inside LiteRT (no kernel keeps them whole), and the uncased
+    # normalizer case-folds the sharp s and the final sigma: left out here, checked apart below.
+    texts = [row["text"] for row in rows if not any(c in row["text"] for c in ("[MASK]", "[SEP]", "ß", "ς"))]
     return texts + [
         "",
         "antidisestablishmentarianism" * 5,  # a word over the 100-character limit: [UNK]
-        "Tokyo 東京都 (とうきょうと) and Zürich's Straße — ÇA VA?",
+        "Tokyo 東京都 (とうきょうと) and Zürich's Bahnhofplatz — ÇA VA?",
         "Numbers: 3.14, 1,000,000; e-mail: someone@example.com!",
     ]
 
@@ -194,11 +196,24 @@ def test_tokenizer_inside_gives_the_project_tokenizers_ids(model_dirs, answers):
 def test_litert_wordpiece_matches_the_project_tokenizer_cased_and_uncased(lowercase):
     """The tokenizer graph the export converts, run by TensorFlow (its kernels are the LiteRT ones' code), on an
     uncased and a cased reading of the vocabulary."""
-    tokenizer = checkpoints.load_tokenizer(os.path.join(FAMILIES, "bert"), {"lowercase": lowercase})
+    tokenizer = BertTokenizer(os.path.join(FAMILIES, "bert", "vocab.txt"), lowercase=lowercase)
     ids, splits = LiteRTWordPiece(tokenizer).tokenize(tf.constant(TEXTS))
     expected = tokenizer.tokenize(tf.constant(TEXTS))
     got = tf.RaggedTensor.from_row_splits(ids, splits)
     assert got.to_list() == expected.to_list()
+
+
+def test_litert_wordpiece_case_folds_sharp_s_and_final_sigma():
+    """tensorflow-text's FastBertNormalizer folds "ß" to "ss" and "ς" to "σ" (Unicode case folding), where the
+    reference keeps them: LiteRT gives the ids of the text so written. Cased, they are kept."""
+    texts = ["unveräußerlichen Straße", "πράξεις βαρβαρότητας"]
+    folded = [t.replace("ß", "ss").replace("ς", "σ") for t in texts]
+    vocab = os.path.join(FAMILIES, "bert", "vocab.txt")
+    uncased, cased = BertTokenizer(vocab), BertTokenizer(vocab, lowercase=False)
+    ids, splits = LiteRTWordPiece(uncased).tokenize(tf.constant(texts))
+    assert tf.RaggedTensor.from_row_splits(ids, splits).to_list() == uncased.tokenize(tf.constant(folded)).to_list()
+    ids, splits = LiteRTWordPiece(cased).tokenize(tf.constant(texts))
+    assert tf.RaggedTensor.from_row_splits(ids, splits).to_list() == cased.tokenize(tf.constant(texts)).to_list()
 
 
 def test_classifier_answers_equal_the_serving_module(model_dirs, answers, exported):
@@ -243,16 +258,23 @@ def test_tagger_and_span_labeler_answer_as_their_ids_signatures(model_dirs, answ
     expected = _packed(tagger, TEXTS)
     np.testing.assert_array_equal(got["token_ids"], expected["token_ids"])
     reference = tagger.tag_ids(*(tf.constant(expected[n]) for n in ("token_ids", "segment_ids", "padding_mask")))
-    np.testing.assert_allclose(got["probabilities"], reference["probabilities"].numpy(), atol=FLOAT32_TOLERANCE)
-    # Each piece's offsets cover text that the tokenizer's own offsets give.
-    ids, starts, ends = tagger.tokenizer.tokenize_with_offsets(tf.constant(TEXTS))
-    for row in range(len(TEXTS)):
+    real = got["padding_mask"][:, :, None] > 0  # (what a padding position gets is not an answer)
+    np.testing.assert_allclose(
+        np.where(real, got["probabilities"], 0), np.where(real, reference["probabilities"].numpy(), 0), atol=1e-4
+    )
+    # Each piece's byte offsets are the tokenizer's own, but that an end may reach over the characters the
+    # normalization removes after it (accents written as marks of their own: Hindi's vowel signs).
+    _, starts, ends = tagger.tokenizer.tokenize_with_offsets(tf.constant(TEXTS))
+    for row, text in enumerate(TEXTS):
         count = int(got["padding_mask"][row].sum()) - 2
         np.testing.assert_array_equal(got["token_start"][row, 1 : count + 1], starts[row, :count].numpy())
-        np.testing.assert_array_equal(got["token_end"][row, 1 : count + 1], ends[row, :count].numpy())
+        data = text.encode("utf-8")
+        for end, expected_end in zip(got["token_end"][row, 1 : count + 1], ends[row, :count].numpy()):
+            skipped = data[expected_end:end].decode("utf-8")
+            assert end >= expected_end and all(unicodedata.category(c) in ("Mn", "Cf") for c in skipped), text
         assert (got["token_start"][row, 0], got["token_start"][row, count + 1]) == (-1, -1)
 
-    span = serving_module(model_dirs["squad"])
+    span = serving_module(model_dirs["squad"], max_query_length=8)
     got = answers["squad", "none"]
     features = {n: tf.constant(got[n]) for n in ("token_ids", "segment_ids", "padding_mask")}
     reference = span.span_ids(**features)
@@ -283,7 +305,7 @@ def test_bad_quantize_and_missing_calibration_file_are_refused(model_dirs, workd
     assert not os.path.exists(workdir / "bad")
 
 
-def test_int8_is_calibrated_on_raw_sentences(model_dirs, workdir):
+def test_int8_is_calibrated_on_raw_sentences(model_dirs, workdir, answers):
     calibration = workdir / "calibration.txt"
     calibration.write_text("\n".join(TEXTS[:8]) + "\n", encoding="utf-8")
     output = str(workdir / "classification-int8")
@@ -291,9 +313,10 @@ def test_int8_is_calibrated_on_raw_sentences(model_dirs, workdir):
     assert metadata["quantization"] == "int8"
     _, (got,) = _run_client(workdir, [(output, {"text": TEXTS})], "int8")
     expected = serving_module(model_dirs["classification"]).classify_text(tf.constant(TEXTS))
-    np.testing.assert_array_equal(got["token_ids"][:, 0], 101 + 0 * got["token_ids"][:, 0])
-    assert got["probabilities"].shape == expected["probabilities"].shape
-    np.testing.assert_allclose(got["probabilities"].sum(-1), 1.0, atol=1e-2)
+    np.testing.assert_array_equal(got["token_ids"], answers["classification", "none"]["token_ids"])
+    # Full-integer activations on a random tiny model: the same function, coarser (its probabilities lie near
+    # 1/3, so the bound is absolute).
+    np.testing.assert_allclose(got["probabilities"], expected["probabilities"].numpy(), atol=5e-2)
 
 
 def test_byte_level_bpe_falls_back_to_ids_with_its_tokenizer_files(workdir):
