@@ -310,11 +310,39 @@ class LiteRTModule(tf.Module):
         else:
             features, _ = self._packer([self.wordpiece.tokenize(text) for text in inputs])
         outputs = self._answers(features)
+        if self.tokenizer_inside and isinstance(self._serving, SpanModule):
+            outputs.update(self._best_span(outputs, offsets))
         if self.tokenizer_inside:
             outputs.update(token_ids=features["token_ids"], padding_mask=features["padding_mask"], **offsets)
             if isinstance(self._serving, SpanModule):
                 outputs["segment_ids"] = features["segment_ids"]
         return outputs
+
+    def _best_span(self, outputs, offsets):
+        """The best answer of each row: the context span (at most `max_answer_length` pieces) of the highest
+        start + end logit, as byte offsets into `context` (`answer_start`, `answer_end`, -1 without context) and
+        its `answer_score`; the first one on ties. Broadcast over `[B, W, W]` with builtin ops."""
+        start_logits, end_logits = outputs["start_logits"], outputs["end_logits"]
+        allowed = offsets["token_start"] >= 0  # [B, W] context pieces
+        width = tf.shape(start_logits)[1]
+        position = tf.range(width)
+        span = tf.expand_dims(position, 0) - tf.expand_dims(position, 1)  # [W, W]: last - first
+        fits = tf.logical_and(span >= 0, span < self._serving.max_answer_length)
+        ok = tf.logical_and(
+            tf.expand_dims(fits, 0), tf.logical_and(tf.expand_dims(allowed, 2), tf.expand_dims(allowed, 1))
+        )  # [B, W, W]
+        score = tf.expand_dims(start_logits, 2) + tf.expand_dims(end_logits, 1)
+        flat = tf.reshape(tf.where(ok, score, -1e30), [tf.shape(score)[0], -1])  # [B, W * W]
+        best = tf.argmax(flat, axis=1, output_type=tf.int32)  # [B]
+        found = tf.reduce_any(tf.reshape(ok, tf.shape(flat)), axis=1)
+        rows = tf.range(tf.shape(best)[0]) * width
+        first = tf.gather(tf.reshape(offsets["token_start"], [-1]), rows + best // width)
+        last = tf.gather(tf.reshape(offsets["token_end"], [-1]), rows + best % width)
+        return {
+            "answer_start": tf.where(found, first, -1),
+            "answer_end": tf.where(found, last, -1),
+            "answer_score": tf.where(found, tf.reduce_max(flat, axis=1), 0.0),
+        }
 
     def _answers(self, features):
         # The encoder's padded functional graph (its padding-free paths pick shape buckets with ops LiteRT lacks),
@@ -407,6 +435,7 @@ def export_litert(
     overwrite=False,
     text_pair=False,
     max_query_length=64,
+    tokenizer_inside=True,
 ):
     """Exports the model at `model_dir` as a LiteRT model, its tokenizer inside where its ops allow.
 
@@ -426,6 +455,10 @@ def export_litert(
         encoder_only: export the encoder (embeddings) of a fine-tuned directory.
         text_pair: a classifier (encoder) takes `text` and `text_pair`.
         max_query_length: squad: question pieces at most.
+        tokenizer_inside: False exports the ids-in model (and the tokenizer
+            files) even where the tokenizer could travel: for a runtime
+            without tensorflow-text's LiteRT kernels (an app that tokenizes
+            itself).
 
     Returns:
         the metadata dict also written to `bert_tf_litert.json`; its `message`
@@ -455,7 +488,9 @@ def export_litert(
     )
     problem = litert_tokenizer_problem(module.tokenizer)
     message = None
-    if problem is not None:
+    if problem is None and not tokenizer_inside:
+        problem = "tokenizer_inside=False"
+    elif problem is not None:
         kind = directory.tokenizer_kind
         family = _FAMILY_OF_KIND.get(kind, kind)
         message = (

@@ -57,6 +57,7 @@ def _reference_texts():
 
 
 TEXTS = _reference_texts()
+SPECIAL_TEXT = "a [MASK] b"
 
 
 @pytest.fixture(scope="module")
@@ -168,10 +169,11 @@ def answers(exported, workdir):
         else:
             inputs = {"text": TEXTS}
         runs.append((output, inputs))
+    runs.append((exported["classification", "none"][0], {"text": [SPECIAL_TEXT]}))
     _, results = _run_client(workdir, runs, "all")
     for result in results:
         assert "error" not in result, str(result.get("error"))
-    return dict(zip(exported, results))
+    return dict(zip([*exported, "special"], results))
 
 
 def _packed(module, *texts):
@@ -282,18 +284,35 @@ def test_tagger_and_span_labeler_answer_as_their_ids_signatures(model_dirs, answ
         masked = np.where(got["padding_mask"] > 0, got[name], 0)
         expected_logits = np.where(got["padding_mask"] > 0, reference[name].numpy(), 0)
         np.testing.assert_allclose(masked, expected_logits, atol=FLOAT32_TOLERANCE)
+    # The best span: the highest start + end logit over context pieces at most max_answer_length apart.
+    for row in range(len(TEXTS)):
+        context = np.flatnonzero(got["token_start"][row] >= 0)
+        candidates = [
+            (got["start_logits"][row, i] + got["end_logits"][row, j], i, j)
+            for i in context
+            for j in context
+            if 0 <= j - i < span.max_answer_length
+        ]
+        if not candidates:
+            assert (got["answer_start"][row], got["answer_end"][row]) == (-1, -1)
+            continue
+        score, i, j = max(candidates, key=lambda c: c[0])
+        assert got["answer_score"][row] == pytest.approx(score, abs=1e-5)
+        assert (got["answer_start"][row], got["answer_end"][row]) == (
+            got["token_start"][row, i],
+            got["token_end"][row, j],
+        )
     question = span.tokenizer.tokenize(tf.constant(["who wrote it?"])).to_list()[0]
     first = got["token_ids"][0]
     assert list(first[1 : 1 + len(question)]) == question
     assert got["segment_ids"][0, len(question) + 2] == 1
 
 
-def test_literal_special_tokens_are_text_inside_litert(model_dirs, workdir, exported):
-    output, _ = exported["classification", "none"]
-    _, (got,) = _run_client(workdir, [(output, {"text": ["a [MASK] b"]})], "special")
+def test_literal_special_tokens_are_text_inside_litert(model_dirs, answers):
+    got = answers["special"]
     tokenizer = serving_module(model_dirs["classification"]).tokenizer
     split = checkpoints.load_tokenizer(model_dirs["classification"], split_special_tokens=True)
-    assert got["token_ids"][0, 1:-1].tolist() == split.tokenize(tf.constant(["a [MASK] b"])).to_list()[0]
+    assert got["token_ids"][0, 1:-1].tolist() == split.tokenize(tf.constant([SPECIAL_TEXT])).to_list()[0]
     assert tokenizer.mask_id not in got["token_ids"][0].tolist()
 
 
@@ -305,6 +324,7 @@ def test_bad_quantize_and_missing_calibration_file_are_refused(model_dirs, workd
     assert not os.path.exists(workdir / "bad")
 
 
+@pytest.mark.slow
 def test_int8_is_calibrated_on_raw_sentences(model_dirs, workdir, answers):
     calibration = workdir / "calibration.txt"
     calibration.write_text("\n".join(TEXTS[:8]) + "\n", encoding="utf-8")
@@ -401,3 +421,11 @@ def test_sst2_three_layer_classifier_dynamic_int8_keeps_accuracy_at_a_quarter_of
     assert abs(accuracy["none"] - saved_accuracy) <= 1 / 872  # float32 LiteRT: the SavedModel's answers
     assert abs(accuracy["dynamic_int8"] - saved_accuracy) <= 0.005
     assert sizes["dynamic_int8"] <= sizes["savedmodel"] / 4
+
+
+def test_tokenizer_outside_on_request_writes_the_ids_model_and_vocabulary(model_dirs, workdir):
+    output = str(workdir / "classification-ids")
+    metadata = export_litert(model_dirs["classification"], output, tokenizer_inside=False)
+    assert metadata["tokenizer_inside"] is False and metadata["message"] is None
+    assert [i["name"] for i in metadata["inputs"]] == ["token_ids", "segment_ids", "padding_mask"]
+    assert "vocab.txt" in os.listdir(os.path.join(output, TOKENIZER_DIR))
