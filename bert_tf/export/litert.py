@@ -35,6 +35,17 @@ truncated (no windows), and NER and QA see the first window only. On real
 text in any script it gives the project tokenizer's ids
 (tests/export/litert_export_test.py).
 
+Outputs (`bert_tf_litert.json` lists them): encoder `sentence_embedding`,
+`pooled_output`; classification `probabilities`, `label_id`, `logits`
+(regression `score`); ner per position `probabilities`, `label_id`,
+`token_start`/`token_end` (byte offsets into `text`, -1 at `[CLS]`, `[SEP]`
+and padding; an end may reach over accents written as marks of their own,
+which the normalizer removes); squad `start_logits`, `end_logits`,
+`token_start`/`token_end` (into `context`) and the best span `answer_start`,
+`answer_end` (bytes) and `answer_score`. Tokenizer-inside models also give
+`token_ids` and `padding_mask` `[B, W]`. Values at padding positions are not
+answers.
+
 Shape legend: B inputs, P pieces, W packed positions (the batch's longest row), C classes, H hidden.
 """
 
@@ -435,6 +446,7 @@ def export_litert(
     overwrite=False,
     text_pair=False,
     max_query_length=64,
+    max_answer_length=30,
     tokenizer_inside=True,
 ):
     """Exports the model at `model_dir` as a LiteRT model, its tokenizer inside where its ops allow.
@@ -454,7 +466,8 @@ def export_litert(
         max_seq_length: tokens per input; default: the directory's.
         encoder_only: export the encoder (embeddings) of a fine-tuned directory.
         text_pair: a classifier (encoder) takes `text` and `text_pair`.
-        max_query_length: squad: question pieces at most.
+        max_query_length, max_answer_length: squad: question pieces at most,
+            and answer pieces at most (the `answer_*` outputs).
         tokenizer_inside: False exports the ids-in model (and the tokenizer
             files) even where the tokenizer could travel: for a runtime
             without tensorflow-text's LiteRT kernels (an app that tokenizes
@@ -485,6 +498,8 @@ def export_litert(
         text_pair=text_pair,
         max_seq_length=max_seq_length,
         max_query_length=max_query_length,
+        max_answer_length=max_answer_length,
+        long_text="truncate",
     )
     problem = litert_tokenizer_problem(module.tokenizer)
     message = None
@@ -522,7 +537,9 @@ def export_litert(
         "message": message,
     }
     if isinstance(module, SpanModule):
-        metadata["max_query_length"] = max_query_length
+        metadata.update(max_query_length=max_query_length, max_answer_length=max_answer_length)
+    else:
+        metadata["long_text"] = "truncate"  # (no windows: a longer text keeps its first pieces)
     output = os.path.abspath(output)
     parent = os.path.dirname(output)
     os.makedirs(parent, exist_ok=True)

