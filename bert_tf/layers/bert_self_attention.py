@@ -167,7 +167,11 @@ class BertSelfAttention(keras.layers.Layer):
             probs = dropped_softmax(scores, bias, draw_seed(self.dropout_layer), self.dropout)
             probs = ops.cast(probs, self.compute_dtype)
         else:
-            probs = ops.cast(ops.softmax(scores + bias[:, None, None, :], axis=-1), self.compute_dtype)
+            # (expand_dims, not `[:, None, None, :]`: LiteRT has no kernel for a new-axis slice of a [B, T] of
+            # unknown B and T.)
+            probs = ops.cast(
+                ops.softmax(scores + tf.expand_dims(tf.expand_dims(bias, 1), 1), axis=-1), self.compute_dtype
+            )
         context = tf.transpose(tf.matmul(probs, value), (0, 2, 1, 3))  # [B, Q, N, D]
         return tf.reshape(context, (-1, self.hidden_dim))  # [B*Q, H]
 

@@ -58,6 +58,8 @@ class SentencePooling(keras.layers.Layer):
     def call(self, sequence_output, padding_mask):
         sequence = tf.cast(sequence_output, tf.float32)  # [B, T, H]
         mask = tf.cast(padding_mask, tf.float32)  # [B, T]
+        # (expand_dims, not `[:, :, None]`: LiteRT has no kernel for a new-axis slice of unknown B and T.)
+        mask_column = tf.expand_dims(mask, -1)  # [B, T, 1]
         count = tf.reduce_sum(mask, axis=1, keepdims=True)  # [B, 1]
         total = None
         vectors = []
@@ -72,18 +74,18 @@ class SentencePooling(keras.layers.Layer):
                 picked = tf.gather(sequence, index, axis=1, batch_dims=1)  # [B, H]
                 vectors.append(picked * tf.minimum(count, 1.0) if mode == "lasttoken" else picked)
             elif mode == "max":
-                masked = tf.where(mask[:, :, None] > 0, sequence, tf.float32.min)
+                masked = tf.where(mask_column > 0, sequence, tf.float32.min)
                 vectors.append(tf.reduce_max(masked, axis=1))
             elif mode in ("mean", "mean_sqrt_len_tokens"):
                 if total is None:
-                    total = tf.reduce_sum(sequence * mask[:, :, None], axis=1)  # [B, H]
+                    total = tf.reduce_sum(sequence * mask_column, axis=1)  # [B, H]
                 denominator = tf.maximum(count, 1e-9)
                 vectors.append(total / (denominator if mode == "mean" else tf.sqrt(denominator)))
             else:  # weightedmean: weights 1, 2, ... counted from the first real token
                 first = tf.cast(tf.argmax(tf.cast(padding_mask, tf.int32), axis=1), tf.float32)[:, None]
                 positions = tf.cast(tf.range(tf.shape(mask)[1]), tf.float32)[None, :] + 1.0 - first
                 weights = mask * positions  # [B, T]
-                weighted = tf.reduce_sum(sequence * weights[:, :, None], axis=1)
+                weighted = tf.reduce_sum(sequence * tf.expand_dims(weights, -1), axis=1)
                 vectors.append(weighted / tf.maximum(tf.reduce_sum(weights, axis=1, keepdims=True), 1e-9))
         pooled = vectors[0] if len(vectors) == 1 else tf.concat(vectors, axis=-1)  # [B, D]
         if self.normalize:
