@@ -28,7 +28,20 @@ setuptools.setup(
     ],
     extras_require={
         # Peers and tools used only by tests and benchmarks.
-        "test": ["pytest>=8", "pytest-xdist>=3.5", "keras-hub>=0.32", "ruff==0.17.6"],
+        "test": [
+            "pytest>=8",
+            "pytest-xdist>=3.5",
+            "keras-hub>=0.32",
+            "ruff==0.17.6",
+            "tf2onnx>=1.17.0",
+            "onnx>=1.23.2",
+            "onnxruntime>=1.32.0",
+            "ai-edge-litert>=2.3.0",
+        ],
+        # bert-tf-export --format=onnx: the converter, the format and the runtime that checks and quantizes.
+        "onnx": ["tf2onnx>=1.17.0", "onnx>=1.23.2", "onnxruntime>=1.32.0"],
+        # Running --format=litert models in Python (the export itself needs only tensorflow and tensorflow-text).
+        "litert": ["ai-edge-litert>=2.3.0"],
     },
     entry_points={
         "console_scripts": [

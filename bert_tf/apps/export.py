@@ -1,6 +1,8 @@
-"""bert-tf-export: export a model directory as a SavedModel that takes raw strings.
+"""bert-tf-export: export a model directory as a SavedModel that takes raw strings (or a LiteRT or ONNX model).
 
     bert-tf-export --model_dir=runs/sst2 --output_dir=serving/sst2/1
+    bert-tf-export --model_dir=runs/sst2 --output_dir=edge/sst2 --format=litert --quantize=dynamic_int8
+    bert-tf-export --model_dir=runs/sst2 --output_dir=onnx/sst2 --format=onnx --quantize=dynamic_int8
 
 The kind comes from the directory: a fine-tuned one (`task` in bert_tf.json)
 answers its task (classification, regression, ner, squad); a pretrained or
@@ -8,7 +10,10 @@ converted one gives embeddings, plus a `fill_mask` signature when the
 checkpoint has the masked-LM head; --search_corpus adds a corpus and a
 `search` signature (query, k -> the k nearest passages). The SavedModel loads with only tensorflow
 and tensorflow_text installed (`import tensorflow_text` before
-`tf.saved_model.load`) and serves in TF Serving.
+`tf.saved_model.load`) and serves in TF Serving. `--format=litert` writes a `.tflite` model with
+the WordPiece tokenizer inside (an ids-in model plus the tokenizer files for the other
+tokenizers), `--format=onnx` an ids-in ONNX model with a Hugging Face `tokenizer.json` beside
+it; `--quantize` shrinks either.
 """
 
 import os
@@ -21,7 +26,7 @@ from bert_tf.apps.common_flags import check_checkpoint_dir
 from bert_tf.checkpoints import CheckpointError, ModelDirectory
 from bert_tf.config import ConfigError
 from bert_tf.data.passages import PASSAGE_FORMATS
-from bert_tf.export import check_output_dir, export_saved_model
+from bert_tf.export import check_output_dir, export_litert, export_onnx, export_saved_model
 from bert_tf.serving import LONG_TEXT, MAX_WINDOWS
 
 FLAGS = flags.FLAGS
@@ -114,6 +119,67 @@ flags.DEFINE_integer(
 )
 flags.DEFINE_integer("max_windows", MAX_WINDOWS, "--long_text=windows: windows of one text at most.", lower_bound=1)
 flags.DEFINE_integer("search_batch_size", 32, "Passages per batch when embedding --search_corpus.", lower_bound=1)
+FORMATS = ("saved_model", "litert", "onnx")
+QUANTIZE = ("none", "float16", "dynamic_int8", "int8")
+flags.DEFINE_enum(
+    "format",
+    "saved_model",
+    list(FORMATS),
+    "saved_model: a TensorFlow SavedModel taking raw strings (every signature and option). litert: a .tflite "
+    "model for LiteRT (phones, browsers, the ai-edge-litert interpreter) with the WordPiece tokenizer inside, "
+    "ids in for other tokenizers (pip install bert_tf[litert] to run it here). onnx: an ids-in model.onnx for "
+    "ONNX Runtime, OpenVINO or Optimum with tokenizer.json beside it (pip install bert_tf[onnx]).",
+)
+flags.DEFINE_enum(
+    "quantize",
+    "none",
+    list(QUANTIZE),
+    "--format=litert or onnx: none (float32), float16 (float16 weights), dynamic_int8 (int8 weights, "
+    "activations quantized on the fly), int8 (litert: full-integer, calibrated on --calibration_file).",
+)
+flags.DEFINE_string(
+    "calibration_file",
+    None,
+    "--quantize=int8: a text file of sentences (one per line; a tab separates a pair's texts) whose first "
+    "lines calibrate the activations' ranges.",
+)
+flags.DEFINE_bool(
+    "tokenizer_inside",
+    True,
+    "--format=litert: the WordPiece tokenizer inside the model (raw strings in; the runtime registers "
+    "tensorflow-text's LiteRT kernels). --notokenizer_inside: an ids-in model of builtin ops only, with the "
+    "tokenizer files beside it (for an interpreter without those kernels).",
+)
+# The flags each format reads besides --model_dir, --output_dir and --overwrite; the rest are SavedModel options.
+FORMAT_FLAGS = {
+    "litert": (
+        "encoder_only",
+        "max_seq_length",
+        "quantize",
+        "calibration_file",
+        "text_pair",
+        "max_query_length",
+        "max_answer_length",
+        "tokenizer_inside",
+    ),
+    "onnx": ("encoder_only", "max_seq_length", "quantize", "calibration_file"),
+}
+SAVED_MODEL_ONLY = (
+    "text_pair",
+    "top_k",
+    "max_input_bytes",
+    "doc_stride",
+    "max_query_length",
+    "max_answer_length",
+    "search_corpus",
+    "search_text_column",
+    "search_id_column",
+    "search_format",
+    "long_text",
+    "window_stride",
+    "max_windows",
+    "search_batch_size",
+)
 
 
 def _validate_flags():
@@ -127,12 +193,45 @@ def _validate_flags():
         raise app.UsageError(f"--output_dir: {e}") from None
     if os.path.abspath(FLAGS.output_dir) == os.path.abspath(FLAGS.model_dir):
         raise app.UsageError(f"--output_dir must differ from --model_dir. Received: --output_dir={FLAGS.output_dir}")
+    _validate_format_flags()
     if FLAGS.search_corpus is None:
         for name in ("search_text_column", "search_id_column", "search_format"):
             if FLAGS[name].value is not None:
                 raise app.UsageError(f"--{name} describes --search_corpus, which is not given.")
     elif not os.path.isfile(FLAGS.search_corpus):
         raise app.UsageError(f"--search_corpus is not a file. Received: --search_corpus={FLAGS.search_corpus}")
+
+
+def _validate_format_flags():
+    """--format, --quantize and --calibration_file, and the SavedModel options another format does not read."""
+    if FLAGS.format != "litert" and FLAGS["tokenizer_inside"].present:
+        raise app.UsageError(f"--tokenizer_inside applies to --format=litert. Received: --format={FLAGS.format}")
+    if FLAGS.format == "saved_model":
+        for name in ("quantize", "calibration_file"):
+            if FLAGS[name].present:
+                raise app.UsageError(
+                    f"--{name} applies to --format=litert or onnx; a SavedModel is exported in float32. "
+                    f"Received: --{name}={FLAGS[name].value}"
+                )
+        return
+    reads = FORMAT_FLAGS[FLAGS.format]
+    ignored = [name for name in SAVED_MODEL_ONLY if FLAGS[name].present and name not in reads]
+    if ignored:
+        raise app.UsageError(
+            f"--format={FLAGS.format} does not read {', '.join('--' + name for name in ignored)} (SavedModel "
+            "options); leave them out or use --format=saved_model."
+        )
+    if FLAGS.quantize == "int8" and not FLAGS.calibration_file:
+        raise app.UsageError(
+            "--quantize=int8 needs --calibration_file (a text file of sentences, one per line) to calibrate the "
+            "activations; --quantize=dynamic_int8 needs none."
+        )
+    if FLAGS.calibration_file and FLAGS.quantize != "int8":
+        raise app.UsageError(
+            f"--calibration_file is read by --quantize=int8 only. Received: --quantize={FLAGS.quantize}"
+        )
+    if FLAGS.calibration_file and not os.path.isfile(FLAGS.calibration_file):
+        raise app.UsageError(f"--calibration_file is not a file. Received: --calibration_file={FLAGS.calibration_file}")
 
 
 def _column(value):
@@ -144,6 +243,8 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected positional arguments. Received: {argv[1:]}")
     _validate_flags()
+    if FLAGS.format != "saved_model":
+        return _export_other_format()
 
     try:
         metadata = export_saved_model(
@@ -184,6 +285,40 @@ def main(argv):
     if "search" in metadata:
         print(f"Search corpus: {metadata['search']['corpus_size']} passages from {FLAGS.search_corpus}")
     return 0
+
+
+def _export_other_format():
+    """--format=litert or onnx: the library call with the flags that format reads, and what it wrote."""
+    function = export_litert if FLAGS.format == "litert" else export_onnx
+    arguments = {name: FLAGS[name].value for name in FORMAT_FLAGS[FLAGS.format]}
+    try:
+        metadata = function(
+            ModelDirectory.read(FLAGS.model_dir), FLAGS.output_dir, overwrite=FLAGS.overwrite, **arguments
+        )
+    except (CheckpointError, ConfigError, ValueError, ImportError) as e:
+        print(f"bert-tf-export: error: {e}", file=sys.stderr)
+        return 1
+    except errors.STORAGE_ERRORS as e:
+        kept = f"nothing written to {FLAGS.output_dir}; {FLAGS.model_dir} unchanged"
+        print(errors.storage_error("bert-tf-export", e, kept), file=sys.stderr)
+        return 1
+    print(
+        f"Exported {metadata['kind']} model {FLAGS.model_dir} to {FLAGS.output_dir} as {FLAGS.format} "
+        f"(quantize {FLAGS.quantize}, max_seq_length {metadata['max_seq_length']})"
+    )
+    for key in ("inputs", "outputs"):
+        if key in metadata:
+            print(f"  {key}: {', '.join(_names(metadata[key]))}")
+    if metadata.get("message"):
+        print(metadata["message"])
+    return 0
+
+
+def _names(entries):
+    """The names of a metadata `inputs`/`outputs` entry (a list of names, or of dicts with a `name`, or a dict)."""
+    if isinstance(entries, dict):
+        return list(entries)
+    return [entry["name"] if isinstance(entry, dict) else str(entry) for entry in entries]
 
 
 def run():

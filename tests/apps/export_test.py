@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 
 import numpy as np
@@ -65,6 +66,46 @@ def test_main_exports_a_classifier(classifier_dir, tmp_path, capsys):
     probabilities = tf.nn.softmax(model(packed)).numpy()
     np.testing.assert_allclose(got["probabilities"], probabilities, atol=1e-5)
     assert [x.decode() for x in got["label"].numpy()] == [["negative", "positive"][i] for i in probabilities.argmax(1)]
+
+
+@pytest.mark.parametrize("export_format", ["onnx", "litert"])
+def test_main_exports_other_formats_quantized(classifier_dir, tmp_path, capsys, export_format):
+    """--format=onnx|litert --quantize=dynamic_int8: the library export with the app's flags, its summary printed."""
+    pytest.importorskip("onnxruntime" if export_format == "onnx" else "ai_edge_litert")
+    output = tmp_path / export_format
+    assert _run(model_dir=classifier_dir, output_dir=output, format=export_format, quantize="dynamic_int8") == 0
+    printed = capsys.readouterr().out
+    assert f"Exported classification model {classifier_dir} to {output} as {export_format} (quantize dynamic_int8" in (
+        printed
+    )
+    metadata_file = "bert_tf_onnx.json" if export_format == "onnx" else "bert_tf_litert.json"
+    with open(output / metadata_file, encoding="utf-8") as f:
+        metadata = json.load(f)
+    assert metadata["kind"] == "classification" and metadata["labels"] == ["negative", "positive"]
+    assert "dynamic_int8" in json.dumps(metadata["quantization"])
+    assert (output / ("model.onnx" if export_format == "onnx" else "model.tflite")).is_file()
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--quantize=dynamic_int8"], "--quantize applies to --format=litert or onnx"),
+        (["--format=litert", "--quantize=int8"], "--quantize=int8 needs --calibration_file"),
+        (["--format=onnx", "--search_corpus=x.txt"], "--format=onnx does not read --search_corpus"),
+        (["--format=onnx", "--long_text=windows"], "--format=onnx does not read --long_text"),
+        (["--format=litert", "--calibration_file=x.txt"], "--calibration_file is read by --quantize=int8 only"),
+        (["--format=onnx", "--notokenizer_inside"], "--tokenizer_inside applies to --format=litert"),
+    ],
+)
+def test_format_flags_are_checked_before_writing(classifier_dir, tmp_path, extra, message):
+    output = tmp_path / "out"
+    argv = ["export", f"--model_dir={classifier_dir}", f"--output_dir={output}", *extra]
+    with flagsaver.flagsaver():
+        flags.FLAGS.unparse_flags()
+        flags.FLAGS(argv)
+        with pytest.raises(app.app.UsageError, match=re.escape(message)):
+            app.main(argv[:1])
+    assert not output.exists()
 
 
 def test_existing_output_needs_overwrite(classifier_dir, tmp_path):
@@ -184,5 +225,9 @@ def test_helpfull_documents_flags():
         "long_text",
         "window_stride",
         "max_windows",
+        "format",
+        "quantize",
+        "calibration_file",
+        "tokenizer_inside",
     ):
         assert f"--{name}" in out or f"--[no]{name}" in out, name
