@@ -288,6 +288,53 @@ def _pretrain(settings, name, model_dir, train_steps, log):
     return time.perf_counter() - began
 
 
+SIMILARITY_SENTENCES = 32  # SST-2 dev sentences the token-similarity diagnostic encodes
+
+
+def token_similarity(model_dir, sentences):
+    """Each layer's mean cosine between the representations of every two real tokens of `sentences` (one batch,
+    `[CLS]` and `[SEP]` included), from the encoder of `model_dir`: a list, first layer first.
+
+    The diagnostic of representation collapse: an encoder whose every token has the same vector (cosine 1) hands
+    fine-tuning nothing about the sentence. A freshly initialized BERT-mini reads about 0.32 on every layer."""
+    import numpy as np
+    import tensorflow as tf
+
+    from bert_tf.checkpoints import load_encoder, load_tokenizer
+    from bert_tf.text import packer_for
+
+    encoder, tokenizer = load_encoder(model_dir), load_tokenizer(model_dir)
+    features = packer_for(tokenizer, 64)(tokenizer.tokenize(tf.constant(sentences)))
+    real = features["padding_mask"].numpy().astype(bool)  # [B, T]
+    similarity = []
+    for hidden in encoder(features)["encoder_outputs"]:
+        tokens = hidden.numpy()[real]  # [N, H]
+        unit = tokens / np.maximum(np.linalg.norm(tokens, axis=1, keepdims=True), 1e-12)
+        count = len(unit)
+        total = float(np.sum(unit.sum(axis=0) ** 2))  # the sum over all ordered pairs, self-pairs (1 each) included
+        similarity.append((total - count) / (count * (count - 1)))
+    return similarity
+
+
+def _similarity_sentences(settings):
+    """The first `SIMILARITY_SENTENCES` SST-2 dev sentences (None without that file)."""
+    path = os.path.join(settings.glue_dir, TASKS["sst2"].directory, "dev.tsv")
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        rows = [line.rstrip("\n").split("\t") for line in f][1 : SIMILARITY_SENTENCES + 1]
+    return [row[0] for row in rows]
+
+
+def _with_similarity(settings, name, model_dir, results):
+    """Adds the token-similarity diagnostic to recipe `name`'s pretraining record if it lacks it (runs recorded
+    before the diagnostic existed get it on the next rerun)."""
+    record = results["pretraining"][name]
+    sentences = _similarity_sentences(settings)
+    if "token_similarity" not in record and sentences:
+        results.record("pretraining", name, dict(record, token_similarity=token_similarity(model_dir, sentences)))
+
+
 def _loop_seconds_per_step(model_dir):
     """Seconds per step of a run's logged loops after the first (whose call also traced and compiled): the
     wall-clock between the first and the last loop's logged scalars over the steps between them, so the loop's
@@ -446,6 +493,7 @@ def run(settings, log=print):
             probe(settings, name, results, log)
     for name in settings.recipes:
         model_dir = pretrained(settings, name, results, log)
+        _with_similarity(settings, name, model_dir, results)
         for task in settings.tasks:
             for seed in settings.seeds:
                 finetuned(settings, name, model_dir, task, seed, results, log)
@@ -484,8 +532,10 @@ def table(settings, results):
         "",
         f"CPU: {settings.cpu}. Command: `{settings.command}`",
         "",
-        "| recipe | pretraining steps | pretraining s | " + " | ".join(columns) + " | fine-tuning s |",
-        "|---|---|---|" + "---|" * len(columns) + "---|",
+        "| recipe | pretraining steps | pretraining s | token similarity (last layer) | "
+        + " | ".join(columns)
+        + " | fine-tuning s |",
+        "|---|---|---|---|" + "---|" * len(columns) + "---|",
     ]
     for name in settings.recipes:
         trained = results["pretraining"].get(name)
@@ -493,6 +543,7 @@ def table(settings, results):
             RECIPES[name].label,
             f"{trained['steps']:,}" if trained else "-",
             f"{trained['seconds']:,.0f}" if trained else "-",
+            f"{trained['token_similarity'][-1]:.3f}" if trained and "token_similarity" in trained else "-",
         ]
         seconds, runs, expected = 0.0, 0, 0
         for task in settings.tasks:
@@ -520,7 +571,10 @@ def table(settings, results):
         )
         + f"; the probes took {sum(p['seconds'] for p in probes):,.0f} s in all, outside the budget). Pretraining s: "
         "the measured wall-clock of the run (reading the corpus, building and compiling the model, the steps, "
-        "saving). Dev scores: the best of the epochs' evaluations, the checkpoint `bert-tf-finetune` keeps (MRPC's "
+        "saving). Token similarity: the mean cosine between every two real tokens' last-layer vectors over the "
+        f"first {SIMILARITY_SENTENCES} SST-2 dev sentences (1: every token the same vector, a collapsed encoder; "
+        "a freshly initialized BERT-mini about 0.32). Dev scores: the best of the epochs' evaluations, the "
+        "checkpoint `bert-tf-finetune` keeps (MRPC's "
         "F1 at the epoch of best accuracy). Fine-tuning s: all runs of the recipe (tasks x seeds) together.",
     ]
     return "\n".join(lines)

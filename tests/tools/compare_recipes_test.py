@@ -65,7 +65,8 @@ def test_quick_downstream_phase_fills_every_row_and_reruns_keep_finished_work(tm
     assert "CPU: " in table and "--quick" in table  # the machine and the command
     for name, recipe in RECIPES.items():
         row = re.search(
-            rf"^\| {re.escape(recipe.label)} \| ([\d,]+) \| ([\d,]+) \| {SCORE} \| {SCORE} \| {SCORE} \| "
+            rf"^\| {re.escape(recipe.label)} \| ([\d,]+) \| ([\d,]+) \| (-?\d\.\d{{3}}) \| {SCORE} \| {SCORE} \| "
+            rf"{SCORE} \| "
             rf"([\d,]+) \(4 runs\) \|$",
             table,
             re.MULTILINE,
@@ -73,11 +74,13 @@ def test_quick_downstream_phase_fills_every_row_and_reruns_keep_finished_work(tm
         assert row, f"{name}: no full row in\n{table}"
         steps = int(row.group(1).replace(",", ""))  # the steps the budget bought; none for the control
         assert steps >= 1 if recipe.pretrains else steps == 0
-        for mean in (row.group(3), row.group(5), row.group(7)):
+        assert -1.0 <= float(row.group(3)) <= 1.0  # the token-similarity diagnostic
+        for mean in (row.group(4), row.group(6), row.group(8)):
             assert 0.0 <= float(mean) <= 1.0
     results = json.loads((out / RESULTS_FILE).read_text())
     for name, recipe in RECIPES.items():
         record = results["pretraining"][name]
+        assert len(record["token_similarity"]) == 2  # one per layer of the tiny model
         if not recipe.pretrains:  # the control: initialized and saved, never probed or trained
             assert record["steps"] == record["planned_steps"] == 0 and name not in results["probes"]
             continue
