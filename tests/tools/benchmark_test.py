@@ -74,6 +74,26 @@ def test_quick_run_fills_every_section_and_writes_table_and_chart(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(not os.path.exists(SST2), reason="needs ../shared/data (SST-2 dev)")
+def test_quick_serve_formats_section_times_every_format_against_onnx_runtime():
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("ai_edge_litert")
+    result = _run("--quick", "--sections=serve_formats", "--settings=float32")
+    assert result.returncode == 0, result.stderr[-3000:]
+    table = result.stdout
+    for batch in ("batch 4", "batch 1"):
+        for side in ("SavedModel float32", "LiteRT float32", "LiteRT float16", "LiteRT int8"):
+            cells = _cells(table, f"| serve_formats | {side}, SST-2 text -> embedding, {batch}")
+            assert float(cells[3].replace(",", "")) > 0 and re.fullmatch(r"\d+\.\d\dx", cells[6]), cells
+        assert (
+            _cells(table, f"| serve_formats | ONNX Runtime int8 vs its float32, {batch}")[4] == "ONNX Runtime float32"
+        )
+    # The float32 formats give the SavedModel's embeddings; the quantized ones nearly.
+    for side, most in (("LiteRT float32", 1e-4), ("ONNX Runtime float32", 1e-4), ("LiteRT int8", 0.1)):
+        assert float(_cells(table, f"| serve_formats | {side}: 1 - min cosine")[3]) < most, side
+
+
+@pytest.mark.slow
 def test_quick_deberta_section_compares_the_same_weights_with_keras_hub():
     result = _run("--quick", "--sections=deberta", "--settings=float32")
     assert result.returncode == 0, result.stderr[-3000:]

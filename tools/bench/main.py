@@ -4,7 +4,7 @@ import os
 import sys
 import time
 
-from tools.bench import albert, deberta, embed, infer, memory, peak, serve, text, train, tta
+from tools.bench import albert, deberta, embed, infer, memory, peak, serve, serve_formats, text, train, tta
 from tools.bench.harness import SETTINGS, chart, markdown
 from tools.bench.options import FLAGS, RUN_ORDER, SECTIONS
 from tools.bench.peak_rss import measure_memory
@@ -17,6 +17,7 @@ RUNS = {
     "train": lambda: train.train_rows(FLAGS.seq_length, FLAGS.batch_size),
     "infer": lambda: infer.infer_rows(FLAGS.seq_length, FLAGS.batch_size),
     "serve": lambda: serve.serve_rows(FLAGS.seq_length, FLAGS.batch_size),
+    "serve_formats": lambda: serve_formats.serve_formats_rows(FLAGS.batch_size),
     "embed": lambda: embed.embed_rows(FLAGS.batch_size),
     "albert": lambda: albert.albert_rows(FLAGS.seq_length, FLAGS.batch_size),
     "text": text.text_rows,

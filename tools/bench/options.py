@@ -14,15 +14,15 @@ from tools.machine import minilm_dir
 
 FLAGS = flags.FLAGS
 flags.DEFINE_boolean("quick", False, "Smoke run: tiny model, short sequences, one repeat.")
-SECTIONS = ("peak", "train", "infer", "serve", "embed", "albert", "text", "deberta", "memory", "tta")
+SECTIONS = ("peak", "train", "infer", "serve", "serve_formats", "embed", "albert", "text", "deberta", "memory", "tta")
 # The text section runs right after the peak: our tokenizer ran at about half speed at the end of a full run,
 # after the model sections had held many GB in the process (2-core AMD EPYC: Vietnamese UDHR 14.7 MB/s there,
 # 28.8 in a fresh process the same day, while HF `tokenizers` read 4.2 vs 4.7; the cause is not isolated).
 # The table keeps SECTIONS' order.
 RUN_ORDER = ("peak", "text", *(section for section in SECTIONS if section not in ("peak", "text")))
 # Sections that only run when named (DeBERTa-v3-small size, about 11 minutes on 2 cores; time to accuracy, about
-# 30 minutes on 2 cores).
-NAMED_ONLY = ("deberta", "tta")
+# 30 minutes on 2 cores; every export format, which needs the test extras' onnxruntime and ai-edge-litert).
+NAMED_ONLY = ("deberta", "tta", "serve_formats")
 flags.DEFINE_list(
     "sections",
     [section for section in SECTIONS if section not in NAMED_ONLY],
