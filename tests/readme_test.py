@@ -192,14 +192,18 @@ CHEAP = {
 
 LONG = {
     "make test": Long(
-        "about 17 minutes: the default suite, the tests not marked slow (16.6 measured alone on a 2-core "
-        "AVX2-only AMD EPYC for 1,350 tests)"
+        "about 21 minutes: the default suite, the tests not marked slow (21.7 measured alone on a 2-core "
+        "AVX2-only AMD EPYC for 1,386 tests, before three export tests moved to the slow tier)"
     ),
     "make test-slow": Long(
         "about 55 minutes: the tests marked slow (estimated: the 72.2-minute full run less the default tier, same CPU)"
     ),
     "make test-all": Long("both tiers in one run, about 72 minutes (72.2 measured alone, same CPU)"),
     "make readme-check": Long("this file's tests, the slow ones included: several minutes"),
+    "bert-tf-export --model_dir=runs/sst2 --output_dir=runs/litert/sst2 --format=litert --quantize=dynamic_int8": Long(
+        "about a minute after the fine-tuning above; tests/export/litert_export_test.py and tests/apps/export_test.py "
+        "run the same export on tiny models"
+    ),
     "make lint": Long("ruff over the tree, seconds; CI runs it before the tests, this suite need not run it again"),
     "make setup": Long("installs .venv on first use (TensorFlow and the test extras from PyPI); make test runs it"),
     "bert-tf-pretrain --strategy=tpu --tpu=local --model=base --vocab=vocab.txt --corpus='corpus/*.txt' "

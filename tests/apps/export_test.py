@@ -68,7 +68,10 @@ def test_main_exports_a_classifier(classifier_dir, tmp_path, capsys):
     assert [x.decode() for x in got["label"].numpy()] == [["negative", "positive"][i] for i in probabilities.argmax(1)]
 
 
-@pytest.mark.parametrize("export_format", ["onnx", "litert"])
+@pytest.mark.parametrize(
+    "export_format",
+    ["onnx", pytest.param("litert", marks=pytest.mark.slow)],  # litert: its own tests' exports
+)
 def test_main_exports_other_formats_quantized(classifier_dir, tmp_path, capsys, export_format):
     """--format=onnx|litert --quantize=dynamic_int8: the library export with the app's flags, its summary printed."""
     pytest.importorskip("onnxruntime" if export_format == "onnx" else "ai_edge_litert")

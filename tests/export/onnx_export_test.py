@@ -155,6 +155,7 @@ def test_metadata_and_files(exported):
         export_onnx(output_dir, output_dir)
 
 
+@pytest.mark.slow  # default tier: the int8 export and the four kinds' float32 ones
 def test_encoder_only_from_a_fine_tuned_directory(model_dirs, tmp_path):
     metadata = export_onnx(model_dirs["ner"], str(tmp_path / "encoder"), encoder_only=True)
     assert metadata["kind"] == "encoder" and metadata["labels"] is None
@@ -198,6 +199,7 @@ def test_dynamic_int8_quantizes_weight_matmuls_only(model_dirs, exported, tmp_pa
     assert np.min(np.sum(quantized * reference, axis=-1)) > 0.95
 
 
+@pytest.mark.slow  # default tier: the int8 export and the four kinds' float32 ones
 def test_float16(model_dirs, exported, tmp_path):
     output_dir = str(tmp_path / "float16")
     metadata = export_onnx(model_dirs["classification"], output_dir, quantize="float16")
