@@ -49,18 +49,15 @@ answers.
 Shape legend: B inputs, P pieces, W packed positions (the batch's longest row), C classes, H hidden.
 """
 
-import json
 import logging
 import os
-import shutil
-import tempfile
 
 import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
 from bert_tf.checkpoints import ModelDirectory
-from bert_tf.export.saved_model import check_output_dir, kind_of, serving_module
+from bert_tf.export.saved_model import check_output_dir, kind_of, serving_module, staged_output, write_json
 from bert_tf.layers import SentencePooling, gelu_erf
 from bert_tf.serving import ClassifierModule, EncoderModule, SpanModule, TaggerModule
 from bert_tf.serving.serving_module import Unsaved
@@ -540,22 +537,10 @@ def export_litert(
         metadata.update(max_query_length=max_query_length, max_answer_length=max_answer_length)
     else:
         metadata["long_text"] = "truncate"  # (no windows: a longer text keeps its first pieces)
-    output = os.path.abspath(output)
-    parent = os.path.dirname(output)
-    os.makedirs(parent, exist_ok=True)
-    staging = tempfile.mkdtemp(prefix=os.path.basename(output) + ".partial-", dir=parent)
-    try:
+    with staged_output(output) as staging:
         with open(os.path.join(staging, MODEL_FILE), "wb") as f:
             f.write(flatbuffer)
         if problem is not None:
             directory.write_tokenizer_files(os.path.join(staging, TOKENIZER_DIR))
-        with open(os.path.join(staging, METADATA_FILE), "w", encoding="utf-8") as f:
-            json.dump(metadata, f, indent=2, sort_keys=True)
-            f.write("\n")
-        if os.path.exists(output):
-            shutil.rmtree(output)
-        os.rename(staging, output)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+        write_json(os.path.join(staging, METADATA_FILE), metadata)
     return metadata

@@ -67,17 +67,14 @@ export keeps the graph in standard ops and ships `tokenizer.json` for Hugging
 Face `tokenizers` instead.
 """
 
-import json
 import os
-import shutil
-import tempfile
 
 import numpy as np
 import tensorflow as tf
 from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 
 from bert_tf.checkpoints import ModelDirectory
-from bert_tf.export.saved_model import check_output_dir, kind_of, serving_module
+from bert_tf.export.saved_model import check_output_dir, kind_of, serving_module, staged_output, write_json
 from bert_tf.layers import fused
 from bert_tf.serving import ClassifierModule, EncoderModule, SpanModule, TaggerModule
 from bert_tf.serving.serving_module import IDS
@@ -517,11 +514,7 @@ def export_onnx(
         "converter": f"tf2onnx {tf2onnx.__version__} (tf2onnx.convert.from_function), TensorFlow {tf.__version__}",
         "onnxruntime": onnxruntime.__version__,
     }
-    output_dir = os.path.abspath(output_dir)
-    parent = os.path.dirname(output_dir)
-    os.makedirs(parent, exist_ok=True)
-    staging = tempfile.mkdtemp(prefix=os.path.basename(output_dir) + ".partial-", dir=parent)
-    try:
+    with staged_output(output_dir) as staging:
         target = os.path.join(staging, ONNX_FILE)
         float_path = os.path.join(staging, "float32.onnx")
         onnx.save(proto, float_path)
@@ -546,15 +539,7 @@ def export_onnx(
         run_onnx(target, **probe)  # the quantized graph runs too
         metadata["size_bytes"] = os.path.getsize(target)
         metadata["tokenizer"] = write_tokenizer(directory, module.tokenizer, staging, module.max_seq_length)
-        with open(os.path.join(staging, ONNX_METADATA_FILE), "w", encoding="utf-8") as f:
-            json.dump(metadata, f, indent=2, sort_keys=True)
-            f.write("\n")
-        if os.path.exists(output_dir):
-            shutil.rmtree(output_dir)
-        os.rename(staging, output_dir)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+        write_json(os.path.join(staging, ONNX_METADATA_FILE), metadata)
     return metadata
 
 

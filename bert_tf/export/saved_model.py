@@ -14,6 +14,7 @@ to load; its vocabulary is an asset; `assets.extra/bert_tf_export.json`
 records the kind, the label names and every signature's inputs and outputs.
 """
 
+import contextlib
 import json
 import os
 import shutil
@@ -320,22 +321,10 @@ def save_module(module, output_dir, overwrite=False):
         },
         **module.metadata(),
     }
-    output_dir = os.path.abspath(output_dir)
-    parent = os.path.dirname(output_dir)
-    os.makedirs(parent, exist_ok=True)
-    staging = tempfile.mkdtemp(prefix=os.path.basename(output_dir) + ".partial-", dir=parent)
-    try:
+    with staged_output(output_dir) as staging:
         tf.saved_model.save(module, staging, signatures=signatures)
         os.makedirs(os.path.join(staging, "assets.extra"), exist_ok=True)
-        with open(os.path.join(staging, "assets.extra", METADATA_FILE), "w", encoding="utf-8") as f:
-            json.dump(metadata, f, indent=2, sort_keys=True)
-            f.write("\n")
-        if os.path.exists(output_dir):
-            shutil.rmtree(output_dir)
-        os.rename(staging, output_dir)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+        write_json(os.path.join(staging, "assets.extra", METADATA_FILE), metadata)
     return metadata
 
 
@@ -350,3 +339,29 @@ def op_names(saved_model_dir):
         for function in meta_graph.graph_def.library.function:
             names.update(node.op for node in function.node_def)
     return names
+
+
+@contextlib.contextmanager
+def staged_output(output_dir):
+    """A new directory beside `output_dir` that the block writes into; it replaces `output_dir` (created with its
+    parents, or an existing one removed) when the block ends without an error, and is removed when it raises, so an
+    interrupted or failed export never leaves a partial `output_dir`."""
+    output_dir = os.path.abspath(output_dir)
+    parent = os.path.dirname(output_dir)
+    os.makedirs(parent, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=os.path.basename(output_dir) + ".partial-", dir=parent)
+    try:
+        yield staging
+        if os.path.exists(output_dir):
+            shutil.rmtree(output_dir)
+        os.rename(staging, output_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def write_json(path, data):
+    """`data` as indented JSON with sorted keys and a final newline: the exports' metadata files."""
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=2, sort_keys=True)
+        f.write("\n")
