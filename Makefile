@@ -31,7 +31,7 @@ demo: $(STAMP)
 tour: $(STAMP)
 	$(PY) -m bert_tf.apps.demo
 
-# The default suite (what CI runs): every test not marked slow, about 21 minutes on 2 cores.
+# The default suite (what CI runs): every test not marked slow, about 15 minutes on 2 cores.
 test: $(STAMP)
 	$(PY) -m pytest -n 2 --dist worksteal --durations=30 -m "not slow" tests
 
