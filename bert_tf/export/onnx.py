@@ -430,8 +430,20 @@ def write_tokenizer(model_dir, tokenizer, output_dir, max_seq_length):
     if os.path.exists(path):
         hf = Tokenizer.from_file(path)
         hf.enable_truncation(max_seq_length)
+        padding = hf.padding
+        if padding is not None:
+            # A checkpoint's file may pad every input to a fixed length (sentence-transformers' MiniLM: 128): a
+            # single short request would then cost a 128-token forward. Padded to the batch's longest instead.
+            hf.enable_padding(
+                direction=padding["direction"],
+                pad_id=padding["pad_id"],
+                pad_type_id=padding["pad_type_id"],
+                pad_token=padding["pad_token"],
+            )
         hf.save(path)
-        entry["tokenizer_json"] = f"{TOKENIZER_JSON}: the model directory's, truncating to {max_seq_length}"
+        entry["tokenizer_json"] = (
+            f"{TOKENIZER_JSON}: the model directory's, truncating to {max_seq_length}, padding to the batch's longest"
+        )
     elif isinstance(tokenizer, BertTokenizer):
         wordpiece_tokenizer_json(tokenizer, max_seq_length).save(path)
         entry["tokenizer_json"] = (

@@ -27,6 +27,7 @@ from bert_tf.export.onnx import (
     cpu_flags,
     run_onnx,
     wordpiece_tokenizer_json,
+    write_tokenizer,
 )
 from bert_tf.models import BertClassifier, BertSpanLabeler, BertTokenClassifier
 from bert_tf.serving.serving_module import IDS
@@ -264,6 +265,21 @@ def test_family_classifier_exports(family, tmp_path):
         _assert_outputs_equal(run_onnx(str(tmp_path / "onnx"), **inputs), reference)
 
 
+def test_a_checkpoints_fixed_padding_becomes_the_batchs_longest(minilm_dir, tmp_path):
+    # all-MiniLM-L6-v2's tokenizer.json pads every input to 128 tokens: served as it is, one short sentence would
+    # cost a 128-token forward in ONNX Runtime. The export keeps its tokenizer but pads to the batch's longest.
+    with open(os.path.join(minilm_dir, "tokenizer.json"), encoding="utf-8") as f:
+        assert json.load(f)["padding"]["strategy"] == {"Fixed": 128}
+    directory = checkpoints.ModelDirectory.read(minilm_dir)
+    entry = write_tokenizer(directory, None, str(tmp_path), 64)
+    assert "padding to the batch's longest" in entry["tokenizer_json"]
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    encodings = hf.encode_batch(["a short one", "a longer sentence " * 40])
+    assert [len(e.ids) for e in encodings] == [64, 64]  # truncated to 64, the short row padded to the longest
+    assert len(hf.encode("a short one").ids) == 5  # [CLS] a short one [SEP]
+    assert encodings[0].attention_mask == [1] * 5 + [0] * 59
+
+
 def _sst2_sentences(count):
     with open(os.path.join(DATA_DIR, "glue", "SST-2", "dev.tsv"), encoding="utf-8") as f:
         rows = [line.rstrip("\n").split("\t")[0] for line in f][1:]
@@ -306,9 +322,8 @@ def test_minilm_float32_equals_savedmodel_and_int8_keeps_embeddings(minilm_dir, 
         _assert_outputs_equal(run_onnx(float_dir, **inputs), reference)
     # The SavedModel's own tokenizer gives the same ids as tokenizer.json on these sentences.
     saved = tf.saved_model.load(saved_model_dir).signatures["single"](text=tf.constant(sentences[:64]))
-    encodings = hf.encode_batch(sentences[:64])
-    width = saved["token_ids"].shape[1]
-    np.testing.assert_array_equal(saved["token_ids"].numpy(), np.array([e.ids for e in encodings])[:, :width])
+    encodings = hf.encode_batch(sentences[:64])  # padded to the longest, as the SavedModel trims its batches
+    np.testing.assert_array_equal(saved["token_ids"].numpy(), np.array([e.ids for e in encodings]))
     full, quantized = _embed(float_dir, sentences), _embed(int8_dir, sentences)
     cosine = np.sum(full * quantized, axis=-1)
     assert cosine.min() >= 0.99, (cosine.min(), cosine.mean())
