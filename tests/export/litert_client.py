@@ -8,12 +8,11 @@ nested int lists). The answers go to `RESPONSE.npz` as `<run>/<output>` arrays, 
 A tokenizer-inside model holds tensorflow-text custom ops; their LiteRT kernels are registered from
 tensorflow-text's `tflite_registrar` extension, loaded as a file: the `tensorflow_text` package (whose
 `__init__` imports TensorFlow) is not imported, only the TensorFlow framework's C++ library the extension links
-against is loaded first. This is what an application without TensorFlow needs beside `ai-edge-litert`.
+against is loaded first (`bert_tf/export/litert_runtime.py`, loaded by its path). This is what an application
+without TensorFlow needs beside `ai-edge-litert`.
 """
 
-import ctypes
 import importlib.abc
-import importlib.machinery
 import importlib.util
 import json
 import os
@@ -31,25 +30,15 @@ class _Blocker(importlib.abc.MetaPathFinder):
         return None
 
 
-def _package_dir(name):
-    """A top-level package's folder, found without importing it."""
-    for entry in sys.path:
-        folder = os.path.join(entry or ".", name)
-        if os.path.isfile(os.path.join(folder, "__init__.py")):
-            return folder
-    raise ImportError(f"{name} is not installed")
-
-
 def text_op_registerers():
-    """tensorflow-text's LiteRT kernel registerers (`tflite_registrar.SELECT_TFTEXT_OPS`), without TensorFlow's
-    Python: the extension file, after the framework library it links against."""
-    ctypes.CDLL(os.path.join(_package_dir("tensorflow"), "libtensorflow_framework.so.2"), mode=ctypes.RTLD_GLOBAL)
-    path = os.path.join(_package_dir("tensorflow_text"), "core", "pybinds", "tflite_registrar.so")
-    loader = importlib.machinery.ExtensionFileLoader("tflite_registrar", path)
-    module = importlib.util.module_from_spec(importlib.util.spec_from_file_location("tflite_registrar", path))
-    loader.exec_module(module)
-    names = [name for name in dir(module) if name.startswith("Add")]
-    return [getattr(module, name) for name in sorted(names)]
+    """tensorflow-text's LiteRT kernel registerers from `bert_tf/export/litert_runtime.py`, loaded by its path
+    (that file imports the standard library only; the `bert_tf` package stays blocked)."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    path = os.path.join(root, "bert_tf", "export", "litert_runtime.py")
+    spec = importlib.util.spec_from_file_location("litert_runtime", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.text_op_registerers()
 
 
 def main(request_path, response_path):

@@ -78,16 +78,21 @@ def test_quick_run_fills_every_section_and_writes_table_and_chart(tmp_path):
 def test_quick_serve_formats_section_times_every_format_against_onnx_runtime():
     pytest.importorskip("onnxruntime")
     pytest.importorskip("ai_edge_litert")
-    result = _run("--quick", "--sections=serve_formats", "--settings=float32")
+    result = _run("--quick", "--sections=serve_formats", "--settings=float32", "--memory")
     assert result.returncode == 0, result.stderr[-3000:]
     table = result.stdout
+    rss = {}
     for batch in ("batch 4", "batch 1"):
         for side in ("SavedModel float32", "LiteRT float32", "LiteRT float16", "LiteRT int8"):
             cells = _cells(table, f"| serve_formats | {side}, SST-2 text -> embedding, {batch}")
             assert float(cells[3].replace(",", "")) > 0 and re.fullmatch(r"\d+\.\d\dx", cells[6]), cells
+            if batch == "batch 4":  # peak RSS of each format alone in its process, beside the batch-N rows
+                rss[side], rss["ONNX Runtime float32"] = (float(gb) for gb in cells[9].split(" / "))
         assert (
             _cells(table, f"| serve_formats | ONNX Runtime int8 vs its float32, {batch}")[4] == "ONNX Runtime float32"
         )
+    # LiteRT's and ONNX Runtime's processes load no TensorFlow Python: a fraction of the SavedModel's footprint.
+    assert max(rss["LiteRT float32"], rss["ONNX Runtime float32"]) < 0.5 * rss["SavedModel float32"], rss
     # The float32 formats give the SavedModel's embeddings; the quantized ones nearly.
     for side, most in (("LiteRT float32", 1e-4), ("ONNX Runtime float32", 1e-4), ("LiteRT int8", 0.1)):
         assert float(_cells(table, f"| serve_formats | {side}: 1 - min cosine")[3]) < most, side

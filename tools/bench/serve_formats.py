@@ -8,16 +8,23 @@ ONNX model where the `openvino` package is installed (a benchmark-only peer, nev
 the sentences as text and returns the normalized mean-pooled embeddings, at batch `--batch_size` over the dev set and
 at batch 1 over its first `SINGLES` sentences; the rows give sentences per second against ONNX Runtime float32 (the
 runtime CPU servers use most), each int8 model against its own float32, and each format's embeddings against the
-SavedModel's (min and mean cosine over the dev set) with its size on disk. The runtimes use every core
-(`os.cpu_count()` intra-op threads), as a server would.
+SavedModel's (min and mean cosine over the dev set) with its size on disk, and beside the batch-N rows each
+format's peak RSS embedding the dev set alone in a fresh process with its runtime only (serve_format_probe.py).
+The runtimes use every core (`os.cpu_count()` intra-op threads), as a server would.
 """
 
 import os
+import sys
 import tempfile
 
+from tools import memory_probe
 from tools.bench.harness import Row, median_rates
-from tools.bench.options import FLAGS, sst2_sentences
+from tools.bench.options import FLAGS, sst2_sentences, tool_path
+from tools.bench.peak_rss import memory_on
 from tools.bench.serve import model_dir
+from tools.bench.serve_format_probe import load
+
+PROBE = tool_path(os.path.join("bench", "serve_format_probe.py"))
 
 SINGLES = 128  # sentences sent one at a time for the batch-1 rows
 PEER = "ONNX Runtime float32"
@@ -30,99 +37,40 @@ def _size_mb(path):
     return sum(os.path.getsize(os.path.join(root, name)) for root, _, names in os.walk(path) for name in names) / 1e6
 
 
-def _saved_model_side(directory, workdir):
-    import tensorflow as tf
+def _exports(directory, workdir):
+    """`{side name: exported path}` of every format this environment runs (OpenVINO where it is installed)."""
+    from bert_tf.export import export_litert, export_onnx, export_saved_model
 
-    from bert_tf.export import export_saved_model
-
-    output = os.path.join(workdir, "saved_model")
-    export_saved_model(directory, output, encoder_only=True)
-    signature = tf.saved_model.load(output).signatures["serving_default"]
-    return output, lambda batch: signature(text=tf.constant(batch))["sentence_embedding"].numpy()
-
-
-def _litert_side(directory, workdir, quantize):
-    import numpy as np
-    import tensorflow_text
-    from ai_edge_litert.interpreter import InterpreterWithCustomOps
-
-    from bert_tf.export import export_litert
-
-    output = os.path.join(workdir, f"litert-{quantize}")
-    export_litert(directory, output, quantize=quantize, encoder_only=True)
-    path = os.path.join(output, "model.tflite")
-    interpreter = InterpreterWithCustomOps(
-        model_path=path,
-        custom_op_registerers=tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS,
-        num_threads=os.cpu_count(),
-    )
-    runner = interpreter.get_signature_runner("serving_default")
-
-    def embed(batch):
-        return runner(text=np.array([text.encode("utf-8") for text in batch], dtype=object))["sentence_embedding"]
-
-    return path, embed
-
-
-def _onnx_export(directory, workdir, quantize):
-    from bert_tf.export import export_onnx
-
-    output = os.path.join(workdir, f"onnx-{quantize}")
-    export_onnx(directory, output, quantize=quantize, encoder_only=True)
-    return output
-
-
-def _feeds(tokenizer, batch):
-    import numpy as np
-
-    encodings = tokenizer.encode_batch(batch)
-    return {
-        "token_ids": np.array([e.ids for e in encodings], np.int32),
-        "segment_ids": np.array([e.type_ids for e in encodings], np.int32),
-        "padding_mask": np.array([e.attention_mask for e in encodings], np.int32),
-    }
-
-
-def _onnx_runtime_side(output):
-    import onnxruntime
-    import tokenizers
-
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = os.cpu_count()
-    path = os.path.join(output, "model.onnx")
-    session = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
-    tokenizer = tokenizers.Tokenizer.from_file(os.path.join(output, "tokenizer.json"))
-    return path, lambda batch: session.run(["sentence_embedding"], _feeds(tokenizer, batch))[0]
-
-
-def _openvino_side(output):
-    """OpenVINO on the float32 ONNX model; None where the package is not installed."""
+    paths = {"SavedModel float32": os.path.join(workdir, "saved_model")}
+    export_saved_model(directory, paths["SavedModel float32"], encoder_only=True)
+    for quantize, label in (("none", "float32"), ("float16", "float16"), ("dynamic_int8", "int8")):
+        output = os.path.join(workdir, f"litert-{quantize}")
+        export_litert(directory, output, quantize=quantize, encoder_only=True)
+        paths[f"LiteRT {label}"] = os.path.join(output, "model.tflite")
+    for quantize, name in (("none", PEER), ("dynamic_int8", "ONNX Runtime int8")):
+        output = os.path.join(workdir, f"onnx-{quantize}")
+        export_onnx(directory, output, quantize=quantize, encoder_only=True)
+        paths[name] = os.path.join(output, "model.onnx")
     try:
-        import openvino
+        import openvino  # noqa: F401  (a benchmark-only peer)
     except ImportError:
-        return None
-    import tokenizers
-
-    path = os.path.join(output, "model.onnx")
-    compiled = openvino.Core().compile_model(path, "CPU")
-    tokenizer = tokenizers.Tokenizer.from_file(os.path.join(output, "tokenizer.json"))
-    port = compiled.output("sentence_embedding")
-    return path, lambda batch: compiled(_feeds(tokenizer, batch))[port]
+        pass
+    else:
+        paths["OpenVINO float32"] = paths[PEER]
+    return paths
 
 
-def _sides(directory, workdir):
-    """`{name: (model path, embed(list of str) -> float32 [B, D])}` of every format this environment runs."""
-    sides = {"SavedModel float32": _saved_model_side(directory, workdir)}
-    for quantize in ("none", "float16", "dynamic_int8"):
-        label = {"none": "float32", "float16": "float16", "dynamic_int8": "int8"}[quantize]
-        sides[f"LiteRT {label}"] = _litert_side(directory, workdir, quantize)
-    float32 = _onnx_export(directory, workdir, "none")
-    sides[PEER] = _onnx_runtime_side(float32)
-    sides["ONNX Runtime int8"] = _onnx_runtime_side(_onnx_export(directory, workdir, "dynamic_int8"))
-    openvino = _openvino_side(float32)
-    if openvino is not None:
-        sides["OpenVINO float32"] = openvino
-    return sides
+def _peak_rss(paths, batch_size):
+    """`{side name: peak RSS GB}` of each format embedding the dev set at `batch_size` alone in a fresh process
+    (tools/bench/serve_format_probe.py: the format's runtime only, no bert_tf), or {} with --memory off."""
+    if not memory_on():
+        return {}
+    result = {}
+    for name, path in paths.items():
+        command = [sys.executable, PROBE, name, path, FLAGS.sst2, str(batch_size), "64" if FLAGS.quick else "0"]
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+        result[name] = memory_probe.run_probe(command, env=env).peak_rss_gb
+    return result
 
 
 def _cosines(embeddings, reference):
@@ -141,7 +89,8 @@ def serve_formats_rows(batch_size):
     singles = [[sentence] for sentence in sentences[:SINGLES]]
     with tempfile.TemporaryDirectory() as workdir:
         directory, _ = model_dir(workdir)
-        sides = _sides(directory, workdir)
+        paths = _exports(directory, workdir)
+        sides = {name: (path, load(name, path)) for name, path in paths.items()}
         embeddings = {name: np.concatenate([embed(b) for b in batches]) for name, (_, embed) in sides.items()}
         rates = {}
         for label, batch_list in ((f"batch {batch_size}", batches), ("batch 1", singles)):
@@ -153,6 +102,7 @@ def serve_formats_rows(batch_size):
                 FLAGS.repeats,
             )
         sizes = {name: _size_mb(path) for name, (path, _) in sides.items()}
+        memory = _peak_rss(paths, batch_size)
     rows = []
     ours = [name for name in sides if name.startswith(("SavedModel", "LiteRT"))]
     for label, rate in rates.items():
@@ -166,6 +116,8 @@ def serve_formats_rows(batch_size):
                     rate[PEER],
                     PEER,
                     note="tokenizer in the graph; ONNX Runtime with Hugging Face tokenizers",
+                    ours_gb=memory.get(name) if label != "batch 1" else None,
+                    peer_gb=memory.get(PEER) if label != "batch 1" else None,
                 )
             )
         best = max(ours, key=lambda name: rate[name])
@@ -174,7 +126,16 @@ def serve_formats_rows(batch_size):
         )
         for int8, float32 in (("LiteRT int8", "LiteRT float32"), ("ONNX Runtime int8", PEER)):
             rows.append(
-                Row("serve_formats", f"{int8} vs its float32, {label}", "sent/s", rate[int8], rate[float32], float32)
+                Row(
+                    "serve_formats",
+                    f"{int8} vs its float32, {label}",
+                    "sent/s",
+                    rate[int8],
+                    rate[float32],
+                    float32,
+                    ours_gb=memory.get(int8) if label != "batch 1" else None,
+                    peer_gb=memory.get(float32) if label != "batch 1" else None,
+                )
             )
         detail = "; ".join(f"{name} {value:.1f}" for name, value in rate.items())
         rows.append(Row("serve_formats-detail", f"every format, {label}", "sent/s", float("nan"), note=detail))

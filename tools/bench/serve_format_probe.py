@@ -1,0 +1,119 @@
+"""One export format's embedding work alone in a fresh process, for serve_formats' peak-RSS column.
+
+    python tools/bench/serve_format_probe.py SIDE PATH SST2_DEV_TSV BATCH [COUNT]
+
+SIDE is a serve_formats side name ("SavedModel float32", "LiteRT int8", "ONNX Runtime float32", ...), PATH its
+exported file or directory. The process imports that format's runtime only (the SavedModel: TensorFlow and
+tensorflow-text; LiteRT: `ai-edge-litert` and tensorflow-text's kernels through `bert_tf/export/litert_runtime.py`
+loaded by its path, without TensorFlow's Python; ONNX Runtime and OpenVINO: their package and Hugging Face
+`tokenizers`), embeds the SST-2 dev sentences (the first COUNT, 0 for all) at batch BATCH, and prints its peak RSS
+as the JSON line `tools/memory_probe.py` reads. serve_formats' speed run loads every side with `load` below.
+"""
+
+import importlib.util
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _load_saved_model(path):
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (registers the tokenizer's ops)
+
+    signature = tf.saved_model.load(path).signatures["serving_default"]
+    return lambda batch: signature(text=tf.constant(batch))["sentence_embedding"].numpy()
+
+
+def _text_op_registerers():
+    """tensorflow-text's LiteRT kernels: through its package where TensorFlow is loaded already (the speed run;
+    loading the extension file a second time there crashes the process at exit), else through
+    `bert_tf/export/litert_runtime.py` by its path (the probe: no TensorFlow Python)."""
+    if "tensorflow" in sys.modules:
+        import tensorflow_text
+
+        return tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS
+    path = os.path.join(ROOT, "bert_tf", "export", "litert_runtime.py")
+    spec = importlib.util.spec_from_file_location("litert_runtime", path)
+    runtime = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(runtime)
+    return runtime.text_op_registerers()
+
+
+def _load_litert(path):
+    import numpy as np
+    from ai_edge_litert.interpreter import InterpreterWithCustomOps
+
+    interpreter = InterpreterWithCustomOps(
+        model_path=path, custom_op_registerers=_text_op_registerers(), num_threads=os.cpu_count()
+    )
+    runner = interpreter.get_signature_runner("serving_default")
+
+    def embed(batch):
+        return runner(text=np.array([text.encode("utf-8") for text in batch], dtype=object))["sentence_embedding"]
+
+    return embed
+
+
+def _feeds(tokenizer, batch):
+    import numpy as np
+
+    encodings = tokenizer.encode_batch(batch)
+    return {
+        "token_ids": np.array([e.ids for e in encodings], np.int32),
+        "segment_ids": np.array([e.type_ids for e in encodings], np.int32),
+        "padding_mask": np.array([e.attention_mask for e in encodings], np.int32),
+    }
+
+
+def _load_onnx_runtime(path):
+    import onnxruntime
+    import tokenizers
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = os.cpu_count()
+    session = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    tokenizer = tokenizers.Tokenizer.from_file(os.path.join(os.path.dirname(path), "tokenizer.json"))
+    return lambda batch: session.run(["sentence_embedding"], _feeds(tokenizer, batch))[0]
+
+
+def _load_openvino(path):
+    import openvino
+    import tokenizers
+
+    compiled = openvino.Core().compile_model(path, "CPU")
+    tokenizer = tokenizers.Tokenizer.from_file(os.path.join(os.path.dirname(path), "tokenizer.json"))
+    port = compiled.output("sentence_embedding")
+    return lambda batch: compiled(_feeds(tokenizer, batch))[port]
+
+
+# Side name prefix -> loader of the exported file or directory (the same in the speed run and its memory probes).
+LOADERS = {
+    "SavedModel": _load_saved_model,
+    "LiteRT": _load_litert,
+    "ONNX Runtime": _load_onnx_runtime,
+    "OpenVINO": _load_openvino,
+}
+
+
+def load(name, path):
+    """`embed(list of str) -> float32 [B, D]` of the side `name` on its exported `path`."""
+    return next(loader for prefix, loader in LOADERS.items() if name.startswith(prefix))(path)
+
+
+def main(side, path, sst2, batch, count="0"):
+    sys.path.insert(0, ROOT)
+    from tools import memory_probe
+
+    with open(sst2, encoding="utf-8") as f:
+        sentences = [line.rstrip("\n").split("\t")[0] for line in f][1:]
+    sentences = sentences[: int(count)] if int(count) else sentences
+    embed = load(side, path)
+    size = int(batch)
+    for start in range(0, len(sentences), size):
+        embed(sentences[start : start + size])
+    memory_probe.emit(kind="serve_format", side=side, sentences=len(sentences))
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])
