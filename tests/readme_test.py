@@ -195,6 +195,10 @@ LONG = {
         "about 15 minutes: the default suite, the tests not marked slow (15.0 measured alone on a 2-core "
         "AVX2-only AMD EPYC for 1,383 tests at 7bcdb5c; 21.7 in an earlier run on another such VM)"
     ),
+    "python tools/benchmark.py --sections=serve_formats --settings=float32 --repeats=3 --memory": Long(
+        "about 10 minutes: MiniLM exported in six formats, timed at batch 32 and 1, each format's peak RSS in its "
+        "own process (9.5 measured on the 2-core AVX2 EPYC); tests/tools/benchmark_test.py runs its --quick form"
+    ),
     "make test-slow": Long(
         "about 55 minutes: the tests marked slow (estimated: the 72.2-minute full run less the default tier, same CPU)"
     ),

@@ -243,39 +243,50 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected positional arguments. Received: {argv[1:]}")
     _validate_flags()
-    if FLAGS.format != "saved_model":
-        return _export_other_format()
-
+    if FLAGS.format == "saved_model":
+        function, arguments, report = export_saved_model, _saved_model_arguments(), _report_saved_model
+    else:
+        function = export_litert if FLAGS.format == "litert" else export_onnx
+        arguments, report = {name: FLAGS[name].value for name in FORMAT_FLAGS[FLAGS.format]}, _report_other_format
     try:
-        metadata = export_saved_model(
-            ModelDirectory.read(FLAGS.model_dir),  # the directory, read once
-            FLAGS.output_dir,
-            overwrite=FLAGS.overwrite,
-            encoder_only=FLAGS.encoder_only,
-            text_pair=FLAGS.text_pair,
-            top_k=FLAGS.top_k,
-            max_seq_length=FLAGS.max_seq_length,
-            max_input_bytes=FLAGS.max_input_bytes,
-            doc_stride=FLAGS.doc_stride,
-            max_query_length=FLAGS.max_query_length,
-            max_answer_length=FLAGS.max_answer_length,
-            search_corpus=FLAGS.search_corpus,
-            search_text_column=_column(FLAGS.search_text_column),
-            search_id_column=_column(FLAGS.search_id_column),
-            search_format=FLAGS.search_format,
-            search_batch_size=FLAGS.search_batch_size,
-            long_text=FLAGS.long_text,
-            window_stride=FLAGS.window_stride,
-            max_windows=FLAGS.max_windows,
+        # The directory read once; every writer writes beside --output_dir and renames when complete.
+        metadata = function(
+            ModelDirectory.read(FLAGS.model_dir), FLAGS.output_dir, overwrite=FLAGS.overwrite, **arguments
         )
-    except (CheckpointError, ConfigError, ValueError) as e:
+    except (CheckpointError, ConfigError, ValueError, ImportError) as e:
         print(f"bert-tf-export: error: {e}", file=sys.stderr)
         return 1
     except errors.STORAGE_ERRORS as e:  # a read-only, full or missing disk
-        # export_saved_model writes beside --output_dir and renames when complete.
         kept = f"nothing written to {FLAGS.output_dir}; {FLAGS.model_dir} unchanged"
         print(errors.storage_error("bert-tf-export", e, kept), file=sys.stderr)
         return 1
+    report(metadata)
+    return 0
+
+
+def _saved_model_arguments():
+    """`export_saved_model`'s keyword arguments from the flags (all but the directories and --overwrite)."""
+    return {
+        "encoder_only": FLAGS.encoder_only,
+        "text_pair": FLAGS.text_pair,
+        "top_k": FLAGS.top_k,
+        "max_seq_length": FLAGS.max_seq_length,
+        "max_input_bytes": FLAGS.max_input_bytes,
+        "doc_stride": FLAGS.doc_stride,
+        "max_query_length": FLAGS.max_query_length,
+        "max_answer_length": FLAGS.max_answer_length,
+        "search_corpus": FLAGS.search_corpus,
+        "search_text_column": _column(FLAGS.search_text_column),
+        "search_id_column": _column(FLAGS.search_id_column),
+        "search_format": FLAGS.search_format,
+        "search_batch_size": FLAGS.search_batch_size,
+        "long_text": FLAGS.long_text,
+        "window_stride": FLAGS.window_stride,
+        "max_windows": FLAGS.max_windows,
+    }
+
+
+def _report_saved_model(metadata):
     print(
         f"Exported {metadata['kind']} model {FLAGS.model_dir} to {FLAGS.output_dir} "
         f"(max_seq_length {metadata['max_seq_length']}); signatures:"
@@ -284,24 +295,10 @@ def main(argv):
         print(f"  {name}: {', '.join(spec['inputs'])} -> {', '.join(spec['outputs'])}")
     if "search" in metadata:
         print(f"Search corpus: {metadata['search']['corpus_size']} passages from {FLAGS.search_corpus}")
-    return 0
 
 
-def _export_other_format():
-    """--format=litert or onnx: the library call with the flags that format reads, and what it wrote."""
-    function = export_litert if FLAGS.format == "litert" else export_onnx
-    arguments = {name: FLAGS[name].value for name in FORMAT_FLAGS[FLAGS.format]}
-    try:
-        metadata = function(
-            ModelDirectory.read(FLAGS.model_dir), FLAGS.output_dir, overwrite=FLAGS.overwrite, **arguments
-        )
-    except (CheckpointError, ConfigError, ValueError, ImportError) as e:
-        print(f"bert-tf-export: error: {e}", file=sys.stderr)
-        return 1
-    except errors.STORAGE_ERRORS as e:
-        kept = f"nothing written to {FLAGS.output_dir}; {FLAGS.model_dir} unchanged"
-        print(errors.storage_error("bert-tf-export", e, kept), file=sys.stderr)
-        return 1
+def _report_other_format(metadata):
+    """--format=litert or onnx: what was written."""
     print(
         f"Exported {metadata['kind']} model {FLAGS.model_dir} to {FLAGS.output_dir} as {FLAGS.format} "
         f"(quantize {FLAGS.quantize}, max_seq_length {metadata['max_seq_length']})"
@@ -311,7 +308,6 @@ def _export_other_format():
             print(f"  {key}: {', '.join(_names(metadata[key]))}")
     if metadata.get("message"):
         print(metadata["message"])
-    return 0
 
 
 def _names(entries):
