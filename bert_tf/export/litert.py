@@ -243,6 +243,19 @@ def _use_litert_activations(encoder):
             block._activation = _exact_gelu
 
 
+def _trim_positions(encoder, max_seq_length):
+    """Cuts the learned position table of `encoder` (a model loaded for this export alone) to the rows a
+    `max_seq_length` input reads: the converter stores the table as one float constant (LiteRT slices it, no
+    quantized kernel), 0.69 MB of a 20 MB int8 MiniLM classifier at 64 of 512 rows. Encoders without an absolute
+    table (DeBERTa-v2's relative positions, ModernBERT's rotary ones) are left as they are."""
+    embeddings = getattr(encoder, "embeddings", None)
+    table = getattr(embeddings, "position_embedding", None)
+    if table is None or not hasattr(table, "shape"):
+        return
+    rows = min(int(table.shape[0]), embeddings.position_offset + max_seq_length)
+    embeddings.position_embedding = tf.constant(tf.convert_to_tensor(table)[:rows].numpy())
+
+
 class LiteRTModule(tf.Module):
     """The function a LiteRT model is converted from: raw strings (or ids) in, the task's answers out.
 
@@ -265,6 +278,7 @@ class LiteRTModule(tf.Module):
         # LiteRT has no kernel for.
         self._held = Unsaved((module.model, module))
         _use_litert_activations(getattr(module.model, "encoder", module.model))
+        _trim_positions(getattr(module.model, "encoder", module.model), module.max_seq_length)
         self.model_variables = [variable.value for variable in module.model.weights]
         self._packer = _Packer(module.max_seq_length, module.packer)
         if tokenizer_inside:

@@ -260,6 +260,33 @@ def test_sizes_shrink_with_quantization(exported):
     assert sizes["float16"] < float32 and sizes["dynamic_int8"] < sizes["float16"]
 
 
+def _float_constant_shapes(path):
+    """The shapes of the float32 constant tensors (those with data) of a .tflite file."""
+    from tensorflow.lite.python import schema_py_generated as schema
+
+    with open(path, "rb") as f:
+        model = schema.Model.GetRootAsModel(f.read(), 0)
+    shapes = []
+    for index in range(model.SubgraphsLength()):
+        graph = model.Subgraphs(index)
+        for number in range(graph.TensorsLength()):
+            tensor = graph.Tensors(number)
+            if model.Buffers(tensor.Buffer()).DataLength() and tensor.Type() == schema.TensorType.FLOAT32:
+                shapes.append(tuple(tensor.ShapeAsNumpy()) if tensor.ShapeLength() else ())
+    return shapes
+
+
+def test_position_table_is_cut_to_max_seq_length(model_dirs, exported):
+    # The export stores only the rows a max_seq_length input reads (the table is a float constant LiteRT slices);
+    # the tagger's answers still equal the serving module's (test_tagger_and_span_labeler_answer_as_their_ids_signatures).
+    config = checkpoints.ModelDirectory.read(model_dirs["ner"]).config
+    output, metadata = exported["ner", "none"]
+    assert (metadata["max_seq_length"], config.max_position_embeddings) == (32, 64)
+    shapes = _float_constant_shapes(os.path.join(output, MODEL_FILE))
+    assert (config.max_position_embeddings, config.hidden_size) not in shapes
+    assert (config.vocab_size, config.hidden_size) in shapes  # the token table, whole
+
+
 def test_encoder_embeddings_equal_the_serving_module(modules, answers):
     module = modules("encoder")
     expected = module.embed_text(tf.constant(TEXTS))
