@@ -217,6 +217,16 @@ def test_config_and_metrics_import_no_tensorflow():
         assert not imported & {"tensorflow", "keras", "tensorflow_text"}, module
 
 
+def test_litert_runtime_imports_the_standard_library_only():
+    # Serving processes load it by its path beside ai-edge-litert alone (no TensorFlow, no bert_tf).
+    tree = ast.parse(open(MODULES["bert_tf.export.litert_runtime"], encoding="utf-8").read())
+    imported = {
+        alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names
+    }
+    imported |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert imported and imported <= set(sys.stdlib_module_names), sorted(imported - set(sys.stdlib_module_names))
+
+
 # The imports inside functions (module, imported top-level name): optional or heavy dependencies one code path needs,
 # and the apps' start-up, which sets TensorFlow's log level before TensorFlow is imported.
 LAZY_IMPORTS = {
