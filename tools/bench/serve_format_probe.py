@@ -15,6 +15,8 @@ import os
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if not __package__:  # run as `python tools/bench/serve_format_probe.py`: import `tools.*` from this checkout
+    sys.path.insert(0, ROOT)
 
 
 def _load_saved_model(path):
@@ -102,7 +104,6 @@ def load(name, path):
 
 
 def main(side, path, sst2, batch, count="0"):
-    sys.path.insert(0, ROOT)
     from tools import memory_probe
 
     with open(sst2, encoding="utf-8") as f:
