@@ -199,6 +199,31 @@ LONG = {
         "about 10 minutes: MiniLM exported in six formats, timed at batch 32 and 1, each format's peak RSS in its "
         "own process (9.5 measured on the 2-core AVX2 EPYC); tests/tools/benchmark_test.py runs its --quick form"
     ),
+    "bert-tf-finetune --task=classification --init=$M --glue_task=sst2 --train_file=../shared/data/glue/SST-2/train.tsv "
+    "--eval_file=../shared/data/glue/SST-2/dev.tsv --model_dir=runs/fa/sst2 --max_seq_length=64 --train_steps=400 "
+    "--global_batch_size=32 --learning_rate=1e-4 --seed=0": Long(
+        "about 4 minutes (400 steps of MiniLM, 2-core AVX2 EPYC)"
+    ),
+    "bert-tf-distill --teacher=runs/fa/sst2 --student_layers=0,2,4 --model_dir=runs/fa/sst2-student "
+    "--train_file=../shared/data/glue/SST-2/train.tsv --eval_file=../shared/data/glue/SST-2/dev.tsv --glue_task=sst2 "
+    "--train_steps=400 --global_batch_size=32 --seed=0": Long(
+        "about 3 minutes after the fine-tuning above (400 steps)"
+    ),
+    "bert-tf-finetune --task=ner --init=$M --train_file=../shared/data/conll2003/eng.train "
+    "--eval_file=../shared/data/conll2003/eng.testa --model_dir=runs/fa/conll --max_seq_length=64 --train_steps=500 "
+    "--global_batch_size=32 --learning_rate=1e-4 --seed=0": Long("about 7 minutes (500 steps and the evaluation)"),
+    "python tools/format_accuracy.py --model_dir=runs/fa/sst2 --eval_file=../shared/data/glue/SST-2/dev.tsv": Long(
+        "about 3 minutes after the fine-tuning above (six exports, 872 sentences each); "
+        "tests/tools/format_accuracy_test.py runs it on a tiny classifier"
+    ),
+    "python tools/format_accuracy.py --model_dir=runs/fa/sst2-student --eval_file=../shared/data/glue/SST-2/dev.tsv": Long(
+        "about 2 minutes after the distillation above"
+    ),
+    "python tools/format_accuracy.py --model_dir=runs/fa/conll --eval_file=../shared/data/conll2003/eng.testa": Long(
+        "about 4 minutes after the NER fine-tuning above (six exports, 3,250 sentences each)"
+    ),
+    "bert-tf-export --model_dir=runs/fa/sst2-student --output_dir=runs/fa/student-litert --format=litert "
+    "--quantize=dynamic_int8": Long("about 30 s after the distillation above"),
     "make test-slow": Long(
         "about 55 minutes: the tests marked slow (estimated: the 72.2-minute full run less the default tier, same CPU)"
     ),
