@@ -224,6 +224,10 @@ LONG = {
     ),
     "bert-tf-export --model_dir=runs/fa/sst2-student --output_dir=runs/fa/student-litert --format=litert "
     "--quantize=dynamic_int8": Long("about 30 s after the distillation above"),
+    "python tools/benchmark_tokenizer.py --vocab=$M/vocab.txt --input=../shared/data/corpus/wikitext2/wiki.test.raw "
+    "--multilingual='../shared/data/multilingual/udhr/*' --multilingual_megabytes=0.5 --repeats=3 --nolowercase": Long(
+        "about 4 minutes: the cased table of the command above (its --lowercase form is run by this file)"
+    ),
     "make test-slow": Long(
         "about 55 minutes: the tests marked slow (estimated: the 72.2-minute full run less the default tier, same CPU)"
     ),

@@ -29,6 +29,8 @@ from absl import app, flags
 if not __package__:  # run as `python tools/format_accuracy.py`: import `tools.*` and `bert_tf` from this checkout
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from tools.bench.serve_format_probe import feeds, litert_runner, onnx_session
+
 FORMATS = ("saved_model", "litert_float32", "litert_float16", "litert_int8", "onnx_float32", "onnx_int8")
 QUANTIZE = {"float32": "none", "float16": "float16", "int8": "dynamic_int8"}
 
@@ -96,36 +98,6 @@ def export(model_dir, workdir, name, tokenizer_inside):
     return os.path.join(output, "model.onnx")
 
 
-def _litert_runner(path):
-    import tensorflow_text
-    from ai_edge_litert.interpreter import InterpreterWithCustomOps
-
-    interpreter = InterpreterWithCustomOps(
-        model_path=path,
-        custom_op_registerers=tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS,
-        num_threads=os.cpu_count(),
-    )
-    return interpreter.get_signature_runner("serving_default")
-
-
-def _onnx_session(path):
-    import onnxruntime
-
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = os.cpu_count()
-    return onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
-
-
-def _feeds(encodings):
-    import numpy as np
-
-    return {
-        "token_ids": np.array([e.ids for e in encodings], np.int32),
-        "segment_ids": np.array([e.type_ids for e in encodings], np.int32),
-        "padding_mask": np.array([e.attention_mask for e in encodings], np.int32),
-    }
-
-
 def classify(name, path, tokenizer, sentences, batch_size):
     """Label ids of `sentences` (raw strings) through format `name`'s serving path."""
     import numpy as np
@@ -137,40 +109,39 @@ def classify(name, path, tokenizer, sentences, batch_size):
         signature = tf.saved_model.load(path).signatures["serving_default"]
         return np.concatenate([signature(text=tf.constant(b))["label_id"].numpy() for b in batches])
     if name.startswith("litert"):
-        runner = _litert_runner(path)
+        runner = litert_runner(path)
         encode = [np.array([s.encode("utf-8") for s in b], dtype=object) for b in batches]
         return np.concatenate([runner(text=b)["label_id"] for b in encode])
-    session = _onnx_session(path)
-    return np.concatenate([session.run(["label_id"], _feeds(tokenizer.encode_batch(b)))[0] for b in batches])
+    session = onnx_session(path)
+    return np.concatenate([session.run(["label_id"], feeds(tokenizer.encode_batch(b)))[0] for b in batches])
 
 
 def tag(name, path, tokenizer, sentences, batch_size):
     """Per sentence, the label id of each word's first piece, the same piece ids fed to every format."""
-
     if name == "saved_model":
         import tensorflow as tf
 
         signature = tf.saved_model.load(path).signatures["ids"]
 
-        def run(feeds):
-            return signature(**{k: tf.constant(v) for k, v in feeds.items()})["label_id"].numpy()
+        def run(inputs):
+            return signature(**{k: tf.constant(v) for k, v in inputs.items()})["label_id"].numpy()
 
     elif name.startswith("litert"):
-        runner = _litert_runner(path)
+        runner = litert_runner(path)
 
-        def run(feeds):
-            return runner(**feeds)["label_id"]
+        def run(inputs):
+            return runner(**inputs)["label_id"]
 
     else:
-        session = _onnx_session(path)
+        session = onnx_session(path)
 
-        def run(feeds):
-            return session.run(["label_id"], feeds)[0]
+        def run(inputs):
+            return session.run(["label_id"], inputs)[0]
 
     words = []
     for start in range(0, len(sentences), batch_size):
         encodings = tokenizer.encode_batch(sentences[start : start + batch_size], is_pretokenized=True)
-        label_ids = run(_feeds(encodings))
+        label_ids = run(feeds(encodings))
         for encoding, row in zip(encodings, label_ids):
             first = {}
             for position, word in enumerate(encoding.word_ids):

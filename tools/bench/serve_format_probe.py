@@ -42,14 +42,20 @@ def _text_op_registerers():
     return runtime.text_op_registerers()
 
 
-def _load_litert(path):
-    import numpy as np
+def litert_runner(path):
+    """The `serving_default` signature runner of a LiteRT file, tensorflow-text's kernels registered, every core."""
     from ai_edge_litert.interpreter import InterpreterWithCustomOps
 
     interpreter = InterpreterWithCustomOps(
         model_path=path, custom_op_registerers=_text_op_registerers(), num_threads=os.cpu_count()
     )
-    runner = interpreter.get_signature_runner("serving_default")
+    return interpreter.get_signature_runner("serving_default")
+
+
+def _load_litert(path):
+    import numpy as np
+
+    runner = litert_runner(path)
 
     def embed(batch):
         return runner(text=np.array([text.encode("utf-8") for text in batch], dtype=object))["sentence_embedding"]
@@ -57,10 +63,10 @@ def _load_litert(path):
     return embed
 
 
-def _feeds(tokenizer, batch):
+def feeds(encodings):
+    """The ids inputs of an exported model from Hugging Face `tokenizers` encodings (one batch, padded)."""
     import numpy as np
 
-    encodings = tokenizer.encode_batch(batch)
     return {
         "token_ids": np.array([e.ids for e in encodings], np.int32),
         "segment_ids": np.array([e.type_ids for e in encodings], np.int32),
@@ -68,15 +74,21 @@ def _feeds(tokenizer, batch):
     }
 
 
-def _load_onnx_runtime(path):
+def onnx_session(path):
+    """An ONNX Runtime CPU session of `path` on every core."""
     import onnxruntime
-    import tokenizers
 
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = os.cpu_count()
-    session = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    return onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+
+
+def _load_onnx_runtime(path):
+    import tokenizers
+
+    session = onnx_session(path)
     tokenizer = tokenizers.Tokenizer.from_file(os.path.join(os.path.dirname(path), "tokenizer.json"))
-    return lambda batch: session.run(["sentence_embedding"], _feeds(tokenizer, batch))[0]
+    return lambda batch: session.run(["sentence_embedding"], feeds(tokenizer.encode_batch(batch)))[0]
 
 
 def _load_openvino(path):
@@ -86,7 +98,7 @@ def _load_openvino(path):
     compiled = openvino.Core().compile_model(path, "CPU")
     tokenizer = tokenizers.Tokenizer.from_file(os.path.join(os.path.dirname(path), "tokenizer.json"))
     port = compiled.output("sentence_embedding")
-    return lambda batch: compiled(_feeds(tokenizer, batch))[port]
+    return lambda batch: compiled(feeds(tokenizer.encode_batch(batch)))[port]
 
 
 # Side name prefix -> loader of the exported file or directory (the same in the speed run and its memory probes).
