@@ -34,12 +34,18 @@ from tools.bench.serve_format_probe import feeds, litert_runner, onnx_session
 FORMATS = ("saved_model", "litert_float32", "litert_float16", "litert_int8", "onnx_float32", "onnx_int8")
 QUANTIZE = {"float32": "none", "float16": "float16", "int8": "dynamic_int8"}
 
-flags.DEFINE_string("model_dir", None, "A fine-tuned classification or NER model directory.", required=True)
-flags.DEFINE_string("eval_file", None, "SST-2 style dev.tsv (classification) or a CoNLL file (ner).", required=True)
-flags.DEFINE_list("formats", list(FORMATS), f"Formats to score, of {', '.join(FORMATS)}.")
-flags.DEFINE_integer("batch_size", 32, "Examples per call.")
-flags.DEFINE_integer("limit", 0, "Score the first N examples only (0: all).")
-flags.DEFINE_string("workdir", None, "Where the exports go (default: a temporary directory, removed at the end).")
+
+def define_flags():
+    """The command line's flags, defined when run as a script only (importing the readers defines none: the apps'
+    flags of the same names live in the same absl registry in a test process)."""
+    flags.DEFINE_string("model_dir", None, "A fine-tuned classification or NER model directory.", required=True)
+    flags.DEFINE_string("eval_file", None, "SST-2 style dev.tsv (classification) or a CoNLL file (ner).", required=True)
+    flags.DEFINE_list("formats", list(FORMATS), f"Formats to score, of {', '.join(FORMATS)}.")
+    flags.DEFINE_integer("batch_size", 32, "Examples per call.")
+    flags.DEFINE_integer("limit", 0, "Score the first N examples only (0: all).")
+    flags.DEFINE_string("workdir", None, "Where the exports go (default: a temporary directory, removed at the end).")
+
+
 FLAGS = flags.FLAGS
 
 
@@ -233,4 +239,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)

@@ -440,6 +440,10 @@ def write_tokenizer(model_dir, tokenizer, output_dir, max_seq_length):
                 pad_type_id=padding["pad_type_id"],
                 pad_token=padding["pad_token"],
             )
+        else:  # a file that does not pad (transformers' own saves): a batch of texts would give ragged rows
+            pad = next((token for token in ("[PAD]", "<pad>") if hf.token_to_id(token) is not None), None)
+            if pad is not None:
+                hf.enable_padding(pad_id=hf.token_to_id(pad), pad_token=pad)
         hf.save(path)
         entry["tokenizer_json"] = (
             f"{TOKENIZER_JSON}: the model directory's, truncating to {max_seq_length}, padding to the batch's longest"

@@ -280,6 +280,18 @@ def test_a_checkpoints_fixed_padding_becomes_the_batchs_longest(minilm_dir, tmp_
     assert encodings[0].attention_mask == [1] * 5 + [0] * 59
 
 
+@pytest.mark.parametrize("family, pad", [("roberta", "<pad>"), ("bert", "[PAD]")])
+def test_a_checkpoints_tokenizer_json_without_padding_pads_to_the_longest(family, pad, tmp_path):
+    # transformers saves tokenizer.json without padding: ONNX Runtime needs the rows of a batch equally long.
+    folder = os.path.join(REFERENCE_DIR, "families", family)
+    with open(os.path.join(folder, "tokenizer.json"), encoding="utf-8") as f:
+        assert json.load(f)["padding"] is None
+    write_tokenizer(checkpoints.ModelDirectory.read(folder), None, str(tmp_path), 32)
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    short, long = hf.encode_batch(["a", "a longer sentence with more words in it"])
+    assert len(short.ids) == len(long.ids) and short.ids[-1] == hf.token_to_id(pad) and short.attention_mask[-1] == 0
+
+
 def _sst2_sentences(count):
     with open(os.path.join(DATA_DIR, "glue", "SST-2", "dev.tsv"), encoding="utf-8") as f:
         rows = [line.rstrip("\n").split("\t")[0] for line in f][1:]
