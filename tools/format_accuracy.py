@@ -5,14 +5,14 @@
 
 The model directory's task decides the data and the metric:
 
-- classification: GLUE-style TSV with a header (`sentence` and `label` columns, SST-2's dev.tsv), raw sentences in
+- classification: SST-2's dev.tsv (GLUE's layout, read by `bert_tf.data.classification`), raw sentences in
   each format's serving path: the SavedModel's `serving_default` (tokenizer in the graph), LiteRT with the tokenizer
   inside, ONNX Runtime fed by Hugging Face `tokenizers` on the exported `tokenizer.json`. Metric: accuracy
   (`bert_tf.metrics.glue_metrics`).
-- ner: a CoNLL-2003 column file (word first, BIO tag last). Every format gets the same piece ids (the exported
-  `tokenizer.json` on the words, `is_pretokenized`): the SavedModel's `ids` signature, an ids-in LiteRT model, ONNX
-  Runtime; a word's tag is its first piece's label, as fine-tuning scores it. Metric: entity F1 (conlleval,
-  `bert_tf.metrics.conll_metrics`).
+- ner: a CoNLL-2003 column file (word first, tag last; read by `bert_tf.data.read_conll`). Every format gets the
+  same piece ids (the exported `tokenizer.json` on the words, `is_pretokenized`): the SavedModel's `ids` signature,
+  an ids-in LiteRT model, ONNX Runtime; a word's tag is its first piece's label, as fine-tuning scores it. Metric:
+  entity F1 (conlleval, `bert_tf.metrics.conll_metrics`).
 
 Formats: the float32 SavedModel (the reference), LiteRT float32, float16 and dynamic int8, ONNX float32 and dynamic
 int8 (`--formats` picks some). The table gives each format's size on disk, its metric, and the share of examples
@@ -29,7 +29,7 @@ from absl import app, flags
 if not __package__:  # run as `python tools/format_accuracy.py`: import `tools.*` and `bert_tf` from this checkout
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from tools.bench.serve_format_probe import feeds, litert_runner, onnx_session
+from tools.bench.serve_format_probe import feeds, litert_runner, onnx_session, size_mb
 
 FORMATS = ("saved_model", "litert_float32", "litert_float16", "litert_int8", "onnx_float32", "onnx_int8")
 QUANTIZE = {"float32": "none", "float16": "float16", "int8": "dynamic_int8"}
@@ -49,43 +49,18 @@ def define_flags():
 FLAGS = flags.FLAGS
 
 
-def _size_mb(path):
-    if os.path.isfile(path):
-        return os.path.getsize(path) / 1e6
-    return sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(path) for f in files) / 1e6
+def read_eval(task, path):
+    """(examples, gold) of the held-out file, read as fine-tuning reads it: SST-2's GLUE layout through bert_tf's
+    classification reader (sentences, label ids), or a CoNLL file through its tagging reader (word lists, BIO tag
+    lists; IOB1 converted). Bad input raises ValueError naming the file and line."""
+    from bert_tf.data import read_conll
+    from bert_tf.data.classification import glue_layout, read_examples
 
-
-def read_sst2(path):
-    """(sentences, int labels) of a TSV whose header names `sentence` and `label`; ValueError naming the file."""
-    with open(path, encoding="utf-8") as f:
-        rows = [line.rstrip("\n").split("\t") for line in f]
-    header = rows[0] if rows else []
-    if "sentence" not in header or "label" not in header:
-        raise ValueError(f"{path}: line 1 must name the columns `sentence` and `label`. Received: {header}")
-    text, label = header.index("sentence"), header.index("label")
-    return [row[text] for row in rows[1:]], [int(row[label]) for row in rows[1:]]
-
-
-def read_conll(path):
-    """(sentences as word lists, their tag lists) of a CoNLL column file (blank lines and -DOCSTART- split)."""
-    sentences, tags, words, labels = [], [], [], []
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
-            columns = line.split()
-            if not columns or columns[0] == "-DOCSTART-":
-                if words:
-                    sentences.append(words)
-                    tags.append(labels)
-                words, labels = [], []
-                continue
-            if len(columns) < 2:
-                raise ValueError(f"{path}:{number}: a word and its tag expected. Received: {line.rstrip()!r}")
-            words.append(columns[0])
-            labels.append(columns[-1])
-    if words:
-        sentences.append(words)
-        tags.append(labels)
-    return sentences, tags
+    if task == "classification":
+        examples = read_examples(path, **glue_layout("sst2"))
+        return examples.texts, examples.labels
+    data = read_conll(path)
+    return data.sentences, data.tags
 
 
 def export(model_dir, workdir, name, tokenizer_inside):
@@ -186,10 +161,7 @@ def main(argv):
     if task not in ("classification", "ner"):
         raise app.UsageError(f"--model_dir: a classification or ner model expected. Received task={task!r}")
     labels = list(settings["labels"])
-    if task == "classification":
-        examples, gold = read_sst2(FLAGS.eval_file)
-    else:
-        examples, gold = read_conll(FLAGS.eval_file)
+    examples, gold = read_eval(task, FLAGS.eval_file)
     if FLAGS.limit:
         examples, gold = examples[: FLAGS.limit], gold[: FLAGS.limit]
     formats = ["saved_model"] + [name for name in FLAGS.formats if name != "saved_model"]
@@ -209,7 +181,7 @@ def main(argv):
             else:
                 answers[name] = tag(name, paths[name], tokenizer, examples, FLAGS.batch_size)
             print(f"[scored {name} in {time.perf_counter() - start:.0f} s]", file=sys.stderr, flush=True)
-        sizes = {name: _size_mb(path) for name, path in paths.items()}
+        sizes = {name: size_mb(path) for name, path in paths.items()}
     reference = answers["saved_model"]
     print(f"CPU: {cpu_model()}")
     print(f"Model: {FLAGS.model_dir} ({task}); data: {FLAGS.eval_file}, {len(examples)} examples\n")

@@ -19,6 +19,13 @@ if not __package__:  # run as `python tools/bench/serve_format_probe.py`: import
     sys.path.insert(0, ROOT)
 
 
+def size_mb(path):
+    """Megabytes on disk of a file or of a directory's files."""
+    if os.path.isfile(path):
+        return os.path.getsize(path) / 1e6
+    return sum(os.path.getsize(os.path.join(root, name)) for root, _, names in os.walk(path) for name in names) / 1e6
+
+
 def _load_saved_model(path):
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (registers the tokenizer's ops)

@@ -22,19 +22,12 @@ from tools.bench.harness import Row, median_rates
 from tools.bench.options import FLAGS, sst2_sentences, tool_path
 from tools.bench.peak_rss import memory_on
 from tools.bench.serve import model_dir
-from tools.bench.serve_format_probe import load
+from tools.bench.serve_format_probe import load, size_mb
 
 PROBE = tool_path(os.path.join("bench", "serve_format_probe.py"))
 
 SINGLES = 128  # sentences sent one at a time for the batch-1 rows
 PEER = "ONNX Runtime float32"
-
-
-def _size_mb(path):
-    """Megabytes on disk of a file or of a directory's files."""
-    if os.path.isfile(path):
-        return os.path.getsize(path) / 1e6
-    return sum(os.path.getsize(os.path.join(root, name)) for root, _, names in os.walk(path) for name in names) / 1e6
 
 
 def _exports(directory, workdir):
@@ -101,7 +94,7 @@ def serve_formats_rows(batch_size):
                 1,
                 FLAGS.repeats,
             )
-        sizes = {name: _size_mb(path) for name, (path, _) in sides.items()}
+        sizes = {name: size_mb(path) for name, (path, _) in sides.items()}
         memory = _peak_rss(paths, batch_size)
     rows = []
     ours = [name for name in sides if name.startswith(("SavedModel", "LiteRT"))]
