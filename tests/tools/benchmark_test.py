@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from tests.launcher import python_command
+from tests.tools import run_tool
 from tools import memory_probe
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -16,15 +17,7 @@ SST2 = os.path.join(ROOT, "..", "shared", "data", "glue", "SST-2", "dev.tsv")
 
 
 def _run(*args):
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    return subprocess.run(
-        [sys.executable, os.path.join(ROOT, "tools", "benchmark.py"), *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=900,
-    )
+    return run_tool("benchmark.py", *args)
 
 
 def _cells(table, row_start):

@@ -1,26 +1,16 @@
 """tools/benchmark_long_context.py --quick: the tiny shape runs end to end and fills its table (bert_tf's side)."""
 
-import os
 import re
-import subprocess
-import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.tools import run_tool
 
 
 @pytest.mark.slow
 def test_quick_run_fills_both_tables(tmp_path):
     md = tmp_path / "long.md"
-    result = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "tools", "benchmark_long_context.py"), "--quick", f"--output_md={md}"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
-        timeout=1200,
-    )
+    result = run_tool("benchmark_long_context.py", "--quick", f"--output_md={md}", timeout=1200)
     assert result.returncode == 0, result.stderr[-3000:]
     table = md.read_text()
     assert "torch side: not run" in table and "CPU: " in table

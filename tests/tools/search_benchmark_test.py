@@ -2,12 +2,11 @@
 
 import os
 import re
-import subprocess
-import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.tools import ROOT, run_tool
+
 WIKITEXT = os.path.join(ROOT, "..", "shared", "data", "corpus", "wikitext2", "wiki.test.raw")
 
 
@@ -15,14 +14,7 @@ WIKITEXT = os.path.join(ROOT, "..", "shared", "data", "corpus", "wikitext2", "wi
 @pytest.mark.skipif(not os.path.exists(WIKITEXT), reason="needs ../shared/data")
 def test_quick_run_writes_both_tables(tmp_path, minilm_dir):
     md = tmp_path / "search.md"
-    result = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "tools", "search_benchmark.py"), "--quick", f"--output_md={md}"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT),
-        timeout=900,
-    )
+    result = run_tool("search_benchmark.py", "--quick", f"--output_md={md}", PYTHONPATH=ROOT)
     assert result.returncode == 0, result.stderr[-3000:]
     table = md.read_text()
     assert table in result.stdout
