@@ -23,13 +23,18 @@ SentencePiece: ALBERT, DeBERTa-v2; WordPiece lowercasing without stripping
 accents or the reverse), the model takes ids (`token_ids`, `segment_ids`,
 `padding_mask` int32 `[B, T]`) and the tokenizer files are written beside
 it (`tokenizer/`); the export returns (and logs) a message naming the
-family and the fallback.
+family and the fallback. A model with the tokenizer inside stores only the
+token embedding rows of the pieces its tokenizer can give
+(`reachable_pieces`: 28,983 of BERT uncased's 30,522, 0.59 MB less in int8);
+its `token_ids` output still gives the vocabulary's ids.
 
 The model inside differs from the SavedModel's in what the kernels cannot
 do: special tokens written in the text ("[MASK]", "[SEP]") are ordinary
 text; control characters become spaces rather than disappearing; the
 uncased normalizer folds the final sigma and sharp s (as Unicode case
-folding does, where the reference keeps them); a word's length limit
+folding does, where the reference keeps them) and writes compatibility
+characters in their plain form ("²" as "2", "½" as "1⁄2", "…" as "...",
+"ﬁ" as "fi"), which the reference keeps; a word's length limit
 (`max_input_chars_per_word`) counts bytes, not characters; long texts are
 truncated (no windows), and NER and QA see the first window only. On real
 text in any script it gives the project tokenizer's ids
@@ -52,6 +57,7 @@ Shape legend: B inputs, P pieces, W packed positions (the batch's longest row), 
 import logging
 import os
 
+import keras
 import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
@@ -105,12 +111,19 @@ class LiteRTWordPiece(tf.Module):
     splits). See the module docstring for where it differs from the project
     tokenizer.
 
+    With `compact`, the pieces no text can give (`reachable_pieces`) are left
+    out: `tokenize` gives ids into `kept` (the original ids of the pieces
+    kept, ascending), which `original_ids` maps back, so the model inside
+    stores only the embedding rows it can read.
+
     Args:
         tokenizer: the `BertTokenizer` (its vocabulary, case and word limit);
             `litert_tokenizer_problem` must say None.
+        compact: leave out the pieces no text can give.
+        keep: pieces kept whatever (the packer's special tokens).
     """
 
-    def __init__(self, tokenizer):
+    def __init__(self, tokenizer, compact=False, keep=()):
         super().__init__()
         problem = litert_tokenizer_problem(tokenizer)
         if problem is not None:
@@ -121,14 +134,35 @@ class LiteRTWordPiece(tf.Module):
         pieces = [token if token and last[token] == i else f"\x01{i}" for i, token in enumerate(vocabulary)]
         self.lowercase = tokenizer.lowercase
         self._normalizer = tf_text.FastBertNormalizer(lower_case_nfd_strip_accents=tokenizer.lowercase)
+        kept = list(range(len(pieces)))
+        if compact:
+            keep = set(keep) | {tokenizer.unk_id}
+            kept = sorted(set(reachable_pieces(pieces, self._normalizer)) | keep)
+        self.kept = np.array(kept, dtype=np.int32)
+        # The ids left out come in runs ([unused*], "##" punctuation, ...): an id past the start of a run moves up by
+        # its length. (63 runs in BERT's uncased vocabulary: two vectors instead of a 0.12 MB table.)
+        after = np.flatnonzero(np.diff(self.kept, prepend=-1) > 1)  # the kept ids that follow a run
+        self._run_starts = tf.constant(after.astype(np.int32))
+        self._run_lengths = tf.constant(
+            (self.kept[after] - np.concatenate([[-1], self.kept])[after] - 1).astype(np.int32)
+        )
         self._wordpiece = tf_text.FastWordpieceTokenizer(
-            vocab=pieces,
+            vocab=[pieces[i] for i in kept],
             suffix_indicator="##",
             max_bytes_per_word=tokenizer.max_input_chars_per_word,
             token_out_type=tf.int32,
             unknown_token=tokenizer.unk_token,
             no_pretokenization=False,
         )
+
+    def compact_id(self, original_id):
+        """The id `tokenize` gives for the piece of `original_id` (one `kept` holds)."""
+        return int(np.searchsorted(self.kept, original_id))
+
+    def original_ids(self, ids):
+        """The vocabulary's ids of `tokenize`'s ids (any shape)."""
+        moved = tf.where(tf.expand_dims(ids, -1) >= self._run_starts, self._run_lengths, 0)  # [..., runs]
+        return ids + tf.reduce_sum(moved, axis=-1)
 
     def tokenize(self, strings, with_offsets=False):
         """tf.string `[B]` -> `(ids, splits)`: int32 `[P]` piece ids of every row and int32 `[B + 1]` row
@@ -145,6 +179,36 @@ class LiteRTWordPiece(tf.Module):
         start = tf.gather(owner_values, base + tf.cast(starts.values, tf.int32))
         end = tf.gather(owner_values, base + tf.cast(ends.values, tf.int32))
         return ids.values, splits, start, end
+
+
+def reachable_pieces(pieces, normalizer):
+    """The indices of the WordPiece `pieces` ("##" marks a suffix) that some text can give through `normalizer`
+    (a `FastBertNormalizer`) and `FastWordpieceTokenizer`'s BERT pretokenization, asked of those ops themselves.
+
+    A piece holding a character the normalizer changes cannot be given: normalized text holds no such character
+    (the normalizer is a map of each character: case folding, NFD, accents and control characters out). Nor can a
+    suffix piece, or a piece of several characters, holding one the pretokenization splits on (whitespace,
+    punctuation, CJK): such a character is a word of its own. For BERT's uncased vocabulary that is 1,336 of 30,522
+    pieces ([unused*], "##." and the like, capitals), 0.51 MB of an int8 embedding table of 384 columns.
+    """
+    bodies = [p[2:] if p.startswith("##") and len(p) > 2 else p for p in pieces]
+    characters = sorted({c for body in bodies for c in body})
+    normalized = normalizer.normalize(tf.constant(characters)).numpy()
+    stable = [c for c, n in zip(characters, normalized) if n.decode("utf-8") == c]
+    # "x{c}x" against a vocabulary without "x": one word (one [UNK]) where c stays inside a word, two where
+    # it is whitespace, three where it is a word of its own.
+    probe = tf_text.FastWordpieceTokenizer(
+        vocab=["[UNK]", "y"], suffix_indicator="##", unknown_token="[UNK]", no_pretokenization=False
+    )
+    words = probe.tokenize(tf.constant([f"x{c}x" for c in stable])).row_lengths().numpy()
+    inside = {c for c, n in zip(stable, words) if n == 1}
+    alone = {c for c, n in zip(stable, words) if n == 3} | inside
+    reachable = []
+    for index, (piece, body) in enumerate(zip(pieces, bodies)):
+        whole_character = len(body) == 1 and body == piece
+        if (whole_character and body in alone) or (not whole_character and all(c in inside for c in body)):
+            reachable.append(index)
+    return reachable
 
 
 def _row_of_values(splits, count):
@@ -176,11 +240,12 @@ class _Packer:
     Args:
         max_seq_length: T.
         packer: the serving module's `BertPacker` (special ids, truncation, the pair's segment).
+        id_of: maps the packer's special ids to the ids the tokenizer gives (default: the same).
     """
 
-    def __init__(self, max_seq_length, packer):
+    def __init__(self, max_seq_length, packer, id_of=int):
         self.max_seq_length = max_seq_length
-        self.cls_id, self.sep_id, self.pad_id = packer.cls_id, packer.sep_id, packer.pad_id
+        self.cls_id, self.sep_id, self.pad_id = (id_of(i) for i in (packer.cls_id, packer.sep_id, packer.pad_id))
         self.truncation = packer.truncation
         self.pair_type_id = packer.pair_type_id
 
@@ -256,6 +321,17 @@ def _trim_positions(encoder, max_seq_length):
     embeddings.position_embedding = tf.constant(tf.convert_to_tensor(table)[:rows].numpy())
 
 
+class _Rows:
+    """The rows `kept` of an embedding table, looked up by their index in `kept`: the token embedding of a
+    tokenizer-inside model, whose tokenizer gives no other piece (`LiteRTWordPiece(compact=True)`)."""
+
+    def __init__(self, table, kept):
+        self.table = tf.constant(tf.gather(tf.convert_to_tensor(table), kept).numpy())
+
+    def __call__(self, ids):
+        return tf.gather(self.table, ids)
+
+
 class LiteRTModule(tf.Module):
     """The function a LiteRT model is converted from: raw strings (or ids) in, the task's answers out.
 
@@ -278,11 +354,19 @@ class LiteRTModule(tf.Module):
         # LiteRT has no kernel for.
         self._held = Unsaved((module.model, module))
         _use_litert_activations(getattr(module.model, "encoder", module.model))
-        _trim_positions(getattr(module.model, "encoder", module.model), module.max_seq_length)
-        self.model_variables = [variable.value for variable in module.model.weights]
-        self._packer = _Packer(module.max_seq_length, module.packer)
+        encoder = getattr(module.model, "encoder", module.model)
+        _trim_positions(encoder, module.max_seq_length)
+        id_of = int
         if tokenizer_inside:
-            self.wordpiece = LiteRTWordPiece(module.tokenizer)
+            token_embedding = getattr(getattr(encoder, "embeddings", None), "token_embedding", None)
+            compact = isinstance(token_embedding, keras.layers.Embedding)
+            specials = (module.packer.cls_id, module.packer.sep_id, module.packer.pad_id)
+            self.wordpiece = LiteRTWordPiece(module.tokenizer, compact=compact, keep=specials)
+            if compact:
+                encoder.embeddings.token_embedding = _Rows(token_embedding.embeddings, self.wordpiece.kept)
+                id_of = self.wordpiece.compact_id
+        self.model_variables = [variable.value for variable in module.model.weights]
+        self._packer = _Packer(module.max_seq_length, module.packer, id_of)
         if isinstance(module, EncoderModule):
             self._pooling = Unsaved(SentencePooling(module.pooling, module.normalize))
 
@@ -335,7 +419,8 @@ class LiteRTModule(tf.Module):
         if self.tokenizer_inside and isinstance(self._serving, SpanModule):
             outputs.update(self._best_span(outputs, offsets))
         if self.tokenizer_inside:
-            outputs.update(token_ids=features["token_ids"], padding_mask=features["padding_mask"], **offsets)
+            token_ids = self.wordpiece.original_ids(features["token_ids"])
+            outputs.update(token_ids=token_ids, padding_mask=features["padding_mask"], **offsets)
             if isinstance(self._serving, SpanModule):
                 outputs["segment_ids"] = features["segment_ids"]
         return outputs

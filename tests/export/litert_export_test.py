@@ -28,7 +28,13 @@ pytest.importorskip("ai_edge_litert")
 
 from bert_tf import checkpoints, tasks  # noqa: E402
 from bert_tf.export import export_litert, export_saved_model, serving_module  # noqa: E402
-from bert_tf.export.litert import METADATA_FILE, MODEL_FILE, TOKENIZER_DIR, LiteRTWordPiece  # noqa: E402
+from bert_tf.export.litert import (  # noqa: E402
+    METADATA_FILE,
+    MODEL_FILE,
+    TOKENIZER_DIR,
+    LiteRTWordPiece,
+    reachable_pieces,
+)
 from bert_tf.models import BertClassifier, BertEncoder, BertSpanLabeler, BertTokenClassifier  # noqa: E402
 from bert_tf.text import BertTokenizer  # noqa: E402
 from tests.conftest import DATA_DIR, REFERENCE_DIR  # noqa: E402
@@ -284,7 +290,30 @@ def test_position_table_is_cut_to_max_seq_length(model_dirs, exported):
     assert (metadata["max_seq_length"], config.max_position_embeddings) == (32, 64)
     shapes = _float_constant_shapes(os.path.join(output, MODEL_FILE))
     assert (config.max_position_embeddings, config.hidden_size) not in shapes
-    assert (config.vocab_size, config.hidden_size) in shapes  # the token table, whole
+    assert (metadata["max_seq_length"], config.hidden_size) in shapes
+
+
+def test_token_table_keeps_the_rows_text_can_reach(model_dirs, exported):
+    # The tagger's file stores the embedding rows of the pieces its tokenizer can give, [MASK] not among them; its
+    # answers and token ids (mapped back to the vocabulary's) equal the serving module's in the tests above.
+    config = checkpoints.ModelDirectory.read(model_dirs["ner"]).config
+    tokenizer = BertTokenizer(os.path.join(FAMILIES, "bert", "vocab.txt"))
+    kept = LiteRTWordPiece(tokenizer, compact=True, keep=(0, 2, 3)).kept
+    assert 0 < config.vocab_size - len(kept) and tokenizer.get_vocabulary().index("[MASK]") not in kept
+    shapes = _float_constant_shapes(os.path.join(exported["ner", "none"][0], MODEL_FILE))
+    assert (len(kept), config.hidden_size) in shapes
+    assert (config.vocab_size, config.hidden_size) not in shapes
+
+
+@pytest.mark.parametrize("lowercase", [True, False])
+def test_reachable_pieces_leave_out_what_no_text_gives(lowercase):
+    vocabulary = ["[PAD]", "[UNK]", "[unused0]", "a", "##b", "ab", "##,", ",", "a,b", "É", "é", "e", "²", "东", "##东"]
+    tokenizer = LiteRTWordPiece(BertTokenizer(vocabulary=vocabulary, lowercase=lowercase))
+    kept = [vocabulary[i] for i in reachable_pieces(vocabulary, tokenizer._normalizer)]
+    if lowercase:  # capitals, accents and compatibility characters are normalized away
+        assert kept == ["a", "##b", "ab", ",", "e", "东"]
+    else:
+        assert kept == ["a", "##b", "ab", ",", "É", "é", "e", "²", "东"]
 
 
 def test_encoder_embeddings_equal_the_serving_module(modules, answers):
@@ -466,9 +495,11 @@ def test_sst2_three_layer_classifier_dynamic_int8_keeps_accuracy_at_a_quarter_of
     assert abs(accuracy["float16"] - saved_accuracy) <= 0.005
     assert abs(accuracy["dynamic_int8"] - saved_accuracy) <= 0.005
     # The encoder's weights in int8 take a quarter of the SavedModel or less; the tokenizer inside adds its two
-    # models (the WordPiece trie of 30,522 pieces, the normalizer's table) and its graph's few ops (measured:
-    # 4 KB), nothing else.
+    # models (the WordPiece trie, the normalizer's table) and its graph's few ops (measured: 4 KB), and takes off
+    # the int8 embedding rows of the pieces no text gives (1,539 of 30,522), nothing else.
     assert sizes["ids_in_dynamic_int8"] <= sizes["savedmodel"] / 4
-    tokenizer = LiteRTWordPiece(checkpoints.load_tokenizer(model_dir))
+    tokenizer = LiteRTWordPiece(checkpoints.load_tokenizer(model_dir), compact=True, keep=(0, 101, 102))
     tokenizer_bytes = sum(int(tf.size(v)) for v in (tokenizer._normalizer._model, tokenizer._wordpiece._model))
-    assert sizes["dynamic_int8"] <= sizes["ids_in_dynamic_int8"] + tokenizer_bytes + 65536
+    rows_left_out = student_encoder.embeddings.vocabulary_size - len(tokenizer.kept)
+    inside = sizes["ids_in_dynamic_int8"] + tokenizer_bytes - rows_left_out * student_encoder.hidden_dim
+    assert sizes["dynamic_int8"] <= inside + 65536
