@@ -222,6 +222,16 @@ LONG = {
     "python tools/format_accuracy.py --model_dir=runs/fa/conll --eval_file=../shared/data/conll2003/eng.testa": Long(
         "about 4 minutes after the NER fine-tuning above (six exports, 3,250 sentences each)"
     ),
+    "python tools/format_accuracy.py --model_dir=runs/fa/sst2-student --eval_file=../shared/data/glue/SST-2/dev.tsv "
+    "--formats=saved_model,litert_float32,litert_float16,litert_int8": Long(
+        "about a minute after the distillation above (four of the six formats)"
+    ),
+    "python tools/matmul_floor.py --tokens=8,16,24,32 --repeats=5": Long(
+        "about a minute; tests/tools/matmul_floor_test.py runs it on tiny shapes"
+    ),
+    "TF_ENABLE_ONEDNN_OPTS=1 python tools/matmul_floor.py --tokens=8,16,24,32 --repeats=5": Long(
+        "about a minute: the command above under TensorFlow's oneDNN ops"
+    ),
     "bert-tf-export --model_dir=runs/fa/sst2-student --output_dir=runs/fa/student-litert --format=litert "
     "--quantize=dynamic_int8": Long("about 30 s after the distillation above"),
     "python tools/benchmark_tokenizer.py --vocab=$M/vocab.txt --input=../shared/data/corpus/wikitext2/wiki.test.raw "
