@@ -4,7 +4,8 @@ All read text files and decode every line as UTF-8 with replacement (a line
 with invalid bytes is counted, never fatal).
 
 - `build_vocab`: WordPiece; writes `vocab.txt` with `[PAD]` at id 0, then
-  `[UNK]`, `[CLS]`, `[SEP]`, `[MASK]`, then the learned pieces.
+  `[UNK]`, `[CLS]`, `[SEP]`, `[MASK]`, then the letters, the continuing letters
+  (`##e`) and the merges; the same corpus and settings give the same file.
 - `build_bpe_vocab`: byte-level BPE (GPT-2, RoBERTa); writes `vocab.json` and
   `merges.txt` with RoBERTa's `<s>`, `<pad>`, `</s>`, `<unk>`, `<mask>` at
   ids 0 to 4 (`BPE_SPECIAL_TOKENS`), then the 256 bytes, then the merges.
@@ -19,9 +20,11 @@ with invalid bytes is counted, never fatal).
   `tokenizer.json` transformers would make of it.
 """
 
+import collections
 import dataclasses
 import glob
 import io
+import itertools
 import json
 import os
 import time
@@ -133,6 +136,22 @@ class _LineReader:
                     yield line
 
 
+def _alphabet(reader, normalizer, limit):
+    """The `limit` most frequent characters of the words `reader`'s lines hold once `normalizer` has run (whitespace
+    is not in words), ties by code point, in code-point order: the alphabet of a WordPiece vocabulary."""
+    counts = collections.Counter()
+    chunk, size = [], 0
+    for line in itertools.chain(reader, [None]):
+        if line is not None:
+            chunk.append(line)
+            size += len(line)
+        if size > (1 << 20) or (line is None and chunk):
+            counts.update(normalizer.normalize_str("".join(chunk)))
+            chunk, size = [], 0
+    ranked = sorted((c for c in counts if not c.isspace()), key=lambda c: (-counts[c], c))
+    return sorted(ranked[:limit])
+
+
 def build_vocab(
     inputs,
     output,
@@ -150,7 +169,11 @@ def build_vocab(
         output: path of the `vocab.txt` to write.
         vocab_size: size of the vocabulary, special tokens included.
         lowercase: uncased vocabulary (accents stripped unless `strip_accents=False`).
+        strip_accents: strip accents; None (default) follows `lowercase`.
         min_frequency: pieces seen fewer times are not added.
+        limit_alphabet: letters at most (the most frequent, ties by code point); the words' other letters are
+            left out of the pieces.
+        show_progress: the trainer's progress bars.
     Returns:
         A `VocabSummary`.
     """
@@ -163,22 +186,49 @@ def build_vocab(
         raise ValueError(f"`min_frequency` must be at least 1. Received: min_frequency={min_frequency}")
     files = expand_files(inputs)
     start = time.time()
-    reader = _LineReader(files)
-    tokenizer = BertWordPieceTokenizer(
-        clean_text=True, handle_chinese_chars=True, strip_accents=strip_accents, lowercase=lowercase
-    )
-    tokenizer.train_from_iterator(
-        reader,
-        vocab_size=vocab_size,
-        min_frequency=min_frequency,
-        limit_alphabet=limit_alphabet,
-        special_tokens=list(SPECIAL_TOKENS),
-        show_progress=show_progress,
-    )
-    vocab = sorted(tokenizer.get_vocab().items(), key=lambda item: item[1])
-    pieces = [piece for piece, _ in vocab]
-    if tuple(pieces[: len(SPECIAL_TOKENS)]) != SPECIAL_TOKENS:
-        raise RuntimeError(f"Trainer did not put the special tokens first: {pieces[: len(SPECIAL_TOKENS)]}")
+
+    def tokenizer():
+        return BertWordPieceTokenizer(
+            clean_text=True, handle_chinese_chars=True, strip_accents=strip_accents, lowercase=lowercase
+        )
+
+    def train(reader, vocab_size, special_tokens, alphabet=None):
+        """The pieces trained on `reader`'s lines, in id order (`alphabet`: the letters to keep, default all)."""
+        trainee = tokenizer()
+        trainee.train_from_iterator(
+            reader,
+            vocab_size=vocab_size,
+            min_frequency=min_frequency,
+            limit_alphabet=2**31 - 1 if alphabet is None else len(alphabet),  # (None: every letter)
+            initial_alphabet=alphabet or [],
+            special_tokens=list(special_tokens),
+            show_progress=show_progress,
+        )
+        return [piece for piece, _ in sorted(trainee.get_vocab().items(), key=lambda item: item[1])]
+
+    # Hugging Face's trainer is deterministic but for the ids it gives the letters that continue a word ("##e"),
+    # numbered in the order it meets words (a hash order, new at every build), and for the letters `limit_alphabet`
+    # keeps among equally frequent ones: its merges break ties by those ids, so two builds from one corpus differed
+    # (of 2,000 pieces from Macbeth, 6 in one build and not the other, 106 lines moved). Here a first pass without
+    # merges finds every letter and every continuing one; where the letters are more than `limit_alphabet`, the most
+    # frequent are kept, ties by code point (a pass counting them); the second pass gets the continuing letters as
+    # special tokens in code-point order: the same corpus and settings give the same vocab.txt.
+    reader = _LineReader(files)  # (its counts go in the summary)
+    initial = train(reader, len(SPECIAL_TOKENS) + 1, SPECIAL_TOKENS)
+    letters = [piece for piece in initial[len(SPECIAL_TOKENS) :] if len(piece) == 1]
+    alphabet = letters
+    if len(letters) > limit_alphabet:
+        alphabet = _alphabet(_LineReader(files), tokenizer().normalizer, limit_alphabet)
+    kept = set(alphabet)
+    continuing = sorted(p for p in initial if p.startswith("##") and len(p) == 3 and p[2] in kept)
+    first = SPECIAL_TOKENS + tuple(continuing)
+    trained = train(_LineReader(files), vocab_size, first, alphabet)
+    if tuple(trained[: len(first)]) != first:
+        raise RuntimeError(f"Trainer did not put the special tokens first: {trained[: len(SPECIAL_TOKENS)]}")
+    rest = trained[len(first) :]
+    letters = list(itertools.takewhile(lambda piece: len(piece) == 1, rest))  # the alphabet, by code point
+    # BERT's layout: the special tokens, the letters, the continuing letters, the merges in the order learned.
+    pieces = list(SPECIAL_TOKENS) + letters + continuing + rest[len(letters) :]
     if len(pieces) == len(SPECIAL_TOKENS):
         raise ValueError(
             f"No text to build a vocabulary from in {', '.join(files)} ({reader.lines} lines, {reader.bytes} bytes, "
