@@ -158,6 +158,12 @@ class TaggerModule(ServingModule):
             `(row, type index, byte start, byte end, score)`, each `[E']`; the score is the mean of the
             entity's word scores.
         """
+        # A word without characters (a byte-level BPE piece of whitespace alone, as after a text's last word) is
+        # in no entity, nor does it separate two words of one.
+        keep = word_end > word_start
+        word_row, word_label, word_score, word_start, word_end = (
+            tf.boolean_mask(x, keep) for x in (word_row, word_label, word_score, word_start, word_end)
+        )
         kind = tf.gather(tf.constant(self.type_of_label, tf.int32), word_label)  # [W], -1 outside
         begin = tf.gather(tf.constant(self.begins, tf.bool), word_label)
         previous_kind = tf.concat([tf.constant([-1], tf.int32), kind[:-1]], axis=0)
