@@ -72,10 +72,26 @@ flags.DEFINE_integer(
     lower_bound=1,
 )
 flags.DEFINE_integer(
-    "doc_stride", 128, "squad: context pieces between window starts.", lower_bound=1, allow_override=True
+    "doc_stride",
+    None,
+    "squad: context pieces between window starts (default: the fine-tuning's, else 128).",
+    lower_bound=1,
+    allow_override=True,
 )
-flags.DEFINE_integer("max_query_length", 64, "squad: question pieces kept.", lower_bound=1, allow_override=True)
-flags.DEFINE_integer("max_answer_length", 30, "squad: longest answer, in pieces.", lower_bound=1, allow_override=True)
+flags.DEFINE_integer(
+    "max_query_length",
+    None,
+    "squad: question pieces kept (default: the fine-tuning's, else 64).",
+    lower_bound=1,
+    allow_override=True,
+)
+flags.DEFINE_integer(
+    "max_answer_length",
+    None,
+    "squad: longest answer, in pieces (default: the fine-tuning's, else 30).",
+    lower_bound=1,
+    allow_override=True,
+)
 flags.DEFINE_string(
     "search_corpus",
     None,

@@ -24,6 +24,8 @@ to reproduce the model's inputs:
 - `long_text`, `window_stride` (fine-tuned sentence classifiers and regressors): "truncate" or "windows", how the
   model was trained on texts longer than `max_seq_length` (`bert_tf.text.windows`); the export and
   `SentenceEmbedder` default to it.
+- `doc_stride`, `max_query_length`, `max_answer_length` (fine-tuned squad models): the windows, question length and
+  answer length fine-tuning used, in pieces; the export defaults to them.
 - `objective` (pretrained models): "mlm" (masked LM, the default where absent) or "rtd" (ELECTRA's replaced-token
   detection: the directory holds the discriminator with its `discriminator_predictions` head, and the generator in
   `generator/`); `discriminator_weight`: the RTD run's lambda (a positive number).

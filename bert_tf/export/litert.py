@@ -339,15 +339,13 @@ class LiteRTModule(tf.Module):
         module: the `serving_module` of the directory (its model, tokenizer, packer, labels).
         tokenizer_inside: whether the model takes strings (else ids).
         text_pair: a classifier's (an encoder's) model takes `text` and `text_pair`.
-        max_query_length: squad: question pieces at most.
     """
 
-    def __init__(self, module, tokenizer_inside, text_pair=False, max_query_length=64):
+    def __init__(self, module, tokenizer_inside, text_pair=False):
         super().__init__()
         self.kind = kind_of(module)
         self.labels = list(module.labels) if getattr(module, "labels", None) is not None else None
         self.max_seq_length = module.max_seq_length
-        self.max_query_length = max_query_length
         self.text_pair = text_pair
         self.tokenizer_inside = tokenizer_inside
         # Outside the tracked objects: the serving module's tokenizer holds a lookup table (detokenize's) that
@@ -404,7 +402,7 @@ class LiteRTModule(tf.Module):
             question, context = inputs
             q_ids, q_splits = self.wordpiece.tokenize(question)
             c_ids, c_splits, c_starts, c_ends = self.wordpiece.tokenize(context, with_offsets=True)
-            keep_q = tf.minimum(q_splits[1:] - q_splits[:-1], self.max_query_length)
+            keep_q = tf.minimum(q_splits[1:] - q_splits[:-1], self._serving.max_query_length)
             budget = self.max_seq_length - 3 - keep_q
             keep_c = tf.minimum(c_splits[1:] - c_splits[:-1], budget)
             features, sources = self._packer([(q_ids, q_splits), (c_ids, c_splits)], keeps=[keep_q, keep_c])
@@ -541,8 +539,8 @@ def export_litert(
     encoder_only=False,
     overwrite=False,
     text_pair=False,
-    max_query_length=64,
-    max_answer_length=30,
+    max_query_length=None,
+    max_answer_length=None,
     tokenizer_inside=True,
 ):
     """Exports the model at `model_dir` as a LiteRT model, its tokenizer inside where its ops allow.
@@ -563,7 +561,8 @@ def export_litert(
         encoder_only: export the encoder (embeddings) of a fine-tuned directory.
         text_pair: a classifier (encoder) takes `text` and `text_pair`.
         max_query_length, max_answer_length: squad: question pieces at most,
-            and answer pieces at most (the `answer_*` outputs).
+            and answer pieces at most (the `answer_*` outputs); default: the
+            directory's (as fine-tuning read them), else 64 and 30.
         tokenizer_inside: False exports the ids-in model (and the tokenizer
             files) even where the tokenizer could travel: for a runtime
             without tensorflow-text's LiteRT kernels (an app that tokenizes
@@ -610,7 +609,7 @@ def export_litert(
             f"{os.path.join(output, TOKENIZER_DIR)}."
         )
         logger.warning(message)
-    litert_module = LiteRTModule(module, problem is None, text_pair=text_pair, max_query_length=max_query_length)
+    litert_module = LiteRTModule(module, problem is None, text_pair=text_pair)
     flatbuffer, function = _convert(litert_module, quantize, calibration_lines)
     outputs = sorted(function.structured_outputs.items())
     metadata = {
@@ -633,7 +632,7 @@ def export_litert(
         "message": message,
     }
     if isinstance(module, SpanModule):
-        metadata.update(max_query_length=max_query_length, max_answer_length=max_answer_length)
+        metadata.update(max_query_length=module.max_query_length, max_answer_length=module.max_answer_length)
     else:
         metadata["long_text"] = "truncate"  # (no windows: a longer text keeps its first pieces)
     with staged_output(output) as staging:

@@ -31,6 +31,8 @@ from bert_tf.serving import MAX_WINDOWS, EncoderModule, SearchModule
 from bert_tf.text.windows import check_long_text
 
 METADATA_FILE = "bert_tf_export.json"  # In the SavedModel's assets.extra/.
+# squad's windows and answers where neither the caller nor the model directory (fine-tuning records them) says.
+SQUAD_DEFAULTS = {"doc_stride": 128, "max_query_length": 64, "max_answer_length": 30}
 # Ops of the exported SavedModels that core TensorFlow lacks: a serving binary must have them registered
 # (tensorflow_text's kernels). `op_names` lists every op of a SavedModel; these are those a process without
 # tensorflow_text does not know (tests/export/export_test.py checks it on every kind).
@@ -91,9 +93,9 @@ def serving_module(
     top_k=5,
     max_seq_length=None,
     max_input_bytes=None,
-    doc_stride=128,
-    max_query_length=64,
-    max_answer_length=30,
+    doc_stride=None,
+    max_query_length=None,
+    max_answer_length=None,
     passages=None,
     search_batch_size=32,
     long_text=None,
@@ -167,14 +169,10 @@ def serving_module(
         )
     model, settings = load_task_model(model_dir)
     task = tasks.get(settings["task"])  # Known: load_task_model checked it.
-    options = tasks.ServingOptions(
-        text_pair=text_pair,
-        max_input_bytes=max_input_bytes,
-        doc_stride=doc_stride,
-        max_query_length=max_query_length,
-        max_answer_length=max_answer_length,
-        **windows,
-    )
+    # squad: as given, else as fine-tuning read the questions and contexts (recorded), else the defaults.
+    squad = dict(doc_stride=doc_stride, max_query_length=max_query_length, max_answer_length=max_answer_length)
+    squad = {k: v if v is not None else settings.get(k, SQUAD_DEFAULTS[k]) for k, v in squad.items()}
+    options = tasks.ServingOptions(text_pair=text_pair, max_input_bytes=max_input_bytes, **squad, **windows)
     labels = settings["labels"] if task.needs_labels else None
     return task.serving_module(model, tokenizer(), max_seq_length, labels, options)
 
@@ -213,9 +211,9 @@ def export_saved_model(
     top_k=5,
     max_seq_length=None,
     max_input_bytes=None,
-    doc_stride=128,
-    max_query_length=64,
-    max_answer_length=30,
+    doc_stride=None,
+    max_query_length=None,
+    max_answer_length=None,
     search_corpus=None,
     search_text_column=None,
     search_id_column=None,
@@ -245,7 +243,8 @@ def export_saved_model(
         max_input_bytes: each input string is cut to this many bytes first;
             default 100 per token of `max_seq_length`.
         doc_stride, max_query_length, max_answer_length: squad windows and
-            answers (in word pieces).
+            answers (in word pieces); default: the directory's (as fine-tuning
+            read them), else 128, 64 and 30.
         search_corpus: a corpus file (`bert_tf.data.read_passages`: a text
             file with one passage per line, ids its 0-based line numbers, or a
             TSV/CSV/JSONL file) to embed now and hold in the SavedModel, with a

@@ -81,7 +81,8 @@ class Task:
         recorded_settings: names of `FinetuneConfig` fields recorded in the
             model directory's `bert_tf.json` as they were set (how the model was
             trained, that the export and `SentenceEmbedder` default to: the
-            sentence tasks' `long_text` and `window_stride`).
+            sentence tasks' `long_text` and `window_stride`, squad's
+            `doc_stride`, `max_query_length` and `max_answer_length`).
         distillable: `distill` accepts a teacher of this task (its objective's
             outputs are logits the student can match); False: refused by name.
         data_with_index: the task data has `train_inputs(batch_size)` (the

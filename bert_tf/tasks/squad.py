@@ -47,6 +47,10 @@ class SquadOptions(ArticleSplitOptions):
     )
 
 
+# How the model read questions and contexts in fine-tuning, recorded in `bert_tf.json`: the export defaults to them.
+SQUAD_SETTINGS = ("doc_stride", "max_query_length", "max_answer_length")
+
+
 def split_by_article(examples, every):
     """(train, eval): every `every`-th article (by title, in file order: the `every`-th, 2x`every`-th, ...)
     goes to eval; e.g. every=5 is an 80/20 split by article."""
@@ -150,6 +154,7 @@ SQUAD = registry.register(
         serving_class=SpanModule,
         serving_module=_serving_module,
         example_unit="windows",
+        recorded_settings=SQUAD_SETTINGS,
         distillable=True,
         options=SquadOptions,
     )

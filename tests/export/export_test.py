@@ -88,9 +88,10 @@ KINDS = {
     "classification": ({"max_seq_length": 16, "task": "classification", "labels": ["neg", "pos", "mixed"]}, {}),
     "regression": ({"max_seq_length": 16, "task": "regression"}, {}),
     "ner": ({"max_seq_length": 8, "task": "ner", "labels": NER_LABELS}, {}),  # windows of 6 pieces
+    # squad: the windows as fine-tuning records them in bert_tf.json, which the export defaults to.
     "squad": (
-        {"max_seq_length": 16, "task": "squad"},
-        {"doc_stride": 3, "max_query_length": 4, "max_answer_length": 4},
+        {"max_seq_length": 16, "task": "squad", "doc_stride": 3, "max_query_length": 4, "max_answer_length": 4},
+        {},
     ),
 }
 
@@ -476,6 +477,13 @@ def test_ner_entities_match_python_decoding(modules):
         assert got == entities, (TEXTS[row], got, entities)
         assert (out["entity_start"][row, n:] == -1).all() and (out["entity_text"][row, n:] == b"").all()
         assert ((0 <= out["entity_score"][row, :n]) & (out["entity_score"][row, :n] <= 1)).all()
+
+
+def test_squad_windows_default_to_the_directorys_and_flags_win(model_dirs, modules):
+    recorded = modules["squad"][0]
+    assert (recorded.doc_stride, recorded.max_query_length, recorded.max_answer_length) == (3, 4, 4)
+    given = serving_module(model_dirs["squad"], doc_stride=5, max_query_length=6, max_answer_length=7)
+    assert (given.doc_stride, given.max_query_length, given.max_answer_length) == (5, 6, 7)
 
 
 def test_squad_answers_match_library_windows_and_extraction(modules):
