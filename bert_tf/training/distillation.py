@@ -493,7 +493,7 @@ def distill(config, strategy=None, log=print):
             loss_scale=config.dtype == "float16",
         )
     objective = DistillationObjective.from_config(task.objective, config)
-    model_settings = model_dir_settings(settings, built_with, config.max_seq_length, labels, task.name)
+    model_settings = model_dir_settings(settings, built_with, config, labels, task)
 
     def save():
         save_model_dir(student, config.model_dir, settings=model_settings)

@@ -176,8 +176,7 @@ def finetune(config, strategy=None, log=print):
             clip_norm=0,
             loss_scale=config.dtype == "float16",
         )
-    model_settings = model_dir_settings(init_settings, built_with, config.max_seq_length, data.label_names, task.name)
-    model_settings.update({key: getattr(config, key) for key in task.recorded_settings})
+    model_settings = model_dir_settings(init_settings, built_with, config, data.label_names, task)
 
     def save():
         save_model_dir(model, config.model_dir, settings=model_settings)

@@ -101,16 +101,18 @@ def epoch_plan(config, num_train, unit="examples"):
     return steps_per_epoch, train_steps, warning
 
 
-def model_dir_settings(tokenizer_settings, built_with, max_seq_length, labels, task_name):
+def model_dir_settings(tokenizer_settings, built_with, config, labels, task):
     """The `bert_tf.json` settings of a task model directory: how its tokenizer reads text and how its model is
-    built, its sequence length, label names and task."""
+    built, its sequence length, label names and task, and the run's `task.recorded_settings` (how it read its
+    texts, which the export defaults to), as `config` (a fine-tuning or distillation config) has them."""
     kept = ("lowercase", "strip_accents", "add_prefix_space", "split_special_tokens", "pair_truncation")
     return {
         **{key: tokenizer_settings[key] for key in kept if key in tokenizer_settings},
         **built_with,
-        "max_seq_length": max_seq_length,
+        "max_seq_length": config.max_seq_length,
         "labels": labels,
-        "task": task_name,
+        "task": task.name,
+        **{key: getattr(config, key) for key in task.recorded_settings if hasattr(config, key)},
     }
 
 

@@ -194,7 +194,10 @@ def test_squad_student(tmp_path):
         model_dir=str(out),
     )
     assert {"exact_match", "f1"} <= set(results)
-    assert isinstance(load_model(str(out))[0], BertSpanLabeler)
+    model, settings = load_model(str(out))
+    assert isinstance(model, BertSpanLabeler)
+    # How the student read its windows, recorded for the export (which defaults to them).
+    assert (settings["doc_stride"], settings["max_query_length"], settings["max_answer_length"]) == (8, 8, 30)
 
 
 @pytest.mark.slow
