@@ -226,6 +226,10 @@ LONG = {
     "--formats=saved_model,litert_float32,litert_float16,litert_int8": Long(
         "about a minute after the distillation above (four of the six formats)"
     ),
+    "python tools/serving_threads.py --repeats=5": Long(
+        "about 4 minutes (five settings, a fresh process each); tests/tools/serving_threads_test.py runs it on a tiny "
+        "encoder"
+    ),
     "python tools/matmul_floor.py --tokens=8,16,24,32 --repeats=5": Long(
         "about a minute; tests/tools/matmul_floor_test.py runs it on tiny shapes"
     ),
