@@ -186,10 +186,11 @@ def reachable_pieces(pieces, normalizer):
     (a `FastBertNormalizer`) and `FastWordpieceTokenizer`'s BERT pretokenization, asked of those ops themselves.
 
     A piece holding a character the normalizer changes cannot be given: normalized text holds no such character
-    (the normalizer is a map of each character: case folding, NFD, accents and control characters out). Nor can a
-    suffix piece, or a piece of several characters, holding one the pretokenization splits on (whitespace,
-    punctuation, CJK): such a character is a word of its own. For BERT's uncased vocabulary that is 1,336 of 30,522
-    pieces ([unused*], "##." and the like, capitals), 0.51 MB of an int8 embedding table of 384 columns.
+    (the normalizer is a map of each character: case folding, decomposition, accents and control characters out).
+    Nor can a suffix piece, or a piece of several characters, holding one the pretokenization splits on
+    (whitespace, punctuation, CJK): such a character is a word of its own. For BERT's uncased vocabulary that is
+    1,539 of 30,522 pieces ([unused*], [MASK], "##." and the like, capitals, "²" and other compatibility forms),
+    0.59 MB of an int8 embedding table of 384 columns.
     """
     bodies = [p[2:] if p.startswith("##") and len(p) > 2 else p for p in pieces]
     characters = sorted({c for body in bodies for c in body})

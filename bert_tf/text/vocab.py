@@ -184,6 +184,8 @@ def build_vocab(
         )
     if min_frequency < 1:
         raise ValueError(f"`min_frequency` must be at least 1. Received: min_frequency={min_frequency}")
+    if limit_alphabet < 1:
+        raise ValueError(f"`limit_alphabet` must be at least 1. Received: limit_alphabet={limit_alphabet}")
     files = expand_files(inputs)
     start = time.time()
 

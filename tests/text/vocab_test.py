@@ -62,6 +62,11 @@ def test_invalid_utf8_lines_are_counted_not_fatal(tmp_path):
     assert summary.replaced_lines == 2 and summary.lines == 3
 
 
+def test_bad_limit_alphabet_is_named(tmp_path):
+    with pytest.raises(ValueError, match="limit_alphabet=0"):
+        build_vocab(str(tmp_path / "a.txt"), str(tmp_path / "vocab.txt"), limit_alphabet=0, show_progress=False)
+
+
 def test_missing_input_is_named(tmp_path):
     with pytest.raises(FileNotFoundError, match="nothing-here"):
         build_vocab(str(tmp_path / "nothing-here*.txt"), str(tmp_path / "vocab.txt"), show_progress=False)
