@@ -10,9 +10,10 @@ The model directory's task decides the data and the metric:
   inside, ONNX Runtime fed by Hugging Face `tokenizers` on the exported `tokenizer.json`. Metric: accuracy
   (`bert_tf.metrics.glue_metrics`).
 - ner: a CoNLL-2003 column file (word first, tag last; read by `bert_tf.data.read_conll`). Every format gets the
-  same piece ids (the exported `tokenizer.json` on the words, `is_pretokenized`): the SavedModel's `ids` signature,
-  an ids-in LiteRT model, ONNX Runtime; a word's tag is its first piece's label, as fine-tuning scores it. Metric:
-  entity F1 (conlleval, `bert_tf.metrics.conll_metrics`).
+  same piece ids (the exported `tokenizer.json` on the words, `is_pretokenized`; a sentence longer than
+  `max_seq_length` in windows of `max_seq_length - 2` pieces without overlap, as fine-tuning's evaluation): the
+  SavedModel's `ids` signature, an ids-in LiteRT model, ONNX Runtime; a word's tag is its first piece's label, as
+  fine-tuning scores it. Metric: entity F1 (conlleval, `bert_tf.metrics.conll_metrics`).
 
 Formats: the float32 SavedModel (the reference), LiteRT float32, float16 and dynamic int8, ONNX float32 and dynamic
 int8 (`--formats` picks some). The table gives each format's size on disk, its metric, and the share of examples
@@ -122,13 +123,16 @@ def tag(name, path, tokenizer, sentences, batch_size):
     words = []
     for start in range(0, len(sentences), batch_size):
         encodings = tokenizer.encode_batch(sentences[start : start + batch_size], is_pretokenized=True)
-        label_ids = run(feeds(encodings))
-        for encoding, row in zip(encodings, label_ids):
-            first = {}
-            for position, word in enumerate(encoding.word_ids):
-                if word is not None and word not in first:
-                    first[word] = int(row[position])
-            words.append(first)
+        # A sentence past max_seq_length goes on in windows of max_seq_length - 2 pieces without overlap (the
+        # tokenizer's overflow), as fine-tuning's evaluation cuts it; a word's label is its first piece's.
+        windows = [(k, window) for k, encoding in enumerate(encodings) for window in [encoding, *encoding.overflowing]]
+        label_ids = run(feeds([window for _, window in windows]))
+        firsts = [{} for _ in encodings]
+        for (k, window), row in zip(windows, label_ids):
+            for position, word in enumerate(window.word_ids):
+                if word is not None and word not in firsts[k]:
+                    firsts[k][word] = int(row[position])
+        words.extend(firsts)
     return words
 
 
