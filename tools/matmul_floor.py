@@ -21,7 +21,6 @@ matrix products take at least TensorFlow's time here, whatever the rest of the g
 
 import os
 import sys
-import time
 
 from absl import app, flags
 
@@ -30,6 +29,7 @@ if not __package__:  # run as `python tools/matmul_floor.py`: import `tools.*` a
 
 import numpy as np
 
+from tools.bench.harness import median_rates
 from tools.machine import cpu_model
 
 PEER = "ONNX Runtime MatMul"
@@ -116,19 +116,6 @@ def sides(weights, hidden):
     return result
 
 
-def time_side(function, x, calls, repeats):
-    """Median milliseconds per call over `repeats` rounds of `calls` calls (after 5 warm-up calls)."""
-    for _ in range(5):
-        function(x)
-    rounds = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(calls):
-            function(x)
-        rounds.append((time.perf_counter() - start) / calls * 1e3)
-    return float(np.median(rounds))
-
-
 def measure(tokens, layers, hidden, intermediate, calls, repeats):
     """`{tokens: {side: ms per request}}`; every side's answers checked against NumPy's first."""
     weights = layer_weights(layers, hidden, intermediate)
@@ -141,7 +128,14 @@ def measure(tokens, layers, hidden, intermediate, calls, repeats):
             got = function(x)
             if not np.allclose(got, expected, rtol=1e-3, atol=1e-3 * float(np.abs(expected).max())):
                 raise RuntimeError(f"{name} computes other products than NumPy's at {count} tokens")
-        table[count] = {name: time_side(f, x, calls, repeats) for name, f in functions.items()}
+        # Per side alone (alternating sides would evict each other's weights from the cache, which a server running
+        # one runtime does not see): the median over `repeats` rounds of `calls` calls after 5 warm-up calls, in
+        # milliseconds per call.
+        table[count] = {
+            name: 1e3
+            / median_rates({name: lambda f=f, x=x: f(x)}, work=1, steps=calls, warmup=5, repeats=repeats)[name]
+            for name, f in functions.items()
+        }
     return table
 
 

@@ -24,13 +24,13 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 
 from absl import app, flags
 
 if not __package__:  # run as `python tools/serving_threads.py`: import `tools.*` and `bert_tf` from this checkout
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from tools.bench.harness import median_rates
 from tools.machine import cpu_model, minilm_dir
 
 SINGLES = 128
@@ -55,16 +55,6 @@ def read_sentences(path, limit=0):
 
     sentences, _ = read_eval("classification", path)
     return sentences[:limit] if limit else sentences
-
-
-def _rate(function, count, repeats):
-    function()  # warm-up (traces the shapes it meets)
-    rounds = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        rounds.append(count / (time.perf_counter() - start))
-    return sorted(rounds)[len(rounds) // 2]
 
 
 def probe(setting, saved_model, output, sentences, repeats):
@@ -95,11 +85,17 @@ def probe(setting, saved_model, output, sentences, repeats):
     def concurrent_singles():
         list(pool.map(lambda sentence: answer([sentence]), singles))
 
-    return {
-        "batch 1": _rate(one_at_a_time, len(singles), repeats),
-        "batch 32": _rate(batched, len(sentences), repeats),
-        f"concurrent batch 1 ({clients} clients)": _rate(concurrent_singles, len(singles), repeats),
-    }
+    # One warm-up pass each (it traces the shapes it meets), then the median of `repeats` passes.
+    together = f"concurrent batch 1 ({clients} clients)"
+    rates = median_rates(
+        {"batch 1": one_at_a_time, together: concurrent_singles},
+        work=len(singles),
+        steps=1,
+        warmup=1,
+        repeats=repeats,
+    )
+    rates.update(median_rates({"batch 32": batched}, work=len(sentences), steps=1, warmup=1, repeats=repeats))
+    return {name: rates[name] for name in ("batch 1", "batch 32", together)}
 
 
 def _export_minilm(workdir):
