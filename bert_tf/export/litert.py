@@ -141,11 +141,10 @@ class LiteRTWordPiece(tf.Module):
         self.kept = np.array(kept, dtype=np.int32)
         # The ids left out come in runs ([unused*], "##" punctuation, ...): an id past the start of a run moves up by
         # its length. (63 runs in BERT's uncased vocabulary: two vectors instead of a 0.12 MB table.)
-        after = np.flatnonzero(np.diff(self.kept, prepend=-1) > 1)  # the kept ids that follow a run
+        gaps = np.diff(self.kept, prepend=-1) - 1  # the ids left out just before each kept one
+        after = np.flatnonzero(gaps)  # the kept ids that follow a run
         self._run_starts = tf.constant(after.astype(np.int32))
-        self._run_lengths = tf.constant(
-            (self.kept[after] - np.concatenate([[-1], self.kept])[after] - 1).astype(np.int32)
-        )
+        self._run_lengths = tf.constant(gaps[after].astype(np.int32))
         self._wordpiece = tf_text.FastWordpieceTokenizer(
             vocab=[pieces[i] for i in kept],
             suffix_indicator="##",
@@ -352,8 +351,8 @@ class LiteRTModule(tf.Module):
         # Outside the tracked objects: the serving module's tokenizer holds a lookup table (detokenize's) that
         # LiteRT has no kernel for.
         self._held = Unsaved((module.model, module))
-        _use_litert_activations(getattr(module.model, "encoder", module.model))
         encoder = getattr(module.model, "encoder", module.model)
+        _use_litert_activations(encoder)
         _trim_positions(encoder, module.max_seq_length)
         id_of = int
         if tokenizer_inside:

@@ -31,8 +31,6 @@ from bert_tf.serving import MAX_WINDOWS, EncoderModule, SearchModule
 from bert_tf.text.windows import check_long_text
 
 METADATA_FILE = "bert_tf_export.json"  # In the SavedModel's assets.extra/.
-# squad's windows and answers where neither the caller nor the model directory (fine-tuning records them) says.
-SQUAD_DEFAULTS = {"doc_stride": 128, "max_query_length": 64, "max_answer_length": 30}
 # Ops of the exported SavedModels that core TensorFlow lacks: a serving binary must have them registered
 # (tensorflow_text's kernels). `op_names` lists every op of a SavedModel; these are those a process without
 # tensorflow_text does not know (tests/export/export_test.py checks it on every kind).
@@ -169,9 +167,9 @@ def serving_module(
         )
     model, settings = load_task_model(model_dir)
     task = tasks.get(settings["task"])  # Known: load_task_model checked it.
-    # squad: as given, else as fine-tuning read the questions and contexts (recorded), else the defaults.
-    squad = dict(doc_stride=doc_stride, max_query_length=max_query_length, max_answer_length=max_answer_length)
-    squad = {k: v if v is not None else settings.get(k, SQUAD_DEFAULTS[k]) for k, v in squad.items()}
+    # squad: as given, else as fine-tuning read the questions and contexts (recorded), else ServingOptions' defaults.
+    given = dict(doc_stride=doc_stride, max_query_length=max_query_length, max_answer_length=max_answer_length)
+    squad = {k: settings[k] if v is None else v for k, v in given.items() if v is not None or k in settings}
     options = tasks.ServingOptions(text_pair=text_pair, max_input_bytes=max_input_bytes, **squad, **windows)
     labels = settings["labels"] if task.needs_labels else None
     return task.serving_module(model, tokenizer(), max_seq_length, labels, options)
