@@ -9,6 +9,8 @@ setuptools.setup(
     version="0.1.0",
     description="BERT for TensorFlow / Keras 3: vocabulary, pretraining, "
     "checkpoint import, fine-tuning, distributed training and export.",
+    license="Apache-2.0",  # LICENSE: the Apache License 2.0, as TensorFlow, tensorflow-text and Keras
+    license_files=["LICENSE"],
     packages=setuptools.find_packages(include=["bert_tf", "bert_tf.*"]),
     # Model presets; bert_tf.config finds them beside the checkout or here.
     data_files=[("share/bert_tf/configs", sorted(glob.glob("configs/*.json")))],
