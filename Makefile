@@ -7,6 +7,17 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo tour test test-slow test-all readme-check lint format setup clean
 
+# The tests (and most documented examples) read public data sets and reference outputs from ../shared beside the
+# checkout (README.md, "What they need"); make demo needs none of it.
+SHARED ?= ../shared
+# Without them the suites would fail test after test: stop at once, with one line, before installing anything.
+ifneq ($(filter test test-slow test-all readme-check,$(MAKECMDGOALS)),)
+ifneq ($(words $(wildcard $(SHARED)/data/ $(SHARED)/reference/)),2)
+$(error $(abspath $(SHARED))/data/ and reference/ not found beside the checkout: the tests read its data/ and reference/ (public data sets and reference \
+outputs; README.md, "What they need"); make demo needs none of it)
+endif
+endif
+
 # The main job: pretrain a tiny BERT on the offline default corpus (Python's own documentation), with a
 # vocabulary built on the fly, held-out evaluation and fill-mask predictions at the end. Re-running it
 # continues from the newest checkpoint in runs/main.
