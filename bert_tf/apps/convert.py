@@ -3,7 +3,8 @@
     bert-tf-convert --input=PATH --output=DIR [--to=bert_tf|hf] [--overwrite] [--allow_pickle]
         [--allow_missing_vocab] [--strict]
 
-`--input` is a Hugging Face directory of BERT, RoBERTa, DistilBERT, ELECTRA, ALBERT or DeBERTa-v2/v3,
+`--input` is a Hugging Face directory of BERT, RoBERTa, DistilBERT, ELECTRA, ALBERT, DeBERTa-v2/v3 or ModernBERT
+(the seven families of `bert_tf.config.MODEL_TYPES`),
 an original Google TF1 checkpoint (directory or `model.ckpt-N` prefix) or a
 bert_tf model directory; its format is detected. The model it holds is
 converted whole: the encoder, the masked-LM (and NSP) head, or a fine-tuned
@@ -31,8 +32,8 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string(
     "input",
     None,
-    "Checkpoint to convert: Hugging Face directory (BERT, RoBERTa, DistilBERT, ELECTRA, ALBERT, DeBERTa-v2/v3, task "
-    "heads included), "
+    "Checkpoint to convert: Hugging Face directory (BERT, RoBERTa, DistilBERT, ELECTRA, ALBERT, DeBERTa-v2/v3, "
+    "ModernBERT; task heads included), "
     "TF1 checkpoint directory or prefix, or bert_tf model directory (format detected).",
 )
 flags.DEFINE_string("output", None, "Directory to write; must be empty or absent unless --overwrite.")
