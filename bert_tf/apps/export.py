@@ -204,7 +204,7 @@ def _validate_flags():
     if not FLAGS.output_dir:
         raise app.UsageError("--output_dir is required. Received: --output_dir=None")
     try:
-        check_output_dir(FLAGS.output_dir, FLAGS.overwrite)
+        check_output_dir(FLAGS.output_dir, FLAGS.overwrite, model_dir=FLAGS.model_dir, export_format=FLAGS.format)
     except FileExistsError as e:
         raise app.UsageError(f"--output_dir: {e}") from None
     if os.path.abspath(FLAGS.output_dir) == os.path.abspath(FLAGS.model_dir):

@@ -585,7 +585,7 @@ def export_litert(
             f"calibration_file={calibration_file}"
         )
     calibration_lines = _read_calibration(calibration_file) if quantize == "int8" else None
-    check_output_dir(output, overwrite)
+    check_output_dir(output, overwrite, model_dir=model_dir, export_format="litert")
     directory = ModelDirectory.read(model_dir)
     module = serving_module(
         directory,

@@ -503,7 +503,7 @@ def export_onnx(
     import onnx
     import onnxruntime
 
-    check_output_dir(output_dir, overwrite)
+    check_output_dir(output_dir, overwrite, model_dir=model_dir, export_format="onnx")
     directory = ModelDirectory.read(model_dir)
     family = directory.model_type
     # The ids graph has no question windows: a QA directory's SpanModule gets a query length that fits.

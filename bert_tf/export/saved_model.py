@@ -17,6 +17,7 @@ records the kind, the label names and every signature's inputs and outputs.
 import contextlib
 import json
 import os
+import re
 import shutil
 import tempfile
 
@@ -188,16 +189,87 @@ def input_names(function):
     return [spec.name for spec in args] + sorted(kwargs)
 
 
-def check_output_dir(output_dir, overwrite=False):
-    """Raises `FileExistsError` unless `output_dir` is absent, empty, or `overwrite`."""
-    if os.path.exists(output_dir):
-        if not os.path.isdir(output_dir):
-            raise FileExistsError(f"The output path exists and is not a directory. Received: output_dir={output_dir}")
-        if os.listdir(output_dir) and not overwrite:
+# What each export writes in its output directory: the metadata file that marks a previous export of the kind, and
+# the top-level entries it writes (an ONNX export also the tokenizer files its metadata lists). `--overwrite`
+# replaces only such a directory (`check_output_dir`).
+EXPORT_OUTPUTS = {
+    "saved_model": (
+        os.path.join("assets.extra", METADATA_FILE),
+        ("saved_model.pb", "fingerprint.pb", "variables", "assets", "assets.extra"),
+        "SavedModel",
+    ),
+    "litert": ("bert_tf_litert.json", ("model.tflite", "bert_tf_litert.json", "tokenizer"), "LiteRT"),
+    "onnx": ("bert_tf_onnx.json", ("model.onnx", "bert_tf_onnx.json", "tokenizer.json"), "ONNX"),
+}
+STAGING_MARK = ".partial-"  # `staged_output`'s folders beside the output: NAME.partial-PID-RANDOM
+
+
+def _real_dir(path):
+    """The real path of a directory, or of the directory holding a checkpoint prefix (`model.ckpt-N`)."""
+    path = os.path.realpath(os.fspath(path))
+    return path if os.path.isdir(path) or not os.path.exists(path + ".index") else os.path.dirname(path)
+
+
+def _foreign_entries(output_dir, export_format):
+    """The entries of `output_dir` (a previous export of `export_format`, its metadata file present) that such an
+    export does not write, as relative paths."""
+    metadata_file, written, _ = EXPORT_OUTPUTS[export_format]
+    written = set(written)
+    if export_format == "onnx":  # the tokenizer files its metadata lists
+        try:
+            with open(os.path.join(output_dir, metadata_file), encoding="utf-8") as f:
+                written.update((json.load(f).get("tokenizer") or {}).get("files") or ())
+        except (OSError, ValueError, AttributeError):
+            pass
+    foreign = sorted(name for name in os.listdir(output_dir) if name not in written)
+    if export_format == "saved_model":  # assets.extra holds the metadata alone (a warm-up file is the user's)
+        extra = os.path.join(output_dir, "assets.extra")
+        if os.path.isdir(extra):
+            foreign += [os.path.join("assets.extra", n) for n in sorted(os.listdir(extra)) if n != METADATA_FILE]
+    return foreign
+
+
+def check_output_dir(output_dir, overwrite=False, model_dir=None, export_format="saved_model"):
+    """Raises `FileExistsError` (one line naming the paths) unless `output_dir` may be written.
+
+    It may when absent or empty; with `overwrite`, also when it is a previous export of `export_format`
+    ("saved_model", "litert" or "onnx": its metadata file, `EXPORT_OUTPUTS`) holding only what such an export
+    writes. Never when it is or holds `model_dir` (the model being exported), whatever `overwrite` says:
+    replacing it would delete the model.
+    """
+    if not os.path.exists(output_dir):
+        return
+    if not os.path.isdir(output_dir):
+        raise FileExistsError(f"The output path exists and is not a directory. Received: output_dir={output_dir}")
+    if model_dir is not None:
+        output, model = os.path.realpath(output_dir), _real_dir(model_dir)
+        if output == model or model.startswith(output.rstrip(os.sep) + os.sep):
+            what = "is" if output == model else "holds"
             raise FileExistsError(
-                f"The output directory is not empty (pass overwrite=True to replace it). "
-                f"Received: output_dir={output_dir}"
+                f"The output directory {what} the model directory: writing there would delete the model "
+                f"(--overwrite replaces only a previous export); choose another output directory. Received: "
+                f"output_dir={output_dir}, model_dir={model_dir}"
             )
+    if not os.listdir(output_dir):
+        return
+    if not overwrite:
+        raise FileExistsError(
+            f"The output directory is not empty (pass overwrite=True to replace it). Received: output_dir={output_dir}"
+        )
+    metadata_file, _, name = EXPORT_OUTPUTS[export_format]
+    source = "" if model_dir is None else f", model_dir={model_dir}"
+    if not os.path.isfile(os.path.join(output_dir, metadata_file)):
+        raise FileExistsError(
+            f"The output directory is not a previous {name} export (it has no {metadata_file}), and overwrite "
+            f"replaces only one; nothing was deleted. Received: output_dir={output_dir}{source}"
+        )
+    foreign = _foreign_entries(output_dir, export_format)
+    if foreign:
+        raise FileExistsError(
+            f"The output directory holds files a {name} export does not write ({', '.join(foreign[:5])}"
+            f"{', ...' if len(foreign) > 5 else ''}), which overwrite would delete; move them or choose another "
+            f"output directory. Received: output_dir={output_dir}{source}"
+        )
 
 
 def export_saved_model(
@@ -272,7 +344,7 @@ def export_saved_model(
         kind has the option, and with a corpus `search` (`corpus_size`,
         `embedding_dim`).
     """
-    check_output_dir(output_dir, overwrite)
+    check_output_dir(output_dir, overwrite, model_dir=model_dir)
     passages = None
     if search_corpus is not None:
         passages = read_passages(
@@ -342,11 +414,14 @@ def op_names(saved_model_dir):
 def staged_output(output_dir):
     """A new directory beside `output_dir` that the block writes into; it replaces `output_dir` (created with its
     parents, or an existing one removed) when the block ends without an error, and is removed when it raises, so an
-    interrupted or failed export never leaves a partial `output_dir`."""
+    interrupted or failed export never leaves a partial `output_dir`. Its name, `NAME.partial-PID-RANDOM`, says which
+    process writes it: a success also removes the staging folders of `output_dir` left by processes that no longer
+    run (an export killed mid-write)."""
     output_dir = os.path.abspath(output_dir)
     parent = os.path.dirname(output_dir)
     os.makedirs(parent, exist_ok=True)
-    staging = tempfile.mkdtemp(prefix=os.path.basename(output_dir) + ".partial-", dir=parent)
+    prefix = os.path.basename(output_dir) + STAGING_MARK
+    staging = tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=parent)
     try:
         yield staging
         if os.path.exists(output_dir):
@@ -355,6 +430,28 @@ def staged_output(output_dir):
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+    for name in os.listdir(parent):
+        path = os.path.join(parent, name)
+        if name.startswith(prefix) and os.path.isdir(path) and _stale(name[len(prefix) :]):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _stale(suffix):
+    """Whether a staging folder's name after `NAME.partial-` is `PID-RANDOM` of a process that no longer runs, or
+    `RANDOM` alone (a folder of an earlier version); `RANDOM` is `tempfile.mkdtemp`'s 8 characters. Any other name is
+    not a staging folder's and stays."""
+    match = re.fullmatch(r"(?:(\d+)-)?[a-z0-9_]{8}", suffix)
+    if match is None:
+        return False
+    if match.group(1) is None:
+        return True
+    try:
+        os.kill(int(match.group(1)), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # another user's process: it runs
+        return False
+    return False
 
 
 def write_json(path, data):

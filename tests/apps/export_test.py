@@ -118,8 +118,13 @@ def test_existing_output_needs_overwrite(classifier_dir, tmp_path):
     with pytest.raises(Exception, match="--output_dir: The output directory is not empty"):
         _run(model_dir=classifier_dir, output_dir=str(output))
     assert os.listdir(output) == ["keep.txt"]
+    # --overwrite replaces a previous export only, never files it did not write (tests/export/output_safety_test.py).
+    with pytest.raises(Exception, match="--output_dir: The output directory is not a previous SavedModel export"):
+        _run(model_dir=classifier_dir, output_dir=str(output), overwrite=True, max_seq_length=8)
+    os.remove(output / "keep.txt")
+    assert _run(model_dir=classifier_dir, output_dir=str(output), max_seq_length=12) == 0
     assert _run(model_dir=classifier_dir, output_dir=str(output), overwrite=True, max_seq_length=8) == 0
-    assert os.path.isfile(output / "saved_model.pb") and not (output / "keep.txt").exists()
+    assert os.path.isfile(output / "saved_model.pb")
 
 
 def test_missing_model_dir_is_a_usage_error(tmp_path):
