@@ -38,7 +38,13 @@ buckets) is replaced in the ONNX graph by the padded path (the functional
 gives the same values at real tokens and the same zeros at padding; ONNX
 Runtime fuses the padded path better anyway. tf2onnx keeps ops it cannot
 convert as TensorFlow ops in the graph; the export refuses such a graph
-naming the family and the ops.
+naming the family and the ops. The `ids` signature's input checks
+(assertions: ids in range, a 0/1 padding mask, equal shapes, at most the
+model's positions) are ops tf2onnx drops; the graph checks the same with
+Gathers that fail, named after each check (`range_checks`), so ONNX Runtime
+refuses what the SavedModel refuses (INVALID_ARGUMENT naming the check, e.g.
+`check_token_ids_in_0_to_30521`) instead of answering a negative id (which
+ONNX's Gather reads from the table's end) with a plausible label.
 
 Quantization (`quantize`): "dynamic_int8" runs ONNX Runtime's
 `quantize_dynamic`: per-channel int8 weights (activations quantized per tensor
@@ -230,11 +236,41 @@ def padded_forward(model, features):
     return model.heads(encoded, features, training=False)
 
 
-def _is_input(tensor, name):
-    """Whether the traced `tensor` is the function's input `name` behind Identity/EnsureShape ops only."""
+def _source(tensor):
+    """The traced `tensor` behind its Identity/EnsureShape ops."""
     while tensor.op.type in ("Identity", "EnsureShape"):
         tensor = tensor.op.inputs[0]
-    return tensor.op.type == "Placeholder" and tensor.op.name == name
+    return tensor
+
+
+def range_checks(token_ids, segment_ids, padding_mask, vocab_size, type_vocab_size, max_position_embeddings):
+    """An int32 scalar 0 that ONNX Runtime cannot compute for inputs the SavedModel's `ids` signature refuses.
+
+    The SavedModel checks its ids with assertions (`bert_tf.serving.graph_ops.checked_ids`), which tf2onnx drops
+    (ONNX has no assert): without this a negative token id would pick an embedding row from the end of the table
+    (ONNX's Gather counts negative indices from the end) and answer a plausible label. Here each check is a Gather
+    of a one-element table at index 0 (passed) or 1 (failed), named after the check: ONNX Runtime refuses the
+    batch with INVALID_ARGUMENT `... running Gather node. Name:'check_token_ids_in_0_to_30521' ... indices element
+    out of data bounds`. The ranges are `checked_ids`': token ids in [0, vocab_size), segment ids in [0,
+    type_vocab_size) (2 for a family without segment embeddings), padding mask 0 or 1, at most
+    `max_position_embeddings` positions, equal shapes. The caller adds the result to the token ids the model reads.
+    """
+    segments = type_vocab_size or 2
+    failed = {
+        f"check_token_ids_in_0_to_{vocab_size - 1}": (token_ids, 0, vocab_size),
+        f"check_segment_ids_in_0_to_{segments - 1}": (segment_ids, 0, segments),
+        "check_padding_mask_is_0_or_1": (padding_mask, 0, 2),
+    }
+    failed = {name: tf.reduce_any((x < low) | (x >= high)) for name, (x, low, high) in failed.items()}
+    failed[f"check_at_most_{max_position_embeddings}_positions"] = tf.shape(token_ids)[1] > max_position_embeddings
+    failed["check_equal_shapes_of_token_ids_segment_ids_padding_mask"] = tf.reduce_any(
+        tf.concat([tf.shape(segment_ids), tf.shape(padding_mask)], 0) != tf.tile(tf.shape(token_ids), [2])
+    )
+    table = tf.zeros([1], tf.int32)
+    total = tf.constant(0)
+    for name, f in failed.items():  # (an int32 Add: ONNX's Sum, tf.add_n's, takes floats only)
+        total = total + tf.gather(table, tf.cast(f, tf.int32), name=name)
+    return total
 
 
 def ids_function(module):
@@ -250,8 +286,14 @@ def ids_function(module):
     passthrough = []
 
     def ids(token_ids, segment_ids, padding_mask):
+        # The token ids the model reads depend on the range checks: ONNX Runtime refuses what the SavedModel does.
+        checks = (module.vocab_size, module.type_vocab_size, module.max_position_embeddings)
+        token_ids = token_ids + range_checks(token_ids, segment_ids, padding_mask, *checks)
+        given = dict(zip(inputs, (token_ids, segment_ids, padding_mask)))
         outputs = method(token_ids, segment_ids, padding_mask)
-        passthrough[:] = [name for name in inputs if name in outputs and _is_input(outputs[name], name)]
+        passthrough[:] = [
+            name for name in inputs if name in outputs and _source(outputs[name]).name == _source(given[name]).name
+        ]
         return {key: value for key, value in outputs.items() if key not in passthrough}
 
     function = tf.function(ids, input_signature=list(IDS), autograph=False)

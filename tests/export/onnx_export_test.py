@@ -152,7 +152,7 @@ def test_metadata_and_files(exported):
     encodings = hf.encode_batch(["john lives in paris", "the cat " * 20])
     assert [len(e.ids) for e in encodings] == [16, 16]
     assert encodings[0].ids[:6] == [2, 11, 12, 13, 14, 3] and encodings[0].attention_mask[6:] == [0] * 10
-    with pytest.raises(FileExistsError, match="not empty"):
+    with pytest.raises(FileExistsError, match="is the model directory"):
         export_onnx(output_dir, output_dir)
 
 
@@ -342,3 +342,35 @@ def test_minilm_float32_equals_savedmodel_and_int8_keeps_embeddings(minilm_dir, 
     assert os.path.getsize(os.path.join(int8_dir, ONNX_FILE)) < 0.55 * os.path.getsize(
         os.path.join(float_dir, ONNX_FILE)
     )
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_onnx_refuses_the_ids_the_saved_model_refuses_and_answers_an_empty_batch(kind, model_dirs, exported):
+    output_dir, _ = exported[kind]
+    signature = _ids_signature(model_dirs[kind])
+    vocab_size = len(WORDS) + 5
+    good = _ids_batch(vocab_size, 2, 6, 0)
+    bad = {
+        "check_token_ids_in_0_to_19": [("token_ids", (0, 1), -1), ("token_ids", (1, 2), vocab_size)],
+        "check_segment_ids_in_0_to_1": [("segment_ids", (0, 1), 2), ("segment_ids", (1, 0), -1)],
+        "check_padding_mask_is_0_or_1": [("padding_mask", (0, 1), 2)],
+    }
+    for check, cases in bad.items():
+        for name, position, value in cases:
+            inputs = {key: array.copy() for key, array in good.items()}
+            inputs[name][position] = value
+            with pytest.raises(tf.errors.InvalidArgumentError):  # the SavedModel's assertion
+                signature(**{key: tf.constant(array) for key, array in inputs.items()})
+            with pytest.raises(Exception, match=f"INVALID_ARGUMENT.*{check}"):  # a negative id once gave a label
+                run_onnx(output_dir, **inputs)
+    longer = {key: np.zeros((1, 40), np.int32) for key in good}  # 32 positions
+    with pytest.raises(Exception, match="check_at_most_32_positions"):
+        run_onnx(output_dir, **longer)
+    # An empty batch: empty answers, of the SavedModel's shapes.
+    empty = {key: np.zeros((0, 6), np.int32) for key in good}
+    reference = signature(**{key: tf.constant(array) for key, array in empty.items()})
+    outputs = run_onnx(output_dir, **empty)
+    assert {key: value.shape for key, value in outputs.items()} == {
+        key: tuple(value.shape) for key, value in reference.items()
+    }
+    _assert_outputs_equal(run_onnx(output_dir, **good), signature(**{k: tf.constant(v) for k, v in good.items()}))
