@@ -1,5 +1,6 @@
 """The package layers of docs/ARCHITECTURE.md hold: imports point down only, no file-level circle, no task list
-outside bert_tf/tasks, and exporting and serving a model loads nothing of `bert_tf.training`.
+outside bert_tf/tasks, and the read-only apps (bert-tf-export, -embed, -convert) and serving a model load nothing
+of `bert_tf.training`.
 
 The import graph is read from the source with `ast`: every `import` and
 `from ... import` (at module level and inside functions), every
@@ -266,32 +267,52 @@ def test_no_private_name_is_imported_across_modules():
     assert private == []
 
 
-EXPORT_AND_SERVE = textwrap.dedent(
+# The read-only apps, run as their commands run them (bert-tf-convert, bert-tf-embed, bert-tf-export, each also
+# `python -m bert_tf.apps.NAME`), in a fresh interpreter (not the tests' zygote, which preloads all of bert_tf): none
+# of them, nor serving what bert-tf-export wrote, loads a module of `bert_tf.training`.
+READ_ONLY_APPS = textwrap.dedent(
     """
     import sys
 
-    from bert_tf.export import export_saved_model
+    from absl import flags
+
+    from bert_tf.apps import convert, embed, export
 
     import tensorflow as tf
     from bert_tf.models import BertClassifier
     from tests.helpers import tiny_model_dir
+
+
+    def run(app, **values):
+        argv = [app.__name__] + [f"--{name}={value}" for name, value in values.items()]
+        flags.FLAGS.unparse_flags()
+        flags.FLAGS(argv)
+        return app.main(argv[:1])
+
 
     root = sys.argv[1]
     model_dir = tiny_model_dir(
         root + "/model", ["good", "bad", "film"], 16, model_fn=lambda encoder: BertClassifier(encoder, 2),
         task="classification", labels=["neg", "pos"],
     )
-    metadata = export_saved_model(model_dir, root + "/serving/1")
+    with open(root + "/corpus.txt", "w") as f:
+        f.write("good film\\nbad\\n")
+    codes = [
+        run(convert, input=model_dir, output=root + "/hf", to="hf"),
+        run(embed, model_dir=model_dir, input=root + "/corpus.txt", output=root + "/embeddings", max_seq_length=16,
+            progress=False),
+        run(export, model_dir=model_dir, output_dir=root + "/serving/1"),
+    ]
     served = tf.saved_model.load(root + "/serving/1").signatures["serving_default"](text=tf.constant(["good film"]))
-    print(metadata["kind"], [label.decode() for label in served["label"].numpy()][0] in ("neg", "pos"))
+    print(codes, [label.decode() for label in served["label"].numpy()][0] in ("neg", "pos"))
     print(sorted(name for name in sys.modules if name.startswith("bert_tf.training")))
     """
 )
 
 
-def test_exporting_and_serving_loads_nothing_of_training(tmp_path):
+def test_the_read_only_apps_and_serving_load_nothing_of_training(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-c", EXPORT_AND_SERVE, str(tmp_path)],
+        [sys.executable, "-c", READ_ONLY_APPS, str(tmp_path)],
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")},
         capture_output=True,
@@ -299,6 +320,19 @@ def test_exporting_and_serving_loads_nothing_of_training(tmp_path):
         timeout=280,
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    served, training = result.stdout.strip().splitlines()[-2:]
-    assert served == "classification True"
+    done, training = result.stdout.strip().splitlines()[-2:]
+    assert done == "[0, 0, 0] True"  # converted, embedded, exported; the export serves
     assert training == "[]"
+
+
+def test_only_the_training_apps_import_training():
+    # The static side of the test above: which app modules reach bert_tf.training through their imports.
+    def reaches_training(module, seen):
+        if module in seen:
+            return False
+        seen.add(module)
+        return package_of(module) == "training" or any(reaches_training(t, seen) for t in GRAPH[module])
+
+    apps = sorted(module for module in MODULES if module.startswith("bert_tf.apps."))
+    training = [app.removeprefix("bert_tf.apps.") for app in apps if reaches_training(app, set())]
+    assert training == ["distill", "finetune", "pretrain", "training_errors", "training_flags"]

@@ -9,14 +9,12 @@ field or a field without a flag. Where an app reads an option with another
 default or help, its config redeclares the field (`bert_tf.options.override`),
 so each app's flag keeps its own.
 
-The options every training app shares (`run_options.Optimization`) and the
-process flags (`ProcessOptions`: the `tf.distribute` strategy, `--tpu`, op
-determinism, which no config has) are defined once per process by
-`define_training_flags()` and adopted by each training app
-(`flags.adopt_module_key_flags(common_flags)`), so several apps import into
-one process without a `DuplicateFlagError`; the other generated flags allow an
-override (a process importing several apps keeps the last definition of a
-name; each bert-tf-* command imports only its own app).
+The options every training app shares and the process flags are
+`training_flags`' (defined once per process; only the training apps import it,
+so this module and the read-only apps load nothing of `bert_tf.training`); the
+other generated flags allow an override (a process importing several apps
+keeps the last definition of a name; each bert-tf-* command imports only its
+own app).
 
 `check_checkpoint_dir` is the `--model_dir` check of the apps that read a
 checkpoint (bert-tf-export, bert-tf-embed).
@@ -26,31 +24,10 @@ import dataclasses
 import os
 import sys
 
-import keras
-import tensorflow as tf
 from absl import app, flags
 
 from bert_tf import options
 from bert_tf.checkpoints import CheckpointError, detect_format
-from bert_tf.training.distribute import STRATEGIES, create_strategy
-from bert_tf.training.run_options import Optimization
-
-
-@dataclasses.dataclass(kw_only=True)
-class ProcessOptions:
-    """Flags that set up the process rather than describe a run: they pick the `tf.distribute` strategy (and op
-    determinism) that `training_strategy()` makes and the app passes to the library call, so no config has them."""
-
-    strategy: str = options.option(
-        "one_device", "Distribution strategy; multi_worker_mirrored reads TF_CONFIG.", enum=STRATEGIES
-    )
-    tpu: str = options.option(None, "TPU name or grpc:// address for --strategy=tpu.")
-    deterministic: bool = options.option(False, "Enable TensorFlow op determinism (reproducible runs, slower).")
-
-
-PROCESS_FLAGS = tuple(field.name for field in dataclasses.fields(ProcessOptions))
-
-_defined = False
 
 
 def _module_name(module):
@@ -85,43 +62,14 @@ def define_flag(field, module, flag_values=flags.FLAGS, allow_override=True):
     return flag_values[name]
 
 
-def define_training_flags():
-    """Defines the shared optimizer, precision and distribution flags (once per process; later calls do nothing).
-
-    The calling app should also `flags.adopt_module_key_flags(common_flags)`
-    so its `--help` lists them.
-    """
-    global _defined
-    if _defined:
-        return
-    for field in dataclasses.fields(Optimization) + dataclasses.fields(ProcessOptions):
-        define_flag(field, __name__, allow_override=False)
-    _defined = True
-
-
-def define_config_flags(config_class, module, flag_values=flags.FLAGS, shared=False):
+def define_config_flags(config_class, module, flag_values=flags.FLAGS, defined_elsewhere=()):
     """Defines a flag of `module` (the app) for each field of `config_class` (its run config), except the fields
-    it shares with `run_options.Optimization` unchanged: those are `define_training_flags()`'s (`shared`: defined
-    here too, e.g. into a `FlagValues` of one's own)."""
-    common = {} if shared else {field.name: field for field in dataclasses.fields(Optimization)}
+    of `defined_elsewhere` inherited unchanged (the shared training options, which
+    `training_flags.define_training_flags()` defines once per process)."""
+    elsewhere = {field.name: field for field in defined_elsewhere}
     for field in dataclasses.fields(config_class):
-        if common.get(field.name) is not field:
+        if elsewhere.get(field.name) is not field:
             define_flag(field, module, flag_values)
-
-
-def training_strategy():
-    """Seeds Keras and TensorFlow from `--seed` (each app defines it), turns on op determinism for
-    `--deterministic` and returns the `--strategy` (with `--tpu`)."""
-    keras.utils.set_random_seed(flags.FLAGS.seed)
-    if flags.FLAGS.deterministic:
-        tf.config.experimental.enable_op_determinism()
-    return create_strategy(flags.FLAGS.strategy, tpu=flags.FLAGS.tpu)
-
-
-def validate_training_flags():
-    """Checks the shared flags' combinations; raises `app.UsageError` naming the bad one."""
-    if flags.FLAGS.strategy == "tpu" and flags.FLAGS.tpu is None:
-        raise app.UsageError("--strategy=tpu needs --tpu (a name, grpc:// address, or 'local').")
 
 
 def check_checkpoint_dir(name, flag_values=flags.FLAGS):
@@ -147,13 +95,14 @@ def app_flag_names(module, flag_values=flags.FLAGS):
     return {flag.name for flag in flag_values.get_key_flags_for_module(module)}
 
 
-def config_from_flags(config_class, module, exclude=PROCESS_FLAGS, flag_values=flags.FLAGS):
+def config_from_flags(config_class, module, exclude=(), flag_values=flags.FLAGS):
     """`config_class` (a dataclass) with each field set from the flag of the same name.
 
     Raises:
         TypeError: a field of `config_class` has no flag, or a flag of the app
-            `module` (besides `exclude`) has no field: a flag renamed on one
-            side only would otherwise fall back to the config's default.
+            `module` (besides `exclude`: the training apps' process flags) has
+            no field: a flag renamed on one side only would otherwise fall
+            back to the config's default.
     """
     fields = [field.name for field in dataclasses.fields(config_class)]
     without_flag = sorted(set(fields) - set(flag_values))

@@ -42,17 +42,17 @@ import sys
 
 from absl import app, flags
 
-from bert_tf.apps import common_flags, errors, launch
+from bert_tf.apps import common_flags, launch, training_errors, training_flags
 from bert_tf.training import distill, distillation
 from bert_tf.training.distillation import check_config
 
 FLAGS = flags.FLAGS
-common_flags.define_training_flags()
-flags.adopt_module_key_flags(common_flags)
+training_flags.define_training_flags()
+flags.adopt_module_key_flags(training_flags)
 # The run config of the registered tasks: a flag for each option of `DistillRun` and of every distillable task's
 # `options`.
 DistillConfig = distillation.config_class()
-common_flags.define_config_flags(DistillConfig, sys.modules[__name__])
+training_flags.define_config_flags(DistillConfig, sys.modules[__name__])
 
 
 def _student_layers():
@@ -71,7 +71,7 @@ def _student_layers():
 
 def _config():
     """The run's `DistillConfig`: each flag is the field of the same name (checked both ways)."""
-    config = common_flags.config_from_flags(DistillConfig, sys.modules[__name__])
+    config = training_flags.config_from_flags(DistillConfig, sys.modules[__name__])
     return dataclasses.replace(config, student_layers=_student_layers())
 
 
@@ -94,7 +94,7 @@ def _validate():
         check_config(_config())
     except ValueError as e:  # the config's fields are the flags of the same name
         raise app.UsageError(str(e)) from None
-    common_flags.validate_training_flags()
+    training_flags.validate_training_flags()
     if FLAGS.corpus and FLAGS.train_steps == 0:
         raise app.UsageError("--corpus runs are sized by --train_steps (> 0), as bert-tf-pretrain's.")
     if FLAGS.epochs == 0 and FLAGS.train_steps == 0:
@@ -105,8 +105,10 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     _validate()
-    strategy = common_flags.training_strategy()
-    return errors.run_task_training("bert-tf-distill", lambda: distill(_config(), strategy=strategy), FLAGS.model_dir)
+    strategy = training_flags.training_strategy()
+    return training_errors.run_task_training(
+        "bert-tf-distill", lambda: distill(_config(), strategy=strategy), FLAGS.model_dir
+    )
 
 
 def run():

@@ -1,25 +1,14 @@
-"""The apps' one-line errors: a disk that cannot be written (read-only, full, not a directory), and the known
-failures of a training run.
+"""The apps' one-line errors: a disk that cannot be written (read-only, full, not a directory).
 
 Each app catches `STORAGE_ERRORS` around its library call and prints
 `storage_error(...)`: the path, the cause, and in parentheses what was kept.
-The training apps run their library call through `run_training`, which does
-that and turns the training loop's own errors into one line too.
+The training apps run their library call through
+`training_errors.run_training`, which does that and turns the training loop's
+own errors into one line too; this module imports nothing of
+`bert_tf.training`, so the read-only apps load none of it.
 """
 
-import json
-import os
-import sys
-
 import tensorflow as tf
-
-from bert_tf.training.trainer import (
-    NonFiniteLossError,
-    ResumeError,
-    TrainingInterrupted,
-    WorkerLostError,
-    checkpoints_in,
-)
 
 # What a read-only, full or missing disk raises: Python's file functions raise OSError, TensorFlow's file
 # and checkpoint ops the OpErrors below.
@@ -39,53 +28,3 @@ def storage_error(program, error, kept):
         cause = getattr(error, "message", None) or str(error)  # a tf.errors.OpError's message names the file
     cause = " ".join(cause.split())  # TensorFlow's messages can span lines
     return f"{program}: error: {cause} ({kept})"
-
-
-def kept_checkpoints(model_dir):
-    """What a training run in `model_dir` keeps: its checkpoints (the newest resumes), or that there is none."""
-    directory = os.path.join(model_dir, "checkpoints")
-    prefixes = checkpoints_in(directory)
-    if not prefixes:
-        return f"no checkpoint was saved in {directory}"
-    return (
-        f"kept: {len(prefixes)} checkpoint{'s' if len(prefixes) > 1 else ''} in {directory}, "
-        f"newest {os.path.basename(prefixes[-1])}; "
-        "the same command resumes from it"
-    )
-
-
-def run_training(program, train, model_dir, plain_errors=()):
-    """Runs `train()` (a training library call) and prints its known failures as one line on stderr.
-
-    Args:
-        program: the command's name, first on the line.
-        model_dir: the run's directory (a storage error says which checkpoints it keeps).
-        plain_errors: more exception types printed as their message (e.g. `FileNotFoundError` of an input
-            file, which would otherwise read as a storage error).
-    Returns:
-        `(exit code, train()'s result or None)`: 0 on success; the signal's code (143, 130) when a signal stopped
-        the run (saved at the current step); 1 for a refused resume, a non-finite loss, a lost worker, a bad
-        setting (ValueError) or a disk that cannot be written.
-    """
-    try:
-        return 0, train()
-    except TrainingInterrupted as e:  # SIGTERM/SIGINT: saved at the current step
-        print(f"{program}: error: {e}", file=sys.stderr)
-        return e.exit_code, None
-    except (ResumeError, NonFiniteLossError, WorkerLostError, ValueError, *plain_errors) as e:
-        print(f"{program}: error: {e}", file=sys.stderr)
-        return 1, None
-    except STORAGE_ERRORS as e:  # a read-only, full or missing disk
-        print(storage_error(program, e, kept_checkpoints(model_dir)), file=sys.stderr)
-        return 1, None
-
-
-def run_task_training(program, train, model_dir):
-    """`run_training` for a run that keeps its best evaluation in `model_dir` (fine-tuning, distillation): prints
-    the best evaluation (or that there was no evaluation data) and the model directory; returns the exit code."""
-    code, results = run_training(program, train, model_dir, plain_errors=(FileNotFoundError,))
-    if code:
-        return code
-    print("Best evaluation: " + json.dumps(results, sort_keys=True) if results else "Done (no evaluation data).")
-    print(f"Model directory: {model_dir}")
-    return 0

@@ -19,15 +19,15 @@ import sys
 from absl import app, flags
 
 from bert_tf import tasks
-from bert_tf.apps import common_flags, errors, launch
+from bert_tf.apps import launch, training_errors, training_flags
 from bert_tf.training import finetune, finetuning
 
 FLAGS = flags.FLAGS
-common_flags.define_training_flags()
-flags.adopt_module_key_flags(common_flags)
+training_flags.define_training_flags()
+flags.adopt_module_key_flags(training_flags)
 # The run config of the registered tasks: a flag for each option of `FinetuneRun` and of every task's `options`.
 FinetuneConfig = finetuning.config_class()
-common_flags.define_config_flags(FinetuneConfig, sys.modules[__name__])
+training_flags.define_config_flags(FinetuneConfig, sys.modules[__name__])
 
 
 def _validate():
@@ -44,22 +44,24 @@ def _validate():
             check(_config())
         except ValueError as e:  # the config's fields are the flags of the same name
             raise app.UsageError(str(e)) from None
-    common_flags.validate_training_flags()
+    training_flags.validate_training_flags()
     if FLAGS.epochs == 0 and FLAGS.train_steps == 0:
         raise app.UsageError("Set --epochs > 0 or --train_steps > 0.")
 
 
 def _config():
     """The run's `FinetuneConfig`: each flag is the field of the same name (checked both ways)."""
-    return common_flags.config_from_flags(FinetuneConfig, sys.modules[__name__])
+    return training_flags.config_from_flags(FinetuneConfig, sys.modules[__name__])
 
 
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     _validate()
-    strategy = common_flags.training_strategy()
-    return errors.run_task_training("bert-tf-finetune", lambda: finetune(_config(), strategy=strategy), FLAGS.model_dir)
+    strategy = training_flags.training_strategy()
+    return training_errors.run_task_training(
+        "bert-tf-finetune", lambda: finetune(_config(), strategy=strategy), FLAGS.model_dir
+    )
 
 
 def run():

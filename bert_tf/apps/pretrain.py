@@ -26,27 +26,27 @@ import sys
 
 from absl import app, flags
 
-from bert_tf.apps import common_flags, errors, launch
+from bert_tf.apps import launch, training_errors, training_flags
 from bert_tf.training import (
     PretrainConfig,
     pretrain,
 )
 
 FLAGS = flags.FLAGS
-common_flags.define_training_flags()
-flags.adopt_module_key_flags(common_flags)
+training_flags.define_training_flags()
+flags.adopt_module_key_flags(training_flags)
 # A flag for each option of PretrainConfig (besides the shared training flags), with the field's help.
-common_flags.define_config_flags(PretrainConfig, sys.modules[__name__])
+training_flags.define_config_flags(PretrainConfig, sys.modules[__name__])
 
 
 def _config():
     """The run's `PretrainConfig` from the flags (each flag is the field of the same name); checked before any
     side effect."""
     try:
-        config = common_flags.config_from_flags(PretrainConfig, sys.modules[__name__])
+        config = training_flags.config_from_flags(PretrainConfig, sys.modules[__name__])
     except ValueError as e:  # ConfigError: names the field (= the flag) and its value
         raise app.UsageError(str(e)) from None
-    common_flags.validate_training_flags()
+    training_flags.validate_training_flags()
     return config
 
 
@@ -54,8 +54,10 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     config = _config()
-    strategy = common_flags.training_strategy()
-    code, _ = errors.run_training("bert-tf-pretrain", lambda: pretrain(config, strategy=strategy), config.model_dir)
+    strategy = training_flags.training_strategy()
+    code, _ = training_errors.run_training(
+        "bert-tf-pretrain", lambda: pretrain(config, strategy=strategy), config.model_dir
+    )
     return code
 
 

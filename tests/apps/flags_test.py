@@ -13,7 +13,7 @@ import pytest
 from absl import flags
 
 from bert_tf import options
-from bert_tf.apps import common_flags
+from bert_tf.apps import common_flags, training_flags
 from tests.launcher import python_command
 
 # Each app alone in a fresh process, as its bert-tf-* command runs it: a process importing both apps keeps one
@@ -71,12 +71,12 @@ def app_description(request):
 
 def test_every_flag_has_a_field_and_every_field_a_flag(app_description):
     app, described = app_description
-    flag_names = set(described["flags"]) - set(common_flags.PROCESS_FLAGS)
+    flag_names = set(described["flags"]) - set(training_flags.PROCESS_FLAGS)
     fields = set(described["fields"])
     assert sorted(flag_names - fields) == [], f"{app}: flags without a config field"
     assert sorted(fields - flag_names) == [], f"{app}: config fields without a flag"
     if app != "bert_tf.apps.embed":  # the training apps
-        assert set(common_flags.PROCESS_FLAGS) <= set(described["flags"]), app
+        assert set(training_flags.PROCESS_FLAGS) <= set(described["flags"]), app
 
 
 def test_generated_flags_are_the_flags_the_app_had(app_description):
@@ -117,8 +117,10 @@ def _flag_values(*names):
 def test_config_from_flags_maps_by_name():
     flag_values = _flag_values("steps", "rate", "strategy")
     flag_values(["prog", "--steps=7", "--rate=2"])
-    config = common_flags.config_from_flags(_Config, sys.modules[__name__], flag_values=flag_values)
-    assert config == _Config(steps=7, rate=2)
+    config = training_flags.config_from_flags(_Config, sys.modules[__name__], flag_values=flag_values)
+    assert config == _Config(steps=7, rate=2)  # the training apps' process flags have no field
+    with pytest.raises(TypeError, match=r"flags without a field \['strategy'\]"):  # a read-only app has none
+        common_flags.config_from_flags(_Config, sys.modules[__name__], flag_values=flag_values)
 
 
 @pytest.mark.parametrize(
@@ -151,7 +153,7 @@ class _Overridden(_Options):
 
 def test_define_config_flags_makes_one_flag_per_field_with_its_declaration():
     flag_values = flags.FlagValues()
-    common_flags.define_config_flags(_Overridden, "an_app", flag_values, shared=True)
+    common_flags.define_config_flags(_Overridden, "an_app", flag_values)
     assert {flag.name for flag in flag_values.get_key_flags_for_module("an_app")} == {
         f.name for f in dataclasses.fields(_Overridden)
     }

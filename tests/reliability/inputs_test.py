@@ -14,7 +14,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf import checkpoints, tasks
-from bert_tf.apps import errors
+from bert_tf.apps import errors, training_errors
 from bert_tf.config import REQUIRED_FIELDS, BertConfig, ConfigError
 from bert_tf.data.squad import read_squad
 from bert_tf.text import SPECIAL_TOKENS
@@ -179,11 +179,11 @@ def test_storage_error_messages(tmp_path):
         "bert-tf-vocab: error: /ro/run/vocab.txt: Read-only file system (kept: x)"
     )
     run = tmp_path / "run"
-    assert "no checkpoint" in errors.kept_checkpoints(str(run))
+    assert "no checkpoint" in training_errors.kept_checkpoints(str(run))
     (run / "checkpoints").mkdir(parents=True)
     for step in (4, 8):
         _write(run / "checkpoints" / f"ckpt-{step}.index", "")
-    kept = errors.kept_checkpoints(str(run))
+    kept = training_errors.kept_checkpoints(str(run))
     assert "2 checkpoints" in kept and "ckpt-8" in kept
 
 

@@ -22,7 +22,7 @@ import tensorflow as tf
 from absl import flags
 
 from bert_tf import tasks
-from bert_tf.apps import common_flags
+from bert_tf.apps import common_flags, training_flags
 from bert_tf.checkpoints import load_encoder, read_settings
 from bert_tf.checkpoints.name_table import output_layer
 from bert_tf.data.classification import ClassificationExamples, make_dataset
@@ -283,13 +283,13 @@ def test_a_task_s_options_are_config_fields_and_flags(registered):
 
     # bert-tf-finetune's flags, generated as the app does: the task's option is one, with its help and default.
     flag_values = flags.FlagValues()
-    common_flags.define_config_flags(config_class, "bert_tf.apps.finetune", flag_values, shared=True)
+    common_flags.define_config_flags(config_class, "bert_tf.apps.finetune", flag_values)
     flag = flag_values["label_prefix"]
     assert flag.help == "mean_pool_sentiment: the marker before each line's label name."
     assert flag.default == "__label__"
     flag_values(["bert-tf-finetune", f"--task={NAME}", "--label_prefix=label=", "--init=m", "--train_file=t"])
     config = common_flags.config_from_flags(
-        config_class, "bert_tf.apps.finetune", exclude=common_flags.PROCESS_FLAGS, flag_values=flag_values
+        config_class, "bert_tf.apps.finetune", exclude=training_flags.PROCESS_FLAGS, flag_values=flag_values
     )
     assert config.task == NAME and config.label_prefix == "label=" and config.doc_stride == 128
 

@@ -1,0 +1,83 @@
+"""The flags only the training apps (bert-tf-pretrain, -finetune, -distill) have: the shared training options and
+the process flags, defined once per process.
+
+The options every training app shares (`run_options.Optimization`) and the
+process flags (`ProcessOptions`: the `tf.distribute` strategy, `--tpu`, op
+determinism, which no config has) are defined once per process by
+`define_training_flags()` and adopted by each training app
+(`flags.adopt_module_key_flags(training_flags)`), so several apps import into
+one process without a `DuplicateFlagError`. The read-only apps (bert-tf-export,
+-embed, -convert) import `common_flags` alone, so they load nothing of
+`bert_tf.training` (tests/architecture_test.py).
+"""
+
+import dataclasses
+
+import keras
+import tensorflow as tf
+from absl import app, flags
+
+from bert_tf import options
+from bert_tf.apps import common_flags
+from bert_tf.training.distribute import STRATEGIES, create_strategy
+from bert_tf.training.run_options import Optimization
+
+
+@dataclasses.dataclass(kw_only=True)
+class ProcessOptions:
+    """Flags that set up the process rather than describe a run: they pick the `tf.distribute` strategy (and op
+    determinism) that `training_strategy()` makes and the app passes to the library call, so no config has them."""
+
+    strategy: str = options.option(
+        "one_device", "Distribution strategy; multi_worker_mirrored reads TF_CONFIG.", enum=STRATEGIES
+    )
+    tpu: str = options.option(None, "TPU name or grpc:// address for --strategy=tpu.")
+    deterministic: bool = options.option(False, "Enable TensorFlow op determinism (reproducible runs, slower).")
+
+
+PROCESS_FLAGS = tuple(field.name for field in dataclasses.fields(ProcessOptions))
+
+_defined = False
+
+
+def define_training_flags():
+    """Defines the shared optimizer, precision and distribution flags (once per process; later calls do nothing).
+
+    The calling app should also `flags.adopt_module_key_flags(training_flags)`
+    so its `--help` lists them.
+    """
+    global _defined
+    if _defined:
+        return
+    for field in dataclasses.fields(Optimization) + dataclasses.fields(ProcessOptions):
+        common_flags.define_flag(field, __name__, allow_override=False)
+    _defined = True
+
+
+def define_config_flags(config_class, module, flag_values=flags.FLAGS):
+    """`common_flags.define_config_flags` for a training run's config: a flag of `module` (the app) for each field
+    of `config_class`, except the fields it shares with `run_options.Optimization` unchanged (those are
+    `define_training_flags()`'s)."""
+    common_flags.define_config_flags(
+        config_class, module, flag_values, defined_elsewhere=dataclasses.fields(Optimization)
+    )
+
+
+def config_from_flags(config_class, module, flag_values=flags.FLAGS):
+    """`common_flags.config_from_flags` for a training run's config: the process flags have no field."""
+    return common_flags.config_from_flags(config_class, module, exclude=PROCESS_FLAGS, flag_values=flag_values)
+
+
+def training_strategy():
+    """Seeds Keras and TensorFlow from `--seed` (each app defines it), turns on op determinism for
+    `--deterministic` and returns the `--strategy` (with `--tpu`)."""
+    keras.utils.set_random_seed(flags.FLAGS.seed)
+    if flags.FLAGS.deterministic:
+        tf.config.experimental.enable_op_determinism()
+    return create_strategy(flags.FLAGS.strategy, tpu=flags.FLAGS.tpu)
+
+
+def validate_training_flags():
+    """Checks the shared flags' combinations; raises `app.UsageError` naming the bad one."""
+    if flags.FLAGS.strategy == "tpu" and flags.FLAGS.tpu is None:
+        raise app.UsageError("--strategy=tpu needs --tpu (a name, grpc:// address, or 'local').")
