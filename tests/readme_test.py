@@ -137,6 +137,20 @@ CHEAP = {
     'python -c "import tensorflow_text, sys; from tensorflow.python.tools import saved_model_cli; '
     'sys.exit(saved_model_cli.main())" run --dir runs/serving/sst2/1 --tag_set serve --signature_def '
     "serving_default --input_exprs 'text=[\"a charming and often affecting journey\"]'": Cheap("finetuning"),
+    # Serving examples (docs/export-and-serving.md): a CoNLL tagger for the NER snippets, and a tiny replaced-token
+    # detection run on the offline default corpus for the ELECTRA snippet.
+    "bert-tf-finetune --task=ner --init=$M --train_file=../shared/data/conll2003/eng.train "
+    "--eval_file=../shared/data/conll2003/eng.testa --model_dir=runs/conll --max_seq_length=64 --train_steps=500 "
+    "--global_batch_size=32 --learning_rate=1e-4 --seed=0": Cheap(
+        "ner", "--max_train_examples=64 --train_steps=2 --max_seq_length=32 --global_batch_size=8"
+    ),
+    "bert-tf-pretrain --model_dir=runs/electra-rtd --model=tiny --model_type=electra --objective=rtd "
+    "--train_steps=300": Cheap(
+        "electra-serving",
+        "--train_steps=2 --warmup_steps=1 --global_batch_size=4 --max_seq_length=32 --max_predictions_per_seq=5 "
+        "--steps_per_loop=1 --eval_interval=2 --eval_steps=0 --checkpoint_steps=2",
+    ),
+    "bert-tf-export --model_dir=runs/electra-rtd --output_dir=runs/serving/electra/1": Cheap("electra-serving"),
     # Sentence embeddings.
     "bert-tf-embed --model_dir=$M --input=../shared/data/glue/SST-2/dev.tsv --text_column=sentence "
     "--output=runs/sst2-embeddings --max_seq_length=128": Cheap("embed", "--shard_size=500"),
