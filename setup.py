@@ -22,6 +22,7 @@ setuptools.setup(
         "absl-py>=2.1",
         "tensorflow-datasets>=4.9",
         "safetensors>=0.4",
+        "huggingface_hub>=0.34",  # Hub ids (org/name[@revision]) read through its cache; its `hf download` CLI
         "tokenizers>=0.19",
         "sentencepiece>=0.2",  # the unigram vocabulary trainer and the .model proto (bert_tf.text.sentencepiece)
         "tensorboard>=2.19",

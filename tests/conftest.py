@@ -7,6 +7,9 @@ import os
 import shutil
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# No test touches the network: a Hugging Face Hub id is read from a cache the test builds (`hub_cache`), or is an
+# error naming the command that fetches it. Set before huggingface_hub is imported (it reads this at import).
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
@@ -55,6 +58,21 @@ def minilm_dir():
 @pytest.fixture(scope="session")
 def minilm_vocab(minilm_dir):
     return os.path.join(minilm_dir, "vocab.txt")
+
+
+MINILM_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+@pytest.fixture(scope="session")
+def hub_cache(minilm_dir, tmp_path_factory):
+    """A huggingface_hub cache folder holding `MINILM_HUB_ID` at `main` (the MiniLM package's folder, laid out by
+    `tests.helpers.make_hub_cache`). Tests read the id offline with
+    `monkeypatch.setenv("HF_HUB_CACHE", hub_cache)` and `monkeypatch.setenv("HF_HUB_OFFLINE", "1")`."""
+    from tests.helpers import make_hub_cache
+
+    cache = tmp_path_factory.mktemp("hub_cache")
+    make_hub_cache(cache, MINILM_HUB_ID, minilm_dir)
+    return str(cache)
 
 
 # === Artifacts built once per test run ===

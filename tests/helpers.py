@@ -244,3 +244,48 @@ def tokenizer_module(tokenizer, default_value=0):
         input_signature=[tf.TensorSpec([None, None], tf.int32)],
     )
     return module
+
+
+def make_hub_cache(cache_dir, repo_id, source_dir, revision="main"):
+    """Lays out the files of `source_dir` as huggingface_hub's cache holds a download of the model `repo_id` at
+    `revision`: `cache_dir/models--ORG--NAME/blobs/<sha256>` (each file once), `snapshots/<commit>/...` relative
+    symlinks to them (copies where the file system has no symlinks), and `refs/<revision>` holding the commit hash
+    (none for a 40-hex commit hash, which is its own snapshot). The commit hash is derived from the files, so two
+    revisions of different files get different snapshots. Returns the snapshot directory.
+
+    Tests then set `HF_HUB_CACHE=cache_dir` and `HF_HUB_OFFLINE=1` (monkeypatch.setenv) and read `repo_id`, or
+    `repo_id@revision`, wherever a model directory is taken.
+    """
+    import hashlib
+
+    root = os.path.join(os.fspath(cache_dir), "models--" + repo_id.replace("/", "--"))
+    files = []
+    for folder, _, names in sorted(os.walk(source_dir)):
+        for name in sorted(names):
+            path = os.path.join(folder, name)
+            digest = hashlib.sha256()
+            with open(path, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    digest.update(block)
+            files.append((os.path.relpath(path, source_dir), path, digest.hexdigest()))
+    is_commit = len(revision) == 40 and all(c in "0123456789abcdef" for c in revision)
+    commit = revision if is_commit else hashlib.sha1(repr([(n, h) for n, _, h in files]).encode()).hexdigest()
+    snapshot = os.path.join(root, "snapshots", commit)
+    os.makedirs(os.path.join(root, "blobs"), exist_ok=True)
+    for name, path, digest in files:
+        blob = os.path.join(root, "blobs", digest)
+        if not os.path.exists(blob):
+            shutil.copyfile(path, blob)
+        target = os.path.join(snapshot, name)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        if os.path.lexists(target):
+            os.remove(target)
+        try:
+            os.symlink(os.path.relpath(blob, os.path.dirname(target)), target)
+        except OSError:
+            shutil.copyfile(blob, target)
+    if not is_commit:
+        os.makedirs(os.path.dirname(os.path.join(root, "refs", revision)), exist_ok=True)
+        with open(os.path.join(root, "refs", revision), "w", encoding="utf-8") as f:
+            f.write(commit)  # huggingface_hub writes the hash without a newline
+    return snapshot

@@ -15,7 +15,9 @@ sentence-transformers folder's `modules.json` and module configs give the
 settings of its embedding (`sentence_transformers.py`).
 ELECTRA's pretraining pair (`ElectraPretrainer`) is stored as its discriminator with the generator in
 `generator/` beside it (`electra_names.py`).
-`ModelDirectory.read(path)` reads a directory once: config, tokenizer, settings, task (`model_directory.py`).
+`ModelDirectory.read(path)` reads a directory once: config, tokenizer, settings, task, weights (`model_directory.py`);
+every loader reads through it, and so takes a Hugging Face Hub id (`org/name[@revision]`) wherever it takes a
+directory (`hub.py`: `resolve_model_path`, huggingface_hub's cache, offline with HF_HUB_OFFLINE=1).
 """
 
 from bert_tf.checkpoints.api import (
@@ -37,6 +39,7 @@ from bert_tf.checkpoints.api import (
     write_hf_tokenizer_config,
 )
 from bert_tf.checkpoints.electra_names import Discriminator
+from bert_tf.checkpoints.hub import resolve_model_path
 from bert_tf.checkpoints.model_directory import ModelDirectory, resolve_model_directory
 from bert_tf.checkpoints.readers import (
     GLOB_CHARACTERS,
@@ -77,6 +80,7 @@ __all__ = [
     "model_tensors",
     "read_sentence_transformers",
     "resolve_model_directory",
+    "resolve_model_path",
     "read_settings",
     "restore_weights",
     "save_hf",

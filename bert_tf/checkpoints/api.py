@@ -58,7 +58,8 @@ def load_encoder(path, dtype=None, hidden_act=None, allow_pickle=False, strict=F
         path: a bert_tf model directory, a Hugging Face directory of any
             architecture in `bert_tf.config.MODEL_TYPES` (base model or any
             task model: its heads are not read), an original TF1 checkpoint
-            directory or checkpoint prefix; detected by `detect_format`.
+            directory or checkpoint prefix; detected by `detect_format`; or a
+            Hugging Face Hub id (`org/name[@revision]`), or a `ModelDirectory`.
         dtype: the encoder's dtype policy (e.g. "mixed_float16"); variables stay float32.
         hidden_act: overrides the config's activation, e.g. "gelu_tanh" to
             reproduce the original TF1 code's tanh GELU on a Google checkpoint.
@@ -67,6 +68,7 @@ def load_encoder(path, dtype=None, hidden_act=None, allow_pickle=False, strict=F
             DistilBERT, ELECTRA) is an error; False (default) initialises it
             fresh with a warning, as Hugging Face does.
     """
+    path = ModelDirectory.read(path)  # one read of the directory (or Hub id) for the config and the weights
     config = load_config(path, hidden_act)
     encoder = build_encoder(config, dtype=dtype)
     restore_weights(encoder, path, allow_pickle=allow_pickle, strict=strict)
@@ -108,10 +110,11 @@ def load_pretrainer(
         generator_path: the generator of an ELECTRA discriminator at `path` (any format).
         Other args as in `load_encoder`.
     """
+    path = ModelDirectory.read(path)
     if has_discriminator_head(path, allow_pickle=allow_pickle):
         if hidden_act is not None:
             raise CheckpointError(
-                f"{path} holds an ELECTRA discriminator and its generator, two models: `hidden_act` is not "
+                f"{path.name} holds an ELECTRA discriminator and its generator, two models: `hidden_act` is not "
                 f"overridden for them. Received: hidden_act={hidden_act!r}"
             )
         pretrainer, _ = _load_electra_pretrainer(
@@ -169,6 +172,7 @@ def init_pretrainer(
         is logged; the caller says it once. For "rtd" also "discriminator head",
         "generator (...)", "the generator's masked-LM head".
     """
+    path = ModelDirectory.read(path)
     if objective == "rtd":
         return _load_electra_pretrainer(
             path,
@@ -188,21 +192,23 @@ def has_discriminator_head(path, allow_pickle=False):
     """True when the checkpoint at `path` is an ELECTRA model with its discriminator head
     (`discriminator_predictions/*`: a replaced-token detection run's model directory, a Hugging Face
     `ElectraForPreTraining`)."""
-    config = load_config(path)
+    directory = ModelDirectory.read(path)
+    config = directory.config
     if config.model_type not in RTD_MODEL_TYPES:
         return False
-    source = readers.open_source(path, readers.detect_format(path), allow_pickle)
-    return _has_entries(discriminator_head_table(), source, config.model_type)
+    return _has_entries(discriminator_head_table(), directory.open_source(allow_pickle), config.model_type)
 
 
 def generator_dir(path):
     """`path/generator` when it holds a checkpoint (`detect_format` finds one), else None: where a model directory
-    of ELECTRA's discriminator keeps its generator."""
+    of ELECTRA's discriminator keeps its generator (`ModelDirectory.generator`)."""
+    if isinstance(path, ModelDirectory):
+        return path.generator.path if path.generator is not None else None
     candidate = os.path.join(readers.checkpoint_dir(path), GENERATOR_DIR)
     if not os.path.isdir(candidate):
         return None
     try:
-        readers.detect_format(candidate)
+        ModelDirectory.read(candidate)
     except CheckpointError:
         return None
     return candidate
@@ -211,15 +217,16 @@ def generator_dir(path):
 def load_discriminator(path, dtype=None, allow_pickle=False):
     """ELECTRA's discriminator at `path` (any format): a `Discriminator` (`.encoder`, `.discriminator_head`), the
     head read from the checkpoint (CheckpointError naming the tensors it lacks)."""
-    config = load_config(path)
+    path = ModelDirectory.read(path)
+    config = path.config
     if config.model_type not in RTD_MODEL_TYPES:
         raise CheckpointError(
-            f"{path} holds a {config.model_type} model; a discriminator head is ELECTRA's "
+            f"{path.name} holds a {config.model_type} model; a discriminator head is ELECTRA's "
             f"(model_type in {RTD_MODEL_TYPES})."
         )
     encoder = build_encoder(config, dtype=dtype)
     discriminator = Discriminator(encoder, _discriminator_head(encoder))
-    source = readers.open_source(path, readers.detect_format(path), allow_pickle)
+    source = path.open_source(allow_pickle)
     plan, _ = _plan(discriminator, name_table.model_table(discriminator)[1], source)
     _assign(plan, source)  # the pooler, which RTD does not train and Hugging Face lacks, may stay as initialised
     return discriminator
@@ -236,11 +243,11 @@ def _discriminator_head(encoder):
     )
 
 
-def _recorded_discriminator_weight(path):
-    """`discriminator_weight` of a bert_tf model directory's `bert_tf.json`, else ELECTRA's 50."""
-    directory = readers.checkpoint_dir(path)
-    if os.path.isfile(os.path.join(directory, settings_lib.SETTINGS_FILE)):
-        weight = settings_lib.read_settings(directory).get("discriminator_weight")
+def _recorded_discriminator_weight(directory):
+    """`discriminator_weight` of a bert_tf model directory's `bert_tf.json` (`directory`: a `ModelDirectory`), else
+    ELECTRA's 50."""
+    if directory.has_settings_file:
+        weight = directory.settings.get("discriminator_weight")
         if weight is not None:
             return float(weight)
     return 50.0
@@ -251,24 +258,25 @@ def _load_electra_pretrainer(
 ):
     """(ElectraPretrainer, the parts left freshly initialised) for `load_pretrainer` and `init_pretrainer`.
 
-    Every check (formats, configs, shapes of both checkpoints) runs before the first assignment.
+    Every check (formats, configs, shapes of both checkpoints) runs before the first assignment. `path`: a
+    `ModelDirectory`.
     """
-    config = load_config(path)
+    config = path.config
     if config.model_type not in RTD_MODEL_TYPES:
         raise CheckpointError(
             f"Replaced-token detection trains {' and '.join(RTD_MODEL_TYPES)} models (a discriminator and a "
-            f"generator sharing its embeddings); {path} holds a {config.model_type} model. "
+            f"generator sharing its embeddings); {path.name} holds a {config.model_type} model. "
             f"Received: model_type={config.model_type!r}"
         )
-    source = readers.open_source(path, readers.detect_format(path), allow_pickle)
+    source = path.open_source(allow_pickle)
     encoder = build_encoder(config, dtype=dtype)
     new_generator = []  # named after the discriminator's parts
-    found = generator_path if generator_path is not None else generator_dir(path)
+    found = ModelDirectory.read(generator_path) if generator_path is not None else path.generator
     if found is not None:
-        generator_config_found = load_config(found)
+        generator_config_found = found.config
         if generator_config_found.model_type not in RTD_MODEL_TYPES:
             raise CheckpointError(
-                f"The generator at {found} is a {generator_config_found.model_type} model; an ELECTRA "
+                f"The generator at {found.name} is a {generator_config_found.model_type} model; an ELECTRA "
                 f"discriminator's generator is an ELECTRA model. Received: model_type="
                 f"{generator_config_found.model_type!r}"
             )
@@ -281,7 +289,7 @@ def _load_electra_pretrainer(
             )
         except ValueError as e:
             raise CheckpointError(
-                f"The generator at {found} cannot share the embedding tables of the discriminator at {path}: {e}"
+                f"The generator at {found.name} cannot share the embedding tables of the discriminator at {path.name}: {e}"
             ) from None
         pretrainer = ElectraPretrainer(
             encoder, generator_encoder=generator_encoder, discriminator_weight=discriminator_weight
@@ -295,7 +303,7 @@ def _load_electra_pretrainer(
         )
     else:
         raise CheckpointError(
-            f"{path} holds an ELECTRA discriminator without its generator (looked for a checkpoint in "
+            f"{path.name} holds an ELECTRA discriminator without its generator (looked for a checkpoint in "
             f"{os.path.join(readers.checkpoint_dir(path), GENERATOR_DIR)}): pass generator_path, or start a new "
             "generator with init_pretrainer(path, ..., objective='rtd', generator_config=...) "
             "(bert-tf-pretrain --init); load_encoder reads the discriminator alone."
@@ -310,7 +318,7 @@ def _load_electra_pretrainer(
     generator_plan, generator_source, differences = [], None, []
     if found is not None:
         generator = pretrainer.generator
-        generator_source = readers.open_source(found, readers.detect_format(found), allow_pickle)
+        generator_source = found.open_source(allow_pickle)
         generator_variables = _named_variables(generator)
         shared = {id(variable) for variable in encoder.weights}
         entries = name_table.model_table(generator)[1]
@@ -338,7 +346,7 @@ def _load_electra_pretrainer(
         )
         if largest > 0:
             initialised.append(
-                f"the generator's embedding tables (the discriminator's are shared; those at {found} differ from "
+                f"the generator's embedding tables (the discriminator's are shared; those at {found.name} differ from "
                 f"them by up to {largest:.3g})"
             )
     return pretrainer, initialised
@@ -355,27 +363,29 @@ def sentence_head_kind(path, allow_pickle=False):
     A bert_tf model directory says it in `bert_tf.json` (`sentence_objective`, written by pretraining); other
     checkpoints have their family's: ALBERT's sentence-order head, every other family's next-sentence head.
     """
-    config = load_config(path)
-    source = readers.open_source(path, readers.detect_format(path), allow_pickle)
-    if not _has_entries(name_table.nsp_head_table(config.model_type), source, config.model_type):
+    directory = ModelDirectory.read(path)
+    config = directory.config
+    if not _has_entries(
+        name_table.nsp_head_table(config.model_type), directory.open_source(allow_pickle), config.model_type
+    ):
         return None
-    return _sentence_head_kind(path, config.model_type)
+    return _sentence_head_kind(directory, config.model_type)
 
 
-def _sentence_head_kind(path, model_type):
-    directory = readers.checkpoint_dir(path)
-    if os.path.isfile(os.path.join(directory, settings_lib.SETTINGS_FILE)):
-        recorded = settings_lib.read_settings(directory).get("sentence_objective")
+def _sentence_head_kind(directory, model_type):
+    """`sentence_head_kind` of the `ModelDirectory` `directory` once its head is found."""
+    if directory.has_settings_file:
+        recorded = directory.settings.get("sentence_objective")
         if recorded in ("nsp", "sop"):
             return recorded
     return "sop" if model_type == "albert" else "nsp"
 
 
 def _load_pretrainer(path, dtype, hidden_act, nsp, sentence_objective, allow_missing_heads, allow_pickle, quiet):
-    """(pretrainer, the parts left freshly initialised) for `load_pretrainer` and `init_pretrainer`."""
+    """(pretrainer, the parts left freshly initialised) for `load_pretrainer` and `init_pretrainer` (`path`: a
+    `ModelDirectory`)."""
     config = load_config(path, hidden_act)
-    fmt = readers.detect_format(path)
-    source = readers.open_source(path, fmt, allow_pickle)
+    source = path.open_source(allow_pickle)
     model_type = config.model_type
     has_sentence_head = _has_entries(name_table.nsp_head_table(model_type), source, model_type)
     kind = _sentence_head_kind(path, model_type) if has_sentence_head else None
@@ -390,7 +400,7 @@ def _load_pretrainer(path, dtype, hidden_act, nsp, sentence_objective, allow_mis
     if sentence and has_sentence_head and kind != sentence_objective:
         if not allow_missing_heads:
             raise CheckpointError(
-                f"{path} holds a {kind.upper()} head, not the {sentence_objective.upper()} head asked for: load it "
+                f"{path.name} holds a {kind.upper()} head, not the {sentence_objective.upper()} head asked for: load it "
                 f"with sentence_objective={kind!r}, or with allow_missing_heads=True to initialise a new one."
             )
         initialised.append(f"{sentence_objective.upper()} head (the checkpoint's is {kind.upper()})")
@@ -418,8 +428,9 @@ def _load_pretrainer(path, dtype, hidden_act, nsp, sentence_objective, allow_mis
 
 def has_pretraining_heads(path, allow_pickle=False):
     """True when the checkpoint at `path` holds the masked-LM head (`cls/predictions/*`, or the family's names)."""
-    config = load_config(path)
-    source = readers.open_source(path, readers.detect_format(path), allow_pickle)
+    directory = ModelDirectory.read(path)
+    config = directory.config
+    source = directory.open_source(allow_pickle)
     return _has_entries(name_table.mlm_head_table(config.model_type, config), source, config.model_type)
 
 
@@ -437,7 +448,7 @@ def restore_weights(model, path, allow_pickle=False, strict=False):
     Returns:
         the number of tensors loaded.
     """
-    source = readers.open_source(path, readers.detect_format(path), allow_pickle)
+    source = ModelDirectory.read(path).open_source(allow_pickle)
     return _restore(model, name_table.model_table(model)[1], source, strict=strict)
 
 

@@ -26,8 +26,9 @@ import json
 import os
 
 from bert_tf import config as config_lib
-from bert_tf.checkpoints import readers, tokenizer_files
+from bert_tf.checkpoints import hub, readers, tokenizer_files
 from bert_tf.checkpoints import settings as settings_lib
+from bert_tf.checkpoints.electra_names import GENERATOR_DIR
 from bert_tf.checkpoints.readers import CheckpointError
 from bert_tf.checkpoints.sentence_transformers import is_sentence_transformers_dir, read_sentence_transformers
 
@@ -41,17 +42,54 @@ class ModelDirectory:
     sees.
     """
 
-    path: str  # as given: a directory, or a TF1 checkpoint prefix
+    path: str  # a directory, or a TF1 checkpoint prefix: as given, or a Hub id's snapshot in huggingface_hub's cache
     format: str  # "bert_tf", "tf1" or "hf" (`readers.detect_format`)
+    hub_id: str | None = dataclasses.field(default=None, compare=False)  # the `org/name[@revision]` given, if one
 
     @classmethod
     def read(cls, path):
-        """The `ModelDirectory` of `path` (a path, or a `ModelDirectory`, returned as it is); CheckpointError
-        listing what was looked for where `path` holds no checkpoint (`detect_format`)."""
+        """The `ModelDirectory` of `path`: a path, a Hugging Face Hub id (`org/name[@revision]`, resolved by
+        `checkpoints.hub.resolve_model_path`; an existing path wins), or a `ModelDirectory` (returned as it is).
+        CheckpointError listing what was looked for where `path` holds no checkpoint (`detect_format`), or naming
+        the id and the command that fetches it where an id is not in the cache offline."""
         if isinstance(path, cls):
             return path
-        path = os.fspath(path)
-        return cls(path, readers.detect_format(path))
+        given = os.fspath(path)
+        path = hub.resolve_model_path(given)
+        if path == given:
+            return cls(path, readers.detect_format(path))
+        try:
+            return cls(path, readers.detect_format(path), hub_id=given)
+        except CheckpointError as e:
+            raise CheckpointError(f"{given} (the Hugging Face Hub snapshot {path}): {e}") from None
+
+    @property
+    def name(self):
+        """What names the checkpoint to its user: the Hub id it was read by, else its path."""
+        return self.hub_id or self.path
+
+    @functools.cached_property
+    def _sources(self):
+        return {}
+
+    def open_source(self, allow_pickle=False):
+        """The tensor source of the checkpoint (`readers.open_source` in the format detected), opened once per
+        value of `allow_pickle` and shared by every loader reading this value."""
+        if allow_pickle not in self._sources:
+            self._sources[allow_pickle] = readers.open_source(self.path, self.format, allow_pickle)
+        return self._sources[allow_pickle]
+
+    @functools.cached_property
+    def generator(self):
+        """The `ModelDirectory` of `generator/` beside the checkpoint when it holds a checkpoint (ELECTRA's
+        discriminator keeps its generator there: pretraining and `save_model_dir`/`save_hf` write it), else None."""
+        candidate = os.path.join(self.directory, GENERATOR_DIR)
+        if not os.path.isdir(candidate):
+            return None
+        try:
+            return ModelDirectory.read(candidate)
+        except CheckpointError:
+            return None
 
     def __fspath__(self):
         return self.path
