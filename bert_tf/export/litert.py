@@ -163,16 +163,18 @@ class LiteRTWordPiece(tf.Module):
         moved = tf.where(tf.expand_dims(ids, -1) >= self._run_starts, self._run_lengths, 0)  # [..., runs]
         return ids + tf.reduce_sum(moved, axis=-1)
 
-    def tokenize(self, strings, with_offsets=False):
+    def tokenize(self, strings, with_offsets=False, min_rows=0):
         """tf.string `[B]` -> `(ids, splits)`: int32 `[P]` piece ids of every row and int32 `[B + 1]` row
-        splits; with offsets also each piece's int32 `[P]` byte start and end in `strings`."""
+        splits; with offsets also each piece's int32 `[P]` byte start and end in `strings`. Fewer than
+        `min_rows` strings are followed by empty rows (`LiteRTModule.answer`: an empty batch)."""
         if not with_offsets:
             ids = self._wordpiece.tokenize(self._normalizer.normalize(strings))
-            return ids.values, tf.cast(ids.row_splits, tf.int32)
+            return ids.values, _at_least(tf.cast(ids.row_splits, tf.int32), min_rows)
         normalized, owners = self._normalizer.normalize_with_offsets(strings)  # owners: ragged [B, (bytes + 1)]
         ids, starts, ends = self._wordpiece.tokenize_with_offsets(normalized)
         splits = tf.cast(ids.row_splits, tf.int32)
         row = _row_of_values(splits, tf.size(ids.values))
+        splits = _at_least(splits, min_rows)
         base = tf.gather(tf.cast(owners.row_splits, tf.int32), row)  # each piece's row's first owner
         owner_values = tf.cast(owners.values, tf.int32)
         start = tf.gather(owner_values, base + tf.cast(starts.values, tf.int32))
@@ -209,6 +211,12 @@ def reachable_pieces(pieces, normalizer):
         if (whole_character and body in alone) or (not whole_character and all(c in inside for c in body)):
             reachable.append(index)
     return reachable
+
+
+def _at_least(splits, rows):
+    """Row splits `[B + 1]` followed by empty rows up to `rows` rows (LiteRT builtin ops: no string op is needed)."""
+    extra = tf.maximum(rows + 1 - tf.size(splits), 0)
+    return tf.concat([splits, tf.zeros([extra], tf.int32) + splits[-1]], 0)
 
 
 def _row_of_values(splits, count):
@@ -394,25 +402,38 @@ class LiteRTModule(tf.Module):
         return function.get_concrete_function()
 
     def answer(self, *inputs):
-        """The inputs of `input_specs` -> the dict of outputs."""
+        """The inputs of `input_specs` -> the dict of outputs (each `[B, ...]`).
+
+        An empty batch runs one empty row (no pieces; ids of padding only), left out of the answers: LiteRT's
+        UNPACK kernel (the attention's query, key and value split) cannot prepare an empty tensor
+        (`unpack.cc NumElements(input) > 0`), and an empty batch gets empty answers as from the SavedModel. A
+        batch with rows runs as it is.
+        """
+        count = tf.shape(inputs[0])[0]
+        if not self.tokenizer_inside:  # (the tokenizer gives the empty row itself: `tokenize`'s min_rows)
+            inputs = [tf.pad(ids, [[0, tf.maximum(1 - count, 0)], [0, 0]]) for ids in inputs]
+        return {name: value[:count] for name, value in self._rows(*inputs).items()}
+
+    def _rows(self, *inputs):
+        """`answer` on a batch of one row or more (an empty batch of strings: tokenized as one empty row)."""
         offsets = {}
         if not self.tokenizer_inside:
             features = dict(zip(("token_ids", "segment_ids", "padding_mask"), inputs))
         elif isinstance(self._serving, SpanModule):
             question, context = inputs
-            q_ids, q_splits = self.wordpiece.tokenize(question)
-            c_ids, c_splits, c_starts, c_ends = self.wordpiece.tokenize(context, with_offsets=True)
+            q_ids, q_splits = self.wordpiece.tokenize(question, min_rows=1)
+            c_ids, c_splits, c_starts, c_ends = self.wordpiece.tokenize(context, with_offsets=True, min_rows=1)
             keep_q = tf.minimum(q_splits[1:] - q_splits[:-1], self._serving.max_query_length)
             budget = self.max_seq_length - 3 - keep_q
             keep_c = tf.minimum(c_splits[1:] - c_splits[:-1], budget)
             features, sources = self._packer([(q_ids, q_splits), (c_ids, c_splits)], keeps=[keep_q, keep_c])
             offsets["token_start"], offsets["token_end"] = _offsets_at(sources[1], c_starts, c_ends)
         elif isinstance(self._serving, TaggerModule):
-            ids, splits, starts, ends = self.wordpiece.tokenize(inputs[0], with_offsets=True)
+            ids, splits, starts, ends = self.wordpiece.tokenize(inputs[0], with_offsets=True, min_rows=1)
             features, sources = self._packer([(ids, splits)])
             offsets["token_start"], offsets["token_end"] = _offsets_at(sources[0], starts, ends)
         else:
-            features, _ = self._packer([self.wordpiece.tokenize(text) for text in inputs])
+            features, _ = self._packer([self.wordpiece.tokenize(text, min_rows=1) for text in inputs])
         outputs = self._answers(features)
         if self.tokenizer_inside and isinstance(self._serving, SpanModule):
             outputs.update(self._best_span(outputs, offsets))

@@ -3,7 +3,7 @@
     python litert_client.py REQUEST.json RESPONSE.npz
 
 `REQUEST.json`: `{"runs": [{"model": .tflite path, "inputs": {name: list}}, ...]}` (strings as str, ids as
-nested int lists). The answers go to `RESPONSE.npz` as `<run>/<output>` arrays, or `<run>/error` (the message).
+nested int lists; an empty list is an empty batch of the input's type, ids `[0, 1]`). The answers go to `RESPONSE.npz` as `<run>/<output>` arrays, or `<run>/error` (the message).
 
 A tokenizer-inside model holds tensorflow-text custom ops; their LiteRT kernels are registered from
 tensorflow-text's `tflite_registrar` extension, loaded as a file: the `tensorflow_text` package (whose
@@ -57,8 +57,12 @@ def main(request_path, response_path):
                 interpreter = InterpreterWithCustomOps(model_path=run["model"], custom_op_registerers=registerers)
                 runners[run["model"]] = interpreter.get_signature_runner("serving_default")
             inputs = {}
+            details = runners[run["model"]].get_input_details()
             for name, value in run["inputs"].items():
-                if value and isinstance(value[0], str):
+                if not value:  # an empty batch
+                    rank = len(details[name]["shape_signature"])
+                    inputs[name] = np.zeros((0,) + (1,) * (rank - 1), dtype=details[name]["dtype"])
+                elif isinstance(value[0], str):
                     inputs[name] = np.array([v.encode("utf-8") for v in value], dtype=object)
                 else:
                     inputs[name] = np.array(value, dtype=np.int32)

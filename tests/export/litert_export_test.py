@@ -394,6 +394,30 @@ def test_bad_quantize_and_missing_calibration_file_are_refused(model_dirs, workd
     assert not os.path.exists(workdir / "bad")
 
 
+def test_an_empty_batch_gets_empty_answers(model_dirs, exported, answers, workdir):
+    """LiteRT's UNPACK kernel cannot prepare an empty tensor (the attention's query/key/value split): the model runs
+    an empty batch as one empty row and answers none, as the SavedModel does; tokenizer inside and ids in."""
+    ids_in = str(workdir / "classification-ids-in")
+    export_litert(model_dirs["classification"], ids_in, tokenizer_inside=False, max_seq_length=16)
+    runs, expected = [], []
+    for key, (output, metadata) in exported.items():
+        if key[1] == "none":
+            runs.append((output, {spec["name"]: [] for spec in metadata["inputs"]}))
+            expected.append({name: value.shape[1:] for name, value in answers[key].items()})
+    ids = [[2, 40, 3, 0]]
+    runs += [(ids_in, {"token_ids": [], "segment_ids": [], "padding_mask": []})]
+    runs += [(ids_in, {"token_ids": ids, "segment_ids": [[0] * 4], "padding_mask": [[1, 1, 1, 0]]})]
+    _, results = _run_client(workdir, runs, "empty")
+    expected += [{name: value.shape[1:] for name, value in results[-1].items()}] * 2
+    for (output, _), result, shapes in zip(runs, results, expected):
+        assert "error" not in result, (output, str(result.get("error")))
+        assert sorted(result) == sorted(shapes), output
+        if result is not results[-1]:
+            for name, value in result.items():
+                assert value.shape[0] == 0 and value.ndim == len(shapes[name]) + 1, (output, name, value.shape)
+    assert results[-1]["probabilities"].shape == (1, 3)
+
+
 @pytest.mark.slow
 def test_int8_is_calibrated_on_raw_sentences(model_dirs, modules, workdir, answers):
     calibration = workdir / "calibration.txt"
