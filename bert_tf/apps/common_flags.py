@@ -27,7 +27,8 @@ import sys
 from absl import app, flags
 
 from bert_tf import options
-from bert_tf.checkpoints import CheckpointError, detect_format
+from bert_tf.checkpoints import CheckpointError, ModelDirectory
+from bert_tf.checkpoints.hub import HUB_REF_PATTERN, parse_hub_id
 
 
 def _module_name(module):
@@ -73,15 +74,18 @@ def define_config_flags(config_class, module, flag_values=flags.FLAGS, defined_e
 
 
 def check_checkpoint_dir(name, flag_values=flags.FLAGS):
-    """Raises `app.UsageError` naming `--NAME` unless it is given and names a checkpoint directory `load_encoder`
-    reads (bert_tf, Hugging Face or TF1: `checkpoints.detect_format`)."""
+    """The `checkpoints.ModelDirectory` of `--NAME`; raises `app.UsageError` naming `--NAME` unless it is given and
+    names a checkpoint directory `load_encoder` reads (bert_tf, Hugging Face or TF1: `checkpoints.detect_format`) or
+    a Hugging Face Hub id (`org/name[@revision]`, fetched into huggingface_hub's cache unless HF_HUB_OFFLINE=1)."""
     path = flag_values[name].value
     if not path:
         raise app.UsageError(f"--{name} is required. Received: --{name}=None")
-    if not os.path.isdir(path):
-        raise app.UsageError(f"--{name} is not a directory. Received: --{name}={path}")
+    if not os.path.isdir(path) and parse_hub_id(path) is None:
+        raise app.UsageError(
+            f"--{name} is not a directory or a Hugging Face Hub id ({HUB_REF_PATTERN}). Received: --{name}={path}"
+        )
     try:
-        detect_format(path)
+        return ModelDirectory.read(path)
     except CheckpointError as e:
         raise app.UsageError(f"--{name}: {e}") from None
 

@@ -178,3 +178,76 @@ def test_sentence_embedder_by_id(offline_cache):
     assert embedder.max_seq_length == 256  # the folder's sentence-transformers modules were read
     embeddings = embedder.encode([example["text"] for example in reference])
     np.testing.assert_allclose(embeddings, [example["sentence_embedding"] for example in reference], atol=1e-4)
+
+
+def _export(**values):
+    """bert-tf-export's main() in this process with the given flags; its exit code."""
+    from absl import flags
+    from absl.testing import flagsaver
+
+    from bert_tf.apps import export as app
+
+    argv = ["export"] + [f"--{k}={v}" for k, v in values.items()]
+    with flagsaver.flagsaver():
+        flags.FLAGS.unparse_flags()
+        flags.FLAGS(argv)
+        return app.main(argv[:1])
+
+
+def test_apps_take_an_id(tiny_cache, tmp_path):
+    """The apps' checkpoint flags (`common_flags.check_checkpoint_dir`) take an id; one not in the cache is one
+    usage-error line naming it and the command that fetches it, before anything is written."""
+    from absl import app, flags
+
+    from bert_tf.apps.common_flags import check_checkpoint_dir
+
+    values = flags.FlagValues()
+    flags.DEFINE_string("model_dir", None, "", flag_values=values)
+    values(["app", "--model_dir=org/tiny-bert@v2"])
+    assert check_checkpoint_dir("model_dir", values).path == tiny_cache["v2"]
+    with pytest.raises(app.UsageError) as raised:
+        _export(model_dir="org/not-fetched", output_dir=tmp_path / "other")
+    assert "\n" not in str(raised.value) and str(raised.value).startswith("--model_dir: ")
+    assert "`hf download org/not-fetched`" in str(raised.value)
+    assert not (tmp_path / "other").exists()
+
+
+@pytest.mark.slow
+def test_export_app_takes_an_id(tmp_path, monkeypatch):
+    """`bert-tf-export --model_dir=org/name`: a tiny fine-tuned classifier from the cache."""
+    import tensorflow as tf
+
+    from bert_tf.models import BertClassifier
+    from tests.helpers import tiny_model_dir
+
+    source = tiny_model_dir(
+        tmp_path / "classifier",
+        ["good", "bad", "movie", "the", "was", "."],
+        max_position_embeddings=16,
+        model_fn=lambda encoder: BertClassifier(encoder, num_classes=2),
+        max_seq_length=12,
+        task="classification",
+        labels=["negative", "positive"],
+    )
+    make_hub_cache(tmp_path / "hub", "org/tiny-classifier", source)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    output = tmp_path / "exported"
+    assert _export(model_dir="org/tiny-classifier", output_dir=output) == 0
+    got = tf.saved_model.load(str(output)).signatures["serving_default"](text=tf.constant(["the movie was good ."]))
+    assert got["label"].numpy()[0].decode() in ("negative", "positive")
+
+
+@pytest.mark.slow
+def test_export_app_exports_minilm_by_id(offline_cache, minilm_saved_model, tmp_path):
+    """`bert-tf-export --model_dir=sentence-transformers/all-MiniLM-L6-v2` exports what the MiniLM folder does."""
+    import tensorflow as tf
+
+    output = tmp_path / "minilm"
+    assert _export(model_dir=MINILM_HUB_ID, output_dir=output) == 0
+    texts = tf.constant(["A man is eating food.", "Ein Mann isst."])
+    ours = tf.saved_model.load(str(output)).signatures["serving_default"](text=texts)["sentence_embedding"]
+    expected = tf.saved_model.load(minilm_saved_model[0]).signatures["serving_default"](text=texts)[
+        "sentence_embedding"
+    ]
+    np.testing.assert_allclose(ours.numpy(), expected.numpy(), atol=1e-6)
