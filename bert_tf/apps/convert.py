@@ -17,53 +17,54 @@ label names, which `bert-tf-export` then serves. ELECTRA's pretraining pair
 keeps its head.
 """
 
+import dataclasses
 import os
 import sys
 
 from absl import app, flags
 
 from bert_tf import checkpoints, tasks
-from bert_tf.apps import errors, launch
+from bert_tf.apps import common_flags, errors, launch
 from bert_tf.checkpoints import CheckpointError
 from bert_tf.config import ConfigError
+from bert_tf.options import option
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_string(
-    "input",
-    None,
-    "Checkpoint to convert: Hugging Face directory (BERT, RoBERTa, DistilBERT, ELECTRA, ALBERT, DeBERTa-v2/v3, "
-    "ModernBERT; task heads included), "
-    "TF1 checkpoint directory or prefix, or bert_tf model directory (format detected).",
-)
-flags.DEFINE_string("output", None, "Directory to write; must be empty or absent unless --overwrite.")
-flags.DEFINE_enum(
-    "to",
-    "bert_tf",
-    checkpoints.CONVERT_FORMATS,
-    "Output format: a bert_tf model directory "
-    "(TF1-named checkpoint, readable by Google's original code) or a Hugging Face "
-    "safetensors directory.",
-)
-flags.DEFINE_bool(
-    "overwrite", False, "Write into a non-empty --output directory.", allow_override=True
-)  # bert-tf-export has the same flag; tests import both apps
-flags.DEFINE_bool(
-    "allow_missing_vocab",
-    False,
-    "Convert a checkpoint without tokenizer files (warns); fine-tuning and export then need them in --output.",
-)
-flags.DEFINE_bool(
-    "strict",
-    False,
-    "Refuse a checkpoint without the pooler (masked-LM checkpoints, DistilBERT, ELECTRA) instead of "
-    "initialising it fresh with a warning.",
-)
-flags.DEFINE_bool(
-    "allow_pickle",
-    False,
-    "UNSAFE: read a Hugging Face pytorch_model.bin (pickle; needs torch). Only for files you trust.",
-)
+
+@dataclasses.dataclass(kw_only=True)
+class ConvertOptions:
+    """A bert-tf-convert run: one flag per field, of the same name and default (`tasks.convert_checkpoint`'s
+    arguments)."""
+
+    input: str = option(
+        None,
+        "Checkpoint to convert: Hugging Face directory (BERT, RoBERTa, DistilBERT, ELECTRA, ALBERT, DeBERTa-v2/v3, "
+        "task heads included), TF1 checkpoint directory or prefix, or bert_tf model directory (format detected).",
+    )
+    output: str = option(None, "Directory to write; must be empty or absent unless --overwrite.")
+    to: str = option(
+        "bert_tf",
+        "Output format: a bert_tf model directory (TF1-named checkpoint, readable by Google's original code) or a "
+        "Hugging Face safetensors directory.",
+        enum=checkpoints.CONVERT_FORMATS,
+    )
+    overwrite: bool = option(False, "Write into a non-empty --output directory.")
+    allow_missing_vocab: bool = option(
+        False,
+        "Convert a checkpoint without tokenizer files (warns); fine-tuning and export then need them in --output.",
+    )
+    strict: bool = option(
+        False,
+        "Refuse a checkpoint without the pooler (masked-LM checkpoints, DistilBERT, ELECTRA) instead of "
+        "initialising it fresh with a warning.",
+    )
+    allow_pickle: bool = option(
+        False, "UNSAFE: read a Hugging Face pytorch_model.bin (pickle; needs torch). Only for files you trust."
+    )
+
+
+common_flags.define_config_flags(ConvertOptions, sys.modules[__name__])
 
 
 def _validate_flags():

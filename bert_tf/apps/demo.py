@@ -12,8 +12,10 @@
    does it), embeds sentences with the real all-MiniLM-L6-v2 weights.
 """
 
+import dataclasses
 import importlib.util
 import os
+import sys
 import time
 
 import keras
@@ -22,18 +24,28 @@ import tensorflow as tf
 from absl import app, flags
 
 from bert_tf import BertConfig
-from bert_tf.apps import launch
+from bert_tf.apps import common_flags, launch
 from bert_tf.checkpoints import load_encoder, save_hf, save_model_dir
 from bert_tf.data import pretraining_dataset
 from bert_tf.models import BertPretrainer, build_encoder
+from bert_tf.options import option
 from bert_tf.text import BertPacker, BertTokenizer, build_vocab
 
 FLAGS = flags.FLAGS
-flags.DEFINE_integer("steps", 80, "Pretraining steps.", lower_bound=1)
-flags.DEFINE_integer("batch_size", 16, "Sequence pairs per step.", lower_bound=1)
-flags.DEFINE_integer("max_seq_length", 48, "Tokens per packed pair.", lower_bound=8)
-flags.DEFINE_string("output_dir", "runs/demo", "Where the model directories go.")
-flags.DEFINE_integer("seed", 0, "Seed for initialisation, pairing and masking.")
+
+
+@dataclasses.dataclass(kw_only=True)
+class DemoOptions:
+    """The demo's options: one flag per field, of the same name and default."""
+
+    steps: int = option(80, "Pretraining steps.", lower_bound=1)
+    batch_size: int = option(16, "Sequence pairs per step.", lower_bound=1)
+    max_seq_length: int = option(48, "Tokens per packed pair.", lower_bound=8)
+    output_dir: str = option("runs/demo", "Where the model directories go.")
+    seed: int = option(0, "Seed for initialisation, pairing and masking.")
+
+
+common_flags.define_config_flags(DemoOptions, sys.modules[__name__])
 
 # The embedded corpus: one sentence per line, a blank line between documents.
 CORPUS = """\

@@ -8,12 +8,14 @@ bert-tf-vocab --kind=unigram --input=GLOB[,GLOB] --output=DIR --vocab_size=N [--
     [--nolowercase]
 """
 
+import dataclasses
 import os
 import sys
 
 from absl import app, flags
 
-from bert_tf.apps import errors, launch
+from bert_tf.apps import common_flags, errors, launch
+from bert_tf.options import option
 from bert_tf.text.vocab import (
     BERT_BPE_FILE,
     BPE_FILES,
@@ -28,38 +30,43 @@ from bert_tf.text.vocab import (
 )
 
 FLAGS = flags.FLAGS
-flags.DEFINE_enum(
-    "kind",
-    "wordpiece",
-    VOCAB_KINDS,
-    "wordpiece: BERT's vocab.txt; bpe: a byte-level BPE (RoBERTa's kind) vocab.json and merges.txt; bert_bpe: a "
-    "byte-level BPE with BERT's [CLS]/[SEP]/[MASK] (ModernBERT's kind) as one tokenizer.json; unigram: a "
-    "SentencePiece unigram model (ALBERT's spiece.model, DeBERTa-v2's spm.model) with tokenizer_config.json and "
-    "tokenizer.json.",
-)
-flags.DEFINE_enum(
-    "family",
-    "albert",
-    tuple(UNIGRAM_SPECIAL_TOKENS),
-    "--kind=unigram: whose special tokens and normalization (albert: uncased unless --nolowercase; deberta-v2: "
-    "cased unless --lowercase).",
-)
-flags.DEFINE_list("input", None, "Text files or globs, comma-separated (one sentence or paragraph per line).")
-flags.DEFINE_string(
-    "output",
-    None,
-    "Path of the vocab.txt to write (--kind=bpe: the directory for vocab.json and merges.txt; --kind=bert_bpe: for "
-    "tokenizer.json; --kind=unigram: for the .model).",
-)
-flags.DEFINE_integer("vocab_size", 30522, "Vocabulary size, special tokens included.", lower_bound=6)
-flags.DEFINE_bool(
-    "lowercase",
-    True,
-    "Uncased vocabulary (lowercase and strip accents); --nolowercase for cased. WordPiece and unigram (default "
-    "there: the --family's); BPE is cased.",
-)
-flags.DEFINE_integer("min_frequency", 2, "Pieces seen fewer times are not added.", lower_bound=1)
-flags.DEFINE_bool("progress", True, "Show a progress bar.")
+
+
+@dataclasses.dataclass(kw_only=True)
+class VocabOptions:
+    """A bert-tf-vocab run: one flag per field, of the same name and default."""
+
+    kind: str = option(
+        "wordpiece",
+        "wordpiece: BERT's vocab.txt; bpe: a byte-level BPE (RoBERTa's kind) vocab.json and merges.txt; bert_bpe: a "
+        "byte-level BPE with BERT's [CLS]/[SEP]/[MASK] (ModernBERT's kind) as one tokenizer.json; unigram: a "
+        "SentencePiece unigram model (ALBERT's spiece.model, DeBERTa-v2's spm.model) with tokenizer_config.json and "
+        "tokenizer.json.",
+        enum=VOCAB_KINDS,
+    )
+    family: str = option(
+        "albert",
+        "--kind=unigram: whose special tokens and normalization (albert: uncased unless --nolowercase; deberta-v2: "
+        "cased unless --lowercase).",
+        enum=tuple(UNIGRAM_SPECIAL_TOKENS),
+    )
+    input: list = option(None, "Text files or globs, comma-separated (one sentence or paragraph per line).")
+    output: str = option(
+        None,
+        "Path of the vocab.txt to write (--kind=bpe: the directory for vocab.json and merges.txt; --kind=bert_bpe: "
+        "for tokenizer.json; --kind=unigram: for the .model).",
+    )
+    vocab_size: int = option(30522, "Vocabulary size, special tokens included.", lower_bound=6)
+    lowercase: bool = option(
+        True,
+        "Uncased vocabulary (lowercase and strip accents); --nolowercase for cased. WordPiece and unigram (default "
+        "there: the --family's); BPE is cased.",
+    )
+    min_frequency: int = option(2, "Pieces seen fewer times are not added.", lower_bound=1)
+    progress: bool = option(True, "Show a progress bar.")
+
+
+common_flags.define_config_flags(VocabOptions, sys.modules[__name__])
 
 
 def main(argv):

@@ -63,14 +63,16 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from bert_tf.checkpoints import ModelDirectory
+from bert_tf.export.options import QUANTIZE, format_options_class
 from bert_tf.export.saved_model import check_output_dir, kind_of, serving_module, staged_output, write_json
 from bert_tf.layers import SentencePooling, gelu_erf
 from bert_tf.serving import ClassifierModule, EncoderModule, SpanModule, TaggerModule
+from bert_tf.serving.options import options_of
 from bert_tf.serving.serving_module import Unsaved
 from bert_tf.text.packing import hf_longest_first
 from bert_tf.text.tokenizer import BertTokenizer
 
-QUANTIZATIONS = ("none", "float16", "dynamic_int8", "int8")
+QUANTIZATIONS = QUANTIZE
 MODEL_FILE = "model.tflite"
 METADATA_FILE = "bert_tf_litert.json"
 TOKENIZER_DIR = "tokenizer"  # the tokenizer files of an ids-in model
@@ -551,20 +553,12 @@ def _describe(specs_or_tensors):
     ]
 
 
-def export_litert(
-    model_dir,
-    output,
-    quantize="none",
-    calibration_file=None,
-    max_seq_length=None,
-    encoder_only=False,
-    overwrite=False,
-    text_pair=False,
-    max_query_length=None,
-    max_answer_length=None,
-    tokenizer_inside=True,
-):
+def export_litert(model_dir, output, options=None, overwrite=False, **kwargs):
     """Exports the model at `model_dir` as a LiteRT model, its tokenizer inside where its ops allow.
+
+    Its options are those `bert_tf.export.options.FORMAT_OPTIONS["litert"]` names, declared by their groups
+    (`format_options_class("litert")`): pass them as one object `options` (any object with fields of those names,
+    e.g. a bert-tf-export config) or as keyword arguments, which replace its fields.
 
     Args:
         model_dir: a bert_tf model directory (or any directory `export_saved_model` reads).
@@ -583,7 +577,7 @@ def export_litert(
         text_pair: a classifier (encoder) takes `text` and `text_pair`.
         max_query_length, max_answer_length: squad: question pieces at most,
             and answer pieces at most (the `answer_*` outputs); default: the
-            directory's (as fine-tuning read them), else 64 and 30.
+            directory's (as fine-tuning read them), else `SquadOptions`' defaults.
         tokenizer_inside: False exports the ids-in model (and the tokenizer
             files) even where the tokenizer could travel: for a runtime
             without tensorflow-text's LiteRT kernels (an app that tokenizes
@@ -593,6 +587,8 @@ def export_litert(
         the metadata dict also written to `bert_tf_litert.json`; its `message`
         names the family and the fallback where the tokenizer stays outside.
     """
+    options = options_of(format_options_class("litert"), options, kwargs, "export_litert")
+    quantize, calibration_file, text_pair = options.quantize, options.calibration_file, options.text_pair
     if quantize not in QUANTIZATIONS:
         raise ValueError(f"--quantize must be one of {', '.join(QUANTIZATIONS)}. Received: quantize={quantize!r}")
     if quantize == "int8" and calibration_file is None:
@@ -608,18 +604,10 @@ def export_litert(
     calibration_lines = _read_calibration(calibration_file) if quantize == "int8" else None
     check_output_dir(output, overwrite, model_dir=model_dir, export_format="litert")
     directory = ModelDirectory.read(model_dir)
-    module = serving_module(
-        directory,
-        encoder_only=encoder_only,
-        text_pair=text_pair,
-        max_seq_length=max_seq_length,
-        max_query_length=max_query_length,
-        max_answer_length=max_answer_length,
-        long_text="truncate",
-    )
+    module = serving_module(directory, options, long_text="truncate")
     problem = litert_tokenizer_problem(module.tokenizer)
     message = None
-    if problem is None and not tokenizer_inside:
+    if problem is None and not options.tokenizer_inside:
         problem = "tokenizer_inside=False"
     elif problem is not None:
         kind = directory.tokenizer_kind

@@ -80,9 +80,11 @@ import tensorflow as tf
 from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 
 from bert_tf.checkpoints import ModelDirectory
+from bert_tf.export.options import format_options_class
 from bert_tf.export.saved_model import check_output_dir, kind_of, serving_module, staged_output, write_json
 from bert_tf.layers import fused
 from bert_tf.serving import ClassifierModule, EncoderModule, SpanModule, TaggerModule
+from bert_tf.serving.options import options_of
 from bert_tf.serving.serving_module import IDS
 from bert_tf.text import SPECIAL_TOKENS, BertTokenizer
 
@@ -505,17 +507,12 @@ def write_tokenizer(model_dir, tokenizer, output_dir, max_seq_length):
     return entry
 
 
-def export_onnx(
-    model_dir,
-    output_dir,
-    quantize="none",
-    encoder_only=False,
-    max_seq_length=None,
-    overwrite=False,
-    calibration_file=None,
-    opset=OPSET,
-):
+def export_onnx(model_dir, output_dir, options=None, overwrite=False, opset=OPSET, **kwargs):
     """Exports the model at `model_dir` as `output_dir/model.onnx` (ids in), with its tokenizer and metadata.
+
+    Its options are those `bert_tf.export.options.FORMAT_OPTIONS["onnx"]` names, declared by their groups
+    (`format_options_class("onnx")`): pass them as one object `options` (any object with fields of those names,
+    e.g. a bert-tf-export config) or as keyword arguments, which replace its fields.
 
     Args:
         model_dir: a bert_tf model directory (pretrained, fine-tuned or
@@ -540,7 +537,9 @@ def export_onnx(
         `family`, `labels`, `max_seq_length`, `inputs`, `outputs`, `opset`,
         `converter`, `quantization`, `tokenizer`.
     """
-    check_quantize(quantize, calibration_file)
+    options = options_of(format_options_class("onnx"), options, kwargs, "export_onnx")
+    quantize, max_seq_length = options.quantize, options.max_seq_length
+    check_quantize(quantize, options.calibration_file)
     _require("onnx", "tf2onnx", "onnxruntime")
     import onnx
     import onnxruntime
@@ -550,12 +549,7 @@ def export_onnx(
     family = directory.model_type
     # The ids graph has no question windows: a QA directory's SpanModule gets a query length that fits.
     length = max_seq_length or directory.settings["max_seq_length"]
-    module = serving_module(
-        directory,
-        encoder_only=encoder_only,
-        max_seq_length=max_seq_length,
-        max_query_length=max(1, min(64, length - 4)),
-    )
+    module = serving_module(directory, options, max_query_length=max(1, min(64, length - 4)))
     function, passthrough = ids_function(module)
     proto = convert(function, family, passthrough, opset)
     import tf2onnx

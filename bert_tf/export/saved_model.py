@@ -15,7 +15,9 @@ records the kind, the label names and every signature's inputs and outputs.
 """
 
 import contextlib
+import dataclasses
 import json
+import logging
 import os
 import re
 import shutil
@@ -28,7 +30,10 @@ from bert_tf import checkpoints, tasks
 from bert_tf.checkpoints import SETTINGS_FILE
 from bert_tf.config import ConfigError
 from bert_tf.data import read_passages
-from bert_tf.serving import MAX_WINDOWS, EncoderModule, SearchModule
+from bert_tf.export.options import saved_model_options_class
+from bert_tf.serving import EncoderModule, SearchModule
+from bert_tf.serving.options import options_of
+from bert_tf.tasks.loading import hf_architecture, task_settings
 from bert_tf.text.windows import check_long_text
 
 METADATA_FILE = "bert_tf_export.json"  # In the SavedModel's assets.extra/.
@@ -42,6 +47,8 @@ TEXT_OPS = (
     "RegexSplitWithOffsets",
     "TFText>RoundRobinTrim",
 )
+
+logger = logging.getLogger(__name__)
 
 
 def _task_of(path, settings):
@@ -74,7 +81,7 @@ def load_task_model(path, dtype=None):
         `(model, settings)`.
     """
     path = checkpoints.ModelDirectory.read(path)  # a path, or the ModelDirectory `serving_module` read
-    settings = path.settings
+    settings = task_settings(path)  # a Hugging Face task architecture's task and labels too
     task, labels = _task_of(path, settings), settings["labels"]
     if task.needs_labels and not labels:
         raise ConfigError(
@@ -85,31 +92,25 @@ def load_task_model(path, dtype=None):
     return model, settings
 
 
-def serving_module(
-    model_dir,
-    encoder_only=False,
-    text_pair=False,
-    top_k=5,
-    max_seq_length=None,
-    max_input_bytes=None,
-    doc_stride=None,
-    max_query_length=None,
-    max_answer_length=None,
-    passages=None,
-    search_batch_size=32,
-    long_text=None,
-    window_stride=None,
-    max_windows=MAX_WINDOWS,
-):
-    """The serving module (a `tf.Module`) of the model at `model_dir`; see `export_saved_model` for the args.
+def serving_module(model_dir, options=None, passages=None, **kwargs):
+    """The serving module (a `tf.Module`) of the model at `model_dir`; see `export_saved_model` for the options.
 
-    `passages` (a `bert_tf.data.Passages`) makes it a `SearchModule` over them, on the directory's encoder and
-    pooling: an encoder, a sentence-embedding model (a task served by an `EncoderModule`, e.g. "embedding"), or,
-    with `encoder_only`, the encoder of another fine-tuned model.
+    `options`: a `bert_tf.export.options.saved_model_options_class()` instance, or any object with fields of
+    those names (a bert-tf-export config); keyword arguments (`max_seq_length=64`) replace its fields. The search
+    corpus options are not read here: `passages` (a `bert_tf.data.Passages`) makes it a `SearchModule` over them,
+    on the directory's encoder and pooling: an encoder, a sentence-embedding model (a task served by an
+    `EncoderModule`, e.g. "embedding"), or, with `encoder_only`, the encoder of another fine-tuned model.
     """
+    options = options_of(saved_model_options_class(), options, kwargs, "serving_module")
+    encoder_only, max_seq_length, long_text, window_stride = (
+        options.encoder_only,
+        options.max_seq_length,
+        options.long_text,
+        options.window_stride,
+    )
     model_dir = checkpoints.ModelDirectory.read(model_dir)  # read once: config, settings, tokenizer, weights' loaders
     config = model_dir.config
-    settings = model_dir.settings
+    settings = task_settings(model_dir)  # a Hugging Face `...ForSequenceClassification` is served with its head
     model_dir.check_tokenizer()  # the SavedModel needs the tokenizer: an error naming the files looked for
     embeds = settings.get("task") is None or issubclass(_task_of(model_dir, settings).serving_class, EncoderModule)
     if passages is not None and not (embeds or encoder_only):
@@ -129,16 +130,16 @@ def serving_module(
 
     if long_text is None:  # the directory's choice (fine-tuning records it), else truncation
         long_text, window_stride = settings.get("long_text", "truncate"), window_stride or settings.get("window_stride")
-    windows = dict(long_text=long_text, window_stride=window_stride, max_windows=max_windows)
+    windows = dict(long_text=long_text, window_stride=window_stride, max_windows=options.max_windows)
     check_long_text(**windows, max_seq_length=max_seq_length)  # before any weight is read
-    common = dict(max_input_bytes=max_input_bytes, **windows)
+    common = dict(max_input_bytes=options.max_input_bytes, **windows)
     embedding = dict(pooling=settings["pooling"], normalize=settings["normalize"])
     if encoder_only or settings.get("task") is None or passages is not None:
         if passages is None:
             module_class, corpus = EncoderModule, {}
         else:
             module_class = SearchModule
-            corpus = dict(passage_ids=passages.ids, passage_texts=passages.texts, batch_size=search_batch_size)
+            corpus = dict(passage_ids=passages.ids, passage_texts=passages.texts, batch_size=options.search_batch_size)
         if checkpoints.has_discriminator_head(model_dir):  # ELECTRA's discriminator: replaced_token_scores
             discriminator = checkpoints.load_discriminator(model_dir)
             return module_class(
@@ -158,20 +159,23 @@ def serving_module(
                 max_seq_length,
                 pretrainer=pretrainer,
                 mask_tokenizer=tokenizer(split_special_tokens=False),
-                top_k=top_k,
+                top_k=options.top_k,
                 **corpus,
                 **embedding,
                 **common,
             )
+        architecture = hf_architecture(model_dir)
+        if architecture not in ("", config.family.hf_class_prefix + "Model"):  # a head left out: said in one line
+            why = "encoder_only leaves its task head out" if settings.get("task") else "bert_tf does not read its head"
+            logger.warning("%s holds a %s; %s: exporting the encoder.", model_dir, architecture, why)
         return module_class(
             checkpoints.load_encoder(model_dir), tokenizer(), max_seq_length, **corpus, **embedding, **common
         )
     model, settings = load_task_model(model_dir)
     task = tasks.get(settings["task"])  # Known: load_task_model checked it.
-    # squad: as given, else as fine-tuning read the questions and contexts (recorded), else ServingOptions' defaults.
-    given = dict(doc_stride=doc_stride, max_query_length=max_query_length, max_answer_length=max_answer_length)
-    squad = {k: settings[k] if v is None else v for k, v in given.items() if v is not None or k in settings}
-    options = tasks.ServingOptions(text_pair=text_pair, max_input_bytes=max_input_bytes, **squad, **windows)
+    # The task's own options (squad's windows): as given, else as fine-tuning read the data (recorded), else the
+    # task's training default (`Task.served_with`).
+    options = task.served_with(dataclasses.replace(options, max_seq_length=max_seq_length, **windows), settings)
     labels = settings["labels"] if task.needs_labels else None
     return task.serving_module(model, tokenizer(), max_seq_length, labels, options)
 
@@ -272,28 +276,13 @@ def check_output_dir(output_dir, overwrite=False, model_dir=None, export_format=
         )
 
 
-def export_saved_model(
-    model_dir,
-    output_dir,
-    overwrite=False,
-    encoder_only=False,
-    text_pair=False,
-    top_k=5,
-    max_seq_length=None,
-    max_input_bytes=None,
-    doc_stride=None,
-    max_query_length=None,
-    max_answer_length=None,
-    search_corpus=None,
-    search_text_column=None,
-    search_id_column=None,
-    search_format=None,
-    search_batch_size=32,
-    long_text=None,
-    window_stride=None,
-    max_windows=MAX_WINDOWS,
-):
+def export_saved_model(model_dir, output_dir, options=None, overwrite=False, **kwargs):
     """Exports the model at `model_dir` as a SavedModel taking raw strings.
+
+    Its options are the fields of `bert_tf.export.options.saved_model_options_class()` (declared by
+    `bert_tf.serving.options`, each task's `serving_options` and `bert_tf.export.options.SearchCorpus`): pass an
+    instance (or any object with fields of those names, e.g. a bert-tf-export config) as `options`, or each as a
+    keyword argument (`export_saved_model(model_dir, output_dir, max_seq_length=64)`), which replaces the field.
 
     Args:
         model_dir: a bert_tf model directory (pretrained, fine-tuned or
@@ -302,6 +291,7 @@ def export_saved_model(
         output_dir: the SavedModel directory to write (absent or empty, or
             replaced with `overwrite`). It is written beside it first and
             renamed when complete.
+        options: the options below, as one object (None: their defaults).
         encoder_only: export the encoder (embeddings) even from a fine-tuned
             directory.
         text_pair: classification/regression: `serving_default` takes `text`
@@ -313,8 +303,9 @@ def export_saved_model(
         max_input_bytes: each input string is cut to this many bytes first;
             default 100 per token of `max_seq_length`.
         doc_stride, max_query_length, max_answer_length: squad windows and
-            answers (in word pieces); default: the directory's (as fine-tuning
-            read them), else 128, 64 and 30.
+            answers (in word pieces; `bert_tf.tasks.squad.SquadServing`);
+            default: the directory's (as fine-tuning read them), else
+            `SquadOptions`' defaults.
         search_corpus: a corpus file (`bert_tf.data.read_passages`: a text
             file with one passage per line, ids its 0-based line numbers, or a
             TSV/CSV/JSONL file) to embed now and hold in the SavedModel, with a
@@ -345,33 +336,22 @@ def export_saved_model(
         `embedding_dim`).
     """
     check_output_dir(output_dir, overwrite, model_dir=model_dir)
+    options = options_of(saved_model_options_class(), options, kwargs, "export_saved_model")
     passages = None
-    if search_corpus is not None:
+    if options.search_corpus is not None:
         passages = read_passages(
-            search_corpus, text_column=search_text_column, id_column=search_id_column, file_format=search_format
+            options.search_corpus,
+            text_column=options.search_text_column,
+            id_column=options.search_id_column,
+            file_format=options.search_format,
         )
-    elif search_text_column is not None or search_id_column is not None or search_format is not None:
+    elif any(x is not None for x in (options.search_text_column, options.search_id_column, options.search_format)):
         raise ValueError(
             "search_text_column, search_id_column and search_format describe a search corpus; pass search_corpus "
-            f"too. Received: search_text_column={search_text_column!r}, search_id_column={search_id_column!r}, "
-            f"search_format={search_format!r}"
+            f"too. Received: search_text_column={options.search_text_column!r}, "
+            f"search_id_column={options.search_id_column!r}, search_format={options.search_format!r}"
         )
-    module = serving_module(
-        model_dir,
-        encoder_only=encoder_only,
-        text_pair=text_pair,
-        top_k=top_k,
-        max_seq_length=max_seq_length,
-        max_input_bytes=max_input_bytes,
-        doc_stride=doc_stride,
-        max_query_length=max_query_length,
-        max_answer_length=max_answer_length,
-        passages=passages,
-        search_batch_size=search_batch_size,
-        long_text=long_text,
-        window_stride=window_stride,
-        max_windows=max_windows,
-    )
+    module = serving_module(model_dir, options, passages=passages)
     return save_module(module, output_dir, overwrite=overwrite)
 
 

@@ -23,7 +23,6 @@ from bert_tf.checkpoints.model_heads import ModelHeads, heads_classes, heads_for
 from bert_tf.tasks import classification, embedding, ner, squad  # noqa: F401
 from bert_tf.tasks.loading import convert_checkpoint, load_model
 from bert_tf.tasks.registry import (
-    ServingOptions,
     Task,
     for_hf_architecture,
     for_module,
@@ -31,6 +30,7 @@ from bert_tf.tasks.registry import (
     names,
     register,
     registered,
+    serving_options_class,
     unregister,
 )
 
@@ -49,5 +49,14 @@ __all__ = [
     "register",
     "register_heads",
     "registered",
+    "serving_options_class",
     "unregister",
 ]
+
+
+def __getattr__(name):
+    # `ServingOptions`: the serving options of the tasks registered when asked for (`serving_options_class`), as
+    # `finetuning.FinetuneConfig` is composed from the registry.
+    if name == "ServingOptions":
+        return serving_options_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -20,20 +20,8 @@ import dataclasses
 from collections.abc import Callable
 
 from bert_tf.checkpoints.model_heads import ModelHeads, register_heads, registered_heads, unregister_heads
-
-
-@dataclasses.dataclass(frozen=True)
-class ServingOptions:
-    """The export options a task's serving module may use (see `export_saved_model`)."""
-
-    text_pair: bool = False
-    max_input_bytes: int | None = None
-    doc_stride: int = 128
-    max_query_length: int = 64
-    max_answer_length: int = 30
-    long_text: str = "truncate"
-    window_stride: int | None = None
-    max_windows: int = 64
+from bert_tf.options import compose, default_of, find_field
+from bert_tf.serving.options import ServingOptions
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,7 +50,9 @@ class Task:
             "Task data" below.
         serving_class: the serving module class (a `bert_tf.serving.ServingModule`).
         serving_module: `(model, tokenizer, max_seq_length, label_names,
-            ServingOptions) -> serving module`.
+            options) -> serving module`; `options` is a `serving_options_class()`
+            instance (`bert_tf.serving.options.ServingOptions`' fields and every
+            task's `serving_options`), this task's resolved (`served_with`).
         serves: `module -> bool`, whether a module of `serving_class` serves
             this task (to tell apart tasks sharing a serving class); None: all do.
         example_unit: what `num_train` counts, for the log ("examples", "windows").
@@ -97,6 +87,13 @@ class Task:
             `config.NAME`, and bert-tf-finetune has a flag for each. Tasks may
             share an options class; an option several classes declare must be
             the same declaration (a common base class).
+        serving_options: the options the task's serving module reads besides
+            `bert_tf.serving.options.ServingOptions`' (a `kw_only` dataclass of
+            option fields, e.g. squad's windows and answer length), or None.
+            bert-tf-export has a flag for each. An option left None is the
+            model directory's recorded setting of that name (`recorded_settings`),
+            else the default of the task's training option of that name
+            (`options`), else None (`served_with`).
 
     Task data (what `data(...)` returns) has:
         `label_names`: list of str or None;
@@ -134,6 +131,23 @@ class Task:
     distillable: bool = False
     data_with_index: bool = False
     options: type | None = None
+    serving_options: type | None = None
+
+    def served_with(self, options, settings):
+        """`options` (a `serving_options_class()` instance) with each of this task's `serving_options` left None
+        set as the model directory says (`settings`, its bert_tf.json: how fine-tuning read the data), else to the
+        default of the task's training option of the same name."""
+        if self.serving_options is None:
+            return options
+        resolved = {}
+        for field in dataclasses.fields(self.serving_options):
+            if getattr(options, field.name) is not None:
+                continue
+            if field.name in self.recorded_settings and settings.get(field.name) is not None:
+                resolved[field.name] = settings[field.name]
+            elif self.options is not None and field.name in {f.name for f in dataclasses.fields(self.options)}:
+                resolved[field.name] = default_of(find_field(self.options, field.name))
+        return dataclasses.replace(options, **resolved)
 
 
 _TASKS = {}  # name -> Task
@@ -195,6 +209,19 @@ def for_hf_architecture(architecture, num_labels=None):
         ):
             return task
     return None
+
+
+def serving_options_class(task_list=None):
+    """The serving options of `task_list` (default: the registered tasks): `bert_tf.serving.options.ServingOptions`
+    and each task's `serving_options`, the options `bert_tf.export.serving_module` takes. The same tasks give the
+    same class."""
+    task_list = registered() if task_list is None else task_list
+    return compose(
+        "TaskServingOptions",
+        (ServingOptions, *(task.serving_options for task in task_list if task.serving_options is not None)),
+        module=__name__,
+        doc="The options of a served model: `ServingOptions`' and those of the registered tasks' serving modules.",
+    )
 
 
 def for_module(module):

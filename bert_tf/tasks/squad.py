@@ -17,7 +17,7 @@ from bert_tf.checkpoints.name_table import SPAN_LABELER_HEADS
 from bert_tf.data import squad, tfds_inputs
 from bert_tf.models import BertSpanLabeler
 from bert_tf.objectives import Head, Objective
-from bert_tf.options import option
+from bert_tf.options import default_of, find_field, option, override
 from bert_tf.serving import SpanModule
 from bert_tf.tasks import common, registry
 
@@ -49,6 +49,24 @@ class SquadOptions(ArticleSplitOptions):
 
 # How the model read questions and contexts in fine-tuning, recorded in `bert_tf.json`: the export defaults to them.
 SQUAD_SETTINGS = ("doc_stride", "max_query_length", "max_answer_length")
+
+
+def _as_fine_tuned(name, what):
+    """The serving option `name`: `SquadOptions`' declaration, its default None (`Task.served_with`: the model
+    directory's recorded setting, else `SquadOptions`' default, which the help names)."""
+    default = default_of(find_field(SquadOptions, name))
+    return override(
+        SquadOptions, name, default=None, help=f"squad: {what} (default: the fine-tuning's, else {default})."
+    )
+
+
+@dataclasses.dataclass(kw_only=True)
+class SquadServing:
+    """The options of a question-answering serving module (`SpanModule`): how it reads questions and contexts."""
+
+    doc_stride: int = _as_fine_tuned("doc_stride", "context pieces between window starts")
+    max_query_length: int = _as_fine_tuned("max_query_length", "question pieces kept")
+    max_answer_length: int = _as_fine_tuned("max_answer_length", "longest answer, in pieces")
 
 
 def split_by_article(examples, every):
@@ -157,5 +175,6 @@ SQUAD = registry.register(
         recorded_settings=SQUAD_SETTINGS,
         distillable=True,
         options=SquadOptions,
+        serving_options=SquadServing,
     )
 )

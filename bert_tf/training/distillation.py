@@ -253,47 +253,31 @@ def __getattr__(name):
     # `DistillConfig` is composed from the task registry when first asked for (see `finetuning.FinetuneConfig`).
     if name == "DistillConfig":
         return config_class()
+    if name == "TASK_FIELDS":  # of the tasks registered now (`task_fields`)
+        return task_fields()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-# Fields that only task distillation reads (refused beside `corpus` when not at their default) and those only
-# general distillation reads (refused beside `train_file`).
-TASK_FIELDS = (
-    "task",
-    "eval_file",
-    "text_column",
-    "text_pair_column",
-    "label_column",
-    "glue_task",
-    "label_names",
-    "file_format",
-    "tag_column",
-    "tag_scheme",
-    "doc_stride",
-    "max_query_length",
-    "n_best_size",
-    "max_answer_length",
-    "null_score_diff_threshold",
-    "eval_every_nth_article",
-    "max_train_examples",
-    "head_initializer",
-    "evals_per_epoch",
-    "tfds_data_dir",
-    "precompute_teacher",
-)
-CORPUS_FIELDS = (
-    "corpus_format",
-    "group_size",
-    "shuffle_buffer",
-    "packing",
-    "masking",
-    "masking_rate",
-    "max_predictions_per_seq",
-    "span_geometric_p",
-    "max_span_length",
-    "eval_steps",
-    "eval_interval",
-)
+# The `TaskData` options general distillation reads too (the rest are task distillation's).
+GENERAL_READS = ("train_file", "max_seq_length", "epochs", "dropout", "eval_batch_size", "split_special_tokens")
+# Options only general distillation reads (refused beside `train_file` when not at their default): `MaskedLMData`'s
+# but `corpus`, which decides the kind.
+CORPUS_FIELDS = tuple(field.name for field in dataclasses.fields(MaskedLMData) if field.name != "corpus")
+
+
+def task_fields(task_list=None):
+    """The options only task distillation reads (refused beside `corpus` when not at their default): `task`,
+    `TaskData`'s but `GENERAL_READS`, the own options of the distillable tasks of `task_list` (default: the
+    registered tasks; `Task.options`) and `precompute_teacher`."""
+    task_list = tasks.registered() if task_list is None else task_list
+    own = [
+        field.name
+        for task in task_list
+        if task.distillable and task.options is not None
+        for field in dataclasses.fields(task.options)
+    ]
+    data = [field.name for field in dataclasses.fields(TaskData) if field.name not in GENERAL_READS]
+    return tuple(dict.fromkeys(("task", *data, *own, "precompute_teacher")))
 
 
 def check_config(config):
@@ -316,8 +300,8 @@ def check_config(config):
             f"Received: precompute_teacher=True, corpus={config.corpus!r}"
         )
     defaults = {f.name: f.default for f in dataclasses.fields(config)}
-    others = TASK_FIELDS if config.corpus else CORPUS_FIELDS
-    changed = [name for name in others if getattr(config, name) != defaults[name]]
+    others = task_fields() if config.corpus else CORPUS_FIELDS
+    changed = [name for name in others if name in defaults and getattr(config, name) != defaults[name]]
     if changed:
         given = ", ".join(f"{name}={getattr(config, name)!r}" for name in changed)
         raise ValueError(

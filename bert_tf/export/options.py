@@ -1,0 +1,161 @@
+"""The export's options, each declared once: bert-tf-export's flags and the export functions' arguments.
+
+Option groups (`bert_tf.options.option` fields):
+
+- `bert_tf.serving.options.ServingOptions` and each task's `serving_options`
+  (`bert_tf.tasks.serving_options_class()`): what a served model reads.
+- `SearchCorpus`: a SavedModel's `search` corpus.
+- `Quantization`: the LiteRT and ONNX formats' weights (and LiteRT's tokenizer).
+- `ExportRun`: the directories and the format of a bert-tf-export run.
+
+`saved_model_options_class()` is what `export_saved_model` takes (the serving
+options and the search corpus); `format_options_class("litert")` and
+`format_options_class("onnx")` what `export_litert` and `export_onnx` take (the
+options named in `FORMAT_OPTIONS`, with their groups' declarations);
+`export_config_class()` joins them all with `ExportRun`: bert-tf-export has one
+flag per field (`bert_tf.apps.common_flags.define_config_flags`). Each function
+also takes its options as keyword arguments
+(`export_saved_model(model_dir, output_dir, max_seq_length=64)`).
+"""
+
+import dataclasses
+
+from bert_tf import tasks
+from bert_tf.data.passages import PASSAGE_FORMATS
+from bert_tf.options import compose, option, override
+
+FORMATS = ("saved_model", "litert", "onnx")
+QUANTIZE = ("none", "float16", "dynamic_int8", "int8")  # LiteRT's; ONNX refuses "int8" (`onnx.check_quantize`)
+
+
+@dataclasses.dataclass(kw_only=True)
+class SearchCorpus:
+    """Passages a SavedModel holds, with a `search` signature over them (an encoder or a sentence-embedding model)."""
+
+    search_corpus: str = option(
+        None,
+        "Passages to search: embedded now and saved in the SavedModel with a `search` signature (query, k -> ids, "
+        "texts, scores of the k nearest passages). A text file (one passage per line, ids = 0-based line numbers) "
+        "or a TSV/CSV/JSONL file (--search_text_column, --search_id_column).",
+    )
+    search_text_column: object = option(  # a name, or a 0-based index
+        None, "--search_corpus TSV/CSV/JSONL: the passage's column (header name / JSON key, or 0-based index)."
+    )
+    search_id_column: object = option(
+        None, "--search_corpus TSV/CSV/JSONL: the id's column. Default: 0-based record numbers."
+    )
+    search_format: str = option(  # None: from the file's extension
+        None,
+        "--search_corpus file format. Default: from its extension (.txt, .text or none: text; .tsv, .csv, .jsonl).",
+        enum=PASSAGE_FORMATS,
+    )
+    search_batch_size: int = option(32, "Passages per batch when embedding --search_corpus.", lower_bound=1)
+
+
+@dataclasses.dataclass(kw_only=True)
+class Quantization:
+    """The weights of a LiteRT or ONNX model, and where a LiteRT model's tokenizer runs."""
+
+    quantize: str = option(
+        "none",
+        "--format=litert or onnx: none (float32), float16 (float16 weights), dynamic_int8 (int8 weights, "
+        "activations quantized on the fly), int8 (litert: full-integer, calibrated on --calibration_file).",
+        enum=QUANTIZE,
+    )
+    calibration_file: str = option(
+        None,
+        "--quantize=int8: a text file of sentences (one per line; a tab separates a pair's texts) whose first "
+        "lines calibrate the activations' ranges.",
+    )
+    tokenizer_inside: bool = option(
+        True,
+        "--format=litert: the WordPiece tokenizer inside the model (raw strings in; the runtime registers "
+        "tensorflow-text's LiteRT kernels). --notokenizer_inside: an ids-in model of builtin ops only, with the "
+        "tokenizer files beside it (for an interpreter without those kernels).",
+    )
+
+
+@dataclasses.dataclass(kw_only=True)
+class ExportRun:
+    """A bert-tf-export run: what it reads, where it writes, in which format."""
+
+    model_dir: str = option(
+        help="Model directory to export: bert_tf (pretrained, fine-tuned or converted), Hugging Face directory of "
+        "any supported family, or TF1 checkpoint directory, with its tokenizer files."
+    )
+    output_dir: str = option(
+        help="SavedModel directory to write (for TF Serving: MODEL/VERSION, e.g. serving/sst2/1); must be absent or "
+        "empty unless --overwrite."
+    )
+    overwrite: bool = option(False, "Replace a non-empty --output_dir.")
+    format: str = option(
+        "saved_model",
+        "saved_model: a TensorFlow SavedModel taking raw strings (every signature and option). litert: a .tflite "
+        "model for LiteRT (phones, browsers, the ai-edge-litert interpreter) with the WordPiece tokenizer inside, "
+        "ids in for other tokenizers (pip install bert_tf[litert] to run it here). onnx: an ids-in model.onnx for "
+        "ONNX Runtime, OpenVINO or Optimum with tokenizer.json beside it (pip install bert_tf[onnx]).",
+        enum=FORMATS,
+    )
+
+
+# The options `export_litert` and `export_onnx` read (besides the directories and `overwrite`); the other serving
+# and search options are the SavedModel's alone.
+FORMAT_OPTIONS = {
+    "litert": (
+        "encoder_only",
+        "max_seq_length",
+        "quantize",
+        "calibration_file",
+        "text_pair",
+        "max_query_length",
+        "max_answer_length",
+        "tokenizer_inside",
+    ),
+    "onnx": ("encoder_only", "max_seq_length", "quantize", "calibration_file"),
+}
+
+
+def saved_model_options_class(task_list=None):
+    """The options `export_saved_model` takes: the serving options of `task_list` (default: the registered tasks;
+    `tasks.serving_options_class`) and the search corpus. The same tasks give the same class."""
+    return compose(
+        "SavedModelOptions",
+        (SearchCorpus, tasks.serving_options_class(task_list)),
+        module=__name__,
+        doc="The options of a SavedModel export: the serving options and the search corpus.",
+    )
+
+
+def format_options_class(export_format, task_list=None):
+    """The options `export_litert` ("litert") or `export_onnx` ("onnx") takes: the fields `FORMAT_OPTIONS` names,
+    each as its group declares it. A name no group of the registered tasks declares (squad's, when squad is not
+    registered) is left out."""
+    groups = (Quantization, saved_model_options_class(task_list))
+    declared = {field.name: group for group in groups for field in dataclasses.fields(group)}
+    names = [name for name in FORMAT_OPTIONS[export_format] if name in declared]
+    key = (export_format, tuple(names), groups)
+    if key not in _FORMAT_CLASSES:
+        fields = [(name, _type_of(declared[name], name), override(declared[name], name)) for name in names]
+        name = "LiteRTOptions" if export_format == "litert" else "OnnxOptions"
+        _FORMAT_CLASSES[key] = dataclasses.make_dataclass(
+            name, fields, kw_only=True, namespace={"__module__": __name__}
+        )
+    return _FORMAT_CLASSES[key]
+
+
+_FORMAT_CLASSES = {}
+
+
+def _type_of(group, name):
+    return next(field.type for field in dataclasses.fields(group) if field.name == name)
+
+
+def export_config_class(task_list=None):
+    """bert-tf-export's config: `ExportRun`, `Quantization` and the SavedModel's options (of `task_list`, default
+    the registered tasks); one flag per field."""
+    return compose(
+        "ExportConfig",
+        (ExportRun, Quantization, saved_model_options_class(task_list)),
+        module=__name__,
+        doc="A bert-tf-export run: one field per flag, of the same name and default.",
+    )
