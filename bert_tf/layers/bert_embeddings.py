@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from bert_tf.layers.configured_layer import ConfiguredLayer
 from bert_tf.layers.layer_norm import LayerNorm
 
 
@@ -13,7 +14,7 @@ class _Untracked:
         self.value = value
 
 
-class BertEmbeddings(keras.layers.Layer):
+class BertEmbeddings(ConfiguredLayer):
     """Sums word, segment and absolute position embeddings, then LayerNorm and dropout.
 
     The family's variants: `type_vocab_size=0` has no segment table (DistilBERT) and 1 ignores
@@ -33,6 +34,11 @@ class BertEmbeddings(keras.layers.Layer):
         float `[B, T, H]` in the compute dtype. The sum and LayerNorm run in
         float32 under mixed precision; the tables are float32 variables.
     """
+
+    CONFIG = (
+        "vocabulary_size hidden_dim max_position_embeddings type_vocab_size dropout initializer_range "
+        "layer_norm_epsilon embedding_size position_offset"
+    )
 
     def __init__(
         self,
@@ -60,15 +66,7 @@ class BertEmbeddings(keras.layers.Layer):
         for name, value in (("type_vocab_size", type_vocab_size), ("position_offset", position_offset)):
             if value < 0:
                 raise ValueError(f"`{name}` must be >= 0. Received: {name}={value}")
-        self.vocabulary_size = vocabulary_size
-        self.hidden_dim = hidden_dim
-        self.max_position_embeddings = max_position_embeddings
-        self.type_vocab_size = type_vocab_size
-        self.dropout = dropout
-        self.initializer_range = initializer_range
-        self.layer_norm_epsilon = layer_norm_epsilon
-        self.embedding_size = embedding_size
-        self.position_offset = position_offset
+        self.keep_config(locals())
         width = embedding_size or hidden_dim  # E
         self._shared = _Untracked(shared_tables)  # its variables are reached through the shared sublayers
         if shared_tables is not None:
@@ -154,20 +152,3 @@ class BertEmbeddings(keras.layers.Layer):
 
     def compute_output_shape(self, token_ids_shape, segment_ids_shape=None):
         return tuple(token_ids_shape) + (self.hidden_dim,)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                "vocabulary_size": self.vocabulary_size,
-                "hidden_dim": self.hidden_dim,
-                "max_position_embeddings": self.max_position_embeddings,
-                "type_vocab_size": self.type_vocab_size,
-                "dropout": self.dropout,
-                "initializer_range": self.initializer_range,
-                "layer_norm_epsilon": self.layer_norm_epsilon,
-                "embedding_size": self.embedding_size,
-                "position_offset": self.position_offset,
-            }
-        )
-        return config

@@ -9,6 +9,7 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from bert_tf.layers.configured_layer import ConfiguredLayer
 from bert_tf.layers.dropout import draw_seed, keep_mask, scale_kept, with_draws
 from bert_tf.layers.fused import when_static
 from bert_tf.layers.token_matrix import dense_tokens, scatter_tokens
@@ -17,7 +18,7 @@ from bert_tf.layers.token_matrix import dense_tokens, scatter_tokens
 MASK_BIAS = -1e9
 
 
-class BertSelfAttention(keras.layers.Layer):
+class BertSelfAttention(ConfiguredLayer):
     """Scaled dot-product self-attention with separate query/key/value projections.
 
     The projections keep the `[H, H]` kernels of the original checkpoints
@@ -33,32 +34,18 @@ class BertSelfAttention(keras.layers.Layer):
         `[B, T, H]`.
     """
 
+    CONFIG = "num_heads hidden_dim dropout initializer_range"
+
     def __init__(self, num_heads, hidden_dim, dropout=0.1, initializer_range=0.02, **kwargs):
         super().__init__(**kwargs)
-        if hidden_dim % num_heads:
-            raise ValueError(
-                f"`hidden_dim` must be divisible by `num_heads`. "
-                f"Received: hidden_dim={hidden_dim}, num_heads={num_heads}"
-            )
-        self.num_heads = num_heads
-        self.hidden_dim = hidden_dim
-        self.head_dim = hidden_dim // num_heads
-        self.dropout = dropout
-        self.initializer_range = initializer_range
+        self.head_dim = head_dim(num_heads, hidden_dim)
+        self.keep_config(locals())
 
         # === Layers ===
-        def dense(name):
-            return keras.layers.Dense(
-                hidden_dim,
-                kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
-                dtype=self.dtype_policy,
-                name=name,
-            )
-
-        self.query_dense = dense("query")
-        self.key_dense = dense("key")
-        self.value_dense = dense("value")
-        self.output_dense = dense("attention_output")
+        self.query_dense = projection(self, "query")
+        self.key_dense = projection(self, "key")
+        self.value_dense = projection(self, "value")
+        self.output_dense = projection(self, "attention_output")
         self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="attention_dropout")
 
     def build(self, x_shape, padding_mask_shape=None):
@@ -169,34 +156,48 @@ class BertSelfAttention(keras.layers.Layer):
     def _context(self, query, key, value, padding_mask, training):
         """Dot-product attention: scaled `[B, N, Q, D]` queries over `[B, N, T, D]` -> `[B*Q, H]`."""
         scores = tf.matmul(query, key, transpose_b=True)  # [B, N, Q, T] (query pre-scaled by 1/sqrt(D))
-        bias = (1.0 - ops.cast(padding_mask, "float32")) * MASK_BIAS  # [B, T]
-        scores = ops.cast(scores, "float32")
-        if training and self.dropout > 0:
-            probs = dropped_softmax(scores, bias, draw_seed(self.dropout_layer), self.dropout)
-            probs = ops.cast(probs, self.compute_dtype)
-        else:
-            # (expand_dims, not `[:, None, None, :]`: LiteRT has no kernel for a new-axis slice of a [B, T] of
-            # unknown B and T.)
-            probs = ops.cast(
-                ops.softmax(scores + tf.expand_dims(tf.expand_dims(bias, 1), 1), axis=-1), self.compute_dtype
-            )
+        probs = masked_probabilities(self, ops.cast(scores, "float32"), padding_bias(padding_mask), training)
+        probs = ops.cast(probs, self.compute_dtype)
         context = tf.transpose(tf.matmul(probs, value), (0, 2, 1, 3))  # [B, Q, N, D]
         return tf.reshape(context, (-1, self.hidden_dim))  # [B*Q, H]
 
     def compute_output_shape(self, x_shape, padding_mask_shape=None):
         return x_shape
 
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                "num_heads": self.num_heads,
-                "hidden_dim": self.hidden_dim,
-                "dropout": self.dropout,
-                "initializer_range": self.initializer_range,
-            }
+
+def head_dim(num_heads, hidden_dim):
+    """D = H / N, the heads' width; a ValueError where N does not divide H."""
+    if hidden_dim % num_heads:
+        raise ValueError(
+            f"`hidden_dim` must be divisible by `num_heads`. Received: hidden_dim={hidden_dim}, num_heads={num_heads}"
         )
-        return config
+    return hidden_dim // num_heads
+
+
+def projection(layer, name):
+    """An attention's `[H, H]` dense `name`, on `layer`'s dtype policy, its kernel drawn from the truncated normal."""
+    return keras.layers.Dense(
+        layer.hidden_dim,
+        kernel_initializer=keras.initializers.TruncatedNormal(stddev=layer.initializer_range),
+        dtype=layer.dtype_policy,
+        name=name,
+    )
+
+
+def padding_bias(padding_mask):
+    """float32 `[B, T]`: 0 at real keys, `MASK_BIAS` at padding (int or bool `[B, T]`, 1 for real tokens)."""
+    return (1.0 - ops.cast(padding_mask, "float32")) * MASK_BIAS
+
+
+def masked_probabilities(layer, scores, bias, training):
+    """float32 `[B, N, Q, T]` softmax of float32 `scores` plus `bias` (`[B, T]`, as `padding_bias`); in training
+    with `layer`'s attention dropout (its `dropout` rate, `dropout_layer`'s seeds) in the same pass
+    (`dropped_softmax`)."""
+    if training and layer.dropout > 0:
+        return dropped_softmax(scores, bias, draw_seed(layer.dropout_layer), layer.dropout)
+    # (expand_dims, not `[:, None, None, :]`: LiteRT has no kernel for a new-axis slice of a [B, T] of unknown B and
+    # T.)
+    return ops.softmax(scores + tf.expand_dims(tf.expand_dims(bias, 1), 1), axis=-1)
 
 
 def _dropped_softmax_forward(scores, bias, seed, rate, alg):

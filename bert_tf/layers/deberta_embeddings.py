@@ -3,11 +3,12 @@
 import keras
 from keras import ops
 
+from bert_tf.layers.configured_layer import ConfiguredLayer
 from bert_tf.layers.dropout import draw_seed, dropout
 from bert_tf.layers.layer_norm import LayerNorm
 
 
-class DebertaEmbeddings(keras.layers.Layer):
+class DebertaEmbeddings(ConfiguredLayer):
     """`mask * LN(proj(word + position + segment))`, then dropout: `[B, T]` ids -> `[B, T, H]`.
 
     Unlike `BertEmbeddings`, DeBERTa-v3 has no absolute positions
@@ -32,6 +33,11 @@ class DebertaEmbeddings(keras.layers.Layer):
         `[B, T, H]` in the compute dtype, 0 at padding.
     """
 
+    CONFIG = (
+        "vocabulary_size hidden_dim max_position_embeddings type_vocab_size position_biased_input embedding_size "
+        "dropout initializer_range layer_norm_epsilon"
+    )
+
     def __init__(
         self,
         vocabulary_size,
@@ -46,15 +52,7 @@ class DebertaEmbeddings(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.vocabulary_size = vocabulary_size
-        self.hidden_dim = hidden_dim
-        self.max_position_embeddings = max_position_embeddings
-        self.type_vocab_size = type_vocab_size
-        self.position_biased_input = position_biased_input
-        self.embedding_size = embedding_size
-        self.dropout = dropout
-        self.initializer_range = initializer_range
-        self.layer_norm_epsilon = layer_norm_epsilon
+        self.keep_config(locals())
         width = embedding_size or hidden_dim  # E
 
         # === Layers ===
@@ -106,20 +104,3 @@ class DebertaEmbeddings(keras.layers.Layer):
 
     def compute_output_shape(self, token_ids_shape, segment_ids_shape=None, padding_mask_shape=None):
         return tuple(token_ids_shape) + (self.hidden_dim,)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                "vocabulary_size": self.vocabulary_size,
-                "hidden_dim": self.hidden_dim,
-                "max_position_embeddings": self.max_position_embeddings,
-                "type_vocab_size": self.type_vocab_size,
-                "position_biased_input": self.position_biased_input,
-                "embedding_size": self.embedding_size,
-                "dropout": self.dropout,
-                "initializer_range": self.initializer_range,
-                "layer_norm_epsilon": self.layer_norm_epsilon,
-            }
-        )
-        return config

@@ -2,13 +2,15 @@
 
 import keras
 
+from bert_tf.layers.configured_layer import ConfiguredLayer
+
 # Initializers of a task head's kernel: "bert" is the reference's truncated normal with the encoder's
 # `initializer_range` (0.02); "glorot_uniform" is Keras' default. Each task chooses its default
 # (`bert_tf.tasks.Task.head_initializer`: glorot_uniform for the built-in tasks, measured).
 HEAD_INITIALIZERS = ("glorot_uniform", "bert")
 
 
-class DenseHead(keras.layers.Layer):
+class DenseHead(ConfiguredLayer):
     """`[..., H] -> [..., units]` float32 logits, with dropout before the projection.
 
     Used for NSP (`units=2` on the pooled output), sentence classification or
@@ -16,18 +18,17 @@ class DenseHead(keras.layers.Layer):
     `kernel_initializer` is one of HEAD_INITIALIZERS (default "bert").
     """
 
+    CONFIG = "units dropout initializer_range kernel_initializer"
+
     def __init__(self, units, dropout=0.0, initializer_range=0.02, kernel_initializer="bert", **kwargs):
         super().__init__(**kwargs)
         if units <= 0:
             raise ValueError(f"`units` must be positive. Received: units={units}")
-        self.units = units
-        self.dropout = dropout
-        self.initializer_range = initializer_range
         if kernel_initializer not in HEAD_INITIALIZERS:
             raise ValueError(
                 f"`kernel_initializer` must be one of {HEAD_INITIALIZERS}. Received: kernel_initializer={kernel_initializer!r}"
             )
-        self.kernel_initializer = kernel_initializer
+        self.keep_config(locals())
 
         # === Layers ===
         self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
@@ -51,15 +52,3 @@ class DenseHead(keras.layers.Layer):
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape[:-1]) + (self.units,)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                "units": self.units,
-                "dropout": self.dropout,
-                "initializer_range": self.initializer_range,
-                "kernel_initializer": self.kernel_initializer,
-            }
-        )
-        return config

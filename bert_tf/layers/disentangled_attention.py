@@ -10,14 +10,15 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from bert_tf.layers.bert_self_attention import MASK_BIAS, dropped_softmax
+from bert_tf.layers.bert_self_attention import head_dim, masked_probabilities, padding_bias, projection
+from bert_tf.layers.configured_layer import ConfiguredLayer
 from bert_tf.layers.dropout import draw_seed, dropout
 from bert_tf.layers.relative_position import relative_position_index
 
 POSITION_TERMS = ("c2p", "p2c")
 
 
-class DisentangledSelfAttention(keras.layers.Layer):
+class DisentangledSelfAttention(ConfiguredLayer):
     """Self-attention whose scores add content-to-position and position-to-content terms.
 
     For query i and key j with relative-table row r = idx(i, j) (the bucketed
@@ -47,6 +48,11 @@ class DisentangledSelfAttention(keras.layers.Layer):
         `[B, T, H]`.
     """
 
+    CONFIG = (
+        "num_heads hidden_dim pos_att_type share_att_key position_buckets max_relative_positions dropout "
+        "position_dropout initializer_range"
+    )
+
     def __init__(
         self,
         num_heads,
@@ -61,10 +67,7 @@ class DisentangledSelfAttention(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        if hidden_dim % num_heads:
-            raise ValueError(
-                f"`hidden_dim` must be divisible by `num_heads`. Received: hidden_dim={hidden_dim}, num_heads={num_heads}"
-            )
+        self.head_dim = head_dim(num_heads, hidden_dim)
         pos_att_type = tuple(pos_att_type)
         if any(kind not in POSITION_TERMS for kind in pos_att_type):
             raise ValueError(
@@ -75,35 +78,18 @@ class DisentangledSelfAttention(keras.layers.Layer):
                 f"`max_relative_positions` must be positive (resolve -1 to max_position_embeddings first). "
                 f"Received: max_relative_positions={max_relative_positions}"
             )
-        self.num_heads = num_heads
-        self.hidden_dim = hidden_dim
-        self.head_dim = hidden_dim // num_heads
-        self.pos_att_type = pos_att_type
-        self.share_att_key = share_att_key
-        self.position_buckets = position_buckets
-        self.max_relative_positions = max_relative_positions
-        self.dropout = dropout
-        self.position_dropout = position_dropout
-        self.initializer_range = initializer_range
+        self.keep_config(locals())
         self.span = position_buckets if position_buckets > 0 else max_relative_positions  # S
         # Every term is divided by sqrt(D * (1 + number of position terms)).
         self.scale = 1.0 / math.sqrt(self.head_dim * (1 + len(pos_att_type)))
 
         # === Layers ===
-        def dense(name):
-            return keras.layers.Dense(
-                hidden_dim,
-                kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
-                dtype=self.dtype_policy,
-                name=name,
-            )
-
-        self.query_dense = dense("query")
-        self.key_dense = dense("key")
-        self.value_dense = dense("value")
-        self.pos_key_dense = dense("pos_key") if "c2p" in pos_att_type and not share_att_key else None
-        self.pos_query_dense = dense("pos_query") if "p2c" in pos_att_type and not share_att_key else None
-        self.output_dense = dense("attention_output")
+        self.query_dense = projection(self, "query")
+        self.key_dense = projection(self, "key")
+        self.value_dense = projection(self, "value")
+        self.pos_key_dense = projection(self, "pos_key") if "c2p" in pos_att_type and not share_att_key else None
+        self.pos_query_dense = projection(self, "pos_query") if "p2c" in pos_att_type and not share_att_key else None
+        self.output_dense = projection(self, "attention_output")
         self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="attention_dropout")
         self.position_dropout_layer = keras.layers.Dropout(
             position_dropout, dtype=self.dtype_policy, name="position_dropout"
@@ -157,11 +143,7 @@ class DisentangledSelfAttention(keras.layers.Layer):
                 p2c = tf.einsum("bnkd,nrd->krbn", key, pos_query)  # [T, 2S, B, N]
                 p2c = tf.gather(p2c, tf.transpose(index), axis=1, batch_dims=1)  # [Tk, Tq, B, N]
                 scores += tf.cast(tf.transpose(p2c, (2, 3, 1, 0)), tf.float32)
-        bias = (1.0 - tf.cast(padding_mask, tf.float32)) * MASK_BIAS  # [B, T]
-        if training and self.dropout > 0:
-            probs = dropped_softmax(scores, bias, draw_seed(self.dropout_layer), self.dropout)
-        else:
-            probs = tf.nn.softmax(scores + bias[:, None, None, :], axis=-1)
+        probs = masked_probabilities(self, scores, padding_bias(padding_mask), training)
         context = tf.matmul(ops.cast(probs, self.compute_dtype), value)  # [B, N, T, D]
         context = tf.reshape(tf.transpose(context, (0, 2, 1, 3)), (batch, length, self.hidden_dim))
         return self.output_dense(context)
@@ -198,31 +180,10 @@ class DisentangledSelfAttention(keras.layers.Layer):
                 p2c = tf.einsum("bnkd,nrd->bnkr", key, pos_query)  # [B, N, T, 2S]
                 p2c = tf.gather(p2c, tf.transpose(index, (0, 1, 3, 2)), batch_dims=3)  # [B, N, T, P]
                 scores += tf.cast(tf.transpose(p2c, (0, 1, 3, 2)), tf.float32)
-        bias = (1.0 - tf.cast(padding_mask, tf.float32)) * MASK_BIAS  # [B, T]
-        if training and self.dropout > 0:
-            probs = dropped_softmax(scores, bias, draw_seed(self.dropout_layer), self.dropout)
-        else:
-            probs = tf.nn.softmax(scores + bias[:, None, None, :], axis=-1)
+        probs = masked_probabilities(self, scores, padding_bias(padding_mask), training)
         context = tf.matmul(ops.cast(probs, self.compute_dtype), value)  # [B, N, P, D]
         context = tf.reshape(tf.transpose(context, (0, 2, 1, 3)), (batch, count, self.hidden_dim))
         return self.output_dense(context)
 
     def compute_output_shape(self, x_shape, padding_mask_shape=None, rel_embeddings_shape=None):
         return x_shape
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                "num_heads": self.num_heads,
-                "hidden_dim": self.hidden_dim,
-                "pos_att_type": list(self.pos_att_type),
-                "share_att_key": self.share_att_key,
-                "position_buckets": self.position_buckets,
-                "max_relative_positions": self.max_relative_positions,
-                "dropout": self.dropout,
-                "position_dropout": self.position_dropout,
-                "initializer_range": self.initializer_range,
-            }
-        )
-        return config

@@ -4,9 +4,10 @@ import keras
 from keras import ops
 
 from bert_tf.layers.activations import get_activation
+from bert_tf.layers.configured_layer import ConfiguredLayer
 
 
-class GeGLUFeedForward(keras.layers.Layer):
+class GeGLUFeedForward(ConfiguredLayer):
     """`Wo(dropout(act(a) * g))` where `[a, g] = Wi(x)`: one projection to `2 I`, split in halves.
 
     The first half is the activation's input, the second the gate (Hugging
@@ -27,6 +28,8 @@ class GeGLUFeedForward(keras.layers.Layer):
         `[..., H]`.
     """
 
+    CONFIG = "hidden_dim intermediate_dim activation use_bias dropout initializer_range"
+
     def __init__(
         self,
         hidden_dim,
@@ -38,12 +41,7 @@ class GeGLUFeedForward(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.hidden_dim = hidden_dim
-        self.intermediate_dim = intermediate_dim
-        self.activation = activation
-        self.use_bias = use_bias
-        self.dropout = dropout
-        self.initializer_range = initializer_range
+        self.keep_config(locals())
         self._activation = get_activation(activation)
 
         # === Layers ===
@@ -72,17 +70,3 @@ class GeGLUFeedForward(keras.layers.Layer):
 
     def compute_output_shape(self, x_shape):
         return tuple(x_shape[:-1]) + (self.hidden_dim,)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                "hidden_dim": self.hidden_dim,
-                "intermediate_dim": self.intermediate_dim,
-                "activation": self.activation,
-                "use_bias": self.use_bias,
-                "dropout": self.dropout,
-                "initializer_range": self.initializer_range,
-            }
-        )
-        return config

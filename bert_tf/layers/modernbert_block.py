@@ -1,14 +1,11 @@
 """ModernBertBlock: one ModernBERT encoder layer (pre-norm, rotary self-attention, GeGLU feed-forward)."""
 
-import keras
-from keras import ops
-
+from bert_tf.layers.encoder_block import EncoderBlock
 from bert_tf.layers.geglu_feed_forward import GeGLUFeedForward
-from bert_tf.layers.layer_norm import LayerNorm
 from bert_tf.layers.rotary_self_attention import RotarySelfAttention
 
 
-class ModernBertBlock(keras.layers.Layer):
+class ModernBertBlock(EncoderBlock):
     """`x = x + Attn(LN(x)); x = x + GeGLU(LN(x))`: the pre-norm residual layout of Hugging Face's
     `ModernBertEncoderLayer`.
 
@@ -34,6 +31,11 @@ class ModernBertBlock(keras.layers.Layer):
         `[B, T, H]` in the compute dtype.
     """
 
+    CONFIG = (
+        "num_heads hidden_dim intermediate_dim hidden_act local_attention rope_theta attention_norm norm_bias "
+        "attention_bias mlp_bias dropout attention_dropout initializer_range layer_norm_epsilon"
+    )
+
     def __init__(
         self,
         num_heads,
@@ -53,26 +55,13 @@ class ModernBertBlock(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.num_heads = num_heads
-        self.hidden_dim = hidden_dim
-        self.intermediate_dim = intermediate_dim
-        self.hidden_act = hidden_act
-        self.local_attention = local_attention
+        self.keep_config(locals())
         self.rope_theta = float(rope_theta)
-        self.attention_norm = attention_norm
-        self.norm_bias = norm_bias
-        self.attention_bias = attention_bias
-        self.mlp_bias = mlp_bias
-        self.dropout = dropout
-        self.attention_dropout = attention_dropout
-        self.initializer_range = initializer_range
-        self.layer_norm_epsilon = layer_norm_epsilon
 
         # === Layers ===
-        def layer_norm(name):
-            return LayerNorm(epsilon=layer_norm_epsilon, center=norm_bias, dtype="float32", name=name)
-
-        self.attention_layer_norm = layer_norm("attention_layer_norm") if attention_norm else None
+        self.attention_layer_norm = (
+            self._layer_norm("attention_layer_norm", center=norm_bias) if attention_norm else None
+        )
         self.attention = RotarySelfAttention(
             num_heads,
             hidden_dim,
@@ -84,7 +73,7 @@ class ModernBertBlock(keras.layers.Layer):
             dtype=self.dtype_policy,
             name="attention",
         )
-        self.mlp_layer_norm = layer_norm("mlp_layer_norm")
+        self.mlp_layer_norm = self._layer_norm("mlp_layer_norm", center=norm_bias)
         self.mlp = GeGLUFeedForward(
             hidden_dim,
             intermediate_dim,
@@ -109,30 +98,5 @@ class ModernBertBlock(keras.layers.Layer):
         x = x + self.attention(normed, padding_mask, training=training)
         return x + self.mlp(self._norm(self.mlp_layer_norm, x), training=training)
 
-    def _norm(self, layer_norm, x):
-        return ops.cast(layer_norm(x), self.compute_dtype)
-
     def compute_output_shape(self, x_shape, padding_mask_shape=None):
         return x_shape
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                "num_heads": self.num_heads,
-                "hidden_dim": self.hidden_dim,
-                "intermediate_dim": self.intermediate_dim,
-                "hidden_act": self.hidden_act,
-                "local_attention": self.local_attention,
-                "rope_theta": self.rope_theta,
-                "attention_norm": self.attention_norm,
-                "norm_bias": self.norm_bias,
-                "attention_bias": self.attention_bias,
-                "mlp_bias": self.mlp_bias,
-                "dropout": self.dropout,
-                "attention_dropout": self.attention_dropout,
-                "initializer_range": self.initializer_range,
-                "layer_norm_epsilon": self.layer_norm_epsilon,
-            }
-        )
-        return config

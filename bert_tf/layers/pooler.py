@@ -3,9 +3,10 @@
 import keras
 
 from bert_tf.layers.activations import get_activation
+from bert_tf.layers.configured_layer import ConfiguredLayer
 
 
-class Pooler(keras.layers.Layer):
+class Pooler(ConfiguredLayer):
     """`act(dense(h[:, 0]))`: `[B, T, H] -> [B, H]`, the dense our encoders call the pooler.
 
     BERT's and RoBERTa's pooler (tanh), DistilBERT's `pre_classifier` (relu),
@@ -15,11 +16,11 @@ class Pooler(keras.layers.Layer):
     Face class keeps it.
     """
 
+    CONFIG = "hidden_dim activation initializer_range"
+
     def __init__(self, hidden_dim, activation="tanh", initializer_range=0.02, **kwargs):
         super().__init__(**kwargs)
-        self.hidden_dim = hidden_dim
-        self.activation = activation
-        self.initializer_range = initializer_range
+        self.keep_config(locals())
         self.dense = keras.layers.Dense(
             hidden_dim,
             activation=get_activation(activation),
@@ -37,10 +38,3 @@ class Pooler(keras.layers.Layer):
 
     def compute_output_shape(self, sequence_shape):
         return (sequence_shape[0], self.hidden_dim)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            {"hidden_dim": self.hidden_dim, "activation": self.activation, "initializer_range": self.initializer_range}
-        )
-        return config

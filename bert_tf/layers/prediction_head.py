@@ -4,10 +4,11 @@ import keras
 from keras import ops
 
 from bert_tf.layers.activations import get_activation
+from bert_tf.layers.configured_layer import ConfiguredLayer
 from bert_tf.layers.layer_norm import LayerNorm
 
 
-class PredictionHead(keras.layers.Layer):
+class PredictionHead(ConfiguredLayer):
     """`LN(act(dense(h)))` on every token: `[B, T, H] -> [B, T, H]`.
 
     Hugging Face's `ModernBertForTokenClassification` and
@@ -31,6 +32,8 @@ class PredictionHead(keras.layers.Layer):
         `[B, T, H]`.
     """
 
+    CONFIG = "hidden_dim activation use_bias norm_bias initializer_range layer_norm_epsilon"
+
     def __init__(
         self,
         hidden_dim,
@@ -42,12 +45,7 @@ class PredictionHead(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.hidden_dim = hidden_dim
-        self.activation = activation
-        self.use_bias = use_bias
-        self.norm_bias = norm_bias
-        self.initializer_range = initializer_range
-        self.layer_norm_epsilon = layer_norm_epsilon
+        self.keep_config(locals())
         self._activation = get_activation(activation)
 
         # === Layers ===
@@ -70,17 +68,3 @@ class PredictionHead(keras.layers.Layer):
 
     def compute_output_shape(self, sequence_output_shape):
         return tuple(sequence_output_shape[:-1]) + (self.hidden_dim,)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                "hidden_dim": self.hidden_dim,
-                "activation": self.activation,
-                "use_bias": self.use_bias,
-                "norm_bias": self.norm_bias,
-                "initializer_range": self.initializer_range,
-                "layer_norm_epsilon": self.layer_norm_epsilon,
-            }
-        )
-        return config

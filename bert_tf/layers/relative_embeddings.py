@@ -3,10 +3,11 @@
 import keras
 from keras import ops
 
+from bert_tf.layers.configured_layer import ConfiguredLayer
 from bert_tf.layers.layer_norm import LayerNorm
 
 
-class RelativeEmbeddings(keras.layers.Layer):
+class RelativeEmbeddings(ConfiguredLayer):
     """The `[2S, H]` relative-position table, LayerNorm-ed when `normalize` (`norm_rel_ebd="layer_norm"`).
 
     Every `DisentangledSelfAttention` of the encoder projects this one table
@@ -23,13 +24,11 @@ class RelativeEmbeddings(keras.layers.Layer):
         `[2S, H]` in the compute dtype.
     """
 
+    CONFIG = "num_rows hidden_dim normalize initializer_range layer_norm_epsilon"
+
     def __init__(self, num_rows, hidden_dim, normalize=True, initializer_range=0.02, layer_norm_epsilon=1e-7, **kwargs):
         super().__init__(**kwargs)
-        self.num_rows = num_rows
-        self.hidden_dim = hidden_dim
-        self.normalize = normalize
-        self.initializer_range = initializer_range
-        self.layer_norm_epsilon = layer_norm_epsilon
+        self.keep_config(locals())
         self.layer_norm = (
             LayerNorm(epsilon=layer_norm_epsilon, dtype="float32", name="layer_norm") if normalize else None
         )
@@ -53,16 +52,3 @@ class RelativeEmbeddings(keras.layers.Layer):
 
     def compute_output_shape(self, x_shape=None):
         return (self.num_rows, self.hidden_dim)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                "num_rows": self.num_rows,
-                "hidden_dim": self.hidden_dim,
-                "normalize": self.normalize,
-                "initializer_range": self.initializer_range,
-                "layer_norm_epsilon": self.layer_norm_epsilon,
-            }
-        )
-        return config

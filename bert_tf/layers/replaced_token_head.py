@@ -4,9 +4,10 @@ import keras
 from keras import ops
 
 from bert_tf.layers.activations import get_activation
+from bert_tf.layers.configured_layer import ConfiguredLayer
 
 
-class ReplacedTokenHead(keras.layers.Layer):
+class ReplacedTokenHead(ConfiguredLayer):
     """`dense_prediction(act(dense(h)))` on every token: `[B, T, H] -> [B, T]` float32 logits.
 
     The discriminator of ELECTRA (Clark et al. 2020) scores each token of its
@@ -26,11 +27,11 @@ class ReplacedTokenHead(keras.layers.Layer):
         float32 `[B, T]`: `sigmoid` of it is the probability that the token was replaced.
     """
 
+    CONFIG = "hidden_dim activation initializer_range"
+
     def __init__(self, hidden_dim, activation="gelu", initializer_range=0.02, **kwargs):
         super().__init__(**kwargs)
-        self.hidden_dim = hidden_dim
-        self.activation = activation
-        self.initializer_range = initializer_range
+        self.keep_config(locals())
         self._activation = get_activation(activation)
         initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
 
@@ -53,14 +54,3 @@ class ReplacedTokenHead(keras.layers.Layer):
 
     def compute_output_shape(self, sequence_output_shape):
         return tuple(sequence_output_shape[:-1])
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                "hidden_dim": self.hidden_dim,
-                "activation": self.activation,
-                "initializer_range": self.initializer_range,
-            }
-        )
-        return config

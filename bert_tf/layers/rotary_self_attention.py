@@ -11,13 +11,13 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from bert_tf.layers.bert_self_attention import MASK_BIAS, dropped_softmax
-from bert_tf.layers.dropout import draw_seed
+from bert_tf.layers.bert_self_attention import head_dim, masked_probabilities, padding_bias
+from bert_tf.layers.configured_layer import ConfiguredLayer
 from bert_tf.layers.local_attention import global_context, sliding_window_context
 from bert_tf.layers.rotary_embedding import RotaryEmbedding
 
 
-class RotarySelfAttention(keras.layers.Layer):
+class RotarySelfAttention(ConfiguredLayer):
     """Multi-head self-attention with rotary position embeddings on queries and keys.
 
     One `[H, 3H]` projection gives queries, keys and values (Hugging Face's
@@ -46,6 +46,8 @@ class RotarySelfAttention(keras.layers.Layer):
         `[B, T, H]`.
     """
 
+    CONFIG = "num_heads hidden_dim rope_theta local_attention use_bias dropout initializer_range"
+
     def __init__(
         self,
         num_heads,
@@ -58,23 +60,13 @@ class RotarySelfAttention(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        if hidden_dim % num_heads:
-            raise ValueError(
-                f"`hidden_dim` must be divisible by `num_heads`. "
-                f"Received: hidden_dim={hidden_dim}, num_heads={num_heads}"
-            )
+        self.head_dim = head_dim(num_heads, hidden_dim)
         if local_attention is not None and local_attention < 2:
             raise ValueError(
                 f"`local_attention` must be None (global) or >= 2. Received: local_attention={local_attention}"
             )
-        self.num_heads = num_heads
-        self.hidden_dim = hidden_dim
-        self.head_dim = hidden_dim // num_heads
+        self.keep_config(locals())
         self.rope_theta = float(rope_theta)
-        self.local_attention = local_attention
-        self.use_bias = use_bias
-        self.dropout = dropout
-        self.initializer_range = initializer_range
 
         # === Layers ===
         initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
@@ -105,37 +97,18 @@ class RotarySelfAttention(keras.layers.Layer):
         scale = ops.cast(1.0 / math.sqrt(self.head_dim), self.compute_dtype)
         query = self.rotary(query, positions) * scale
         key = self.rotary(key, positions)
-        padding_bias = (1.0 - ops.cast(padding_mask, "float32")) * MASK_BIAS  # [B, T]
+        bias = padding_bias(padding_mask)  # [B, T]
         softmax = functools.partial(self._probabilities, training=training)
         if self.local_attention is None:
-            context = global_context(query, key, value, padding_bias, softmax, training=bool(training))
+            context = global_context(query, key, value, bias, softmax, training=bool(training))
         else:
-            context = sliding_window_context(query, key, value, padding_bias, self.local_attention, softmax)
+            context = sliding_window_context(query, key, value, bias, self.local_attention, softmax)
         context = tf.reshape(tf.transpose(context, (0, 2, 1, 3)), (batch, length, self.hidden_dim))  # [B, T, H]
         return self.output_dropout(self.output_dense(context), training=training)
 
-    def _probabilities(self, scores, padding_bias, training=None):
+    def _probabilities(self, scores, bias, training=None):
         """Attention probabilities `[B, N, Q, T]` (compute dtype) of float32 scores, padding keys masked out."""
-        if training and self.dropout > 0:
-            probs = dropped_softmax(scores, padding_bias, draw_seed(self.dropout_layer), self.dropout)
-        else:
-            probs = ops.softmax(scores + padding_bias[:, None, None, :], axis=-1)
-        return ops.cast(probs, self.compute_dtype)
+        return ops.cast(masked_probabilities(self, scores, bias, training), self.compute_dtype)
 
     def compute_output_shape(self, x_shape, padding_mask_shape=None):
         return x_shape
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                "num_heads": self.num_heads,
-                "hidden_dim": self.hidden_dim,
-                "rope_theta": self.rope_theta,
-                "local_attention": self.local_attention,
-                "use_bias": self.use_bias,
-                "dropout": self.dropout,
-                "initializer_range": self.initializer_range,
-            }
-        )
-        return config

@@ -4,11 +4,12 @@ import keras
 from keras import ops
 
 from bert_tf.layers.activations import get_activation
+from bert_tf.layers.configured_layer import ConfiguredLayer
 from bert_tf.layers.dropout import draw_seed, dropout
 from bert_tf.layers.layer_norm import LayerNorm
 
 
-class TokenConvolution(keras.layers.Layer):
+class TokenConvolution(ConfiguredLayer):
     """`mask * LN(residual + act(mask * conv1d(x)))` (HF `ConvLayer`, `conv_kernel_size > 0`).
 
     The 1-D convolution runs over T with "same" padding ((k - 1) / 2 zeros
@@ -28,6 +29,8 @@ class TokenConvolution(keras.layers.Layer):
         `[B, T, H]` in the compute dtype, 0 at padding.
     """
 
+    CONFIG = "hidden_dim kernel_size groups activation dropout initializer_range layer_norm_epsilon"
+
     def __init__(
         self,
         hidden_dim,
@@ -42,13 +45,7 @@ class TokenConvolution(keras.layers.Layer):
         super().__init__(**kwargs)
         if kernel_size % 2 == 0 or kernel_size < 1:
             raise ValueError(f"`kernel_size` must be a positive odd number. Received: kernel_size={kernel_size}")
-        self.hidden_dim = hidden_dim
-        self.kernel_size = kernel_size
-        self.groups = groups
-        self.activation = activation
-        self.dropout = dropout
-        self.initializer_range = initializer_range
-        self.layer_norm_epsilon = layer_norm_epsilon
+        self.keep_config(locals())
         self._activation = get_activation(activation)
         self.conv = keras.layers.Conv1D(
             hidden_dim,
@@ -77,18 +74,3 @@ class TokenConvolution(keras.layers.Layer):
 
     def compute_output_shape(self, x_shape, residual_shape=None, padding_mask_shape=None):
         return x_shape
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                "hidden_dim": self.hidden_dim,
-                "kernel_size": self.kernel_size,
-                "groups": self.groups,
-                "activation": self.activation,
-                "dropout": self.dropout,
-                "initializer_range": self.initializer_range,
-                "layer_norm_epsilon": self.layer_norm_epsilon,
-            }
-        )
-        return config

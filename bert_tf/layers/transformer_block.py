@@ -4,14 +4,12 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from bert_tf.layers.activations import get_activation
 from bert_tf.layers.bert_self_attention import BertSelfAttention
-from bert_tf.layers.dropout import draw_seed, dropout
-from bert_tf.layers.layer_norm import LayerNorm
+from bert_tf.layers.encoder_block import EncoderBlock
 from bert_tf.layers.token_matrix import dense_tokens
 
 
-class TransformerBlock(keras.layers.Layer):
+class TransformerBlock(EncoderBlock):
     """Self-attention and a feed-forward network, each with a residual and LayerNorm.
 
     Post-LN (BERT): `x = LN(x + Attn(x)); x = LN(x + FFN(x))`.
@@ -31,6 +29,8 @@ class TransformerBlock(keras.layers.Layer):
         `[B, T, H]` in the compute dtype.
     """
 
+    CONFIG = EncoderBlock.CONFIG + " pre_layer_norm"
+
     def __init__(
         self,
         num_heads,
@@ -45,16 +45,7 @@ class TransformerBlock(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.num_heads = num_heads
-        self.hidden_dim = hidden_dim
-        self.intermediate_dim = intermediate_dim
-        self.hidden_act = hidden_act
-        self.dropout = dropout
-        self.attention_dropout = attention_dropout
-        self.initializer_range = initializer_range
-        self.layer_norm_epsilon = layer_norm_epsilon
-        self.pre_layer_norm = pre_layer_norm
-        self._activation = get_activation(hidden_act)
+        self.keep_config(locals())
 
         # === Layers ===
         initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
@@ -66,31 +57,7 @@ class TransformerBlock(keras.layers.Layer):
             dtype=self.dtype_policy,
             name="attention",
         )
-        self.attention_layer_norm = LayerNorm(epsilon=layer_norm_epsilon, dtype="float32", name="attention_layer_norm")
-        self.intermediate_dense = keras.layers.Dense(
-            intermediate_dim, kernel_initializer=initializer, dtype=self.dtype_policy, name="intermediate"
-        )
-        self.output_dense = keras.layers.Dense(
-            hidden_dim, kernel_initializer=initializer, dtype=self.dtype_policy, name="output"
-        )
-        self.output_layer_norm = LayerNorm(epsilon=layer_norm_epsilon, dtype="float32", name="output_layer_norm")
-        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
-
-    def build(self, x_shape, padding_mask_shape=None):
-        self.attention.build(x_shape)
-        self.attention_layer_norm.build(x_shape)
-        self.intermediate_dense.build(x_shape)
-        self.output_dense.build(tuple(x_shape[:-1]) + (self.intermediate_dim,))
-        self.output_layer_norm.build(x_shape)
-        self.built = True
-
-    def _norm(self, layer_norm, x):
-        return ops.cast(layer_norm(x), self.compute_dtype)
-
-    def _dropout(self, x, training):
-        if not training or not self.dropout:
-            return x
-        return dropout(x, draw_seed(self.dropout_layer), self.dropout)
+        self._add_feed_forward(initializer)
 
     def _feed_forward(self, x, training):
         hidden = self._activation(dense_tokens(self.intermediate_dense, x, self.compute_dtype))  # [M, I]
@@ -146,20 +113,3 @@ class TransformerBlock(keras.layers.Layer):
 
     def compute_output_shape(self, x_shape, padding_mask_shape=None):
         return x_shape
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                "num_heads": self.num_heads,
-                "hidden_dim": self.hidden_dim,
-                "intermediate_dim": self.intermediate_dim,
-                "hidden_act": self.hidden_act,
-                "dropout": self.dropout,
-                "attention_dropout": self.attention_dropout,
-                "initializer_range": self.initializer_range,
-                "layer_norm_epsilon": self.layer_norm_epsilon,
-                "pre_layer_norm": self.pre_layer_norm,
-            }
-        )
-        return config
