@@ -81,7 +81,7 @@ CHEAP = {
     # Pretraining (chains of their own: the slow tests spread over the xdist workers).
     "bert-tf-pretrain --model_dir=runs/mini --corpus='../shared/data/corpus/*/*' --corpus_format=paragraphs "
     "--model=mini --max_seq_length=128 --global_batch_size=32 --train_steps=20000 --learning_rate=1e-4 "
-    "--warmup_steps=1000 --optimizer=adamw --dtype=bfloat16 --strategy=one_device": Cheap(
+    "--warmup_steps=1000 --optimizer=adamw --dtype=auto --strategy=one_device": Cheap(
         "pretraining-mini", _PRETRAIN_NO_EVAL
     ),
     "bert-tf-pretrain --model_dir=runs/electra --model=mini --model_type=electra --train_steps=20000": Cheap(
