@@ -66,6 +66,8 @@ VOCAB_KINDS = ("wordpiece", "bpe", "bert_bpe", "unigram")
 
 @dataclasses.dataclass
 class VocabSummary:
+    """What a vocabulary build read and wrote: input files, lines and bytes, its size, time and output path."""
+
     files: int
     lines: int
     bytes: int

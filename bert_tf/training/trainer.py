@@ -203,6 +203,8 @@ def _abort(signum):
 
 @dataclasses.dataclass
 class LoopConfig:
+    """The training loop's schedule: steps, compiled loops, checkpoints, evaluations, clipping and retries."""
+
     train_steps: int
     steps_per_loop: int = 100  # steps per tf.function call, between host logging
     checkpoint_steps: int = 1000

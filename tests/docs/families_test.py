@@ -1,0 +1,134 @@
+"""The documentation's lists of encoder families are whole: every family of `bert_tf.config.MODEL_TYPES`.
+
+The pages are README.md and docs/*.md (tests/docs/snippets_test.py's `doc_pages()`; not docs/results/, dated
+records). What is checked, on each page's prose (paragraphs joined across lines, code blocks left out) and
+tables:
+
+1. A count of families ("six families", "Seven encoder families", "7 model families") is `len(MODEL_TYPES)`.
+2. An enumeration of families by name (`DISPLAY_NAMES`: "BERT", "RoBERTa", ..., "DeBERTa-v2/v3", "ModernBERT")
+   of `ENUMERATION` (`len(MODEL_TYPES) - 2`) names or more, separated only by commas, "and", "or" or "/" (a
+   parenthesis after a name allowed), names every family.
+3. An enumeration of `model_type` values in backquotes (`` `bert`, `roberta`, ... ``) of `ENUMERATION` values
+   or more names every family.
+4. A table whose header's first cell begins with "family" has a row for every family (its first cell names it:
+   display name or `model_type`).
+
+A shorter list ("a `BertEncoder` (BERT, RoBERTa, DistilBERT, ELECTRA)") is a statement about those families, not a
+list of all of them, and is not checked; a list of all but one or two is taken for a list of all that lost some.
+"""
+
+import os
+import re
+
+from bert_tf.config import MODEL_TYPES
+from tests.docs import snippets_test
+
+DISPLAY_NAMES = {
+    "bert": "BERT",
+    "roberta": "RoBERTa",
+    "distilbert": "DistilBERT",
+    "electra": "ELECTRA",
+    "albert": "ALBERT",
+    "deberta-v2": "DeBERTa-v2",
+    "modernbert": "ModernBERT",
+}
+ENUMERATION = len(MODEL_TYPES) - 2  # names in a row that make a list of the families (5 of 7)
+COUNTS = {word: n for n, word in enumerate("zero one two three four five six seven eight nine ten".split())}
+_NAME = re.compile(r"(?<![\w-])(DistilBERT|ModernBERT|RoBERTa|DeBERTa-v2(?:/v3)?|DeBERTa|ELECTRA|ALBERT|BERT)(?![\w-])")
+_MODEL_TYPE = re.compile(r"`([a-z0-9-]+)`")
+# Between two names of a list: a comma, "and", "or" or "/", after a parenthesis on the former ("`bert` (the default),").
+_SEPARATOR = re.compile(r"(?:\s*\([^()]*\))?\s*(?:,\s*(?:and\s+|or\s+)?|\s+and\s+|\s+or\s+|/)\s*")
+
+
+def _family_of(name):
+    name = name.split("/")[0]
+    for model_type, display in DISPLAY_NAMES.items():
+        if name in (display, display.split("-")[0]):
+            return model_type
+    return None
+
+
+def _pages():
+    for page in snippets_test.doc_pages():
+        with open(page, encoding="utf-8") as f:
+            yield os.path.relpath(page, snippets_test.ROOT), f.read()
+
+
+def _prose_and_tables(text):
+    """`(paragraphs, tables)`: paragraphs as single lines, tables as lists of rows (lists of cells)."""
+    paragraphs, tables, current, table, in_code = [], [], [], [], False
+    for line in text.splitlines() + [""]:
+        if line.lstrip().startswith("```"):
+            in_code = not in_code
+            continue
+        if in_code:
+            continue
+        if line.lstrip().startswith("|"):
+            table.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+            continue
+        if table:
+            tables.append(table)
+            table = []
+        if line.strip():
+            current.append(line.strip())
+        elif current:
+            paragraphs.append(" ".join(current))
+            current = []
+    return paragraphs, tables
+
+
+def _runs(text, pattern, value):
+    """Maximal runs of `pattern` matches separated only by `_SEPARATOR`: lists of `value(match)`."""
+    runs, run, end = [], [], None
+    for match in pattern.finditer(text):
+        if run and _SEPARATOR.fullmatch(text[end : match.start()]):
+            run.append(value(match))
+        else:
+            if run:
+                runs.append(run)
+            run = [value(match)]
+        end = match.end()
+    if run:
+        runs.append(run)
+    return runs
+
+
+def test_display_names_cover_model_types():
+    assert set(DISPLAY_NAMES) == set(MODEL_TYPES), "DISPLAY_NAMES must name each family of MODEL_TYPES"
+
+
+def test_no_page_miscounts_the_families():
+    wrong = []
+    for name, text in _pages():
+        for paragraph in _prose_and_tables(text)[0]:
+            for match in re.finditer(r"\b(\w+)\s+(?:\w+\s+)?families\b", paragraph, re.IGNORECASE):
+                word = match.group(1).lower()
+                count = int(word) if word.isdigit() else COUNTS.get(word)
+                if count is not None and count != len(MODEL_TYPES):
+                    wrong.append(f"{name}: {match.group(0)!r} (MODEL_TYPES has {len(MODEL_TYPES)})")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_family_lists_name_every_family():
+    incomplete = []
+    for name, text in _pages():
+        paragraphs, tables = _prose_and_tables(text)
+        rows = [" ".join(row) for table in tables for row in table]
+        for paragraph in paragraphs + rows:
+            for run in _runs(paragraph, _NAME, lambda m: _family_of(m.group(1))):
+                if len(set(run)) >= ENUMERATION and set(run) != set(MODEL_TYPES):
+                    missing = [DISPLAY_NAMES[t] for t in MODEL_TYPES if t not in run]
+                    incomplete.append(f"{name}: a list of {len(set(run))} families lacks {missing}: {paragraph[:100]}")
+            for run in _runs(paragraph, _MODEL_TYPE, lambda m: m.group(1)):
+                types = set(run) & set(MODEL_TYPES)
+                if len(types) >= ENUMERATION and types != set(MODEL_TYPES):
+                    missing = [t for t in MODEL_TYPES if t not in types]
+                    incomplete.append(f"{name}: a list of model_type values lacks {missing}: {paragraph[:100]}")
+        for table in tables:
+            if table[0] and table[0][0].lower().startswith("family"):
+                named = {_family_of(m.group(1)) for row in table[2:] for m in _NAME.finditer(row[0])}
+                named |= {m.group(1) for row in table[2:] for m in _MODEL_TYPE.finditer(row[0])}
+                missing = [DISPLAY_NAMES[t] for t in MODEL_TYPES if t not in named]
+                if missing:
+                    incomplete.append(f"{name}: the table '{' | '.join(table[0])[:60]}' has no row for {missing}")
+    assert not incomplete, "family lists that miss a family of bert_tf.config.MODEL_TYPES:\n" + "\n".join(incomplete)
