@@ -32,6 +32,31 @@ from bert_tf.models import ElectraPretrainer, build_encoder
 from bert_tf.tasks.registry import for_hf_architecture, get
 
 
+def hf_architecture(path):
+    """The class a Hugging Face directory (a `ModelDirectory`) was saved from (`architectures` of its
+    `config.json`, e.g. "BertForSequenceClassification"); "" for another format or where it names none."""
+    if path.format != "hf":
+        return ""
+    return (path.hf_config.get("architectures") or [""])[0]
+
+
+def task_settings(path):
+    """The settings of the model directory `path` (a `ModelDirectory`) with its task: a Hugging Face task
+    architecture (`...ForSequenceClassification`, `...ForTokenClassification`, `...ForQuestionAnswering` of any
+    family: `for_hf_architecture`) gives `task` and `labels` (from `id2label`), as fine-tuning writes them in
+    `bert_tf.json`; other directories' settings are `path.settings` as they are."""
+    settings = path.settings
+    if path.format == "hf":
+        hf = path.hf_config
+        id2label = hf.get("id2label") or {}
+        num_labels = hf.get("num_labels", len(id2label) or None)
+        task = for_hf_architecture(hf_architecture(path), num_labels)
+        if task is not None:
+            names = [str(id2label.get(str(i), f"LABEL_{i}")) for i in range(num_labels or 0)]
+            settings = {**settings, "task": task.name, "labels": names if task.needs_labels else None}
+    return settings
+
+
 def load_model(path, dtype=None, allow_pickle=False, strict=False):
     """The model the checkpoint at `path` holds, with the settings to use it: `(model, settings)`.
 
@@ -54,17 +79,8 @@ def load_model(path, dtype=None, allow_pickle=False, strict=False):
     path = ModelDirectory.read(path)  # one read of the directory, shared by the loaders below
     fmt = path.format
     config = load_config(path)
-    settings = path.settings
-    architecture = ""
-    if fmt == "hf":
-        hf = path.hf_config
-        architecture = (hf.get("architectures") or [""])[0]
-        id2label = hf.get("id2label") or {}
-        num_labels = hf.get("num_labels", len(id2label) or None)
-        task = for_hf_architecture(architecture, num_labels)
-        if task is not None:
-            names = [str(id2label.get(str(i), f"LABEL_{i}")) for i in range(num_labels or 0)]
-            settings = {**settings, "task": task.name, "labels": names if task.needs_labels else None}
+    settings = task_settings(path)
+    architecture = hf_architecture(path)
     name = settings.get("task")
     if name is not None:
         task = get(name)
