@@ -20,7 +20,7 @@ import shutil
 
 import numpy as np
 
-from bert_tf.checkpoints import name_table, readers, tokenizer_files, writers
+from bert_tf.checkpoints import hub, name_table, readers, tokenizer_files, writers
 from bert_tf.checkpoints import settings as settings_lib
 from bert_tf.checkpoints.electra_names import (
     GENERATOR_DIR,
@@ -204,6 +204,7 @@ def generator_dir(path):
     of ELECTRA's discriminator keeps its generator (`ModelDirectory.generator`)."""
     if isinstance(path, ModelDirectory):
         return path.generator.path if path.generator is not None else None
+    path = hub.resolve_model_path(path)  # a Hub id: its snapshot in the cache (a local path as it is)
     candidate = os.path.join(readers.checkpoint_dir(path), GENERATOR_DIR)
     if not os.path.isdir(candidate):
         return None

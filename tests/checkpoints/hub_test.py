@@ -71,6 +71,18 @@ def test_an_id_through_model_directory_and_load_encoder(tiny_cache):
     assert checkpoints.load_config("tiny-electra").model_type == "electra"  # a legacy id, without organisation
 
 
+def test_an_electra_pair_by_id_with_its_generator_folder(tmp_path, monkeypatch):
+    """An ELECTRA pretraining pair on the Hub (`generator/` beside the discriminator) loads by id."""
+    from bert_tf.models import ElectraPretrainer
+    from tests.checkpoints.electra_pretraining_test import REFERENCE as ELECTRA_PAIR
+
+    snapshot = make_hub_cache(tmp_path / "hub", "org/electra-pair", ELECTRA_PAIR)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert checkpoints.generator_dir("org/electra-pair") == os.path.join(snapshot, "generator")
+    assert isinstance(checkpoints.load_pretrainer("org/electra-pair"), ElectraPretrainer)
+
+
 def test_revision(tiny_cache):
     assert ModelDirectory.read("org/tiny-bert@v2").path == tiny_cache["v2"]
     assert ModelDirectory.read("org/tiny-bert@v2").hf_config["architectures"] == ["BertForSequenceClassification"]

@@ -18,7 +18,7 @@ import shutil
 import pytest
 
 from bert_tf import checkpoints, tasks
-from bert_tf.checkpoints import CheckpointError, ModelDirectory, tokenizer_files
+from bert_tf.checkpoints import CheckpointError, ModelDirectory, readers, tokenizer_files
 from tests.conftest import REFERENCE_DIR
 
 FAMILIES_DIR = os.path.join(REFERENCE_DIR, "families")
@@ -190,7 +190,52 @@ def _once(reads):
     assert reads and all(count == 1 for count in reads.values()), dict(reads)
 
 
-def test_sentence_embedder_and_export_read_each_file_once(minilm_dir):
+@pytest.fixture
+def detections(monkeypatch):
+    """Counts `readers.detect_format` calls by the real path of the directory detected: a load detects each
+    directory's format once (`ModelDirectory.read`), every loader then reading through that one value."""
+    counts = collections.Counter()
+    real = readers.detect_format
+
+    def counting(path):
+        counts[os.path.realpath(os.fspath(path))] += 1
+        return real(path)
+
+    monkeypatch.setattr(readers, "detect_format", counting)
+    monkeypatch.setattr(checkpoints, "detect_format", counting)
+    return counts
+
+
+def _detected_once(counts, *paths):
+    assert dict(counts) == {os.path.realpath(path): 1 for path in paths}
+
+
+def test_each_load_detects_the_format_once(detections, converted):
+    """Encoder, task model, pretrainer (an ELECTRA pair: the discriminator's directory and its `generator/`, each
+    once), `init_pretrainer` (bert-tf-pretrain --init) and `has_pretraining_heads` + `load_pretrainer` on one
+    ModelDirectory."""
+    from tests.checkpoints.electra_pretraining_test import REFERENCE as ELECTRA_PAIR
+
+    checkpoints.load_encoder(_family("bert"))
+    _detected_once(detections, _family("bert"))
+    detections.clear()
+    tasks.load_model(str(converted / "bert-cls"))
+    _detected_once(detections, converted / "bert-cls")
+    detections.clear()
+    checkpoints.load_pretrainer(ELECTRA_PAIR)
+    _detected_once(detections, ELECTRA_PAIR, os.path.join(ELECTRA_PAIR, "generator"))
+    detections.clear()
+    checkpoints.init_pretrainer(_family("albert"), "sop")
+    _detected_once(detections, _family("albert"))
+    detections.clear()
+    directory = ModelDirectory.read(_family("roberta"))
+    assert checkpoints.has_pretraining_heads(directory)  # a RobertaForMaskedLM
+    assert checkpoints.load_pretrainer(directory).nsp is (checkpoints.sentence_head_kind(directory) is not None)
+    checkpoints.load_encoder(directory)
+    _detected_once(detections, _family("roberta"))
+
+
+def test_sentence_embedder_and_export_read_each_file_once(minilm_dir, detections):
     from bert_tf.embeddings import SentenceEmbedder
     from bert_tf.export.saved_model import serving_module
 
@@ -198,9 +243,12 @@ def test_sentence_embedder_and_export_read_each_file_once(minilm_dir):
         SentenceEmbedder(minilm_dir)
     _once(reads)  # config.json, tokenizer_config.json, tokenizer.json, modules.json and its modules' configs
     assert {"config.json", "tokenizer.json", "modules.json", "1_Pooling/config.json"} <= set(reads)
+    _detected_once(detections, minilm_dir)  # its format detected once, every loader reading through one value
+    detections.clear()
     with _reads(minilm_dir) as (reads, _):
         serving_module(minilm_dir)
     _once(reads)
+    _detected_once(detections, minilm_dir)
 
 
 def test_conversion_reads_each_file_once(tmp_path):
@@ -230,7 +278,7 @@ def _task_data(directory):
 
 
 @pytest.mark.slow
-def test_fine_tuning_and_distillation_read_each_file_once(converted, tmp_path):
+def test_fine_tuning_and_distillation_read_each_file_once(converted, tmp_path, detections):
     """`finetune` from a Hugging Face directory (given as a ModelDirectory) and `distill` from a fine-tuned bert_tf one, each for one step and
     one save: every file of `--init` / `--teacher` is read once, and the tokenizer files copied once."""
     from bert_tf.training.distillation import DistillConfig, distill
@@ -243,6 +291,8 @@ def test_fine_tuning_and_distillation_read_each_file_once(converted, tmp_path):
         finetune(FinetuneConfig(task="classification", init=directory, model_dir=str(tmp_path / "ft"), **data))
     _once(reads)
     assert {"config.json", "tokenizer.json"} <= set(reads) and dict(copies) == {"tokenizer.json": 1}
+    _detected_once(detections, init)
+    detections.clear()
     assert checkpoints.read_settings(str(tmp_path / "ft"))["labels"] == LABELS
 
     teacher = str(converted / "bert-cls")
@@ -252,3 +302,4 @@ def test_fine_tuning_and_distillation_read_each_file_once(converted, tmp_path):
         )
     _once(reads)
     assert {"bert_config.json", "bert_tf.json"} <= set(reads) and set(copies) == {"tokenizer.json"}
+    _detected_once(detections, teacher)
