@@ -21,37 +21,33 @@ post-processor frames texts otherwise than RoBERTa (ModernBERT's `[CLS] A
 RoBERTa's `<mask>` takes the space before it or not as the file says, where
 transformers' tokenizer from the legacy files always does), then the legacy
 files.
+
+The kinds are `bert_tf.text.kinds`' registry: each declares its files, how
+to build its layer from them, what `bert_tf.json` records of it and how its
+files are written elsewhere; this module finds a directory's files and asks
+the kind, so a new kind needs no edit here.
 """
 
 import json
 import os
-import shutil
 
-from sentencepiece import sentencepiece_model_pb2
+from bert_tf.checkpoints.readers import VOCAB_FILE, CheckpointError, checkpoint_dir  # noqa: F401 (VOCAB_FILE: for callers)
+from bert_tf.text import kinds
+from bert_tf.text.byte_pair import BPE_VOCAB_FILE, MERGES_FILE  # noqa: F401 (the file names callers read here)
+from bert_tf.text.kinds import TOKENIZER_CONFIG, TOKENIZER_JSON
+from bert_tf.text.sentencepiece import HF_TOKENIZER_CLASSES, hf_files, hf_tokenizer_config
+from bert_tf.text.sentencepiece import MODEL_FILES as SENTENCEPIECE_FILES
 
-from bert_tf import text as text_lib
-from bert_tf.checkpoints.readers import VOCAB_FILE, CheckpointError, checkpoint_dir
-from bert_tf.text.byte_pair import ROBERTA_TEMPLATE, pair_template
 
-BPE_VOCAB_FILE = "vocab.json"
-MERGES_FILE = "merges.txt"
-TOKENIZER_JSON = "tokenizer.json"
-TOKENIZER_CONFIG = "tokenizer_config.json"
-# SentencePiece model files by family (ALBERT's and DeBERTa's names).
-SENTENCEPIECE_FILES = {"albert": "spiece.model", "deberta-v2": "spm.model"}
-# What `find_tokenizer` looks for, in this order of preference for a bert_tf model directory.
-LOOKED_FOR = (
-    f"{VOCAB_FILE} (WordPiece), {BPE_VOCAB_FILE} + {MERGES_FILE} (byte-level BPE), "
-    f"{' or '.join(SENTENCEPIECE_FILES.values())} (SentencePiece), or {TOKENIZER_JSON}"
-)
-KINDS = ("wordpiece", "bpe", "sentencepiece")
-# transformers' tokenizer classes -> SentencePiece family.
-_SENTENCEPIECE_CLASSES = {
-    "AlbertTokenizer": "albert",
-    "AlbertTokenizerFast": "albert",
-    "DebertaV2Tokenizer": "deberta-v2",
-    "DebertaV2TokenizerFast": "deberta-v2",
-}
+def looked_for():
+    """What `find_tokenizer` looks for, in the registered kinds' order of preference: "vocab.txt (WordPiece),
+    vocab.json + merges.txt (byte-level BPE), spiece.model or spm.model (SentencePiece), or tokenizer.json"."""
+    return (
+        ", ".join(f"{kind.file_names()} ({kind.described})" for kind in kinds.registered()) + f", or {TOKENIZER_JSON}"
+    )
+
+
+LOOKED_FOR = looked_for()  # the built-in kinds' (`looked_for()` also names kinds registered later)
 
 
 def _read_json(path):
@@ -63,15 +59,13 @@ def _read_json(path):
 
 
 def _tokenizer_json_kind(path, data=None):
-    """The kind of the `tokenizer.json` at `path` (its parsed `data` where already read)."""
+    """The kind's name of the `tokenizer.json` at `path` (its parsed `data` where already read)."""
     model = (_read_json(path) if data is None else data).get("model") or {}
-    kind = {"WordPiece": "wordpiece", "BPE": "bpe", "Unigram": "sentencepiece"}.get(model.get("type"))
+    kind = kinds.for_json_model(model.get("type"))
     if kind is None:
-        raise CheckpointError(
-            f"{path}: model type {model.get('type')!r} is not read yet; bert_tf reads WordPiece (BERT, DistilBERT, "
-            "ELECTRA), byte-level BPE (RoBERTa) and SentencePiece unigram (ALBERT, DeBERTa-v2) tokenizers."
-        )
-    return kind
+        read = ", ".join(f"{kind.json_model}: {kind.described} ({kind.families})" for kind in kinds.registered())
+        raise CheckpointError(f"{path}: model type {model.get('type')!r} is not read yet; bert_tf reads {read}.")
+    return kind.name
 
 
 def find_tokenizer(path):
@@ -93,23 +87,15 @@ def locate_tokenizer(path):
         candidate = os.path.join(directory, name)
         return candidate if os.path.isfile(candidate) else None
 
-    legacy = None
-    if there(VOCAB_FILE):
-        legacy = ("wordpiece", {"vocab": there(VOCAB_FILE)})
-    elif there(BPE_VOCAB_FILE) and there(MERGES_FILE):
-        legacy = ("bpe", {"vocab": there(BPE_VOCAB_FILE), "merges": there(MERGES_FILE)})
-    else:
-        for name in SENTENCEPIECE_FILES.values():
-            if there(name):
-                legacy = ("sentencepiece", {"model": there(name)})
-                break
     if there(TOKENIZER_JSON):
         data = _read_json(there(TOKENIZER_JSON))
         return _tokenizer_json_kind(there(TOKENIZER_JSON), data), {"json": there(TOKENIZER_JSON)}, data
-    if legacy:
-        return (*legacy, None)
+    for kind in kinds.registered():  # the legacy files, by the kinds' precedence
+        files = kind.find_files(directory)
+        if files is not None:
+            return kind.name, files, None
     present = sorted(os.listdir(directory)) if os.path.isdir(directory) else []
-    raise CheckpointError(f"No tokenizer in {directory}: looked for {LOOKED_FOR}. Received: files={present[:20]}")
+    raise CheckpointError(f"No tokenizer in {directory}: looked for {looked_for()}. Received: files={present[:20]}")
 
 
 def load_tokenizer(path, settings=None, **kwargs):
@@ -142,28 +128,10 @@ def build_tokenizer(kind, files, sentencepiece_options_fn, settings=None, **kwar
 
 def _build_layer(kind, files, sentencepiece_options_fn, settings, **kwargs):
     kwargs.setdefault("split_special_tokens", settings.get("split_special_tokens", False))
-    if kind == "sentencepiece":
-        if "json" in files:
-            return text_lib.SentencePieceTokenizer.from_tokenizer_json(files["json"], **kwargs)
-        options = dict(sentencepiece_options_fn())
-        for key in ("family", "lowercase", "strip_accents", "split_by_punct"):
-            if key in (settings.get("sentencepiece") or {}):
-                options[key] = settings["sentencepiece"][key]
-        return text_lib.SentencePieceTokenizer(files["model"], **options, **kwargs)
-    if kind == "wordpiece":
-        if "json" in files:
-            return text_lib.BertTokenizer.from_tokenizer_json(files["json"], **kwargs)
-        return text_lib.BertTokenizer(
-            files["vocab"],
-            lowercase=settings.get("lowercase", True),
-            strip_accents=settings.get("strip_accents"),
-            **kwargs,
-        )
+    kind = kinds.get(kind)
     if "json" in files:
-        return text_lib.BytePairTokenizer.from_tokenizer_json(files["json"], **kwargs)
-    return text_lib.BytePairTokenizer(
-        files["vocab"], files["merges"], add_prefix_space=settings.get("add_prefix_space", False), **kwargs
-    )
+        return kind.layer.from_tokenizer_json(files["json"], **kwargs)
+    return kind.build(files, settings, sentencepiece_options_fn, **kwargs)
 
 
 def sentencepiece_options(path, model_file=None, default_family=None, tokenizer_config=None, model_type=None):
@@ -178,7 +146,7 @@ def sentencepiece_options(path, model_file=None, default_family=None, tokenizer_
     config = tokenizer_config
     if config is None:
         config = _read_json(config_path) if os.path.isfile(config_path) else {}
-    family = _SENTENCEPIECE_CLASSES.get(config.get("tokenizer_class"))
+    family = HF_TOKENIZER_CLASSES.get(config.get("tokenizer_class"))
     if family is None and model_type is None and os.path.isfile(os.path.join(directory, "config.json")):
         model_type = _read_json(os.path.join(directory, "config.json")).get("model_type")
     if family is None and model_type is not None:
@@ -189,7 +157,7 @@ def sentencepiece_options(path, model_file=None, default_family=None, tokenizer_
     if family is None:
         raise CheckpointError(
             f"{directory}: cannot tell which SentencePiece family reads {model_file}: no tokenizer_class "
-            f"({sorted(_SENTENCEPIECE_CLASSES)}) in {TOKENIZER_CONFIG}, no model_type albert/deberta-v2 in "
+            f"({sorted(HF_TOKENIZER_CLASSES)}) in {TOKENIZER_CONFIG}, no model_type albert/deberta-v2 in "
             "config.json. Received: tokenizer_class=" + repr(config.get("tokenizer_class"))
         )
     options = {"family": family}
@@ -207,39 +175,9 @@ def sentencepiece_options(path, model_file=None, default_family=None, tokenizer_
 def sentencepiece_tokenizer_config(path):
     """The `tokenizer_config.json` entries transformers needs to read the SentencePiece tokenizer at `path` (a
     directory, or the `SentencePieceTokenizer` itself) as bert_tf does (`tokenizer_class`, `do_lower_case`,
-    `keep_accents`, `split_by_punct`, the special tokens)."""
+    `keep_accents`, `split_by_punct`, the special tokens: `text.sentencepiece.hf_tokenizer_config`)."""
     tokenizer = load_tokenizer(path) if isinstance(path, (str, os.PathLike)) else path
-    names = {"albert": "AlbertTokenizer", "deberta-v2": "DebertaV2Tokenizer"}
-    config = {"tokenizer_class": names[tokenizer.family], "do_lower_case": tokenizer.lowercase}
-    if tokenizer.family == "albert":
-        config.update({"keep_accents": not tokenizer.strip_accents, "remove_space": True})
-    else:
-        config["split_by_punct"] = tokenizer.split_by_punct
-    vocabulary = tokenizer.get_vocabulary()
-    for name in ("cls", "sep", "pad", "unk", "mask"):
-        token_id = getattr(tokenizer, f"{name}_id")
-        if token_id is not None:
-            config[f"{name}_token"] = vocabulary[token_id]
-    if tokenizer.cls_id is not None:
-        config["bos_token"], config["eos_token"] = config["cls_token"], config.get("sep_token")
-    return config
-
-
-def _sentencepiece_file_data(tokenizer):
-    """{name: bytes} of a `SentencePieceTokenizer`'s `.model`, `tokenizer_config.json` and the Hugging Face
-    `tokenizer.json` of it (`text.unigram_tokenizer_json`: transformers needs it for the added tokens)."""
-    proto = sentencepiece_model_pb2.ModelProto()
-    proto.ParseFromString(tokenizer.model_proto())
-    specials = [entry["content"] for entry in tokenizer.special_entries()]
-    hf = text_lib.unigram_tokenizer_json(
-        proto, tokenizer.family, tokenizer.lowercase, tokenizer.strip_accents, specials
-    )
-    config = json.dumps(sentencepiece_tokenizer_config(tokenizer), indent=2, sort_keys=True) + "\n"
-    return {
-        SENTENCEPIECE_FILES[tokenizer.family]: tokenizer.model_proto(),
-        TOKENIZER_CONFIG: config.encode("utf-8"),
-        TOKENIZER_JSON: hf.to_str().encode("utf-8"),
-    }
+    return hf_tokenizer_config(tokenizer)
 
 
 def save_sentencepiece_tokenizer(tokenizer, output):
@@ -247,7 +185,7 @@ def save_sentencepiece_tokenizer(tokenizer, output):
     saying how to read it and the Hugging Face `tokenizer.json` of it into `output`, where `load_tokenizer` and
     transformers find them. Returns the names."""
     os.makedirs(output, exist_ok=True)
-    data = _sentencepiece_file_data(tokenizer)
+    data = hf_files(tokenizer)
     for name, content in data.items():
         with open(os.path.join(output, name), "wb") as f:
             f.write(content)
@@ -266,30 +204,9 @@ def tokenizer_settings(path):
 
 def settings_of_tokenizer(kind, files, data, tokenizer_fn):
     """`tokenizer_settings` of an already found tokenizer: `locate_tokenizer`'s `(kind, files, data)`, and a
-    function returning its layer read without settings (called for SentencePiece only)."""
-    if kind == "sentencepiece":
-        # How a copy of the `.model` reads as this tokenizer, should tokenizer_config.json go missing.
-        tokenizer = tokenizer_fn()
-        return {
-            "sentencepiece": {
-                key: getattr(tokenizer, key) for key in ("family", "lowercase", "strip_accents", "split_by_punct")
-            }
-        }
-    if "json" not in files:
-        return {}
-    settings = {}
-    if kind == "wordpiece":
-        normalizers = data.get("normalizer") or {}
-        normalizers = normalizers.get("normalizers", [normalizers]) if normalizers else []
-        for normalizer in normalizers:
-            if normalizer.get("type") == "BertNormalizer":
-                settings["lowercase"] = bool(normalizer.get("lowercase", True))
-                settings["strip_accents"] = normalizer.get("strip_accents")
-    else:
-        pre = data.get("pre_tokenizer") or {}
-        pres = pre.get("pretokenizers", [pre]) if pre else []
-        settings["add_prefix_space"] = any(p.get("type") == "ByteLevel" and p.get("add_prefix_space") for p in pres)
-    return settings
+    function returning its layer read without settings (called by a kind that records the layer's options:
+    SentencePiece). What each kind records is its `recorded_settings` (`bert_tf.text.kinds`)."""
+    return kinds.get(kind).recorded_settings(data if "json" in files else None, tokenizer_fn)
 
 
 def write_tokenizer_files(path, output):
@@ -302,49 +219,12 @@ def write_tokenizer_files(path, output):
 def write_found_tokenizer(path, kind, files, data, output, tokenizer_fn):
     """`write_tokenizer_files` of an already found tokenizer: `locate_tokenizer(path)`'s `(kind, files, data)`,
     and a function returning its layer read without settings (called for a SentencePiece directory that lacks a
-    file transformers needs)."""
+    file transformers needs). The kind's `write_files` writes them (`bert_tf.text.kinds`)."""
     os.makedirs(output, exist_ok=True)
-    if kind == "sentencepiece":
-        return _write_sentencepiece_files(path, output, tokenizer_fn)
-    if "json" not in files:
-        written = []
-        for source in files.values():
-            target = os.path.join(output, os.path.basename(source))
-            if not (os.path.exists(target) and os.path.samefile(source, target)):
-                shutil.copyfile(source, target)
-            written.append(os.path.basename(source))
-        return written
-    target = os.path.join(output, TOKENIZER_JSON)
-    if not (os.path.exists(target) and os.path.samefile(files["json"], target)):
-        shutil.copyfile(files["json"], target)
-    model = data["model"]
-    vocab = model["vocab"]
-    by_id = sorted(vocab.items(), key=lambda item: item[1])
-    if [i for _, i in by_id] != list(range(len(by_id))):
-        raise CheckpointError(f"{files['json']}: the vocabulary's ids are not 0..{len(by_id) - 1} without gaps.")
-    if kind == "wordpiece":
-        with open(os.path.join(output, VOCAB_FILE), "w", encoding="utf-8") as f:
-            f.writelines(f"{token}\n" for token, _ in by_id)
-        return [TOKENIZER_JSON, VOCAB_FILE]
-    if not _legacy_files_say_it(data):
-        return [TOKENIZER_JSON]
-    with open(os.path.join(output, BPE_VOCAB_FILE), "w", encoding="utf-8") as f:
-        json.dump(dict(by_id), f, ensure_ascii=False)
-    with open(os.path.join(output, MERGES_FILE), "w", encoding="utf-8") as f:
-        f.write("#version: 0.2\n")
-        for merge in model.get("merges", []):
-            f.write((merge if isinstance(merge, str) else " ".join(merge)) + "\n")
-    return [TOKENIZER_JSON, BPE_VOCAB_FILE, MERGES_FILE]
-
-
-def _legacy_files_say_it(data):
-    """Whether `vocab.json` + `merges.txt` read (as RoBERTa's) into the tokenizer of a byte-level BPE
-    `tokenizer.json`'s `data`: its post-processor frames texts as RoBERTa's `<s> A </s></s> B </s>`."""
     try:
-        template = pair_template(data.get("post_processor"))
-    except ValueError:
-        return False
-    return all(template[key] == value for key, value in ROBERTA_TEMPLATE.items())
+        return kinds.get(kind).write_files(checkpoint_dir(path), files, data, output, tokenizer_fn)
+    except kinds.TokenizerFilesError as e:
+        raise CheckpointError(str(e)) from None
 
 
 def byte_pair_tokenizer_config(path):
@@ -366,29 +246,3 @@ def byte_pair_tokenizer_config(path):
         str(entry["id"]): {key: entry[key] for key in flags if key in entry} for entry in data.get("added_tokens") or []
     }
     return config
-
-
-def _copy(source, output):
-    target = os.path.join(output, os.path.basename(source))
-    if not (os.path.exists(target) and os.path.samefile(source, target)):
-        shutil.copyfile(source, target)
-    return os.path.basename(source)
-
-
-def _write_sentencepiece_files(path, output, tokenizer_fn):
-    """Copies the `.model`, `tokenizer.json` and `tokenizer_config.json` there are, and writes those missing from
-    the tokenizer they make (`save_sentencepiece_tokenizer`): a `.model` from a `tokenizer.json` alone, the
-    `tokenizer.json` transformers needs for the added tokens, a `tokenizer_config.json` saying how to read them."""
-    directory = checkpoint_dir(path)
-    sources = [os.path.join(directory, n) for n in (*SENTENCEPIECE_FILES.values(), TOKENIZER_JSON, TOKENIZER_CONFIG)]
-    written = [_copy(source, output) for source in sources if os.path.isfile(source)]
-    has_model = any(name in written for name in SENTENCEPIECE_FILES.values())
-    missing = [n for n in (TOKENIZER_JSON, TOKENIZER_CONFIG) if n not in written] + ([] if has_model else ["model"])
-    if missing:
-        data = _sentencepiece_file_data(tokenizer_fn())
-        for name, content in data.items():
-            if name in missing or (name.endswith(".model") and "model" in missing):
-                with open(os.path.join(output, name), "wb") as f:
-                    f.write(content)
-                written.append(name)
-    return written

@@ -6,6 +6,9 @@
 - `base`: `Tokenizer`, the base layer of the tokenizers (inputs, offsets, special ids, tokens kept whole in the
   text, `get_config`); a kind implements `_tokenize` and `_detokenize`. Its helpers: `re2_escape`,
   `WHITESPACE_CLASS` (Unicode whitespace as an RE2 class), `split_added_tokens`, `ragged_ids`.
+- `kinds`: the tokenizer kinds' registry (`TokenizerKind`: a kind's name, layer, files, how to build it, what a
+  model directory records of it, how its files are written), which the checkpoint code asks; each kind's module
+  ends with its declaration.
 - `tokenizer`: `BertTokenizer`, the WordPiece Keras layer with the reference tokenizer's ids; `wordpiece_fast`, its
   fast path.
 - `byte_pair`: `BytePairTokenizer`, the byte-level BPE Keras layer (GPT-2, RoBERTa, ModernBERT) with Hugging Face's
@@ -24,8 +27,10 @@
   for BPE, `UNIGRAM_SPECIAL_TOKENS` by family for unigram).
 """
 
+from bert_tf.text import kinds
 from bert_tf.text.base import Tokenizer
 from bert_tf.text.byte_pair import BytePairTokenizer
+from bert_tf.text.kinds import TokenizerKind
 from bert_tf.text.masking import MASKING_MODES, MaskedLMMasker
 from bert_tf.text.normalization import normalize, split_words
 from bert_tf.text.offsets import bytes_to_chars
@@ -62,6 +67,7 @@ __all__ = [
     "MaskedLMMasker",
     "SentencePieceTokenizer",
     "Tokenizer",
+    "TokenizerKind",
     "VocabSummary",
     "build_bert_bpe_vocab",
     "build_bpe_vocab",
@@ -69,6 +75,7 @@ __all__ = [
     "build_vocab",
     "bytes_to_chars",
     "expand_files",
+    "kinds",
     "normalize",
     "packer_for",
     "pair_separators",

@@ -30,9 +30,13 @@ keeps one otherwise adjusts it in its own `get_config`), and sets
 `_token_to_id` (token -> id) and `_vocab_size`. Class attributes say the rest:
 `special_token_roles` (which tokens give `pad_id`, ...), `packing` and
 `pair_type_id` (how `packer_for` packs pairs), `pair_truncation` (how it cuts
-them to fit). A kind that keeps tokens written in the text whole
-calls `_set_added_tokens(added_token_entries(...), split_special_tokens)` and splits its rows with
-`_segments`. Register it with `keras.saving.register_keras_serializable`.
+them to fit), and `continuation_mark` or `word_start_mark` (how its vocabulary
+marks the pieces that continue a word: `continuation_ids`). A kind that keeps
+tokens written in the text whole calls
+`_set_added_tokens(added_token_entries(...), split_special_tokens)` and splits
+its rows with `_segments`. Register it with
+`keras.saving.register_keras_serializable`, and declare its files to the
+checkpoint code with `bert_tf.text.kinds.register(TokenizerKind(...))`.
 tests/text/base_test.py defines such a kind in a few lines and checks what it
 inherits.
 
@@ -194,6 +198,11 @@ class Tokenizer(keras.layers.Layer):
     offsets_into_input = False
     # Each special role's tokens (`pad_id`, ...): the first one the vocabulary has gives the role's id.
     special_token_roles = {"pad": (), "unk": (), "cls": (), "sep": (), "mask": ()}
+    # How the vocabulary marks the pieces that continue the word before them (`continuation_ids`): the prefix of
+    # such a piece (`continuation_mark`: WordPiece's "##"), or the prefix of a word's first piece (`word_start_mark`:
+    # byte-level BPE's "Ġ", SentencePiece's "▁"), every other piece continuing a word. A kind sets one.
+    continuation_mark = None
+    word_start_mark = None
 
     def __init__(self, **kwargs):
         kwargs.setdefault("dtype", "int32")
@@ -203,6 +212,7 @@ class Tokenizer(keras.layers.Layer):
         self._allow_non_tensor_positional_args = True
         self._added_pattern = None  # no token kept whole unless `_set_added_tokens`
         self._added_table = None
+        self._added_ids = frozenset()
         self.built = True  # no weights
 
     # === What a kind implements ===
@@ -308,6 +318,7 @@ class Tokenizer(keras.layers.Layer):
             entries: dicts `content`, `id`, `lstrip`, `rstrip`, `special` (`added_token_entries`).
             split_special_tokens: whether those marked `special` are ordinary text instead.
         """
+        self._added_ids = frozenset(e["id"] for e in entries)
         matched = [e for e in entries if not (split_special_tokens and e["special"])]
         self._added_pattern = added_tokens_pattern(matched) or None
         if matched:
@@ -354,6 +365,32 @@ class Tokenizer(keras.layers.Layer):
             if token_id is not None:
                 return token_id
         return None
+
+    def continuation_ids(self):
+        """Ids of the pieces that continue the word before them: those with `continuation_mark`, or those without
+        `word_start_mark`, except the tokens kept whole in the text and the kind's `_never_continuing()` ids.
+        Whole-word and span masking and the tagger's word starts read them. (With a word-start mark, a word's
+        first piece at the start of a text or after punctuation has none either: such pieces join the word
+        before.)"""
+        continuation, word_start = self.continuation_mark, self.word_start_mark
+        if (continuation is None) == (word_start is None):
+            raise NotImplementedError(
+                f"{type(self).__name__} must set one of `continuation_mark` and `word_start_mark`. Received: "
+                f"continuation_mark={continuation!r}, word_start_mark={word_start!r}"
+            )
+        excluded = self._added_ids | self._never_continuing()
+        return [
+            i
+            for i, token in enumerate(self.get_vocabulary())
+            if token
+            and i not in excluded
+            and (token.startswith(continuation) if continuation is not None else not token.startswith(word_start))
+        ]
+
+    def _never_continuing(self):
+        """Ids of the pieces that continue no word whatever they read, besides the tokens kept whole (a kind's
+        unknown or byte pieces)."""
+        return frozenset()
 
     pad_id = property(lambda self: self._special_id("pad"), doc="Id of the padding token, or `None`.")
     unk_id = property(lambda self: self._special_id("unk"), doc="Id of the unknown token, or `None`.")

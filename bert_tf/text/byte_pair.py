@@ -60,11 +60,13 @@ Shape legend: `N` strings, `S` segments, `W` words, `P` pieces.
 """
 
 import json
+import os
 
 import keras
 import numpy as np
 import tensorflow as tf
 
+from bert_tf.text import kinds
 from bert_tf.text.base import WHITESPACE_CLASS, Tokenizer, added_token_entries
 from bert_tf.text.offsets import concat_rows, replace_invalid_utf8, row_ids
 
@@ -498,6 +500,7 @@ class BytePairTokenizer(Tokenizer):
     # Without a post-processor (vocab.json and merges.txt): RoBERTa's roles. An instance's follow its
     # `post_processor` and added tokens (`_role_tokens`).
     special_token_roles = {"pad": ("<pad>",), "unk": ("<unk>",), "cls": ("<s>",), "sep": ("</s>",), "mask": ("<mask>",)}
+    word_start_mark = "\u0120"  # "Ġ", the byte-level space
 
     def __init__(
         self,
@@ -688,17 +691,6 @@ class BytePairTokenizer(Tokenizer):
     @property
     def eos_id(self):
         return self.sep_id
-
-    def continuation_ids(self):
-        """Ids of the pieces that continue the word before them: those not starting with "Ġ" (a space), except
-        the special tokens. Whole-word masking and the tagger's word starts read them. (A word's first piece at
-        the start of a text, or after punctuation, has no "Ġ" either: such pieces join the word before.)"""
-        specials = {entry["id"] for entry in self._specials}
-        return [
-            i
-            for i, token in enumerate(self.get_vocabulary())
-            if token and not token.startswith("\u0120") and i not in specials
-        ]
 
     # === Tokenization ===
 
@@ -981,3 +973,72 @@ class BytePairTokenizer(Tokenizer):
         if not isinstance(self.merges, str):
             config["merges"] = [" ".join(p) if not isinstance(p, str) else p for p in self.merges]
         return config
+
+
+# === The kind ===
+
+
+def _build(files, settings, read_options, **kwargs):
+    """A `BytePairTokenizer` from `vocab.json` + `merges.txt` and `bert_tf.json`'s `add_prefix_space`."""
+    return BytePairTokenizer(
+        files["vocab"], files["merges"], add_prefix_space=settings.get("add_prefix_space", False), **kwargs
+    )
+
+
+def _recorded_settings(data, tokenizer_fn):
+    """`add_prefix_space` of a `tokenizer.json`'s ByteLevel pre-tokenizer (the legacy files read as it says)."""
+    if data is None:
+        return {}
+    pre = data.get("pre_tokenizer") or {}
+    pres = pre.get("pretokenizers", [pre]) if pre else []
+    return {"add_prefix_space": any(p.get("type") == "ByteLevel" and p.get("add_prefix_space") for p in pres)}
+
+
+def legacy_files_say_it(data):
+    """Whether `vocab.json` + `merges.txt` read (as RoBERTa's) into the tokenizer of a byte-level BPE
+    `tokenizer.json`'s `data`: its post-processor frames texts as RoBERTa's `<s> A </s></s> B </s>`."""
+    try:
+        template = pair_template(data.get("post_processor"))
+    except ValueError:
+        return False
+    return all(template[key] == value for key, value in ROBERTA_TEMPLATE.items())
+
+
+def _write_files(directory, files, data, output, tokenizer_fn):
+    """`vocab.json` + `merges.txt` copied, or made from `tokenizer.json` (copied too) where they read as it does;
+    a `tokenizer.json` that frames texts otherwise (ModernBERT's `[CLS] A [SEP] B [SEP]`) goes alone, as its
+    checkpoint ships it: the legacy files would read as RoBERTa's `<s>`/`</s>` tokenizer."""
+
+    def from_json(output):
+        if not legacy_files_say_it(data):
+            kinds.tokens_by_id(data, files["json"])  # the same check as for the files written
+            return []
+        with open(os.path.join(output, BPE_VOCAB_FILE), "w", encoding="utf-8") as f:
+            json.dump(
+                {token: i for i, token in enumerate(kinds.tokens_by_id(data, files["json"]))}, f, ensure_ascii=False
+            )
+        with open(os.path.join(output, MERGES_FILE), "w", encoding="utf-8") as f:
+            f.write("#version: 0.2\n")
+            for merge in data["model"].get("merges", []):
+                f.write((merge if isinstance(merge, str) else " ".join(merge)) + "\n")
+        return [BPE_VOCAB_FILE, MERGES_FILE]
+
+    return kinds.write_legacy_or_json(files, output, from_json)
+
+
+BPE_VOCAB_FILE = "vocab.json"
+MERGES_FILE = "merges.txt"
+BYTE_PAIR = kinds.register(
+    kinds.TokenizerKind(
+        name="bpe",
+        layer=BytePairTokenizer,
+        json_model="BPE",
+        files=({"vocab": BPE_VOCAB_FILE, "merges": MERGES_FILE},),
+        described="byte-level BPE",
+        families="RoBERTa, ModernBERT",
+        precedence=1,
+        build=_build,
+        recorded_settings=_recorded_settings,
+        write_files=_write_files,
+    )
+)

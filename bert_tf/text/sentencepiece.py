@@ -67,6 +67,7 @@ Shape legend: `N` strings, `S` segments, `C` characters, `P` pieces.
 
 import base64
 import json
+import os
 
 import keras
 import sentencepiece
@@ -74,10 +75,20 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 from sentencepiece import sentencepiece_model_pb2
 
+from bert_tf.text import kinds
 from bert_tf.text.base import WHITESPACE_CLASS, Tokenizer, added_token_entries
 from bert_tf.text.offsets import replace_invalid_utf8
+from bert_tf.text.vocab import unigram_tokenizer_json
 
 FAMILIES = ("albert", "deberta-v2")
+# The `.model` file of each family (ALBERT's and DeBERTa's names), and transformers' tokenizer classes of each.
+MODEL_FILES = {"albert": "spiece.model", "deberta-v2": "spm.model"}
+HF_TOKENIZER_CLASSES = {
+    "AlbertTokenizer": "albert",
+    "AlbertTokenizerFast": "albert",
+    "DebertaV2Tokenizer": "deberta-v2",
+    "DebertaV2TokenizerFast": "deberta-v2",
+}
 
 # Hugging Face's `Punctuation` pre-tokenizer: Unicode P* and ASCII punctuation (which has some symbols).
 PUNCTUATION_CLASS = r"[\pP$+<=>^`|~]"
@@ -223,6 +234,7 @@ class SentencePieceTokenizer(Tokenizer):
 
     # (`unk_id` is the model's unknown piece.)
     special_token_roles = {"pad": _PAD_TOKENS, "cls": _CLS_TOKENS, "sep": _SEP_TOKENS, "mask": _MASK_TOKENS}
+    word_start_mark = WORD_BOUNDARY
 
     def __init__(
         self,
@@ -433,20 +445,10 @@ class SentencePieceTokenizer(Tokenizer):
         """The pieces by id, as written in the model ("▁" for a word start)."""
         return list(self._pieces)
 
-    def continuation_ids(self):
-        """Ids of the pieces that continue the word before them: those not starting with "▁", except the special
-        tokens, the unknown piece and byte pieces. Whole-word masking and the tagger's word starts read them."""
-        specials = {entry["id"] for entry in self._specials}
+    def _never_continuing(self):
+        """The unknown piece and, with byte fallback, the byte pieces (`<0x41>`)."""
         byte_like = {f"<0x{b:02X}>" for b in range(256)} if self._byte_fallback else set()
-        return [
-            i
-            for i, piece in enumerate(self._pieces)
-            if piece
-            and not piece.startswith(WORD_BOUNDARY)
-            and i not in specials
-            and i != self._unk_id
-            and piece not in byte_like
-        ]
+        return frozenset({self._unk_id} | {i for i, piece in enumerate(self._pieces) if piece in byte_like})
 
     # === Tokenization ===
 
@@ -754,3 +756,97 @@ def unigram_json_options(data, path="tokenizer.json"):
             f"(expected some of {sorted(known)}). Received: normalizer types={types}"
         )
     return options
+
+
+# === The kind ===
+
+
+def hf_tokenizer_config(tokenizer):
+    """The `tokenizer_config.json` entries transformers needs to read `tokenizer` (a `SentencePieceTokenizer`) as
+    bert_tf does (`tokenizer_class`, `do_lower_case`, `keep_accents`, `split_by_punct`, the special tokens)."""
+    names = {"albert": "AlbertTokenizer", "deberta-v2": "DebertaV2Tokenizer"}
+    config = {"tokenizer_class": names[tokenizer.family], "do_lower_case": tokenizer.lowercase}
+    if tokenizer.family == "albert":
+        config.update({"keep_accents": not tokenizer.strip_accents, "remove_space": True})
+    else:
+        config["split_by_punct"] = tokenizer.split_by_punct
+    vocabulary = tokenizer.get_vocabulary()
+    for name in ("cls", "sep", "pad", "unk", "mask"):
+        token_id = getattr(tokenizer, f"{name}_id")
+        if token_id is not None:
+            config[f"{name}_token"] = vocabulary[token_id]
+    if tokenizer.cls_id is not None:
+        config["bos_token"], config["eos_token"] = config["cls_token"], config.get("sep_token")
+    return config
+
+
+def hf_files(tokenizer):
+    """{name: bytes} of a `SentencePieceTokenizer`'s `.model`, `tokenizer_config.json` (`hf_tokenizer_config`) and
+    the Hugging Face `tokenizer.json` of it (`unigram_tokenizer_json`: transformers needs it for the added
+    tokens)."""
+    proto = sentencepiece_model_pb2.ModelProto()
+    proto.ParseFromString(tokenizer.model_proto())
+    specials = [entry["content"] for entry in tokenizer.special_entries()]
+    hf = unigram_tokenizer_json(proto, tokenizer.family, tokenizer.lowercase, tokenizer.strip_accents, specials)
+    config = json.dumps(hf_tokenizer_config(tokenizer), indent=2, sort_keys=True) + "\n"
+    return {
+        MODEL_FILES[tokenizer.family]: tokenizer.model_proto(),
+        kinds.TOKENIZER_CONFIG: config.encode("utf-8"),
+        kinds.TOKENIZER_JSON: hf.to_str().encode("utf-8"),
+    }
+
+
+def _build(files, settings, read_options, **kwargs):
+    """A `SentencePieceTokenizer` from its `.model`, read with the options of the checkpoint's
+    `tokenizer_config.json` (`read_options()`), which `bert_tf.json`'s `sentencepiece` settings override."""
+    options = dict(read_options())
+    recorded = settings.get("sentencepiece") or {}
+    for key in ("family", "lowercase", "strip_accents", "split_by_punct"):
+        if key in recorded:
+            options[key] = recorded[key]
+    return SentencePieceTokenizer(files["model"], **options, **kwargs)
+
+
+def _recorded_settings(data, tokenizer_fn):
+    """How a copy of the `.model` reads as this tokenizer, should `tokenizer_config.json` go missing."""
+    tokenizer = tokenizer_fn()
+    return {
+        "sentencepiece": {
+            key: getattr(tokenizer, key) for key in ("family", "lowercase", "strip_accents", "split_by_punct")
+        }
+    }
+
+
+def _write_files(directory, files, data, output, tokenizer_fn):
+    """Copies the `.model`, `tokenizer.json` and `tokenizer_config.json` there are, and writes those missing from
+    the tokenizer they make (`hf_files`): a `.model` from a `tokenizer.json` alone, the `tokenizer.json`
+    transformers needs for the added tokens, a `tokenizer_config.json` saying how to read them."""
+    names = (*MODEL_FILES.values(), kinds.TOKENIZER_JSON, kinds.TOKENIZER_CONFIG)
+    sources = [os.path.join(directory, name) for name in names]
+    written = [kinds.copy_file(source, output) for source in sources if os.path.isfile(source)]
+    has_model = any(name in written for name in MODEL_FILES.values())
+    missing = [n for n in (kinds.TOKENIZER_JSON, kinds.TOKENIZER_CONFIG) if n not in written]
+    missing += [] if has_model else ["model"]
+    if missing:
+        for name, content in hf_files(tokenizer_fn()).items():
+            if name in missing or (name.endswith(".model") and "model" in missing):
+                with open(os.path.join(output, name), "wb") as f:
+                    f.write(content)
+                written.append(name)
+    return written
+
+
+SENTENCEPIECE = kinds.register(
+    kinds.TokenizerKind(
+        name="sentencepiece",
+        layer=SentencePieceTokenizer,
+        json_model="Unigram",
+        files=tuple({"model": name} for name in MODEL_FILES.values()),
+        described="SentencePiece",
+        families="ALBERT, DeBERTa-v2",
+        precedence=2,
+        build=_build,
+        recorded_settings=_recorded_settings,
+        write_files=_write_files,
+    )
+)

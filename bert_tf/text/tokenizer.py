@@ -37,11 +37,13 @@ Shape legend: `N` strings, `W` words, `P` pieces.
 """
 
 import json
+import os
 
 import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from bert_tf.text import kinds
 from bert_tf.text.base import Tokenizer, added_tokens_pattern
 from bert_tf.text.normalization import normalize, split_words
 from bert_tf.text.offsets import normalized_to_original, replace_invalid_utf8, to_original_bytes, utf8_length
@@ -130,6 +132,7 @@ class BertTokenizer(Tokenizer):
 
     # (`unk_id` is `unk_token`'s.)
     special_token_roles = {"pad": ("[PAD]",), "cls": ("[CLS]",), "sep": ("[SEP]",), "mask": ("[MASK]",)}
+    continuation_mark = "##"
     # `_tokenize` maps offsets to the input's bytes itself (its general path; the fast path's rows are valid).
     offsets_into_input = True
 
@@ -315,11 +318,6 @@ class BertTokenizer(Tokenizer):
     def get_vocabulary(self):
         """The vocabulary's tokens, by id."""
         return list(self._vocabulary_list)
-
-    def continuation_ids(self):
-        """Ids of the pieces that continue the word before them (`##` pieces): whole-word masking and the
-        tagger's word starts read them."""
-        return [i for i, token in enumerate(self._vocabulary_list) if token.startswith("##")]
 
     @property
     def unk_id(self):
@@ -702,3 +700,55 @@ def _special_tokens(added_tokens, vocabulary, fail):
                 raise fail(f"special added token {content!r} has `{flag}` true; only false is supported")
         specials.append(content)
     return specials
+
+
+# === The kind ===
+
+
+def _build(files, settings, read_options, **kwargs):
+    """A `BertTokenizer` from `vocab.txt` and `bert_tf.json`'s `lowercase` and `strip_accents`."""
+    return BertTokenizer(
+        files["vocab"], lowercase=settings.get("lowercase", True), strip_accents=settings.get("strip_accents"), **kwargs
+    )
+
+
+def _recorded_settings(data, tokenizer_fn):
+    """`lowercase` and `strip_accents` of a `tokenizer.json`'s BertNormalizer (`vocab.txt` reads as it says)."""
+    if data is None:
+        return {}
+    normalizers = data.get("normalizer") or {}
+    normalizers = normalizers.get("normalizers", [normalizers]) if normalizers else []
+    settings = {}
+    for normalizer in normalizers:
+        if normalizer.get("type") == "BertNormalizer":
+            settings["lowercase"] = bool(normalizer.get("lowercase", True))
+            settings["strip_accents"] = normalizer.get("strip_accents")
+    return settings
+
+
+def _write_files(directory, files, data, output, tokenizer_fn):
+    """`vocab.txt` copied, or made from `tokenizer.json` (copied too)."""
+
+    def from_json(output):
+        with open(os.path.join(output, VOCAB_FILE), "w", encoding="utf-8") as f:
+            f.writelines(f"{token}\n" for token in kinds.tokens_by_id(data, files["json"]))
+        return [VOCAB_FILE]
+
+    return kinds.write_legacy_or_json(files, output, from_json)
+
+
+VOCAB_FILE = "vocab.txt"
+WORDPIECE = kinds.register(
+    kinds.TokenizerKind(
+        name="wordpiece",
+        layer=BertTokenizer,
+        json_model="WordPiece",
+        files=({"vocab": VOCAB_FILE},),
+        described="WordPiece",
+        families="BERT, DistilBERT, ELECTRA",
+        precedence=0,
+        build=_build,
+        recorded_settings=_recorded_settings,
+        write_files=_write_files,
+    )
+)

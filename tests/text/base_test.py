@@ -139,9 +139,46 @@ def test_a_kind_without_the_two_methods_says_what_is_missing():
 def test_the_three_kinds_inherit_the_shell():
     for kind in (BertTokenizer, BytePairTokenizer, SentencePieceTokenizer):
         assert issubclass(kind, Tokenizer)
-        for name in ("call", "tokenize", "tokenize_with_offsets", "detokenize", "compute_output_spec", "_batch"):
+        for name in (
+            "call",
+            "tokenize",
+            "tokenize_with_offsets",
+            "detokenize",
+            "compute_output_spec",
+            "_batch",
+            "continuation_ids",
+        ):
             assert getattr(kind, name) is getattr(Tokenizer, name), (kind.__name__, name)
         assert "_tokenize" in vars(kind) and "_detokenize" in vars(kind)
+    marks = [(kind.continuation_mark, kind.word_start_mark) for kind in (BertTokenizer, BytePairTokenizer)]
+    assert marks + [(None, SentencePieceTokenizer.word_start_mark)] == [
+        ("##", None),
+        (None, "\u0120"),
+        (None, "\u2581"),
+    ]
+
+
+def test_continuation_ids_follow_the_kind_s_mark():
+    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "##s", "_the", "cat", "##_x", ""]
+
+    class Continuing(WhitespaceTokenizer):
+        continuation_mark = "##"
+
+    class WordStarts(WhitespaceTokenizer):
+        word_start_mark = "_"
+
+        def _never_continuing(self):
+            return frozenset({self.unk_id})
+
+    assert Continuing(vocabulary).continuation_ids() == [3, 6]
+    # Without the word-start mark: all but the word starts, the empty token, the unknown piece and the tokens
+    # kept whole in the text.
+    words = WordStarts(vocabulary)
+    assert words.continuation_ids() == [0, 2, 3, 5, 6]
+    words._set_added_tokens([{"content": "[CLS]", "id": 2, "lstrip": False, "rstrip": False, "special": True}])
+    assert words.continuation_ids() == [0, 3, 5, 6]
+    with pytest.raises(NotImplementedError, match="must set one of `continuation_mark` and `word_start_mark`"):
+        WhitespaceTokenizer(vocabulary).continuation_ids()
 
 
 @pytest.mark.parametrize(
