@@ -174,6 +174,40 @@ def _task_names():
     return names
 
 
+def _tokenizer_kind_names():
+    """The names of the built-in tokenizer kinds, read from the `TokenizerKind(name=...)` declarations of
+    bert_tf/text/."""
+    names = set()
+    for module, path in MODULES.items():
+        if package_of(module) == "text":
+            for node in ast.walk(ast.parse(open(path, encoding="utf-8").read(), path)):
+                if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == (
+                    "TokenizerKind"
+                ):
+                    names.update(k.value.value for k in node.keywords if k.arg == "name")
+    return names
+
+
+def test_the_tokenizer_files_ask_the_kinds_registry():
+    # No switch on a kind's name in checkpoints/tokenizer_files.py: it asks `bert_tf.text.kinds` (docstrings may
+    # name the kinds).
+    kinds = _tokenizer_kind_names()
+    assert kinds == {"wordpiece", "bpe", "sentencepiece"}
+    tree = ast.parse(open(MODULES["bert_tf.checkpoints.tokenizer_files"], encoding="utf-8").read())
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef)) and node.body
+        if isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)
+    }
+    named = sorted(
+        f"line {node.lineno}: {node.value!r}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and node.value in kinds and id(node) not in docstrings
+    )
+    assert named == []
+
+
 # Lists of task-name strings outside bert_tf/tasks that are not lists of tasks: the label kinds of sentence data
 # (string labels to ids, or float scores) and of the GLUE metrics, which exist below the tasks (data, metrics).
 # `__all__` names modules (`bert_tf.data.classification`), not tasks.
