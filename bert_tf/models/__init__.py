@@ -60,9 +60,10 @@ from bert_tf.models.bert_span_labeler import BertSpanLabeler
 from bert_tf.models.bert_token_classifier import BertTokenClassifier
 from bert_tf.models.deberta_v2_encoder import DebertaV2Encoder
 from bert_tf.models.electra_pretrainer import RTD_INPUTS, RTD_MODEL_TYPES, ElectraPretrainer
+from bert_tf.models.encoder import ENCODER_INPUTS, Encoder, encoder_inputs
 from bert_tf.models.encoders import build_encoder, encoder_class
 from bert_tf.models.modernbert_encoder import ModernBertEncoder
-from bert_tf.models.task import ENCODER_INPUTS, EncoderTask, encoder_inputs
+from bert_tf.models.task import EncoderTask
 
 __all__ = [
     "ENCODER_INPUTS",
@@ -74,6 +75,7 @@ __all__ = [
     "BertSpanLabeler",
     "BertTokenClassifier",
     "ElectraPretrainer",
+    "Encoder",
     "EncoderTask",
     "RTD_INPUTS",
     "RTD_MODEL_TYPES",

@@ -1,4 +1,4 @@
-"""BertEncoder: the BERT backbone as a Keras 3 functional model.
+"""BertEncoder: the BERT backbone (and RoBERTa's, DistilBERT's, ELECTRA's, ALBERT's) as a Keras 3 functional model.
 
 Shape legend: B batch, T tokens, H hidden, N heads.
 """
@@ -6,14 +6,16 @@ Shape legend: B batch, T tokens, H hidden, N heads.
 import keras
 import tensorflow as tf
 from keras import ops
-from tensorflow.python.ops import control_flow_util
 
-from bert_tf.config import FAMILIES, BertConfig
+from bert_tf.config import FAMILIES
 from bert_tf.layers.bert_embeddings import BertEmbeddings
 from bert_tf.layers.layer_norm import LayerNorm
 from bert_tf.layers.pooler import Pooler
-from bert_tf.layers.token_matrix import scatter_tokens, shape_bucket
+from bert_tf.layers.token_matrix import scatter_tokens
 from bert_tf.layers.transformer_block import TransformerBlock
+from bert_tf.models.encoder import Encoder
+from bert_tf.models.encoders import ENCODER_CLASSES
+from bert_tf.models.padding import bucketed_token_index, trim_padding
 
 
 class _FinalLayerNorm(LayerNorm):
@@ -30,88 +32,9 @@ class _FinalLayerNorm(LayerNorm):
         return {**super().get_config(), "output_dtype": self.output_dtype}
 
 
-_CUT_INPUTS = ("token_ids", "segment_ids", "padding_mask")
-# Shape buckets of the padding-free paths at inference (`shape_bucket(n, step, per_octave)`). Lengths: at most 25%
-# more attention columns (a small part of inference), 20 sizes up to 512. Token rows, which every dense layer
-# pays for: at most 1/16 more rows (3% on average), 80 sizes up to 4096.
-LENGTH_BUCKETS = dict(step=8, per_octave=4)
-TOKEN_BUCKETS = dict(step=16, per_octave=16)
-# Where padding columns cost as much as real tokens (DeBERTa's padded graph): at most 1/16 more columns.
-DENSE_LENGTH_BUCKETS = dict(step=8, per_octave=16)
-
-
-def trim_padding(inputs, bucket_limit=None, buckets=None):
-    """The encoder inputs cut after the last column where any row has a real token: `(inputs, length)`.
-
-    The columns cut are padding in every row, so the padding-free paths give
-    the same outputs at real tokens on the shorter batch (attention masks
-    padding keys out), while the attention scores, the embeddings and the
-    last layer's keys and values shrink to the longest row: a batch of short
-    sentences padded to a long `T` pays for its longest sentence. Dropout
-    masks are drawn for the shorter shapes (other draws, the same rate).
-    Keeps at least one column. Only the three encoder inputs are cut (others
-    pass as they are); `length` is an int32 scalar. Inside an XLA
-    compilation (`jit_compile`, TPU) nothing is cut: a length known only at
-    run time would make XLA compile the step again for every batch
-    (measured: fine-tuning at 5 instead of 16 sequences/s).
-
-    With `bucket_limit` (the longest input the model takes) the length is
-    then rounded up to a shape bucket (`shape_bucket`: 8, 16, ..., 64, 80,
-    96, ..., at most 25% more), with padding columns added where the input is
-    shorter, but never past `bucket_limit` or the input's own length if that
-    is longer: the padding-free paths see a few shapes, not one per length.
-    `buckets`: `shape_bucket`'s step and per_octave (default
-    `LENGTH_BUCKETS`).
-    """
-    padding_mask = tf.convert_to_tensor(inputs["padding_mask"])
-    if in_xla_compilation():
-        return inputs, tf.shape(padding_mask)[1]
-    columns = tf.range(1, tf.shape(padding_mask)[1] + 1)
-    length = tf.reduce_max(tf.where(tf.reduce_any(padding_mask > 0, axis=0), columns, 0))
-    length = tf.maximum(length, 1)  # all padding: one column
-    if bucket_limit is None:
-        cut = {name: value[:, :length] for name, value in inputs.items() if name in _CUT_INPUTS}
-        return {**inputs, **cut}, length
-    limit = tf.maximum(tf.shape(padding_mask)[1], bucket_limit)
-    length = tf.minimum(shape_bucket(length, **(buckets or LENGTH_BUCKETS)), limit)
-
-    def cut_or_pad(value):  # [B, T] -> [B, length], zeros (padding) past T
-        value = tf.convert_to_tensor(value)[:, :length]
-        return tf.pad(value, [[0, 0], [0, length - tf.shape(value)[1]]])
-
-    return {**inputs, **{name: cut_or_pad(value) for name, value in inputs.items() if name in _CUT_INPUTS}}, length
-
-
-def in_xla_compilation():
-    """Whether the current graph is (inside) an XLA compilation (`jit_compile`, TPU): run-time shapes cost a
-    recompilation there, so the padding-free paths keep the shapes they are given."""
-    return control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph())
-
-
-def bucketed_token_index(padding_mask, bucket=True):
-    """Flat positions `b * T + t` of the real tokens, then of a few padding positions: `(token_index [M'], M)`.
-
-    M is the number of real tokens (rows `[:M]`); the padding rows after them
-    bring the count to a shape bucket (`shape_bucket`, or all `B * T`
-    positions if fewer), so that the padding-free layers see a few matrix
-    shapes rather than one per token count (see `shape_bucket`). The padding
-    rows are computed like the padded path's padding positions: attention
-    masks them as keys, and no output reads them. Without `bucket`, or
-    inside an XLA compilation, only the real tokens.
-    """
-    flat = tf.reshape(tf.convert_to_tensor(padding_mask), [-1])
-    real = tf.cast(tf.where(flat > 0)[:, 0], tf.int32)  # [M]
-    count = tf.shape(real)[0]
-    if not bucket or in_xla_compilation():
-        return real, count
-    rows = tf.minimum(shape_bucket(count, **TOKEN_BUCKETS), tf.shape(flat)[0])
-    padding = tf.cast(tf.where(flat <= 0)[:, 0], tf.int32)[: rows - count]
-    return tf.concat([real, padding], axis=0), count
-
-
 @keras.saving.register_keras_serializable(package="bert_tf")
-class BertEncoder(keras.Model):
-    """The BERT encoder: embeddings, a stack of transformer blocks and a pooler.
+class BertEncoder(Encoder):
+    """The BERT encoder: embeddings, a stack of transformer blocks and a pooler (an `Encoder`).
 
     Inputs (dict, int32 `[B, T]`): `token_ids`, `segment_ids`, `padding_mask`
     (1 for real tokens, 0 for padding).
@@ -186,11 +109,11 @@ class BertEncoder(keras.Model):
     ):
         if model_type not in FAMILIES:
             raise ValueError(f"`model_type` must be one of {tuple(FAMILIES)}. Received: model_type={model_type!r}")
-        if model_type in ("deberta-v2", "modernbert"):
+        if model_type in ENCODER_CLASSES:
+            own_class = ENCODER_CLASSES[model_type].split(":")[1]
             raise ValueError(
                 f"A {model_type} model has its own encoder class: build it with "
-                "`bert_tf.models.build_encoder(config)` (`DebertaV2Encoder`, `ModernBertEncoder`). "
-                f"Received: model_type={model_type!r}"
+                f"`bert_tf.models.build_encoder(config)` (`{own_class}`). Received: model_type={model_type!r}"
             )
         family = FAMILIES[model_type]
         block_order = layer_blocks(num_layers, num_hidden_groups, inner_group_num, family.layer_groups)
@@ -254,52 +177,21 @@ class BertEncoder(keras.Model):
             name="pooler",
         )
 
-        # === Functional Model ===
-        token_ids = keras.Input(shape=(None,), dtype="int32", name="token_ids")
-        segment_ids = keras.Input(shape=(None,), dtype="int32", name="segment_ids")
-        padding_mask = keras.Input(shape=(None,), dtype="int32", name="padding_mask")
-        x = self.embeddings(token_ids, segment_ids)  # [B, T, H]
-        encoder_outputs = []
-        for block in self.applied_layers:
-            x = block(x, padding_mask)  # [B, T, H]
-            encoder_outputs.append(x)
-        if self.final_layer_norm is not None:
-            x = self.final_layer_norm(x)
-            encoder_outputs[-1] = x
-        pooled = self.pooler(x)  # [B, H]
-        as_float32 = keras.layers.Activation("linear", dtype="float32", name="float32_cast")
-        super().__init__(
-            inputs={"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask},
-            outputs={
-                "sequence_output": as_float32(x),
-                "pooled_output": as_float32(pooled),
-                "encoder_outputs": [as_float32(h) for h in encoder_outputs],
-            },
-            dtype=dtype,
-            **kwargs,
-        )
-        # Functional models keep a float32 policy whatever `dtype` says; report the layers' policy.
-        self.dtype_policy = self.embeddings.dtype_policy
+        super().__init__(locals(), dtype=dtype, **kwargs)  # the graph; the arguments as attributes
 
-        # === Config ===
-        self.vocabulary_size = vocabulary_size
-        self.num_layers = num_layers
-        self.num_heads = num_heads
-        self.hidden_dim = hidden_dim
-        self.intermediate_dim = intermediate_dim
-        self.hidden_act = hidden_act
-        self.dropout = dropout
-        self.attention_dropout = attention_dropout
-        self.max_position_embeddings = max_position_embeddings
-        self.type_vocab_size = type_vocab_size
-        self.initializer_range = initializer_range
-        self.layer_norm_epsilon = layer_norm_epsilon
-        self.pre_layer_norm = pre_layer_norm
-        self.model_type = model_type
-        self.embedding_size = embedding_size
-        self.position_offset = position_offset
-        self.num_hidden_groups = num_hidden_groups
-        self.inner_group_num = inner_group_num
+    CONFIG_FIELDS = Encoder.CONFIG_FIELDS + (  # and the family's options
+        ("type_vocab_size", "type_vocab_size"),
+        ("pre_layer_norm", "pre_layer_norm"),
+        ("model_type", "model_type"),
+        ("embedding_size", "embedding_size"),
+        ("position_offset", "position_offset"),
+        ("num_hidden_groups", "num_hidden_groups"),
+        ("inner_group_num", "inner_group_num"),
+    )
+    CONFIG_RENAMED = {"max_sequence_length": "max_position_embeddings"}  # the name before bert_tf 0.2
+
+    def embed(self, inputs, training=None):
+        return self.embeddings(inputs["token_ids"], inputs["segment_ids"], training=training)  # [B, T, H]
 
     @property
     def applied_layers(self):
@@ -341,60 +233,25 @@ class BertEncoder(keras.Model):
             "encoder_outputs": [padded(h) for h in layer_outputs[:-1]] + [sequence],
         }
 
-    def call_at(self, inputs, positions, training=False, pooled=False, unpadded=False):
-        """The encoder's final outputs only where a head reads them.
-
-        Every layer but the last runs on all tokens (or only the real ones,
-        `unpadded`); the last runs its queries, feed-forward network and
-        LayerNorms only at `positions` (and `[CLS]` when `pooled`), see
-        `TransformerBlock.call_at`. Equal to `call` at those positions
-        (float32 round-off aside), for about P/T of the last layer's work:
-        what masked-LM pretraining (P = masked positions) and sentence
-        classification (`[CLS]` only) need: `BertPretrainer` and
-        `BertClassifier` train and predict through it (their
-        `call_selected`). With `unpadded`, positions that are padding get
-        other values than `call`'s (no one should read them).
-
-        Args:
-            inputs: the encoder inputs.
-            positions: int `[B, P]` indices into T (P may be 0), or None for none.
-            pooled: also return `pooled_output` (the pooler on `[CLS]`).
-            unpadded: run the layers before the last on the real tokens only,
-                as `call_unpadded` (for batches with much padding).
-        Returns:
-            dict: `selected_output` float32 `[B, P, H]` (row p is the output at
-            `positions[:, p]`) and, when `pooled`, `pooled_output` float32 `[B, H]`.
-        """
-        token_ids = tf.convert_to_tensor(inputs["token_ids"])
-        padding_mask = tf.convert_to_tensor(inputs["padding_mask"])
-        batch, length = tf.shape(token_ids)[0], tf.shape(token_ids)[1]
-        positions = (
-            tf.zeros((batch, 0), tf.int32) if positions is None else tf.cast(tf.convert_to_tensor(positions), tf.int32)
-        )
-        if pooled:
-            positions = tf.concat([tf.zeros((batch, 1), tf.int32), positions], axis=1)
+    def last_layer_at(self, inputs, positions, training=False, unpadded=False):
+        """`Encoder.last_layer_at`; with `unpadded` the layers before the last run on the real tokens only, as
+        `call_unpadded` (for batches with much padding): positions that are padding get other values than
+        `call`'s (no one should read them)."""
+        if not unpadded:
+            return super().last_layer_at(inputs, positions, training)
+        batch = tf.shape(inputs["token_ids"])[0]
         blocks = self.applied_layers
-        if unpadded:
-            inputs, length = trim_padding(inputs, self._bucket_limit(training))
-            padding_mask = inputs["padding_mask"]
-            positions = tf.minimum(positions, length - 1)  # those past the cut are padding in every row
-            token_index, _, layer_outputs = self._unpadded_layers(inputs, blocks[:-1], training)
-            x = tf.reshape(
-                scatter_tokens(layer_outputs[-1], token_index, batch * length), (batch, length, self.hidden_dim)
-            )  # 0 at padding
-        else:
-            x = self.embeddings(token_ids, inputs["segment_ids"], training=training)  # [B, T, H]
-            for block in blocks[:-1]:
-                x = block(x, padding_mask, training=training)
-        x = blocks[-1].call_at(x, positions, padding_mask, training=training)  # [B, P', H]
+        inputs, length = trim_padding(inputs, self._bucket_limit(training))
+        padding_mask = inputs["padding_mask"]
+        positions = tf.minimum(positions, length - 1)  # those past the cut are padding in every row
+        token_index, _, layer_outputs = self._unpadded_layers(inputs, blocks[:-1], training)
+        x = tf.reshape(
+            scatter_tokens(layer_outputs[-1], token_index, batch * length), (batch, length, self.hidden_dim)
+        )  # 0 at padding
+        x = blocks[-1].call_at(x, positions, padding_mask, training=training)  # [B, P, H]
         if self.final_layer_norm is not None:
             x = self.final_layer_norm(x)
-        if not pooled:
-            return {"selected_output": tf.cast(x, tf.float32)}
-        return {
-            "selected_output": tf.cast(x[:, 1:], tf.float32),
-            "pooled_output": tf.cast(self.pooler(x[:, :1]), tf.float32),
-        }
+        return x
 
     def _bucket_limit(self, training):
         """`trim_padding`'s `bucket_limit`: shape buckets at inference only (see `shape_bucket`).
@@ -421,60 +278,16 @@ class BertEncoder(keras.Model):
         return token_index, count, outputs or [x]
 
     @property
-    def token_embedding(self):
-        """The word-embedding layer; its `embeddings` `[V, H]` tie the masked-LM output."""
-        return self.embeddings.token_embedding
+    def copies_layers(self):
+        """Each layer has its own block (no shared groups): `layer_copies` can take a teacher's layers."""
+        return len(set(self.block_order)) == len(self.block_order)
 
-    def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
-            **{ours: getattr(self, ours) for ours, _ in _CONFIG_FIELDS},
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        if "max_sequence_length" in config:  # the name before bert_tf 0.2 (`.keras` files saved then)
-            config["max_position_embeddings"] = config.pop("max_sequence_length")
-        if isinstance(config.get("dtype"), dict):
-            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
-        return cls(**config)
-
-    # --- BertConfig interop ---
-
-    @classmethod
-    def from_bert_config(cls, bert_config, **kwargs):
-        """Builds an encoder from a `BertConfig`; kwargs (e.g. dtype, name) pass through."""
-        return cls(**{ours: getattr(bert_config, theirs) for ours, theirs in _CONFIG_FIELDS}, **kwargs)
-
-    def bert_config(self):
-        """The `BertConfig` of this encoder's architecture."""
-        return BertConfig(**{theirs: getattr(self, ours) for ours, theirs in _CONFIG_FIELDS})
-
-
-# Constructor argument <-> BertConfig field (original bert_config.json names).
-_CONFIG_FIELDS = (
-    ("vocabulary_size", "vocab_size"),
-    ("num_layers", "num_hidden_layers"),
-    ("num_heads", "num_attention_heads"),
-    ("hidden_dim", "hidden_size"),
-    ("intermediate_dim", "intermediate_size"),
-    ("hidden_act", "hidden_act"),
-    ("dropout", "hidden_dropout_prob"),
-    ("attention_dropout", "attention_probs_dropout_prob"),
-    ("max_position_embeddings", "max_position_embeddings"),
-    ("type_vocab_size", "type_vocab_size"),
-    ("initializer_range", "initializer_range"),
-    ("layer_norm_epsilon", "layer_norm_eps"),
-    ("pre_layer_norm", "pre_layer_norm"),
-    ("model_type", "model_type"),
-    ("embedding_size", "embedding_size"),
-    ("position_offset", "position_offset"),
-    ("num_hidden_groups", "num_hidden_groups"),
-    ("inner_group_num", "inner_group_num"),
-)
+    def layer_copies(self, source, layers):
+        pairs = [(self.embeddings, source.embeddings), (self.pooler, source.pooler)]
+        pairs += [(self.transformer_layers[j], source.transformer_layers[i]) for j, i in enumerate(layers)]
+        if source.final_layer_norm is not None:
+            pairs.append((self.final_layer_norm, source.final_layer_norm))
+        return pairs
 
 
 def layer_blocks(num_layers, num_hidden_groups=1, inner_group_num=1, layer_groups=False):

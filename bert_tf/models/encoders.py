@@ -12,23 +12,20 @@ pretraining, fine-tuning, the demo) goes through `build_encoder`.
 
 import importlib
 
-from bert_tf.models.bert_encoder import BertEncoder
-
-# model_type -> "module:Class" of an encoder class other than BertEncoder. Each class keeps BertEncoder's
-# contract (docs/ARCHITECTURE.md, "How to add an encoder variant"): the same inputs and outputs, `call_at`,
-# `call_unpadded`, `token_embedding`, `from_bert_config` and `bert_config`.
+# model_type -> "module:Class" of an encoder class other than BertEncoder (which builds every other model_type). Each
+# is an `Encoder` (bert_tf/models/encoder.py; docs/ARCHITECTURE.md, "How to add an encoder variant"): the same
+# inputs and outputs, `call_at`, `call_unpadded`, `token_embedding`, `from_bert_config` and `bert_config`.
 ENCODER_CLASSES = {
     "deberta-v2": "bert_tf.models.deberta_v2_encoder:DebertaV2Encoder",
     "modernbert": "bert_tf.models.modernbert_encoder:ModernBertEncoder",
 }
+DEFAULT_ENCODER_CLASS = "bert_tf.models.bert_encoder:BertEncoder"
 
 
 def encoder_class(model_type):
-    """The Keras model class of the encoder of `model_type` (`bert_tf.config.MODEL_TYPES`)."""
-    name = ENCODER_CLASSES.get(model_type)
-    if name is None:
-        return BertEncoder
-    module, attribute = name.split(":")
+    """The Keras model class of the encoder of `model_type` (`bert_tf.config.MODEL_TYPES`): an `Encoder`, whose
+    class attributes and methods say what the rest of the code asks of the family (`takes`, `layerwise`, ...)."""
+    module, attribute = ENCODER_CLASSES.get(model_type, DEFAULT_ENCODER_CLASS).split(":")
     return getattr(importlib.import_module(module), attribute)
 
 

@@ -3,8 +3,7 @@
 import keras
 import tensorflow as tf
 
-# The inputs of `BertEncoder`, each int32 `[B, T]`.
-ENCODER_INPUTS = ("token_ids", "segment_ids", "padding_mask")
+from bert_tf.models.encoder import ENCODER_INPUTS, encoder_inputs
 
 
 def token_head(encoder, name):
@@ -16,11 +15,6 @@ def token_head(encoder, name):
     """
     make = getattr(encoder, "token_head", None)
     return make(name) if make is not None else None
-
-
-def encoder_inputs(extra=()):
-    """Fresh symbolic inputs: dict of int32 `[B, T]` for the encoder inputs, plus `[B, None]` for each `extra` name."""
-    return {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in ENCODER_INPUTS + tuple(extra)}
 
 
 class EncoderTask(keras.Model):

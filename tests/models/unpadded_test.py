@@ -93,7 +93,7 @@ def test_padding_columns_of_every_row_are_cut_before_the_layers(jit):
     """Rows all shorter than T: the cut is the longest row; `call_at` answers positions past it (padding everywhere).
 
     `call_unpadded` on such a batch: `test_encoder_equals_padded_at_real_tokens_and_is_zero_at_padding`."""
-    from bert_tf.models.bert_encoder import trim_padding
+    from bert_tf.models.padding import trim_padding
 
     encoder = tiny_encoder(dropout=0.0, attention_dropout=0.0)
     batch = _short_batch()
@@ -116,7 +116,7 @@ def test_padding_columns_of_every_row_are_cut_before_the_layers(jit):
 
 def test_nothing_is_cut_inside_an_xla_compilation():
     """Under `jit_compile` the batch keeps its length: a cut known only at run time would recompile every batch."""
-    from bert_tf.models.bert_encoder import trim_padding
+    from bert_tf.models.padding import trim_padding
 
     batch = random_inputs(batch=2, length=12, lengths=[5, 3], seed=1)
     assert int(tf.function(lambda b: trim_padding(b)[1], jit_compile=True)(batch)) == 12
@@ -159,7 +159,7 @@ def test_shape_buckets_are_few_and_close_above():
 def test_padding_free_shapes_come_from_the_buckets_and_padding_is_added_where_needed():
     """`trim_padding(..., bucket_limit)` rounds the cut up to a bucket, padding columns past a short input, never
     past the limit; `bucketed_token_index` adds padding rows up to a bucket (or all positions)."""
-    from bert_tf.models.bert_encoder import bucketed_token_index, trim_padding
+    from bert_tf.models.padding import bucketed_token_index, trim_padding
 
     batch = random_inputs(batch=3, length=12, lengths=[11, 3, 5], seed=2)
     cut, length = trim_padding(batch, bucket_limit=32)
