@@ -8,15 +8,20 @@
     directory.tokenizer_kind, directory.tokenizer_files        # "wordpiece", {"json": ".../tokenizer.json"}
     tokenizer = directory.build_tokenizer(directory.settings)  # the tokenizer layer
     directory.write_tokenizer_files("runs/copy")               # its tokenizer files, elsewhere
+    directory.open_source()                                    # its tensors (`readers.open_source`), opened once
+    ModelDirectory.read("sentence-transformers/all-MiniLM-L6-v2@main")  # a Hugging Face Hub id (`hub.py`)
 
-`ModelDirectory.read(path)` detects the format (`detect_format`: a bert_tf model directory, a Hugging Face
+`ModelDirectory.read(path)` resolves a Hugging Face Hub id (`org/name[@revision]`) to its snapshot in
+huggingface_hub's cache (`hub.resolve_model_path`; an existing local path always wins), detects the format (`detect_format`: a bert_tf model directory, a Hugging Face
 directory, a TF1 checkpoint directory or prefix) and returns an immutable value; each file of the directory is then
 read at most once, on first use, by whoever holds the value (so a caller that never asks for the tokenizer never
 reads it, and every error comes where it came before: a missing tokenizer where the tokenizer is needed). The
-value is a path too (`os.fspath(directory)`, `str(directory)`: the path given), so every function that takes a
-checkpoint path takes it; those of `bert_tf.checkpoints` that read the directory's files (`load_config`,
-`load_model`, `convert_checkpoint`) use what it has read instead of reading again. Fine-tuning (`--init`),
-distillation (`--teacher`), export, `SentenceEmbedder` and conversion read their directory through one.
+value is a path too (`os.fspath(directory)`, `str(directory)`: the path given, or an id's snapshot; `name`: what
+was given), so every function that takes a checkpoint path takes it; those of `bert_tf.checkpoints` that read the
+directory's files (`load_config`, `load_encoder`, `restore_weights`, `load_pretrainer`, `init_pretrainer`, ...,
+`tasks.load_model`, `convert_checkpoint`) use what it has read instead of reading again, and read through one when
+given a path or an id, so a load detects a directory's format once. Fine-tuning (`--init`), distillation
+(`--teacher`), export, `SentenceEmbedder` and conversion read their directory through one.
 """
 
 import copy

@@ -29,6 +29,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from bert_tf.checkpoints import ModelDirectory
 from bert_tf.data import read_passages
 from bert_tf.embeddings.sentence_embedder import SentenceEmbedder
 from bert_tf.options import option
@@ -314,7 +315,8 @@ def embed_file(
     """Embeds every passage of `input_path` with the model at `model_dir` and writes them to `output`.
 
     Args:
-        model_dir: a checkpoint `SentenceEmbedder` reads (bert_tf, Hugging Face or TF1 directory).
+        model_dir: a checkpoint `SentenceEmbedder` reads (bert_tf, Hugging Face or TF1 directory, or a Hugging Face
+            Hub id `org/name[@revision]`).
         input_path: the corpus: a text file (one passage per line; ids are
             0-based line numbers) or a TSV/CSV/JSONL file (`text_column`,
             `id_column`), read by `bert_tf.data.read_passages` (bad rows: a
@@ -349,8 +351,9 @@ def embed_file(
         raise ValueError(f"`max_shards` must be positive or None. Received: max_shards={max_shards!r}")
     passages = read_passages(input_path, text_column=text_column, id_column=id_column, file_format=file_format)
     previous = _prepare_output(output, overwrite)
+    model = ModelDirectory.read(model_dir)  # a directory or a Hugging Face Hub id, read once
     embedder = SentenceEmbedder(
-        model_dir,
+        model,
         max_seq_length=max_seq_length,
         batch_size=batch_size,
         long_text=long_text,
@@ -358,8 +361,8 @@ def embed_file(
         max_windows=max_windows,
     )
     manifest = {
-        "model": os.path.abspath(model_dir),
-        "model_files": _model_files(model_dir),
+        "model": model.hub_id or os.path.abspath(model.path),
+        "model_files": _model_files(model.path),
         "input": os.path.abspath(input_path),
         "input_sha256": _sha256(input_path),
         "text_column": text_column,

@@ -117,7 +117,7 @@ def finetune(config, strategy=None, log=print):
     task = tasks.get(config.task)
     init = config.init if isinstance(config.init, ModelDirectory) else None  # `init`: a path or a ModelDirectory
     if init is not None:
-        config = dataclasses.replace(config, init=init.path)
+        config = dataclasses.replace(config, init=init.name)  # its path, or the Hub id it was read by
     message = glob_characters_error(config.model_dir)
     if message:
         raise ValueError(f"FinetuneConfig: {message}.")

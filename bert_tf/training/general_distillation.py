@@ -38,16 +38,12 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.checkpoints import (
-    detect_format,
+    ModelDirectory,
     has_pretraining_heads,
     infer_settings,
-    load_config,
     load_pretrainer,
-    load_tokenizer,
     save_model_dir,
-    write_tokenizer_files,
 )
-from bert_tf.checkpoints.tokenizer_files import tokenizer_settings
 from bert_tf.data.pretraining import EmptyCorpusError, default_max_predictions, pretraining_dataset, resolve_objectives
 from bert_tf.models import BertPretrainer, build_encoder
 from bert_tf.text.vocab import expand_files
@@ -117,10 +113,15 @@ class HeldOutMaskedLM:
 
 
 def teacher_tokenizer_settings(teacher, max_position_embeddings, split_special_tokens=None):
-    """How the teacher's tokenizer files are read (`bert_tf.json`'s keys, without a task's labels)."""
-    settings = infer_settings(teacher, max_position_embeddings)
-    if detect_format(teacher) != "bert_tf":
-        settings.update(tokenizer_settings(teacher))
+    """How the teacher's tokenizer files are read (`bert_tf.json`'s keys, without a task's labels); `teacher`: a
+    path, a Hub id or a `ModelDirectory` (read once)."""
+    teacher = ModelDirectory.read(teacher)
+    if max_position_embeddings == teacher.config.max_position_embeddings:
+        settings = teacher.settings  # what `infer_settings` finds, as the directory has read it
+    else:
+        settings = infer_settings(teacher, max_position_embeddings)
+    if teacher.format != "bert_tf":
+        settings.update(teacher.tokenizer_settings)
     if split_special_tokens is not None:
         settings["split_special_tokens"] = split_special_tokens
     return {key: value for key, value in settings.items() if key not in ("labels", "task")}
@@ -128,9 +129,10 @@ def teacher_tokenizer_settings(teacher, max_position_embeddings, split_special_t
 
 def load_masked_lm_teacher(teacher, dtype=None):
     """The teacher `BertPretrainer` (masked-LM head only); ValueError naming `teacher` when it has no such head."""
+    teacher = ModelDirectory.read(teacher)  # a path, a Hub id or a ModelDirectory: read once for both
     if not has_pretraining_heads(teacher):
         raise ValueError(
-            f"--teacher {teacher} has no masked-LM head (cls/predictions, or its family's): general distillation "
+            f"--teacher {teacher.name} has no masked-LM head (cls/predictions, or its family's): general distillation "
             "(--corpus) needs a pretrained encoder with it (a bert-tf-pretrain model directory, a Hugging Face "
             "...ForMaskedLM or ...ForPreTraining directory, a TF1 checkpoint with cls/predictions). A fine-tuned "
             "task model is distilled with --train_file."
@@ -146,14 +148,15 @@ def general_distill(config, request, strategy, log=print):
     """
     keras.utils.set_random_seed(config.seed)
     chief = is_chief(strategy)
-    teacher_config = load_config(config.teacher)
+    teacher_dir = ModelDirectory.read(config.teacher)  # read once (a path, a Hub id): config, weights, tokenizer
+    teacher_config = teacher_dir.config
     with strategy.scope():
-        teacher = load_masked_lm_teacher(config.teacher, dtype=dtype_policy(config.dtype))
+        teacher = load_masked_lm_teacher(teacher_dir, dtype=dtype_policy(config.dtype))
     student_bert_config, max_position_embeddings = student_positions(config, teacher_config)
     settings = teacher_tokenizer_settings(
-        config.teacher, teacher_config.max_position_embeddings, config.split_special_tokens
+        teacher_dir, teacher_config.max_position_embeddings, config.split_special_tokens
     )
-    tokenizer = load_tokenizer(config.teacher, settings)
+    tokenizer = teacher_dir.build_tokenizer(settings)
     _, masking = resolve_objectives("none", config.packing, config.masking, masking_rate=config.masking_rate)
     max_predictions = config.max_predictions_per_seq or default_max_predictions(
         config.masking_rate, config.max_seq_length
@@ -221,7 +224,7 @@ def general_distill(config, request, strategy, log=print):
 
     def save():
         save_model_dir(student, config.model_dir, settings=model_settings)
-        write_tokenizer_files(config.teacher, config.model_dir)
+        teacher_dir.write_tokenizer_files(config.model_dir)
 
     results_file = os.path.join(config.model_dir, RESULTS_FILE)
     resuming = os.path.isdir(os.path.join(config.model_dir, "checkpoints")) and os.path.isfile(results_file)

@@ -44,7 +44,8 @@ import tensorflow as tf
 
 from bert_tf.checkpoints import (
     CheckpointError,
-    detect_format,
+    ModelDirectory,
+    generator_dir,
     infer_settings,
     init_pretrainer,
     load_config,
@@ -63,7 +64,6 @@ from bert_tf.checkpoints.tokenizer_files import (
     find_tokenizer,
     save_sentencepiece_tokenizer,
     sentencepiece_options,
-    tokenizer_settings,
 )
 from bert_tf.config import EMBEDDING_SIZE_TYPES, MODEL_TYPES, PRESETS, BertConfig, ConfigError
 from bert_tf.data.default_corpus import write_default_corpus
@@ -938,14 +938,7 @@ def init_generator_path(config):
     Face write), else None (a new generator)."""
     if config.init_generator:
         return config.init_generator
-    candidate = os.path.join(config.init, "generator")
-    if not os.path.isdir(candidate):
-        return None
-    try:
-        detect_format(candidate)
-    except CheckpointError:
-        return None
-    return candidate
+    return generator_dir(config.init)  # `init/generator` when it holds a checkpoint (`init` a path or a Hub id)
 
 
 def _run_generator_config(config, bert_config):
@@ -992,9 +985,10 @@ def _finished(config, settings, strategy):
 def _tokenizer_source_settings(path, max_position_embeddings):
     """How the tokenizer files of the checkpoint at `path` are read (`bert_tf.json`'s keys): its own settings
     (or those Hugging Face's files imply), with what its `tokenizer.json` says."""
-    settings = infer_settings(path, max_position_embeddings)
-    if detect_format(path) != "bert_tf":
-        settings.update(tokenizer_settings(path))
+    directory = ModelDirectory.read(path)  # its format, config and tokenizer files read once
+    settings = infer_settings(directory, max_position_embeddings)
+    if directory.format != "bert_tf":
+        settings.update(directory.tokenizer_settings)
     return {key: value for key, value in settings.items() if key not in ("labels", "task")}
 
 

@@ -225,6 +225,27 @@ def test_apps_take_an_id(tiny_cache, tmp_path):
 
 
 @pytest.mark.slow
+def test_embed_file_by_id(tmp_path, monkeypatch):
+    """`embed_file("org/name", ...)` (bert-tf-embed --model_dir=org/name) embeds as the directory does and records the
+    id in its manifest."""
+    from bert_tf.embeddings import SentenceEmbedder, embed_file
+    from tests.helpers import tiny_model_dir
+
+    source = tiny_model_dir(tmp_path / "encoder", ["good", "bad", "movie", "the"], max_position_embeddings=16)
+    make_hub_cache(tmp_path / "hub", "org/tiny-encoder", source)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    texts = ["the movie", "good", "bad movie"]
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(texts) + "\n", encoding="utf-8")
+    manifest = embed_file("org/tiny-encoder", str(corpus), str(tmp_path / "out"), max_seq_length=8, show_progress=False)
+    assert manifest["model"] == "org/tiny-encoder" and "config.json" not in manifest["model_files"]
+    assert "bert_config.json" in manifest["model_files"]
+    expected = SentenceEmbedder(source, max_seq_length=8).encode(texts)
+    np.testing.assert_allclose(np.load(tmp_path / "out" / "embeddings.npy"), expected, atol=1e-6)
+
+
+@pytest.mark.slow
 def test_export_app_takes_an_id(tmp_path, monkeypatch):
     """`bert-tf-export --model_dir=org/name`: a tiny fine-tuned classifier from the cache."""
     import tensorflow as tf
@@ -263,3 +284,16 @@ def test_export_app_exports_minilm_by_id(offline_cache, minilm_saved_model, tmp_
         "sentence_embedding"
     ]
     np.testing.assert_allclose(ours.numpy(), expected.numpy(), atol=1e-6)
+
+
+@pytest.mark.slow
+def test_finetune_init_by_id(tiny_cache, tmp_path):
+    """`finetune(init="org/tiny-bert")` trains from the cache and records the id it was given."""
+    from bert_tf.training.finetuning import FinetuneConfig, finetune
+    from bert_tf.training.trainer import read_training_settings
+    from tests.checkpoints.model_directory_test import _task_data
+
+    model_dir = str(tmp_path / "ft")
+    finetune(FinetuneConfig(task="classification", init="org/tiny-bert", model_dir=model_dir, **_task_data(tmp_path)))
+    assert read_training_settings(model_dir)["init"] == "org/tiny-bert"
+    assert checkpoints.load_config(model_dir) == checkpoints.load_config(tiny_cache["main"])
