@@ -35,10 +35,13 @@ uncased normalizer folds the final sigma and sharp s (as Unicode case
 folding does, where the reference keeps them) and writes compatibility
 characters in their plain form ("²" as "2", "½" as "1⁄2", "…" as "...",
 "ﬁ" as "fi"), which the reference keeps; a word's length limit
-(`max_input_chars_per_word`) counts bytes, not characters; long texts are
-truncated (no windows), and NER and QA see the first window only. On real
-text in any script it gives the project tokenizer's ids
-(tests/export/litert_export_test.py).
+(`max_input_chars_per_word`) counts bytes, not characters; a word holding
+invalid UTF-8 becomes one `[UNK]` (the reference drops the invalid bytes);
+long texts are truncated (no windows), and NER and QA see the first window
+only. On real text in any script it gives the project tokenizer's ids
+(tests/export/litert_export_test.py); tests/export/litert_differences_test.py
+checks each difference listed here and that the export tests' other inputs
+give the same ids. An empty batch gets empty answers (`LiteRTModule.answer`).
 
 Outputs (`bert_tf_litert.json` lists them): encoder `sentence_embedding`,
 `pooled_output`; classification `probabilities`, `label_id`, `logits`
