@@ -12,13 +12,14 @@ layers, without changing those paths:
 - `attention_probabilities`: a block's attention probabilities recomputed from
   its input and its projections (before attention dropout).
 
-Two encoders are read: `BertEncoder` (BERT, RoBERTa, DistilBERT, ELECTRA,
-ALBERT: the applied blocks, shared ones repeated, are `TransformerBlock`s) and
-`ModernBertEncoder` (`ModernBertBlock`s: rotary queries and keys, global or
-sliding-window attention). DeBERTa's disentangled attention has no such
-recomputation yet: `distilled_blocks` refuses it by name, and soft-target and
-hard-label distillation (which only read the task outputs) work for every
-family.
+The encoders read are those that declare `layerwise` (`bert_tf.models.Encoder`:
+each applied block is `block(x, padding_mask)` after the encoder's `embed`):
+`BertEncoder` (BERT, RoBERTa, DistilBERT, ELECTRA, ALBERT: the applied blocks,
+shared ones repeated, are `TransformerBlock`s) and `ModernBertEncoder`
+(`ModernBertBlock`s: rotary queries and keys, global or sliding-window
+attention). DeBERTa's disentangled attention has no such recomputation yet:
+`distilled_blocks` refuses it by name, and soft-target and hard-label
+distillation (which only read the task outputs) work for every family.
 
 Shape legend: B batch, T tokens, H hidden, N heads, D = H / N, L layers.
 """
@@ -30,40 +31,20 @@ from keras import ops
 
 from bert_tf.layers import ModernBertBlock, TransformerBlock, in_window
 from bert_tf.layers.bert_self_attention import MASK_BIAS
-from bert_tf.models import BertEncoder, ModernBertEncoder
-
-# The encoders whose layers hidden-state, attention and cosine distillation read.
-LAYERWISE_ENCODERS = (BertEncoder, ModernBertEncoder)
 
 
 def distilled_blocks(encoder):
     """The blocks an encoder applies, in order (ALBERT's shared blocks repeated): one per layer whose output and
     attention map distillation compares. ValueError naming the encoder's class and family for an encoder whose
-    layers are not read here (DeBERTa)."""
-    if isinstance(encoder, BertEncoder):
+    layers are not read here (DeBERTa: its `layerwise` is false)."""
+    if getattr(encoder, "layerwise", False):
         return list(encoder.applied_layers)
-    if isinstance(encoder, ModernBertEncoder):
-        return list(encoder.transformer_layers)
     raise ValueError(
         "Hidden-state, attention and cosine distillation read the layers of a BertEncoder (BERT, RoBERTa, "
         "DistilBERT, ELECTRA, ALBERT) or a ModernBertEncoder (ModernBERT); soft-target and hard-label losses work "
         f"for every family. Received: an encoder of class {type(encoder).__name__} (model_type "
         f"{getattr(encoder, 'model_type', '?')!r})"
     )
-
-
-def _embed(encoder, inputs, training):
-    """The first block's input: `[B, T, H]` (compute dtype)."""
-    if isinstance(encoder, ModernBertEncoder):
-        x = encoder.embeddings_layer_norm(encoder.token_embedding_layer(inputs["token_ids"]))
-        return encoder.embeddings_dropout(x, training=training)
-    return encoder.embeddings(inputs["token_ids"], inputs["segment_ids"], training=training)
-
-
-def _pool(encoder, x, padding_mask):
-    if isinstance(encoder, ModernBertEncoder):
-        return encoder.pooler(x, padding_mask)  # first token or mean of the real tokens
-    return encoder.pooler(x)  # [CLS]
 
 
 def encoder_states(encoder, inputs, training=False, attention=False):
@@ -82,7 +63,7 @@ def encoder_states(encoder, inputs, training=False, attention=False):
     """
     blocks = distilled_blocks(encoder)
     padding_mask = inputs["padding_mask"]
-    x = _embed(encoder, inputs, training)  # [B, T, H]
+    x = encoder.embed(inputs, training=training)  # [B, T, H], the first block's input
     embedding_output = x
     states, maps = [], []
     for block in blocks:
@@ -92,7 +73,7 @@ def encoder_states(encoder, inputs, training=False, attention=False):
         states.append(x)
     if encoder.final_layer_norm is not None:
         x = states[-1] = encoder.final_layer_norm(x)
-    pooled = _pool(encoder, x, padding_mask)  # [B, H]
+    pooled = encoder.pool(x, padding_mask)  # [B, H]
     encoded = {
         "sequence_output": tf.cast(x, tf.float32),
         "pooled_output": tf.cast(pooled, tf.float32),
@@ -170,7 +151,6 @@ def _padding_bias(padding_mask):
 
 
 __all__ = [
-    "LAYERWISE_ENCODERS",
     "attention_probabilities",
     "distilled_blocks",
     "encoder_states",

@@ -10,7 +10,6 @@ their heads' (every `EncoderTask` does).
 import dataclasses
 
 from bert_tf.config import PRESETS, BertConfig
-from bert_tf.models import BertEncoder, ModernBertEncoder
 
 
 def student_config(config, teacher_config):
@@ -23,9 +22,9 @@ def student_config(config, teacher_config):
             fields["layer_types"] = tuple(teacher_config.layer_types[i] for i in layers)
         student = dataclasses.replace(teacher_config, **fields)
     elif config.student_model in PRESETS:
+        # A preset is a BERT config: the teacher's family's fields make it one of the family (none for BERT).
         student = BertConfig.preset(config.student_model, vocab_size=teacher_config.vocab_size)
-        if teacher_config.model_type != "bert":
-            student = student.for_family(teacher_config.model_type)
+        student = student.for_family(teacher_config.model_type)
     else:
         student = BertConfig.from_json_file(config.student_model)
         family = student.model_type in (teacher_config.model_type, "bert")
@@ -67,40 +66,20 @@ def _check_layers(layers, num_layers):
 def copy_teacher_layers(student, teacher, layers):
     """Copies into `student` the teacher's embeddings, `layers` (student block j <- teacher block `layers[j]`),
     pooler, final LayerNorm and head (DistilBERT's initialisation: a task model's task head, a pretrainer's masked-LM
-    head, whose output stays tied to the student's own word embeddings). Both are models of one task on
-    `BertEncoder`s without shared layers, or on `ModernBertEncoder`s (`student_config` gave the student the copied
-    layers' kinds); ValueError otherwise, naming `student_layers`.
-
-    ModernBERT's first block has no attention LayerNorm (the embeddings end in one): a teacher block copied to
-    student block 0 leaves its attention LayerNorm behind, and teacher block 0 copied further up gets a fresh one
-    (scale 1): every other weight is the teacher's.
+    head, whose output stays tied to the student's own word embeddings). Both are models of one task on encoders
+    of one class that declares `copies_layers` (`BertEncoder`s without shared layers, `ModernBertEncoder`s:
+    `student_config` gave the student the copied layers' kinds); ValueError otherwise, naming `student_layers`.
+    The encoder's `layer_copies` says which of its layers take which of the teacher's (ModernBERT's first block
+    has no attention LayerNorm: see `ModernBertEncoder.layer_copies`).
     """
     source, target = teacher.encoder, student.encoder
-    modernbert = isinstance(source, ModernBertEncoder) and isinstance(target, ModernBertEncoder)
-    distinct = isinstance(source, BertEncoder) and source.num_hidden_groups == 1 and source.inner_group_num == 1
-    if not (distinct or modernbert) or type(source) is not type(target):
+    if type(source) is not type(target) or not getattr(source, "copies_layers", False):
         raise ValueError(
             "`student_layers` copies distinct layers of a BertEncoder or a ModernBertEncoder; this teacher's encoder "
             f"({type(source).__name__}, {getattr(source, 'model_type', '?')}) has none to copy: use `student_model`."
         )
     _check_layers(layers, source.num_layers)
-    if modernbert:
-        pairs = [
-            (target.token_embedding_layer, source.token_embedding_layer),
-            (target.embeddings_layer_norm, source.embeddings_layer_norm),
-            (target.pooler, source.pooler),
-        ]
-        for j, i in enumerate(layers):
-            to, frm = target.transformer_layers[j], source.transformer_layers[i]
-            pairs += [(to.attention, frm.attention), (to.mlp_layer_norm, frm.mlp_layer_norm), (to.mlp, frm.mlp)]
-            if to.attention_layer_norm is not None and frm.attention_layer_norm is not None:
-                pairs.append((to.attention_layer_norm, frm.attention_layer_norm))
-    else:
-        pairs = [(target.embeddings, source.embeddings), (target.pooler, source.pooler)]
-        pairs += [(target.transformer_layers[j], source.transformer_layers[i]) for j, i in enumerate(layers)]
-    if source.final_layer_norm is not None:
-        pairs.append((target.final_layer_norm, source.final_layer_norm))
-    for to, frm in pairs:
+    for to, frm in target.layer_copies(source, layers):
         to.set_weights(frm.get_weights())
     head_target = student.weights[len(target.weights) :]  # a task model lists its encoder's variables first
     head_source = teacher.weights[len(source.weights) :]
