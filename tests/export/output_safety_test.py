@@ -15,6 +15,7 @@ from bert_tf.export import check_output_dir
 from bert_tf.export.saved_model import METADATA_FILE, staged_output
 from bert_tf.models import BertClassifier
 from tests.helpers import tiny_model_dir
+from tests.launcher import python_command
 
 WORDS = ["good", "bad", "movie", "the", "was", "."]
 
@@ -135,3 +136,32 @@ def test_a_successful_export_removes_staging_folders_of_killed_exports(tmp_path)
         with staged_output(str(output)):
             raise RuntimeError("killed")
     assert sorted(os.listdir(tmp_path)) == sorted(p.name for p in (output, live, *others))
+
+
+@pytest.mark.slow  # a subprocess with TensorFlow (the app, a killed writer)
+def test_the_export_command_refuses_a_parent_of_the_model_dir_in_one_line(classifier_dir):
+    runs = os.path.dirname(classifier_dir)
+    before = _tree(runs)
+    command = python_command("-m", "bert_tf.apps.export", f"--model_dir={classifier_dir}", f"--output_dir={runs}")
+    process = subprocess.run([*command, "--overwrite"], capture_output=True, text=True, timeout=300)
+    assert process.returncode != 0
+    lines = [line for line in process.stderr.splitlines() if line.startswith("bert-tf-export")]
+    assert len(lines) == 1 and runs in lines[0] and classifier_dir in lines[0], process.stderr[-2000:]
+    assert _tree(runs) == before
+
+
+@pytest.mark.slow  # a subprocess with TensorFlow (the app, a killed writer)
+def test_a_rerun_after_an_export_killed_mid_write_leaves_no_staging_folder(classifier_dir, tmp_path):
+    output = str(tmp_path / "serving" / "1")
+    killed = (
+        "import os, signal, sys\n"
+        "from bert_tf.export.saved_model import staged_output\n"
+        "with staged_output(sys.argv[1]) as staging:\n"
+        "    open(os.path.join(staging, 'saved_model.pb'), 'wb').write(b'x' * 4096)\n"
+        "    os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    process = subprocess.run([*python_command("-c", killed), output], capture_output=True, timeout=300)
+    assert process.returncode != 0
+    assert [name for name in os.listdir(tmp_path / "serving") if name.startswith("1.partial-")]  # left behind
+    assert _run(model_dir=classifier_dir, output_dir=output) == 0
+    assert os.listdir(tmp_path / "serving") == ["1"]
