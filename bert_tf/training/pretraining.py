@@ -79,7 +79,7 @@ from bert_tf.data.pretraining import (
     pretraining_dataset,
     resolve_objectives,
 )
-from bert_tf.models import RTD_MODEL_TYPES, BertPretrainer, ElectraPretrainer, build_encoder
+from bert_tf.models import RTD_MODEL_TYPES, BertPretrainer, ElectraPretrainer, build_encoder, encoder_class
 from bert_tf.options import lower_bounds, option, override
 from bert_tf.text import SPECIAL_TOKENS, BertTokenizer, SentencePieceTokenizer, packer_for
 from bert_tf.text.vocab import build_bert_bpe_vocab, build_bpe_vocab, build_unigram_vocab, build_vocab, expand_files
@@ -433,7 +433,7 @@ class PretrainConfig(MaskedLMData, Schedule, Optimization):
             theta = self.global_rope_theta
             if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not theta > 0:
                 fail("`global_rope_theta` must be a positive number", "global_rope_theta")
-            if model_type != "modernbert":
+            if not encoder_class(model_type).takes("global_rope_theta"):
                 raise ConfigError(
                     f"PretrainConfig: `global_rope_theta` (--global_rope_theta) is ModernBERT's rotary positions' "
                     f"base; a {model_type} model has none. Received: global_rope_theta={theta!r}, "
@@ -474,19 +474,9 @@ class PretrainConfig(MaskedLMData, Schedule, Optimization):
         if self.vocab and not os.path.exists(self.vocab):
             fail("`vocab` does not exist", "vocab")
         vocab_file = self.vocab and (vocab_file_in(self.vocab) if os.path.isdir(self.vocab) else self.vocab)
-        if model_type == "roberta" and vocab_file and vocab_kind(vocab_file) != "bpe":
-            fail(
-                "`model_type` roberta needs a byte-level BPE vocabulary: a vocab.json with merges.txt beside it "
-                "(bert-tf-vocab --kind=bpe), a byte-level BPE tokenizer.json, or none to build one from the corpus",
-                "vocab",
-            )
-        if model_type == "modernbert" and vocab_file and vocab_kind(vocab_file) != "bpe":
-            fail(
-                "`model_type` modernbert needs a byte-level BPE vocabulary: a tokenizer.json (or a directory holding "
-                "one, as a ModernBERT directory), a vocab.json with merges.txt beside it, or none to build one with "
-                "BERT's special tokens from the corpus",
-                "vocab",
-            )
+        byte_level = BYTE_LEVEL_VOCABS.get(VOCAB_KIND_BY_MODEL_TYPE.get(model_type))
+        if byte_level and vocab_file and vocab_kind(vocab_file) != "bpe":
+            fail(f"`model_type` {model_type} needs a byte-level BPE vocabulary: {byte_level}", "vocab")
         if self.model is not None and self.model not in PRESETS and not os.path.isfile(self.model):
             fail(f"`model` must be a preset {PRESETS} or a bert_config.json path", "model")
         if self.corpus:
@@ -597,6 +587,13 @@ class PretrainConfig(MaskedLMData, Schedule, Optimization):
 # (`text.build_bert_bpe_vocab`).
 VOCAB_KIND_BY_MODEL_TYPE = {"roberta": "bpe", "albert": "unigram", "deberta-v2": "unigram", "modernbert": "bert_bpe"}
 UNIGRAM_FAMILY_BY_MODEL_TYPE = {"deberta-v2": "deberta-v2"}
+# The byte-level BPE kinds of VOCAB_KIND_BY_MODEL_TYPE: the vocabularies a family of that kind accepts as `vocab`.
+BYTE_LEVEL_VOCABS = {
+    "bpe": "a vocab.json with merges.txt beside it (bert-tf-vocab --kind=bpe), a byte-level BPE tokenizer.json, or "
+    "none to build one from the corpus",
+    "bert_bpe": "a tokenizer.json (or a directory holding one, as a ModernBERT directory), a vocab.json with "
+    "merges.txt beside it, or none to build one with BERT's special tokens from the corpus",
+}
 
 
 # Smallest value of each numeric field: its option's lower bound (the flag's), checked in this order; the
@@ -837,9 +834,16 @@ def _run_global_rope_theta(config, bert_config):
         return float(config.global_rope_theta)
     saved = read_training_settings(config.model_dir) if newest_step(config.model_dir) is not None else None
     model = (saved or {}).get("model")
-    if isinstance(model, dict) and model.get("model_type") == "modernbert" and model.get("global_rope_theta"):
+    if isinstance(model, dict) and _rotary(model.get("model_type")) and model.get("global_rope_theta"):
         return float(model["global_rope_theta"])
     return bert_config.global_rope_theta
+
+
+def _rotary(model_type):
+    """Whether `model_type`'s encoder has rotary positions (`Encoder.rotary_positions`: ModernBERT): no table
+    bounds its length, so a run may resume with longer sequences and another global RoPE theta (its long-context
+    phase). False for a value that is no model_type (an old or damaged settings file)."""
+    return model_type in MODEL_TYPES and encoder_class(model_type).rotary_positions
 
 
 def resume_changes(model_dir, settings):
@@ -861,7 +865,8 @@ def resume_changes(model_dir, settings):
     saved = upgrade_training_settings(saved)
     earlier = [dict(change) for change in saved.get("resume_changes") or [] if isinstance(change, dict)]
     old_model, new_model = saved.get("model"), settings.get("model")
-    if not (isinstance(old_model, dict) and old_model.get("model_type") == new_model.get("model_type") == "modernbert"):
+    same_family = isinstance(old_model, dict) and old_model.get("model_type") == new_model.get("model_type")
+    if not (same_family and _rotary(new_model.get("model_type"))):
         return earlier, False
     now = json.loads(json.dumps({key: settings.get(key) for key in INCOMPATIBLE}))
     accepted, refused = {}, []
@@ -1066,11 +1071,11 @@ def pretrain(config, strategy=None, log=print):
         bert_config = model_config(
             config.model or DEFAULT_MODEL, tokenizer.vocab_size, model_type, config.embedding_size
         )
-        if model_type == "modernbert":
+        if _rotary(model_type):
             bert_config = modernbert_run_config(bert_config, tokenizer, preset=not os.path.isfile(config.model or ""))
         with open(vocab_file, "rb") as f:
             vocab_sha = hashlib.sha256(f.read()).hexdigest()
-    if bert_config.model_type == "modernbert":
+    if _rotary(bert_config.model_type):
         bert_config = dataclasses.replace(bert_config, global_rope_theta=_run_global_rope_theta(config, bert_config))
     if config.max_seq_length > bert_config.max_position_embeddings:
         raise ConfigError(
