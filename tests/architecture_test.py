@@ -267,6 +267,7 @@ def test_litert_runtime_imports_the_standard_library_only():
 LAZY_IMPORTS = {
     ("bert_tf.apps.launch", "absl"),
     ("bert_tf.apps.launch", "tensorflow"),
+    ("bert_tf.checkpoints.hub", "huggingface_hub"),  # a Hub id only: a local path never imports it (0.3 s)
     ("bert_tf.checkpoints.readers", "torch"),  # pickle checkpoints, opt-in (allow_pickle)
     ("bert_tf.data.tfds_inputs", "tensorflow_datasets"),  # `tfds:` inputs only
     ("bert_tf.export.onnx", "onnx"),  # the `bert_tf[onnx]` extra, ONNX export only

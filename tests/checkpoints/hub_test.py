@@ -9,7 +9,7 @@ import shutil
 import numpy as np
 import pytest
 
-from bert_tf import checkpoints
+from bert_tf import checkpoints, tasks
 from bert_tf.checkpoints import CheckpointError, ModelDirectory, hub
 from tests.conftest import MINILM_HUB_ID, REFERENCE_DIR
 from tests.helpers import make_hub_cache
@@ -86,6 +86,8 @@ def test_an_electra_pair_by_id_with_its_generator_folder(tmp_path, monkeypatch):
 def test_revision(tiny_cache):
     assert ModelDirectory.read("org/tiny-bert@v2").path == tiny_cache["v2"]
     assert ModelDirectory.read("org/tiny-bert@v2").hf_config["architectures"] == ["BertForSequenceClassification"]
+    model, settings = tasks.load_model("org/tiny-bert@v2")  # a task model, by id at a revision
+    assert type(model).__name__ == "BertClassifier" and settings["task"] == "classification"
     commit = os.path.basename(tiny_cache["main"])
     assert ModelDirectory.read(f"org/tiny-bert@{commit}").path == tiny_cache["main"]  # a commit hash
     with pytest.raises(CheckpointError, match="org/tiny-bert@v3.*hf download org/tiny-bert --revision v3"):
