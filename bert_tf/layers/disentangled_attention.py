@@ -119,34 +119,22 @@ class DisentangledSelfAttention(ConfiguredLayer):
         return tf.transpose(tf.reshape(projected, (-1, self.num_heads, self.head_dim)), (1, 0, 2))
 
     def call(self, x, padding_mask, rel_embeddings, training=None):
-        batch, length = tf.shape(x)[0], tf.shape(x)[1]
-        query = self._heads(self.query_dense(x)) * ops.cast(self.scale, self.compute_dtype)  # [B, N, T, D] scaled
-        key = self._heads(self.key_dense(x))  # [B, N, T, D]
-        value = self._heads(self.value_dense(x))  # [B, N, T, D]
-        scores = tf.cast(tf.matmul(query, key, transpose_b=True), tf.float32)  # [B, N, T, T]
+        length = tf.shape(x)[1]
+        query, key, value, scores = self._content(x, x)  # scores [B, N, T, T]
         if self.pos_att_type:
-            table = ops.cast(rel_embeddings, self.compute_dtype)
-            if training and self.position_dropout:
-                table = dropout(table, draw_seed(self.position_dropout_layer), self.position_dropout)
             index = relative_position_index(
                 tf.range(length), length, self.position_buckets, self.max_relative_positions
             )  # [T, T] rows of the table
-            table = table[: 2 * self.span]
-            if "c2p" in self.pos_att_type:
-                pos_key = self._table_heads(self.key_dense if self.share_att_key else self.pos_key_dense, table)
+            pos_key, pos_query = self._position_heads(rel_embeddings, training)
+            if pos_key is not None:
                 c2p = tf.einsum("bnqd,nrd->qrbn", query, pos_key)  # [T, 2S, B, N]
                 c2p = tf.gather(c2p, index, axis=1, batch_dims=1)  # [Tq, Tk, B, N]
                 scores += tf.cast(tf.transpose(c2p, (2, 3, 0, 1)), tf.float32)
-            if "p2c" in self.pos_att_type:
-                pos_query = self._table_heads(self.query_dense if self.share_att_key else self.pos_query_dense, table)
-                pos_query = pos_query * ops.cast(self.scale, self.compute_dtype)
+            if pos_query is not None:
                 p2c = tf.einsum("bnkd,nrd->krbn", key, pos_query)  # [T, 2S, B, N]
                 p2c = tf.gather(p2c, tf.transpose(index), axis=1, batch_dims=1)  # [Tk, Tq, B, N]
                 scores += tf.cast(tf.transpose(p2c, (2, 3, 1, 0)), tf.float32)
-        probs = masked_probabilities(self, scores, padding_bias(padding_mask), training)
-        context = tf.matmul(ops.cast(probs, self.compute_dtype), value)  # [B, N, T, D]
-        context = tf.reshape(tf.transpose(context, (0, 2, 1, 3)), (batch, length, self.hidden_dim))
-        return self.output_dense(context)
+        return self._output(scores, value, padding_mask, training)
 
     def call_at(self, queries, positions, x, padding_mask, rel_embeddings, training=None):
         """Attention outputs only for the queries at `positions`: `[B, P, H]` -> `[B, P, H]`.
@@ -157,31 +145,50 @@ class DisentangledSelfAttention(ConfiguredLayer):
         """
         batch, count = tf.shape(queries)[0], tf.shape(queries)[1]
         length = tf.shape(x)[1]
-        query = self._heads(self.query_dense(queries)) * ops.cast(self.scale, self.compute_dtype)  # [B, N, P, D]
-        key = self._heads(self.key_dense(x))  # [B, N, T, D]
-        value = self._heads(self.value_dense(x))  # [B, N, T, D]
-        scores = tf.cast(tf.matmul(query, key, transpose_b=True), tf.float32)  # [B, N, P, T]
+        query, key, value, scores = self._content(queries, x)  # scores [B, N, P, T]
         if self.pos_att_type:
-            table = ops.cast(rel_embeddings, self.compute_dtype)
-            if training and self.position_dropout:
-                table = dropout(table, draw_seed(self.position_dropout_layer), self.position_dropout)
-            table = table[: 2 * self.span]
             index = relative_position_index(
                 tf.cast(positions, tf.int32), length, self.position_buckets, self.max_relative_positions
             )  # [B, P, T]
             index = tf.broadcast_to(index[:, None], (batch, self.num_heads, count, length))  # [B, N, P, T]
-            if "c2p" in self.pos_att_type:
-                pos_key = self._table_heads(self.key_dense if self.share_att_key else self.pos_key_dense, table)
+            pos_key, pos_query = self._position_heads(rel_embeddings, training)
+            if pos_key is not None:
                 c2p = tf.einsum("bnpd,nrd->bnpr", query, pos_key)  # [B, N, P, 2S]
                 scores += tf.cast(tf.gather(c2p, index, batch_dims=3), tf.float32)  # [B, N, P, T]
-            if "p2c" in self.pos_att_type:
-                pos_query = self._table_heads(self.query_dense if self.share_att_key else self.pos_query_dense, table)
-                pos_query = pos_query * ops.cast(self.scale, self.compute_dtype)
+            if pos_query is not None:
                 p2c = tf.einsum("bnkd,nrd->bnkr", key, pos_query)  # [B, N, T, 2S]
                 p2c = tf.gather(p2c, tf.transpose(index, (0, 1, 3, 2)), batch_dims=3)  # [B, N, T, P]
                 scores += tf.cast(tf.transpose(p2c, (0, 1, 3, 2)), tf.float32)
+        return self._output(scores, value, padding_mask, training)
+
+    def _content(self, queries, x):
+        """Scaled queries `[B, N, Q, D]` of `queries` `[B, Q, H]`, keys and values `[B, N, T, D]` of `x` `[B, T, H]`,
+        and the content-to-content scores, float32 `[B, N, Q, T]`."""
+        query = self._heads(self.query_dense(queries)) * ops.cast(self.scale, self.compute_dtype)
+        key = self._heads(self.key_dense(x))
+        value = self._heads(self.value_dense(x))
+        return query, key, value, tf.cast(tf.matmul(query, key, transpose_b=True), tf.float32)
+
+    def _position_heads(self, rel_embeddings, training):
+        """The table's position keys (c2p) and scaled position queries (p2c), each `[N, 2S, D]` or None where
+        `pos_att_type` leaves its term out; the table gets its dropout in training."""
+        table = ops.cast(rel_embeddings, self.compute_dtype)
+        if training and self.position_dropout:
+            table = dropout(table, draw_seed(self.position_dropout_layer), self.position_dropout)
+        table = table[: 2 * self.span]
+        pos_key = pos_query = None
+        if "c2p" in self.pos_att_type:
+            pos_key = self._table_heads(self.key_dense if self.share_att_key else self.pos_key_dense, table)
+        if "p2c" in self.pos_att_type:
+            pos_query = self._table_heads(self.query_dense if self.share_att_key else self.pos_query_dense, table)
+            pos_query = pos_query * ops.cast(self.scale, self.compute_dtype)
+        return pos_key, pos_query
+
+    def _output(self, scores, value, padding_mask, training):
+        """The heads' outputs of float32 scores `[B, N, Q, T]` over `value` `[B, N, T, D]`, projected: `[B, Q, H]`."""
         probs = masked_probabilities(self, scores, padding_bias(padding_mask), training)
-        context = tf.matmul(ops.cast(probs, self.compute_dtype), value)  # [B, N, P, D]
+        context = tf.matmul(ops.cast(probs, self.compute_dtype), value)  # [B, N, Q, D]
+        batch, count = tf.shape(context)[0], tf.shape(context)[2]
         context = tf.reshape(tf.transpose(context, (0, 2, 1, 3)), (batch, count, self.hidden_dim))
         return self.output_dense(context)
 

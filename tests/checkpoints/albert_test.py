@@ -13,44 +13,10 @@ import os
 import numpy as np
 import pytest
 import tensorflow as tf
-from safetensors.numpy import load_file
 
 from bert_tf import checkpoints, tasks
 from bert_tf.models import BertClassifier, BertPretrainer, BertSpanLabeler, BertTokenClassifier
-
-SHARED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "reference", "families")
-LOCAL = os.path.join(os.path.dirname(__file__), "..", "data", "families")
-TOLERANCE = 1e-4
-
-
-def _shared(name):
-    return os.path.normpath(os.path.join(SHARED, name))
-
-
-def _local(name):
-    return os.path.normpath(os.path.join(LOCAL, name))
-
-
-def _reference(path):
-    with open(os.path.join(path, "reference.json"), encoding="utf-8") as f:
-        return json.load(f)
-
-
-def _inputs(row):
-    """The row's ids as a batch; transformers 5's AlbertTokenizer returns no `token_type_ids` (all segment 0)."""
-    ids = np.array(row["input_ids"], np.int32)
-    ids = ids if ids.ndim == 2 else ids[None]
-    segments = np.array(row.get("token_type_ids", np.zeros_like(ids)), np.int32).reshape(ids.shape)
-    mask = np.array(row.get("attention_mask", np.ones_like(ids)), np.int32).reshape(ids.shape)
-    return {"token_ids": ids, "segment_ids": segments, "padding_mask": mask}
-
-
-def _close(ours, theirs, mask=None):
-    ours, theirs = np.asarray(ours, np.float64), np.asarray(theirs, np.float64).reshape(np.shape(ours))
-    if mask is not None:  # real tokens only
-        keep = np.asarray(mask).reshape(ours.shape[: mask.ndim]) > 0
-        ours, theirs = ours[keep], theirs[keep]
-    np.testing.assert_allclose(ours, theirs, atol=TOLERANCE, rtol=0)
+from tests.checkpoints.references import assert_close, batch_of, hf_round_trip, local_dir, read_reference, shared_dir
 
 
 def _check_top5(logits, ids, values):
@@ -61,8 +27,8 @@ def _check_top5(logits, ids, values):
     """
     ids, values = np.asarray(ids), np.asarray(values)
     top5 = np.argsort(-logits, axis=-1, kind="stable")[:, :5]
-    _close(np.take_along_axis(logits, top5, axis=1), values)
-    _close(np.take_along_axis(logits, ids, axis=1), values)  # the reference's ids have the reference's logits
+    assert_close(np.take_along_axis(logits, top5, axis=1), values)
+    assert_close(np.take_along_axis(logits, ids, axis=1), values)  # the reference's ids have the reference's logits
     for t, k in zip(*np.nonzero(top5 != ids)):
         ties = np.sum(np.abs(values[t] - values[t, k]) <= 1e-5)
         assert ties >= 2 and set(top5[t]) == set(ids[t]), f"position {t}: top-5 ids {top5[t]} != {ids[t]}"
@@ -70,94 +36,81 @@ def _check_top5(logits, ids, values):
 
 @pytest.mark.slow
 def test_masked_lm_hidden_states_and_top5():
-    model, _ = tasks.load_model(_shared("albert"))
+    model, _ = tasks.load_model(shared_dir("albert"))
     assert isinstance(model, BertPretrainer) and not model.nsp and model.encoder.model_type == "albert"
     # One shared block: the encoder has one block's variables for its 2 layers.
     assert len(model.encoder.transformer_layers) == 1 and len(model.encoder.applied_layers) == 2
     assert model.mlm_head.token_embedding.embeddings.shape == (2000, 16)
-    reference = _reference(_shared("albert"))
+    reference = read_reference(shared_dir("albert"))
     for row in reference["single"] + reference["pair"]:
-        inputs = _inputs(row)
-        _close(model.encoder(inputs)["sequence_output"][0], row["last_hidden_state"])
-        _close(model.encoder.call_unpadded(inputs)["sequence_output"][0], row["last_hidden_state"])
+        inputs = batch_of(row)
+        assert_close(model.encoder(inputs)["sequence_output"][0], row["last_hidden_state"])
+        assert_close(model.encoder.call_unpadded(inputs)["sequence_output"][0], row["last_hidden_state"])
         length = inputs["token_ids"].shape[1]
         logits = model({**inputs, "mask_positions": np.arange(length, dtype=np.int32)[None]})["mlm"][0].numpy()
         _check_top5(logits, row["mlm_top5_ids"], row["mlm_top5_logits"])
 
 
 def test_load_encoder_reads_the_base_model():
-    encoder = checkpoints.load_encoder(_shared("albert-cls"), strict=True)  # the classifier's has the pooler
-    row = _reference(_shared("albert"))["single"][0]
-    _close(encoder(_inputs(row))["sequence_output"][0], row["last_hidden_state"])
+    encoder = checkpoints.load_encoder(shared_dir("albert-cls"), strict=True)  # the classifier's has the pooler
+    row = read_reference(shared_dir("albert"))["single"][0]
+    assert_close(encoder(batch_of(row))["sequence_output"][0], row["last_hidden_state"])
 
 
 @pytest.mark.slow
 def test_sequence_classifier_logits_and_labels():
-    model, settings = tasks.load_model(_shared("albert-cls"))
+    model, settings = tasks.load_model(shared_dir("albert-cls"))
     assert isinstance(model, BertClassifier)
     assert (settings["task"], settings["labels"]) == ("classification", ["negative", "neutral", "positive"])
-    for row in _reference(_shared("albert"))["single"] + _reference(_shared("albert"))["pair"]:
-        inputs = _inputs(row)
-        _close(model(inputs)[0], row["cls_logits"])  # call_selected: the last layer at [CLS] only
-        _close(model.call_graph(inputs)[0], row["cls_logits"])
-        _close(model.call_unpadded(inputs)[0], row["cls_logits"])
+    for row in read_reference(shared_dir("albert"))["single"] + read_reference(shared_dir("albert"))["pair"]:
+        inputs = batch_of(row)
+        assert_close(model(inputs)[0], row["cls_logits"])  # call_selected: the last layer at [CLS] only
+        assert_close(model.call_graph(inputs)[0], row["cls_logits"])
+        assert_close(model.call_unpadded(inputs)[0], row["cls_logits"])
 
 
 @pytest.mark.parametrize("head", ["ner", "qa"])
 def test_token_heads_on_padded_batches(head):
-    model, settings = tasks.load_model(_local(f"albert-{head}"))
-    reference = _reference(_local(f"albert-{head}"))
+    model, settings = tasks.load_model(local_dir(f"albert-{head}"))
+    reference = read_reference(local_dir(f"albert-{head}"))
     if head == "ner":
         assert isinstance(model, BertTokenClassifier) and len(settings["labels"]) == 9
     else:
         assert isinstance(model, BertSpanLabeler) and settings["task"] == "squad"
     rows = reference["single"] + [reference["batch"]] + reference.get("pair", []) + [reference.get("pair_batch")]
     for row in filter(None, rows):
-        inputs = _inputs(row)
+        inputs = batch_of(row)
         mask = inputs["padding_mask"]
         for output in (model(inputs), model.call_unpadded(inputs), model.call_graph(inputs)):
             if head == "ner":
-                _close(output, row["logits"], mask)
+                assert_close(output, row["logits"], mask)
             else:
-                _close(output["start_logits"], row["start_logits"], mask)
-                _close(output["end_logits"], row["end_logits"], mask)
+                assert_close(output["start_logits"], row["start_logits"], mask)
+                assert_close(output["end_logits"], row["end_logits"], mask)
 
 
 def test_albert_for_pretraining_reads_the_sentence_order_head():
-    path = _local("albert-pretraining")
+    path = local_dir("albert-pretraining")
     model, _ = tasks.load_model(path)
     assert isinstance(model, BertPretrainer) and model.nsp and model.sentence_objective == "sop"
-    reference = _reference(path)
+    reference = read_reference(path)
     for row in reference["single"] + reference["pair"]:
-        inputs = _inputs(row)
+        inputs = batch_of(row)
         length = inputs["token_ids"].shape[1]
         outputs = model({**inputs, "mask_positions": np.arange(length, dtype=np.int32)[None]})
-        _close(outputs["sop"][0], row["sop_logits"])
+        assert_close(outputs["sop"][0], row["sop_logits"])
         _check_top5(outputs["mlm"][0].numpy(), row["prediction_top5_ids"], row["prediction_top5_logits"])
-
-
-def _tensors(path):
-    return load_file(os.path.join(path, "model.safetensors"))
 
 
 @pytest.mark.parametrize(
     "folder",
-    [_shared("albert"), _shared("albert-cls")] + [_local(f"albert-{task}") for task in ("ner", "qa", "pretraining")],
+    [shared_dir("albert"), shared_dir("albert-cls")]
+    + [local_dir(f"albert-{task}") for task in ("ner", "qa", "pretraining")],
     ids=os.path.basename,
 )
 def test_hf_to_bert_tf_to_hf_is_bit_identical(tmp_path, folder):
     """`convert_checkpoint` to a bert_tf model directory (Google's ALBERT TF1 names) and back to Hugging Face."""
-    ours, back = str(tmp_path / "ours"), str(tmp_path / "hf")
-    tasks.convert_checkpoint(folder, ours)
-    tasks.convert_checkpoint(ours, back, to="hf")
-    original, returned = _tensors(folder), _tensors(back)
-    assert sorted(returned) == sorted(original)
-    for name, value in original.items():
-        np.testing.assert_array_equal(returned[name], value, err_msg=name)
-    with open(os.path.join(folder, "config.json"), encoding="utf-8") as f:
-        source = json.load(f)
-    with open(os.path.join(back, "config.json"), encoding="utf-8") as f:
-        written = json.load(f)
+    ours, back, source, written = hf_round_trip(folder, tmp_path)
     for key in ("architectures", "model_type", "embedding_size", "num_hidden_groups", "inner_group_num", "hidden_act"):
         assert written[key] == source[key], key
     if source["architectures"][0].endswith("Classification"):
@@ -168,7 +121,7 @@ def test_hf_to_bert_tf_to_hf_is_bit_identical(tmp_path, folder):
 
 
 def test_model_directory_uses_googles_albert_names(tmp_path):
-    model, settings = tasks.load_model(_local("albert-pretraining"))
+    model, settings = tasks.load_model(local_dir("albert-pretraining"))
     checkpoints.save_model_dir(model, str(tmp_path), settings=settings)
     names = {name for name, _ in tf.train.list_variables(str(tmp_path / "bert_model.ckpt"))}
     assert {
@@ -187,17 +140,17 @@ def test_model_directory_uses_googles_albert_names(tmp_path):
 
 def test_shared_layer_groups_equal_transformers():
     """3 layers over 2 groups of 2 blocks: Hugging Face runs blocks 0 1 | 0 1 | 2 3 (group int(i / 1.5))."""
-    path = _local("albert-groups")
+    path = local_dir("albert-groups")
     encoder = checkpoints.load_encoder(path, strict=True)
     assert [block.name for block in encoder.applied_layers] == [
         f"transformer_group_{g}_layer_{j}" for g, j in ((0, 0), (0, 1), (0, 0), (0, 1), (1, 0), (1, 1))
     ]
-    reference = _reference(path)
-    inputs = _inputs(reference)
+    reference = read_reference(path)
+    inputs = batch_of(reference)
     mask = inputs["padding_mask"]
     for outputs in (encoder(inputs), encoder.call_unpadded(inputs)):
-        _close(outputs["sequence_output"], reference["last_hidden_state"], mask)
-        _close(outputs["pooled_output"], reference["pooler_output"])
+        assert_close(outputs["sequence_output"], reference["last_hidden_state"], mask)
+        assert_close(outputs["pooled_output"], reference["pooler_output"])
         assert len(outputs["encoder_outputs"]) == len(reference["hidden_states"]) == 6
         for ours, theirs in zip(outputs["encoder_outputs"], reference["hidden_states"]):
-            _close(ours, theirs, mask)
+            assert_close(ours, theirs, mask)

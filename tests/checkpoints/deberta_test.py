@@ -10,56 +10,31 @@ token-classification and QA heads; and the fixture on 100 tokens), made by
 logits within 1e-4, identical top-5 ids; HF -> bert_tf -> HF bit-identical.
 """
 
-import json
 import os
 
 import numpy as np
 import pytest
-from safetensors.numpy import load_file
 
 from bert_tf import checkpoints, tasks
 from bert_tf.config import BertConfig, ConfigError
 from bert_tf.models import BertClassifier, BertPretrainer, BertSpanLabeler, BertTokenClassifier, DebertaV2Encoder
-
-SHARED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "reference", "families")
-LOCAL = os.path.join(os.path.dirname(__file__), "..", "data", "deberta")
-TOLERANCE = 1e-4
-
-
-def _shared(name):
-    return os.path.normpath(os.path.join(SHARED, name))
-
-
-def _local(name):
-    return os.path.normpath(os.path.join(LOCAL, name))
-
-
-def _json(path):
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
-
-
-def _inputs(row):
-    ids = np.array(row["input_ids"], np.int32).reshape(-1, np.shape(row["input_ids"])[-1])
-    segments = np.array(row.get("token_type_ids", np.zeros_like(ids)), np.int32).reshape(ids.shape)
-    mask = np.array(row.get("attention_mask", np.ones_like(ids)), np.int32).reshape(ids.shape)
-    return {"token_ids": ids, "segment_ids": segments, "padding_mask": mask}
-
-
-def _close(ours, theirs, mask=None):
-    ours, theirs = np.asarray(ours, np.float64), np.asarray(theirs, np.float64).reshape(np.shape(ours))
-    if mask is not None:  # real tokens only (values at padding are not defined)
-        keep = np.asarray(mask) > 0
-        ours, theirs = ours[keep], theirs[keep]
-    np.testing.assert_allclose(ours, theirs, atol=TOLERANCE, rtol=0)
+from tests.checkpoints.references import (
+    assert_close,
+    batch_of,
+    hf_round_trip,
+    local_dir,
+    read_json,
+    read_reference,
+    shared_dir,
+)
 
 
 def test_fixture_hidden_states_mlm_top5_and_classifier_logits():
-    mlm, _ = tasks.load_model(_shared("deberta-v2"))
-    classifier, settings = tasks.load_model(_shared("deberta-v2-cls"))
+    mlm, _ = tasks.load_model(shared_dir("deberta-v2"))
+    classifier, settings = tasks.load_model(shared_dir("deberta-v2-cls"))
     assert isinstance(mlm, BertPretrainer) and isinstance(mlm.encoder, DebertaV2Encoder) and not mlm.nsp
     assert isinstance(classifier, BertClassifier) and settings["labels"] == ["negative", "neutral", "positive"]
-    reference = _json(os.path.join(_shared("deberta-v2"), "reference.json"))
+    reference = read_reference(shared_dir("deberta-v2"))
     rows = reference["single"] + reference["pair"]
     assert len(rows) == 34
     # One padded batch of every row (padding does not change real tokens' outputs).
@@ -74,24 +49,24 @@ def test_fixture_hidden_states_mlm_top5_and_classifier_logits():
     classes = classifier(inputs).numpy()
     for i, row in enumerate(rows):
         n = len(row["input_ids"])
-        _close(hidden[i, :n], row["last_hidden_state"])
+        assert_close(hidden[i, :n], row["last_hidden_state"])
         top5 = np.argsort(-logits[i, :n], axis=-1, kind="stable")[:, :5]
         np.testing.assert_array_equal(top5, row["mlm_top5_ids"])
-        _close(np.take_along_axis(logits[i, :n], top5, axis=1), row["mlm_top5_logits"])
-        _close(classes[i], row["cls_logits"])
+        assert_close(np.take_along_axis(logits[i, :n], top5, axis=1), row["mlm_top5_logits"])
+        assert_close(classes[i], row["cls_logits"])
 
 
 def test_fixture_on_100_tokens_past_its_32_buckets():
-    reference = _json(_local("long.json"))
-    encoder = checkpoints.load_encoder(_shared("deberta-v2"))
-    _close(encoder(_inputs(reference))["sequence_output"][0], reference["last_hidden_state"])
+    reference = read_json(local_dir("long.json", "deberta"))
+    encoder = checkpoints.load_encoder(shared_dir("deberta-v2"))
+    assert_close(encoder(batch_of(reference))["sequence_output"][0], reference["last_hidden_state"])
 
 
 @pytest.mark.parametrize("name", ["conv", "plain"])
 def test_tiny_models_with_the_other_options_every_layer_on_padded_batches(name):
-    model, _ = tasks.load_model(_local(name))
-    reference = _json(os.path.join(_local(name), "reference.json"))
-    inputs = _inputs(reference)
+    model, _ = tasks.load_model(local_dir(name, "deberta"))
+    reference = read_reference(local_dir(name, "deberta"))
+    inputs = batch_of(reference)
     mask = inputs["padding_mask"]
     encoder = model.encoder
     config = encoder.bert_config()
@@ -102,42 +77,36 @@ def test_tiny_models_with_the_other_options_every_layer_on_padded_batches(name):
         assert (config.position_buckets, config.embedding_size, config.conv_groups) == (-1, 8, 2)
     out = encoder(inputs)
     for ours, theirs in zip(out["encoder_outputs"], reference["hidden_states"][1:], strict=True):
-        _close(ours, theirs, mask)
+        assert_close(ours, theirs, mask)
     positions = np.tile(np.arange(mask.shape[1], dtype=np.int32), (mask.shape[0], 1))
     logits = model({**inputs, "mask_positions": positions})["mlm"]
-    _close(logits, reference["logits"], mask)
+    assert_close(logits, reference["logits"], mask)
 
 
 @pytest.mark.parametrize("head", ["ner", "qa"])
 def test_token_classification_and_question_answering_heads(head):
-    model, settings = tasks.load_model(_local(f"conv-{head}"))
-    reference = _json(os.path.join(_local(f"conv-{head}"), "reference.json"))
-    inputs = _inputs(reference)
+    model, settings = tasks.load_model(local_dir(f"conv-{head}", "deberta"))
+    reference = read_reference(local_dir(f"conv-{head}", "deberta"))
+    inputs = batch_of(reference)
     mask = inputs["padding_mask"]
     for output in (model(inputs), model.call_unpadded(inputs)):
         if head == "ner":
             assert isinstance(model, BertTokenClassifier) and settings["task"] == "ner"
-            _close(output, reference["logits"], mask)
+            assert_close(output, reference["logits"], mask)
         else:
             assert isinstance(model, BertSpanLabeler) and settings["task"] == "squad"
             logits = np.stack([output["start_logits"], output["end_logits"]], -1)
-            _close(logits, reference["logits"], mask)
+            assert_close(logits, reference["logits"], mask)
 
 
 @pytest.mark.parametrize(
     "folder",
-    [_shared("deberta-v2"), _shared("deberta-v2-cls")] + [_local(n) for n in ("conv", "plain", "conv-ner", "conv-qa")],
+    [shared_dir("deberta-v2"), shared_dir("deberta-v2-cls")]
+    + [local_dir(n, "deberta") for n in ("conv", "plain", "conv-ner", "conv-qa")],
     ids=os.path.basename,
 )
 def test_hf_to_bert_tf_to_hf_is_bit_identical(tmp_path, folder):
-    ours, back = str(tmp_path / "ours"), str(tmp_path / "hf")
-    tasks.convert_checkpoint(folder, ours, allow_missing_vocab=True)
-    tasks.convert_checkpoint(ours, back, to="hf", allow_missing_vocab=True)
-    original, returned = load_file(os.path.join(folder, "model.safetensors")), load_file(back + "/model.safetensors")
-    assert sorted(returned) == sorted(original)
-    for name, value in original.items():
-        np.testing.assert_array_equal(returned[name], value, err_msg=name)
-    source, written = _json(os.path.join(folder, "config.json")), _json(os.path.join(back, "config.json"))
+    _, _, source, written = hf_round_trip(folder, tmp_path, allow_missing_vocab=True)
     assert written["architectures"] == source["architectures"]
     assert BertConfig.from_hf_dict(written) == BertConfig.from_hf_dict(source)
     for key in ("legacy", "pos_att_type", "position_buckets", "share_att_key", "conv_kernel_size", "type_vocab_size"):
@@ -146,7 +115,7 @@ def test_hf_to_bert_tf_to_hf_is_bit_identical(tmp_path, folder):
 
 
 def test_unsupported_values_are_named(tmp_path):
-    data = _json(os.path.join(_shared("deberta-v2"), "config.json"))
+    data = read_json(os.path.join(shared_dir("deberta-v2"), "config.json"))
     for field, value, message in (
         ("relative_attention", False, r"`relative_attention` must be true.*Received: relative_attention=False"),
         ("pooler_hidden_size", 16, r"`pooler_hidden_size` must equal `hidden_size` \(32\).*pooler_hidden_size=16"),

@@ -23,73 +23,42 @@ from bert_tf import checkpoints, tasks, text
 from bert_tf.checkpoints import CheckpointError
 from bert_tf.config import ConfigError
 from bert_tf.models import BertClassifier, BertPretrainer, BertSpanLabeler, BertTokenClassifier
+from tests.checkpoints.references import assert_close, batch_of, hf_round_trip, local_dir, read_reference, shared_dir
 
-SHARED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "reference", "families")
-LOCAL = os.path.join(os.path.dirname(__file__), "..", "data", "families")
 FAMILIES = ("bert", "electra", "distilbert", "roberta")
-TOLERANCE = 1e-4
 LEGACY_FILES = ("vocab.txt", "vocab.json", "merges.txt", "tokenizer_config.json")
-
-
-def _shared(name):
-    return os.path.normpath(os.path.join(SHARED, name))
-
-
-def _local(name):
-    return os.path.normpath(os.path.join(LOCAL, name))
-
-
-def _reference(path):
-    with open(os.path.join(path, "reference.json"), encoding="utf-8") as f:
-        return json.load(f)
-
-
-def _inputs(row):
-    ids = np.array(row["input_ids"], np.int32)
-    ids = ids if ids.ndim == 2 else ids[None]
-    segments = np.array(row.get("token_type_ids", np.zeros_like(ids)), np.int32).reshape(ids.shape)
-    mask = np.array(row.get("attention_mask", np.ones_like(ids)), np.int32).reshape(ids.shape)
-    return {"token_ids": ids, "segment_ids": segments, "padding_mask": mask}
-
-
-def _close(ours, theirs, mask=None):
-    ours, theirs = np.asarray(ours, np.float64), np.asarray(theirs, np.float64).reshape(np.shape(ours))
-    if mask is not None:  # compare real tokens only (values at padding are not defined)
-        keep = np.asarray(mask).reshape(ours.shape[: mask.ndim]) > 0
-        ours, theirs = ours[keep], theirs[keep]
-    np.testing.assert_allclose(ours, theirs, atol=TOLERANCE, rtol=0)
 
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_masked_lm_hidden_states_and_top5(family):
-    model, settings = tasks.load_model(_shared(family))
+    model, settings = tasks.load_model(shared_dir(family))
     assert isinstance(model, BertPretrainer) and model.encoder.model_type == family
-    reference = _reference(_shared(family))
+    reference = read_reference(shared_dir(family))
     for row in reference["single"] + reference["pair"]:
-        inputs = _inputs(row)
-        _close(model.encoder(inputs)["sequence_output"][0], row["last_hidden_state"])
+        inputs = batch_of(row)
+        assert_close(model.encoder(inputs)["sequence_output"][0], row["last_hidden_state"])
         length = inputs["token_ids"].shape[1]
         logits = model({**inputs, "mask_positions": np.arange(length, dtype=np.int32)[None]})["mlm"][0].numpy()
         top5 = np.argsort(-logits, axis=-1, kind="stable")[:, :5]
         np.testing.assert_array_equal(top5, row["mlm_top5_ids"])
-        _close(np.take_along_axis(logits, top5, axis=1), row["mlm_top5_logits"])
+        assert_close(np.take_along_axis(logits, top5, axis=1), row["mlm_top5_logits"])
 
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_sequence_classifier_logits_and_labels(family):
-    model, settings = tasks.load_model(_shared(f"{family}-cls"))
+    model, settings = tasks.load_model(shared_dir(f"{family}-cls"))
     assert isinstance(model, BertClassifier)
     assert (settings["task"], settings["labels"]) == ("classification", ["negative", "neutral", "positive"])
-    reference = _reference(_shared(family))
+    reference = read_reference(shared_dir(family))
     for row in reference["single"] + reference["pair"]:
-        _close(model(_inputs(row))[0], row["cls_logits"])
+        assert_close(model(batch_of(row))[0], row["cls_logits"])
 
 
 @pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("head", ["ner", "qa"])
 def test_token_heads_on_padded_batches(family, head):
-    model, settings = tasks.load_model(_local(f"{family}-{head}"))
-    reference = _reference(_local(f"{family}-{head}"))
+    model, settings = tasks.load_model(local_dir(f"{family}-{head}"))
+    reference = read_reference(local_dir(f"{family}-{head}"))
     if head == "ner":
         assert isinstance(model, BertTokenClassifier) and settings["task"] == "ner"
         assert settings["labels"][:3] == ["O", "B-PER", "I-PER"] and len(settings["labels"]) == 9
@@ -97,35 +66,35 @@ def test_token_heads_on_padded_batches(family, head):
         assert isinstance(model, BertSpanLabeler) and settings["task"] == "squad"
     rows = reference["single"] + [reference["batch"]] + reference.get("pair", []) + [reference.get("pair_batch")]
     for row in filter(None, rows):
-        inputs = _inputs(row)
+        inputs = batch_of(row)
         mask = inputs["padding_mask"]
         for output in (model(inputs), model.call_unpadded(inputs)):
             if head == "ner":
-                _close(output, row["logits"], mask)
+                assert_close(output, row["logits"], mask)
             else:
-                _close(output["start_logits"], row["start_logits"], mask)
-                _close(output["end_logits"], row["end_logits"], mask)
+                assert_close(output["start_logits"], row["start_logits"], mask)
+                assert_close(output["end_logits"], row["end_logits"], mask)
 
 
 def test_bert_for_pretraining_reads_nsp_and_pooler():
-    path = _local("bert-pretraining")
+    path = local_dir("bert-pretraining")
     model, _ = tasks.load_model(path)
     assert isinstance(model, BertPretrainer) and model.nsp
-    for row in _reference(path)["pair"]:
-        _close(
-            model({**_inputs(row), "mask_positions": np.zeros([1, 1], np.int32)})["nsp"][0],
+    for row in read_reference(path)["pair"]:
+        assert_close(
+            model({**batch_of(row), "mask_positions": np.zeros([1, 1], np.int32)})["nsp"][0],
             row["seq_relationship_logits"],
         )
 
 
 def test_electra_discriminator_loads_with_its_head(caplog):
-    path = _local("electra-disc")
+    path = local_dir("electra-disc")
     model, _ = tasks.load_model(path)
     assert type(model).__name__ == "Discriminator"  # the encoder and its replaced-token head
     assert "not read" not in caplog.text
-    for row in _reference(path)["single"]:
-        _close(model.encoder(_inputs(row))["sequence_output"][0], row["last_hidden_state"])
-        _close(model.replaced_token_logits(_inputs(row))[0], row["discriminator_logits"])
+    for row in read_reference(path)["single"]:
+        assert_close(model.encoder(batch_of(row))["sequence_output"][0], row["last_hidden_state"])
+        assert_close(model.replaced_token_logits(batch_of(row))[0], row["discriminator_logits"])
 
 
 def _legacy_copy(source, target):
@@ -138,14 +107,16 @@ def _legacy_copy(source, target):
 
 @pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("files", ["tokenizer_json", "legacy"])
-def test_tokenizer_ids_equal_the_reference(tmp_path, family, files):
-    path = _shared(family) if files == "tokenizer_json" else _legacy_copy(_shared(family), str(tmp_path / "legacy"))
+def test_tokenizer_ids_equal_theread_reference(tmp_path, family, files):
+    path = (
+        shared_dir(family) if files == "tokenizer_json" else _legacy_copy(shared_dir(family), str(tmp_path / "legacy"))
+    )
     kind, found = checkpoints.find_tokenizer(path)
     assert ("json" in found) == (files == "tokenizer_json")
     settings = checkpoints.infer_settings(path, 128)
     tokenizer = checkpoints.load_tokenizer(path, settings, split_special_tokens=False)
     packer = text.packer_for(tokenizer, 128)
-    reference = _reference(_shared(family))
+    reference = read_reference(shared_dir(family))
     for row in reference["single"]:
         if family == "roberta" and files == "legacy" and " <mask>" in row["text"]:
             # From vocab.json + merges.txt alone, `<mask>` takes the space before it (`lstrip`), as transformers'
@@ -171,30 +142,16 @@ def test_tokenizer_ids_equal_the_reference(tmp_path, family, files):
             assert packed["segment_ids"][0, :length].numpy().tolist() == row["token_type_ids"]
 
 
-def _tensors(path):
-    return load_file(os.path.join(path, "model.safetensors"))
-
-
 @pytest.mark.parametrize(
     "folder",
-    [_shared(f) for f in FAMILIES]
-    + [_shared(f"{f}-cls") for f in FAMILIES]
-    + [_local(f"{f}-{h}") for f in FAMILIES for h in ("ner", "qa")]
-    + [_local("bert-pretraining")],
+    [shared_dir(f) for f in FAMILIES]
+    + [shared_dir(f"{f}-cls") for f in FAMILIES]
+    + [local_dir(f"{f}-{h}") for f in FAMILIES for h in ("ner", "qa")]
+    + [local_dir("bert-pretraining")],
     ids=lambda path: os.path.basename(path),
 )
 def test_hf_to_bert_tf_to_hf_is_bit_identical(tmp_path, folder):
-    ours, back = str(tmp_path / "ours"), str(tmp_path / "hf")
-    tasks.convert_checkpoint(folder, ours)
-    tasks.convert_checkpoint(ours, back, to="hf")
-    original, returned = _tensors(folder), _tensors(back)
-    assert sorted(returned) == sorted(original)
-    for name, value in original.items():
-        np.testing.assert_array_equal(returned[name], value, err_msg=name)
-    with open(os.path.join(folder, "config.json"), encoding="utf-8") as f:
-        source = json.load(f)
-    with open(os.path.join(back, "config.json"), encoding="utf-8") as f:
-        written = json.load(f)
+    _, back, source, written = hf_round_trip(folder, tmp_path)
     assert written["architectures"] == source["architectures"]
     assert written["model_type"] == source["model_type"]
     for key in ("max_position_embeddings", "pad_token_id", "embedding_size"):
@@ -207,7 +164,7 @@ def test_hf_to_bert_tf_to_hf_is_bit_identical(tmp_path, folder):
 
 
 def test_unsupported_model_type_names_the_supported_ones(tmp_path):
-    target = _legacy_copy(_shared("bert"), str(tmp_path / "xlnet"))
+    target = _legacy_copy(shared_dir("bert"), str(tmp_path / "xlnet"))
     with open(os.path.join(target, "config.json"), encoding="utf-8") as f:
         config = json.load(f)
     with open(os.path.join(target, "config.json"), "w", encoding="utf-8") as f:
@@ -220,15 +177,15 @@ def test_missing_tokenizer_names_the_files_looked_for(tmp_path):
     target = str(tmp_path / "no_tokenizer")
     os.makedirs(target)
     for name in ("config.json", "model.safetensors"):
-        shutil.copy(os.path.join(_shared("roberta"), name), target)
+        shutil.copy(os.path.join(shared_dir("roberta"), name), target)
     with pytest.raises(CheckpointError, match=r"vocab.txt \(WordPiece\), vocab.json \+ merges.txt .*tokenizer.json"):
         tasks.convert_checkpoint(target, str(tmp_path / "out"))
     assert not os.path.exists(tmp_path / "out")
 
 
 def test_wrong_shape_names_the_tensor_and_both_shapes(tmp_path):
-    target = _legacy_copy(_shared("distilbert"), str(tmp_path / "bad"))
-    tensors = _tensors(target)
+    target = _legacy_copy(shared_dir("distilbert"), str(tmp_path / "bad"))
+    tensors = load_file(os.path.join(target, "model.safetensors"))
     name = "distilbert.transformer.layer.1.ffn.lin1.weight"
     tensors[name] = tensors[name][:, :16]
     save_file(tensors, os.path.join(target, "model.safetensors"))
@@ -237,7 +194,7 @@ def test_wrong_shape_names_the_tensor_and_both_shapes(tmp_path):
 
 
 def test_missing_pooler_warns_or_fails_when_strict(caplog):
-    checkpoints.load_encoder(_shared("bert"))
+    checkpoints.load_encoder(shared_dir("bert"))
     assert "pooler/dense/kernel" in caplog.text and "freshly initialised" in caplog.text
     with pytest.raises(CheckpointError, match=r"Missing 2 tensor\(s\).*pooler"):
-        checkpoints.load_encoder(_shared("bert"), strict=True)
+        checkpoints.load_encoder(shared_dir("bert"), strict=True)

@@ -26,22 +26,12 @@ from bert_tf import checkpoints, tasks
 from bert_tf.checkpoints import CheckpointError
 from bert_tf.config import BertConfig, ConfigError
 from bert_tf.models import BertClassifier, BertPretrainer, BertSpanLabeler, BertTokenClassifier, ModernBertEncoder
+from tests.checkpoints.references import TOLERANCE, hf_round_trip, read_json, read_reference, shared_dir
 
-SHARED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "reference", "families")
-TOLERANCE = 1e-4
 LABELS = ["negative", "neutral", "positive"]
 
 
-def _shared(name):
-    return os.path.normpath(os.path.join(SHARED, name))
-
-
-def _json(path):
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
-
-
-REFERENCE = _json(os.path.join(_shared("modernbert"), "reference.json"))
+REFERENCE = read_reference(shared_dir("modernbert"))
 
 
 def _batch(rows, pad_id=3):
@@ -62,8 +52,8 @@ def _max_difference(ours, theirs):
 
 @pytest.fixture(scope="module")
 def models():
-    mlm, _ = tasks.load_model(_shared("modernbert"))
-    classifier, settings = tasks.load_model(_shared("modernbert-cls"))
+    mlm, _ = tasks.load_model(shared_dir("modernbert"))
+    classifier, settings = tasks.load_model(shared_dir("modernbert-cls"))
     assert isinstance(mlm, BertPretrainer) and isinstance(mlm.encoder, ModernBertEncoder) and not mlm.nsp
     assert isinstance(classifier, BertClassifier) and isinstance(classifier.encoder, ModernBertEncoder)
     assert (settings["task"], settings["labels"]) == ("classification", LABELS)
@@ -109,16 +99,9 @@ def _weights_only_copy(folder, target):
 
 @pytest.mark.parametrize("name", ["modernbert", "modernbert-cls"])
 def test_hf_to_bert_tf_to_hf_is_bit_identical(tmp_path, name):
-    folder = _weights_only_copy(_shared(name), str(tmp_path / "source"))
-    ours, back = str(tmp_path / "ours"), str(tmp_path / "hf")
-    tasks.convert_checkpoint(folder, ours, allow_missing_vocab=True)
+    folder = _weights_only_copy(shared_dir(name), str(tmp_path / "source"))
+    ours, _, source, written = hf_round_trip(folder, tmp_path, allow_missing_vocab=True)
     assert BertConfig.from_json_file(os.path.join(ours, "bert_config.json")).model_type == "modernbert"
-    tasks.convert_checkpoint(ours, back, to="hf", allow_missing_vocab=True)
-    original, returned = load_file(os.path.join(folder, "model.safetensors")), load_file(back + "/model.safetensors")
-    assert sorted(returned) == sorted(original)
-    for tensor, value in original.items():
-        np.testing.assert_array_equal(returned[tensor], value, err_msg=tensor)
-    source, written = _json(os.path.join(folder, "config.json")), _json(os.path.join(back, "config.json"))
     assert written["architectures"] == source["architectures"]
     assert BertConfig.from_hf_dict(written) == BertConfig.from_hf_dict(source)
     for key in ("layer_types", "rope_parameters", "local_attention", "pad_token_id", "max_position_embeddings"):
@@ -128,12 +111,12 @@ def test_hf_to_bert_tf_to_hf_is_bit_identical(tmp_path, name):
 
 
 def test_masked_lm_checkpoint_has_no_pooled_output_head(caplog):
-    encoder = checkpoints.load_encoder(_shared("modernbert"))
+    encoder = checkpoints.load_encoder(shared_dir("modernbert"))
     assert "pooler/dense/kernel" in caplog.text and "pooler/norm/gamma" in caplog.text
     assert "freshly initialised" in caplog.text
     # The masked-LM model's `head` is its masked-LM transform, not the classifier's: strict loading fails.
     with pytest.raises(CheckpointError, match=r"`pooler/dense/kernel` has no name in the hf format"):
-        checkpoints.load_encoder(_shared("modernbert"), strict=True)
+        checkpoints.load_encoder(shared_dir("modernbert"), strict=True)
     assert not encoder.norm_bias and not encoder.classifier_bias
     assert sorted(v.path for v in encoder.pooler.weights) == ["pooler/dense/kernel", "pooler/norm/gamma"]
 
@@ -162,10 +145,10 @@ def _token_head_folder(tmp_path, architecture, num_labels, classifier_bias):
     """A Hugging Face `architecture` directory (ModernBertForTokenClassification / ...ForQuestionAnswering): the
     tiny model's encoder (`modernbert-cls`'s, the reference's `last_hidden_state`) with `head` and `classifier`
     tensors of known random values, as transformers would save them. Returns (folder, tensors, config)."""
-    source = _shared("modernbert-cls")
+    source = shared_dir("modernbert-cls")
     folder = tmp_path / architecture
     folder.mkdir()
-    config = _json(os.path.join(source, "config.json"))
+    config = read_json(os.path.join(source, "config.json"))
     config["architectures"] = [architecture]
     config["classifier_bias"] = classifier_bias  # the heads' dense only; the encoder has no classifier dense
     labels = [f"LABEL_{i}" for i in range(num_labels)]
@@ -221,14 +204,7 @@ def test_token_and_span_heads_read_and_write_hugging_face_form(tmp_path, archite
     assert worst < TOLERANCE, worst
 
     # HF -> bert_tf -> HF: the same tensors, bit for bit, and the same architecture and labels.
-    ours, back = str(tmp_path / "ours"), str(tmp_path / "hf")
-    tasks.convert_checkpoint(folder, ours)
-    tasks.convert_checkpoint(ours, back, to="hf")
-    returned = load_file(os.path.join(back, "model.safetensors"))
-    assert sorted(returned) == sorted(tensors)
-    for tensor, value in tensors.items():
-        np.testing.assert_array_equal(returned[tensor], value, err_msg=tensor)
-    written = _json(os.path.join(back, "config.json"))
+    _, back, _, written = hf_round_trip(folder, tmp_path)
     assert written["architectures"] == [architecture] and written["classifier_bias"] == classifier_bias
     if ner:
         assert written["id2label"] == {str(i): label for i, label in config["id2label"].items()}
@@ -246,9 +222,9 @@ def test_token_and_span_heads_read_and_write_hugging_face_form(tmp_path, archite
 
 def test_other_families_token_heads_have_no_transform():
     """The per-token transform is ModernBERT's alone: BERT's tagger and span labeler feed the logits directly."""
-    encoder = checkpoints.load_encoder(_shared("bert"))
+    encoder = checkpoints.load_encoder(shared_dir("bert"))
     assert BertTokenClassifier(encoder, 3).transform is None and BertSpanLabeler(encoder).transform is None
-    tagger = BertTokenClassifier(checkpoints.load_encoder(_shared("modernbert-cls")), 3)
+    tagger = BertTokenClassifier(checkpoints.load_encoder(shared_dir("modernbert-cls")), 3)
     assert sorted(v.path for v in tagger.transform.weights) == [
         "tagger_transform/dense/kernel",
         "tagger_transform/norm/gamma",
@@ -256,7 +232,7 @@ def test_other_families_token_heads_have_no_transform():
 
 
 def _config_with(tmp_path, **changes):
-    data = _json(os.path.join(_shared("modernbert"), "config.json"))
+    data = read_json(os.path.join(shared_dir("modernbert"), "config.json"))
     for key, value in changes.items():
         if value is None:
             data.pop(key, None)
@@ -268,7 +244,7 @@ def _config_with(tmp_path, **changes):
 
 
 def test_unsupported_options_are_refused_naming_file_key_and_value(tmp_path):
-    rope = _json(os.path.join(_shared("modernbert"), "config.json"))["rope_parameters"]
+    rope = read_json(os.path.join(shared_dir("modernbert"), "config.json"))["rope_parameters"]
     linear = {**rope, "sliding_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 10000.0}}
     for changes, message in (
         (
@@ -293,7 +269,7 @@ def test_unsupported_options_are_refused_naming_file_key_and_value(tmp_path):
 
 def test_older_config_keys_read_as_the_new_ones(tmp_path):
     """transformers 4's `global_attn_every_n_layers` and `global_rope_theta` / `local_rope_theta`."""
-    new = BertConfig.from_json_file(os.path.join(_shared("modernbert"), "config.json"))
+    new = BertConfig.from_json_file(os.path.join(shared_dir("modernbert"), "config.json"))
     old = BertConfig.from_json_file(
         _config_with(
             tmp_path,
