@@ -16,7 +16,6 @@ it does not hold is one `CheckpointError` line naming the id and the command tha
 """
 
 import os
-import re
 
 from bert_tf.checkpoints.readers import CheckpointError
 
@@ -60,7 +59,6 @@ IGNORE_PATTERNS = (
 HUB_REF_PATTERN = "org/name[@revision]"
 
 _TRUE = {"1", "on", "yes", "true"}
-_HASH = re.compile(r"[0-9a-f]{40}")
 
 
 def parse_hub_id(ref):
@@ -87,14 +85,10 @@ def is_local(ref):
 
 
 def hub_offline():
-    """Whether huggingface_hub is told to stay offline (`HF_HUB_OFFLINE`, or transformers' `TRANSFORMERS_OFFLINE`,
-    read now, so a change after import counts)."""
-    from huggingface_hub import constants
-
-    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
-        if os.environ.get(name, "").strip().lower() in _TRUE:
-            return True
-    return bool(constants.HF_HUB_OFFLINE)
+    """Whether huggingface_hub is told to stay offline: `HF_HUB_OFFLINE` (else transformers' `TRANSFORMERS_OFFLINE`)
+    is 1, on, yes or true, as huggingface_hub reads it, but read now, so a change after its import counts."""
+    value = os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE") or ""
+    return value.strip().lower() in _TRUE
 
 
 def hub_cache_dir():
@@ -136,6 +130,7 @@ def resolve_model_path(ref):
     repo_id, revision = parsed
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import (
+        HfHubHTTPError,
         IncompleteSnapshotError,
         LocalEntryNotFoundError,
         RepositoryNotFoundError,
@@ -162,7 +157,7 @@ def resolve_model_path(ref):
             return download(local_files_only=offline)
         except (RepositoryNotFoundError, RevisionNotFoundError, LocalEntryNotFoundError):
             raise
-        except Exception as e:  # the network: httpx's connection and timeout errors, an OSError mid-download
+        except Exception as e:  # the network failing (httpx's connection and timeout errors), or anything else
             if offline or not _is_connection_error(e):
                 raise
             return download(local_files_only=True)  # the Hub cannot be reached: what the cache holds
@@ -183,6 +178,12 @@ def resolve_model_path(ref):
         raise CheckpointError(
             f"{looked}, and as a Hugging Face Hub id: the cache {cache} {held} ({why}). Fetch it with `{fetch}` "
             "(`huggingface-cli download` before huggingface_hub 1.0), or give a checkpoint directory."
+        ) from None
+    except HfHubHTTPError as e:  # the Hub answered with an error (a server error, a refused request)
+        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise CheckpointError(
+            f"{looked}, and fetching it from the Hugging Face Hub failed ({reason}). Try again, or fetch it with "
+            f"`{fetch}`, or give a checkpoint directory."
         ) from None
 
 
