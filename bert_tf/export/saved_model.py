@@ -31,6 +31,7 @@ from bert_tf.checkpoints import SETTINGS_FILE
 from bert_tf.config import ConfigError
 from bert_tf.data import read_passages
 from bert_tf.export.options import saved_model_options_class
+from bert_tf.models import BertPretrainer
 from bert_tf.serving import EncoderModule, SearchModule
 from bert_tf.serving.options import options_of
 from bert_tf.tasks.loading import hf_architecture, task_settings
@@ -140,37 +141,26 @@ def serving_module(model_dir, options=None, passages=None, **kwargs):
         else:
             module_class = SearchModule
             corpus = dict(passage_ids=passages.ids, passage_texts=passages.texts, batch_size=options.search_batch_size)
-        if checkpoints.has_discriminator_head(model_dir):  # ELECTRA's discriminator: replaced_token_scores
-            discriminator = checkpoints.load_discriminator(model_dir)
-            return module_class(
-                discriminator.encoder,
-                tokenizer(),
-                max_seq_length,
-                discriminator_head=discriminator.discriminator_head,
-                **corpus,
-                **embedding,
-                **common,
-            )
-        if checkpoints.has_pretraining_heads(model_dir):
-            pretrainer = checkpoints.load_pretrainer(model_dir)
-            return module_class(
-                pretrainer.encoder,
-                tokenizer(),
-                max_seq_length,
-                pretrainer=pretrainer,
-                mask_tokenizer=tokenizer(split_special_tokens=False),
-                top_k=options.top_k,
-                **corpus,
-                **embedding,
-                **common,
-            )
-        architecture = hf_architecture(model_dir)
-        if architecture not in ("", config.family.hf_class_prefix + "Model"):  # a head left out: said in one line
-            why = "encoder_only leaves its task head out" if settings.get("task") else "bert_tf does not read its head"
-            logger.warning("%s holds a %s; %s: exporting the encoder.", model_dir, architecture, why)
-        return module_class(
-            checkpoints.load_encoder(model_dir), tokenizer(), max_seq_length, **corpus, **embedding, **common
-        )
+        # What the directory holds, as `tasks.load_model` decides it for every reader: ELECTRA's discriminator
+        # (replaced_token_scores), a pretrainer with its masked-LM head (fill_mask), a task model (its encoder is
+        # served here) or the encoder.
+        model, _ = tasks.load_model(model_dir)
+        if getattr(model, "discriminator_head", None) is not None:
+            heads = dict(discriminator_head=model.discriminator_head)
+        elif isinstance(model, BertPretrainer):
+            heads = dict(pretrainer=model, mask_tokenizer=tokenizer(split_special_tokens=False), top_k=options.top_k)
+        else:
+            heads = {}
+            architecture = hf_architecture(model_dir)
+            if architecture not in ("", config.family.hf_class_prefix + "Model"):  # a head left out: one line
+                why = (
+                    "encoder_only leaves its task head out"
+                    if settings.get("task")
+                    else "bert_tf does not read its head"
+                )
+                logger.warning("%s holds a %s; %s: exporting the encoder.", model_dir, architecture, why)
+        encoder = getattr(model, "encoder", model)
+        return module_class(encoder, tokenizer(), max_seq_length, **heads, **corpus, **embedding, **common)
     model, settings = load_task_model(model_dir)
     task = tasks.get(settings["task"])  # Known: load_task_model checked it.
     # The task's own options (squad's windows): as given, else as fine-tuning read the data (recorded), else the
