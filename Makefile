@@ -64,9 +64,10 @@ format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-# Every shell command of README.md: classified (run here or listed as long) and the short ones run as written.
+# Every shell command and Python snippet of the documentation: classified (run here or listed as long) and the short
+# ones run as written; its paths, family lists and API reference (docs/api.md) checked.
 readme-check: $(STAMP)
-	$(PY) -m pytest -n 2 tests/readme_test.py
+	$(PY) -m pytest -n 2 tests/readme_test.py tests/docs
 
 clean:
 	rm -rf $(VENV) build *.egg-info

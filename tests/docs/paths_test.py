@@ -1,13 +1,14 @@
 """No path of the documentation points at nothing.
 
-The pages are README.md and docs/*.md (tests/docs/snippets_test.py's `doc_pages()`, docs/api.md included: the
-generated reference names the files that define each name; docs/results/ is not checked, its pages are dated
-records). Two kinds of path are checked:
+The pages are README.md and docs/*.md (tests/docs/snippets_test.py's `doc_pages()`, and docs/ARCHITECTURE.md and
+the generated docs/api.md, which names the files that define each name; docs/results/ is not checked, its pages are
+dated records). Two kinds of path are checked:
 
 - Repository paths: a word starting `bert_tf/`, `tests/`, `tools/`, `docs/`, `configs/` (prose, tables, code
   blocks; not inside a longer path or URL) names a file or folder of the repository, from its top level; a
   `*` in it is a glob that must match; `FILE.py::test` names FILE.py, and `tools/bench/harness.median_rates`
-  (a module's attribute) names tools/bench/harness.py. A markdown link `[text](target)` that is not a URL
+  (a module's attribute) names tools/bench/harness.py; a path right after "e.g." is the example of a file to
+  write ("1. Write one file, e.g. `bert_tf/tasks/multiple_choice.py`") and is not checked. A markdown link `[text](target)` that is not a URL
   names a file relative to its page, and its `#anchor`, if any, a heading of that page (GitHub's slugs).
 - `runs/` paths used as inputs: every `runs/...` word of a page that a documented command or snippet does not
   itself write (tests/readme_test.py's output flags `--model_dir`, `--output`, `--output_dir`, `--output_md`,
@@ -32,6 +33,15 @@ RUNS_PATH = re.compile(r"(?<![\w./~-])runs/[\w./-]*")
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
 OUTPUT_FLAG = re.compile(r"--(model_dir|output|output_dir|output_md|output_png)=$")
 READS_MODEL_DIR = ("bert-tf-embed ", "bert-tf-export ")
+
+
+EXAMPLE = re.compile(r"e\.g\.,?\s*`?$")
+
+
+def pages():
+    """The pages checked: snippets_test's, with docs/ARCHITECTURE.md and docs/api.md."""
+    extra = [os.path.join(readme_test.DOCS, name) for name in snippets_test.NOT_CHECKED]
+    return snippets_test.doc_pages() + sorted(page for page in extra if os.path.isfile(page))
 
 
 def _read(page):
@@ -73,11 +83,11 @@ def _anchors(page):
 
 def test_repository_paths_and_links_exist():
     missing = []
-    for page in snippets_test.doc_pages():
+    for page in pages():
         name = os.path.relpath(page, ROOT)
         for number, line in enumerate(_read(page).splitlines(), 1):
             for match in REPOSITORY_PATH.finditer(line):
-                if not _exists(match.group(0)):
+                if not _exists(match.group(0)) and not EXAMPLE.search(line[: match.start()]):
                     missing.append(f"{name}:{number}: {match.group(0)}")
             for match in LINK.finditer(line):
                 target = match.group(1)
@@ -110,7 +120,7 @@ def _command_outputs(command):
 def written_paths():
     """Every runs/ path a documented command or snippet writes."""
     written = set(snippets_test.snippet_writes())
-    for page in snippets_test.doc_pages():
+    for page in snippets_test.doc_pages():  # ARCHITECTURE.md's blocks are diagrams and listings, not commands
         for block in readme_test.page_blocks(page):
             for command in block:
                 if command.startswith("make "):
@@ -148,7 +158,7 @@ def _inputs(page):
     """`(where, path)` of the runs/ paths a page reads: its shell commands' words that are not outputs, and the
     other mentions of its prose and snippets but those after an output flag (`--output_dir=runs/...`)."""
     name = os.path.relpath(page, ROOT)
-    for block in readme_test.page_blocks(page):
+    for block in readme_test.page_blocks(page) if page in snippets_test.doc_pages() else []:
         for command in block:
             outputs = set(_command_outputs(command))
             for word in readme_test._shell_words(command):
@@ -171,7 +181,7 @@ def test_runs_inputs_are_written_by_a_documented_command():
     unwritten = sorted(
         {
             f"{where}: {path}"
-            for page in snippets_test.doc_pages()
+            for page in pages()
             for where, path in _inputs(page)
             if path != "runs" and not _is_written(path, written)
         }

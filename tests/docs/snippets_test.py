@@ -240,12 +240,15 @@ def snippet_writes():
 
 
 def _groups():
-    """The Run snippets' groups: one per `after` (chains), each a list of keys in page order."""
-    groups = {}
+    """The Run snippets' groups, each a list of keys in page order: one per `after` (its chains joined by "+"),
+    and one per snippet that needs no chain ("PAGE#N", the page's N-th snippet)."""
+    groups, counts = {}, {}
     for snippet in python_snippets():
+        counts[snippet.page] = counts.get(snippet.page, 0) + 1
         entry = SNIPPETS.get(snippet.key)
         if isinstance(entry, Run):
-            groups.setdefault("+".join(entry.after) or f"{snippet.page}:{snippet.line}", []).append(snippet.key)
+            name = "+".join(entry.after) or f"{snippet.page}#{counts[snippet.page]}"
+            groups.setdefault(name, []).append(snippet.key)
     return groups
 
 
@@ -277,7 +280,10 @@ def _run_chain(chain, repo, env, shim_path):
 
 
 def _bash(lines, repo, env, shim_path):
-    script = "set -euo pipefail\n" + readme_test.ACTIVATE + "\n" + shim_path + "\n".join(lines) + "\n"
+    # As tests/readme_test.py runs a block: the activation line, then the README's `M=...` (the MiniLM package's
+    # model directory), which every chain's commands may read.
+    setup = readme_test.ACTIVATE + "\n" + readme_test.MINILM + "\n"
+    script = "set -euo pipefail\n" + setup + shim_path + "\n".join(lines) + "\n"
     result = subprocess.run(["bash", "-c", script], cwd=repo, env=env, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, (
         f"{script}\nexit {result.returncode}\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}"
@@ -311,7 +317,7 @@ def test_snippets_run(group, tmp_path, minilm_dir, request):
     for key in keys:
         commands += [c for c in SNIPPETS[key].commands if c not in commands]
     if commands:
-        _bash([readme_test.MINILM, *commands], repo, env, shim_path)  # M=...: the commands may read $M
+        _bash(commands, repo, env, shim_path)
     for key in keys:
         snippet, entry = by_key[key], SNIPPETS[key]
         path = tmp_path / "snippet.py"
