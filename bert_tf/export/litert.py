@@ -66,6 +66,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from bert_tf.checkpoints import ModelDirectory
+from bert_tf.export.id_checks import range_checks
 from bert_tf.export.options import QUANTIZE, format_options_class
 from bert_tf.export.saved_model import check_output_dir, kind_of, serving_module, staged_output, write_json
 from bert_tf.layers import SentencePooling, gelu_erf
@@ -416,6 +417,11 @@ class LiteRTModule(tf.Module):
         """
         count = tf.shape(inputs[0])[0]
         if not self.tokenizer_inside:  # (the tokenizer gives the empty row itself: `tokenize`'s min_rows)
+            # The ranges the SavedModel's `ids` signature asserts (the converter drops assertions): refused by a
+            # failing GATHER, not answered (a negative id read an embedding row and gave a plausible label).
+            serving = self._serving
+            limits = (serving.vocab_size, serving.type_vocab_size, self.max_seq_length)
+            inputs = [inputs[0] + range_checks(*inputs, *limits), *inputs[1:]]
             inputs = [tf.pad(ids, [[0, tf.maximum(1 - count, 0)], [0, 0]]) for ids in inputs]
         return {name: value[:count] for name, value in self._rows(*inputs).items()}
 

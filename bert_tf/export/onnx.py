@@ -80,6 +80,7 @@ import tensorflow as tf
 from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 
 from bert_tf.checkpoints import ModelDirectory
+from bert_tf.export.id_checks import range_checks
 from bert_tf.export.options import format_options_class
 from bert_tf.export.saved_model import check_output_dir, kind_of, serving_module, staged_output, write_json
 from bert_tf.layers import fused
@@ -243,36 +244,6 @@ def _source(tensor):
     while tensor.op.type in ("Identity", "EnsureShape"):
         tensor = tensor.op.inputs[0]
     return tensor
-
-
-def range_checks(token_ids, segment_ids, padding_mask, vocab_size, type_vocab_size, max_position_embeddings):
-    """An int32 scalar 0 that ONNX Runtime cannot compute for inputs the SavedModel's `ids` signature refuses.
-
-    The SavedModel checks its ids with assertions (`bert_tf.serving.graph_ops.checked_ids`), which tf2onnx drops
-    (ONNX has no assert): without this a negative token id would pick an embedding row from the end of the table
-    (ONNX's Gather counts negative indices from the end) and answer a plausible label. Here each check is a Gather
-    of a one-element table at index 0 (passed) or 1 (failed), named after the check: ONNX Runtime refuses the
-    batch with INVALID_ARGUMENT `... running Gather node. Name:'check_token_ids_in_0_to_30521' ... indices element
-    out of data bounds`. The ranges are `checked_ids`': token ids in [0, vocab_size), segment ids in [0,
-    type_vocab_size) (2 for a family without segment embeddings), padding mask 0 or 1, at most
-    `max_position_embeddings` positions, equal shapes. The caller adds the result to the token ids the model reads.
-    """
-    segments = type_vocab_size or 2
-    failed = {
-        f"check_token_ids_in_0_to_{vocab_size - 1}": (token_ids, 0, vocab_size),
-        f"check_segment_ids_in_0_to_{segments - 1}": (segment_ids, 0, segments),
-        "check_padding_mask_is_0_or_1": (padding_mask, 0, 2),
-    }
-    failed = {name: tf.reduce_any((x < low) | (x >= high)) for name, (x, low, high) in failed.items()}
-    failed[f"check_at_most_{max_position_embeddings}_positions"] = tf.shape(token_ids)[1] > max_position_embeddings
-    failed["check_equal_shapes_of_token_ids_segment_ids_padding_mask"] = tf.reduce_any(
-        tf.concat([tf.shape(segment_ids), tf.shape(padding_mask)], 0) != tf.tile(tf.shape(token_ids), [2])
-    )
-    table = tf.zeros([1], tf.int32)
-    total = tf.constant(0)
-    for name, f in failed.items():  # (an int32 Add: ONNX's Sum, tf.add_n's, takes floats only)
-        total = total + tf.gather(table, tf.cast(f, tf.int32), name=name)
-    return total
 
 
 def ids_function(module):

@@ -394,9 +394,10 @@ def test_bad_quantize_and_missing_calibration_file_are_refused(model_dirs, workd
     assert not os.path.exists(workdir / "bad")
 
 
-def test_an_empty_batch_gets_empty_answers(model_dirs, exported, answers, workdir):
+def test_an_empty_batch_gets_empty_answers_and_bad_ids_are_refused(model_dirs, exported, answers, workdir):
     """LiteRT's UNPACK kernel cannot prepare an empty tensor (the attention's query/key/value split): the model runs
-    an empty batch as one empty row and answers none, as the SavedModel does; tokenizer inside and ids in."""
+    an empty batch as one empty row and answers none, as the SavedModel does; tokenizer inside and ids in. The ids-in
+    model refuses the ids the SavedModel's `ids` signature refuses (a negative id once gave a plausible label)."""
     ids_in = str(workdir / "classification-ids-in")
     export_litert(model_dirs["classification"], ids_in, tokenizer_inside=False, max_seq_length=16)
     runs, expected = [], []
@@ -407,7 +408,16 @@ def test_an_empty_batch_gets_empty_answers(model_dirs, exported, answers, workdi
     ids = [[2, 40, 3, 0]]
     runs += [(ids_in, {"token_ids": [], "segment_ids": [], "padding_mask": []})]
     runs += [(ids_in, {"token_ids": ids, "segment_ids": [[0] * 4], "padding_mask": [[1, 1, 1, 0]]})]
-    _, results = _run_client(workdir, runs, "empty")
+    bad = [
+        {"token_ids": [[2, -1, 3, 0]], "segment_ids": [[0] * 4], "padding_mask": [[1, 1, 1, 0]]},
+        {"token_ids": [[2, 40, 3, 0]], "segment_ids": [[0, 2, 0, 0]], "padding_mask": [[1, 1, 1, 0]]},
+        {"token_ids": [[2, 40, 3, 0]], "segment_ids": [[0] * 4], "padding_mask": [[1, 7, 1, 0]]},
+        {"token_ids": [[2] * 17], "segment_ids": [[0] * 17], "padding_mask": [[1] * 17]},  # max_seq_length 16
+    ]
+    _, results = _run_client(workdir, runs + [(ids_in, inputs) for inputs in bad], "empty")
+    for inputs, result in zip(bad, results[len(runs) :]):
+        assert "gather index out of bounds" in str(result.get("error")), inputs
+    results = results[: len(runs)]
     expected += [{name: value.shape[1:] for name, value in results[-1].items()}] * 2
     for (output, _), result, shapes in zip(runs, results, expected):
         assert "error" not in result, (output, str(result.get("error")))
