@@ -13,8 +13,8 @@ SHARED ?= ../shared
 # Without them the suites would fail test after test: stop at once, with one line, before installing anything.
 ifneq ($(filter test test-slow test-all readme-check,$(MAKECMDGOALS)),)
 ifneq ($(words $(wildcard $(SHARED)/data/ $(SHARED)/reference/)),2)
-$(error $(abspath $(SHARED))/data/ and reference/ not found beside the checkout: the tests read its data/ and reference/ (public data sets and reference \
-outputs; README.md, "What they need"); make demo needs none of it)
+$(error $(abspath $(SHARED))/data/ and reference/ not found beside the checkout: the tests read their public data sets and reference outputs there \
+(README.md, "What they need"); make demo needs none of it)
 endif
 endif
 
