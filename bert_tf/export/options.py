@@ -87,7 +87,10 @@ class ExportRun:
         help="SavedModel directory to write (for TF Serving: MODEL/VERSION, e.g. serving/sst2/1); must be absent or "
         "empty unless --overwrite."
     )
-    overwrite: bool = option(False, "Replace a non-empty --output_dir.")
+    overwrite: bool = option(
+        False,
+        "Replace a previous export of this --format in --output_dir (never the model directory, a directory holding it, or files the export did not write).",
+    )
     format: str = option(
         "saved_model",
         "saved_model: a TensorFlow SavedModel taking raw strings (every signature and option). litert: a .tflite "
