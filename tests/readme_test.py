@@ -207,8 +207,8 @@ CHEAP = {
 LONG = {
     # Published checkpoints by Hub id (docs/checkpoints.md): they need the network, which no test may touch; the
     # same commands with the pip package's $M run in the chains above (embed, tools).
-    "bert-tf-convert --input=google-bert/bert-base-uncased --output=runs/bert-base-uncased": Long(
-        "needs the Hub: the first use downloads BERT-base's files (about 440 MB), then a minute to convert"
+    "bert-tf-export --model_dir=google-bert/bert-base-uncased --output_dir=runs/serving/bert-base-uncased/1": Long(
+        "needs the Hub: the first use downloads BERT-base's files (about 440 MB), then a minute or two to export"
     ),
     "bert-tf-embed --model_dir=sentence-transformers/all-MiniLM-L6-v2 --input=../shared/data/glue/SST-2/dev.tsv "
     "--text_column=sentence --output=runs/sst2-embeddings-hub": Long(
