@@ -8,39 +8,22 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.models import BertEncoder, BertPretrainer
-from bert_tf.training.optimization import create_optimizer
-from bert_tf.training.trainer import LoopConfig, TrainingLoop, _Progress
-from tests.training.trainer_test import GLOBAL_BATCH, STEPS, dataset_fn
+from bert_tf.training.trainer import LoopConfig, _Progress
+from tests.training.trainer_test import STEPS, dataset_fn, tiny_loop
 
 
 def _loop(model_dir, eval_steps=0, **config):
-    keras.utils.set_random_seed(1)
-    strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
-    with strategy.scope():
-        model = BertPretrainer(
-            BertEncoder(
-                vocabulary_size=30,
-                num_layers=1,
-                num_heads=2,
-                hidden_dim=16,
-                intermediate_dim=32,
-                dropout=0.1,  # dropout draws from seed states: the same masks whatever the calls' lengths
-            )
-        )
-        optimizer = create_optimizer(learning_rate=1e-2, total_steps=STEPS, clip_norm=0)
     values = dict(train_steps=STEPS, steps_per_loop=5, checkpoint_steps=5, eval_steps=eval_steps, eval_interval=5)
     values.update(config)
-    return TrainingLoop(
-        strategy,
-        model,
-        optimizer,
-        dataset_fn,
-        GLOBAL_BATCH,
-        str(model_dir),
+    # Dropout draws from seed states: the same masks whatever the calls' lengths.
+    return tiny_loop(
+        tf.distribute.OneDeviceStrategy("/cpu:0"),
+        model_dir,
         LoopConfig(**values),
+        num_layers=1,
+        dropout=0.1,
+        attention_dropout=0.1,
         eval_dataset_fn=dataset_fn if eval_steps else None,
-        settings={"model": "tiny-test"},
     )
 
 

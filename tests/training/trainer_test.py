@@ -32,39 +32,46 @@ def dataset_fn(context):
     return tf.data.Dataset.from_tensor_slices(merged).batch(per_worker).repeat()
 
 
-def train(strategy, model_dir, grad_accum_steps=1, clip_norm=1.0, train_steps=STEPS, log=lambda message: None):
+def tiny_loop(strategy, model_dir, config, num_layers=2, dropout=0.0, attention_dropout=0.0, **options):
+    """A `TrainingLoop` under `strategy` of a tiny `BertPretrainer` seeded with 1 (vocabulary 30, 2 heads, H 16,
+    I 32; dropout off unless asked) on `dataset_fn` batches of GLOBAL_BATCH; `options` go to `TrainingLoop`."""
     keras.utils.set_random_seed(1)
     with strategy.scope():
-        model = BertPretrainer(
-            BertEncoder(
-                vocabulary_size=30,
-                num_layers=2,
-                num_heads=2,
-                hidden_dim=16,
-                intermediate_dim=32,
-                dropout=0.0,
-                attention_dropout=0.0,
-            )
+        encoder = BertEncoder(
+            vocabulary_size=30,
+            num_layers=num_layers,
+            num_heads=2,
+            hidden_dim=16,
+            intermediate_dim=32,
+            dropout=dropout,
+            attention_dropout=attention_dropout,
         )
+        model = BertPretrainer(encoder)
         optimizer = create_optimizer(learning_rate=1e-2, total_steps=STEPS, clip_norm=0)
-    loop = TrainingLoop(
+    return TrainingLoop(
         strategy,
         model,
         optimizer,
         dataset_fn,
         GLOBAL_BATCH,
         str(model_dir),
-        LoopConfig(
-            train_steps=train_steps,
-            steps_per_loop=5,
-            checkpoint_steps=5,
-            grad_accum_steps=grad_accum_steps,
-            clip_norm=clip_norm,
-        ),
+        config,
         settings={"model": "tiny-test"},
+        **options,
     )
+
+
+def train(strategy, model_dir, grad_accum_steps=1, clip_norm=1.0, train_steps=STEPS, log=lambda message: None):
+    config = LoopConfig(
+        train_steps=train_steps,
+        steps_per_loop=5,
+        checkpoint_steps=5,
+        grad_accum_steps=grad_accum_steps,
+        clip_norm=clip_norm,
+    )
+    loop = tiny_loop(strategy, model_dir, config)
     metrics = loop.train(log=log)
-    return metrics["loss"], model.get_weights()
+    return metrics["loss"], loop.model.get_weights()
 
 
 def _build_one_device(directory):
@@ -160,31 +167,8 @@ def test_multi_worker_mirrored_two_processes_equals_one_device(one_device, tmp_p
 
 
 def test_jit_compiled_steps_match(one_device, tmp_path):
-    keras.utils.set_random_seed(1)
-    strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
-    with strategy.scope():
-        model = BertPretrainer(
-            BertEncoder(
-                vocabulary_size=30,
-                num_layers=2,
-                num_heads=2,
-                hidden_dim=16,
-                intermediate_dim=32,
-                dropout=0.0,
-                attention_dropout=0.0,
-            )
-        )
-        optimizer = create_optimizer(learning_rate=1e-2, total_steps=STEPS, clip_norm=0)
-    loop = TrainingLoop(
-        strategy,
-        model,
-        optimizer,
-        dataset_fn,
-        GLOBAL_BATCH,
-        str(tmp_path),
-        LoopConfig(train_steps=STEPS, steps_per_loop=5, checkpoint_steps=5, jit_compile=True),
-        settings={"model": "tiny-test"},
-    )
+    config = LoopConfig(train_steps=STEPS, steps_per_loop=5, checkpoint_steps=5, jit_compile=True)
+    loop = tiny_loop(tf.distribute.OneDeviceStrategy("/cpu:0"), tmp_path, config)
     loss = loop.train(log=lambda message: None)["loss"]
     assert loss == pytest.approx(one_device[0], rel=1e-4)
-    assert max(float(np.max(np.abs(a - b))) for a, b in zip(model.get_weights(), one_device[1])) < 1e-4
+    assert max(float(np.max(np.abs(a - b))) for a, b in zip(loop.model.get_weights(), one_device[1])) < 1e-4
