@@ -84,9 +84,11 @@ from bert_tf.export.id_checks import range_checks
 from bert_tf.export.options import format_options_class
 from bert_tf.export.saved_model import check_output_dir, kind_of, serving_module, staged_output, write_json
 from bert_tf.layers import fused
+from bert_tf.options import default_of, find_field
 from bert_tf.serving import ClassifierModule, EncoderModule, SpanModule, TaggerModule
 from bert_tf.serving.options import options_of
 from bert_tf.serving.serving_module import IDS
+from bert_tf.tasks.squad import SquadOptions
 from bert_tf.text import SPECIAL_TOKENS, BertTokenizer
 
 ONNX_FILE = "model.onnx"
@@ -518,9 +520,11 @@ def export_onnx(model_dir, output_dir, options=None, overwrite=False, opset=OPSE
     check_output_dir(output_dir, overwrite, model_dir=model_dir, export_format="onnx")
     directory = ModelDirectory.read(model_dir)
     family = directory.model_type
-    # The ids graph has no question windows: a QA directory's SpanModule gets a query length that fits.
+    # The ids graph has no question windows: a QA directory's SpanModule gets a query length that fits (squad's
+    # default, at most the sequence less 4).
     length = max_seq_length or directory.settings["max_seq_length"]
-    module = serving_module(directory, options, max_query_length=max(1, min(64, length - 4)))
+    query = default_of(find_field(SquadOptions, "max_query_length"))
+    module = serving_module(directory, options, max_query_length=max(1, min(query, length - 4)))
     function, passthrough = ids_function(module)
     proto = convert(function, family, passthrough, opset)
     import tf2onnx
