@@ -81,25 +81,30 @@ def _anchors(page):
     return anchors
 
 
-def test_repository_paths_and_links_exist():
+def missing_paths(page):
+    """`page:line: path` of the repository paths and links of a page that point at nothing."""
     missing = []
-    for page in pages():
-        name = os.path.relpath(page, ROOT)
-        for number, line in enumerate(_read(page).splitlines(), 1):
-            for match in REPOSITORY_PATH.finditer(line):
-                if not _exists(match.group(0)) and not EXAMPLE.search(line[: match.start()]):
-                    missing.append(f"{name}:{number}: {match.group(0)}")
-            for match in LINK.finditer(line):
-                target = match.group(1)
-                if re.match(r"[a-z]+:", target):  # https:, mailto:
-                    continue
-                file, _, anchor = target.partition("#")
-                path = os.path.normpath(os.path.join(os.path.dirname(page), file)) if file else page
-                if not os.path.exists(path):
-                    missing.append(f"{name}:{number}: link {target}")
-                elif anchor and path.endswith(".md") and anchor not in _anchors(path):
-                    missing.append(f"{name}:{number}: link {target}: no such heading in {os.path.relpath(path, ROOT)}")
-    assert not missing, "documentation paths that point at nothing:\n" + "\n".join(dict.fromkeys(missing))
+    name = os.path.relpath(page, ROOT)
+    for number, line in enumerate(_read(page).splitlines(), 1):
+        for match in REPOSITORY_PATH.finditer(line):
+            if not _exists(match.group(0)) and not EXAMPLE.search(line[: match.start()]):
+                missing.append(f"{name}:{number}: {match.group(0)}")
+        for match in LINK.finditer(line):
+            target = match.group(1)
+            if re.match(r"[a-z]+:", target):  # https:, mailto:
+                continue
+            file, _, anchor = target.partition("#")
+            path = os.path.normpath(os.path.join(os.path.dirname(page), file)) if file else page
+            if not os.path.exists(path):
+                missing.append(f"{name}:{number}: link {target}")
+            elif anchor and path.endswith(".md") and anchor not in _anchors(path):
+                missing.append(f"{name}:{number}: link {target}: no such heading in {os.path.relpath(path, ROOT)}")
+    return list(dict.fromkeys(missing))
+
+
+def test_repository_paths_and_links_exist():
+    missing = [problem for page in pages() for problem in missing_paths(page)]
+    assert not missing, "documentation paths that point at nothing:\n" + "\n".join(missing)
 
 
 def _clean(path):
@@ -190,3 +195,27 @@ def test_runs_inputs_are_written_by_a_documented_command():
         "runs/ paths the documentation reads that no documented command or snippet writes (a snippet's writes are "
         "listed in tests/docs/snippets_test.py):\n" + "\n".join(unwritten)
     )
+
+
+def test_the_checks_find_what_the_pages_said_wrong(tmp_path):
+    """Two mistakes the pages had: a test file that never existed, and a model directory no command wrote. The
+    checks find each, and pass the page once a command writes the directory."""
+    page = tmp_path / "page.md"
+    text = (
+        "Long texts: `tests/training/long_text_sst2_test.py`; [fine-tuning](#fine-tuning).\n\n"
+        "## Fine-tuning\n\n"
+        '```python\nexport_saved_model("runs/conll", "runs/serving/ner/1")\n```\n'
+    )
+    page.write_text(text, encoding="utf-8")
+    assert [p.split(": ", 1)[1] for p in missing_paths(str(page))] == ["tests/training/long_text_sst2_test.py"]
+    written = {"runs/serving/ner/1"}
+    assert [path for _, path in _inputs(str(page)) if not _is_written(path, written)] == ["runs/conll"]
+    command = "```sh\nbert-tf-finetune --task=ner --init=$M --model_dir=runs/conll\n```\n"
+    page.write_text(
+        text.replace("`tests/training/long_text_sst2_test.py`", "`tests/training/long_text_finetune_test.py`")
+        + command,
+        encoding="utf-8",
+    )
+    assert not missing_paths(str(page))
+    written |= {path for block in readme_test.page_blocks(str(page)) for c in block for path in _command_outputs(c)}
+    assert [path for _, path in _inputs(str(page)) if not _is_written(path, written)] == []
