@@ -289,3 +289,30 @@ def make_hub_cache(cache_dir, repo_id, source_dir, revision="main"):
         with open(os.path.join(root, "refs", revision), "w", encoding="utf-8") as f:
             f.write(commit)  # huggingface_hub writes the hash without a newline
     return snapshot
+
+
+def tiny_classifier_dir(directory, words, max_position_embeddings, labels=("negative", "positive"), **settings):
+    """`tiny_model_dir` of a random `BertClassifier` with a class per label (task "classification")."""
+    from bert_tf.models import BertClassifier
+
+    return tiny_model_dir(
+        directory,
+        words,
+        max_position_embeddings,
+        model_fn=lambda encoder: BertClassifier(encoder, num_classes=len(labels)),
+        task="classification",
+        labels=list(labels),
+        **settings,
+    )
+
+
+def run_app_main(main, argv):
+    """Runs an app's `main` in this process on `argv` (the program name, then its flags), with the flags parsed
+    afresh and restored after; returns what `main` returns (its exit code)."""
+    from absl import flags
+    from absl.testing import flagsaver
+
+    with flagsaver.flagsaver():
+        flags.FLAGS.unparse_flags()
+        flags.FLAGS(argv)
+        return main(argv[:1])

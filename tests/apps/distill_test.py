@@ -15,11 +15,11 @@ import tensorflow as tf
 
 from bert_tf.checkpoints.settings import read_settings
 from bert_tf.export import export_saved_model
-from bert_tf.models import BertClassifier, BertSpanLabeler, BertTokenClassifier
+from bert_tf.models import BertSpanLabeler, BertTokenClassifier
 from bert_tf.tasks import load_model
 from bert_tf.training import DistillConfig, ResumeError, create_strategy, distill
 from bert_tf.training.distillation import check_config
-from tests.helpers import conll_file, sentiment_tsv, squad_file, tiny_model_dir, write_text
+from tests.helpers import conll_file, sentiment_tsv, squad_file, tiny_classifier_dir, tiny_model_dir, write_text
 from tests.launcher import python_command
 
 WORDS = (
@@ -38,14 +38,7 @@ def data(tmp_path_factory):
 @pytest.fixture(scope="module")
 def teacher(tmp_path_factory):
     """A random (not fine-tuned) one-layer classifier: the machinery, not the quality, is under test here."""
-    return tiny_model_dir(
-        tmp_path_factory.mktemp("teacher"),
-        WORDS,
-        max_position_embeddings=64,
-        model_fn=lambda encoder: BertClassifier(encoder, num_classes=2),
-        task="classification",
-        labels=["negative", "positive"],
-    )
+    return tiny_classifier_dir(tmp_path_factory.mktemp("teacher"), WORDS, 64)
 
 
 @pytest.fixture(scope="module")

@@ -7,12 +7,10 @@ import subprocess
 import numpy as np
 import pytest
 import tensorflow as tf
-from absl import flags
-from absl.testing import flagsaver
 
 from bert_tf.apps import embed as app
 from bert_tf.embeddings import SentenceEmbedder
-from tests.helpers import tiny_model_dir
+from tests.helpers import run_app_main, tiny_model_dir
 from tests.launcher import python_command
 
 WORDS = ["good", "bad", "movie", "the", "was", "."]
@@ -43,11 +41,7 @@ def _run(**values):
     values.setdefault("max_seq_length", 12)  # another app's default may win in a process that imports several
     values.setdefault("batch_size", 2)
     values.setdefault("progress", False)
-    argv = ["embed"] + [f"--{k}={v}" for k, v in values.items()]
-    with flagsaver.flagsaver():
-        flags.FLAGS.unparse_flags()
-        flags.FLAGS(argv)
-        return app.main(argv[:1])
+    return run_app_main(app.main, ["embed"] + [f"--{k}={v}" for k, v in values.items()])
 
 
 def test_embeds_a_text_file(model_dir, corpus, expected, tmp_path):

@@ -8,14 +8,11 @@ import subprocess
 import numpy as np
 import pytest
 import tensorflow as tf
-from absl import flags
-from absl.testing import flagsaver
 
 from bert_tf.apps import export as app
 from bert_tf.export import METADATA_FILE, load_task_model
-from bert_tf.models import BertClassifier
 from bert_tf.text import BertPacker, BertTokenizer
-from tests.helpers import tiny_model_dir, write_text
+from tests.helpers import run_app_main, tiny_classifier_dir, tiny_model_dir, write_text
 from tests.launcher import python_command
 
 WORDS = ["good", "bad", "movie", "the", "was", "."]
@@ -23,24 +20,12 @@ WORDS = ["good", "bad", "movie", "the", "was", "."]
 
 @pytest.fixture(scope="module")
 def classifier_dir(tmp_path_factory):
-    return tiny_model_dir(
-        tmp_path_factory.mktemp("classifier"),
-        WORDS,
-        max_position_embeddings=16,
-        model_fn=lambda encoder: BertClassifier(encoder, num_classes=2),
-        max_seq_length=12,
-        task="classification",
-        labels=["negative", "positive"],
-    )
+    return tiny_classifier_dir(tmp_path_factory.mktemp("classifier"), WORDS, 16, max_seq_length=12)
 
 
 def _run(**values):
     """Runs the app's main() in this process with the given flags; returns its exit code."""
-    argv = ["export"] + [f"--{k}={v}" for k, v in values.items()]
-    with flagsaver.flagsaver():
-        flags.FLAGS.unparse_flags()
-        flags.FLAGS(argv)
-        return app.main(argv[:1])
+    return run_app_main(app.main, ["export"] + [f"--{k}={v}" for k, v in values.items()])
 
 
 def test_main_exports_a_classifier(classifier_dir, tmp_path, capsys):
@@ -103,11 +88,8 @@ def test_main_exports_other_formats_quantized(classifier_dir, tmp_path, capsys, 
 def test_format_flags_are_checked_before_writing(classifier_dir, tmp_path, extra, message):
     output = tmp_path / "out"
     argv = ["export", f"--model_dir={classifier_dir}", f"--output_dir={output}", *extra]
-    with flagsaver.flagsaver():
-        flags.FLAGS.unparse_flags()
-        flags.FLAGS(argv)
-        with pytest.raises(app.app.UsageError, match=re.escape(message)):
-            app.main(argv[:1])
+    with pytest.raises(app.app.UsageError, match=re.escape(message)):
+        run_app_main(app.main, argv)
     assert not output.exists()
 
 

@@ -7,14 +7,11 @@ import subprocess
 import sys
 
 import pytest
-from absl import flags
-from absl.testing import flagsaver
 
 from bert_tf.apps import export as app
 from bert_tf.export import check_output_dir
 from bert_tf.export.saved_model import METADATA_FILE, staged_output
-from bert_tf.models import BertClassifier
-from tests.helpers import tiny_model_dir
+from tests.helpers import run_app_main, tiny_classifier_dir
 from tests.launcher import python_command
 
 WORDS = ["good", "bad", "movie", "the", "was", "."]
@@ -25,23 +22,11 @@ def classifier_dir(tmp_path_factory):
     """A tiny classifier's model directory inside `runs/`, a user's file beside it."""
     runs = tmp_path_factory.mktemp("runs")
     (runs / "notes.txt").write_text("mine")
-    return tiny_model_dir(
-        runs / "sst2",
-        WORDS,
-        max_position_embeddings=16,
-        model_fn=lambda encoder: BertClassifier(encoder, num_classes=2),
-        max_seq_length=12,
-        task="classification",
-        labels=["negative", "positive"],
-    )
+    return tiny_classifier_dir(runs / "sst2", WORDS, 16, max_seq_length=12)
 
 
 def _run(**values):
-    argv = ["export"] + [f"--{k}={v}" for k, v in values.items()]
-    with flagsaver.flagsaver():
-        flags.FLAGS.unparse_flags()
-        flags.FLAGS(argv)
-        return app.main(argv[:1])
+    return run_app_main(app.main, ["export"] + [f"--{k}={v}" for k, v in values.items()])
 
 
 def _tree(path):

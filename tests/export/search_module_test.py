@@ -14,8 +14,7 @@ import tensorflow as tf
 from bert_tf.config import ConfigError
 from bert_tf.data import read_passages
 from bert_tf.export import METADATA_FILE, SearchModule, export_saved_model, serving_module
-from bert_tf.models import BertClassifier
-from tests.helpers import serve_blocked, tiny_model_dir, write_text
+from tests.helpers import serve_blocked, tiny_classifier_dir, tiny_model_dir, write_text
 
 WORDS = ["the", "cat", "sat", "on", "mat", "a", "dog", "runs", "john", "lives", "in", "paris", "."]
 # Line 2 is blank: it is skipped, and the passages keep their 0-based line numbers as ids.
@@ -191,14 +190,7 @@ def test_bad_corpus_is_refused_before_anything_is_written(model_dir, tmp_path):
 
 
 def test_a_fine_tuned_directory_needs_encoder_only(tmp_path):
-    model_dir = tiny_model_dir(
-        tmp_path / "classifier",
-        WORDS,
-        max_position_embeddings=16,
-        model_fn=lambda encoder: BertClassifier(encoder, num_classes=2),
-        task="classification",
-        labels=["no", "yes"],
-    )
+    model_dir = tiny_classifier_dir(tmp_path / "classifier", WORDS, 16, labels=("no", "yes"))
     corpus = write_text(tmp_path / "corpus.txt", "the cat\na dog\n")
     output = str(tmp_path / "out")
     with pytest.raises(ConfigError, match="pass encoder_only=True"):

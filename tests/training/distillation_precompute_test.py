@@ -13,7 +13,7 @@ from bert_tf.models import BertClassifier, BertTokenClassifier
 from bert_tf.training import DistillationObjective, DistillConfig, Distiller, Head, Objective, distill
 from bert_tf.training.distillation_objective import EXAMPLES, TOKENS
 from bert_tf.training.distillation_precompute import RECORD_FILE, TEACHER_OUTPUTS_DIR, precompute
-from tests.helpers import random_inputs, sentiment_tsv, tiny_encoder, tiny_model_dir
+from tests.helpers import random_inputs, sentiment_tsv, tiny_classifier_dir, tiny_encoder, tiny_model_dir
 
 WORDS = "good great fine bad awful poor movie film the a was is .".split()
 
@@ -56,14 +56,7 @@ def test_one_step_loss_and_gradients_equal_the_live_teachers():
 
 @pytest.fixture(scope="module")
 def teacher(tmp_path_factory):
-    return tiny_model_dir(
-        tmp_path_factory.mktemp("teacher"),
-        WORDS,
-        max_position_embeddings=32,
-        model_fn=lambda encoder: BertClassifier(encoder, num_classes=2),
-        task="classification",
-        labels=["negative", "positive"],
-    )
+    return tiny_classifier_dir(tmp_path_factory.mktemp("teacher"), WORDS, 32)
 
 
 def _student_variables(model_dir, step):
