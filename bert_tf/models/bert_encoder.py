@@ -14,7 +14,6 @@ from bert_tf.layers.pooler import Pooler
 from bert_tf.layers.token_matrix import scatter_tokens
 from bert_tf.layers.transformer_block import TransformerBlock
 from bert_tf.models.encoder import Encoder
-from bert_tf.models.encoders import ENCODER_CLASSES
 from bert_tf.models.padding import bucketed_token_index, trim_padding
 
 
@@ -109,11 +108,11 @@ class BertEncoder(Encoder):
     ):
         if model_type not in FAMILIES:
             raise ValueError(f"`model_type` must be one of {tuple(FAMILIES)}. Received: model_type={model_type!r}")
-        if model_type in ENCODER_CLASSES:
-            own_class = ENCODER_CLASSES[model_type].split(":")[1]
+        if model_type not in self.MODEL_TYPES:
             raise ValueError(
                 f"A {model_type} model has its own encoder class: build it with "
-                f"`bert_tf.models.build_encoder(config)` (`{own_class}`). Received: model_type={model_type!r}"
+                "`bert_tf.models.build_encoder(config)` (`bert_tf.models.encoder_class(model_type)`). "
+                f"Received: model_type={model_type!r}"
             )
         family = FAMILIES[model_type]
         block_order = layer_blocks(num_layers, num_hidden_groups, inner_group_num, family.layer_groups)
@@ -189,6 +188,9 @@ class BertEncoder(Encoder):
         ("inner_group_num", "inner_group_num"),
     )
     CONFIG_RENAMED = {"max_sequence_length": "max_position_embeddings"}  # the name before bert_tf 0.2
+    # The architectures this class builds, each configured by its `Family` (the others have their own classes,
+    # `encoders.ENCODER_CLASSES`).
+    MODEL_TYPES = ("bert", "roberta", "distilbert", "electra", "albert")
 
     def embed(self, inputs, training=None):
         return self.embeddings(inputs["token_ids"], inputs["segment_ids"], training=training)  # [B, T, H]

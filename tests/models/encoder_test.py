@@ -24,6 +24,8 @@ def test_every_model_type_builds_an_encoder_with_the_registered_names():
         assert issubclass(cls, Encoder), model_type
         assert keras.saving.get_registered_name(cls) == f"bert_tf>{cls.__name__}"
     assert {encoder_class(t) for t in MODEL_TYPES} == {BertEncoder, DebertaV2Encoder, ModernBertEncoder}
+    # BertEncoder builds the model_types no other class does.
+    assert {t for t in MODEL_TYPES if encoder_class(t) is BertEncoder} == set(BertEncoder.MODEL_TYPES)
 
 
 def test_family_declarations():
@@ -55,7 +57,7 @@ def test_config_plumbing(model_type):
 
 
 def test_bert_encoder_refuses_a_family_with_its_own_class():
-    with pytest.raises(ValueError, match="DebertaV2Encoder"):
+    with pytest.raises(ValueError, match="its own encoder class.*model_type='deberta-v2'"):
         BertEncoder(**TINY, model_type="deberta-v2")
 
 
