@@ -104,9 +104,26 @@ def test_two_builds_of_one_corpus_write_the_same_file(tmp_path):
     assert len(pieces) == 3000
 
 
-def test_bpe_vocab_layout_and_errors(tmp_path):
+def _corpus(tmp_path):
+    """TEXT's 100 lines and one that is not UTF-8 (its byte replaced)."""
     corpus = tmp_path / "a.txt"
     corpus.write_bytes(TEXT.encode("utf-8") + b"caf\xe9\n")
+    return corpus
+
+
+def _assert_refuses(build, tmp_path, corpus, too_small, empty_text=""):
+    """`build` refuses a `vocab_size` of `too_small` and a corpus of `empty_text` by name, writing nothing."""
+    with pytest.raises(ValueError, match="vocab_size"):
+        build([str(corpus)], str(tmp_path / "small"), vocab_size=too_small, show_progress=False)
+    empty = tmp_path / "empty.txt"
+    empty.write_text(empty_text)
+    with pytest.raises(ValueError, match="No text"):
+        build([str(empty)], str(tmp_path / "none"), vocab_size=300, show_progress=False)
+    assert not os.path.exists(tmp_path / "small") and not os.path.exists(tmp_path / "none")
+
+
+def test_bpe_vocab_layout_and_errors(tmp_path):
+    corpus = _corpus(tmp_path)
     output = tmp_path / "bpe"
     summary = build_bpe_vocab([str(corpus)], str(output), vocab_size=400, min_frequency=1, show_progress=False)
     assert sorted(os.listdir(output)) == ["merges.txt", "vocab.json"]
@@ -115,13 +132,7 @@ def test_bpe_vocab_layout_and_errors(tmp_path):
     assert [vocab[t] for t in BPE_SPECIAL_TOKENS] == [0, 1, 2, 3, 4]
     assert len(vocab) == summary.vocab_size <= 400 and "The" in vocab and "Ġthe" in vocab  # cased
     assert summary.lines == 101 and summary.replaced_lines == 1
-    with pytest.raises(ValueError, match="vocab_size"):
-        build_bpe_vocab([str(corpus)], str(tmp_path / "small"), vocab_size=261, show_progress=False)
-    empty = tmp_path / "empty.txt"
-    empty.write_text("")
-    with pytest.raises(ValueError, match="No text"):
-        build_bpe_vocab([str(empty)], str(tmp_path / "none"), vocab_size=300, show_progress=False)
-    assert not os.path.exists(tmp_path / "small") and not os.path.exists(tmp_path / "none")
+    _assert_refuses(build_bpe_vocab, tmp_path, corpus, too_small=261)
 
 
 def test_bert_bpe_vocab_is_a_modernbert_tokenizer_json(tmp_path):
@@ -133,8 +144,7 @@ def test_bert_bpe_vocab_is_a_modernbert_tokenizer_json(tmp_path):
 
     from bert_tf.text import BytePairTokenizer, packer_for
 
-    corpus = tmp_path / "a.txt"
-    corpus.write_bytes(TEXT.encode("utf-8") + b"caf\xe9\n")
+    corpus = _corpus(tmp_path)
     output = tmp_path / "bpe"
     summary = build_bert_bpe_vocab([str(corpus)], str(output), vocab_size=400, min_frequency=1, show_progress=False)
     assert sorted(os.listdir(output)) == ["tokenizer.json"] and summary.output == str(output / "tokenizer.json")
@@ -153,20 +163,13 @@ def test_bert_bpe_vocab_is_a_modernbert_tokenizer_json(tmp_path):
     encoding = theirs.encode(text, pair)
     assert row[: len(encoding.ids)].tolist() == encoding.ids and set(encoding.type_ids) == {0}
     assert encoding.ids[0] == 1 and encoding.ids.count(2) == 2 and 4 in encoding.ids
-    with pytest.raises(ValueError, match="vocab_size"):
-        build_bert_bpe_vocab([str(corpus)], str(tmp_path / "small"), vocab_size=261, show_progress=False)
-    empty = tmp_path / "empty.txt"
-    empty.write_text("")
-    with pytest.raises(ValueError, match="No text"):
-        build_bert_bpe_vocab([str(empty)], str(tmp_path / "none"), vocab_size=300, show_progress=False)
-    assert not os.path.exists(tmp_path / "small") and not os.path.exists(tmp_path / "none")
+    _assert_refuses(build_bert_bpe_vocab, tmp_path, corpus, too_small=261)
 
 
 def test_unigram_vocab_layout_and_errors(tmp_path):
     from sentencepiece import SentencePieceProcessor
 
-    corpus = tmp_path / "a.txt"
-    corpus.write_bytes(TEXT.encode("utf-8") + b"caf\xe9\n")
+    corpus = _corpus(tmp_path)
     for family in ("albert", "deberta-v2"):
         output = tmp_path / family
         summary = build_unigram_vocab([str(corpus)], str(output), vocab_size=80, family=family, show_progress=False)
@@ -182,10 +185,5 @@ def test_unigram_vocab_layout_and_errors(tmp_path):
         assert config["do_lower_case"] == (family == "albert")
     with pytest.raises(ValueError, match="family"):
         build_unigram_vocab([str(corpus)], str(tmp_path / "x"), family="xlnet", show_progress=False)
-    with pytest.raises(ValueError, match="vocab_size"):
-        build_unigram_vocab([str(corpus)], str(tmp_path / "small"), vocab_size=5, show_progress=False)
-    empty = tmp_path / "empty.txt"
-    empty.write_text("\n\n")
-    with pytest.raises(ValueError, match="No text"):
-        build_unigram_vocab([str(empty)], str(tmp_path / "none"), vocab_size=300, show_progress=False)
-    assert not any(os.path.exists(tmp_path / n) for n in ("x", "small", "none"))
+    _assert_refuses(build_unigram_vocab, tmp_path, corpus, too_small=5, empty_text="\n\n")
+    assert not os.path.exists(tmp_path / "x")

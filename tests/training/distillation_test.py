@@ -148,6 +148,29 @@ def _batches(batch=4, length=8, seed=0):
     return lambda context: tf.data.Dataset.from_tensor_slices((features, labels, weights)).batch(batch).repeat()
 
 
+def train_distiller(strategy, distiller, optimizer, objective, model_dir, steps, length=8):
+    """`steps` steps of `distiller` under `objective` in one call, on `_batches` of 4 rows of `length` tokens, no
+    checkpoint before the first step; returns the loop's metrics."""
+    loop = TrainingLoop(
+        strategy,
+        distiller,
+        optimizer,
+        _batches(length=length),
+        4,
+        str(model_dir),
+        LoopConfig(
+            train_steps=steps,
+            steps_per_loop=steps,
+            checkpoint_steps=steps,
+            initial_checkpoint=False,
+            progress_seconds=0,
+        ),
+        objective=objective,
+        incompatible=(),
+    )
+    return loop.train(log=lambda message: None)
+
+
 def test_teacher_stays_frozen_and_a_narrower_student_trains_through_the_projection(tmp_path):
     keras.utils.set_random_seed(0)
     strategy = create_strategy("one_device")
@@ -165,18 +188,7 @@ def test_teacher_stays_frozen_and_a_narrower_student_trains_through_the_projecti
     objective = DistillationObjective(
         Objective([Head("logits")]), soft_weight=1.0, hard_weight=1.0, hidden_weight=1.0, attention_weight=1.0
     )
-    loop = TrainingLoop(
-        strategy,
-        distiller,
-        optimizer,
-        _batches(),
-        4,
-        str(tmp_path),
-        LoopConfig(train_steps=4, steps_per_loop=4, checkpoint_steps=4, initial_checkpoint=False, progress_seconds=0),
-        objective=objective,
-        incompatible=(),
-    )
-    metrics = loop.train(log=lambda message: None)
+    metrics = train_distiller(strategy, distiller, optimizer, objective, tmp_path, steps=4)
     assert {"soft_loss", "hard_loss", "hidden_loss", "attention_loss", "acc"} <= set(metrics)
     assert all(np.isfinite(metrics[k]) and metrics[k] > 0 for k in ("soft_loss", "hidden_loss", "attention_loss"))
     for v, value in zip(teacher.weights, before):

@@ -19,16 +19,14 @@ from bert_tf.training import (
     DistillationObjective,
     Distiller,
     Head,
-    LoopConfig,
     Objective,
-    TrainingLoop,
     create_optimizer,
     create_strategy,
 )
 from bert_tf.training.distillation_layers import attention_probabilities, distilled_blocks, encoder_states
-from bert_tf.training.distillation_objective import EXAMPLES, TOKENS
 from bert_tf.training.distillation_student import copy_teacher_layers, student_config
 from tests.helpers import random_inputs, tiny_encoder, write_text
+from tests.training.distillation_test import train_distiller
 
 LAYERS = ("full_attention", "sliding_attention", "full_attention")
 TEACHER = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "reference", "families", "modernbert-cls")
@@ -166,15 +164,6 @@ def test_soft_targets_work_for_every_family_and_deberta_layers_are_refused():
             Distiller(student, teacher, states=states, attention=attention)
 
 
-def _batches(batch=4, seed=0):
-    rng = np.random.default_rng(seed)
-    features = random_inputs(batch * 3, LENGTH, seed=seed, lengths=rng.integers(3, LENGTH + 1, batch * 3))
-    labels = {"logits": rng.integers(0, 2, (batch * 3,)).astype("int32")}
-    mask = features["padding_mask"].astype("float32")
-    weights = {"logits": np.ones(batch * 3, "float32"), TOKENS: mask, EXAMPLES: np.ones(batch * 3, "float32")}
-    return lambda context: tf.data.Dataset.from_tensor_slices((features, labels, weights)).batch(batch).repeat()
-
-
 @pytest.mark.slow  # the layers these losses read are held to the encoder in the default tier
 @pytest.mark.parametrize("student_family", ["bert", "modernbert"])
 def test_a_modernbert_teacher_trains_a_student_with_every_loss(student_family, tmp_path):
@@ -204,18 +193,7 @@ def test_a_modernbert_teacher_trains_a_student_with_every_loss(student_family, t
         attention_weight=1.0,
         cosine_weight=1.0,
     )
-    loop = TrainingLoop(
-        strategy,
-        distiller,
-        optimizer,
-        _batches(),
-        4,
-        str(tmp_path),
-        LoopConfig(train_steps=3, steps_per_loop=3, checkpoint_steps=3, initial_checkpoint=False, progress_seconds=0),
-        objective=objective,
-        incompatible=(),
-    )
-    metrics = loop.train(log=lambda message: None)
+    metrics = train_distiller(strategy, distiller, optimizer, objective, tmp_path, steps=3, length=LENGTH)
     for name in ("soft_loss", "hard_loss", "hidden_loss", "attention_loss", "cosine_loss"):
         assert np.isfinite(metrics[name]) and metrics[name] > 0, (name, metrics)
     for v, value in zip(teacher.weights, before):
