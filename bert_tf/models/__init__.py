@@ -2,7 +2,9 @@
 
 `BertEncoder` is a Keras functional model (embeddings, transformer blocks,
 pooler); `build_encoder(bert_config)` builds the encoder of any `model_type`
-(`encoders.py` says which class each architecture uses). A task model (`BertPretrainer`, `BertClassifier`,
+(`encoders.py` says which class each architecture uses). Every encoder class
+is an `Encoder` (`encoder.py`: the graph's tail, config and dtype written
+once; each family declares its layers, steps and what other code asks of it). A task model (`BertPretrainer`, `BertClassifier`,
 `BertTokenClassifier`, `BertSpanLabeler`, `BertSentenceEncoder`) is an `EncoderTask`: its heads,
 wired once in its `heads` method, on an encoder. `ElectraPretrainer` (replaced-token detection) holds two:
 the discriminator (`encoder`) and a `BertPretrainer` generator sharing its embedding tables.
