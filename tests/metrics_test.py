@@ -412,7 +412,8 @@ def test_squad_v1(caplog):
     assert squad_metrics([_example("q", "The")], {"q": ""}) == {"exact_match": 100.0, "f1": 0.0}
 
 
-def test_squad_v2():
+def _v2_questions():
+    """Five SQuAD v2.0 questions (a and b unanswerable) and an answer to each."""
     examples = [
         _example("a", is_impossible=True),
         _example("b", is_impossible=True),
@@ -420,7 +421,11 @@ def test_squad_v2():
         _example("d", "William the Conqueror", "William"),
         _example("e", "The", "Norman army"),
     ]
-    answers = {"a": "", "b": "William", "c": "in 1066", "d": "William", "e": ""}
+    return examples, {"a": "", "b": "William", "c": "in 1066", "d": "William", "e": ""}
+
+
+def test_squad_v2():
+    examples, answers = _v2_questions()
     # a: impossible, gold [""], answered ""       -> EM 1, F1 1 (two empty answers)
     # b: impossible, gold [""], answered William  -> EM 0, F1 0 (one side empty)
     # c: [in, 1066] vs [1066]: P 1/2, R 1         -> EM 0, F1 2/3
@@ -464,14 +469,7 @@ def test_squad_v2():
 
 
 def test_squad_v2_no_answer_probabilities():
-    examples = [
-        _example("a", is_impossible=True),
-        _example("b", is_impossible=True),
-        _example("c", "1066"),
-        _example("d", "William the Conqueror", "William"),
-        _example("e", "The", "Norman army"),
-    ]
-    answers = {"a": "", "b": "William", "c": "in 1066", "d": "William", "e": ""}
+    examples, answers = _v2_questions()
     na_probs = {"a": 0.0, "b": 0.9, "c": 0.5, "d": 0.0, "e": 0.0}
     # Threshold 0.5: only b (0.9 > 0.5; c's 0.5 is not above) counts as "no answer" -> correct: EM 1, F1 1.
     # EM = 100 * 3/5 = 60; F1 = 100 * (1 + 1 + 2/3 + 1 + 0) / 5 = 100 * (11/3) / 5 = 73.333...

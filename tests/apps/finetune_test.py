@@ -50,20 +50,26 @@ def _app(*argv):
     )
 
 
-def test_classification_learns_and_keeps_the_best_model(tiny_dir, tmp_path):
+def _sst2_run(init, tmp_path, out, **values):
+    """Fine-tunes `init` into `out` on a sentiment TSV as SST-2 with `values`, evaluating on 24 more rows; returns
+    eval_results.json."""
     train = sentiment_tsv(tmp_path / "train.tsv", seed=0)
     dev = sentiment_tsv(tmp_path / "dev.tsv", n=24, seed=1)
-    out = tmp_path / "run"
     _run(
         task="classification",
-        init=tiny_dir,
+        init=init,
         train_file=train,
         eval_file=dev,
         glue_task="sst2",
-        epochs=12.0,
         model_dir=str(out),
+        **values,
     )
-    results = json.loads((out / "eval_results.json").read_text())
+    return json.loads((out / "eval_results.json").read_text())
+
+
+def test_classification_learns_and_keeps_the_best_model(tiny_dir, tmp_path):
+    out = tmp_path / "run"
+    results = _sst2_run(tiny_dir, tmp_path, out, epochs=12.0)
     assert {"accuracy", "f1", "mcc", "precision", "recall", "step"} <= set(results)
     assert results["accuracy"] == 1.0  # the sentiment word decides the label
     rows = (out / "predictions.tsv").read_text().splitlines()
@@ -307,22 +313,10 @@ def test_tfds_inputs_offline_under_mock_data(tiny_dir, tmp_path):
 @pytest.mark.slow
 def test_mirrored_strategy_gives_the_one_device_result(tiny_dir, tmp_path):
     """Two replicas (logical CPUs) and one device: the same steps give the same scores."""
-    train = sentiment_tsv(tmp_path / "train.tsv", seed=0)
-    dev = sentiment_tsv(tmp_path / "dev.tsv", n=24, seed=1)
     results = {}
     for strategy in ("one_device", "mirrored"):
-        out = tmp_path / strategy
-        _run(
-            task="classification",
-            init=tiny_dir,
-            train_file=train,
-            eval_file=dev,
-            glue_task="sst2",
-            train_steps=6,
-            strategy=strategy,
-            dropout=0.0,
-            model_dir=str(out),
+        results[strategy] = _sst2_run(
+            tiny_dir, tmp_path, tmp_path / strategy, train_steps=6, strategy=strategy, dropout=0.0
         )
-        results[strategy] = json.loads((out / "eval_results.json").read_text())
     assert results["mirrored"]["accuracy"] == results["one_device"]["accuracy"]
     assert results["mirrored"]["mcc"] == pytest.approx(results["one_device"]["mcc"], abs=1e-6)

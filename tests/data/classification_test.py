@@ -8,15 +8,9 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.data.classification import glue_layout, make_dataset, read_examples
-from bert_tf.text import BertTokenizer
 from tests.conftest import DATA_DIR
 
 GLUE = os.path.join(DATA_DIR, "glue")
-
-
-@pytest.fixture(scope="module")
-def tokenizer(minilm_vocab):
-    return BertTokenizer(minilm_vocab)
 
 
 def _write(tmp_path, name, content):

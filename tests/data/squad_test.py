@@ -9,15 +9,9 @@ import tensorflow as tf
 
 from bert_tf.data.squad import extract_answers, make_dataset, make_windows, read_squad
 from bert_tf.metrics import normalize_answer, squad_metrics
-from bert_tf.text import BertTokenizer
 from tests.conftest import DATA_DIR
 
 XQUAD = os.path.join(DATA_DIR, "squad", "xquad.en.json")
-
-
-@pytest.fixture(scope="module")
-def tokenizer(minilm_vocab):
-    return BertTokenizer(minilm_vocab)
 
 
 @pytest.fixture(scope="module")

@@ -7,15 +7,9 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.data.tagging import iob1_to_bio, make_dataset, read_conll, sorted_label_names, word_predictions
-from bert_tf.text import BertTokenizer
 from tests.conftest import DATA_DIR
 
 TESTA = os.path.join(DATA_DIR, "conll2003", "eng.testa")
-
-
-@pytest.fixture(scope="module")
-def tokenizer(minilm_vocab):
-    return BertTokenizer(minilm_vocab)
 
 
 @pytest.fixture(scope="module")
