@@ -31,6 +31,7 @@ the kind, so a new kind needs no edit here.
 import json
 import os
 
+from bert_tf.checkpoints.hub import resolve_model_path
 from bert_tf.checkpoints.readers import VOCAB_FILE, CheckpointError, checkpoint_dir  # noqa: F401 (VOCAB_FILE: for callers)
 from bert_tf.text import kinds
 from bert_tf.text.byte_pair import BPE_VOCAB_FILE, MERGES_FILE  # noqa: F401 (the file names callers read here)
@@ -103,12 +104,14 @@ def load_tokenizer(path, settings=None, **kwargs):
     `path`.
 
     Args:
-        path: a checkpoint directory (or prefix) with tokenizer files (`find_tokenizer`).
+        path: a checkpoint directory (or prefix) with tokenizer files (`find_tokenizer`), or a Hugging Face Hub id
+            (`resolve_model_path`).
         settings: the model directory's settings (`lowercase`, `strip_accents`, `add_prefix_space`) for the
             legacy files; `tokenizer.json` says them itself. `split_special_tokens` (default false) applies to
             every kind.
         **kwargs: passed to the layer (e.g. `split_special_tokens`, which overrides the settings').
     """
+    path = resolve_model_path(path)  # a Hub id: its snapshot in the cache (a local path as it is)
     kind, files = find_tokenizer(path)
     return build_tokenizer(kind, files, lambda: sentencepiece_options(path, files["model"]), settings, **kwargs)
 
