@@ -16,8 +16,11 @@ other generated flags allow an override (a process importing several apps
 keeps the last definition of a name; each bert-tf-* command imports only its
 own app).
 
-`check_checkpoint_dir` is the `--model_dir` check of the apps that read a
-checkpoint (bert-tf-export, bert-tf-embed).
+`check_checkpoint_dir` is the check of every flag that names a checkpoint to
+read (bert-tf-export's and bert-tf-embed's `--model_dir`, bert-tf-finetune's
+and bert-tf-pretrain's `--init`, bert-tf-distill's `--teacher`,
+bert-tf-convert's `--input`): a directory, a TF1 checkpoint prefix or a Hugging
+Face Hub id, read once into the `ModelDirectory` the app passes on.
 """
 
 import dataclasses
@@ -74,15 +77,17 @@ def define_config_flags(config_class, module, flag_values=flags.FLAGS, defined_e
 
 
 def check_checkpoint_dir(name, flag_values=flags.FLAGS):
-    """The `checkpoints.ModelDirectory` of `--NAME`; raises `app.UsageError` naming `--NAME` unless it is given and
-    names a checkpoint directory `load_encoder` reads (bert_tf, Hugging Face or TF1: `checkpoints.detect_format`) or
-    a Hugging Face Hub id (`org/name[@revision]`, fetched into huggingface_hub's cache unless HF_HUB_OFFLINE=1)."""
+    """The `checkpoints.ModelDirectory` of `--NAME`; raises `app.UsageError` (one line) naming `--NAME` unless it is
+    given and names a checkpoint directory or TF1 checkpoint prefix `load_encoder` reads (bert_tf, Hugging Face or
+    TF1: `checkpoints.detect_format`) or a Hugging Face Hub id (`org/name[@revision]`, fetched into
+    huggingface_hub's cache unless HF_HUB_OFFLINE=1)."""
     path = flag_values[name].value
     if not path:
         raise app.UsageError(f"--{name} is required. Received: --{name}=None")
-    if not os.path.isdir(path) and parse_hub_id(path) is None:
+    if not os.path.isdir(path) and not os.path.exists(path + ".index") and parse_hub_id(path) is None:
         raise app.UsageError(
-            f"--{name} is not a directory or a Hugging Face Hub id ({HUB_REF_PATTERN}). Received: --{name}={path}"
+            f"--{name} is not a directory, a TF1 checkpoint prefix or a Hugging Face Hub id ({HUB_REF_PATTERN}). "
+            f"Received: --{name}={path}"
         )
     try:
         return ModelDirectory.read(path)

@@ -5,8 +5,11 @@
 
 `--input` is a Hugging Face directory of BERT, RoBERTa, DistilBERT, ELECTRA, ALBERT, DeBERTa-v2/v3 or ModernBERT
 (the seven families of `bert_tf.config.MODEL_TYPES`),
-an original Google TF1 checkpoint (directory or `model.ckpt-N` prefix) or a
-bert_tf model directory; its format is detected. The model it holds is
+an original Google TF1 checkpoint (directory or `model.ckpt-N` prefix), a
+bert_tf model directory or a Hugging Face Hub id of any of these
+(`--input=google/electra-small-discriminator`, `org/name@revision`: read from
+huggingface_hub's cache, fetched first unless HF_HUB_OFFLINE=1); its format is
+detected. The model it holds is
 converted whole: the encoder, the masked-LM (and NSP) head, or a fine-tuned
 classification, token-classification or question-answering head with its
 label names, which `bert-tf-export` then serves. ELECTRA's pretraining pair
@@ -40,7 +43,8 @@ class ConvertOptions:
     input: str = option(
         None,
         "Checkpoint to convert: Hugging Face directory (BERT, RoBERTa, DistilBERT, ELECTRA, ALBERT, DeBERTa-v2/v3, "
-        "task heads included), TF1 checkpoint directory or prefix, or bert_tf model directory (format detected).",
+        "task heads included), TF1 checkpoint directory or prefix, bert_tf model directory (format detected), or a "
+        "Hugging Face Hub id (org/name[@revision]).",
     )
     output: str = option(None, "Directory to write; must be empty or absent unless --overwrite.")
     to: str = option(
@@ -68,31 +72,33 @@ common_flags.define_config_flags(ConvertOptions, sys.modules[__name__])
 
 
 def _validate_flags():
-    """Checks every flag before any side effect; raises app.UsageError naming the bad one."""
+    """Checks every flag before any side effect; raises app.UsageError naming the bad one. Returns `--input`'s
+    `checkpoints.ModelDirectory` (a directory, a TF1 checkpoint prefix or a Hugging Face Hub id: its format detected
+    once, by `common_flags.check_checkpoint_dir`)."""
     if not FLAGS.input:
         raise app.UsageError("--input is required. Received: --input=None")
-    if not os.path.exists(FLAGS.input) and not os.path.exists(FLAGS.input + ".index"):
-        raise app.UsageError(f"--input does not exist. Received: --input={FLAGS.input}")
+    source = common_flags.check_checkpoint_dir("input")
     if not FLAGS.output:
         raise app.UsageError("--output is required. Received: --output=None")
     if os.path.exists(FLAGS.output):
         if not os.path.isdir(FLAGS.output):
             raise app.UsageError(f"--output must be a directory. Received: --output={FLAGS.output}")
-        if os.path.isdir(FLAGS.input) and os.path.samefile(FLAGS.input, FLAGS.output):
+        if os.path.samefile(source.directory, FLAGS.output):  # an id's snapshot counts as its directory
             raise app.UsageError(f"--output must differ from --input. Received: --output={FLAGS.output}")
         if os.listdir(FLAGS.output) and not FLAGS.overwrite:
             raise app.UsageError(
                 f"--output is not empty; pass --overwrite to write into it. Received: --output={FLAGS.output}"
             )
+    return source
 
 
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected positional arguments. Received: {argv[1:]}")
-    _validate_flags()
+    source = _validate_flags()
     try:
         fmt, count, kind = tasks.convert_checkpoint(
-            checkpoints.ModelDirectory.read(FLAGS.input),  # the directory, read once
+            source,  # the directory (or an id's snapshot), read once
             FLAGS.output,
             FLAGS.to,
             allow_pickle=FLAGS.allow_pickle,

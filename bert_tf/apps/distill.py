@@ -76,6 +76,8 @@ def _config():
 
 
 def _validate():
+    """Checks every flag before any side effect; returns `--teacher`'s `checkpoints.ModelDirectory` (a directory, a
+    TF1 checkpoint prefix or a Hugging Face Hub id, read once: `common_flags.check_checkpoint_dir`)."""
     for name in ("teacher", "model_dir"):
         if not FLAGS[name].value:
             raise app.UsageError(f"--{name} is required.")
@@ -89,7 +91,7 @@ def _validate():
         value = FLAGS[name].value
         if value and not value.startswith("tfds:") and not os.path.exists(value):
             raise app.UsageError(f"--{name} does not exist. Received: --{name}={value}")
-    common_flags.check_checkpoint_dir("teacher")
+    teacher = common_flags.check_checkpoint_dir("teacher")
     try:
         check_config(_config())
     except ValueError as e:  # the config's fields are the flags of the same name
@@ -99,15 +101,17 @@ def _validate():
         raise app.UsageError("--corpus runs are sized by --train_steps (> 0), as bert-tf-pretrain's.")
     if FLAGS.epochs == 0 and FLAGS.train_steps == 0:
         raise app.UsageError("Set --epochs > 0 or --train_steps > 0.")
+    return teacher
 
 
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    _validate()
+    teacher = _validate()
     strategy = training_flags.training_strategy()
+    config = dataclasses.replace(_config(), teacher=teacher)  # --teacher as read once (an id's snapshot included)
     return training_errors.run_task_training(
-        "bert-tf-distill", lambda: distill(_config(), strategy=strategy), FLAGS.model_dir
+        "bert-tf-distill", lambda: distill(config, strategy=strategy), FLAGS.model_dir
     )
 
 

@@ -29,7 +29,7 @@ common_flags.define_config_flags(EmbedConfig, sys.modules[__name__])
 
 def _validate_flags():
     """Checks every flag before any side effect; raises app.UsageError naming the bad one."""
-    check_checkpoint_dir("model_dir")
+    model_dir = check_checkpoint_dir("model_dir").path  # a Hub id's snapshot: never written into either
     for name in ("input", "output"):
         if not FLAGS[name].value:
             raise app.UsageError(f"--{name} is required. Received: --{name}=None")
@@ -37,7 +37,7 @@ def _validate_flags():
         raise app.UsageError(f"--input is not a file. Received: --input={FLAGS.input}")
     if os.path.exists(FLAGS.output) and not os.path.isdir(FLAGS.output):
         raise app.UsageError(f"--output exists and is not a directory. Received: --output={FLAGS.output}")
-    if os.path.abspath(FLAGS.output) == os.path.abspath(FLAGS.model_dir):
+    if os.path.abspath(FLAGS.output) == os.path.abspath(model_dir):
         raise app.UsageError(f"--output must differ from --model_dir. Received: --output={FLAGS.output}")
 
 

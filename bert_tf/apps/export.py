@@ -43,14 +43,14 @@ SAVED_MODEL_ONLY = tuple(field.name for field in dataclasses.fields(saved_model_
 
 def _validate_flags():
     """Checks every flag before any side effect; raises app.UsageError naming the bad one."""
-    check_checkpoint_dir("model_dir")
+    model_dir = check_checkpoint_dir("model_dir").path  # a Hub id's snapshot: never written into either
     if not FLAGS.output_dir:
         raise app.UsageError("--output_dir is required. Received: --output_dir=None")
     try:
-        check_output_dir(FLAGS.output_dir, FLAGS.overwrite, model_dir=FLAGS.model_dir, export_format=FLAGS.format)
+        check_output_dir(FLAGS.output_dir, FLAGS.overwrite, model_dir=model_dir, export_format=FLAGS.format)
     except FileExistsError as e:
         raise app.UsageError(f"--output_dir: {e}") from None
-    if os.path.abspath(FLAGS.output_dir) == os.path.abspath(FLAGS.model_dir):
+    if os.path.abspath(FLAGS.output_dir) == os.path.abspath(model_dir):
         raise app.UsageError(f"--output_dir must differ from --model_dir. Received: --output_dir={FLAGS.output_dir}")
     _validate_format_flags()
     if FLAGS.search_corpus is None:

@@ -4,8 +4,10 @@
         --train_file=SST-2/train.tsv --eval_file=SST-2/dev.tsv --model_dir=runs/sst2
 
 `--init` is anything `load_encoder` reads: a bert_tf model directory (e.g. the
-output of bert-tf-pretrain), a Hugging Face BERT directory or a Google TF1
-checkpoint. Data files: TSV/CSV/JSONL (classification, regression), CoNLL
+output of bert-tf-pretrain), a Hugging Face BERT directory, a Google TF1
+checkpoint or a Hugging Face Hub id (`--init=google-bert/bert-base-uncased`,
+`org/name@revision`: read from huggingface_hub's cache, fetched first unless
+HF_HUB_OFFLINE=1). Data files: TSV/CSV/JSONL (classification, regression), CoNLL
 column files (ner), SQuAD v1.1/v2.0 JSON (squad), text pairs in TSV/CSV/JSONL or
 SQuAD JSON (embedding), or `tfds:NAME[:SPLIT]`.
 After every epoch the evaluation file is scored with the task's official
@@ -13,13 +15,14 @@ metric; the best weights, `eval_results.json` and the predictions stay in
 `--model_dir`. Re-running the same command continues from the newest checkpoint.
 """
 
+import dataclasses
 import os
 import sys
 
 from absl import app, flags
 
 from bert_tf import tasks
-from bert_tf.apps import launch, training_errors, training_flags
+from bert_tf.apps import common_flags, launch, training_errors, training_flags
 from bert_tf.training import finetune, finetuning
 
 FLAGS = flags.FLAGS
@@ -31,13 +34,16 @@ training_flags.define_config_flags(FinetuneConfig, sys.modules[__name__])
 
 
 def _validate():
+    """Checks every flag before any side effect; returns `--init`'s `checkpoints.ModelDirectory` (a directory, a
+    TF1 checkpoint prefix or a Hugging Face Hub id, read once: `common_flags.check_checkpoint_dir`)."""
     for name in ("task", "init", "train_file", "model_dir"):
         if not FLAGS[name].value:
             raise app.UsageError(f"--{name} is required.")
-    for name in ("init", "train_file", "eval_file", "eval_corpus"):
+    for name in ("train_file", "eval_file", "eval_corpus"):
         value = FLAGS[name].value
         if value and not value.startswith("tfds:") and not os.path.exists(value):
             raise app.UsageError(f"--{name} does not exist. Received: --{name}={value}")
+    init = common_flags.check_checkpoint_dir("init")
     check = tasks.get(FLAGS.task).check_config
     if check is not None:
         try:
@@ -47,6 +53,7 @@ def _validate():
     training_flags.validate_training_flags()
     if FLAGS.epochs == 0 and FLAGS.train_steps == 0:
         raise app.UsageError("Set --epochs > 0 or --train_steps > 0.")
+    return init
 
 
 def _config():
@@ -57,10 +64,11 @@ def _config():
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    _validate()
+    init = _validate()
     strategy = training_flags.training_strategy()
+    config = dataclasses.replace(_config(), init=init)  # --init as read once (an id's snapshot included)
     return training_errors.run_task_training(
-        "bert-tf-finetune", lambda: finetune(_config(), strategy=strategy), FLAGS.model_dir
+        "bert-tf-finetune", lambda: finetune(config, strategy=strategy), FLAGS.model_dir
     )
 
 

@@ -13,7 +13,10 @@ A recipe file sets several at once, any flag after it overriding it:
     bert-tf-pretrain --flagfile=configs/recipes/roberta_base.cfg --model_dir=runs/rb --train_steps=2000
 
 --init=DIR continues pretraining a checkpoint (BioBERT-style domain adaptation,
-BERT's 512-token second phase): its config, weights, heads and tokenizer.
+BERT's 512-token second phase): its config, weights, heads and tokenizer. DIR may
+be a Hugging Face Hub id (`--init=google-bert/bert-base-uncased`,
+`org/name@revision`), read from huggingface_hub's cache (fetched first unless
+HF_HUB_OFFLINE=1); `PretrainConfig` reads it once.
 
 Without --corpus it trains on an offline default corpus (Python's own
 documentation); without --vocab it builds a vocabulary from the corpus.

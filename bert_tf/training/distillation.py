@@ -87,7 +87,8 @@ class DistillRun(TaskData, Schedule, Optimization, MaskedLMData):
         help="The teacher. With --train_file: a fine-tuned bert_tf model directory of a task (bert-tf-finetune's "
         "output) or a Hugging Face ...ForSequenceClassification / ForTokenClassification / ForQuestionAnswering "
         "directory. With --corpus: a pretrained encoder with its masked-LM head (bert-tf-pretrain's output, a "
-        "Hugging Face ...ForMaskedLM / ...ForPreTraining directory, a TF1 checkpoint with cls/predictions)."
+        "Hugging Face ...ForMaskedLM / ...ForPreTraining directory, a TF1 checkpoint with cls/predictions). Either "
+        "may be a Hugging Face Hub id (org/name[@revision])."
     )
     # task distillation's training data; exactly one of `train_file` and `corpus`
     train_file: str = override(
@@ -394,8 +395,8 @@ def _request(config):
 def distill(config, strategy=None, log=print):
     """Runs `config`; returns the best evaluation's metrics (or the last training metrics without eval data)."""
     teacher_dir = config.teacher if isinstance(config.teacher, ModelDirectory) else None  # a path or a ModelDirectory
-    if teacher_dir is not None:
-        config = dataclasses.replace(config, teacher=teacher_dir.path)
+    if teacher_dir is not None:  # records and messages name what was given: its path, or the Hub id it was read by
+        config = dataclasses.replace(config, teacher=teacher_dir.name)
     check_config(config)
     request = _request(config)  # as asked (`task` may be None: the teacher's)
     strategy = strategy or create_strategy("one_device")
@@ -408,7 +409,7 @@ def distill(config, strategy=None, log=print):
         )
         return results or {}
     if config.corpus:
-        return general_distill(config, request, strategy, log=log)
+        return general_distill(config, request, strategy, log=log, teacher=teacher_dir)
     chief = is_chief(strategy)
     teacher_dir = ModelDirectory.read(teacher_dir or config.teacher)  # read once: config, settings, task, tokenizer
     teacher_config = teacher_dir.config

@@ -51,8 +51,8 @@ class FinetuneRun(TaskData, Schedule, Optimization):
 
     task: str = option(help="The task (one registered in bert_tf.tasks).", enum=tasks.names)
     init: str = option(
-        help="Checkpoint to start from: a bert_tf model directory, a Hugging Face BERT directory or an original TF1 "
-        "checkpoint."
+        help="Checkpoint to start from: a bert_tf model directory, a Hugging Face BERT directory, an original TF1 "
+        "checkpoint or a Hugging Face Hub id (org/name[@revision])."
     )
     model_dir: str = option(help="Checkpoints, logs, the best model, eval_results.json and predictions.")
 

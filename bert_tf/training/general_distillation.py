@@ -140,15 +140,17 @@ def load_masked_lm_teacher(teacher, dtype=None):
     return load_pretrainer(teacher, dtype=dtype, sentence_objective="none")
 
 
-def general_distill(config, request, strategy, log=print):
+def general_distill(config, request, strategy, log=print, teacher=None):
     """Runs the general distillation `config` (a `DistillConfig` with `corpus`); returns the best held-out metrics
     (or the last training metrics when the corpus is too small to hold any out).
 
     `request` is the config's record (`distillation.distill` computed it and checked that the run is not finished).
+    `teacher`: `config.teacher` already read (a `ModelDirectory`, e.g. a Hub id's snapshot), else None (read here);
+    `config.teacher` is what the records and messages name (the id, or the path).
     """
     keras.utils.set_random_seed(config.seed)
     chief = is_chief(strategy)
-    teacher_dir = ModelDirectory.read(config.teacher)  # read once (a path, a Hub id): config, weights, tokenizer
+    teacher_dir = ModelDirectory.read(teacher or config.teacher)  # read once (a path, a Hub id): config, weights, ...
     teacher_config = teacher_dir.config
     with strategy.scope():
         teacher = load_masked_lm_teacher(teacher_dir, dtype=dtype_policy(config.dtype))

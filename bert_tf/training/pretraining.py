@@ -55,6 +55,7 @@ from bert_tf.checkpoints import (
     write_settings,
     write_tokenizer_files,
 )
+from bert_tf.checkpoints.hub import HUB_REF_PATTERN, is_local, parse_hub_id
 from bert_tf.checkpoints.tokenizer_files import (
     BPE_VOCAB_FILE,
     MERGES_FILE,
@@ -192,7 +193,7 @@ class PretrainConfig(MaskedLMData, Schedule, Optimization):
         None,
         "Continue pretraining this checkpoint (BioBERT's domain adaptation; BERT's 512-token second phase, Devlin "
         "et al. 2019): a bert_tf model directory, a Hugging Face directory (...Model, ...ForPreTraining, "
-        "...ForMaskedLM) or an original TF1 checkpoint. Its config, family, weights, tokenizer and its masked-LM "
+        "...ForMaskedLM), an original TF1 checkpoint or a Hugging Face Hub id (org/name[@revision]). Its config, family, weights, tokenizer and its masked-LM "
         "and sentence heads (when of --sentence_objective's kind: BERT's are NSP, ALBERT's SOP) start the run; the "
         "heads it lacks are initialised (the log says which). --model, --vocab, --vocab_size, --embedding_size and "
         "--lowercase are refused with it; --model_type must agree. --max_seq_length may exceed the length it was "
@@ -297,7 +298,27 @@ class PretrainConfig(MaskedLMData, Schedule, Optimization):
     )
 
     def __post_init__(self):
+        if isinstance(self.init, ModelDirectory):  # already read (bert-tf-pretrain's flag check): kept, not reread
+            self.__dict__["_init_directory"] = (self.init.name, self.init)
+            self.init = self.init.name  # its path, or the Hub id it was read by (what records and messages name)
         self.validate()
+
+    def init_directory(self):
+        """`init`'s `checkpoints.ModelDirectory` (a directory, a TF1 checkpoint prefix or a Hugging Face Hub id,
+        resolved to its snapshot in huggingface_hub's cache), read once per config: its config, tokenizer files,
+        weights and generator are all read through it. None without `init`; CheckpointError where it holds no
+        checkpoint or an id is not in the cache offline."""
+        if not self.init:
+            return None
+        cached = self.__dict__.get("_init_directory")
+        if cached is None or cached[0] != self.init:  # `init` set again since: read the new one
+            cached = (self.init, ModelDirectory.read(self.init))
+            self.__dict__["_init_directory"] = cached
+        return cached[1]
+
+    def _init_missing(self):
+        """Whether `init` names nothing to read: no path, TF1 checkpoint prefix or Hugging Face Hub id."""
+        return not is_local(self.init) and parse_hub_id(self.init) is None
 
     def resumes(self):
         """True when `model_dir` holds checkpoints: the run continues them (and does not read `init`)."""
@@ -316,13 +337,13 @@ class PretrainConfig(MaskedLMData, Schedule, Optimization):
             saved = read_training_settings(self.model_dir) or {}
             if isinstance(saved.get("model"), dict):
                 return BertConfig.from_dict(saved["model"], source=os.path.join(self.model_dir, TRAINING_SETTINGS_FILE))
-            if not os.path.exists(self.init):
+            if self._init_missing():
                 raise ConfigError(
                     f"PretrainConfig: {self.model_dir} holds checkpoints but no {TRAINING_SETTINGS_FILE} recording "
                     f"the model, and `init` does not exist. Received: init={self.init!r}"
                 )
         try:
-            return load_config(self.init)
+            return load_config(self.init_directory())
         except (CheckpointError, ConfigError, OSError) as e:
             raise ConfigError(
                 f"PretrainConfig: `init` is not a checkpoint load_encoder reads: {e} Received: init={self.init!r}"
@@ -500,9 +521,15 @@ class PretrainConfig(MaskedLMData, Schedule, Optimization):
                 f"needs --objective=rtd and --init. Received: init_generator={self.init_generator!r}, "
                 f"objective={self.objective!r}, init={self.init!r}"
             )
-        if self.init_generator is not None and self.reads_init() and not os.path.exists(self.init_generator):
+        if (
+            self.init_generator is not None
+            and self.reads_init()
+            and not is_local(self.init_generator)
+            and parse_hub_id(self.init_generator) is None
+        ):
             raise ConfigError(
-                f"PretrainConfig: `init_generator` does not exist. Received: init_generator={self.init_generator!r}"
+                "PretrainConfig: `init_generator` is not a path or a Hugging Face Hub id "
+                f"({HUB_REF_PATTERN}). Received: init_generator={self.init_generator!r}"
             )
         if self.objective != "rtd":
             for name in generator_fields:
@@ -561,8 +588,8 @@ class PretrainConfig(MaskedLMData, Schedule, Optimization):
                     name,
                     "init",
                 )
-        if self.reads_init() and not os.path.exists(self.init):
-            fail("`init` does not exist", "init")
+        if self.reads_init() and self._init_missing():
+            fail(f"`init` does not exist, nor is it a Hugging Face Hub id ({HUB_REF_PATTERN})", "init")
         config = self.init_model_config()
         if self.model_type is not None and self.model_type != config.model_type:
             fail_both(
@@ -943,7 +970,7 @@ def init_generator_path(config):
     Face write), else None (a new generator)."""
     if config.init_generator:
         return config.init_generator
-    return generator_dir(config.init)  # `init/generator` when it holds a checkpoint (`init` a path or a Hub id)
+    return generator_dir(config.init_directory())  # `init/generator` when it holds a checkpoint (an id's snapshot's)
 
 
 def _run_generator_config(config, bert_config):
@@ -1011,11 +1038,11 @@ def _init_run(config, chief, log):
     """
     bert_config = config.init_model_config()
     if config.reads_init():
-        source = config.init
-        settings = _tokenizer_source_settings(config.init, bert_config.max_position_embeddings)
+        source = config.init_directory()  # the directory read once (an id's snapshot): config, tokenizer, weights
+        settings = _tokenizer_source_settings(source, bert_config.max_position_embeddings)
         if chief:
             os.makedirs(config.model_dir, exist_ok=True)
-            write_tokenizer_files(config.init, config.model_dir)
+            source.write_tokenizer_files(config.model_dir)
             write_settings(config.model_dir, settings)
         trained_at = settings.get("max_seq_length")
         if trained_at and config.max_seq_length > trained_at:
@@ -1124,7 +1151,7 @@ def pretrain(config, strategy=None, log=print):
     with strategy.scope():
         if starts_from_init:
             pretrainer, initialised = init_pretrainer(
-                config.init,
+                config.init_directory(),
                 sentence_objective,
                 dtype=dtype_policy(config.dtype),
                 **(

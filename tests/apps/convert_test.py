@@ -11,10 +11,12 @@ from safetensors.numpy import load_file
 
 from bert_tf import checkpoints, tasks
 from bert_tf.models import BertPretrainer
+from tests.conftest import REFERENCE_DIR
 from tests.helpers import random_inputs, tiny_encoder, tiny_model_dir
 from tests.launcher import python_command
 
 REPO_ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+TINY_BERT = os.path.join(REFERENCE_DIR, "families", "bert")  # a Hugging Face BertForMaskedLM: --input's checks pass
 
 
 def _run(*args):
@@ -75,8 +77,8 @@ def test_missing_input_exits_before_writing(tmp_path):
     "args, message",
     [
         (["--to=onnx"], "--to"),
-        (["--input={missing}"], "--input does not exist"),
-        (["--input={tmp}", "--output={busy}"], "--output is not empty"),
+        (["--input={missing}"], "--input is not a directory, a TF1 checkpoint prefix or a Hugging Face Hub id"),
+        (["--input={bert}", "--output={busy}"], "--output is not empty"),
     ],
     ids=["bad_enum", "missing_input", "non_empty_output"],
 )
@@ -85,7 +87,7 @@ def test_bad_flags_exit_non_zero(tmp_path, args, message):
     os.makedirs(busy)
     with open(os.path.join(busy, "keep.txt"), "w") as f:
         f.write("user data")
-    values = {"missing": os.path.join(tmp_path, "nope"), "tmp": str(tmp_path), "busy": busy}
+    values = {"missing": os.path.join(tmp_path, "nope"), "bert": TINY_BERT, "busy": busy}
     args = [arg.format(**values) for arg in args]
     if not any(arg.startswith("--output") for arg in args):
         args.append(f"--output={os.path.join(tmp_path, 'out')}")
