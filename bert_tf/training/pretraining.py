@@ -298,7 +298,7 @@ class PretrainConfig(MaskedLMData, Schedule, Optimization):
     )
 
     def __post_init__(self):
-        if isinstance(self.init, ModelDirectory):  # already read (bert-tf-pretrain's flag check): kept, not reread
+        if isinstance(self.init, ModelDirectory):  # already read by the caller: kept, not read again
             self.__dict__["_init_directory"] = (self.init.name, self.init)
             self.init = self.init.name  # its path, or the Hub id it was read by (what records and messages name)
         self.validate()

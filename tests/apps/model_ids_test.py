@@ -104,7 +104,7 @@ def test_pretrain_config_init_by_id(offline_hub, tmp_path):
     assert directory.path == offline_hub and directory.hub_id == TINY_ID
     assert config.init_directory() is directory  # read once per config
     assert config.init_model_config() == checkpoints.load_config(TINY_BERT)
-    # An already read directory (bert-tf-pretrain's flag check) is kept; `init` names it as given.
+    # A directory the caller has read is kept; `init` names it as it was given.
     given = ModelDirectory.read(f"{TINY_ID}@main")
     config = PretrainConfig(model_dir=str(tmp_path / "run"), init=given)
     assert config.init == f"{TINY_ID}@main" and config.init_directory() is given
