@@ -27,7 +27,7 @@ import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
 from bert_tf import checkpoints, tasks
-from bert_tf.checkpoints import SETTINGS_FILE
+from bert_tf.checkpoints import SETTINGS_FILE, CheckpointError, hub
 from bert_tf.config import ConfigError
 from bert_tf.data import read_passages
 from bert_tf.export.options import saved_model_options_class
@@ -199,8 +199,13 @@ STAGING_MARK = ".partial-"  # `staged_output`'s folders beside the output: NAME.
 
 
 def _real_dir(path):
-    """The real path of a directory, or of the directory holding a checkpoint prefix (`model.ckpt-N`)."""
-    path = os.path.realpath(os.fspath(path))
+    """The real path of a directory, or of the directory holding a checkpoint prefix (`model.ckpt-N`); of a Hugging
+    Face Hub id, its snapshot in huggingface_hub's cache (`checkpoints.hub.resolve_model_path`)."""
+    try:
+        path = hub.resolve_model_path(path)  # a local path (or a ModelDirectory's) as it is
+    except CheckpointError:
+        path = os.fspath(path)  # an id neither local nor in the cache: reading the model says so
+    path = os.path.realpath(path)
     return path if os.path.isdir(path) or not os.path.exists(path + ".index") else os.path.dirname(path)
 
 

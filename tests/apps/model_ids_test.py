@@ -94,6 +94,17 @@ def test_finetune_init_by_id(tiny_hub, tmp_path):
     assert not (tmp_path / "run").exists()
 
 
+def test_export_never_writes_into_an_ids_snapshot(offline_hub, tmp_path):
+    """The export functions' output check (`check_output_dir`) finds the model directory of an id given as a string:
+    the cache's snapshot (or a folder holding it) is never an output, whatever `overwrite` says."""
+    from bert_tf.export import check_output_dir
+
+    for output in (offline_hub, os.path.dirname(offline_hub)):
+        with pytest.raises(FileExistsError, match="the model directory: writing there would delete the model"):
+            check_output_dir(output, overwrite=True, model_dir=TINY_ID)
+    check_output_dir(str(tmp_path / "export"), model_dir=MISSING_ID)  # not in the cache: the model read says so
+
+
 # === PretrainConfig.init, bert-tf-pretrain --init ===
 
 
