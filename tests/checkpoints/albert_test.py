@@ -16,7 +16,15 @@ import tensorflow as tf
 
 from bert_tf import checkpoints, tasks
 from bert_tf.models import BertClassifier, BertPretrainer, BertSpanLabeler, BertTokenClassifier
-from tests.checkpoints.references import assert_close, batch_of, hf_round_trip, local_dir, read_reference, shared_dir
+from tests.checkpoints.references import (
+    assert_close,
+    assert_token_head_rows,
+    batch_of,
+    hf_round_trip,
+    local_dir,
+    read_reference,
+    shared_dir,
+)
 
 
 def _check_top5(logits, ids, values):
@@ -77,16 +85,9 @@ def test_token_heads_on_padded_batches(head):
         assert isinstance(model, BertTokenClassifier) and len(settings["labels"]) == 9
     else:
         assert isinstance(model, BertSpanLabeler) and settings["task"] == "squad"
-    rows = reference["single"] + [reference["batch"]] + reference.get("pair", []) + [reference.get("pair_batch")]
-    for row in filter(None, rows):
-        inputs = batch_of(row)
-        mask = inputs["padding_mask"]
-        for output in (model(inputs), model.call_unpadded(inputs), model.call_graph(inputs)):
-            if head == "ner":
-                assert_close(output, row["logits"], mask)
-            else:
-                assert_close(output["start_logits"], row["start_logits"], mask)
-                assert_close(output["end_logits"], row["end_logits"], mask)
+    assert_token_head_rows(
+        reference, head, lambda inputs: (model(inputs), model.call_unpadded(inputs), model.call_graph(inputs))
+    )
 
 
 def test_albert_for_pretraining_reads_the_sentence_order_head():

@@ -23,7 +23,15 @@ from bert_tf import checkpoints, tasks, text
 from bert_tf.checkpoints import CheckpointError
 from bert_tf.config import ConfigError
 from bert_tf.models import BertClassifier, BertPretrainer, BertSpanLabeler, BertTokenClassifier
-from tests.checkpoints.references import assert_close, batch_of, hf_round_trip, local_dir, read_reference, shared_dir
+from tests.checkpoints.references import (
+    assert_close,
+    assert_token_head_rows,
+    batch_of,
+    hf_round_trip,
+    local_dir,
+    read_reference,
+    shared_dir,
+)
 
 FAMILIES = ("bert", "electra", "distilbert", "roberta")
 LEGACY_FILES = ("vocab.txt", "vocab.json", "merges.txt", "tokenizer_config.json")
@@ -64,16 +72,7 @@ def test_token_heads_on_padded_batches(family, head):
         assert settings["labels"][:3] == ["O", "B-PER", "I-PER"] and len(settings["labels"]) == 9
     else:
         assert isinstance(model, BertSpanLabeler) and settings["task"] == "squad"
-    rows = reference["single"] + [reference["batch"]] + reference.get("pair", []) + [reference.get("pair_batch")]
-    for row in filter(None, rows):
-        inputs = batch_of(row)
-        mask = inputs["padding_mask"]
-        for output in (model(inputs), model.call_unpadded(inputs)):
-            if head == "ner":
-                assert_close(output, row["logits"], mask)
-            else:
-                assert_close(output["start_logits"], row["start_logits"], mask)
-                assert_close(output["end_logits"], row["end_logits"], mask)
+    assert_token_head_rows(reference, head, lambda inputs: (model(inputs), model.call_unpadded(inputs)))
 
 
 def test_bert_for_pretraining_reads_nsp_and_pooler():

@@ -72,3 +72,18 @@ def hf_round_trip(folder, tmp_path, **options):
     for name, value in original.items():
         np.testing.assert_array_equal(returned[name], value, err_msg=name)
     return ours, back, read_json(os.path.join(folder, "config.json")), read_json(os.path.join(back, "config.json"))
+
+
+def assert_token_head_rows(reference, head, outputs_of):
+    """Each row of a token-head reference (its single rows, padded batch, pairs and their batch where present):
+    every output of `outputs_of(inputs)` holds the row's logits at real tokens (NER's `logits`, QA's start and end)."""
+    rows = reference["single"] + [reference["batch"]] + reference.get("pair", []) + [reference.get("pair_batch")]
+    for row in filter(None, rows):
+        inputs = batch_of(row)
+        mask = inputs["padding_mask"]
+        for output in outputs_of(inputs):
+            if head == "ner":
+                assert_close(output, row["logits"], mask)
+            else:
+                assert_close(output["start_logits"], row["start_logits"], mask)
+                assert_close(output["end_logits"], row["end_logits"], mask)

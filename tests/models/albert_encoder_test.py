@@ -15,10 +15,9 @@ from bert_tf.models import (
     build_encoder,
 )
 from bert_tf.models.bert_encoder import layer_blocks
-from tests.helpers import TINY, random_inputs
+from tests.helpers import TINY
+from tests.models.common import POSITIONS, padded_batch
 
-LENGTHS = [9, 5, 2, 7]
-POSITIONS = np.array([[1, 4, 8], [0, 3, 4], [1, 1, 0], [6, 2, 5]], np.int32)  # real tokens only
 # 3 layers over 2 groups of 2 blocks: layer i runs group int(i / 1.5), so blocks 0 1 | 0 1 | 2 3.
 GROUPS = dict(num_layers=3, num_hidden_groups=2, inner_group_num=2)
 VARIABLES_PER_BLOCK = 16  # q, k, v, attention output, intermediate, output (kernel + bias); 2 LayerNorms
@@ -28,10 +27,6 @@ def _albert(**overrides):
     keras.utils.set_random_seed(1)
     config = {**TINY, "model_type": "albert", "embedding_size": 8, "hidden_act": "gelu_new", **GROUPS}
     return BertEncoder(**{**config, "dropout": 0.0, "attention_dropout": 0.0, **overrides})
-
-
-def _batch():
-    return random_inputs(batch=4, length=9, lengths=LENGTHS, seed=5)
 
 
 def _max_diff(a, b, mask=None):
@@ -67,7 +62,7 @@ def test_shared_blocks_hold_one_copy_of_their_weights():
     embeddings = 7  # word, segment, position tables, LayerNorm (2), projection E -> H (2)
     assert len(encoder.weights) == embeddings + 4 * VARIABLES_PER_BLOCK + 2  # + pooler
     assert len({id(w) for w in encoder.weights}) == len(encoder.weights)
-    outputs = encoder(_batch())
+    outputs = encoder(padded_batch())
     assert len(outputs["encoder_outputs"]) == 6 and outputs["sequence_output"].shape == (4, 9, 16)
     assert encoder.token_embedding.embeddings.shape == (30, 8)
     # ALBERT-base's sharing: 12 layers, one group of one block.
@@ -78,7 +73,7 @@ def test_shared_blocks_hold_one_copy_of_their_weights():
 @pytest.mark.parametrize("jit", [False, True])
 def test_call_at_and_call_unpadded_equal_the_graph(jit):
     encoder = _albert()
-    batch = _batch()
+    batch = padded_batch()
     full = encoder(batch)
     run = tf.function(
         lambda b, p: (encoder.call_at(b, p, pooled=True), encoder.call_at(b, p, pooled=True, unpadded=True)),
@@ -106,7 +101,7 @@ def test_call_at_and_call_unpadded_equal_the_graph(jit):
 )
 def test_task_models_fast_paths_equal_the_graph_in_values_and_gradients(build):
     model = build(_albert())
-    inputs = {**_batch(), "mask_positions": POSITIONS}
+    inputs = {**padded_batch(), "mask_positions": POSITIONS}
     if not isinstance(model, BertPretrainer):
         inputs.pop("mask_positions")
     mask = inputs["padding_mask"]
@@ -135,7 +130,7 @@ def test_task_models_fast_paths_equal_the_graph_in_values_and_gradients(build):
 
 def test_config_and_keras_round_trips(tmp_path):
     encoder = _albert()
-    batch = _batch()
+    batch = padded_batch()
     clone = BertEncoder.from_config(encoder.get_config())
     assert (clone.num_hidden_groups, clone.inner_group_num, clone.block_order) == (2, 2, (0, 1, 0, 1, 2, 3))
     config = encoder.bert_config()
@@ -154,7 +149,7 @@ def test_mixed_precision_outputs_are_float32_and_close():
     encoder = _albert()
     mixed = _albert(dtype="mixed_bfloat16")
     mixed.set_weights(encoder.get_weights())
-    batch = _batch()
+    batch = padded_batch()
     outputs = mixed.call_unpadded(batch)
     assert outputs["sequence_output"].dtype == tf.float32
     assert mixed.transformer_layers[0].intermediate_dense.compute_dtype == "bfloat16"

@@ -6,14 +6,8 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.models import BertClassifier, BertPretrainer, BertSpanLabeler, BertTokenClassifier
-from tests.helpers import random_inputs, tiny_encoder
-
-LENGTHS = [9, 5, 2, 7]
-POSITIONS = np.array([[1, 4, 8], [0, 3, 4], [1, 1, 0], [6, 2, 5]], np.int32)  # real tokens only
-
-
-def _batch():
-    return random_inputs(batch=4, length=9, lengths=LENGTHS, seed=5)
+from tests.helpers import tiny_encoder
+from tests.models.common import POSITIONS, padded_batch
 
 
 def _gathered(sequence, positions):
@@ -25,7 +19,7 @@ def _gathered(sequence, positions):
 @pytest.mark.parametrize("jit", [False, True])
 def test_encoder_call_at_equals_call_at_the_positions(pre_layer_norm, unpadded, jit):
     encoder = tiny_encoder(pre_layer_norm=pre_layer_norm, dropout=0.0, attention_dropout=0.0)
-    batch = _batch()
+    batch = padded_batch()
     full = encoder(batch, training=False)
     at = tf.function(lambda b, p: encoder.call_at(b, p, pooled=True, unpadded=unpadded), jit_compile=jit)(
         batch, POSITIONS
@@ -39,7 +33,7 @@ def test_encoder_call_at_equals_call_at_the_positions(pre_layer_norm, unpadded, 
 
 def test_encoder_call_at_with_no_positions_an_empty_batch_and_one_layer():
     encoder = tiny_encoder(dropout=0.0, attention_dropout=0.0, num_layers=1)
-    batch = _batch()
+    batch = padded_batch()
     at = encoder.call_at(batch, None, pooled=True, unpadded=True)
     assert at["selected_output"].shape == (4, 0, encoder.hidden_dim)
     np.testing.assert_allclose(at["pooled_output"], encoder(batch)["pooled_output"], atol=1e-5)
@@ -50,14 +44,14 @@ def test_encoder_call_at_with_no_positions_an_empty_batch_and_one_layer():
 
 def test_encoder_call_at_under_mixed_bfloat16_is_close_and_float32():
     encoder = tiny_encoder(dropout=0.0, attention_dropout=0.0, dtype="mixed_bfloat16")
-    batch = _batch()
+    batch = padded_batch()
     at = encoder.call_at(batch, POSITIONS)["selected_output"]
     assert at.dtype == tf.float32
     np.testing.assert_allclose(at, _gathered(encoder(batch)["sequence_output"], POSITIONS), atol=0.1)
 
 
 def _pretraining_inputs():
-    return {**_batch(), "mask_positions": POSITIONS}
+    return {**padded_batch(), "mask_positions": POSITIONS}
 
 
 @pytest.mark.parametrize(
@@ -65,7 +59,7 @@ def _pretraining_inputs():
     [
         (lambda e: BertPretrainer(e, nsp=True), _pretraining_inputs),
         (lambda e: BertPretrainer(e, nsp=False), _pretraining_inputs),
-        (lambda e: BertClassifier(e, num_classes=3, dropout=0.0), _batch),
+        (lambda e: BertClassifier(e, num_classes=3, dropout=0.0), padded_batch),
     ],
     ids=["pretrainer_nsp", "pretrainer_mlm_only", "classifier"],
 )
@@ -100,7 +94,7 @@ def test_task_call_equals_the_functional_graph_in_outputs_and_gradients(build, i
 )
 def test_token_tasks_skip_padding_and_equal_the_graph_at_real_tokens(build):
     model = build(tiny_encoder(dropout=0.0, attention_dropout=0.0))
-    batch = _batch()
+    batch = padded_batch()
     real = tf.cast(batch["padding_mask"], tf.float32)
 
     def loss_and_gradients(forward):

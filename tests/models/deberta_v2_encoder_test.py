@@ -17,12 +17,9 @@ from bert_tf.models import (
     BertSpanLabeler,
     BertTokenClassifier,
     DebertaV2Encoder,
-    build_encoder,
 )
 from tests.helpers import random_inputs
-
-LENGTHS = [9, 5, 2, 7]
-POSITIONS = np.array([[1, 4, 8], [0, 3, 4], [1, 1, 0], [6, 2, 5]], np.int32)  # real tokens only
+from tests.models.common import POSITIONS, assert_config_round_trips, padded_batch
 
 
 def tiny(**overrides):
@@ -48,10 +45,6 @@ VARIANTS = {
     "conv": dict(conv_kernel_size=3, position_biased_input=True, type_vocab_size=2, pos_att_type=("c2p",)),
     "plain": dict(position_buckets=-1, max_relative_positions=3, pos_att_type=("p2c",), share_att_key=False),
 }
-
-
-def _batch():
-    return random_inputs(batch=4, length=9, lengths=LENGTHS, seed=5)
 
 
 def _numpy_buckets(distance, buckets, max_position):
@@ -81,7 +74,7 @@ def test_relative_position_index_clips_plain_distances_to_the_span():
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_outputs_shapes_dtypes_and_padding_independence(variant):
     encoder = tiny(**VARIANTS[variant])
-    batch = _batch()
+    batch = padded_batch()
     out = encoder(batch)
     assert out["sequence_output"].shape == (4, 9, 8) and out["pooled_output"].shape == (4, 8)
     assert len(out["encoder_outputs"]) == 2 and all(h.dtype == tf.float32 for h in out["encoder_outputs"])
@@ -93,7 +86,7 @@ def test_outputs_shapes_dtypes_and_padding_independence(variant):
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_jit_compile_equals_eager(variant):
     encoder = tiny(**VARIANTS[variant])
-    batch = {name: tf.constant(value) for name, value in _batch().items()}
+    batch = {name: tf.constant(value) for name, value in padded_batch().items()}
     eager = encoder(batch)["sequence_output"]
     compiled = tf.function(lambda b: encoder(b)["sequence_output"], jit_compile=True)(batch)
     np.testing.assert_allclose(compiled, eager, atol=1e-5)
@@ -120,7 +113,7 @@ def test_mixed_bfloat16_keeps_layer_norm_and_softmax_in_float32():
     assert all(w.dtype == "float32" for w in encoder.weights)
     reference = tiny(**VARIANTS["conv"])
     reference.set_weights(encoder.get_weights())
-    batch = _batch()
+    batch = padded_batch()
     low, high = encoder(batch), reference(batch)
     assert low["sequence_output"].dtype == tf.float32
     difference = np.abs(low["sequence_output"] - high["sequence_output"]).max()
@@ -130,7 +123,7 @@ def test_mixed_bfloat16_keeps_layer_norm_and_softmax_in_float32():
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_call_at_and_call_unpadded_equal_the_graph_values_and_gradients(variant):
     encoder = tiny(**VARIANTS[variant])
-    batch = _batch()
+    batch = padded_batch()
     mask = batch["padding_mask"][:, :, None]
     full = encoder(batch)
     at = tf.function(lambda b, p: encoder.call_at(b, p, pooled=True), jit_compile=True)(batch, POSITIONS)
@@ -178,7 +171,7 @@ def test_call_at_and_call_unpadded_equal_the_graph_values_and_gradients(variant)
 
 def test_task_models_run_on_it_unchanged():
     encoder = tiny(**VARIANTS["conv"])
-    batch = _batch()
+    batch = padded_batch()
     pretrainer = BertPretrainer(encoder, nsp=False)
     logits = pretrainer({**batch, "mask_positions": POSITIONS})["mlm"]
     assert logits.shape == (4, 3, 30)
@@ -190,21 +183,8 @@ def test_task_models_run_on_it_unchanged():
 
 def test_config_keras_file_and_bert_config_round_trips(tmp_path):
     encoder = tiny(**VARIANTS["plain"], conv_kernel_size=3, conv_groups=2, embedding_size=4)
-    batch = _batch()
-    again = DebertaV2Encoder.from_config(encoder.get_config())
-    assert again.get_config() == encoder.get_config()
-    path = str(tmp_path / "encoder.keras")
-    encoder.save(path)
-    loaded = keras.saving.load_model(path)
-    assert isinstance(loaded, DebertaV2Encoder)
-    np.testing.assert_allclose(loaded(batch)["sequence_output"], encoder(batch)["sequence_output"], atol=1e-6)
-    config = encoder.bert_config()
+    config = assert_config_round_trips(encoder, tmp_path)
     assert config.model_type == "deberta-v2" and config.pos_att_type == ("p2c",)
-    built = build_encoder(config)
-    assert isinstance(built, DebertaV2Encoder) and built.get_config() == {**encoder.get_config(), "name": built.name}
-    path = str(tmp_path / "bert_config.json")
-    config.to_json_file(path)
-    assert BertConfig.from_json_file(path) == config
 
 
 def test_bad_options_are_named():
@@ -221,7 +201,7 @@ def test_bad_options_are_named():
 def test_training_with_dropout_runs_and_differs_from_inference():
     encoder = tiny(**VARIANTS["conv"], dropout=0.1, attention_dropout=0.1)
     classifier = BertClassifier(encoder, 3)
-    batch = _batch()
+    batch = padded_batch()
     labels = tf.constant([0, 1, 2, 1])
 
     @tf.function
@@ -240,7 +220,7 @@ def test_training_with_dropout_runs_and_differs_from_inference():
 
 def test_task_model_keras_file_round_trip(tmp_path):
     classifier = BertClassifier(tiny(**VARIANTS["conv"]), 3)
-    batch = _batch()
+    batch = padded_batch()
     path = str(tmp_path / "classifier.keras")
     classifier.save(path)
     loaded = keras.saving.load_model(path)

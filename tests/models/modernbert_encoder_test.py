@@ -17,12 +17,10 @@ from bert_tf.models import (
     BertSpanLabeler,
     BertTokenClassifier,
     ModernBertEncoder,
-    build_encoder,
 )
 from tests.helpers import random_inputs
+from tests.models.common import POSITIONS, assert_config_round_trips, padded_batch
 
-LENGTHS = [9, 5, 2, 7]
-POSITIONS = np.array([[1, 4, 8], [0, 3, 4], [1, 1, 0], [6, 2, 5]], np.int32)  # real tokens only
 LAYERS = ("full_attention", "sliding_attention", "full_attention")
 
 
@@ -40,10 +38,6 @@ def tiny(**overrides):
     )
     args.update(overrides)
     return ModernBertEncoder(**args)
-
-
-def _batch():
-    return random_inputs(batch=4, length=9, lengths=LENGTHS, seed=5)
 
 
 def test_rotary_embedding_rotates_halves_and_keeps_relative_scores():
@@ -91,7 +85,7 @@ def test_geglu_is_activation_of_the_first_half_times_the_second():
 
 def test_outputs_shapes_dtypes_padding_independence_and_fast_paths():
     encoder = tiny()
-    batch = _batch()
+    batch = padded_batch()
     mask = batch["padding_mask"][:, :, None]
     full = encoder(batch)
     assert full["sequence_output"].shape == (4, 9, 8) and full["pooled_output"].shape == (4, 8)
@@ -115,7 +109,7 @@ def test_outputs_shapes_dtypes_padding_independence_and_fast_paths():
 
 def test_mean_pooling_and_biases_follow_the_config():
     encoder = tiny(classifier_pooling="mean", norm_bias=True, attention_bias=True, mlp_bias=True, classifier_bias=True)
-    batch = _batch()
+    batch = padded_batch()
     out = encoder(batch)
     mask = batch["padding_mask"][:, :, None].astype(np.float32)
     mean = (out["sequence_output"].numpy() * mask).sum(1) / mask.sum(1)
@@ -135,7 +129,7 @@ def test_mean_pooling_and_biases_follow_the_config():
 
 def test_task_models_run_on_it_unchanged():
     encoder = tiny()
-    batch = _batch()
+    batch = padded_batch()
     pretrainer = BertPretrainer(encoder, nsp=False)
     logits = pretrainer({**batch, "mask_positions": POSITIONS})["mlm"]
     assert logits.shape == (4, 3, 30)
@@ -157,7 +151,7 @@ def test_token_and_span_heads_transform_every_token_first(tmp_path):
     """transformers' ModernBERT token-classification and QA classes run `head` (dense, classifier_activation,
     LayerNorm) on every token before their logits: so do `BertTokenClassifier` and `BertSpanLabeler` on it."""
     encoder = tiny(classifier_bias=True, classifier_activation="gelu")
-    batch = _batch()
+    batch = padded_batch()
     tagger, span = BertTokenClassifier(encoder, 5), BertSpanLabeler(encoder)
     sequence = encoder(batch)["sequence_output"]
     dense = tagger.transform.dense
@@ -190,7 +184,7 @@ def test_token_and_span_heads_transform_every_token_first(tmp_path):
 def test_training_with_dropout_gives_gradients_everywhere():
     encoder = tiny(dropout=0.1, attention_dropout=0.1)
     classifier = BertClassifier(encoder, 3)
-    batch = _batch()
+    batch = padded_batch()
     labels = tf.constant([0, 1, 2, 1])
     with tf.GradientTape() as tape:
         logits = classifier(batch, training=True)
@@ -202,21 +196,8 @@ def test_training_with_dropout_gives_gradients_everywhere():
 
 def test_config_keras_file_and_bert_config_round_trips(tmp_path):
     encoder = tiny(classifier_pooling="mean", global_rope_theta=1000.0, pad_token_id=3)
-    batch = _batch()
-    again = ModernBertEncoder.from_config(encoder.get_config())
-    assert again.get_config() == encoder.get_config()
-    path = str(tmp_path / "encoder.keras")
-    encoder.save(path)
-    loaded = keras.saving.load_model(path)
-    assert isinstance(loaded, ModernBertEncoder)
-    np.testing.assert_allclose(loaded(batch)["sequence_output"], encoder(batch)["sequence_output"], atol=1e-6)
-    config = encoder.bert_config()
+    config = assert_config_round_trips(encoder, tmp_path)
     assert config.model_type == "modernbert" and config.layer_types == LAYERS and config.type_vocab_size == 0
-    built = build_encoder(config)
-    assert isinstance(built, ModernBertEncoder) and built.get_config() == {**encoder.get_config(), "name": built.name}
-    path = str(tmp_path / "bert_config.json")
-    config.to_json_file(path)
-    assert BertConfig.from_json_file(path) == config
     assert BertConfig.from_hf_dict(config.to_hf_dict()) == config
 
 
@@ -233,7 +214,7 @@ def test_bad_options_are_named():
 
 def test_jit_compile_equals_eager_and_mixed_bfloat16_keeps_norms_in_float32():
     encoder = tiny()
-    batch = {name: tf.constant(value) for name, value in _batch().items()}
+    batch = {name: tf.constant(value) for name, value in padded_batch().items()}
     eager = encoder(batch)["sequence_output"]
     compiled = tf.function(lambda b: encoder(b)["sequence_output"], jit_compile=True)(batch)
     np.testing.assert_allclose(compiled, eager, atol=1e-5)
