@@ -6,7 +6,7 @@ import keras
 import numpy as np
 
 from bert_tf.config import BertConfig
-from bert_tf.models import build_encoder
+from bert_tf.models import ModernBertEncoder, build_encoder
 from tests.helpers import random_inputs
 
 LENGTHS = [9, 5, 2, 7]
@@ -36,3 +36,21 @@ def assert_config_round_trips(encoder, tmp_path):
     config.to_json_file(path)
     assert BertConfig.from_json_file(path) == config
     return config
+
+
+MODERNBERT_LAYERS = ("full_attention", "sliding_attention", "full_attention")
+
+
+def tiny_modernbert(**overrides):
+    """A tiny ModernBERT: global, sliding (window 4: two tokens each side), global; dropout off."""
+    args = dict(
+        vocabulary_size=30,
+        num_layers=3,
+        num_heads=2,
+        hidden_dim=8,
+        intermediate_dim=12,
+        max_position_embeddings=16,
+        layer_types=MODERNBERT_LAYERS,
+        local_attention=4,
+    )
+    return ModernBertEncoder(**{**args, **overrides})

@@ -16,28 +16,9 @@ from bert_tf.models import (
     BertPretrainer,
     BertSpanLabeler,
     BertTokenClassifier,
-    ModernBertEncoder,
 )
 from tests.helpers import random_inputs
-from tests.models.common import POSITIONS, assert_config_round_trips, padded_batch
-
-LAYERS = ("full_attention", "sliding_attention", "full_attention")
-
-
-def tiny(**overrides):
-    """A tiny ModernBERT: global, sliding (window 4: two tokens each side), global; dropout off."""
-    args = dict(
-        vocabulary_size=30,
-        num_layers=3,
-        num_heads=2,
-        hidden_dim=8,
-        intermediate_dim=12,
-        max_position_embeddings=16,
-        layer_types=LAYERS,
-        local_attention=4,
-    )
-    args.update(overrides)
-    return ModernBertEncoder(**args)
+from tests.models.common import MODERNBERT_LAYERS, POSITIONS, assert_config_round_trips, padded_batch, tiny_modernbert
 
 
 def test_rotary_embedding_rotates_halves_and_keeps_relative_scores():
@@ -60,7 +41,7 @@ def test_window_admits_half_the_width_on_each_side():
     window = in_window(tf.range(6), tf.range(6), 4).numpy()
     assert window[0].tolist() == [True, True, True, False, False, False]
     assert window[3].tolist() == [False, True, True, True, True, True]
-    encoder = tiny(num_layers=1, layer_types=("sliding_attention",))
+    encoder = tiny_modernbert(num_layers=1, layer_types=("sliding_attention",))
     batch = random_inputs(batch=1, length=9, seed=3)
     ids = batch["token_ids"].copy()
     ids[0, 8] = 5 if ids[0, 8] != 5 else 6
@@ -84,7 +65,7 @@ def test_geglu_is_activation_of_the_first_half_times_the_second():
 
 
 def test_outputs_shapes_dtypes_padding_independence_and_fast_paths():
-    encoder = tiny()
+    encoder = tiny_modernbert()
     batch = padded_batch()
     mask = batch["padding_mask"][:, :, None]
     full = encoder(batch)
@@ -108,7 +89,9 @@ def test_outputs_shapes_dtypes_padding_independence_and_fast_paths():
 
 
 def test_mean_pooling_and_biases_follow_the_config():
-    encoder = tiny(classifier_pooling="mean", norm_bias=True, attention_bias=True, mlp_bias=True, classifier_bias=True)
+    encoder = tiny_modernbert(
+        classifier_pooling="mean", norm_bias=True, attention_bias=True, mlp_bias=True, classifier_bias=True
+    )
     batch = padded_batch()
     out = encoder(batch)
     mask = batch["padding_mask"][:, :, None].astype(np.float32)
@@ -123,12 +106,12 @@ def test_mean_pooling_and_biases_follow_the_config():
         "transformer_layer_1/mlp/output/bias",
     } <= paths
     assert "transformer_layer_0/attention_layer_norm/gamma" not in paths  # layer 0: no attention norm
-    bare = {v.path for v in tiny().weights}
+    bare = {v.path for v in tiny_modernbert().weights}
     assert not any(path.endswith(("/bias", "/beta")) for path in bare)
 
 
 def test_task_models_run_on_it_unchanged():
-    encoder = tiny()
+    encoder = tiny_modernbert()
     batch = padded_batch()
     pretrainer = BertPretrainer(encoder, nsp=False)
     logits = pretrainer({**batch, "mask_positions": POSITIONS})["mlm"]
@@ -140,7 +123,7 @@ def test_task_models_run_on_it_unchanged():
         "mlm_head/transform_dense/kernel",
         "mlm_head/transform_layer_norm/gamma",
     ]
-    no_decoder_bias = BertPretrainer(tiny(decoder_bias=False), nsp=False)
+    no_decoder_bias = BertPretrainer(tiny_modernbert(decoder_bias=False), nsp=False)
     assert "mlm_head/output_bias" not in {v.path for v in no_decoder_bias.weights}
     assert BertClassifier(encoder, 3)(batch).shape == (4, 3)
     assert BertTokenClassifier(encoder, 5).call_unpadded(batch).shape == (4, 9, 5)
@@ -150,7 +133,7 @@ def test_task_models_run_on_it_unchanged():
 def test_token_and_span_heads_transform_every_token_first(tmp_path):
     """transformers' ModernBERT token-classification and QA classes run `head` (dense, classifier_activation,
     LayerNorm) on every token before their logits: so do `BertTokenClassifier` and `BertSpanLabeler` on it."""
-    encoder = tiny(classifier_bias=True, classifier_activation="gelu")
+    encoder = tiny_modernbert(classifier_bias=True, classifier_activation="gelu")
     batch = padded_batch()
     tagger, span = BertTokenClassifier(encoder, 5), BertSpanLabeler(encoder)
     sequence = encoder(batch)["sequence_output"]
@@ -182,7 +165,7 @@ def test_token_and_span_heads_transform_every_token_first(tmp_path):
 
 
 def test_training_with_dropout_gives_gradients_everywhere():
-    encoder = tiny(dropout=0.1, attention_dropout=0.1)
+    encoder = tiny_modernbert(dropout=0.1, attention_dropout=0.1)
     classifier = BertClassifier(encoder, 3)
     batch = padded_batch()
     labels = tf.constant([0, 1, 2, 1])
@@ -195,32 +178,32 @@ def test_training_with_dropout_gives_gradients_everywhere():
 
 
 def test_config_keras_file_and_bert_config_round_trips(tmp_path):
-    encoder = tiny(classifier_pooling="mean", global_rope_theta=1000.0, pad_token_id=3)
+    encoder = tiny_modernbert(classifier_pooling="mean", global_rope_theta=1000.0, pad_token_id=3)
     config = assert_config_round_trips(encoder, tmp_path)
-    assert config.model_type == "modernbert" and config.layer_types == LAYERS and config.type_vocab_size == 0
+    assert config.model_type == "modernbert" and config.layer_types == MODERNBERT_LAYERS and config.type_vocab_size == 0
     assert BertConfig.from_hf_dict(config.to_hf_dict()) == config
 
 
 def test_bad_options_are_named():
     with pytest.raises(ConfigError, match=r"layer_types.*Received: layer_types\[1\]='local'"):
-        tiny(layer_types=("full_attention", "local", "full_attention"))
+        tiny_modernbert(layer_types=("full_attention", "local", "full_attention"))
     with pytest.raises(ConfigError, match=r"one layer type per layer \(3\)"):
-        tiny(layer_types=("full_attention",))
+        tiny_modernbert(layer_types=("full_attention",))
     with pytest.raises(ConfigError, match=r"classifier_pooling.*Received: classifier_pooling='max'"):
-        tiny(classifier_pooling="max")
+        tiny_modernbert(classifier_pooling="max")
     with pytest.raises(ValueError, match=r"its own encoder class"):
         BertEncoder(30, 1, 2, 8, 16, model_type="modernbert")
 
 
 def test_jit_compile_equals_eager_and_mixed_bfloat16_keeps_norms_in_float32():
-    encoder = tiny()
+    encoder = tiny_modernbert()
     batch = {name: tf.constant(value) for name, value in padded_batch().items()}
     eager = encoder(batch)["sequence_output"]
     compiled = tf.function(lambda b: encoder(b)["sequence_output"], jit_compile=True)(batch)
     np.testing.assert_allclose(compiled, eager, atol=1e-5)
     keras.mixed_precision.set_global_policy("mixed_bfloat16")
     try:
-        low = tiny()
+        low = tiny_modernbert()
     finally:
         keras.mixed_precision.set_global_policy("float32")
     block = low.transformer_layers[1]

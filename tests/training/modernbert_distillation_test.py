@@ -26,27 +26,22 @@ from bert_tf.training import (
 from bert_tf.training.distillation_layers import attention_probabilities, distilled_blocks, encoder_states
 from bert_tf.training.distillation_student import copy_teacher_layers, student_config
 from tests.helpers import random_inputs, tiny_encoder, write_text
+from tests.models import common
+from tests.models.common import MODERNBERT_LAYERS
 from tests.training.distillation_test import train_distiller
 
-LAYERS = ("full_attention", "sliding_attention", "full_attention")
+LAYERS = MODERNBERT_LAYERS
 TEACHER = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "reference", "families", "modernbert-cls")
 WINDOW = 4  # a sliding layer's token sees two tokens each side
 LENGTH = 9
 
 
 def tiny_modernbert(**overrides):
-    """A tiny ModernBERT (global, sliding, global), dropout off; `classifier_pooling` "cls" unless overridden."""
-    args = dict(
-        vocabulary_size=30,
-        num_layers=3,
-        num_heads=2,
-        hidden_dim=16,
-        intermediate_dim=24,
-        max_position_embeddings=32,
-        layer_types=LAYERS,
-        local_attention=WINDOW,
+    """`tests.models.common.tiny_modernbert` (global, sliding, global; window WINDOW), H 16, I 24, 32 positions;
+    `classifier_pooling` "cls" unless overridden."""
+    return common.tiny_modernbert(
+        **{"hidden_dim": 16, "intermediate_dim": 24, "max_position_embeddings": 32, **overrides}
     )
-    return ModernBertEncoder(**{**args, **overrides})
 
 
 def _inputs():
