@@ -2,8 +2,7 @@
 
 import keras
 
-from bert_tf.layers.dense_head import DenseHead
-from bert_tf.models.task import EncoderTask
+from bert_tf.models.task import EncoderTask, logits_head
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -20,14 +19,7 @@ class BertClassifier(EncoderTask):
         super().__init__(encoder, task_config, **kwargs)
 
     def create_heads(self, encoder, num_classes, dropout, head_initializer="bert"):
-        self.head = DenseHead(
-            num_classes,
-            dropout=dropout,
-            initializer_range=encoder.initializer_range,
-            kernel_initializer=head_initializer,
-            dtype=encoder.dtype_policy,
-            name="classifier_head",
-        )
+        self.head = logits_head(encoder, num_classes, dropout, head_initializer, "classifier_head")
         self.num_classes = num_classes
 
     def heads(self, encoded, inputs, training=None):

@@ -3,8 +3,7 @@
 import keras
 from keras import ops
 
-from bert_tf.layers.dense_head import DenseHead
-from bert_tf.models.task import EncoderTask, token_head
+from bert_tf.models.task import EncoderTask, logits_head, token_head
 
 # Logit given to padding positions so no span starts or ends there.
 _PADDING_LOGIT = -1e4
@@ -38,14 +37,7 @@ class BertSpanLabeler(EncoderTask):
 
     def create_heads(self, encoder, dropout, head_initializer="bert"):
         self.transform = token_head(encoder, "span_transform")  # None but for ModernBERT
-        self.head = DenseHead(
-            2,
-            dropout=dropout,
-            initializer_range=encoder.initializer_range,
-            kernel_initializer=head_initializer,
-            dtype=encoder.dtype_policy,
-            name="span_head",
-        )
+        self.head = logits_head(encoder, 2, dropout, head_initializer, "span_head")
         self.span_logits = _SplitSpanLogits(dtype="float32", name="span_logits")
 
     def heads(self, encoded, inputs, training=None):

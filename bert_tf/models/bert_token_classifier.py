@@ -2,8 +2,7 @@
 
 import keras
 
-from bert_tf.layers.dense_head import DenseHead
-from bert_tf.models.task import EncoderTask, token_head
+from bert_tf.models.task import EncoderTask, logits_head, token_head
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -25,14 +24,7 @@ class BertTokenClassifier(EncoderTask):
 
     def create_heads(self, encoder, num_classes, dropout, head_initializer="bert"):
         self.transform = token_head(encoder, "tagger_transform")  # None but for ModernBERT
-        self.head = DenseHead(
-            num_classes,
-            dropout=dropout,
-            initializer_range=encoder.initializer_range,
-            kernel_initializer=head_initializer,
-            dtype=encoder.dtype_policy,
-            name="tagger_head",
-        )
+        self.head = logits_head(encoder, num_classes, dropout, head_initializer, "tagger_head")
         self.num_classes = num_classes
 
     def heads(self, encoded, inputs, training=None):

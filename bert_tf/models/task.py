@@ -3,6 +3,7 @@
 import keras
 import tensorflow as tf
 
+from bert_tf.layers.dense_head import DenseHead
 from bert_tf.models.encoder import ENCODER_INPUTS, encoder_inputs
 
 
@@ -15,6 +16,19 @@ def token_head(encoder, name):
     """
     make = getattr(encoder, "token_head", None)
     return make(name) if make is not None else None
+
+
+def logits_head(encoder, units, dropout, head_initializer, name):
+    """The fine-tuning heads' logits layer: a `DenseHead` of `units` in the encoder's dtype policy and initializer
+    range (`BertClassifier`, `BertTokenClassifier`, `BertSpanLabeler`)."""
+    return DenseHead(
+        units,
+        dropout=dropout,
+        initializer_range=encoder.initializer_range,
+        kernel_initializer=head_initializer,
+        dtype=encoder.dtype_policy,
+        name=name,
+    )
 
 
 class EncoderTask(keras.Model):
