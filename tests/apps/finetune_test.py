@@ -40,7 +40,8 @@ def _run(strategy="one_device", **overrides):
     return finetune(FinetuneConfig(**values), strategy=create_strategy(strategy), log=lambda message: None)
 
 
-def _app(*argv):
+def finetune_app(*argv):
+    """bert-tf-finetune with `argv` in a fresh process on the CPU; returns the finished process (output as text)."""
     return subprocess.run(
         python_command("-m", "bert_tf.apps.finetune", *argv),
         capture_output=True,
@@ -180,7 +181,7 @@ def test_unknown_eval_label_names_file_and_line(tiny_dir, tmp_path):
     """Through the app: the error is printed with file and line and the exit status is 1."""
     train = sentiment_tsv(tmp_path / "train.tsv")
     dev = write_text(tmp_path / "dev.tsv", "sentence\tlabel\nthe film was good .\t1\nthe film was bad .\t7\n")
-    result = _app(
+    result = finetune_app(
         "--task=classification",
         f"--init={tiny_dir}",
         f"--train_file={train}",
@@ -245,7 +246,7 @@ def test_squad_answer_not_at_its_offset_names_the_question(tiny_dir, tmp_path):
 
 
 def test_missing_required_flag_is_a_usage_error(tmp_path):
-    result = _app("--task=ner", f"--train_file={tmp_path}", f"--model_dir={tmp_path / 'run'}")
+    result = finetune_app("--task=ner", f"--train_file={tmp_path}", f"--model_dir={tmp_path / 'run'}")
     assert result.returncode != 0 and "--init is required" in result.stderr
     assert not (tmp_path / "run").exists()
 

@@ -2,7 +2,6 @@
 
 import json
 import os
-import subprocess
 
 import keras
 import numpy as np
@@ -19,9 +18,9 @@ from bert_tf.models import BertSentenceEncoder
 from bert_tf.tasks.embedding import EmbeddingData, rank_passages
 from bert_tf.training import FinetuneConfig, create_strategy, finetune
 from bert_tf.training.distribute import mirrored_strategy
+from tests.apps.finetune_test import finetune_app
 from tests.conftest import DATA_DIR
 from tests.helpers import tiny_model_dir
-from tests.launcher import python_command
 
 ANIMALS = {"cat": "purrs", "dog": "barks", "bird": "sings", "fish": "swims"}
 COLOURS = ("red", "blue", "green")
@@ -337,16 +336,6 @@ def test_two_replicas_train_with_per_replica_negatives(tiny_dir, pair_files, tmp
     assert read_settings(str(tmp_path / "run"))["task"] == "embedding"
 
 
-def _app(*argv):
-    return subprocess.run(
-        python_command("-m", "bert_tf.apps.finetune", *argv),
-        capture_output=True,
-        text=True,
-        env=dict(os.environ, CUDA_VISIBLE_DEVICES=""),
-        timeout=300,
-    )
-
-
 @pytest.mark.slow
 def test_the_app_takes_the_embedding_flags(tiny_dir, pair_files, tmp_path):
     common = [
@@ -359,10 +348,10 @@ def test_the_app_takes_the_embedding_flags(tiny_dir, pair_files, tmp_path):
         "--global_batch_size=8",
         "--train_steps=2",
     ]
-    refused = _app(*common, "--pooling=median", f"--model_dir={tmp_path / 'refused'}")
+    refused = finetune_app(*common, "--pooling=median", f"--model_dir={tmp_path / 'refused'}")
     assert refused.returncode != 0 and "pooling must be one of" in refused.stderr
     assert not (tmp_path / "refused").exists()
-    result = _app(
+    result = finetune_app(
         *common,
         f"--eval_file={pair_files[1]}",
         "--negative_column=negative",
