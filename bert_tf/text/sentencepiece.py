@@ -459,14 +459,7 @@ class SentencePieceTokenizer(Tokenizer):
             `(normalized, prefix)`: tf.string `[S]` and int64 `[S]`, 1 where a space was put first (DeBERTa).
         """
         if self.family == "albert":
-            text = tf.strings.regex_replace(text, "``|''", '"')
-            if self.strip_accents:
-                text = tf_text.normalize_utf8(text, "NFKD")
-                text = tf.strings.regex_replace(text, r"\p{Mn}", "")
-            if self.lowercase:
-                text = tf.strings.lower(text, encoding="utf-8")
-            if self._splits_whitespace:
-                text = tf.strings.regex_replace(text, self._splits_whitespace, " ")
+            text = self._albert_characters(tf.strings.regex_replace(text, "``|''", '"'))
             return text, tf.zeros(tf.shape(text), tf.int64)
         text = tf.strings.regex_replace(text, f"{WHITESPACE_CLASS}{{2,}}|[\\n\\r\\t]", " ")
         text = tf_text.normalize_utf8(text, "NFC")
@@ -483,6 +476,18 @@ class SentencePieceTokenizer(Tokenizer):
         )
         return tf.where(prefix, tf.strings.join([" ", text]), text), tf.cast(prefix, tf.int64)
 
+    def _albert_characters(self, text):
+        """ALBERT's normalization of tf.string `text` after its quotes: accents stripped, lowercase, the splitting
+        whitespace a space, as the options say (`_normalize` on segments, `_char_lengths` on single characters)."""
+        if self.strip_accents:
+            text = tf_text.normalize_utf8(text, "NFKD")
+            text = tf.strings.regex_replace(text, r"\p{Mn}", "")
+        if self.lowercase:
+            text = tf.strings.lower(text, encoding="utf-8")
+        if self._splits_whitespace:
+            text = tf.strings.regex_replace(text, self._splits_whitespace, " ")
+        return text
+
     def _char_lengths(self, segments):
         """Bytes each character of segments `[S]` normalizes to on its own (alignment for offsets).
 
@@ -494,13 +499,7 @@ class SentencePieceTokenizer(Tokenizer):
         c = code_points.flat_values
         chars = tf.strings.unicode_encode(c[:, None], "UTF-8")
         if self.family == "albert":
-            if self.strip_accents:
-                chars = tf_text.normalize_utf8(chars, "NFKD")
-                chars = tf.strings.regex_replace(chars, r"\p{Mn}", "")
-            if self.lowercase:
-                chars = tf.strings.lower(chars, encoding="utf-8")
-            if self._splits_whitespace:
-                chars = tf.strings.regex_replace(chars, self._splits_whitespace, " ")
+            chars = self._albert_characters(chars)
             lengths = tf.cast(tf.strings.length(chars), tf.int64)
         else:
             chars = tf_text.normalize_utf8(chars, "NFC")

@@ -252,6 +252,18 @@ def build_vocab(
     return VocabSummary.of(reader, files, len(pieces), start, output)
 
 
+def _check_byte_pair_sizes(special_tokens, vocab_size, min_frequency):
+    """Raises for a byte-level BPE `vocab_size` that leaves no room for merges or a `min_frequency` below 1."""
+    minimum = len(special_tokens) + 256
+    if vocab_size <= minimum:
+        raise ValueError(
+            f"`vocab_size` must exceed the {len(special_tokens)} special tokens and the 256 bytes ({minimum}). "
+            f"Received: vocab_size={vocab_size}"
+        )
+    if min_frequency < 1:
+        raise ValueError(f"`min_frequency` must be at least 1. Received: min_frequency={min_frequency}")
+
+
 def build_bpe_vocab(
     inputs,
     output_dir,
@@ -274,14 +286,7 @@ def build_bpe_vocab(
     Returns:
         A `VocabSummary` (`output` is `output_dir`).
     """
-    minimum = len(BPE_SPECIAL_TOKENS) + 256
-    if vocab_size <= minimum:
-        raise ValueError(
-            f"`vocab_size` must exceed the {len(BPE_SPECIAL_TOKENS)} special tokens and the 256 bytes ({minimum}). "
-            f"Received: vocab_size={vocab_size}"
-        )
-    if min_frequency < 1:
-        raise ValueError(f"`min_frequency` must be at least 1. Received: min_frequency={min_frequency}")
+    _check_byte_pair_sizes(BPE_SPECIAL_TOKENS, vocab_size, min_frequency)
     files = expand_files(inputs)
     start = time.time()
     reader = _LineReader(files)
@@ -337,14 +342,7 @@ def build_bert_bpe_vocab(inputs, output_dir, vocab_size=50368, min_frequency=2, 
     Returns:
         A `VocabSummary` (`output` is the `tokenizer.json` written).
     """
-    minimum = len(BERT_BPE_SPECIAL_TOKENS) + 256
-    if vocab_size <= minimum:
-        raise ValueError(
-            f"`vocab_size` must exceed the {len(BERT_BPE_SPECIAL_TOKENS)} special tokens and the 256 bytes "
-            f"({minimum}). Received: vocab_size={vocab_size}"
-        )
-    if min_frequency < 1:
-        raise ValueError(f"`min_frequency` must be at least 1. Received: min_frequency={min_frequency}")
+    _check_byte_pair_sizes(BERT_BPE_SPECIAL_TOKENS, vocab_size, min_frequency)
     files = expand_files(inputs)
     start = time.time()
     reader = _LineReader(files)
