@@ -152,26 +152,21 @@ class DistillationObjective(Objective):
                         tf.cast(target, tf.float32) - tf.reshape(tf.cast(logits, tf.float32), tf.shape(target))
                     )
                 values["hard"] += head.weight * masked_sum(per_example, weights[head.output]) / totals[head.output]
-        if self.weights["hidden"]:
-            values["hidden"] = (
-                tf.add_n(
-                    [
-                        masked_sum(hidden_state_loss(s, t), tokens)
-                        for s, t in zip(outputs["student_states"], outputs["teacher_states"])
-                    ]
+        # Layer by layer: each pair of mapped layers' loss over the real tokens, summed over the pairs.
+        for name, layer_loss, key in (
+            ("hidden", hidden_state_loss, "states"),
+            ("attention", attention_loss, "attention"),
+        ):
+            if self.weights[name]:
+                values[name] = (
+                    tf.add_n(
+                        [
+                            masked_sum(layer_loss(s, t), tokens)
+                            for s, t in zip(outputs[f"student_{key}"], outputs[f"teacher_{key}"])
+                        ]
+                    )
+                    / totals[TOKENS]
                 )
-                / totals[TOKENS]
-            )
-        if self.weights["attention"]:
-            values["attention"] = (
-                tf.add_n(
-                    [
-                        masked_sum(attention_loss(s, t), tokens)
-                        for s, t in zip(outputs["student_attention"], outputs["teacher_attention"])
-                    ]
-                )
-                / totals[TOKENS]
-            )
         if self.weights["cosine"]:
             last_student, last_teacher = outputs["student_states"][-1], outputs["teacher_states"][-1]
             values["cosine"] = masked_sum(cosine_loss(last_student, last_teacher), tokens) / totals[TOKENS]
