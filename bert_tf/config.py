@@ -341,19 +341,24 @@ class BertConfig:
         self._validate_deberta(source)
         self._validate_modernbert(source)
 
+    def _refuse_family_fields(self, source, model_type, owner, defaults):
+        """Raises for the first of a family's own fields (`defaults`: their values in every other family) that
+        differs from its default in a model of another family."""
+        changed = [name for name, default in defaults.items() if getattr(self, name) != default]
+        if changed:
+            name = changed[0]
+            raise ConfigError(
+                f"{source}: field `{name}` is {owner}'s (model_type '{model_type}'); a {self.model_type} model "
+                f"leaves it out. Received: {name}={getattr(self, name)!r}"
+            )
+
     def _validate_modernbert(self, source):
         """ModernBERT's fields: valid values (Hugging Face's defaults filled in) for model_type modernbert, BERT's
         values for every other family."""
         if isinstance(self.layer_types, list):
             self.layer_types = tuple(self.layer_types)
         if self.model_type != "modernbert":
-            changed = [name for name, default in _MODERNBERT_DEFAULTS.items() if getattr(self, name) != default]
-            if changed:
-                name = changed[0]
-                raise ConfigError(
-                    f"{source}: field `{name}` is ModernBERT's (model_type 'modernbert'); a {self.model_type} model "
-                    f"leaves it out. Received: {name}={getattr(self, name)!r}"
-                )
+            self._refuse_family_fields(source, "modernbert", "ModernBERT", _MODERNBERT_DEFAULTS)
             return
         for name, value in (
             ("type_vocab_size", 0),
@@ -422,13 +427,7 @@ class BertConfig:
         if isinstance(self.pos_att_type, list):
             self.pos_att_type = tuple(self.pos_att_type)
         if self.model_type != "deberta-v2":
-            changed = [name for name, default in _DEBERTA_DEFAULTS.items() if getattr(self, name) != default]
-            if changed:
-                name = changed[0]
-                raise ConfigError(
-                    f"{source}: field `{name}` is DeBERTa's (model_type 'deberta-v2'); a {self.model_type} model "
-                    f"leaves it out. Received: {name}={getattr(self, name)!r}"
-                )
+            self._refuse_family_fields(source, "deberta-v2", "DeBERTa", _DEBERTA_DEFAULTS)
             return
         if self.relative_attention is not True:
             raise ConfigError(
