@@ -1061,6 +1061,29 @@ def _init_run(config, chief, log):
     return tokenizer, settings, bert_config, source
 
 
+def _log_finished_run(log, config, pretrainer, metrics, tokenizer_files, vocab_file, **fill_mask_options):
+    """The end of a pretraining run's log: its final metrics (none when the loop found the run complete), what the
+    model directory holds (`tokenizer_files` naming the tokenizer's) and, with `fill_mask`, the masked LM's
+    predictions (`fill_mask` with `vocab_file` and `fill_mask_options`)."""
+    if metrics:
+        log("Final: " + ", ".join(f"{k} {v:.4g}" for k, v in metrics.items()))
+    log(
+        f"Model directory: {config.model_dir} (bert_config.json, {tokenizer_files}, "
+        f"bert_model.ckpt, bert_tf.json; TensorBoard logs in {os.path.join(config.model_dir, 'logs')})"
+    )
+    if config.fill_mask:
+        log("Fill-mask:")
+        results = fill_mask(
+            _masked_lm(pretrainer),
+            vocab_file,
+            config.fill_mask,
+            max_seq_length=config.max_seq_length,
+            **fill_mask_options,
+        )
+        for line in format_fill_mask(results):
+            log(line)
+
+
 def pretrain(config, strategy=None, log=print):
     """Runs `config` (see the module docstring); returns the final training (and held-out) metrics.
 
@@ -1264,23 +1287,9 @@ def pretrain(config, strategy=None, log=print):
                     **({"resume_changes": changes} if changes else {}),
                 },
             )
-            if metrics:
-                log("Final: " + ", ".join(f"{k} {v:.4g}" for k, v in metrics.items()))
-            log(
-                f"Model directory: {config.model_dir} (bert_config.json, the tokenizer files of --init, "
-                f"bert_model.ckpt, bert_tf.json; TensorBoard logs in {os.path.join(config.model_dir, 'logs')})"
+            _log_finished_run(
+                log, config, pretrainer, metrics, "the tokenizer files of --init", None, tokenizer=fill_tokenizer
             )
-            if config.fill_mask:
-                log("Fill-mask:")
-                results = fill_mask(
-                    _masked_lm(pretrainer),
-                    None,
-                    config.fill_mask,
-                    max_seq_length=config.max_seq_length,
-                    tokenizer=fill_tokenizer,
-                )
-                for line in format_fill_mask(results):
-                    log(line)
             return metrics
         byte_pairs = is_byte_pair_vocab(vocab_file)
         sentencepiece = is_sentencepiece_vocab(vocab_file)
@@ -1305,23 +1314,14 @@ def pretrain(config, strategy=None, log=print):
             save_sentencepiece_tokenizer(tokenizer, config.model_dir)
         if rtd and (byte_pairs or sentencepiece):  # the generator's directory reads the same tokenizer
             write_tokenizer_files(config.model_dir, os.path.join(config.model_dir, "generator"))
-        if metrics:  # none when the loop found the run complete
-            log("Final: " + ", ".join(f"{k} {v:.4g}" for k, v in metrics.items()))
-        log(
-            f"Model directory: {config.model_dir} (bert_config.json, "
-            f"{SENTENCEPIECE_FILES[tokenizer.family] if sentencepiece else tokenizer_files}, "
-            f"bert_model.ckpt, bert_tf.json; TensorBoard logs in {os.path.join(config.model_dir, 'logs')})"
+        _log_finished_run(
+            log,
+            config,
+            pretrainer,
+            metrics,
+            SENTENCEPIECE_FILES[tokenizer.family] if sentencepiece else tokenizer_files,
+            vocab_file,
+            lowercase=lowercase,
+            model_type=bert_config.model_type,
         )
-        if config.fill_mask:
-            log("Fill-mask:")
-            results = fill_mask(
-                _masked_lm(pretrainer),
-                vocab_file,
-                config.fill_mask,
-                lowercase,
-                config.max_seq_length,
-                model_type=bert_config.model_type,
-            )
-            for line in format_fill_mask(results):
-                log(line)
     return metrics
