@@ -38,7 +38,6 @@ from bert_tf import tasks
 from bert_tf.checkpoints import (
     ModelDirectory,
     glob_characters_error,
-    save_model_dir,
 )
 from bert_tf.config import PRESETS
 from bert_tf.data.pretraining import resolve_objectives
@@ -54,12 +53,12 @@ from bert_tf.training.general_distillation import general_distill
 from bert_tf.training.optimization import create_optimizer
 from bert_tf.training.run_options import MaskedLMData, Optimization, Schedule, TaskData
 from bert_tf.training.task_runs import (
-    BestModel,
     epoch_loop_config,
     epoch_plan,
     finished_run,
     model_dir_settings,
     run_request,
+    task_best_model,
 )
 from bert_tf.training.trainer import TrainingLoop
 
@@ -480,13 +479,8 @@ def distill(config, strategy=None, log=print):
     objective = DistillationObjective.from_config(task.objective, config)
     model_settings = model_dir_settings(settings, built_with, config, labels, task)
 
-    def save():
-        save_model_dir(student, config.model_dir, settings=model_settings)
-        teacher_dir.write_tokenizer_files(config.model_dir)
-
-    metric_name = getattr(data, "best_metric", None) or task.best_metric
+    best = task_best_model(student, data, task, config, chief, steps_per_epoch, model_settings, teacher_dir)
     has_eval = data.num_eval is not None
-    best = BestModel(student, data, metric_name, config.model_dir, chief, steps_per_epoch, save)
     loop_config = epoch_loop_config(config, steps_per_epoch, train_steps)
     recorded = {
         "task": task.name,

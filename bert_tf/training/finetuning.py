@@ -27,7 +27,6 @@ from bert_tf.checkpoints import (
     ModelDirectory,
     glob_characters_error,
     restore_weights,
-    save_model_dir,
 )
 from bert_tf.models import build_encoder
 from bert_tf.options import compose, option
@@ -35,12 +34,12 @@ from bert_tf.training.distribute import create_strategy, dtype_policy, is_chief
 from bert_tf.training.optimization import create_optimizer
 from bert_tf.training.run_options import Optimization, Schedule, TaskData
 from bert_tf.training.task_runs import (
-    BestModel,
     epoch_loop_config,
     epoch_plan,
     finished_run,
     model_dir_settings,
     run_request,
+    task_best_model,
 )
 from bert_tf.training.trainer import TrainingLoop
 
@@ -178,13 +177,8 @@ def finetune(config, strategy=None, log=print):
         )
     model_settings = model_dir_settings(init_settings, built_with, config, data.label_names, task)
 
-    def save():
-        save_model_dir(model, config.model_dir, settings=model_settings)
-        init.write_tokenizer_files(config.model_dir)
-
-    metric_name = getattr(data, "best_metric", None) or task.best_metric
+    best = task_best_model(model, data, task, config, chief, steps_per_epoch, model_settings, init)
     has_eval = data.num_eval is not None
-    best = BestModel(model, data, metric_name, config.model_dir, chief, steps_per_epoch, save)
     loop_config = epoch_loop_config(config, steps_per_epoch, train_steps)
     settings = {
         "task": config.task,

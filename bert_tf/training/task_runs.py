@@ -16,6 +16,7 @@ import os
 
 import numpy as np
 
+from bert_tf.checkpoints import save_model_dir
 from bert_tf.training.distribute import resolve_dtype
 from bert_tf.training.trainer import LoopConfig, newest_step, read_training_settings
 
@@ -137,6 +138,19 @@ def interval_loop_config(config, train_steps, interval):
         clip_norm=config.clip_norm,
         jit_compile=config.jit_compile,
     )
+
+
+def task_best_model(model, data, task, config, chief, steps_per_epoch, model_settings, tokenizer_source):
+    """A task run's `BestModel`: the data's best metric (else the task's), saving `model` with `model_settings` and
+    the tokenizer files of `tokenizer_source` (the `ModelDirectory` of --init or of the teacher) in
+    `config.model_dir`."""
+
+    def save():
+        save_model_dir(model, config.model_dir, settings=model_settings)
+        tokenizer_source.write_tokenizer_files(config.model_dir)
+
+    metric_name = getattr(data, "best_metric", None) or task.best_metric
+    return BestModel(model, data, metric_name, config.model_dir, chief, steps_per_epoch, save)
 
 
 class BestModel:
