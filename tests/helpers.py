@@ -316,3 +316,15 @@ def run_app_main(main, argv):
         flags.FLAGS.unparse_flags()
         flags.FLAGS(argv)
         return main(argv[:1])
+
+
+def logged_scalars(model_dir, tag, kind="train"):
+    """`(step, value)` of each TensorBoard scalar `tag` the training loop wrote under `model_dir/logs/<kind>`, in
+    the order of the event files and their events."""
+    import glob
+
+    found = []
+    for path in sorted(glob.glob(os.path.join(model_dir, "logs", kind, "*"))):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            found += [(event.step, float(tf.make_ndarray(v.tensor))) for v in event.summary.value if v.tag == tag]
+    return found

@@ -19,7 +19,15 @@ from bert_tf.models import BertSpanLabeler, BertTokenClassifier
 from bert_tf.tasks import load_model
 from bert_tf.training import DistillConfig, ResumeError, create_strategy, distill
 from bert_tf.training.distillation import check_config
-from tests.helpers import conll_file, sentiment_tsv, squad_file, tiny_classifier_dir, tiny_model_dir, write_text
+from tests.helpers import (
+    conll_file,
+    logged_scalars,
+    sentiment_tsv,
+    squad_file,
+    tiny_classifier_dir,
+    tiny_model_dir,
+    write_text,
+)
 from tests.launcher import python_command
 
 WORDS = (
@@ -64,11 +72,7 @@ def _distill(**values):
 
 def _logged(model_dir, tag):
     """The values of the TensorBoard scalar `tag` in `model_dir/logs/train`, in step order."""
-    values = []
-    for path in sorted(glob.glob(os.path.join(model_dir, "logs", "train", "*"))):
-        for event in tf.compat.v1.train.summary_iterator(path):
-            values += [(event.step, float(tf.make_ndarray(v.tensor))) for v in event.summary.value if v.tag == tag]
-    return [value for _, value in sorted(values)]
+    return [value for _, value in sorted(logged_scalars(model_dir, tag))]
 
 
 @pytest.mark.slow

@@ -12,6 +12,7 @@ import pytest
 import tensorflow as tf
 
 from tests.conftest import DATA_DIR
+from tests.helpers import logged_scalars
 from tests.launcher import python_command
 
 CORPUS = os.path.join(DATA_DIR, "corpus", "gutenberg", "austen-persuasion.txt")
@@ -62,13 +63,7 @@ def _weights(model_dir):
 
 
 def _logged_steps(model_dir):
-    steps = []
-    for path in sorted(glob.glob(os.path.join(model_dir, "logs", "train", "*"))):
-        for event in tf.compat.v1.train.summary_iterator(path):
-            for value in event.summary.value:
-                if value.tag == "loss":
-                    steps.append(event.step)
-    return steps
+    return [step for step, _ in logged_scalars(model_dir, "loss")]
 
 
 def _build_uninterrupted(directory):

@@ -28,7 +28,7 @@ from bert_tf.training.distillation import check_config
 from bert_tf.training.distillation_objective import TOKENS
 from bert_tf.training.distillation_student import copy_teacher_layers, student_config
 from bert_tf.training.general_distillation import load_masked_lm_teacher
-from tests.helpers import sentiment_tsv, tiny_model_dir, write_text
+from tests.helpers import logged_scalars, sentiment_tsv, tiny_model_dir, write_text
 
 TEACHER = "../shared/reference/families/bert"  # BertForMaskedLM: 2 layers, hidden 32, 4 heads, vocab 2000
 SENTENCES = (
@@ -76,11 +76,7 @@ def corpus(shared_artifact):
 
 def _logged(model_dir, tag):
     """The TensorBoard scalar `tag` of `model_dir/logs/train`, in step order."""
-    values = []
-    for path in sorted(glob.glob(os.path.join(model_dir, "logs", "train", "*"))):
-        for event in tf.compat.v1.train.summary_iterator(path):
-            values += [(event.step, float(tf.make_ndarray(v.tensor))) for v in event.summary.value if v.tag == tag]
-    return [value for _, value in sorted(values)]
+    return [value for _, value in sorted(logged_scalars(model_dir, tag))]
 
 
 def _build_run(directory, corpus):

@@ -2,7 +2,6 @@
 reused, the config and tokenizer come from it, a resume needs it no more (changed recipe settings on resume:
 tests/apps/pretrain_test.py)."""
 
-import glob
 import json
 import os
 import re
@@ -18,7 +17,7 @@ from bert_tf.models import BertPretrainer
 from bert_tf.training import PretrainConfig, pretrain
 from bert_tf.training.pretraining import upgrade_training_settings
 from tests.conftest import DATA_DIR, REFERENCE_DIR
-from tests.helpers import tiny_model_dir
+from tests.helpers import logged_scalars, tiny_model_dir
 
 FAMILIES = os.path.join(REFERENCE_DIR, "families")
 LOCAL = os.path.join(os.path.dirname(__file__), "..", "data", "families")
@@ -184,13 +183,7 @@ def test_old_training_settings_read_as_their_defaults_implied():
 
 def _logged(model_dir, tag, kind="train"):
     """`{step: value}` of the TensorBoard scalar `tag` the loop wrote."""
-    values = {}
-    for path in sorted(glob.glob(os.path.join(model_dir, "logs", kind, "*"))):
-        for event in tf.compat.v1.train.summary_iterator(path):
-            for value in event.summary.value:
-                if value.tag == tag:
-                    values[event.step] = float(tf.make_ndarray(value.tensor))
-    return values
+    return dict(logged_scalars(model_dir, tag, kind))
 
 
 @pytest.mark.slow
