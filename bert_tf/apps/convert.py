@@ -96,22 +96,22 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected positional arguments. Received: {argv[1:]}")
     source = _validate_flags()
-    try:
-        fmt, count, kind = tasks.convert_checkpoint(
+    code, converted = errors.run_command(
+        "bert-tf-convert",
+        lambda: tasks.convert_checkpoint(
             source,  # the directory (or an id's snapshot), read once
             FLAGS.output,
             FLAGS.to,
             allow_pickle=FLAGS.allow_pickle,
             allow_missing_vocab=FLAGS.allow_missing_vocab,
             strict=FLAGS.strict,
-        )
-    except (CheckpointError, ConfigError) as e:
-        print(f"bert-tf-convert: error: {e}", file=sys.stderr)
-        return 1
-    except errors.STORAGE_ERRORS as e:  # a read-only, full or missing disk
-        kept = f"{FLAGS.output} may hold a partial conversion; {FLAGS.input} unchanged"
-        print(errors.storage_error("bert-tf-convert", e, kept), file=sys.stderr)
-        return 1
+        ),
+        (CheckpointError, ConfigError),
+        kept=f"{FLAGS.output} may hold a partial conversion; {FLAGS.input} unchanged",
+    )
+    if code:
+        return code
+    fmt, count, kind = converted
     print(f"Converted {fmt} checkpoint {FLAGS.input} ({kind}, {count} tensors) to {FLAGS.to} at {FLAGS.output}")
     return 0
 

@@ -45,17 +45,18 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected positional arguments. Received: {argv[1:]}")
     _validate_flags()
-    try:
+
+    def embed():
         config = common_flags.config_from_flags(EmbedConfig, sys.modules[__name__], exclude=())
         embed_file(**config.kwargs())
-    except (CheckpointError, ConfigError, ValueError, FileExistsError, FileNotFoundError) as e:
-        print(f"bert-tf-embed: error: {e}", file=sys.stderr)
-        return 1
-    except errors.STORAGE_ERRORS as e:  # a read-only, full or missing disk
-        kept = f"finished shards kept in {FLAGS.output}; run again to resume"
-        print(errors.storage_error("bert-tf-embed", e, kept), file=sys.stderr)
-        return 1
-    return 0
+
+    code, _ = errors.run_command(
+        "bert-tf-embed",
+        embed,
+        (CheckpointError, ConfigError, ValueError, FileExistsError, FileNotFoundError),
+        kept=f"finished shards kept in {FLAGS.output}; run again to resume",
+    )
+    return code
 
 
 def run():

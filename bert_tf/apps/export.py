@@ -111,19 +111,16 @@ def main(argv):
         "litert": (export_litert, _report_other_format),
         "onnx": (export_onnx, _report_other_format),
     }[config.format]
-    try:
+    code, metadata = errors.run_command(
+        "bert-tf-export",
         # The directory read once; every writer writes beside --output_dir and renames when complete. Each reads its
         # own options of the config (the flags another format does not read were refused above).
-        metadata = function(
-            ModelDirectory.read(config.model_dir), config.output_dir, config, overwrite=config.overwrite
-        )
-    except (CheckpointError, ConfigError, ValueError, ImportError) as e:
-        print(f"bert-tf-export: error: {e}", file=sys.stderr)
-        return 1
-    except errors.STORAGE_ERRORS as e:  # a read-only, full or missing disk
-        kept = f"nothing written to {FLAGS.output_dir}; {FLAGS.model_dir} unchanged"
-        print(errors.storage_error("bert-tf-export", e, kept), file=sys.stderr)
-        return 1
+        lambda: function(ModelDirectory.read(config.model_dir), config.output_dir, config, overwrite=config.overwrite),
+        (CheckpointError, ConfigError, ValueError, ImportError),
+        kept=f"nothing written to {FLAGS.output_dir}; {FLAGS.model_dir} unchanged",
+    )
+    if code:
+        return code
     report(metadata)
     return 0
 
