@@ -11,13 +11,16 @@ changed snippet forces a decision, as tests/readme_test.py does for shell comman
   `HF_HUB_CACHE` the `hub_cache` fixture's cache and `HF_HUB_OFFLINE=1`, so that a snippet may name
   `sentence-transformers/all-MiniLM-L6-v2`. `after` names tests/readme_test.py chains whose shortened shell
   commands run first in the same copy (a snippet reading `runs/sst2` runs after the fine-tuning chain's
-  `bert-tf-finetune ... --model_dir=runs/sst2`); `commands` are further documented commands run before it (long
-  ones shortened only by `replace`); `replace` shortens the snippet itself (steps, corpus) as the chains' flags do;
+  `bert-tf-finetune ... --model_dir=runs/sst2`), once for all the snippets whose chains overlap (`_groups`);
+  `commands` are further documented commands run before it as written (readme_test lists them as long, but a
+  snippet needs their output); `replace` shortens the snippet itself (steps, corpus) as the chains' flags do and
+  fills in `{minilm_dir}` (the MiniLM package's directory, for a snippet that names a placeholder path);
   `with_previous` runs the page's previous snippet first in the same process (a snippet continuing it).
 - `Listed`: not run, with the reason.
 
 Both say which `runs/` paths the snippet writes (`writes`): tests/docs/paths_test.py counts them as created by a
 documented command. The fast test compiles every snippet and checks the classification (well under a second).
+The slow test's groups took 0.5-5 minutes each on 2 shared cores, about 20 minutes in all.
 """
 
 import dataclasses
@@ -240,16 +243,27 @@ def snippet_writes():
 
 
 def _groups():
-    """The Run snippets' groups, each a list of keys in page order: one per `after` (its chains joined by "+"),
-    and one per snippet that needs no chain ("PAGE#N", the page's N-th snippet)."""
-    groups, counts = {}, {}
+    """The Run snippets' groups, each `(chains, keys)`: the snippets whose `after` chains overlap share one copy of
+    the repository, where their chains run once, in order of first need, then the snippets in page order (named by
+    the chains joined by "+"); a snippet that needs no chain is a group of its own ("PAGE#N", the page's N-th
+    snippet)."""
+    components = []  # [chains (list), keys]
+    counts, alone = {}, {}
     for snippet in python_snippets():
         counts[snippet.page] = counts.get(snippet.page, 0) + 1
         entry = SNIPPETS.get(snippet.key)
-        if isinstance(entry, Run):
-            name = "+".join(entry.after) or f"{snippet.page}#{counts[snippet.page]}"
-            groups.setdefault(name, []).append(snippet.key)
-    return groups
+        if not isinstance(entry, Run):
+            continue
+        if not entry.after:
+            alone[f"{snippet.page}#{counts[snippet.page]}"] = ([], [snippet.key])
+            continue
+        joined = [c for c in components if set(c[0]) & set(entry.after)]
+        chains = [chain for c in joined for chain in c[0]] + list(entry.after)
+        keys = [key for c in joined for key in c[1]] + [snippet.key]
+        components = [c for c in components if c not in joined] + [(list(dict.fromkeys(chains)), keys)]
+    order = {snippet.key: i for i, snippet in enumerate(python_snippets())}
+    groups = {"+".join(chains): (chains, sorted(keys, key=order.get)) for chains, keys in components}
+    return {**groups, **alone}
 
 
 def _hub_env(request):
@@ -307,11 +321,10 @@ def test_snippets_run(group, tmp_path, minilm_dir, request):
     env = readme_test._fresh_shell_env(repo)
     env.update(_hub_env(request))
     by_key = {snippet.key: snippet for snippet in python_snippets()}
-    keys = _groups()[group]
+    chains, keys = _groups()[group]
     shims = launcher.shims(tmp_path / "zygote_bin")
     shim_path = f'PATH="{shims}:$PATH"; hash -r\n' if shims else ""
-    first = SNIPPETS[keys[0]]
-    for chain in first.after:
+    for chain in chains:
         _run_chain(chain, repo, env, shim_path)
     commands = []
     for key in keys:
