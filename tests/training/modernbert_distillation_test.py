@@ -34,6 +34,9 @@ LAYERS = MODERNBERT_LAYERS
 TEACHER = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "reference", "families", "modernbert-cls")
 WINDOW = 4  # a sliding layer's token sees two tokens each side
 LENGTH = 9
+# The app runs' settings: two steps of 8 sequences of 32 tokens, no warm-up; every loss on.
+TWO_STEPS = dict(max_seq_length=32, global_batch_size=8, steps_per_loop=2, train_steps=2, warmup_proportion=0.0)
+EVERY_LOSS = dict(hard_weight=1.0, hidden_weight=1.0, attention_weight=1.0, cosine_weight=1.0)
 
 
 def tiny_modernbert(**overrides):
@@ -296,16 +299,9 @@ def test_distill_a_modernbert_classifier(student, train_file, tmp_path):
             text_column="sentence",
             label_column="label",
             label_names=LABELS,
-            max_seq_length=32,
-            global_batch_size=8,
-            steps_per_loop=2,
-            train_steps=2,
-            warmup_proportion=0.0,
-            hard_weight=1.0,
-            hidden_weight=1.0,
-            attention_weight=1.0,
-            cosine_weight=1.0,
             model_dir=out,
+            **TWO_STEPS,
+            **EVERY_LOSS,
             **choice,
         ),
         log=lambda message: None,
@@ -355,19 +351,12 @@ def test_general_distillation_of_the_modernbert_masked_lm(tmp_path):
             corpus_format="paragraphs",
             group_size=2,
             student_layers=[0, 3],
-            max_seq_length=32,
-            global_batch_size=8,
-            steps_per_loop=2,
             eval_interval=2,
             eval_steps=1,
             eval_batch_size=8,
-            warmup_proportion=0.0,
-            hard_weight=1.0,
-            hidden_weight=1.0,
-            attention_weight=1.0,
-            cosine_weight=1.0,
-            train_steps=2,
             model_dir=out,
+            **TWO_STEPS,
+            **EVERY_LOSS,
         ),
         log=lambda message: None,
     )
