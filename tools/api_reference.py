@@ -147,7 +147,7 @@ def entry(package, name):
     obj = getattr(module, name)
     kind = _kind(obj)
     if kind == "constant":
-        found = _assignment(package, name)
+        found = _assignment(package, name) or _assignment("bert_tf", name)  # a re-export from another package
         path, comment = found if found else (None, "")
         value = _value_repr(obj)
         shown = f"{name} = {value}" if value is not None else f"{name}: {type(obj).__name__}"
@@ -199,7 +199,7 @@ def render():
         module = importlib.import_module(dotted)
         out += ["", f"## {dotted}", "", _first_sentence(module.__doc__) or "", ""]
         for item in package_entries(dotted):
-            where = f"`{item['file']}`" if item["file"] else "(defined outside bert_tf)"
+            where = f"`{item['file']}`" if item["file"] else "(no assignment found in bert_tf)"
             out.append(f"### `{item['name']}`")
             out.append("")
             out.append(f"{item['kind']} in {where}")
