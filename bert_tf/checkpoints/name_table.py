@@ -90,75 +90,77 @@ class HfHeads:
     token_transform: str | None = None
 
 
+# The modules of a transformer block in each checkpoint layout, one column a layout (`_LAYOUTS`), joined to the
+# block's prefix (`_block_names`).
+_LAYOUTS = ("bert", "distilbert", "albert", "bert_tf1", "albert_tf1")
+_BLOCK_MODULES = {
+    "query": (
+        "attention.self.query",
+        "attention.q_lin",
+        "attention.query",
+        "attention/self/query",
+        "attention_1/self/query",
+    ),
+    "key": ("attention.self.key", "attention.k_lin", "attention.key", "attention/self/key", "attention_1/self/key"),
+    "value": (
+        "attention.self.value",
+        "attention.v_lin",
+        "attention.value",
+        "attention/self/value",
+        "attention_1/self/value",
+    ),
+    "attention_output": (
+        "attention.output.dense",
+        "attention.out_lin",
+        "attention.dense",
+        "attention/output/dense",
+        "attention_1/output/dense",
+    ),
+    "attention_layer_norm": (
+        "attention.output.LayerNorm",
+        "sa_layer_norm",
+        "attention.LayerNorm",
+        "attention/output/LayerNorm",
+        "LayerNorm",
+    ),
+    "intermediate": ("intermediate.dense", "ffn.lin1", "ffn", "intermediate/dense", "ffn_1/intermediate/dense"),
+    "output": ("output.dense", "ffn.lin2", "ffn_output", "output/dense", "ffn_1/intermediate/output/dense"),
+    "output_layer_norm": (
+        "output.LayerNorm",
+        "output_layer_norm",
+        "full_layer_layer_norm",
+        "output/LayerNorm",
+        "LayerNorm_1",
+    ),
+}
+
+
+def _block_names(layout, prefix):
+    """The block's module names in `layout` under `prefix` ("." joins Hugging Face's names, "/" the TF1 ones)."""
+    column = _LAYOUTS.index(layout)
+    separator = "/" if layout.endswith("_tf1") else "."
+    return {key: f"{prefix}{separator}{names[column]}" for key, names in _BLOCK_MODULES.items()}
+
+
 def _bert_layer(i):
-    hf = f"encoder.layer.{i}"
-    return {
-        "query": f"{hf}.attention.self.query",
-        "key": f"{hf}.attention.self.key",
-        "value": f"{hf}.attention.self.value",
-        "attention_output": f"{hf}.attention.output.dense",
-        "attention_layer_norm": f"{hf}.attention.output.LayerNorm",
-        "intermediate": f"{hf}.intermediate.dense",
-        "output": f"{hf}.output.dense",
-        "output_layer_norm": f"{hf}.output.LayerNorm",
-    }
+    return _block_names("bert", f"encoder.layer.{i}")
 
 
 def _distilbert_layer(i):
-    hf = f"transformer.layer.{i}"
-    return {
-        "query": f"{hf}.attention.q_lin",
-        "key": f"{hf}.attention.k_lin",
-        "value": f"{hf}.attention.v_lin",
-        "attention_output": f"{hf}.attention.out_lin",
-        "attention_layer_norm": f"{hf}.sa_layer_norm",
-        "intermediate": f"{hf}.ffn.lin1",
-        "output": f"{hf}.ffn.lin2",
-        "output_layer_norm": f"{hf}.output_layer_norm",
-    }
+    return _block_names("distilbert", f"transformer.layer.{i}")
 
 
 def _albert_layer(group, inner):
-    hf = f"encoder.albert_layer_groups.{group}.albert_layers.{inner}"
-    return {
-        "query": f"{hf}.attention.query",
-        "key": f"{hf}.attention.key",
-        "value": f"{hf}.attention.value",
-        "attention_output": f"{hf}.attention.dense",
-        "attention_layer_norm": f"{hf}.attention.LayerNorm",
-        "intermediate": f"{hf}.ffn",
-        "output": f"{hf}.ffn_output",
-        "output_layer_norm": f"{hf}.full_layer_layer_norm",
-    }
+    return _block_names("albert", f"encoder.albert_layer_groups.{group}.albert_layers.{inner}")
 
 
 def _albert_tf1_layer(group, inner):
     """Google's ALBERT TF1 names of block `inner` of group `group` (google-research/albert `modeling.py`)."""
-    tf1 = f"bert/encoder/transformer/group_{group}/inner_group_{inner}"
-    return {
-        "query": f"{tf1}/attention_1/self/query",
-        "key": f"{tf1}/attention_1/self/key",
-        "value": f"{tf1}/attention_1/self/value",
-        "attention_output": f"{tf1}/attention_1/output/dense",
-        "attention_layer_norm": f"{tf1}/LayerNorm",
-        "intermediate": f"{tf1}/ffn_1/intermediate/dense",
-        "output": f"{tf1}/ffn_1/intermediate/output/dense",
-        "output_layer_norm": f"{tf1}/LayerNorm_1",
-    }
+    return _block_names("albert_tf1", f"bert/encoder/transformer/group_{group}/inner_group_{inner}")
 
 
 def _bert_tf1_layer(i):
-    tf1 = f"bert/encoder/layer_{i}"
-    return {
-        "query": f"{tf1}/attention/self/query",
-        "key": f"{tf1}/attention/self/key",
-        "value": f"{tf1}/attention/self/value",
-        "attention_output": f"{tf1}/attention/output/dense",
-        "attention_layer_norm": f"{tf1}/attention/output/LayerNorm",
-        "intermediate": f"{tf1}/intermediate/dense",
-        "output": f"{tf1}/output/dense",
-        "output_layer_norm": f"{tf1}/output/LayerNorm",
-    }
+    return _block_names("bert_tf1", f"bert/encoder/layer_{i}")
 
 
 # One entry per `bert_tf.config.MODEL_TYPES` architecture.
