@@ -81,11 +81,11 @@ def parse_column(value):
 HEADS = CLASSIFIER_HEADS
 
 
-class SentenceData:
+class SentenceData(common.TaskData):
     """Training and evaluation data of a classification or regression run."""
 
     def __init__(self, config, tokenizer, max_position_embeddings, regression=False):
-        self.config, self.tokenizer, self.max_position_embeddings = config, tokenizer, max_position_embeddings
+        super().__init__(config, tokenizer, max_position_embeddings)
         self.regression = regression
         self.label_kind = "regression" if regression else "classification"  # the readers' `task`
         kwargs = dict(
@@ -169,10 +169,6 @@ class SentenceData:
     def num_train(self):
         """Training examples in one epoch: the texts, or with long_text="windows" their windows."""
         return len(self.train) if self._train_windows is None else self._train_windows
-
-    @property
-    def num_eval(self):
-        return None if self.eval is None else len(self.eval)
 
     def train_dataset(self, context, global_batch_size, with_index=False):
         return training_batches(

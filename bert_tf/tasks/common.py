@@ -1,4 +1,5 @@
-"""Helpers shared by the task declarations: batch trimming, worker slices, subsets, prediction.
+"""Helpers shared by the task declarations: the data classes' base, batch trimming, worker slices, subsets,
+prediction.
 
 Shapes: B batch, T tokens.
 """
@@ -9,6 +10,18 @@ import numpy as np
 import tensorflow as tf
 
 TRIM_MULTIPLE = 16
+
+
+class TaskData:
+    """The base of the tasks' data classes (`Task.data`): the run's config, its tokenizer and the encoder's
+    `max_position_embeddings`; `num_eval` counts the evaluation examples of `self.eval` (None: no evaluation)."""
+
+    def __init__(self, config, tokenizer, max_position_embeddings):
+        self.config, self.tokenizer, self.max_position_embeddings = config, tokenizer, max_position_embeddings
+
+    @property
+    def num_eval(self):
+        return None if self.eval is None else len(self.eval)
 
 
 def trim_batch(element, multiple=TRIM_MULTIPLE):

@@ -101,11 +101,11 @@ def squad_question_pairs(examples, path):
     return text_pairs.squad_pairs([e for e in examples if not e.is_impossible], path)
 
 
-class EmbeddingData:
+class EmbeddingData(common.TaskData):
     """Training pairs and evaluation data of an embedding run (see the module docstring)."""
 
     def __init__(self, config, tokenizer, max_position_embeddings):
-        self.config, self.tokenizer, self.max_position_embeddings = config, tokenizer, max_position_embeddings
+        super().__init__(config, tokenizer, max_position_embeddings)
         self.scored = config.label_column not in (None, "")
         self.best_metric = SCORED_METRIC if self.scored else RETRIEVAL_METRIC
         self.label_names = None
@@ -148,10 +148,6 @@ class EmbeddingData:
     @property
     def num_train(self):
         return len(self.train)
-
-    @property
-    def num_eval(self):
-        return None if self.eval is None else len(self.eval)
 
     def train_dataset(self, context, global_batch_size):
         """Shuffled, repeated global batches of `[B, K, T]` texts, this worker's rows, cut to the longest text."""

@@ -28,11 +28,11 @@ class NerOptions:
     tag_scheme: str = option("auto", "NER: tag scheme of the CoNLL files.", enum=tagging.SCHEMES)
 
 
-class NerData:
+class NerData(common.TaskData):
     """Token classification data: first-piece labels, word-level predictions."""
 
     def __init__(self, config, tokenizer, max_position_embeddings):
-        self.config, self.tokenizer, self.max_position_embeddings = config, tokenizer, max_position_embeddings
+        super().__init__(config, tokenizer, max_position_embeddings)
         self.train = self._read(config.train_file, "train")
         self.label_names = self.train.label_names
         self.eval = self._read(config.eval_file, "validation") if config.eval_file else None
@@ -56,10 +56,6 @@ class NerData:
     @property
     def num_train(self):
         return len(self.sentences)  # an epoch counts sentences; a long one may give several windows
-
-    @property
-    def num_eval(self):
-        return None if self.eval is None else len(self.eval)
 
     def train_dataset(self, context, global_batch_size):
         dataset = tagging.make_dataset(

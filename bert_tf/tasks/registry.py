@@ -95,7 +95,7 @@ class Task:
             else the default of the task's training option of that name
             (`options`), else None (`served_with`).
 
-    Task data (what `data(...)` returns) has:
+    Task data (what `data(...)` returns; the built-in tasks' classes derive from `common.TaskData`) has:
         `label_names`: list of str or None;
         `num_train`: examples in one epoch;
         `num_eval`: evaluation examples, or None without evaluation data;

@@ -77,11 +77,11 @@ def split_by_article(examples, every):
     return [e for e in examples if e.title not in held], [e for e in examples if e.title in held]
 
 
-class SquadData:
+class SquadData(common.TaskData):
     """Question-answering data: training windows, evaluation examples and their windows."""
 
     def __init__(self, config, tokenizer, max_position_embeddings):
-        self.config, self.tokenizer, self.max_position_embeddings = config, tokenizer, max_position_embeddings
+        super().__init__(config, tokenizer, max_position_embeddings)
         examples = self._read(config.train_file, "train")
         self.eval_examples = self._read(config.eval_file, "validation") if config.eval_file else None
         if self.eval_examples is None and config.eval_every_nth_article:
