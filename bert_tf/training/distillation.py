@@ -50,7 +50,7 @@ from bert_tf.training.distillation_student import copy_teacher_layers, student_c
 from bert_tf.training.distiller import Distiller
 from bert_tf.training.distribute import create_strategy, dtype_policy, is_chief, resolve_dtype
 from bert_tf.training.general_distillation import general_distill
-from bert_tf.training.optimization import create_optimizer
+from bert_tf.training.optimization import run_optimizer
 from bert_tf.training.run_options import MaskedLMData, Optimization, Schedule, TaskData
 from bert_tf.training.task_runs import (
     epoch_loop_config,
@@ -467,15 +467,7 @@ def distill(config, strategy=None, log=print):
             attention=bool(config.attention_weight),
             precomputed=config.precompute_teacher,
         )
-        optimizer = create_optimizer(
-            config.optimizer,
-            config.learning_rate,
-            train_steps,
-            int(config.warmup_proportion * train_steps),
-            config.weight_decay,
-            clip_norm=0,
-            loss_scale=config.dtype == "float16",
-        )
+        optimizer = run_optimizer(config, train_steps)
     objective = DistillationObjective.from_config(task.objective, config)
     model_settings = model_dir_settings(settings, built_with, config, labels, task)
 

@@ -31,7 +31,7 @@ from bert_tf.checkpoints import (
 from bert_tf.models import build_encoder
 from bert_tf.options import compose, option
 from bert_tf.training.distribute import create_strategy, dtype_policy, is_chief
-from bert_tf.training.optimization import create_optimizer
+from bert_tf.training.optimization import run_optimizer
 from bert_tf.training.run_options import Optimization, Schedule, TaskData
 from bert_tf.training.task_runs import (
     epoch_loop_config,
@@ -166,15 +166,7 @@ def finetune(config, strategy=None, log=print):
             head_initializer=config.head_initializer or task.head_initializer,
             **built_with,
         )
-        optimizer = create_optimizer(
-            config.optimizer,
-            config.learning_rate,
-            train_steps,
-            int(config.warmup_proportion * train_steps),
-            config.weight_decay,
-            clip_norm=0,
-            loss_scale=config.dtype == "float16",
-        )
+        optimizer = run_optimizer(config, train_steps)
     model_settings = model_dir_settings(init_settings, built_with, config, data.label_names, task)
 
     best = task_best_model(model, data, task, config, chief, steps_per_epoch, model_settings, init)

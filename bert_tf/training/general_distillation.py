@@ -51,7 +51,7 @@ from bert_tf.training.distillation_objective import DistillationObjective, with_
 from bert_tf.training.distillation_student import copy_teacher_layers, student_positions
 from bert_tf.training.distiller import Distiller
 from bert_tf.training.distribute import dtype_policy, is_chief
-from bert_tf.training.optimization import create_optimizer
+from bert_tf.training.optimization import run_optimizer
 from bert_tf.training.task_runs import RESULTS_FILE, interval_loop_config, read_results
 from bert_tf.training.trainer import Objective, TrainingLoop
 
@@ -175,15 +175,7 @@ def general_distill(config, request, strategy, log=print, teacher=None):
         if config.student_layers is not None:
             copy_teacher_layers(student, teacher, list(config.student_layers))
         distiller = Distiller(student, teacher, states=states, attention=bool(config.attention_weight))
-        optimizer = create_optimizer(
-            config.optimizer,
-            config.learning_rate,
-            config.train_steps,
-            int(config.warmup_proportion * config.train_steps),
-            config.weight_decay,
-            clip_norm=0,
-            loss_scale=config.dtype == "float16",
-        )
+        optimizer = run_optimizer(config, config.train_steps)
     objective = DistillationObjective.from_config(
         Objective.pretraining(sentence_objective="none"), config, masked_lm=True
     )

@@ -207,3 +207,20 @@ def create_optimizer(
     if loss_scale:
         optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
     return optimizer
+
+
+def run_optimizer(config, train_steps, warmup_steps=None):
+    """`create_optimizer` from a run config's `optimizer`, `learning_rate`, `weight_decay` and `dtype` (loss scaling
+    under float16) for `train_steps`; warmup over `warmup_steps`, default `warmup_proportion` of `train_steps`. It
+    clips nothing: the training loop clips the global gradient."""
+    if warmup_steps is None:
+        warmup_steps = int(config.warmup_proportion * train_steps)
+    return create_optimizer(
+        config.optimizer,
+        config.learning_rate,
+        train_steps,
+        warmup_steps,
+        config.weight_decay,
+        clip_norm=0,
+        loss_scale=config.dtype == "float16",
+    )

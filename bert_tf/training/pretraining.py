@@ -85,7 +85,7 @@ from bert_tf.options import lower_bounds, option, override
 from bert_tf.text import SPECIAL_TOKENS, BertTokenizer, SentencePieceTokenizer, packer_for
 from bert_tf.text.vocab import build_bert_bpe_vocab, build_bpe_vocab, build_unigram_vocab, build_vocab, expand_files
 from bert_tf.training.distribute import DTYPES, create_strategy, dtype_policy, is_chief
-from bert_tf.training.optimization import OPTIMIZERS, create_optimizer
+from bert_tf.training.optimization import OPTIMIZERS, run_optimizer
 from bert_tf.training.run_options import MaskedLMData, Optimization, Schedule
 from bert_tf.training.trainer import (
     INCOMPATIBLE,
@@ -1204,15 +1204,7 @@ def pretrain(config, strategy=None, log=print):
                 )
             else:
                 pretrainer = BertPretrainer(encoder, sentence_objective=sentence_objective)
-        optimizer = create_optimizer(
-            config.optimizer,
-            config.learning_rate,
-            config.train_steps,
-            config.run_warmup_steps(),
-            config.weight_decay,
-            clip_norm=0,  # the loop clips the global gradient
-            loss_scale=config.dtype == "float16",
-        )
+        optimizer = run_optimizer(config, config.train_steps, config.run_warmup_steps())
 
     def dataset(context, split):
         return pretraining_dataset(
