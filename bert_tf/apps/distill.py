@@ -37,7 +37,6 @@ bert-tf-finetune `--init`, bert-tf-distill `--teacher` and bert-tf-export read.
 """
 
 import dataclasses
-import os
 import sys
 
 from absl import app, flags
@@ -78,19 +77,14 @@ def _config():
 def _validate():
     """Checks every flag before any side effect; returns `--teacher`'s `checkpoints.ModelDirectory` (a directory, a
     TF1 checkpoint prefix or a Hugging Face Hub id, read once: `common_flags.check_checkpoint_dir`)."""
-    for name in ("teacher", "model_dir"):
-        if not FLAGS[name].value:
-            raise app.UsageError(f"--{name} is required.")
+    training_flags.require_flags("teacher", "model_dir")
     if bool(FLAGS.train_file) == bool(FLAGS.corpus):
         raise app.UsageError(
             "Give exactly one of --train_file (task distillation of a fine-tuned teacher) and --corpus (general "
             f"distillation of a teacher with its masked-LM head). Received: --train_file={FLAGS.train_file}, "
             f"--corpus={','.join(FLAGS.corpus or [])}"
         )
-    for name in ("train_file", "eval_file"):
-        value = FLAGS[name].value
-        if value and not value.startswith("tfds:") and not os.path.exists(value):
-            raise app.UsageError(f"--{name} does not exist. Received: --{name}={value}")
+    training_flags.check_input_files("train_file", "eval_file")
     teacher = common_flags.check_checkpoint_dir("teacher")
     try:
         check_config(_config())

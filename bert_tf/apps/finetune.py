@@ -16,7 +16,6 @@ metric; the best weights, `eval_results.json` and the predictions stay in
 """
 
 import dataclasses
-import os
 import sys
 
 from absl import app, flags
@@ -36,13 +35,8 @@ training_flags.define_config_flags(FinetuneConfig, sys.modules[__name__])
 def _validate():
     """Checks every flag before any side effect; returns `--init`'s `checkpoints.ModelDirectory` (a directory, a
     TF1 checkpoint prefix or a Hugging Face Hub id, read once: `common_flags.check_checkpoint_dir`)."""
-    for name in ("task", "init", "train_file", "model_dir"):
-        if not FLAGS[name].value:
-            raise app.UsageError(f"--{name} is required.")
-    for name in ("train_file", "eval_file", "eval_corpus"):
-        value = FLAGS[name].value
-        if value and not value.startswith("tfds:") and not os.path.exists(value):
-            raise app.UsageError(f"--{name} does not exist. Received: --{name}={value}")
+    training_flags.require_flags("task", "init", "train_file", "model_dir")
+    training_flags.check_input_files("train_file", "eval_file", "eval_corpus")
     init = common_flags.check_checkpoint_dir("init")
     check = tasks.get(FLAGS.task).check_config
     if check is not None:

@@ -12,6 +12,7 @@ one process without a `DuplicateFlagError`. The read-only apps (bert-tf-export,
 """
 
 import dataclasses
+import os
 
 import keras
 import tensorflow as tf
@@ -81,3 +82,19 @@ def validate_training_flags():
     """Checks the shared flags' combinations; raises `app.UsageError` naming the bad one."""
     if flags.FLAGS.strategy == "tpu" and flags.FLAGS.tpu is None:
         raise app.UsageError("--strategy=tpu needs --tpu (a name, grpc:// address, or 'local').")
+
+
+def require_flags(*names):
+    """`app.UsageError` for the first of the flags `names` not given."""
+    for name in names:
+        if not flags.FLAGS[name].value:
+            raise app.UsageError(f"--{name} is required.")
+
+
+def check_input_files(*names):
+    """`app.UsageError` for the first of the flags `names` given as a path that does not exist (a `tfds:` dataset
+    is no path)."""
+    for name in names:
+        value = flags.FLAGS[name].value
+        if value and not value.startswith("tfds:") and not os.path.exists(value):
+            raise app.UsageError(f"--{name} does not exist. Received: --{name}={value}")
