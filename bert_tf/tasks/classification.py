@@ -257,21 +257,19 @@ def training_batches(
     (seeded by `config.seed`), this worker's rows of each, cut to the longest row, as
     `(features, {"logits": labels}, {"logits": 1.0})`. Reusable by any task with one `logits` output.
     `with_index`: features also hold `example_index` `[B]` (the row's position in `examples`)."""
-    dataset = classification.make_dataset(
-        examples,
+    dataset = common.training_dataset(
+        classification.make_dataset,
+        (examples,),
         tokenizer,
-        config.max_seq_length,
+        config,
+        context,
         global_batch_size,
-        shuffle=True,
-        seed=config.seed,
-        repeat=True,
         max_position_embeddings=max_position_embeddings,
         drop_remainder=True,
         with_index=with_index,
         long_text=getattr(config, "long_text", None) or "truncate",
         window_stride=getattr(config, "window_stride", None),
     )
-    dataset = common.worker_slice(dataset, context)
     return dataset.map(lambda f, y: common.trim_batch((f, {"logits": y}, {"logits": tf.ones_like(y, tf.float32)})))
 
 

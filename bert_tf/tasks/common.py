@@ -46,6 +46,23 @@ def subset(count, limit, seed):
     return np.sort(np.random.default_rng(seed).choice(count, limit, replace=False))
 
 
+def training_dataset(make_dataset, examples, tokenizer, config, context, global_batch_size, **options):
+    """A data module's `make_dataset(*examples, ...)` as a task trains on it: global batches of `global_batch_size`
+    of `config.max_seq_length` tokens, shuffled (seeded by `config.seed`) and repeated, this worker's rows of each;
+    `options` are `make_dataset`'s other arguments (`max_position_embeddings`, ...)."""
+    dataset = make_dataset(
+        *examples,
+        tokenizer=tokenizer,
+        max_seq_length=config.max_seq_length,
+        batch_size=global_batch_size,
+        shuffle=True,
+        seed=config.seed,
+        repeat=True,
+        **options,
+    )
+    return worker_slice(dataset, context)
+
+
 def worker_slice(dataset, context):
     """This worker's rows of each global batch (every worker builds the same global batches)."""
     if context.num_input_pipelines == 1:

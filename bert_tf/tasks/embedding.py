@@ -151,17 +151,15 @@ class EmbeddingData(common.TaskData):
 
     def train_dataset(self, context, global_batch_size):
         """Shuffled, repeated global batches of `[B, K, T]` texts, this worker's rows, cut to the longest text."""
-        dataset = text_pairs.make_dataset(
-            self.train,
+        dataset = common.training_dataset(
+            text_pairs.make_dataset,
+            (self.train,),
             self.tokenizer,
-            self.config.max_seq_length,
+            self.config,
+            context,
             global_batch_size,
-            shuffle=True,
-            seed=self.config.seed,
-            repeat=True,
             max_position_embeddings=self.max_position_embeddings,
         )
-        dataset = common.worker_slice(dataset, context)
         key = SCORE if self.scored else RANKING
 
         def triple(features, scores, positive_ids):

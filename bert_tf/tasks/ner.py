@@ -58,20 +58,17 @@ class NerData(common.TaskData):
         return len(self.sentences)  # an epoch counts sentences; a long one may give several windows
 
     def train_dataset(self, context, global_batch_size):
-        dataset = tagging.make_dataset(
-            self.sentences,
-            self.tags,
+        dataset = common.training_dataset(
+            tagging.make_dataset,
+            (self.sentences, self.tags),
             self.tokenizer,
-            self.label_names,
-            self.config.max_seq_length,
+            self.config,
+            context,
             global_batch_size,
-            shuffle=True,
-            seed=self.config.seed,
-            repeat=True,
+            label_names=self.label_names,
             max_position_embeddings=self.max_position_embeddings,
             drop_remainder=True,
         )
-        dataset = common.worker_slice(dataset, context)
         return dataset.map(lambda f, y, w: common.trim_batch((f, {"logits": y}, {"logits": w})))
 
     @functools.cached_property
