@@ -37,7 +37,6 @@ def _validate():
     TF1 checkpoint prefix or a Hugging Face Hub id, read once: `common_flags.check_checkpoint_dir`)."""
     training_flags.require_flags("task", "init", "train_file", "model_dir")
     training_flags.check_input_files("train_file", "eval_file", "eval_corpus")
-    init = common_flags.check_checkpoint_dir("init")
     check = tasks.get(FLAGS.task).check_config
     if check is not None:
         try:
@@ -47,7 +46,7 @@ def _validate():
     training_flags.validate_training_flags()
     if FLAGS.epochs == 0 and FLAGS.train_steps == 0:
         raise app.UsageError("Set --epochs > 0 or --train_steps > 0.")
-    return init
+    return common_flags.check_checkpoint_dir("init")  # last: the flags alone are checked before anything is read
 
 
 def _config():
