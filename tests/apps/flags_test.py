@@ -4,9 +4,6 @@ generated (`app_flags.json`: each app's flags as they were defined by hand, issu
 changes that file too)."""
 
 import dataclasses
-import json
-import os
-import subprocess
 import sys
 
 import pytest
@@ -14,11 +11,12 @@ from absl import flags
 
 from bert_tf import options
 from bert_tf.apps import common_flags, training_flags
-from tests.launcher import python_command
+from tests.apps.flag_description import DESCRIBED_FLAGS, assert_flags_as_recorded, describe_app
 
 # Each app alone in a fresh process, as its bert-tf-* command runs it: a process importing both apps keeps one
 # definition of their shared flag names (allow_override), so their own flag lists and defaults are only seen apart.
-_DESCRIBE = """
+_DESCRIBE = (
+    """
 import dataclasses, importlib, json, sys
 from bert_tf import options
 from bert_tf.apps import common_flags
@@ -35,21 +33,14 @@ defaults.update(
 print(json.dumps({
     "flags": sorted(names),
     "flag_defaults": {name: flag_values[name].default for name in names},
-    "described": {
-        name: {
-            "parser": type(flag_values[name].parser).__name__,
-            "default": flag_values[name].default,
-            "help": flag_values[name].help,
-            "lower_bound": getattr(flag_values[name].parser, "lower_bound", None),
-            "upper_bound": getattr(flag_values[name].parser, "upper_bound", None),
-            "enum": list(getattr(flag_values[name].parser, "enum_values", None) or []) or None,
-        }
-        for name in names
-    },
+    "described": """
+    + DESCRIBED_FLAGS
+    + """,
     "fields": [f.name for f in dataclasses.fields(config_class)],
     "field_defaults": defaults,
 }))
 """
+)
 
 
 @pytest.fixture(
@@ -62,11 +53,7 @@ print(json.dumps({
     ],
 )
 def app_description(request):
-    result = subprocess.run(
-        python_command("-c", _DESCRIBE, *request.param), capture_output=True, text=True, timeout=300
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    return request.param[0], json.loads(result.stdout.strip().splitlines()[-1])
+    return describe_app(_DESCRIBE, *request.param)
 
 
 def test_every_flag_has_a_field_and_every_field_a_flag(app_description):
@@ -81,14 +68,7 @@ def test_every_flag_has_a_field_and_every_field_a_flag(app_description):
 
 def test_generated_flags_are_the_flags_the_app_had(app_description):
     app, described = app_description
-    with open(os.path.join(os.path.dirname(__file__), "app_flags.json"), encoding="utf-8") as f:
-        before = json.load(f)[app]
-    assert sorted(described["described"]) == sorted(before), app
-    differ = {
-        name: {key: (before[name][key], value) for key, value in flag.items() if before[name][key] != value}
-        for name, flag in described["described"].items()
-    }
-    assert {name: d for name, d in differ.items() if d} == {}, f"{app}: name: {{what: (before, now)}}"
+    assert_flags_as_recorded(app, described["described"])
 
 
 def test_flag_defaults_are_the_config_defaults(app_description):

@@ -4,13 +4,11 @@ were defined by hand (`app_flags.json`, recorded from the hand-written definitio
 changes that file too)."""
 
 import dataclasses
-import json
 import os
-import subprocess
 
 import pytest
 
-from tests.launcher import python_command
+from tests.apps.flag_description import DESCRIBED_FLAGS, assert_flags_as_recorded, describe_app
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 APPS = [
@@ -22,36 +20,26 @@ APPS = [
 
 # Each app alone in a fresh process, as its command runs it (vocab and convert both name a flag --input, of two
 # kinds: a process importing both keeps the last definition).
-_DESCRIBE = """
+_DESCRIBE = (
+    """
 import dataclasses, importlib, json, sys
 from bert_tf.apps import common_flags
 module = importlib.import_module(sys.argv[1])
 flag_values = common_flags.flags.FLAGS
 names = common_flags.app_flag_names(module)
 print(json.dumps({
-    "described": {
-        name: {
-            "parser": type(flag_values[name].parser).__name__,
-            "default": flag_values[name].default,
-            "help": flag_values[name].help,
-            "lower_bound": getattr(flag_values[name].parser, "lower_bound", None),
-            "upper_bound": getattr(flag_values[name].parser, "upper_bound", None),
-            "enum": list(getattr(flag_values[name].parser, "enum_values", None) or []) or None,
-        }
-        for name in names
-    },
+    "described": """
+    + DESCRIBED_FLAGS
+    + """,
     "fields": [f.name for f in dataclasses.fields(getattr(module, sys.argv[2]))],
 }))
 """
+)
 
 
 @pytest.fixture(scope="module", params=APPS, ids=[app for app, _ in APPS])
 def app_description(request):
-    result = subprocess.run(
-        python_command("-c", _DESCRIBE, *request.param), capture_output=True, text=True, timeout=300
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    return request.param[0], json.loads(result.stdout.strip().splitlines()[-1])
+    return describe_app(_DESCRIBE, *request.param)
 
 
 def test_flags_are_the_fields_of_the_app_options(app_description):
@@ -61,14 +49,7 @@ def test_flags_are_the_fields_of_the_app_options(app_description):
 
 def test_generated_flags_are_the_flags_the_app_had(app_description):
     app, described = app_description
-    with open(os.path.join(os.path.dirname(__file__), "app_flags.json"), encoding="utf-8") as f:
-        before = json.load(f)[app]
-    assert sorted(described["described"]) == sorted(before), app
-    differ = {
-        name: {key: (before[name][key], value) for key, value in flag.items() if before[name][key] != value}
-        for name, flag in described["described"].items()
-    }
-    assert {name: d for name, d in differ.items() if d} == {}, f"{app}: name: {{what: (before, now)}}"
+    assert_flags_as_recorded(app, described["described"])
 
 
 @pytest.mark.parametrize("app", [app for app, _ in APPS])
