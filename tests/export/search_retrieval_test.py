@@ -18,35 +18,18 @@ import tensorflow as tf
 from bert_tf.export import export_saved_model
 from bert_tf.metrics import retrieval_metrics
 from tests.conftest import DATA_DIR
+from tools.references.retrieval_task import xquad_task
 
 XQUAD = os.path.join(DATA_DIR, "squad", "xquad.en.json")
 REFERENCE = os.path.join(os.path.dirname(__file__), "..", "data", "sentence_transformers", "xquad_retrieval.json")
 TIE = 1e-5
 
 
-def xquad_task(path):
-    """As tools/references/make_retrieval.py: `(corpus_ids, corpus_texts, query_texts, relevant ids)`."""
-    with open(path, encoding="utf-8") as f:
-        data = json.load(f)["data"]
-    corpus_ids, corpus_texts, first, queries, relevant = [], [], {}, [], []
-    for article in data:
-        for index, paragraph in enumerate(article["paragraphs"]):
-            context = paragraph["context"]
-            if context not in first:
-                first[context] = f"{article['title']}/{index}"
-                corpus_ids.append(first[context])
-                corpus_texts.append(context)
-            for qa in paragraph["qas"]:
-                queries.append(qa["question"])
-                relevant.append(first[context])
-    return corpus_ids, corpus_texts, queries, relevant
-
-
 @pytest.mark.slow
 def test_xquad_retrieval_equals_sentence_transformers(minilm_dir, tmp_path):
     with open(REFERENCE, encoding="utf-8") as f:
         reference = json.load(f)
-    corpus_ids, corpus_texts, queries, relevant = xquad_task(XQUAD)
+    corpus_ids, corpus_texts, _, queries, relevant = xquad_task(XQUAD)
     assert corpus_ids == reference["corpus_ids"] and len(queries) == reference["num_queries"]
     corpus = tmp_path / "xquad_paragraphs.jsonl"
     with open(corpus, "w", encoding="utf-8") as f:

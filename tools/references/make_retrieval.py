@@ -9,10 +9,10 @@ on: do not run it with the project's virtualenv. With the reference environment 
 
 (`../refenv`: torch 2.13 CPU, sentence-transformers 6.2.0.)
 
-The task (`xquad_task`, repeated by tests/export/search_retrieval_test.py): every question of the file is a
-query; the corpus is the file's distinct paragraphs, id `TITLE/INDEX` (INDEX: the paragraph's 0-based place in
-its article; a paragraph seen before keeps its first id); a question's one relevant passage is its own
-paragraph. sentence-transformers' `InformationRetrievalEvaluator` (cosine scores; MiniLM's embeddings are
+The task (`tools/references/retrieval_task.py`'s `xquad_task`, which tests/export/search_retrieval_test.py
+reads too): every question of the file is a query; the corpus is the file's distinct paragraphs, id
+`TITLE/INDEX` (INDEX: the paragraph's 0-based place in its article; a paragraph seen before keeps its first
+id); a question's one relevant passage is its own paragraph. sentence-transformers' `InformationRetrievalEvaluator` (cosine scores; MiniLM's embeddings are
 L2-normalized, so the same order as the inner product) gives the metrics; `util.semantic_search` (dot
 product) the per-query top 10, written as indices into `corpus_ids`, with the top two scores of each query so
 a reader can tell a tie at rank 1 (scores within 1e-5) from a real difference.
@@ -21,33 +21,19 @@ a reader can tell a tie at rank 1 (scores within 1e-5) from a real difference.
 import argparse
 import json
 import os
+import sys
 
 import sentence_transformers
 import torch
 from sentence_transformers import SentenceTransformer, util
 from sentence_transformers.sentence_transformer.evaluation import InformationRetrievalEvaluator
 
+if not __package__:  # run as a file: import `tools.*` from this checkout
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+from tools.references.retrieval_task import xquad_task
+
 TOP = 10
-
-
-def xquad_task(path):
-    """`(corpus_ids, corpus_texts, query_ids, query_texts, relevant)` of a SQuAD v1.1 file (see the module doc)."""
-    with open(path, encoding="utf-8") as f:
-        data = json.load(f)["data"]
-    corpus_ids, corpus_texts, first = [], [], {}
-    query_ids, query_texts, relevant = [], [], []
-    for article in data:
-        for index, paragraph in enumerate(article["paragraphs"]):
-            context = paragraph["context"]
-            if context not in first:
-                first[context] = f"{article['title']}/{index}"
-                corpus_ids.append(first[context])
-                corpus_texts.append(context)
-            for qa in paragraph["qas"]:
-                query_ids.append(qa["id"])
-                query_texts.append(qa["question"])
-                relevant.append(first[context])
-    return corpus_ids, corpus_texts, query_ids, query_texts, relevant
 
 
 def main():
