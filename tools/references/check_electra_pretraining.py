@@ -31,13 +31,10 @@ import torch
 import transformers
 from transformers import AutoModelForMaskedLM, AutoModelForPreTraining, AutoTokenizer
 
-SHARED = (
-    "embeddings.word_embeddings.weight",
-    "embeddings.position_embeddings.weight",
-    "embeddings.token_type_embeddings.weight",
-    "embeddings.LayerNorm.weight",
-    "embeddings.LayerNorm.bias",
-)
+if not __package__:  # run as a file: import `tools.*` from this checkout
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tools.references.make_electra_pretraining import SHARED  # the tables the generator shares with the discriminator
 
 
 def load(folder, auto, architecture, problems):
