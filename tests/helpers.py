@@ -328,3 +328,29 @@ def logged_scalars(model_dir, tag, kind="train"):
         for event in tf.compat.v1.train.summary_iterator(path):
             found += [(event.step, float(tf.make_ndarray(v.tensor))) for v in event.summary.value if v.tag == tag]
     return found
+
+
+def kill_9_after_checkpoint(command, checkpoint_glob, timeout=400):
+    """Starts `command` (a training app's run), waits until a file matching `checkpoint_glob` is listed, lets the run
+    go on for a random part of a second and kills it with SIGKILL, as a machine lost mid-run. Returns whether the run
+    had already ended well (exit code 0) before the kill: a fast machine may finish its steps first."""
+    import glob
+    import signal
+    import time
+
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + timeout
+    while not glob.glob(checkpoint_glob):
+        if process.poll() is not None:  # ended: a checkpoint may have been listed since the last look
+            assert glob.glob(checkpoint_glob), (
+                f"the run ended (exit code {process.returncode}) before its first checkpoint"
+            )
+            break
+        assert time.time() < deadline, f"no checkpoint within {timeout} s"
+        time.sleep(0.05)
+    time.sleep(np.random.default_rng().uniform(0, 1))
+    finished = process.poll() == 0
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    return finished
+

@@ -1,12 +1,9 @@
 """bert-tf-distill end to end on tiny models: a student learns the task from a teacher's soft targets alone, its
 model directory loads and exports; NER and QA students; refused flags and resumes; kill -9 and exact resume."""
 
-import glob
 import json
 import os
-import signal
 import subprocess
-import time
 
 import keras
 import numpy as np
@@ -21,6 +18,7 @@ from bert_tf.training import DistillConfig, ResumeError, create_strategy, distil
 from bert_tf.training.distillation import check_config
 from tests.helpers import (
     conll_file,
+    kill_9_after_checkpoint,
     logged_scalars,
     sentiment_tsv,
     squad_file,
@@ -281,17 +279,9 @@ def test_kill_9_then_resume_gives_identical_weights(teacher, narrow_config, data
     result = _app(*argv, f"--model_dir={reference}")
     assert result.returncode == 0, result.stderr[-3000:]
     killed = tmp_path / "killed"
-    process = subprocess.Popen(
-        _command(*argv, f"--model_dir={killed}"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    finished = kill_9_after_checkpoint(
+        _command(*argv, f"--model_dir={killed}"), str(killed / "checkpoints" / "ckpt-*.index"), timeout=300
     )
-    deadline = time.time() + 300
-    while not glob.glob(str(killed / "checkpoints" / "ckpt-*.index")) and process.poll() is None:
-        assert time.time() < deadline, "no checkpoint within 300 s"
-        time.sleep(0.05)
-    time.sleep(np.random.default_rng().uniform(0, 1))
-    finished = process.poll() == 0  # a fast machine may finish the 24 steps before the kill
-    process.send_signal(signal.SIGKILL)
-    process.wait()
     resumed = _app(*argv, f"--model_dir={killed}")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert finished or "Resumed from step" in resumed.stdout or "already complete" in resumed.stdout

@@ -2,9 +2,7 @@
 
 import glob
 import os
-import signal
 import subprocess
-import time
 from types import SimpleNamespace
 
 import numpy as np
@@ -12,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from tests.conftest import DATA_DIR
-from tests.helpers import logged_scalars
+from tests.helpers import kill_9_after_checkpoint, logged_scalars
 from tests.launcher import python_command
 
 CORPUS = os.path.join(DATA_DIR, "corpus", "gutenberg", "austen-persuasion.txt")
@@ -95,17 +93,9 @@ def test_run_writes_a_model_directory(uninterrupted):
 def test_kill_9_then_resume_gives_identical_weights(uninterrupted, tmp_path):
     reference_dir, _ = uninterrupted
     model_dir = tmp_path / "killed"
-    process = subprocess.Popen(
-        _command(model_dir, "--train_steps=12"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    finished = kill_9_after_checkpoint(
+        _command(model_dir, "--train_steps=12"), str(model_dir / "checkpoints" / "ckpt-4.index")
     )
-    deadline = time.time() + 400
-    while not glob.glob(str(model_dir / "checkpoints" / "ckpt-4.index")):
-        assert process.poll() is None and time.time() < deadline, "the run ended before its first checkpoint"
-        time.sleep(0.2)
-    time.sleep(np.random.default_rng().uniform(0, 1))
-    finished = process.poll() == 0  # a fast machine may finish the 12 steps before the kill
-    process.send_signal(signal.SIGKILL)
-    process.wait()
     resumed = _run(model_dir, "--train_steps=12")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     if finished or "already complete at step 12" in resumed.stdout:
@@ -193,16 +183,9 @@ def test_kill_9_then_resume_gives_identical_weights_with_recipe_flags(tmp_path):
     reference = _run(reference_dir, "--train_steps=8", *RECIPE)
     assert reference.returncode == 0, reference.stderr[-3000:]
     model_dir = tmp_path / "killed"
-    process = subprocess.Popen(
-        _command(model_dir, "--train_steps=8", *RECIPE), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    kill_9_after_checkpoint(
+        _command(model_dir, "--train_steps=8", *RECIPE), str(model_dir / "checkpoints" / "ckpt-4.index")
     )
-    deadline = time.time() + 400
-    while not glob.glob(str(model_dir / "checkpoints" / "ckpt-4.index")):
-        assert process.poll() is None and time.time() < deadline, "the run ended before its first checkpoint"
-        time.sleep(0.2)
-    time.sleep(np.random.default_rng().uniform(0, 1))
-    process.send_signal(signal.SIGKILL)
-    process.wait()
     resumed = _run(model_dir, "--train_steps=8", *RECIPE)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "Resumed from step" in resumed.stdout or "already complete at step 8" in resumed.stdout

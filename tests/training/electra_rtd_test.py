@@ -1,10 +1,7 @@
 """ELECTRA's replaced-token detection: the pair's wiring, its loss and samples against NumPy, the replaced share of
 real text, one loop for every split of the batch, the settings it refuses, and an app run killed and resumed."""
 
-import glob
-import signal
 import subprocess
-import time
 
 import keras
 import numpy as np
@@ -23,6 +20,7 @@ from bert_tf.training.pretraining import PretrainConfig
 from bert_tf.training.trainer import LoopConfig, TrainingLoop
 from tests.apps.pretrain_test import BASE as APP_BASE
 from tests.apps.pretrain_test import CORPUS
+from tests.helpers import kill_9_after_checkpoint
 from tests.launcher import python_command
 
 VOCAB_SIZE, LENGTH, SLOTS = 40, 12, 4
@@ -352,16 +350,7 @@ def test_kill_9_then_resume_ends_bit_identical(corpus_vocab, tmp_path):
         assert metric in reference.stdout, metric
     model_dir = tmp_path / "killed"
     command = python_command("-m", "bert_tf.apps.pretrain", f"--model_dir={model_dir}", f"--vocab={corpus_vocab}")
-    process = subprocess.Popen(
-        [*command, *BASE, "--train_steps=8"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    deadline = time.time() + 400
-    while not glob.glob(str(model_dir / "checkpoints" / "ckpt-4.index")):
-        assert process.poll() is None and time.time() < deadline, "the run ended before its first checkpoint"
-        time.sleep(0.2)
-    time.sleep(np.random.default_rng().uniform(0, 1))
-    process.send_signal(signal.SIGKILL)
-    process.wait()
+    kill_9_after_checkpoint([*command, *BASE, "--train_steps=8"], str(model_dir / "checkpoints" / "ckpt-4.index"))
     resumed = _run(model_dir, corpus_vocab, "--train_steps=8")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "Resumed from step" in resumed.stdout or "already complete at step 8" in resumed.stdout
