@@ -354,3 +354,10 @@ def kill_9_after_checkpoint(command, checkpoint_glob, timeout=400):
     process.wait()
     return finished
 
+
+# The tiny pretraining runs' corpus words (for tiny_corpus_and_vocab) and their model, batch and schedule: the
+# PretrainConfig fields (or bert-tf-pretrain flags) each such test adds its own steps, checkpoints and evaluation to.
+TINY_PRETRAINING_WORDS = (
+    "the cat dog sat ran on a mat house module function file returned value provides reads writes".split()
+)
+TINY_PRETRAINING = dict(model="tiny", warmup_steps=1, global_batch_size=4, max_seq_length=32, max_predictions_per_seq=5)

@@ -9,16 +9,12 @@ import pytest
 from bert_tf.checkpoints import CheckpointError, load_encoder, save_model_dir
 from bert_tf.config import ConfigError
 from bert_tf.training import TRAINING_SETTINGS_FILE, FinetuneConfig, PretrainConfig, ResumeError, finetune, pretrain
-from tests.helpers import tiny_corpus_and_vocab, tiny_encoder
+from tests.helpers import TINY_PRETRAINING, TINY_PRETRAINING_WORDS, tiny_corpus_and_vocab, tiny_encoder
 from tests.launcher import python_command
 
-WORDS = "the cat dog sat ran on a mat house module function file returned value provides reads writes".split()
+WORDS = TINY_PRETRAINING_WORDS
 SETTINGS = dict(
-    model="tiny",
-    warmup_steps=1,
-    global_batch_size=4,
-    max_seq_length=32,
-    max_predictions_per_seq=5,
+    TINY_PRETRAINING,
     steps_per_loop=2,
     checkpoint_steps=2,
     keep_checkpoints=5,

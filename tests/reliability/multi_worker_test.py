@@ -14,10 +14,10 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.training import TrainingLoop, WorkerLostError
-from tests.helpers import free_ports, tiny_corpus_and_vocab
+from tests.helpers import TINY_PRETRAINING_WORDS, free_ports, tiny_corpus_and_vocab
 from tests.launcher import python_command
 
-WORDS = "the cat dog sat ran on a mat house module function file returned value provides reads writes".split()
+WORDS = TINY_PRETRAINING_WORDS
 TRAIN_STEPS, CHECKPOINT_STEPS = 40, 10
 # TensorFlow's coordination service reports a worker without heartbeats after about 10 s; a killed one's
 # connections reset at once. Well above both, well below "hangs".

@@ -11,7 +11,7 @@ import pytest
 
 from bert_tf.training import FinetuneConfig, PretrainConfig, ResumeError, finetune, pretrain
 from bert_tf.training.distribute import create_strategy
-from tests.helpers import tiny_corpus_and_vocab, tiny_model_dir
+from tests.helpers import TINY_PRETRAINING, tiny_corpus_and_vocab, tiny_model_dir
 from tests.launcher import python_command
 
 WORDS = "the movie was good great fine bad awful poor film . cat dog sat ran on a mat".split()
@@ -129,12 +129,8 @@ def test_a_finished_pretraining_run_is_recognized_before_building_the_model(tmp_
         model_dir=str(tmp_path / "run"),
         corpus=[corpus],
         vocab=vocab,
-        model="tiny",
+        **TINY_PRETRAINING,
         train_steps=4,
-        warmup_steps=1,
-        global_batch_size=4,
-        max_seq_length=32,
-        max_predictions_per_seq=5,
         checkpoint_steps=2,
         eval_steps=0,
         fill_mask=[],

@@ -14,19 +14,15 @@ from bert_tf.config import ConfigError
 from bert_tf.tasks import convert_checkpoint
 from bert_tf.training import PretrainConfig, fill_mask, pretrain
 from bert_tf.training.pretraining import format_fill_mask
-from tests.helpers import tiny_corpus_and_vocab
+from tests.helpers import TINY_PRETRAINING, TINY_PRETRAINING_WORDS, tiny_corpus_and_vocab
 from tests.launcher import python_command
 
-WORDS = "the cat dog sat ran on a mat house module function file returned value provides reads writes".split()
+WORDS = TINY_PRETRAINING_WORDS
 # Settings of both runs, as flags and as PretrainConfig fields (the other fields keep their defaults: evaluation
 # on, fill-mask on; the corpus is too small to hold documents out, so the run trains without evaluation).
 SETTINGS = dict(
-    model="tiny",
+    TINY_PRETRAINING,
     train_steps=5,
-    warmup_steps=1,
-    global_batch_size=4,
-    max_seq_length=32,
-    max_predictions_per_seq=5,
     steps_per_loop=2,
     split_special_tokens=True,  # not the default: bert_tf.json and the resume record must say it
 )
