@@ -23,9 +23,9 @@ pytest.importorskip("ai_edge_litert")
 from bert_tf import checkpoints  # noqa: E402
 from bert_tf.export import export_litert, serving_module  # noqa: E402
 from bert_tf.export.litert import MODEL_FILE  # noqa: E402
-from bert_tf.models import BertEncoder  # noqa: E402
 from tests.conftest import REFERENCE_DIR  # noqa: E402
 from tests.export.export_test import PAIRS, QUESTIONS, SAFE_CASES  # noqa: E402
+from tests.helpers import tiny_encoder  # noqa: E402
 
 VOCAB = os.path.join(REFERENCE_DIR, "families", "bert", "vocab.txt")
 SPECIALS = ("[CLS]", "[SEP]", "[MASK]", "[PAD]", "[UNK]")
@@ -56,14 +56,7 @@ def runners(tmp_path_factory):
     with open(VOCAB, encoding="utf-8") as f:
         size = len(f.read().splitlines())
     keras.utils.set_random_seed(0)
-    encoder = BertEncoder(
-        vocabulary_size=size,
-        num_layers=1,
-        num_heads=2,
-        hidden_dim=8,
-        intermediate_dim=16,
-        max_position_embeddings=32,
-    )
+    encoder = tiny_encoder(vocabulary_size=size, num_layers=1, hidden_dim=8, intermediate_dim=16)
     model_dir = str(base / "encoder")
     checkpoints.save_model_dir(encoder, model_dir, vocab_file=VOCAB, settings={"lowercase": True, "max_seq_length": 32})
     export_litert(model_dir, str(base / "litert"))

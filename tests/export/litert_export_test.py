@@ -38,6 +38,7 @@ from bert_tf.export.litert import (  # noqa: E402
 from bert_tf.models import BertClassifier, BertEncoder, BertSpanLabeler, BertTokenClassifier  # noqa: E402
 from bert_tf.text import BertTokenizer  # noqa: E402
 from tests.conftest import DATA_DIR, REFERENCE_DIR  # noqa: E402
+from tests.helpers import tiny_encoder  # noqa: E402
 
 FAMILIES = os.path.join(REFERENCE_DIR, "families")
 CLIENT = os.path.join(os.path.dirname(__file__), "litert_client.py")
@@ -79,15 +80,8 @@ def _task_dir(directory, model, settings):
 
 def _tiny_task(kind, vocabulary_size):
     keras.utils.set_random_seed(3)
-    encoder = BertEncoder(
-        vocabulary_size=vocabulary_size,
-        num_layers=1,
-        num_heads=2,
-        hidden_dim=16,
-        intermediate_dim=32,
-        max_position_embeddings=64,
-        dropout=0.0,
-        attention_dropout=0.0,
+    encoder = tiny_encoder(
+        vocabulary_size=vocabulary_size, num_layers=1, max_position_embeddings=64, dropout=0.0, attention_dropout=0.0
     )
     return BertTokenClassifier(encoder, num_classes=len(NER_LABELS)) if kind == "ner" else BertSpanLabeler(encoder)
 
