@@ -13,9 +13,13 @@ pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs make
 
 def _make_dry_run(target, shared):
     """`make -n TARGET SHARED=...`: what the recipe would run (nothing runs), the environment's stamp up to date."""
+    # Under `make test` this is a make inside a make: without the outer one's MAKEFLAGS/MAKELEVEL it neither takes
+    # its flags nor prints "Entering directory" lines.
+    env = {name: value for name, value in os.environ.items() if name not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
     return subprocess.run(
-        ["make", "-n", "-o", ".venv/.installed", target, f"SHARED={shared}"],
+        ["make", "--no-print-directory", "-n", "-o", ".venv/.installed", target, f"SHARED={shared}"],
         cwd=ROOT,
+        env=env,
         capture_output=True,
         text=True,
         timeout=60,
