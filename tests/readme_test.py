@@ -368,6 +368,18 @@ LONG = {
         "about 14 minutes alone on 2 cores: the before/after rows of docs/results/2026-11-29-test-suite.md "
         "(tests/tools/benchmark_test.py runs every section quickly, slow)"
     ),
+    "python tools/benchmark.py --sections=train,infer,serve,text --train_configs=mini --settings=float32 --steps=2 "
+    "--warmup=1 --repeats=3 --nomemory": Long(
+        "about 3 minutes alone on 2 cores (AMD EPYC, AVX-512): the before/after rows of "
+        "docs/results/2026-12-02-first-day-and-seams.md, run in two trees"
+    ),
+    "PYTHONPATH=BEFORE_TREE python tools/answers_snapshot.py --output=runs/answers_before.npz "
+    "--families=.../shared/reference/families --sst2=.../shared/data/glue/SST-2/dev.tsv": Long(
+        "about 30 seconds, in a checkout of an earlier tree (BEFORE_TREE), with that tree's paths to ../shared"
+    ),
+    "python tools/answers_snapshot.py --output=runs/answers_after.npz --compare=BEFORE_TREE/runs/answers_before.npz": Long(
+        "about 30 seconds; compares with the snapshot the command before it wrote in another tree"
+    ),
     "python tools/benchmark.py --sections=infer --steps=2 --warmup=1 --repeats=3": Long(
         "about 5 minutes: encoder forward and latency in four settings a side"
     ),
