@@ -24,7 +24,7 @@ from absl import app, flags
 
 from bert_tf.apps import common_flags, errors, launch
 from bert_tf.apps.common_flags import check_checkpoint_dir
-from bert_tf.checkpoints import CheckpointError, ModelDirectory
+from bert_tf.checkpoints import CheckpointError
 from bert_tf.config import ConfigError
 from bert_tf.export import check_output_dir, export_litert, export_onnx, export_saved_model
 from bert_tf.export import options as export_options
@@ -42,8 +42,10 @@ SAVED_MODEL_ONLY = tuple(field.name for field in dataclasses.fields(saved_model_
 
 
 def _validate_flags():
-    """Checks every flag before any side effect; raises app.UsageError naming the bad one."""
-    model_dir = check_checkpoint_dir("model_dir").path  # a Hub id's snapshot: never written into either
+    """Checks every flag before any side effect; raises app.UsageError naming the bad one. Returns --model_dir's
+    `ModelDirectory` (read once: the export takes it as it is)."""
+    directory = check_checkpoint_dir("model_dir")
+    model_dir = directory.path  # a Hub id's snapshot: never written into either
     if not FLAGS.output_dir:
         raise app.UsageError("--output_dir is required. Received: --output_dir=None")
     try:
@@ -59,6 +61,7 @@ def _validate_flags():
                 raise app.UsageError(f"--{name} describes --search_corpus, which is not given.")
     elif not os.path.isfile(FLAGS.search_corpus):
         raise app.UsageError(f"--search_corpus is not a file. Received: --search_corpus={FLAGS.search_corpus}")
+    return directory
 
 
 def _validate_format_flags():
@@ -101,7 +104,7 @@ def _column(value):
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected positional arguments. Received: {argv[1:]}")
-    _validate_flags()
+    directory = _validate_flags()
     config = common_flags.config_from_flags(ExportConfig, sys.modules[__name__], exclude=())
     config = dataclasses.replace(
         config, search_text_column=_column(config.search_text_column), search_id_column=_column(config.search_id_column)
@@ -115,7 +118,7 @@ def main(argv):
         "bert-tf-export",
         # The directory read once; every writer writes beside --output_dir and renames when complete. Each reads its
         # own options of the config (the flags another format does not read were refused above).
-        lambda: function(ModelDirectory.read(config.model_dir), config.output_dir, config, overwrite=config.overwrite),
+        lambda: function(directory, config.output_dir, config, overwrite=config.overwrite),
         (CheckpointError, ConfigError, ValueError, ImportError),
         kept=f"nothing written to {FLAGS.output_dir}; {FLAGS.model_dir} unchanged",
     )

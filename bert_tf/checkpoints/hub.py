@@ -173,7 +173,7 @@ def resolve_model_path(ref):
             f"{HUB_REF_PATTERN}."
         ) from None
     except LocalEntryNotFoundError as e:
-        why = "offline: HF_HUB_OFFLINE=1" if hub_offline() else "the Hugging Face Hub could not be reached"
+        why = "offline: HF_HUB_OFFLINE=1" if offline else "the Hugging Face Hub could not be reached"
         held = "holds an incomplete copy of it" if isinstance(e, IncompleteSnapshotError) else "does not hold it"
         raise CheckpointError(
             f"{looked}, and as a Hugging Face Hub id: the cache {cache} {held} ({why}). Fetch it with `{fetch}` "
