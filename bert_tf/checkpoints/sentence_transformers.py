@@ -17,6 +17,10 @@ rules (6.2: `SentenceTransformer._load_sbert_model`, `Transformer.load_config`, 
   `pooling_mode`, a name or a list, wins over them);
 - `normalize`: whether a `Normalize` module follows the pooling;
 - `include_prompt`: the Pooling config's, where it has one;
+- `prompts` and `default_prompt_name`: `config_sentence_transformers.json`'s prompts (name -> the text put before
+  each input: E5's "query: ", BGE's instruction), the empty ones left out, and the prompt sentence-transformers
+  applies when none is named, where the folder gives them (recorded as read; bert_tf embeds the text as given, with
+  a warning where a default prompt is set);
 - `max_seq_length`: the Transformer config's (or its `tokenizer_args`'/`processor_kwargs`' `model_max_length`),
   where it has one; it must be in [2, max_position_embeddings];
 - `do_lower_case`: true makes sentence-transformers lowercase the text before its tokenizer normalizes it. For an
@@ -104,7 +108,7 @@ def read_sentence_transformers(directory, max_position_embeddings, lowercase=Tru
     for module in modules[2:]:
         _check_normalize(directory, modules_path, module)
     settings["normalize"] = len(modules) > 2
-    _warn_default_prompt(directory)
+    settings.update(_prompt_settings(directory))
     return settings
 
 
@@ -234,17 +238,33 @@ def _check_normalize(directory, modules_path, module):
         )
 
 
-def _warn_default_prompt(directory):
+def _prompt_settings(directory):
+    """`prompts` and `default_prompt_name` from `config_sentence_transformers.json`, where the folder has them."""
     path = os.path.join(directory, MODEL_CONFIG_FILE)
     if not os.path.isfile(path):
-        return
+        return {}
     config = read_json(path, what="sentence-transformers model config")
-    name = config.get("default_prompt_name") if isinstance(config, dict) else None
-    if name:
+    if not isinstance(config, dict):
+        raise ConfigError(f"{path}: expected a JSON object. Received: {type(config).__name__}")
+    prompts = config.get("prompts") or {}
+    if not isinstance(prompts, dict) or not all(isinstance(v, str) for v in prompts.values()):
+        raise ConfigError(f"{path}: `prompts` must map names to strings. Received: prompts={prompts!r}")
+    name = config.get("default_prompt_name")
+    if name is not None and name not in prompts:
+        raise ConfigError(
+            f"{path}: default_prompt_name={name!r} is not one of its prompts. Received: prompts={prompts!r}"
+        )
+    settings = {}
+    prompts = {key: prompt for key, prompt in prompts.items() if prompt}  # an empty prompt is no prompt
+    if prompts:
+        settings["prompts"] = prompts
+    if name in prompts:
+        settings["default_prompt_name"] = name
         logging.warning(
             "%s: default_prompt_name=%r: sentence-transformers puts the prompt %r before every text it encodes; "
             "bert_tf embeds the text as given (put the prompt in the text yourself).",
             path,
             name,
-            (config.get("prompts") or {}).get(name),
+            prompts[name],
         )
+    return settings

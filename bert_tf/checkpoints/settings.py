@@ -15,6 +15,8 @@ to reproduce the model's inputs:
   order (default ["mean"]); `normalize`: the embedding is L2-normalized (default true). A sentence-transformers
   folder's `modules.json` and `1_Pooling/config.json` give both (`checkpoints.sentence_transformers`).
 - `include_prompt` (sentence-transformers folders only, where its pooling config has it): kept as read.
+- `prompts`, `default_prompt_name` (sentence-transformers folders only, where `config_sentence_transformers.json`
+  gives them): the named prompts (name -> text) and the one applied when none is named, kept as read.
 - `add_prefix_space` (byte-level BPE directories only): the tokenizer puts a space before the text (absent:
   false, RoBERTa's setting).
 - `pair_truncation`: how a text pair is cut to fit `max_seq_length` (`bert_tf.text.PAIR_TRUNCATIONS`):
@@ -105,6 +107,15 @@ def validate_settings(settings, source="settings"):
         merged["pooling"] = list(check_pooling(merged["pooling"], source=f"{source}: field `pooling`"))
     except ValueError as e:
         raise ConfigError(str(e)) from None
+    prompts = merged.get("prompts", {})
+    if not isinstance(prompts, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in prompts.items()):
+        raise ConfigError(f"{source}: field `prompts` must map names to strings. Received: prompts={prompts!r}")
+    default_prompt = merged.get("default_prompt_name")
+    if default_prompt is not None and default_prompt not in prompts:
+        raise ConfigError(
+            f"{source}: field `default_prompt_name` must name one of `prompts` ({', '.join(prompts) or 'none'}). "
+            f"Received: default_prompt_name={default_prompt!r}"
+        )
     labels = merged["labels"]
     if labels is not None and (not isinstance(labels, list) or not all(isinstance(x, str) for x in labels)):
         raise ConfigError(f"{source}: field `labels` must be a list of strings or null. Received: labels={labels!r}")

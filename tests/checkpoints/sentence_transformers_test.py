@@ -9,6 +9,7 @@ import pytest
 
 from bert_tf import checkpoints, tasks
 from bert_tf.checkpoints import sentence_transformers as st
+from bert_tf.checkpoints.settings import validate_settings
 from bert_tf.config import ConfigError
 from tests.conftest import REFERENCE_DIR
 
@@ -229,8 +230,39 @@ def test_bad_pooling_json_is_named(tmp_path):
 def test_default_prompt_is_warned_about(tmp_path, caplog):
     root = _folder(tmp_path)
     _write(os.path.join(root, st.MODEL_CONFIG_FILE), {"prompts": {"query": "query: "}, "default_prompt_name": "query"})
-    _read(root)
+    settings = _read(root)
     assert "query: " in caplog.text and "default_prompt_name" in caplog.text
+    assert (settings["prompts"], settings["default_prompt_name"]) == ({"query": "query: "}, "query")
+
+
+def test_prompts_are_recorded_and_empty_ones_left_out(tmp_path):
+    root = _folder(tmp_path)
+    prompts = {"query": "query: ", "passage": "passage: ", "document": ""}
+    _write(os.path.join(root, st.MODEL_CONFIG_FILE), {"prompts": prompts, "default_prompt_name": None})
+    settings = _read(root)
+    assert settings["prompts"] == {"query": "query: ", "passage": "passage: "} and "default_prompt_name" not in settings
+    written = checkpoints.write_settings(str(tmp_path), settings)  # bert_tf.json keeps them
+    assert checkpoints.read_settings(str(tmp_path))["prompts"] == written["prompts"]
+
+
+@pytest.mark.parametrize(
+    "config, named",
+    [
+        ({"prompts": {"query": "q: "}, "default_prompt_name": "passage"}, "default_prompt_name='passage'"),
+        ({"prompts": ["query: "]}, "prompts"),
+    ],
+)
+def test_bad_prompts_are_named(tmp_path, config, named):
+    root = _folder(tmp_path)
+    _write(os.path.join(root, st.MODEL_CONFIG_FILE), config)
+    with pytest.raises(ConfigError, match=named) as error:
+        _read(root)
+    assert st.MODEL_CONFIG_FILE in str(error.value)
+
+
+def test_bad_prompt_settings_are_refused():
+    with pytest.raises(ConfigError, match="default_prompt_name"):
+        validate_settings({"prompts": {"query": "q: "}, "default_prompt_name": "other"})
 
 
 def test_infer_settings_without_modules_json_keeps_defaults(tmp_path):
