@@ -44,6 +44,19 @@ Sections (`--sections`, all by default):
             `--tokenizer_multilingual`, bert_tf vs HF `tokenizers` encode_batch on every core) and
             in-graph pretraining batches/s from raw text (bert_tf only: no
             peer builds NSP pairs in tf.data).
+  deberta   (only when named; about 11 minutes on 2 cores) DeBERTa-v3-small size (6/768/12, 256 position
+            buckets, vocabulary 30,522 in place of its 128,100; random weights) at `--deberta_batch_size` x
+            `--deberta_seq_length` (8 x 128): the encoder forward and a masked-LM training step, bert_tf
+            `DebertaV2Encoder` / `BertPretrainer` vs keras-hub `DebertaV3Backbone` / `DebertaV3MaskedLM`, each
+            side's best `--settings`; first the largest difference of the two sides' `sequence_output` on the same
+            weights (float32).
+  xlmr      (only when named; about 15 minutes on 2 cores in float32 and float32_xla) XLM-RoBERTa base
+            (12/768/12, vocabulary 250,002, one segment, positions from row 2, LayerNorm epsilon 1e-5; random
+            weights) at `--xlmr_batch_size` x `--xlmr_seq_length` (8 x 128): the encoder forward and a masked-LM
+            training step (dropout 0.1, same harness as `train`), bert_tf `BertEncoder` / `BertPretrainer` vs
+            keras-hub `XLMRobertaBackbone` / `XLMRobertaMaskedLM`, each side's best `--settings` (the settings
+            timed one after another, to fit the 250,002-row tables in memory); first the largest difference of the
+            two sides' `sequence_output` on the same weights (float32).
   memory    the process floor (Python, TensorFlow, keras-hub and bert_tf imported) and SavedModel serving RSS
             per model size (`--serve_memory_sizes`, random weights of each shape exported both ways as in `serve`,
             SST-2 dev sentences at batch `--batch_size`), each side in its own process; then the MiniLM-size
@@ -52,7 +65,7 @@ Sections (`--sections`, all by default):
             accuracy 0.85 fine-tuning all-MiniLM-L6-v2, and the accuracy after one pass, bert_tf vs keras-hub.
 
 Peak RSS column (`--memory`, on by default, off with `--quick`): after a section's timing, every train, infer,
-serve, embed, albert and deberta row's work is re-run per side in a fresh process (`benchmark.py --probe=SPEC`,
+serve, embed, albert, deberta and xlmr row's work is re-run per side in a fresh process (`benchmark.py --probe=SPEC`,
 tools/memory_probe.py) at that side's best setting for `--probe_steps` calls, and the process's peak resident set
 is reported in GB (the process floor of the memory section included). The speed run itself is unchanged.
 tools/largest_batch.py uses the same probes for the largest BERT-base training batch in 24 GB.

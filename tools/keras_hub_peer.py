@@ -1,5 +1,6 @@
-"""The keras-hub side of the comparisons in tools/: a `BertBackbone`, `AlbertBackbone` or `DebertaV3Backbone`
-holding our weights (`tools.keras_hub_peer`, imported by the benchmark and the quality and latency tools).
+"""The keras-hub side of the comparisons in tools/: a `BertBackbone`, `AlbertBackbone`, `DebertaV3Backbone` or
+`XLMRobertaBackbone` holding our weights (`tools.keras_hub_peer`, imported by the benchmark and the quality and
+latency tools).
 """
 
 # keras-hub weight path -> ours, of the embedding weights every family has.
@@ -42,14 +43,19 @@ def _block_pairs(hub, our):
     return pairs
 
 
-def _assign(encoder, backbone, pairs, per_head_output=True):
+def _assign(encoder, backbone, pairs, per_head_output=True, derived=None):
     """Assigns every keras-hub weight from ours by `pairs`, reshaping attention kernels to keras-hub's per-head ones
-    (query/key/value always; the output projection where `per_head_output`: BERT's and ALBERT's, not DeBERTa's)."""
+    (query/key/value always; the output projection where `per_head_output`: BERT's and ALBERT's, not DeBERTa's).
+    `derived` maps keras-hub weight paths to values computed from several of ours (XLM-R's positions)."""
     heads = encoder.num_heads
     hidden = encoder.hidden_dim
     head_dim = hidden // heads
     ours = {v.path: v for v in encoder.weights}
+    derived = derived or {}
     for variable in backbone.weights:
+        if variable.path in derived:
+            variable.assign(derived[variable.path])
+            continue
         if variable.path not in pairs:
             raise ValueError(f"No bert_tf weight for keras-hub weight {variable.path}")
         value = ours[pairs[variable.path]].numpy()
@@ -148,4 +154,53 @@ def deberta_backbone_like(encoder, dropout=0.0, dtype=None):
         **_shape(encoder, dropout, dtype),
     )
     copy_deberta_to_hub(encoder, backbone)
+    return backbone
+
+
+def copy_xlm_roberta_to_hub(encoder, backbone):
+    """Copies a RoBERTa-shaped `BertEncoder`'s weights (XLM-R's: one segment, positions after `position_offset`
+    rows) into a keras-hub `XLMRobertaBackbone` of the same shape.
+
+    keras-hub's backbone has no segment table and numbers positions from 0 whatever the padding; its position
+    table is ours from row `position_offset` (Hugging Face's `padding_idx + 1` = 2) with the one segment row added,
+    as keras-hub's own Hugging Face converter builds it. On right-padded batches the two compute the same function
+    (positions of real tokens agree; a left-padded row would not). Our pooler has no counterpart there.
+    """
+    if encoder.type_vocab_size != 1:
+        raise ValueError(
+            "keras-hub's XLMRobertaBackbone has one segment folded into its positions: the encoder needs "
+            f"type_vocab_size=1. Received: type_vocab_size={encoder.type_vocab_size}"
+        )
+    ours = {v.path: v.numpy() for v in encoder.weights if v.path.startswith("embeddings/")}
+    offset, length = encoder.position_offset, backbone.max_sequence_length
+    positions = ours["embeddings/position_embedding"][offset : offset + length]
+    pairs = {
+        "embeddings/token_embedding/embeddings": "embeddings/token_embedding/embeddings",
+        "embeddings_layer_norm/gamma": "embeddings/layer_norm/gamma",
+        "embeddings_layer_norm/beta": "embeddings/layer_norm/beta",
+    }
+    for i in range(encoder.num_layers):
+        pairs.update(_block_pairs(f"transformer_layer_{i}/", f"transformer_layer_{i}/"))
+    derived = {
+        "embeddings/position_embedding/embeddings": positions + ours["embeddings/segment_embedding/embeddings"][0]
+    }
+    _assign(encoder, backbone, pairs, derived=derived)
+
+
+def xlm_roberta_backbone_like(encoder, dropout=0.0, dtype=None):
+    """A keras-hub `XLMRobertaBackbone` of an XLM-R (RoBERTa-shaped) `BertEncoder`'s shape holding its weights.
+
+    keras-hub fixes what the encoder must match: exact (erf) GELU, LayerNorm epsilon 1e-5, one segment.
+    """
+    import keras_hub
+
+    if encoder.hidden_act != "gelu" or encoder.layer_norm_epsilon != 1e-5:
+        raise ValueError(
+            "keras-hub's XLMRobertaBackbone is exact GELU with LayerNorm epsilon 1e-5. Received: "
+            f"hidden_act={encoder.hidden_act!r}, layer_norm_epsilon={encoder.layer_norm_epsilon}"
+        )
+    backbone = keras_hub.models.XLMRobertaBackbone(
+        max_sequence_length=encoder.max_position_embeddings, **_shape(encoder, dropout, dtype)
+    )
+    copy_xlm_roberta_to_hub(encoder, backbone)
     return backbone

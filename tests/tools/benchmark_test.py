@@ -100,6 +100,16 @@ def test_quick_deberta_section_compares_the_same_weights_with_keras_hub():
     assert float(_cells(result.stdout, "| deberta | same weights")[3]) < 1e-4
 
 
+@pytest.mark.slow
+def test_quick_xlmr_section_compares_the_same_weights_with_keras_hub():
+    result = _run("--quick", "--sections=xlmr", "--settings=float32")
+    assert result.returncode == 0, result.stderr[-3000:]
+    for row in ("| xlmr | encoder forward tiny", "| xlmr | training step tiny"):
+        assert re.fullmatch(r"\d+\.\d\dx", _cells(result.stdout, row)[6]), row
+    # keras-hub's positions (ours from row 2, the one segment folded in) and epsilon 1e-5: one function.
+    assert float(_cells(result.stdout, "| xlmr | same weights")[3]) < 1e-5
+
+
 def test_bad_flags_exit_with_a_named_error():
     result = _run("--settings=float16", "--sections=peak")
     assert result.returncode == 1

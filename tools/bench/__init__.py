@@ -5,7 +5,7 @@
   harness.py   the Row, the timing policy (alternating repeats, medians), the markdown table and chart; no flags,
                so other tools time with it too
   work.py      the work both sides run: model shapes and builders, the random batch, the shared training step
-  peak.py, train.py, infer.py, serve.py, embed.py, albert.py, text.py, deberta.py, memory.py, tta.py
+  peak.py, train.py, infer.py, serve.py, embed.py, albert.py, text.py, deberta.py, xlmr.py, memory.py, tta.py
                one module per section: `<section>_rows(...)` -> rows, and the memory probes of its rows' work
   probes.py    the probe kinds registered by name (`--probe=SPEC` runs one in a fresh process)
   peak_rss.py  the parent's side of the peak-RSS column: each row's probes, run and read

@@ -4,7 +4,7 @@ import os
 import sys
 import time
 
-from tools.bench import albert, deberta, embed, infer, memory, peak, serve, serve_formats, text, train, tta
+from tools.bench import albert, deberta, embed, infer, memory, peak, serve, serve_formats, text, train, tta, xlmr
 from tools.bench.harness import SETTINGS, chart, markdown
 from tools.bench.options import FLAGS, RUN_ORDER, SECTIONS
 from tools.bench.peak_rss import measure_memory
@@ -22,6 +22,7 @@ RUNS = {
     "albert": lambda: albert.albert_rows(FLAGS.seq_length, FLAGS.batch_size),
     "text": text.text_rows,
     "deberta": lambda: deberta.deberta_rows(FLAGS.deberta_seq_length, FLAGS.deberta_batch_size),
+    "xlmr": lambda: xlmr.xlmr_rows(FLAGS.xlmr_seq_length, FLAGS.xlmr_batch_size),
     "memory": lambda: memory.memory_rows(FLAGS.batch_size),
     "tta": tta.tta_rows,
 }
@@ -40,6 +41,7 @@ def main(argv):
         CONFIGS["mini"] = CONFIGS["minilm"] = CONFIGS["tiny"]
         FLAGS.seq_length, FLAGS.batch_size = 32, 4
         FLAGS.deberta_seq_length, FLAGS.deberta_batch_size = 32, 4
+        FLAGS.xlmr_seq_length, FLAGS.xlmr_batch_size = 32, 4
         FLAGS.steps, FLAGS.warmup, FLAGS.repeats = 1, 1, 1
         FLAGS.train_configs = ["tiny"]
     unknown = set(FLAGS.sections) - set(SECTIONS)

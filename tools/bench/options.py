@@ -14,19 +14,33 @@ from tools.machine import minilm_dir
 
 FLAGS = flags.FLAGS
 flags.DEFINE_boolean("quick", False, "Smoke run: tiny model, short sequences, one repeat.")
-SECTIONS = ("peak", "train", "infer", "serve", "serve_formats", "embed", "albert", "text", "deberta", "memory", "tta")
+SECTIONS = (
+    "peak",
+    "train",
+    "infer",
+    "serve",
+    "serve_formats",
+    "embed",
+    "albert",
+    "text",
+    "deberta",
+    "xlmr",
+    "memory",
+    "tta",
+)
 # The text section runs right after the peak: our tokenizer ran at about half speed at the end of a full run,
 # after the model sections had held many GB in the process (2-core AMD EPYC: Vietnamese UDHR 14.7 MB/s there,
 # 28.8 in a fresh process the same day, while HF `tokenizers` read 4.2 vs 4.7; the cause is not isolated).
 # The table keeps SECTIONS' order.
 RUN_ORDER = ("peak", "text", *(section for section in SECTIONS if section not in ("peak", "text")))
-# Sections that only run when named (DeBERTa-v3-small size, about 11 minutes on 2 cores; time to accuracy, about
-# 30 minutes on 2 cores; every export format, which needs the test extras' onnxruntime and ai-edge-litert).
-NAMED_ONLY = ("deberta", "tta", "serve_formats")
+# Sections that only run when named (DeBERTa-v3-small size, about 11 minutes on 2 cores; XLM-R base, its 250,002-row
+# table included, about 15 minutes on 2 cores in the two float32 settings; time to accuracy, about 30 minutes on 2
+# cores; every export format, which needs the test extras' onnxruntime and ai-edge-litert).
+NAMED_ONLY = ("deberta", "xlmr", "tta", "serve_formats")
 flags.DEFINE_list(
     "sections",
     [section for section in SECTIONS if section not in NAMED_ONLY],
-    "Sections to run (deberta, about 11 minutes on 2 cores, only when named).",
+    "Sections to run (deberta, about 11 minutes on 2 cores, xlmr, tta and serve_formats only when named).",
 )
 flags.DEFINE_list("train_configs", ["mini", "minilm"], "Model sizes of the training rows.")
 flags.DEFINE_list(
@@ -67,6 +81,8 @@ flags.DEFINE_string(
 flags.DEFINE_integer("embed_max_seq_length", 256, "embed: tokens per sentence (sentence-transformers' MiniLM: 256).")
 flags.DEFINE_integer("deberta_batch_size", 8, "deberta: sequences per batch (DeBERTa-v3-small size).")
 flags.DEFINE_integer("deberta_seq_length", 128, "deberta: tokens per sequence.")
+flags.DEFINE_integer("xlmr_batch_size", 8, "xlmr: sequences per batch (XLM-R base size).")
+flags.DEFINE_integer("xlmr_seq_length", 128, "xlmr: tokens per sequence.")
 flags.DEFINE_boolean(
     "memory",
     None,

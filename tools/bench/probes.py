@@ -11,7 +11,7 @@ import json
 import time
 
 from tools import memory_probe
-from tools.bench import albert, deberta, embed, infer, memory, serve, train
+from tools.bench import albert, deberta, embed, infer, memory, serve, train, xlmr
 from tools.bench.options import FLAGS
 
 # kind -> work(spec, side, setting): builds the side's model and returns a zero-argument call of one step of its work.
@@ -26,6 +26,8 @@ PROBES = {
     "albert_train": functools.partial(albert.probe, train=True),
     "deberta_forward": functools.partial(deberta.probe, train=False),
     "deberta_train": functools.partial(deberta.probe, train=True),
+    "xlmr_forward": functools.partial(xlmr.probe, train=False),
+    "xlmr_train": functools.partial(xlmr.probe, train=True),
     "idle": memory.probe_idle,
 }
 
