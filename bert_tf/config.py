@@ -28,9 +28,13 @@ ACTIVATIONS = tuple(ACTIVATION_FORMULAS)
 PRESETS = ("tiny", "mini", "small", "medium", "base", "large")
 # The architectures (Hugging Face `model_type`) the encoder builds. Each is one entry of `FAMILIES` here (what the
 # config says) and one name table in `bert_tf.checkpoints.families` (what the checkpoints call the weights).
-MODEL_TYPES = ("bert", "roberta", "distilbert", "electra", "albert", "deberta-v2", "modernbert")
+MODEL_TYPES = ("bert", "roberta", "distilbert", "electra", "albert", "deberta-v2", "modernbert", "xlm-roberta", "mpnet")
 # The families whose new models take an `embedding_size` (`BertConfig.for_family`).
 EMBEDDING_SIZE_TYPES = ("electra", "albert")
+# The relative position buckets Hugging Face's MPNet computes (`MPNetEncoder.compute_position_bias`'s default,
+# whatever `relative_attention_num_buckets` says) and the distance its log buckets reach the last one at.
+MPNET_BUCKETS = 32
+MPNET_MAX_DISTANCE = 128
 # ModernBERT's layer kinds (`BertConfig.layer_types`): global attention, or attention within a sliding window.
 LAYER_TYPES = ("full_attention", "sliding_attention")
 # How ModernBERT's sentence heads pool the sequence (`BertConfig.classifier_pooling`).
@@ -58,6 +62,8 @@ class Family:
         hf_fields: our field -> the Hugging Face `config.json` name, where it differs (DistilBERT's own names).
         hf_fixed: fields the Hugging Face config cannot change (DistilBERT: no segments, LayerNorm 1e-12).
         position_offset_from_padding: positions start at `pad_token_id + 1` (RoBERTa).
+        position_padding_idx: the padding index positions start after, where the Hugging Face class fixes it
+            whatever `pad_token_id` says (MPNet: 1); None: `config.json`'s `pad_token_id`.
         new_model_fields: the fields a new model of the family takes over a BERT preset's (`BertConfig.for_family`):
             what its Hugging Face checkpoints have (RoBERTa: one segment, LayerNorm 1e-5, positions from 2).
         hf_base_prefix: the base model's attribute in Hugging Face task models ("deberta" for DeBERTa-v2's
@@ -80,6 +86,7 @@ class Family:
     hf_fields: tuple = ()
     hf_fixed: tuple = ()
     position_offset_from_padding: bool = False
+    position_padding_idx: int | None = None
     new_model_fields: tuple = ()
     hf_base_prefix: str | None = None
 
@@ -185,6 +192,32 @@ FAMILIES = {
             ("output_bias", "decoder_bias"),
         ),
     ),
+    # XLM-RoBERTa: RoBERTa's encoder and heads under XLM-R's class names (`roberta.` tensor prefix, as transformers
+    # keeps it); what differs is the tokenizer (SentencePiece with fairseq's ids).
+    "xlm-roberta": Family(
+        "xlm-roberta",
+        "XLMRoberta",
+        mlm_activation="gelu",
+        position_offset_from_padding=True,
+        hf_base_prefix="roberta",
+        new_model_fields=(("type_vocab_size", 1), ("layer_norm_eps", 1e-5), ("position_offset", 2)),
+    ),
+    # MPNet: BERT's post-LN blocks with RoBERTa's positions (padding index fixed at 1), no segments, and a relative
+    # position bias shared by every layer (`relative_attention_num_buckets`); RoBERTa's heads.
+    "mpnet": Family(
+        "mpnet",
+        "MPNet",
+        mlm_activation="gelu",
+        hf_fixed=(("type_vocab_size", 0),),
+        position_offset_from_padding=True,
+        position_padding_idx=1,
+        new_model_fields=(
+            ("type_vocab_size", 0),
+            ("layer_norm_eps", 1e-5),
+            ("position_offset", 2),
+            ("relative_attention_num_buckets", 32),
+        ),
+    ),
 }
 assert tuple(FAMILIES) == MODEL_TYPES
 
@@ -265,6 +298,10 @@ class BertConfig:
     decoder_bias: bool = True
     # The padding piece's id, as config.json says it (Hugging Face's embedding `padding_idx`); kept to write it back.
     pad_token_id: int | None = None
+    # --- MPNet (model_type "mpnet") only; 0 in every other family, which leaves it out ---
+    # Rows of the relative position bias table (one scalar per head and bucket of the query-key distance, added to
+    # every layer's attention scores). Hugging Face computes 32 buckets whatever this says, so it is at least 32.
+    relative_attention_num_buckets: int = 0
 
     def __post_init__(self):
         self.validate()
@@ -340,6 +377,7 @@ class BertConfig:
             )
         self._validate_deberta(source)
         self._validate_modernbert(source)
+        self._validate_mpnet(source)
 
     def _refuse_family_fields(self, source, model_type, owner, defaults):
         """Raises for the first of a family's own fields (`defaults`: their values in every other family) that
@@ -420,6 +458,25 @@ class BertConfig:
         if pad is not None and (isinstance(pad, bool) or not isinstance(pad, int) or pad < 0):
             raise ConfigError(
                 f"{source}: field `pad_token_id` must be an integer >= 0 or null. Received: pad_token_id={pad!r}"
+            )
+
+    def _validate_mpnet(self, source):
+        """MPNet's relative position bias: at least the 32 buckets Hugging Face computes for model_type mpnet, none
+        (0) for every other family."""
+        buckets = self.relative_attention_num_buckets
+        if self.model_type != "mpnet":
+            self._refuse_family_fields(source, "mpnet", "MPNet", _MPNET_DEFAULTS)
+            return
+        if isinstance(buckets, bool) or not isinstance(buckets, int) or buckets < MPNET_BUCKETS:
+            raise ConfigError(
+                f"{source}: field `relative_attention_num_buckets` must be an integer >= {MPNET_BUCKETS} for an mpnet "
+                f"model (Hugging Face's MPNet computes {MPNET_BUCKETS} relative position buckets whatever the config "
+                f"says). Received: relative_attention_num_buckets={buckets!r}"
+            )
+        if self.type_vocab_size != 0:
+            raise ConfigError(
+                f"{source}: field `type_vocab_size` must be 0 for an mpnet model (MPNet has no segment embeddings). "
+                f"Received: type_vocab_size={self.type_vocab_size!r}"
             )
 
     def _validate_deberta(self, source):
@@ -565,8 +622,11 @@ class BertConfig:
         if family.layer_groups:
             for name in ("num_hidden_groups", "inner_group_num"):
                 mapped[name] = data.get(name, 1)
+        if model_type == "mpnet":
+            mapped["relative_attention_num_buckets"] = data.get("relative_attention_num_buckets", MPNET_BUCKETS)
         if family.position_offset_from_padding:
-            offset = data.get("pad_token_id", 1) + 1
+            padding_idx = family.position_padding_idx
+            offset = (data.get("pad_token_id", 1) if padding_idx is None else padding_idx) + 1
             if "max_position_embeddings" in mapped:
                 mapped["max_position_embeddings"] -= offset
             mapped["position_offset"] = offset
@@ -612,6 +672,10 @@ class BertConfig:
             data["legacy"] = True  # the masked-LM head as `cls.predictions.*` (what transformers saves by default)
         if self.model_type == "modernbert":
             data.update(_modernbert_to_hf(self))
+        if self.model_type == "mpnet":  # its hf_fixed segments aside, BERT's fields and the bias table's rows
+            data.update(
+                layer_norm_eps=self.layer_norm_eps, relative_attention_num_buckets=self.relative_attention_num_buckets
+            )
         return data
 
     def to_hf_json_file(self, path):
@@ -732,6 +796,8 @@ _MODERNBERT_DEFAULTS = {
     "decoder_bias": True,
     "pad_token_id": None,
 }
+# MPNet's options and their values in every other family.
+_MPNET_DEFAULTS = {"relative_attention_num_buckets": 0}
 # The family options' values for BERT (left out of a BERT `bert_config.json`).
 _FAMILY_DEFAULTS = {
     "model_type": "bert",
@@ -741,6 +807,7 @@ _FAMILY_DEFAULTS = {
     "inner_group_num": 1,
     **_DEBERTA_DEFAULTS,
     **_MODERNBERT_DEFAULTS,
+    **_MPNET_DEFAULTS,
 }
 
 

@@ -92,7 +92,7 @@ class HfHeads:
 
 # The modules of a transformer block in each checkpoint layout, one column a layout (`_LAYOUTS`), joined to the
 # block's prefix (`_block_names`).
-_LAYOUTS = ("bert", "distilbert", "albert", "bert_tf1", "albert_tf1")
+_LAYOUTS = ("bert", "distilbert", "albert", "bert_tf1", "albert_tf1", "mpnet")
 _BLOCK_MODULES = {
     "query": (
         "attention.self.query",
@@ -100,14 +100,23 @@ _BLOCK_MODULES = {
         "attention.query",
         "attention/self/query",
         "attention_1/self/query",
+        "attention.attn.q",
     ),
-    "key": ("attention.self.key", "attention.k_lin", "attention.key", "attention/self/key", "attention_1/self/key"),
+    "key": (
+        "attention.self.key",
+        "attention.k_lin",
+        "attention.key",
+        "attention/self/key",
+        "attention_1/self/key",
+        "attention.attn.k",
+    ),
     "value": (
         "attention.self.value",
         "attention.v_lin",
         "attention.value",
         "attention/self/value",
         "attention_1/self/value",
+        "attention.attn.v",
     ),
     "attention_output": (
         "attention.output.dense",
@@ -115,6 +124,7 @@ _BLOCK_MODULES = {
         "attention.dense",
         "attention/output/dense",
         "attention_1/output/dense",
+        "attention.attn.o",
     ),
     "attention_layer_norm": (
         "attention.output.LayerNorm",
@@ -122,15 +132,31 @@ _BLOCK_MODULES = {
         "attention.LayerNorm",
         "attention/output/LayerNorm",
         "LayerNorm",
+        "attention.LayerNorm",
     ),
-    "intermediate": ("intermediate.dense", "ffn.lin1", "ffn", "intermediate/dense", "ffn_1/intermediate/dense"),
-    "output": ("output.dense", "ffn.lin2", "ffn_output", "output/dense", "ffn_1/intermediate/output/dense"),
+    "intermediate": (
+        "intermediate.dense",
+        "ffn.lin1",
+        "ffn",
+        "intermediate/dense",
+        "ffn_1/intermediate/dense",
+        "intermediate.dense",
+    ),
+    "output": (
+        "output.dense",
+        "ffn.lin2",
+        "ffn_output",
+        "output/dense",
+        "ffn_1/intermediate/output/dense",
+        "output.dense",
+    ),
     "output_layer_norm": (
         "output.LayerNorm",
         "output_layer_norm",
         "full_layer_layer_norm",
         "output/LayerNorm",
         "LayerNorm_1",
+        "output.LayerNorm",
     ),
 }
 
@@ -148,6 +174,10 @@ def _bert_layer(i):
 
 def _distilbert_layer(i):
     return _block_names("distilbert", f"transformer.layer.{i}")
+
+
+def _mpnet_layer(i):
+    return _block_names("mpnet", f"encoder.layer.{i}")
 
 
 def _albert_layer(group, inner):
@@ -229,6 +259,12 @@ HF_HEADS = {
         token_transform="head",
     ),
 }
+# XLM-RoBERTa's modules are RoBERTa's (under `roberta.` in task models: `Family.hf_base_prefix`).
+HF_HEADS["xlm-roberta"] = HF_HEADS["roberta"]
+# MPNet: BERT's block under its own module names, no segment table, RoBERTa's heads (`lm_head`, `classifier.dense`
+# and `classifier.out_proj`); the relative position bias table is `encoder.relative_attention_bias`
+# (`encoder_table`).
+HF_HEADS["mpnet"] = dataclasses.replace(HF_HEADS["roberta"], encoder_layer=_mpnet_layer, segments=None)
 
 
 def hf_heads(model):
@@ -257,6 +293,7 @@ def encoder_table(
     embedding_size=None,
     num_hidden_groups=1,
     inner_group_num=1,
+    relative_attention_num_buckets=0,
 ):
     """Entries for every variable of a `BertEncoder`, in checkpoint order.
 
@@ -264,7 +301,9 @@ def encoder_table(
     Google's (for ALBERT, google-research/albert's); the Hugging Face names are
     the family's (`HF_HEADS`). With shared layer groups (ALBERT) there is one
     entry per distinct block variable: `num_hidden_groups * inner_group_num`
-    blocks, whatever `num_layers`.
+    blocks, whatever `num_layers`. MPNet's relative position bias table
+    (`relative_attention_num_buckets` rows) follows the embeddings, as its
+    Hugging Face `encoder.relative_attention_bias`.
     """
     heads = HF_HEADS[model_type]
     groups = FAMILIES[model_type].layer_groups
@@ -294,6 +333,14 @@ def encoder_table(
     if embedding_size:
         projection_tf1 = "bert/encoder/embedding_hidden_mapping_in" if groups else "bert/embeddings_project"
         entries += dense("embeddings/projection", projection_tf1, heads.projection)  # [E, H]
+    if relative_attention_num_buckets:
+        entries.append(
+            Entry(
+                "relative_attention_bias/embeddings",
+                "bert/encoder/relative_attention_bias",
+                "encoder.relative_attention_bias.weight",
+            )
+        )  # [buckets, N]
     if groups:
         blocks = [
             (f"transformer_group_{g}_layer_{j}", _albert_tf1_layer(g, j), heads.encoder_layer(g, j))
@@ -397,6 +444,7 @@ def _encoder_entries(encoder):
         encoder.embedding_size,
         encoder.num_hidden_groups,
         encoder.inner_group_num,
+        encoder.relative_attention_num_buckets,
     )
 
 

@@ -9,6 +9,8 @@ DeBERTa-v2/v3's: `DebertaEmbeddings`, `RelativeEmbeddings` (the shared relative-
 table), `DisentangledSelfAttention`, `DisentangledTransformerBlock`, `TokenConvolution`
 (the optional convolution); `log_bucket_position` and `relative_position_index`
 (its relative positions).
+MPNet's: `RelativePositionBias` (its relative position bias, added to every layer's attention scores) and
+`relative_position_bucket` (the distances' buckets).
 ModernBERT's: `RotaryEmbedding` (rotary positions, rotate-half layout; `rotate_half`,
 `inverse_frequencies`), `RotarySelfAttention` (fused query/key/value, global or
 sliding-window), `GeGLUFeedForward`, `ModernBertBlock` (pre-norm), `PoolingHead`
@@ -45,6 +47,7 @@ from bert_tf.layers.pooling_head import PoolingHead
 from bert_tf.layers.prediction_head import PredictionHead
 from bert_tf.layers.relative_embeddings import RelativeEmbeddings
 from bert_tf.layers.relative_position import log_bucket_position, relative_position_index
+from bert_tf.layers.relative_position_bias import RelativePositionBias, relative_position_bucket
 from bert_tf.layers.replaced_token_head import ReplacedTokenHead
 from bert_tf.layers.rotary_embedding import RotaryEmbedding, inverse_frequencies, rotate_half
 from bert_tf.layers.rotary_self_attention import RotarySelfAttention
@@ -64,6 +67,8 @@ __all__ = [
     "TokenConvolution",
     "log_bucket_position",
     "relative_position_index",
+    "RelativePositionBias",
+    "relative_position_bucket",
     "GeGLUFeedForward",
     "ModernBertBlock",
     "PoolingHead",

@@ -30,6 +30,9 @@ class BertSelfAttention(ConfiguredLayer):
     Call args:
         x: `[B, T, H]`.
         padding_mask: int or bool `[B, T]`, 1 for real tokens.
+        position_bias: optional float32 `[1, N, T, T]` added to the scaled
+            scores before the padding mask (MPNet's relative position bias,
+            `RelativePositionBias`); None: none.
     Returns:
         `[B, T, H]`.
     """
@@ -48,17 +51,19 @@ class BertSelfAttention(ConfiguredLayer):
         self.output_dense = projection(self, "attention_output")
         self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="attention_dropout")
 
-    def build(self, x_shape, padding_mask_shape=None):
+    def build(self, x_shape, padding_mask_shape=None, position_bias_shape=None):
         for layer in (self.query_dense, self.key_dense, self.value_dense, self.output_dense):
             layer.build(x_shape)
         self.built = True
 
-    def call(self, x, padding_mask, training=None):
+    def call(self, x, padding_mask, position_bias=None, training=None):
         batch, length = ops.shape(x)[0], ops.shape(x)[1]
-        tokens = self.attend(tf.reshape(x, (-1, self.hidden_dim)), batch, length, padding_mask, training)
+        tokens = self.attend(
+            tf.reshape(x, (-1, self.hidden_dim)), batch, length, padding_mask, training, position_bias=position_bias
+        )
         return tf.reshape(tokens, (batch, length, self.hidden_dim))
 
-    def attend(self, tokens, batch, length, padding_mask, training=None, token_index=None):
+    def attend(self, tokens, batch, length, padding_mask, training=None, token_index=None, position_bias=None):
         """Self-attention on a token matrix: `[M, H]` -> `[M, H]`.
 
         The projections are 2-D matmuls with fused bias adds (one oneDNN
@@ -74,6 +79,7 @@ class BertSelfAttention(ConfiguredLayer):
             padding_mask: `[B, T]`, 1 for real tokens.
             token_index: int32 `[M]` flat positions (`b * T + t`) of the rows
                 of `tokens`; the attention pads them back to `[B, T]` itself.
+            position_bias: optional float32 `[1, N, T, T]` added to the scores.
         """
         if not training:
             query, key, value = self._separate_heads(tokens, batch, length, token_index)  # each [B, N, T, D]
@@ -82,23 +88,24 @@ class BertSelfAttention(ConfiguredLayer):
             if token_index is not None:
                 qkv = scatter_tokens(qkv, token_index, batch * length)  # [B*T, 3H]
             query, key, value = self._heads(qkv, batch, length, 3)  # each [B, N, T, D]
-        context = self._context(query, key, value, padding_mask, training)  # [B*T, H]
+        context = self._context(query, key, value, padding_mask, training, position_bias)  # [B*T, H]
         if token_index is not None:
             context = tf.gather(context, token_index)  # [M, H]
         return dense_tokens(self.output_dense, context, self.compute_dtype)
 
-    def attend_at(self, queries, tokens, batch, length, query_length, padding_mask, training=None):
+    def attend_at(self, queries, tokens, batch, length, query_length, padding_mask, training=None, position_bias=None):
         """Attention outputs only for `queries`: `[B*P, H]` -> `[B*P, H]`.
 
         `queries` are the inputs at P = `query_length` positions of each
         sequence (row `b * P + p`); keys and values come from all `tokens` `[B*T, H]`. The
         result equals `attend` at those positions for a fraction of the work
         when P is much smaller than T (the last layer under a masked-LM or
-        `[CLS]` head).
+        `[CLS]` head). `position_bias`, where the scores have one, is the
+        queries' rows of it: float32 `[B, N, P, T]` (`relative_position_bias.bias_at`).
         """
         query = self._heads(self._project(queries, (self.query_dense,)), batch, query_length, 1)[0]  # [B, N, P, D]
         key, value = self._heads(self._project(tokens, (self.key_dense, self.value_dense)), batch, length, 2)
-        context = self._context(query, key, value, padding_mask, training)  # [B*P, H]
+        context = self._context(query, key, value, padding_mask, training, position_bias)  # [B*P, H]
         return dense_tokens(self.output_dense, context, self.compute_dtype)
 
     def _project(self, tokens, layers):
@@ -153,15 +160,19 @@ class BertSelfAttention(ConfiguredLayer):
         projected = tf.reshape(projected, (batch, length, count, self.num_heads, self.head_dim))
         return tf.unstack(tf.transpose(projected, (2, 0, 3, 1, 4)), num=count)
 
-    def _context(self, query, key, value, padding_mask, training):
-        """Dot-product attention: scaled `[B, N, Q, D]` queries over `[B, N, T, D]` -> `[B*Q, H]`."""
+    def _context(self, query, key, value, padding_mask, training, position_bias=None):
+        """Dot-product attention: scaled `[B, N, Q, D]` queries over `[B, N, T, D]` -> `[B*Q, H]`; `position_bias`
+        (float32, broadcast to `[B, N, Q, T]`) is added to the scaled scores where given."""
         scores = tf.matmul(query, key, transpose_b=True)  # [B, N, Q, T] (query pre-scaled by 1/sqrt(D))
-        probs = masked_probabilities(self, ops.cast(scores, "float32"), padding_bias(padding_mask), training)
+        scores = ops.cast(scores, "float32")
+        if position_bias is not None:
+            scores = scores + position_bias
+        probs = masked_probabilities(self, scores, padding_bias(padding_mask), training)
         probs = ops.cast(probs, self.compute_dtype)
         context = tf.transpose(tf.matmul(probs, value), (0, 2, 1, 3))  # [B, Q, N, D]
         return tf.reshape(context, (-1, self.hidden_dim))  # [B*Q, H]
 
-    def compute_output_shape(self, x_shape, padding_mask_shape=None):
+    def compute_output_shape(self, x_shape, padding_mask_shape=None, position_bias_shape=None):
         return x_shape
 
 

@@ -6,6 +6,7 @@ from keras import ops
 
 from bert_tf.layers.bert_self_attention import BertSelfAttention
 from bert_tf.layers.encoder_block import EncoderBlock
+from bert_tf.layers.relative_position_bias import bias_at
 from bert_tf.layers.token_matrix import dense_tokens
 
 
@@ -25,6 +26,8 @@ class TransformerBlock(EncoderBlock):
     Call args:
         x: `[B, T, H]`.
         padding_mask: int `[B, T]`, 1 for real tokens.
+        position_bias: optional float32 `[1, N, T, T]` added to the attention
+            scores (MPNet's relative position bias, the same in every layer).
     Returns:
         `[B, T, H]` in the compute dtype.
     """
@@ -63,12 +66,17 @@ class TransformerBlock(EncoderBlock):
         hidden = self._activation(dense_tokens(self.intermediate_dense, x, self.compute_dtype))  # [M, I]
         return self._dropout(dense_tokens(self.output_dense, hidden, self.compute_dtype), training)
 
-    def call(self, x, padding_mask, training=None):
+    def build(self, x_shape, padding_mask_shape=None, position_bias_shape=None):
+        super().build(x_shape)
+
+    def call(self, x, padding_mask, position_bias=None, training=None):
         batch, length = ops.shape(x)[0], ops.shape(x)[1]
-        tokens = self.call_tokens(tf.reshape(x, (-1, self.hidden_dim)), batch, length, padding_mask, training)
+        tokens = self.call_tokens(
+            tf.reshape(x, (-1, self.hidden_dim)), batch, length, padding_mask, training, position_bias=position_bias
+        )
         return tf.reshape(tokens, (batch, length, self.hidden_dim))
 
-    def call_tokens(self, x, batch, length, padding_mask, training=None, token_index=None):
+    def call_tokens(self, x, batch, length, padding_mask, training=None, token_index=None, position_bias=None):
         """The block on a token matrix `[M, H]` -> `[M, H]`.
 
         `x` holds all `B*T` positions, or with `token_index` (int32 `[M]`,
@@ -78,12 +86,18 @@ class TransformerBlock(EncoderBlock):
 
         def attend(inputs):
             return self.attention.attend(
-                inputs, batch, length, padding_mask, training=training, token_index=token_index
+                inputs,
+                batch,
+                length,
+                padding_mask,
+                training=training,
+                token_index=token_index,
+                position_bias=position_bias,
             )
 
         return self._residuals(x, attend, training)
 
-    def call_at(self, x, positions, padding_mask, training=None):
+    def call_at(self, x, positions, padding_mask, position_bias=None, training=None):
         """The block's outputs only at `positions`: `[B, T, H]`, int `[B, P]` -> `[B, P, H]`.
 
         Keys and values come from every token; the queries, attention output,
@@ -96,9 +110,13 @@ class TransformerBlock(EncoderBlock):
         tokens = tf.reshape(x, (-1, self.hidden_dim))  # [B*T, H]
         rows = tf.reshape(ops.cast(positions, "int32") + tf.range(batch)[:, None] * length, [-1])  # [B*P]
         keys = self._norm(self.attention_layer_norm, tokens) if self.pre_layer_norm else tokens
+        if position_bias is not None:
+            position_bias = bias_at(position_bias, positions)  # [B, N, P, T]
 
         def attend(queries):
-            return self.attention.attend_at(queries, keys, batch, length, count, padding_mask, training=training)
+            return self.attention.attend_at(
+                queries, keys, batch, length, count, padding_mask, training=training, position_bias=position_bias
+            )
 
         outputs = self._residuals(tf.gather(tokens, rows), attend, training)  # [B*P, H]
         return tf.reshape(outputs, (batch, count, self.hidden_dim))
@@ -111,5 +129,5 @@ class TransformerBlock(EncoderBlock):
         x = self._norm(self.attention_layer_norm, x + self._dropout(attend(x), training))
         return self._norm(self.output_layer_norm, x + self._feed_forward(x, training))
 
-    def compute_output_shape(self, x_shape, padding_mask_shape=None):
+    def compute_output_shape(self, x_shape, padding_mask_shape=None, position_bias_shape=None):
         return x_shape

@@ -11,6 +11,7 @@ from bert_tf.config import FAMILIES
 from bert_tf.layers.bert_embeddings import BertEmbeddings
 from bert_tf.layers.layer_norm import LayerNorm
 from bert_tf.layers.pooler import Pooler
+from bert_tf.layers.relative_position_bias import RelativePositionBias
 from bert_tf.layers.token_matrix import scatter_tokens
 from bert_tf.layers.transformer_block import TransformerBlock
 from bert_tf.models.encoder import Encoder
@@ -78,6 +79,8 @@ class BertEncoder(Encoder):
             `type_vocab_size` 0 means no segment embeddings (DistilBERT).
         num_hidden_groups: ALBERT's groups of shared blocks (1 and 1 for the other families).
         inner_group_num: blocks per group.
+        relative_attention_num_buckets: MPNet's relative position bias, a `[buckets, N]` table
+            (`RelativePositionBias`) whose `[1, N, T, T]` bias every block adds to its attention scores; 0: none.
         shared_embeddings: another encoder's `embeddings` whose word, segment and position tables and
             LayerNorm this one uses (ELECTRA's generator shares the discriminator's); not part of `get_config`.
     """
@@ -102,6 +105,7 @@ class BertEncoder(Encoder):
         position_offset=0,
         num_hidden_groups=1,
         inner_group_num=1,
+        relative_attention_num_buckets=0,
         dtype=None,
         shared_embeddings=None,
         **kwargs,
@@ -158,6 +162,17 @@ class BertEncoder(Encoder):
             for name in block_names
         ]
         self.block_order = block_order
+        self.relative_attention_bias = (
+            RelativePositionBias(
+                num_heads,
+                relative_attention_num_buckets,
+                initializer_range=initializer_range,
+                dtype="float32",
+                name="relative_attention_bias",
+            )
+            if relative_attention_num_buckets
+            else None
+        )
         self.final_layer_norm = (
             _FinalLayerNorm(
                 epsilon=layer_norm_epsilon,
@@ -186,14 +201,21 @@ class BertEncoder(Encoder):
         ("position_offset", "position_offset"),
         ("num_hidden_groups", "num_hidden_groups"),
         ("inner_group_num", "inner_group_num"),
+        ("relative_attention_num_buckets", "relative_attention_num_buckets"),
     )
     CONFIG_RENAMED = {"max_sequence_length": "max_position_embeddings"}  # the name before bert_tf 0.2
     # The architectures this class builds, each configured by its `Family` (the others have their own classes,
     # `encoders.ENCODER_CLASSES`).
-    MODEL_TYPES = ("bert", "roberta", "distilbert", "electra", "albert")
+    MODEL_TYPES = ("bert", "roberta", "distilbert", "electra", "albert", "xlm-roberta", "mpnet")
 
     def embed(self, inputs, training=None):
         return self.embeddings(inputs["token_ids"], inputs["segment_ids"], training=training)  # [B, T, H]
+
+    def block_arguments(self, embedded, training=None):
+        """MPNet's relative position bias `[1, N, T, T]` (float32), computed once for every block; none without."""
+        if self.relative_attention_bias is None:
+            return ()
+        return (self.relative_attention_bias(embedded),)
 
     @property
     def applied_layers(self):
@@ -250,7 +272,8 @@ class BertEncoder(Encoder):
         x = tf.reshape(
             scatter_tokens(layer_outputs[-1], token_index, batch * length), (batch, length, self.hidden_dim)
         )  # 0 at padding
-        x = blocks[-1].call_at(x, positions, padding_mask, training=training)  # [B, P, H]
+        arguments = self.block_arguments(x)
+        x = blocks[-1].call_at(x, positions, padding_mask, *arguments, training=training)  # [B, P, H]
         if self.final_layer_norm is not None:
             x = self.final_layer_norm(x)
         return x
@@ -272,10 +295,11 @@ class BertEncoder(Encoder):
         batch, length = tf.shape(token_ids)[0], tf.shape(token_ids)[1]
         token_index, count = bucketed_token_index(padding_mask, bucket=not training)  # [M'], M
         x = self.embeddings(token_ids, inputs["segment_ids"], training=training)  # [B, T, H]
+        arguments = self.block_arguments(x)  # MPNet's position bias over the [B, T] scores the attention makes
         x = tf.gather(tf.reshape(x, (-1, self.hidden_dim)), token_index)  # [M, H]
         outputs = []
         for block in blocks:
-            x = block.call_tokens(x, batch, length, padding_mask, training=training, token_index=token_index)
+            x = block.call_tokens(x, batch, length, padding_mask, training, token_index, *arguments)
             outputs.append(x)
         return token_index, count, outputs or [x]
 
