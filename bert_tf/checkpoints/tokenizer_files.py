@@ -4,7 +4,8 @@ A directory holds one of
 
 - WordPiece (BERT, DistilBERT, ELECTRA): `vocab.txt`;
 - byte-level BPE (RoBERTa): `vocab.json` + `merges.txt`;
-- SentencePiece unigram (ALBERT, DeBERTa-v2/v3): `spiece.model` or `spm.model`, read with the options of
+- SentencePiece unigram (ALBERT, DeBERTa-v2/v3, XLM-R): `spiece.model`, `spm.model` or
+  `sentencepiece.bpe.model`, read with the options of
   `tokenizer_config.json` (`do_lower_case`, `keep_accents`, `split_by_punct`; the family from its
   `tokenizer_class`, else `config.json`'s `model_type`, else the file's name);
 - any of them as a Hugging Face `tokenizer.json` (current transformers may save only this file).
@@ -42,7 +43,8 @@ from bert_tf.text.sentencepiece import MODEL_FILES as SENTENCEPIECE_FILES
 
 def looked_for():
     """What `find_tokenizer` looks for, in the registered kinds' order of preference: "vocab.txt (WordPiece),
-    vocab.json + merges.txt (byte-level BPE), spiece.model or spm.model (SentencePiece), or tokenizer.json"."""
+    vocab.json + merges.txt (byte-level BPE), spiece.model or spm.model or sentencepiece.bpe.model (SentencePiece),
+    or tokenizer.json"."""
     return (
         ", ".join(f"{kind.file_names()} ({kind.described})" for kind in kinds.registered()) + f", or {TOKENIZER_JSON}"
     )
@@ -140,8 +142,9 @@ def _build_layer(kind, files, sentencepiece_options_fn, settings, **kwargs):
 def sentencepiece_options(path, model_file=None, default_family=None, tokenizer_config=None, model_type=None):
     """`SentencePieceTokenizer` options (`family`, `lowercase`, `strip_accents`, `split_by_punct`) of a directory
     with a SentencePiece `.model`, read as transformers reads it: `tokenizer_config.json`'s `do_lower_case`,
-    `keep_accents` and `split_by_punct`; the family from its `tokenizer_class`, else `config.json`'s
-    `model_type`, else the `.model`'s name (`spiece.model`: ALBERT, `spm.model`: DeBERTa-v2), else
+    `keep_accents` and `split_by_punct`; the family from its `tokenizer_class` (a `bert` checkpoint with
+    `XLMRobertaTokenizer` reads its `.model` as XLM-R's), else `config.json`'s `model_type`, else the `.model`'s
+    name (`spiece.model`: ALBERT, `spm.model`: DeBERTa-v2, `sentencepiece.bpe.model`: XLM-R), else
     `default_family`. `tokenizer_config` (a dict) and `model_type` (a str): those files' contents where the
     caller has read them already (`ModelDirectory`); None reads them."""
     directory = checkpoint_dir(path)
@@ -154,6 +157,7 @@ def sentencepiece_options(path, model_file=None, default_family=None, tokenizer_
         model_type = _read_json(os.path.join(directory, "config.json")).get("model_type")
     if family is None and model_type is not None:
         family = {"albert": "albert", "deberta-v2": "deberta-v2", "deberta-v3": "deberta-v2"}.get(model_type)
+        family = family or {"xlm-roberta": "xlm-roberta"}.get(model_type)
     if family is None and model_file is not None:
         family = {name: f for f, name in SENTENCEPIECE_FILES.items()}.get(os.path.basename(model_file))
     family = family or default_family

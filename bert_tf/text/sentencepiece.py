@@ -1,11 +1,19 @@
-"""In-graph SentencePiece (unigram) tokenizer (ALBERT, DeBERTa-v2/v3) with Hugging Face's ids.
+"""In-graph SentencePiece (unigram) tokenizer (ALBERT, DeBERTa-v2/v3, XLM-RoBERTa) with Hugging Face's ids.
 
 `SentencePieceTokenizer` turns raw UTF-8 strings into unigram piece ids with
 TensorFlow and tensorflow-text ops only, so it runs inside `tf.data`,
 `tf.function` and an exported SavedModel (the model proto is a constant of the
 graph). Its ids are exactly those of the directory's Hugging Face tokenizer
-(`tokenizers` with the `tokenizer.json` transformers writes for `AlbertTokenizer`
-or `DebertaV2Tokenizer`), `encode(text, add_special_tokens=False)`.
+(`tokenizers` with the `tokenizer.json` transformers writes for `AlbertTokenizer`,
+`DebertaV2Tokenizer` or `XLMRobertaTokenizer`), `encode(text, add_special_tokens=False)`.
+
+XLM-R's ids are fairseq's: `<s>` 0, `<pad>` 1, `</s>` 2, `<unk>` 3, every
+other piece of its `sentencepiece.bpe.model` one id up (the file's own
+`<unk>`, `<s>`, `</s>` are 0-2), `<mask>` last (`fairseq_layout`); its
+`tokenizer.json` holds them so already. `<mask>` takes the whitespace before
+it. Pairs are framed as the `tokenizer.json`'s post-processor says (XLM-R's
+`<s> A </s></s> B </s>`, one segment), else as the family frames them
+(`FAMILY_TEMPLATES`): the tokenizer's files decide, not the model's type.
 
 Pipeline (the reference's order):
 
@@ -19,6 +27,8 @@ Pipeline (the reference's order):
      removal of nonspacing marks (Unicode Mn), then (if `lowercase`)
      lowercasing, then the model's `precompiled_charsmap` (SentencePiece's
      nmt_nfkc) and a split at whitespace, each word starting with "▁".
+   - "xlm-roberta": the model's `precompiled_charsmap` (nmt_nfkc) alone, and
+     a split at whitespace, each word starting with "▁".
    - "deberta-v2": runs of 2+ whitespace characters and each tab, newline and
      carriage return become one space, then NFC, then trailing whitespace is
      removed (and lowercasing if `lowercase`); with `split_by_punct`, each
@@ -43,7 +53,10 @@ Offsets: the pieces' offsets into the normalized text are mapped back to the
 input through each character's own normalization (exact wherever the
 normalized text is the characters' normalizations end to end, as for ASCII and
 most text; elsewhere, e.g. where `` became ", proportionally within the
-segment). A piece's leading "▁" is not part of its span.
+segment). A piece's leading "▁" is not part of its span. XLM-R's offsets are
+Hugging Face's exactly (`_metaspace_spans`): a piece spans only the
+characters of its own the charsmap keeps, and a "▁" alone spans the first
+character of its word.
 
 Viterbi ties: a run of pieces that are powers of one unit ("-" "--", "0" "00")
 scores the same in any order; Hugging Face keeps the path whose last piece is
@@ -51,11 +64,13 @@ the longest (the run shortest first), tensorflow-text's float32 sums pick any
 order, so each such run is sorted shortest first after the op.
 
 Not reproduced (tools/sentencepiece_parity.py over all 464,480 lines of
-../shared/data: 1 mismatched line for ALBERT and DeBERTa, 2 for cased ALBERT):
+../shared/data: 1 mismatched line for ALBERT and DeBERTa, 2 for cased ALBERT;
+tests/text/xlm_roberta_tokenizer_test.py over every UDHR line, stored and
+decoded: 1 line for XLM-R, the grapheme case below):
 - other exact ties between different piece sequences, e.g. "0,000,000" in
   "$20,000,000!" ("0" "," "00" "000" against "000" "," "0" "00"): the op's
   float32 sums decide, not Hugging Face's longest-last-piece rule;
-- ALBERT with `keep_accents`: a character the charsmap changes followed by
+- ALBERT with `keep_accents`, and XLM-R: a character the charsmap changes followed by
   combining marks in a grapheme of under 6 bytes (U+FFFD then U+06E1 in the
   Arabic UDHR): Hugging Face's `Precompiled` replaces the whole grapheme by the
   character's mapping (dropping the marks), SentencePiece keeps the marks;
@@ -77,17 +92,36 @@ from sentencepiece import sentencepiece_model_pb2
 
 from bert_tf.text import kinds
 from bert_tf.text.base import WHITESPACE_CLASS, Tokenizer, added_token_entries
+from bert_tf.text.byte_pair import pair_template
 from bert_tf.text.offsets import replace_invalid_utf8
 from bert_tf.text.vocab import unigram_tokenizer_json
 
-FAMILIES = ("albert", "deberta-v2")
-# The `.model` file of each family (ALBERT's and DeBERTa's names), and transformers' tokenizer classes of each.
-MODEL_FILES = {"albert": "spiece.model", "deberta-v2": "spm.model"}
+FAMILIES = ("albert", "deberta-v2", "xlm-roberta")
+# The `.model` file of each family (ALBERT's, DeBERTa's and XLM-R's names), and transformers' tokenizer classes of
+# each.
+MODEL_FILES = {"albert": "spiece.model", "deberta-v2": "spm.model", "xlm-roberta": "sentencepiece.bpe.model"}
 HF_TOKENIZER_CLASSES = {
     "AlbertTokenizer": "albert",
     "AlbertTokenizerFast": "albert",
     "DebertaV2Tokenizer": "deberta-v2",
     "DebertaV2TokenizerFast": "deberta-v2",
+    "XLMRobertaTokenizer": "xlm-roberta",
+    "XLMRobertaTokenizerFast": "xlm-roberta",
+}
+# The families whose words are split at whitespace before the model, each starting with "▁" (Hugging Face's
+# `WhitespaceSplit` then `Metaspace`), with the `.model`'s charsmap as their normalizer.
+WHITESPACE_SPLIT_FAMILIES = ("albert", "xlm-roberta")
+# fairseq's dictionary, as XLM-R's ids have it: these four first, every other SentencePiece piece one id up (the
+# `.model`'s own `<unk>`, `<s>`, `</s>` are ids 0-2), `<mask>` last.
+FAIRSEQ_SPECIALS = ("<s>", "<pad>", "</s>", "<unk>")
+FAIRSEQ_MASK = "<mask>"
+# The pair layout each family's `.model` is read with where no `tokenizer.json` says (`byte_pair.pair_template`'s
+# keys): ALBERT and DeBERTa frame pairs as BERT, `[CLS] A [SEP] B [SEP]` with B in segment 1; XLM-R as RoBERTa,
+# `<s> A </s></s> B </s>` in one segment.
+FAMILY_TEMPLATES = {
+    "albert": {"separators": 1, "pair_type_id": 1},
+    "deberta-v2": {"separators": 1, "pair_type_id": 1},
+    "xlm-roberta": {"separators": 2, "pair_type_id": 0},
 }
 
 # Hugging Face's `Punctuation` pre-tokenizer: Unicode P* and ASCII punctuation (which has some symbols).
@@ -181,9 +215,57 @@ def proto_from_unigram(vocab, unk_id, byte_fallback=False, precompiled_charsmap=
     return proto
 
 
+def is_fairseq_layout(proto):
+    """Whether a ModelProto's pieces are in fairseq's order (`FAIRSEQ_SPECIALS` first, `<mask>` last), as
+    XLM-R's `tokenizer.json` holds them, rather than as the `.model` file was trained (`<unk>`, `<s>`, `</s>`)."""
+    pieces = proto.pieces
+    return (
+        len(pieces) > len(FAIRSEQ_SPECIALS)
+        and tuple(p.piece for p in pieces[: len(FAIRSEQ_SPECIALS)]) == FAIRSEQ_SPECIALS
+        and pieces[-1].piece == FAIRSEQ_MASK
+    )
+
+
+def fairseq_layout(proto, where="the model"):
+    """XLM-R's ids from a `.model` trained with `<unk>`, `<s>`, `</s>` as ids 0-2 (what transformers'
+    `XLMRobertaTokenizer` reads): `<s>` 0, `<pad>` 1, `</s>` 2, `<unk>` 3, each other piece one id up, `<mask>`
+    last. ValueError naming `where` for a model whose first three pieces are not those."""
+    first = [(p.piece, p.type) for p in proto.pieces[:3]]
+    if [t for _, t in first] != [_UNKNOWN, _CONTROL, _CONTROL]:
+        raise ValueError(
+            f"{where}: XLM-R's ids need a SentencePiece model whose pieces 0-2 are the unknown piece and two "
+            f"control pieces (<unk>, <s>, </s>). Received: {first}"
+        )
+    out = sentencepiece_model_pb2.ModelProto()
+    out.CopyFrom(proto)
+    del out.pieces[:]
+    for piece, kind in zip(FAIRSEQ_SPECIALS, (_CONTROL, _CONTROL, _CONTROL, _UNKNOWN)):
+        out.pieces.add(piece=piece, score=0.0, type=kind)
+    out.pieces.extend(proto.pieces[3:])
+    out.pieces.add(piece=FAIRSEQ_MASK, score=0.0, type=_CONTROL)
+    out.trainer_spec.vocab_size = len(out.pieces)
+    out.trainer_spec.unk_id, out.trainer_spec.bos_id, out.trainer_spec.eos_id = 3, 0, 2
+    out.trainer_spec.pad_id = 1
+    return out
+
+
+def sentencepiece_layout(proto):
+    """`fairseq_layout` undone: the `.model` transformers' `XLMRobertaTokenizer` reads (`<unk>`, `<s>`, `</s>`
+    first, no `<pad>` nor `<mask>`), from XLM-R's ids."""
+    out = sentencepiece_model_pb2.ModelProto()
+    out.CopyFrom(proto)
+    del out.pieces[:]
+    for piece, kind in (("<unk>", _UNKNOWN), ("<s>", _CONTROL), ("</s>", _CONTROL)):
+        out.pieces.add(piece=piece, score=0.0, type=kind)
+    out.pieces.extend(proto.pieces[len(FAIRSEQ_SPECIALS) : -1])
+    out.trainer_spec.vocab_size = len(out.pieces)
+    out.trainer_spec.unk_id, out.trainer_spec.bos_id, out.trainer_spec.eos_id, out.trainer_spec.pad_id = 0, 1, 2, -1
+    return out
+
+
 @keras.saving.register_keras_serializable(package="bert_tf")
 class SentencePieceTokenizer(Tokenizer):
-    """SentencePiece unigram tokenizer layer (ALBERT, DeBERTa-v2/v3) with Hugging Face's ids.
+    """SentencePiece unigram tokenizer layer (ALBERT, DeBERTa-v2/v3, XLM-R) with Hugging Face's ids.
 
     Runs entirely in-graph (tf.data, tf.function, SavedModel). Ids equal those
     of the Hugging Face fast tokenizer of the family built from the same model
@@ -208,8 +290,10 @@ class SentencePieceTokenizer(Tokenizer):
         model: a SentencePiece `.model` path (kept as a path in
             `get_config()`), its bytes, or "base64:" and its bytes in base64
             (what `get_config()` holds for bytes).
-        family: "albert" or "deberta-v2": which Hugging Face normalization
-            runs before the model (see the module docstring).
+        family: "albert", "deberta-v2" or "xlm-roberta": which Hugging Face
+            normalization runs before the model (see the module docstring);
+            "xlm-roberta" also gives fairseq's ids (a `.model` as trained is
+            read one id up, `<mask>` added last).
         lowercase: lowercase the text (ALBERT's `do_lower_case`, default for
             "albert"; DeBERTa's `do_lower_case`, off by default).
         strip_accents: NFKD and removal of nonspacing marks (ALBERT's `not
@@ -223,6 +307,12 @@ class SentencePieceTokenizer(Tokenizer):
         split_special_tokens: if `True`, special tokens in the text are
             ordinary text, as `tokenizer.encode_special_tokens = True` in
             Hugging Face. Default `False`, the Hugging Face default.
+        post_processor: how a text and a pair are framed: a `tokenizer.json`
+            `post_processor` (`byte_pair.pair_template` reads it), kept as
+            given in `get_config()`. `None` (default): the family's
+            (`FAMILY_TEMPLATES`). `packing` and `pair_type_id` follow it;
+            one `BertPacker` cannot follow leaves tokenizing as it is and
+            `packer_for` refuses the tokenizer (`pair_layout_error`).
         **kwargs: standard `keras.layers.Layer` arguments.
 
     Example:
@@ -245,6 +335,7 @@ class SentencePieceTokenizer(Tokenizer):
         split_by_punct=False,
         special_tokens=None,
         split_special_tokens=False,
+        post_processor=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -264,6 +355,11 @@ class SentencePieceTokenizer(Tokenizer):
                 raise ValueError(f"`{name}` must be a bool. Received: {name}={value!r}")
         if family == "deberta-v2" and strip_accents:
             raise ValueError("`strip_accents=True` is ALBERT's normalization; DeBERTa-v2 keeps accents.")
+        if family == "xlm-roberta" and (lowercase or strip_accents):
+            raise ValueError(
+                "XLM-R's normalization is the model's charsmap alone. "
+                f"Received: lowercase={lowercase}, strip_accents={strip_accents}"
+            )
         if split_by_punct and family != "deberta-v2":
             raise ValueError(
                 f"`split_by_punct` is DeBERTa-v2's option. Received: split_by_punct=True, family={family!r}"
@@ -275,7 +371,27 @@ class SentencePieceTokenizer(Tokenizer):
         self.split_by_punct = split_by_punct
         self.special_tokens = special_tokens
         self.split_special_tokens = split_special_tokens
-        self._build_tables(_parse_model(model))
+        self.post_processor = post_processor
+        # How pairs are framed: the post-processor's template, else the family's (a `.model` alone). One that
+        # `BertPacker` cannot follow leaves tokenizing as it is; `packer_for` refuses it (`pair_layout_error`).
+        template, self.pair_layout_error = dict(FAMILY_TEMPLATES[family]), None
+        try:
+            if post_processor is not None:
+                template = pair_template(post_processor)
+        except ValueError as e:
+            self.pair_layout_error = str(e)
+        self._separators, self._pair_type_id = template["separators"], template["pair_type_id"]
+        proto = _parse_model(model)
+        source = proto
+        if family == "xlm-roberta":
+            # XLM-R's ids: a `.model` as trained gets fairseq's layout, its copy (`model_proto()`) stays as it is;
+            # one in that layout already (from `tokenizer.json`) is written back as transformers reads a `.model`.
+            where = model if isinstance(model, str) and not model.startswith("base64:") else "the model bytes"
+            if is_fairseq_layout(proto):
+                source = sentencepiece_layout(proto)
+            else:
+                proto = fairseq_layout(proto, where)
+        self._build_tables(proto, source)
 
     # === Constructors ===
 
@@ -297,9 +413,11 @@ class SentencePieceTokenizer(Tokenizer):
         `model.unk_id`, `model.byte_fallback` and the `Precompiled`
         normalizer's charsmap, and held as data in `get_config()`. The family
         and its options are read from the normalizer and pre-tokenizer
-        (`WhitespaceSplit` or `Precompiled`: ALBERT; a `Replace` of
+        (`unigram_json_options`: the charsmap alone with fairseq's ids:
+        XLM-R; `WhitespaceSplit` or `Precompiled`: ALBERT; a `Replace` of
         whitespace runs: DeBERTa-v2; `Lowercase`, `StripAccents`); the
-        `added_tokens` are kept whole in the text.
+        `added_tokens` are kept whole in the text, and the
+        `post_processor` frames pairs.
 
         Args:
             path: path of the `tokenizer.json`.
@@ -329,12 +447,17 @@ class SentencePieceTokenizer(Tokenizer):
         for key, value in options.items():
             kwargs.setdefault(key, value)
         kwargs.setdefault("special_tokens", [dict(t) for t in added])
-        return cls("base64:" + base64.b64encode(proto.SerializeToString()).decode("ascii"), **kwargs)
+        kwargs.setdefault("post_processor", data.get("post_processor"))
+        tokenizer = cls("base64:" + base64.b64encode(proto.SerializeToString()).decode("ascii"), **kwargs)
+        if tokenizer.pair_layout_error:
+            tokenizer.pair_layout_error = f"{path}: {tokenizer.pair_layout_error}"
+        return tokenizer
 
     # === Tables ===
 
-    def _build_tables(self, proto):
-        self._source_proto = proto.SerializeToString()
+    def _build_tables(self, proto, source):
+        """Tables of `proto` (the pieces by id); `source` is what `model_proto()` gives (the `.model` file's)."""
+        self._source_proto = source.SerializeToString()
         pieces = [(p.piece, p.type) for p in proto.pieces]
         self._pieces = [p for p, _ in pieces]
         self._vocab_size = len(pieces)
@@ -346,7 +469,12 @@ class SentencePieceTokenizer(Tokenizer):
         self._byte_fallback = bool(proto.trainer_spec.byte_fallback)
         specials = self.special_tokens
         if specials is None:
-            specials = [p for p, t in pieces if t in (_CONTROL, _USER_DEFINED, _UNKNOWN)]
+            # `<mask>` takes the whitespace before it (XLM-R's, as transformers sets it up).
+            specials = [
+                {"content": p, "lstrip": p == FAIRSEQ_MASK and self.family == "xlm-roberta"}
+                for p, t in pieces
+                if t in (_CONTROL, _USER_DEFINED, _UNKNOWN)
+            ]
         self._specials = self._special_entries(specials)
         # The model the op runs: what step 3 leaves to it.
         run = sentencepiece_model_pb2.ModelProto()
@@ -356,7 +484,7 @@ class SentencePieceTokenizer(Tokenizer):
                 piece.type = _NORMAL
         spec = run.normalizer_spec
         spec.escape_whitespaces = True
-        if self.family == "albert":
+        if self.family in WHITESPACE_SPLIT_FAMILIES:
             # The charsmap, then SentencePiece's own whitespace handling: words split at spaces, each "▁" first.
             spec.add_dummy_prefix = True
             spec.remove_extra_whitespaces = True
@@ -396,7 +524,7 @@ class SentencePieceTokenizer(Tokenizer):
 
     def _split_whitespace_chars(self, run):
         """The whitespace characters that end a word (ALBERT: all but those the charsmap removes)."""
-        if self.family != "albert" or not run.normalizer_spec.precompiled_charsmap:
+        if self.family not in WHITESPACE_SPLIT_FAMILIES or not run.normalizer_spec.precompiled_charsmap:
             return WHITESPACE_CLASS
         probe = sentencepiece_model_pb2.ModelProto()
         probe.CopyFrom(run)
@@ -435,6 +563,16 @@ class SentencePieceTokenizer(Tokenizer):
         """The SentencePiece model (serialized `ModelProto`) this layer was made from, as a `.model` file holds it."""
         return self._source_proto
 
+    @property
+    def packing(self):
+        """How `packer_for` packs pairs: "roberta" (XLM-R's `<s> A </s></s> B </s>`) or "bert" (one separator)."""
+        return "roberta" if self._separators == 2 else "bert"
+
+    @property
+    def pair_type_id(self):
+        """The segment id of a pair's second text (and its separator), as the template says."""
+        return self._pair_type_id
+
     # === Vocabulary ===
 
     @property
@@ -458,8 +596,10 @@ class SentencePieceTokenizer(Tokenizer):
         Returns:
             `(normalized, prefix)`: tf.string `[S]` and int64 `[S]`, 1 where a space was put first (DeBERTa).
         """
-        if self.family == "albert":
-            text = self._albert_characters(tf.strings.regex_replace(text, "``|''", '"'))
+        if self.family in WHITESPACE_SPLIT_FAMILIES:
+            if self.family == "albert":
+                text = tf.strings.regex_replace(text, "``|''", '"')
+            text = self._albert_characters(text)
             return text, tf.zeros(tf.shape(text), tf.int64)
         text = tf.strings.regex_replace(text, f"{WHITESPACE_CLASS}{{2,}}|[\\n\\r\\t]", " ")
         text = tf_text.normalize_utf8(text, "NFC")
@@ -498,7 +638,7 @@ class SentencePieceTokenizer(Tokenizer):
         code_points, offsets = tf.strings.unicode_decode_with_offsets(segments, "UTF-8")
         c = code_points.flat_values
         chars = tf.strings.unicode_encode(c[:, None], "UTF-8")
-        if self.family == "albert":
+        if self.family in WHITESPACE_SPLIT_FAMILIES:
             chars = self._albert_characters(chars)
             lengths = tf.cast(tf.strings.length(chars), tf.int64)
         else:
@@ -585,6 +725,44 @@ class SentencePieceTokenizer(Tokenizer):
         new_ends = tf.where(ends.values > starts.values, tf.maximum(one(ends, "end"), new_starts), new_starts)
         return starts.with_values(new_starts), ends.with_values(new_ends)
 
+    def _metaspace_spans(self, segments, starts, ends):
+        """Offsets as Hugging Face's `Precompiled`, `WhitespaceSplit` and `Metaspace` give them (XLM-R's).
+
+        A piece spans the characters of its own that the charsmap keeps (not those it removes, such as control
+        characters, nor whitespace), and a "▁" alone spans the first kept character of its word: the "▁" put
+        before each word takes that character's place in the text. Rows `[S, (P)]` of int64 byte offsets into
+        `segments` `[S]`, in and out.
+        """
+        code_points, char_starts = tf.strings.unicode_decode_with_offsets(segments, "UTF-8")
+        flat = code_points.flat_values
+        chars = self._albert_characters(tf.strings.unicode_encode(flat[:, None], "UTF-8"))
+        # A character the model gives no piece alone is removed by the charsmap (or is whitespace).
+        kept = self._sentencepiece.tokenize(chars).row_lengths() > 0
+        rows = code_points.value_rowids()
+        char_ends = char_starts.flat_values + tf.cast(
+            tf.strings.length(tf.strings.unicode_encode(flat[:, None], "UTF-8")), tf.int64
+        )
+        shift = tf.constant(1 << 32, tf.int64)
+        kept_rows = tf.boolean_mask(rows, kept)
+        kept_starts = tf.boolean_mask(char_starts.flat_values, kept)
+        kept_ends = tf.boolean_mask(char_ends, kept)
+        count = tf.size(kept_rows, out_type=tf.int64)
+        piece_rows = starts.value_rowids()
+        s, e = starts.values, ends.values
+        first = tf.searchsorted(kept_rows * shift + kept_starts, piece_rows * shift + s, side="left", out_type=tf.int64)
+        last = tf.searchsorted(kept_rows * shift + kept_ends, piece_rows * shift + e, side="right", out_type=tf.int64)
+        last = last - 1
+
+        def at(values, index):
+            return tf.gather(tf.concat([values, [-1]], 0), tf.clip_by_value(index, 0, count))
+
+        has_first = tf.logical_and(first < count, tf.equal(at(kept_rows, first), piece_rows))
+        has_last = tf.logical_and(last >= first, tf.equal(at(kept_rows, tf.maximum(last, 0)), piece_rows))
+        has_last = tf.logical_and(has_last, last >= 0)
+        new_starts = tf.where(has_first, at(kept_starts, first), s)
+        new_ends = tf.where(has_last, at(kept_ends, tf.maximum(last, 0)), tf.where(has_first, at(kept_ends, first), e))
+        return starts.with_values(new_starts), ends.with_values(new_ends)
+
     def _tokenize(self, strings, with_offsets):
         valid = replace_invalid_utf8(strings)
         # Regex ops stop at NUL: it becomes U+0001 (a control character to both references as well).
@@ -611,6 +789,8 @@ class SentencePieceTokenizer(Tokenizer):
         if not with_offsets:
             return out_ids
         starts, ends = self._map_offsets(text, normalized, prefix, starts, ends)
+        if self.family == "xlm-roberta":
+            starts, ends = self._metaspace_spans(text, starts, ends)
         seg_lengths = tf.cast(tf.strings.length(flat), tf.int64)
         starts = self._with_specials(starts, tf.where(is_special, 0, -1), fill=0)
         ends = self._with_specials(ends, tf.where(is_special, 0, -1), fill=0)
@@ -713,8 +893,12 @@ def unigram_json_options(data, path="tokenizer.json"):
     Returns:
         dict with `family`, `lowercase`, `strip_accents`, `split_by_punct` and `precompiled_charsmap` (bytes).
 
+    The family: XLM-R's where the words are split at whitespace, the normalizer is the charsmap alone and the
+    vocabulary has fairseq's ids (`<s>`, `<pad>`, `</s>`, `<unk>` first, `<mask>` last); ALBERT's where the words
+    are split otherwise; DeBERTa-v2's without `WhitespaceSplit` or a charsmap.
+
     Raises:
-        ValueError naming the file and the step that is not ALBERT's or DeBERTa-v2's.
+        ValueError naming the file and the step that is not ALBERT's, DeBERTa-v2's or XLM-R's.
     """
     normalizer = data.get("normalizer") or {}
     steps = normalizer.get("normalizers", [normalizer]) if normalizer.get("type") == "Sequence" else [normalizer]
@@ -742,7 +926,13 @@ def unigram_json_options(data, path="tokenizer.json"):
             f"{path}: Metaspace prepend_scheme={metaspace[0].get('prepend_scheme')!r} is not supported "
             "(ALBERT and DeBERTa-v2 prepend 'always')."
         )
-    if "WhitespaceSplit" in pre_types or "Precompiled" in types:
+    vocab = [entry[0] if isinstance(entry, (list, tuple)) and entry else None for entry in data["model"]["vocab"]]
+    fairseq = tuple(vocab[: len(FAIRSEQ_SPECIALS)]) == FAIRSEQ_SPECIALS and vocab[-1:] == [FAIRSEQ_MASK]
+    if ("WhitespaceSplit" in pre_types or "Precompiled" in types) and fairseq and "Replace" not in types:
+        # XLM-R: the charsmap alone, fairseq's ids.
+        options["family"] = "xlm-roberta"
+        known = {"Precompiled"}
+    elif "WhitespaceSplit" in pre_types or "Precompiled" in types:
         options["family"] = "albert"
         known = {"Replace", "NFKD", "StripAccents", "Lowercase", "Precompiled"}
     else:
@@ -763,11 +953,13 @@ def unigram_json_options(data, path="tokenizer.json"):
 def hf_tokenizer_config(tokenizer):
     """The `tokenizer_config.json` entries transformers needs to read `tokenizer` (a `SentencePieceTokenizer`) as
     bert_tf does (`tokenizer_class`, `do_lower_case`, `keep_accents`, `split_by_punct`, the special tokens)."""
-    names = {"albert": "AlbertTokenizer", "deberta-v2": "DebertaV2Tokenizer"}
-    config = {"tokenizer_class": names[tokenizer.family], "do_lower_case": tokenizer.lowercase}
+    names = {"albert": "AlbertTokenizer", "deberta-v2": "DebertaV2Tokenizer", "xlm-roberta": "XLMRobertaTokenizer"}
+    config = {"tokenizer_class": names[tokenizer.family]}
+    if tokenizer.family != "xlm-roberta":  # XLM-R's has no casing option
+        config["do_lower_case"] = tokenizer.lowercase
     if tokenizer.family == "albert":
         config.update({"keep_accents": not tokenizer.strip_accents, "remove_space": True})
-    else:
+    elif tokenizer.family == "deberta-v2":
         config["split_by_punct"] = tokenizer.split_by_punct
     vocabulary = tokenizer.get_vocabulary()
     for name in ("cls", "sep", "pad", "unk", "mask"):
@@ -785,6 +977,8 @@ def hf_files(tokenizer):
     tokens)."""
     proto = sentencepiece_model_pb2.ModelProto()
     proto.ParseFromString(tokenizer.model_proto())
+    if tokenizer.family == "xlm-roberta":  # its tokenizer.json holds fairseq's ids
+        proto = fairseq_layout(proto)
     specials = [entry["content"] for entry in tokenizer.special_entries()]
     hf = unigram_tokenizer_json(proto, tokenizer.family, tokenizer.lowercase, tokenizer.strip_accents, specials)
     config = json.dumps(hf_tokenizer_config(tokenizer), indent=2, sort_keys=True) + "\n"
@@ -800,20 +994,22 @@ def _build(files, settings, read_options, **kwargs):
     `tokenizer_config.json` (`read_options()`), which `bert_tf.json`'s `sentencepiece` settings override."""
     options = dict(read_options())
     recorded = settings.get("sentencepiece") or {}
-    for key in ("family", "lowercase", "strip_accents", "split_by_punct"):
+    for key in ("family", "lowercase", "strip_accents", "split_by_punct", "post_processor"):
         if key in recorded:
             options[key] = recorded[key]
     return SentencePieceTokenizer(files["model"], **options, **kwargs)
 
 
 def _recorded_settings(data, tokenizer_fn):
-    """How a copy of the `.model` reads as this tokenizer, should `tokenizer_config.json` go missing."""
+    """How a copy of the `.model` reads as this tokenizer, should `tokenizer_config.json` go missing: the family
+    and its options, the `.model` file's name, and the `tokenizer.json`'s post-processor where there is one (how
+    pairs are framed: the file's template wins over the family's, e.g. a `bert` checkpoint with XLM-R's files)."""
     tokenizer = tokenizer_fn()
-    return {
-        "sentencepiece": {
-            key: getattr(tokenizer, key) for key in ("family", "lowercase", "strip_accents", "split_by_punct")
-        }
-    }
+    recorded = {key: getattr(tokenizer, key) for key in ("family", "lowercase", "strip_accents", "split_by_punct")}
+    recorded["model_file"] = MODEL_FILES[tokenizer.family]
+    if tokenizer.post_processor is not None:
+        recorded["post_processor"] = tokenizer.post_processor
+    return {"sentencepiece": recorded}
 
 
 def _write_files(directory, files, data, output, tokenizer_fn):
@@ -842,7 +1038,7 @@ SENTENCEPIECE = kinds.register(
         json_model="Unigram",
         files=tuple({"model": name} for name in MODEL_FILES.values()),
         described="SentencePiece",
-        families="ALBERT, DeBERTa-v2",
+        families="ALBERT, DeBERTa-v2, XLM-RoBERTa",
         precedence=2,
         build=_build,
         recorded_settings=_recorded_settings,

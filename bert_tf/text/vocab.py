@@ -397,11 +397,14 @@ def _albert_text(line, lowercase):
 
 def unigram_tokenizer_json(proto, family, lowercase, strip_accents=None, special_tokens=None):
     """The Hugging Face `tokenizers.Tokenizer` transformers builds for `family` from a SentencePiece `proto`
-    (what it saves as tokenizer.json): ALBERT's or DeBERTa-v2's normalizer, `Metaspace`, `[CLS] A [SEP] B [SEP]`.
+    (what it saves as tokenizer.json): ALBERT's or DeBERTa-v2's normalizer, `Metaspace`, `[CLS] A [SEP] B [SEP]`;
+    XLM-R's charsmap, `WhitespaceSplit` and `Metaspace`, `<s> A </s></s> B </s>`, `<mask>` taking the space before
+    it.
 
     Args:
-        proto: `sentencepiece_model_pb2.ModelProto` (unigram).
-        family: "albert" or "deberta-v2".
+        proto: `sentencepiece_model_pb2.ModelProto` (unigram); XLM-R's with fairseq's ids (`<s>`, `<pad>`, `</s>`,
+            `<unk>` first, `<mask>` last: `text.sentencepiece.fairseq_layout`).
+        family: "albert", "deberta-v2" or "xlm-roberta".
         lowercase: `do_lower_case`; strip_accents: ALBERT's `not keep_accents` (default: `lowercase`).
         special_tokens: the pieces kept whole in the text (default: the proto's control, user-defined and unknown
             pieces).
@@ -413,7 +416,10 @@ def unigram_tokenizer_json(proto, family, lowercase, strip_accents=None, special
     vocab = [(p.piece, p.score) for p in proto.pieces]
     tokenizer = Tokenizer(models.Unigram(vocab, unk_id=unk, byte_fallback=bool(proto.trainer_spec.byte_fallback)))
     metaspace = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always")
-    if family == "albert":
+    if family == "xlm-roberta":
+        steps = [normalizers.Precompiled(proto.normalizer_spec.precompiled_charsmap)]
+        tokenizer.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(), metaspace])
+    elif family == "albert":
         steps = [normalizers.Replace("``", '"'), normalizers.Replace("''", '"')]
         if strip_accents:
             steps += [normalizers.NFKD(), normalizers.StripAccents()]
@@ -431,6 +437,16 @@ def unigram_tokenizer_json(proto, family, lowercase, strip_accents=None, special
     tokenizer.normalizer = normalizers.Sequence(steps)
     tokenizer.decoder = decoders.Metaspace(replacement="\u2581", prepend_scheme="always")
     ids = {p.piece: i for i, p in reversed(list(enumerate(proto.pieces)))}
+    if family == "xlm-roberta":
+        tokenizer.post_processor = processors.TemplateProcessing(
+            single="<s>:0 $A:0 </s>:0",
+            pair="<s>:0 $A:0 </s>:0 </s>:0 $B:0 </s>:0",
+            special_tokens=[("<s>", ids["<s>"]), ("</s>", ids["</s>"])],
+        )
+        tokenizer.add_special_tokens(
+            [AddedToken(t, normalized=False, special=True, lstrip=t == "<mask>") for t in special_tokens]
+        )
+        return tokenizer
     if "[CLS]" in ids and "[SEP]" in ids:
         tokenizer.post_processor = processors.TemplateProcessing(
             single="[CLS]:0 $A:0 [SEP]:0",

@@ -22,12 +22,12 @@ def test_the_built_in_kinds_are_registered_in_their_order_of_preference():
     assert declared["sentencepiece"] == (
         SentencePieceTokenizer,
         "Unigram",
-        ({"model": "spiece.model"}, {"model": "spm.model"}),
+        ({"model": "spiece.model"}, {"model": "spm.model"}, {"model": "sentencepiece.bpe.model"}),
     )
     assert kinds.for_json_model("Unigram").name == "sentencepiece" and kinds.for_json_model("WordLevel") is None
     assert tokenizer_files.LOOKED_FOR == (
-        "vocab.txt (WordPiece), vocab.json + merges.txt (byte-level BPE), spiece.model or spm.model (SentencePiece), "
-        "or tokenizer.json"
+        "vocab.txt (WordPiece), vocab.json + merges.txt (byte-level BPE), spiece.model or spm.model or "
+        "sentencepiece.bpe.model (SentencePiece), or tokenizer.json"
     )
     with pytest.raises(ValueError, match="Unknown tokenizer kind 'words'; registered: "):
         kinds.get("words")
