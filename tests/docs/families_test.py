@@ -31,10 +31,16 @@ DISPLAY_NAMES = {
     "albert": "ALBERT",
     "deberta-v2": "DeBERTa-v2",
     "modernbert": "ModernBERT",
+    "xlm-roberta": "XLM-RoBERTa",
+    "mpnet": "MPNet",
 }
-ENUMERATION = len(MODEL_TYPES) - 2  # names in a row that make a list of the families (5 of 7)
-COUNTS = {word: n for n, word in enumerate("zero one two three four five six seven eight nine ten".split())}
-_NAME = re.compile(r"(?<![\w-])(DistilBERT|ModernBERT|RoBERTa|DeBERTa-v2(?:/v3)?|DeBERTa|ELECTRA|ALBERT|BERT)(?![\w-])")
+ENUMERATION = len(MODEL_TYPES) - 2  # names in a row that make a list of the families (all but two)
+COUNTS = {
+    word: n for n, word in enumerate("zero one two three four five six seven eight nine ten eleven twelve".split())
+}
+_NAME = re.compile(
+    r"(?<![\w-])(XLM-RoBERTa|MPNet|DistilBERT|ModernBERT|RoBERTa|DeBERTa-v2(?:/v3)?|DeBERTa|ELECTRA|ALBERT|BERT)(?![\w-])"
+)
 _MODEL_TYPE = re.compile(r"`([a-z0-9-]+)`")
 _COUNT = re.compile(r"\b(\w+)\s+(?:(?:encoder|model|architecture)\s+)?families\b", re.IGNORECASE)
 # Between two names of a list: a comma, "and", "or" or "/", after a parenthesis on the former ("`bert` (the default),").
@@ -145,17 +151,24 @@ def test_family_lists_name_every_family():
     assert not incomplete, "family lists that miss a family of bert_tf.config.MODEL_TYPES:\n" + "\n".join(incomplete)
 
 
-def test_the_checks_find_the_old_six_family_texts():
-    """What the pages said before ModernBERT was counted: each check finds its case, and passes the fixed text."""
-    six = (
-        "`--input` is a Hugging Face directory of any of the six families (BERT, RoBERTa, DistilBERT, ELECTRA, ALBERT,\n"
-        "DeBERTa-v2/v3) or a Google TF1 checkpoint.\n\n"
-        "`model_type` (`bert`, `roberta`, `distilbert`, `electra`, `albert`, `deberta-v2`: `MODEL_TYPES`)\n\n"
-        "| family | loads |\n|---|---|\n" + "".join(f"| {DISPLAY_NAMES[t]} | yes |\n" for t in MODEL_TYPES[:-1])
+def _page(model_types):
+    """A page's count, list of names, list of `model_type` values and family table, of `model_types`."""
+    names = [DISPLAY_NAMES[t] for t in model_types]
+    words = {n: word for word, n in COUNTS.items()}
+    return (
+        f"`--input` is a Hugging Face directory of any of the {words[len(names)]} families ({', '.join(names[:-1])} "
+        f"and {names[-1]}) or a Google TF1 checkpoint.\n\n"
+        f"`model_type` ({', '.join(f'`{t}`' for t in model_types)}: `MODEL_TYPES`)\n\n"
+        "| family | loads |\n|---|---|\n" + "".join(f"| {name} | yes |\n" for name in names)
     )
-    assert len(miscounts(six)) == 1 and len(incomplete_lists(six)) == 3
-    seven = six.replace("six families", "seven families").replace("DeBERTa-v2/v3)", "DeBERTa-v2/v3, ModernBERT)")
-    seven = seven.replace("`deberta-v2`:", "`deberta-v2`, `modernbert`:") + "| ModernBERT | yes |\n"
-    assert not miscounts(seven) and not incomplete_lists(seven)
+
+
+def test_the_checks_find_a_page_that_lacks_the_last_family():
+    """What a page said before the last family of MODEL_TYPES was counted: each check finds its case, and passes
+    the fixed text."""
+    old = _page(MODEL_TYPES[:-1])
+    assert len(miscounts(old)) == 1 and len(incomplete_lists(old)) == 3
+    new = _page(MODEL_TYPES)
+    assert not miscounts(new) and not incomplete_lists(new)
     # A statement about some families is not a list of them.
     assert not incomplete_lists("A `BertEncoder` (BERT, RoBERTa, DistilBERT, ELECTRA) or ALBERT (shared) and DeBERTa.")

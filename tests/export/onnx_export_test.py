@@ -247,7 +247,7 @@ def test_wordpiece_tokenizer_json_gives_the_project_ids(lowercase, strip_accents
 
 # === Slow tier: every family, the real all-MiniLM-L6-v2 ===
 
-FAMILIES = ("bert", "electra", "distilbert", "roberta", "albert", "deberta-v2", "modernbert")
+FAMILIES = ("bert", "electra", "distilbert", "roberta", "albert", "deberta-v2", "modernbert", "xlm-roberta", "mpnet")
 
 
 @pytest.mark.slow
