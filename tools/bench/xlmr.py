@@ -31,11 +31,12 @@ XLMR_CONFIGS = {
 
 
 def _encoder(cfg, setting, dropout):
-    """bert_tf's XLM-R encoder of shape `cfg` (random weights): RoBERTa's `BertEncoder` with XLM-R's options."""
+    """bert_tf's XLM-R encoder of shape `cfg` (random weights): `BertEncoder` of model type xlm-roberta (RoBERTa's
+    encoder) with the options a converted XLM-R checkpoint has."""
     from bert_tf.models import BertEncoder
 
     return BertEncoder(
-        model_type="roberta",
+        model_type="xlm-roberta",
         type_vocab_size=1,
         position_offset=2,
         max_position_embeddings=512,
@@ -114,7 +115,7 @@ def xlmr_rows(seq_length, batch_size):
                 "xlmr",
                 "same weights: max abs difference of sequence_output, float32",
                 outputs,
-                note="bert_tf BertEncoder (RoBERTa's, XLM-R's options) vs keras-hub XLMRobertaBackbone; keras-hub's "
+                note="bert_tf BertEncoder (xlm-roberta) vs keras-hub XLMRobertaBackbone; keras-hub's "
                 "position rows are ours from row 2 with the one segment row added, as its converter builds them",
             )
         )
