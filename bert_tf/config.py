@@ -28,7 +28,19 @@ ACTIVATIONS = tuple(ACTIVATION_FORMULAS)
 PRESETS = ("tiny", "mini", "small", "medium", "base", "large")
 # The architectures (Hugging Face `model_type`) the encoder builds. Each is one entry of `FAMILIES` here (what the
 # config says) and one name table in `bert_tf.checkpoints.families` (what the checkpoints call the weights).
-MODEL_TYPES = ("bert", "roberta", "distilbert", "electra", "albert", "deberta-v2", "modernbert", "xlm-roberta", "mpnet")
+MODEL_TYPES = (
+    "bert",
+    "roberta",
+    "distilbert",
+    "electra",
+    "albert",
+    "deberta-v2",
+    "modernbert",
+    "xlm-roberta",
+    "mpnet",
+    "nomic_bert",
+    "gte",
+)
 # The families whose new models take an `embedding_size` (`BertConfig.for_family`).
 EMBEDDING_SIZE_TYPES = ("electra", "albert")
 # The relative position buckets Hugging Face's MPNet computes (`MPNetEncoder.compute_position_bias`'s default,
@@ -37,6 +49,11 @@ MPNET_BUCKETS = 32
 MPNET_MAX_DISTANCE = 128
 # ModernBERT's layer kinds (`BertConfig.layer_types`): global attention, or attention within a sliding window.
 LAYER_TYPES = ("full_attention", "sliding_attention")
+# NomicBERT's and GTE's model types: BERT's post-norm encoder with rotary positions and a gated MLP
+# (`bert_tf.models.rotary_bert_encoder`); their options are BertConfig's `rope_*` fields.
+ROTARY_TYPES = ("nomic_bert", "gte")
+# How their rotary frequencies are scaled (`BertConfig.rope_type`; `bert_tf.layers.rotary_embedding.ROPE_TYPES`).
+ROPE_TYPES = ("default", "linear", "dynamic")
 # How ModernBERT's sentence heads pool the sequence (`BertConfig.classifier_pooling`).
 CLASSIFIER_POOLINGS = ("cls", "mean")
 # Fields a config file must give (original and Hugging Face format alike): the architecture's sizes. The others
@@ -218,6 +235,19 @@ FAMILIES = {
             ("relative_attention_num_buckets", 32),
         ),
     ),
+    # NomicBERT and GTE: their own encoder classes (bert_tf.models.NomicBertEncoder, GteEncoder): rotary positions
+    # (`rope_theta`, `rope_type`, `rope_factor`), post-norm blocks, gated MLPs; BERT's pooler and classifier.
+    "nomic_bert": Family(
+        "nomic_bert",
+        "NomicBert",
+        new_model_fields=(("hidden_act", "silu"), ("rope_theta", 1000.0), ("rope_type", "default")),
+    ),
+    "gte": Family(
+        "gte",
+        "Gte",
+        mlm_activation="gelu",
+        new_model_fields=(("type_vocab_size", 0), ("rope_theta", 160000.0), ("rope_type", "default")),
+    ),
 }
 assert tuple(FAMILIES) == MODEL_TYPES
 
@@ -302,6 +332,16 @@ class BertConfig:
     # Rows of the relative position bias table (one scalar per head and bucket of the query-key distance, added to
     # every layer's attention scores). Hugging Face computes 32 buckets whatever this says, so it is at least 32.
     relative_attention_num_buckets: int = 0
+    # --- NomicBERT and GTE (model_type in ROTARY_TYPES) only; every other family keeps these values and leaves them
+    # out ---
+    # The rotary position embeddings' theta (base); None: Hugging Face's default, 10,000.
+    rope_theta: float | None = None
+    # How the frequencies are scaled past the trained length, one of ROPE_TYPES ("linear": divided by `rope_factor`;
+    # "dynamic": NTK-aware, the base grows with the length past `rope_max_positions`); None: "default" (none).
+    rope_type: str | None = None
+    rope_factor: float | None = None
+    # Where "dynamic" scaling starts (`original_max_position_embeddings`); None: `max_position_embeddings`.
+    rope_max_positions: int | None = None
 
     def __post_init__(self):
         self.validate()
@@ -377,6 +417,7 @@ class BertConfig:
             )
         self._validate_deberta(source)
         self._validate_modernbert(source)
+        self._validate_rotary(source)
         self._validate_mpnet(source)
 
     def _refuse_family_fields(self, source, model_type, owner, defaults):
@@ -477,6 +518,55 @@ class BertConfig:
             raise ConfigError(
                 f"{source}: field `type_vocab_size` must be 0 for an mpnet model (MPNet has no segment embeddings). "
                 f"Received: type_vocab_size={self.type_vocab_size!r}"
+            )
+
+    def _validate_rotary(self, source):
+        """NomicBERT's and GTE's fields: valid values (Hugging Face's defaults filled in) for their model types,
+        BERT's values for every other family."""
+        if self.model_type not in ROTARY_TYPES:
+            self._refuse_family_fields(source, "nomic_bert' or 'gte", "NomicBERT's and GTE", _ROTARY_DEFAULTS)
+            return
+        for name, value in (("position_offset", 0), ("embedding_size", None), ("pre_layer_norm", False)):
+            if getattr(self, name) != value:
+                raise ConfigError(
+                    f"{source}: field `{name}` must be {value!r} for a {self.model_type} model (no position table, no "
+                    f"embedding projection, post-norm blocks). Received: {name}={getattr(self, name)!r}"
+                )
+        if self.rope_theta is None:
+            self.rope_theta = 10000.0
+        if self.rope_type is None:
+            self.rope_type = "default"
+        theta = self.rope_theta
+        if isinstance(theta, bool) or not isinstance(theta, (int, float)) or theta <= 0:
+            raise ConfigError(f"{source}: field `rope_theta` must be a positive number. Received: rope_theta={theta!r}")
+        self.rope_theta = float(theta)
+        if self.rope_type not in ROPE_TYPES:
+            raise ConfigError(
+                f"{source}: field `rope_type` must be one of {ROPE_TYPES}. Received: rope_type={self.rope_type!r}"
+            )
+        factor = self.rope_factor
+        if self.rope_type == "default":
+            if factor is not None or self.rope_max_positions is not None:
+                name = "rope_factor" if factor is not None else "rope_max_positions"
+                raise ConfigError(
+                    f"{source}: field `{name}` scales the rotary positions: it needs rope_type 'linear' or 'dynamic'. "
+                    f"Received: {name}={getattr(self, name)!r}, rope_type='default'"
+                )
+            return
+        least = 1.0 if self.rope_type == "dynamic" else 0.0
+        if isinstance(factor, bool) or not isinstance(factor, (int, float)) or factor <= 0 or factor < least:
+            raise ConfigError(
+                f"{source}: field `rope_factor` must be a number {'>= 1' if least else '> 0'} with "
+                f"rope_type={self.rope_type!r}. Received: rope_factor={factor!r}"
+            )
+        self.rope_factor = float(factor)
+        limit = self.rope_max_positions
+        if limit is not None and (
+            self.rope_type != "dynamic" or isinstance(limit, bool) or not isinstance(limit, int) or limit < 1
+        ):
+            raise ConfigError(
+                f"{source}: field `rope_max_positions` must be a positive integer, with rope_type 'dynamic' only. "
+                f"Received: rope_max_positions={limit!r}, rope_type={self.rope_type!r}"
             )
 
     def _validate_deberta(self, source):
@@ -596,7 +686,7 @@ class BertConfig:
                 f"Received: model_type={model_type!r}"
             )
         position = data.get("position_embedding_type", "absolute")
-        if position != "absolute":
+        if position != "absolute" and not (model_type in ROTARY_TYPES and position == "rope"):
             raise ConfigError(
                 f"{source}: field `position_embedding_type` must be 'absolute'. "
                 f"Received: position_embedding_type={position!r}"
@@ -611,6 +701,8 @@ class BertConfig:
             mapped.update(_deberta_from_hf(data, source))
         elif model_type == "modernbert":
             mapped.update(_modernbert_from_hf(data, source))
+        elif model_type in ROTARY_TYPES:
+            mapped.update(_rotary_from_hf(data, source, model_type))
         defaults = dict(family.hf_defaults)
         for name, value in defaults.items():
             if name not in mapped and name != "embedding_size":
@@ -672,6 +764,9 @@ class BertConfig:
             data["legacy"] = True  # the masked-LM head as `cls.predictions.*` (what transformers saves by default)
         if self.model_type == "modernbert":
             data.update(_modernbert_to_hf(self))
+        if self.model_type in ROTARY_TYPES:
+            data.update(_rotary_to_hf(self))
+            del data["position_embedding_type"]
         if self.model_type == "mpnet":  # its hf_fixed segments aside, BERT's fields and the bias table's rows
             data.update(
                 layer_norm_eps=self.layer_norm_eps, relative_attention_num_buckets=self.relative_attention_num_buckets
@@ -798,6 +893,8 @@ _MODERNBERT_DEFAULTS = {
 }
 # MPNet's options and their values in every other family.
 _MPNET_DEFAULTS = {"relative_attention_num_buckets": 0}
+# NomicBERT's and GTE's options and their values in every other family.
+_ROTARY_DEFAULTS = {"rope_theta": None, "rope_type": None, "rope_factor": None, "rope_max_positions": None}
 # The family options' values for BERT (left out of a BERT `bert_config.json`).
 _FAMILY_DEFAULTS = {
     "model_type": "bert",
@@ -807,6 +904,7 @@ _FAMILY_DEFAULTS = {
     "inner_group_num": 1,
     **_DEBERTA_DEFAULTS,
     **_MODERNBERT_DEFAULTS,
+    **_ROTARY_DEFAULTS,
     **_MPNET_DEFAULTS,
 }
 
@@ -927,6 +1025,157 @@ def _modernbert_to_hf(config):
         data["global_attn_every_n_layers"] = every
     data["embedding_dropout"] = data["classifier_dropout"] = config.hidden_dropout_prob
     data["tie_word_embeddings"] = True
+    return data
+
+
+# The `config.json` keys of NomicBERT and GTE configs (transformers' and the original remote code's, which
+# `nomic_bert` checkpoints on the Hub still have) that bert_tf accepts only at the values it computes; any other value
+# is refused naming the key. `None` in a tuple: the key may be null.
+_ROTARY_FIXED = {
+    "attention_bias": (False, None),
+    "partial_rotary_factor": (1, 1.0, None),
+    "rotary_emb_fraction": (1, 1.0, None),
+    "rotary_emb_interleaved": (False, None),
+    "rotary_emb_scale_base": (None,),
+    "prenorm": (False, None),
+    "parallel_block": (False, None),
+    "use_rms_norm": (False, None),
+    "causal": (False, None),
+    "layer_norm_type": ("layer_norm", None),
+    "logn_attention_scale": (False, None),
+    "logn_attention_clip1": (False, None),
+    "pack_qkv": (True, None),
+    "is_decoder": (False, None),
+    "add_cross_attention": (False, None),
+}
+# Per family: the remote code's bias switches, which must say what the family has.
+_ROTARY_BIASES = {
+    "nomic_bert": {"qkv_proj_bias": (False, None), "mlp_fc1_bias": (False, None), "mlp_fc2_bias": (False, None)},
+    "gte": {},
+}
+# nomic-ai's remote-code `config.json` names (GPT-2's) -> ours, read where transformers' names are absent.
+_NOMIC_REMOTE_NAMES = (
+    ("n_embd", "hidden_size"),
+    ("n_head", "num_attention_heads"),
+    ("n_layer", "num_hidden_layers"),
+    ("n_inner", "intermediate_size"),
+    ("n_positions", "max_position_embeddings"),
+    ("layer_norm_epsilon", "layer_norm_eps"),
+    ("resid_pdrop", "hidden_dropout_prob"),
+    ("attn_pdrop", "attention_probs_dropout_prob"),
+)
+# The remote code's `activation_function` (the gated MLP's) -> `hidden_act`.
+_NOMIC_GATES = {"swiglu": "silu", "geglu": "gelu"}
+# The keys `rope_parameters` may hold (beyond `rope_type`, `rope_theta`) for each scaling type bert_tf computes.
+_ROPE_KEYS = {
+    "default": (),
+    "linear": ("factor",),
+    "dynamic": ("factor", "original_max_position_embeddings"),
+}
+
+
+def _rotary_from_hf(data, source, model_type):
+    """NomicBERT's or GTE's `config.json` fields (transformers' names, or the remote code's where those are absent)
+    as `BertConfig` fields: the sizes under the remote code's names, the RoPE theta and scaling from
+    `rope_parameters` (or the older `rope_theta` + `rope_scaling`, or nomic's `rotary_emb_base` +
+    `rotary_scaling_factor`; GTE's static "ntk" scaling as transformers turns it into "linear": theta times the
+    factor, frequencies divided by `factor ** (2 / D)`). Refuses what bert_tf does not compute (another
+    `rope_type`, partial or interleaved rotation, pre-norm, biases the family has not, another activation, ...),
+    naming the file, the key and its value."""
+    fields = {ours: data[theirs] for theirs, ours in _NOMIC_REMOTE_NAMES if theirs in data and ours not in data}
+    if model_type == "nomic_bert" and "activation_function" in data and "hidden_act" not in data:
+        gate = data["activation_function"]
+        if gate not in _NOMIC_GATES:
+            raise ConfigError(
+                f"{source}: field `activation_function` must be one of {tuple(_NOMIC_GATES)} (the gated MLP "
+                f"bert_tf computes). Received: activation_function={gate!r}"
+            )
+        fields["hidden_act"] = _NOMIC_GATES[gate]
+    fixed = {**_ROTARY_FIXED, **_ROTARY_BIASES[model_type]}
+    for key, accepted in fixed.items():
+        if key in data and data[key] not in accepted:
+            raise ConfigError(
+                f"{source}: field `{key}` is not supported for a {model_type} model (bert_tf computes "
+                f"{' or '.join(repr(v) for v in accepted)}). Received: {key}={data[key]!r}"
+            )
+    hidden = fields.get("hidden_size", data.get("hidden_size"))
+    heads = fields.get("num_attention_heads", data.get("num_attention_heads"))
+    sizes_known = all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (hidden, heads))
+    head_dim = data.get("head_dim")
+    if head_dim is not None and sizes_known and head_dim * heads != hidden:
+        raise ConfigError(
+            f"{source}: field `head_dim` must be hidden_size / num_attention_heads ({hidden // heads}): bert_tf's "
+            f"attention splits the hidden size in equal heads. Received: head_dim={head_dim!r}"
+        )
+    groups = data.get("num_key_value_heads")
+    if groups is not None and groups != heads:
+        raise ConfigError(
+            f"{source}: field `num_key_value_heads` must equal num_attention_heads ({heads}): grouped keys and "
+            f"values are not supported. Received: num_key_value_heads={groups!r}"
+        )
+    multiple = data.get("pad_vocab_size_multiple")
+    vocab = data.get("vocab_size")
+    if isinstance(multiple, int) and multiple > 1 and isinstance(vocab, int) and vocab % multiple:
+        fields["vocab_size"] = (vocab + multiple - 1) // multiple * multiple  # the rows the remote code makes
+    theta = data.get("rope_theta", data.get("rotary_emb_base", 10000.0))
+    key = "rope_parameters"
+    parameters = data.get("rope_parameters")
+    if parameters is None:  # older configs: `rope_scaling` beside `rope_theta`, or nomic's remote-code keys
+        key = "rope_scaling"
+        parameters = dict(data.get("rope_scaling") or {})
+        if data.get("rotary_scaling_factor") is not None:
+            key = "rotary_scaling_factor"
+            parameters = {"rope_type": "dynamic", "factor": data["rotary_scaling_factor"]}
+            if data.get("max_trained_positions") is not None:
+                parameters["original_max_position_embeddings"] = data["max_trained_positions"]
+        parameters.setdefault("rope_theta", theta)
+    if not isinstance(parameters, dict):
+        raise ConfigError(f"{source}: field `{key}` must be an object. Received: {key}={parameters!r}")
+    parameters = dict(parameters)
+    rope_type = parameters.pop("rope_type", parameters.pop("type", "default"))
+    if rope_type == "ntk" and model_type == "gte":  # transformers' GteConfig: linear scaling of theta * factor
+        factor = parameters.pop("factor", None)
+        if isinstance(factor, bool) or not isinstance(factor, (int, float)) or factor <= 0 or not sizes_known:
+            raise ConfigError(
+                f"{source}: field `{key}.factor` must be a positive number for GTE's 'ntk' scaling (with "
+                f"hidden_size and num_attention_heads). Received: {key}.factor={factor!r}"
+            )
+        theta = parameters.pop("rope_theta", theta) * factor
+        parameters.update(rope_theta=theta, factor=factor ** (2 / (hidden // heads)))
+        rope_type = "linear"
+    if rope_type not in _ROPE_KEYS:
+        raise ConfigError(
+            f"{source}: field `{key}.rope_type` must be one of {ROPE_TYPES} (the RoPE scalings bert_tf computes). "
+            f"Received: {key}.rope_type={rope_type!r}"
+        )
+    fields["rope_theta"] = parameters.pop("rope_theta", theta)
+    fields["rope_type"] = rope_type
+    if rope_type != "default":
+        fields["rope_factor"] = parameters.pop("factor", None)
+    limit = parameters.pop("original_max_position_embeddings", None) if rope_type == "dynamic" else None
+    maximum = fields.get("max_position_embeddings", data.get("max_position_embeddings"))
+    if limit is not None and limit != maximum:
+        fields["rope_max_positions"] = limit
+    for name, value in parameters.items():
+        if name == "partial_rotary_factor" and value in (1, None):
+            continue
+        raise ConfigError(
+            f"{source}: field `{key}.{name}` is not supported with rope_type {rope_type!r} (bert_tf reads "
+            f"{', '.join(('rope_type', 'rope_theta') + _ROPE_KEYS[rope_type])}). Received: {key}.{name}={value!r}"
+        )
+    return fields
+
+
+def _rotary_to_hf(config):
+    """The NomicBERT or GTE fields of `config` as transformers 5's `config.json` keys."""
+    parameters = {"rope_theta": config.rope_theta, "rope_type": config.rope_type}
+    if config.rope_type != "default":
+        parameters["factor"] = config.rope_factor
+    if config.rope_max_positions is not None:
+        parameters["original_max_position_embeddings"] = config.rope_max_positions
+    data = {"rope_parameters": parameters, "tie_word_embeddings": True}
+    if config.model_type == "nomic_bert":
+        data["head_dim"] = config.hidden_size // config.num_attention_heads
     return data
 
 

@@ -46,6 +46,7 @@ from bert_tf.checkpoints.modernbert_names import (
     modernbert_pooler_entries,
     prediction_head_entries,
 )
+from bert_tf.checkpoints.rotary_bert_names import rotary_encoder_table
 from bert_tf.config import FAMILIES
 from bert_tf.models import (
     BertClassifier,
@@ -57,6 +58,7 @@ from bert_tf.models import (
     DebertaV2Encoder,
     ModernBertEncoder,
 )
+from bert_tf.models.rotary_bert_encoder import RotaryBertEncoder
 
 # bert_tf-specific TF1 name for a tensor with no reference name.
 FINAL_LAYER_NORM_TF1 = "bert/encoder/bert_tf_final_layer_norm"
@@ -265,6 +267,24 @@ HF_HEADS["xlm-roberta"] = HF_HEADS["roberta"]
 # and `classifier.out_proj`); the relative position bias table is `encoder.relative_attention_bias`
 # (`encoder_table`).
 HF_HEADS["mpnet"] = dataclasses.replace(HF_HEADS["roberta"], encoder_layer=_mpnet_layer, segments=None)
+# NomicBERT and GTE: their encoders' table is `rotary_bert_names.rotary_encoder_table`; no pooler in the base
+# model, BERT's `pooler.dense` in `...ForSequenceClassification`; NomicBERT's masked-LM head is BERT's (its LayerNorm
+# named `layer_norm`), GTE's is RoBERTa's form under `lm_head` (`norm`, the bias in `decoder`).
+HF_HEADS["nomic_bert"] = HfHeads(
+    lambda i: {},  # not read: the encoder's own table names its layers (rotary_bert_names.rotary_layer)
+    pooler=None,
+    mlm=(
+        "cls.predictions.transform.dense",
+        "cls.predictions.transform.layer_norm",
+        "cls.predictions.bias",
+        ("cls.predictions.decoder.bias",),
+    ),
+)
+HF_HEADS["gte"] = HfHeads(
+    lambda i: {},  # not read: the encoder's own table names its layers (rotary_bert_names.rotary_layer)
+    pooler=None,
+    mlm=("lm_head.dense", "lm_head.norm", "lm_head.decoder.bias", ()),
+)
 
 
 def hf_heads(model):
@@ -477,6 +497,10 @@ MODERNBERT_ENCODER_HEADS = register_heads(
         is_encoder=True,
         pooler_entries=modernbert_pooler_entries,
     )
+)
+# NomicBERT's and GTE's encoders (`NomicBertEncoder`, `GteEncoder`) share one table (`rotary_bert_names.py`).
+ROTARY_ENCODER_HEADS = register_heads(
+    ModelHeads(RotaryBertEncoder, rotary_encoder_table, hf_architecture=hf_class, is_encoder=True)
 )
 PRETRAINER_HEADS = register_heads(
     ModelHeads(

@@ -18,6 +18,8 @@ sliding-window), `GeGLUFeedForward`, `ModernBertBlock` (pre-norm), `PoolingHead`
 LayerNorm on every token, before token and span logits); `in_window`, `sliding_window_context` and
 `global_context` (the sliding window's keys, its attention in blocks, global attention in query chunks:
 `bert_tf.layers.local_attention`).
+NomicBERT's and GTE's: `RotaryTransformerBlock` (post-norm, `RotarySelfAttention` with the config's RoPE
+scaling) and `GatedFeedForward` (SwiGLU / gated GELU, the activation on the gate).
 
 Functions: `get_activation` (`hidden_act` name -> function) with the GELUs
 `gelu_erf` and `gelu_tanh`; the fused element-wise kernels `layer_norm`,
@@ -37,6 +39,7 @@ from bert_tf.layers.disentangled_attention import DisentangledSelfAttention
 from bert_tf.layers.disentangled_transformer_block import DisentangledTransformerBlock
 from bert_tf.layers.dropout import dropout
 from bert_tf.layers.execution_path import ExecutionPath, choose_path, cpu_info, resolve_jit_compile
+from bert_tf.layers.gated_feed_forward import GatedFeedForward
 from bert_tf.layers.geglu_feed_forward import GeGLUFeedForward
 from bert_tf.layers.layer_norm import LayerNorm, layer_norm
 from bert_tf.layers.local_attention import global_context, in_window, sliding_window_context
@@ -51,6 +54,7 @@ from bert_tf.layers.relative_position_bias import RelativePositionBias, relative
 from bert_tf.layers.replaced_token_head import ReplacedTokenHead
 from bert_tf.layers.rotary_embedding import RotaryEmbedding, inverse_frequencies, rotate_half
 from bert_tf.layers.rotary_self_attention import RotarySelfAttention
+from bert_tf.layers.rotary_transformer_block import RotaryTransformerBlock
 from bert_tf.layers.sentence_pooling import POOLING_MODES, SentencePooling, check_pooling
 from bert_tf.layers.token_convolution import TokenConvolution
 from bert_tf.layers.token_matrix import dense_tokens, scatter_tokens
@@ -75,6 +79,8 @@ __all__ = [
     "PredictionHead",
     "RotaryEmbedding",
     "RotarySelfAttention",
+    "GatedFeedForward",
+    "RotaryTransformerBlock",
     "global_context",
     "in_window",
     "inverse_frequencies",

@@ -35,6 +35,8 @@ class RotarySelfAttention(ConfiguredLayer):
     Args:
         num_heads, hidden_dim: N and H.
         rope_theta: the rotary frequencies' base.
+        rope_scaling: None, or `RotaryEmbedding`'s scaling arguments as a dict (`rope_type`, `factor`,
+            `max_positions`: NomicBERT's and GTE's long-context scaling).
         local_attention: the sliding window's width; None: global attention.
         use_bias: biases on both projections (ModernBERT's `attention_bias`).
         dropout: attention-probability dropout, and dropout after `Wo`
@@ -46,7 +48,7 @@ class RotarySelfAttention(ConfiguredLayer):
         `[B, T, H]`.
     """
 
-    CONFIG = "num_heads hidden_dim rope_theta local_attention use_bias dropout initializer_range"
+    CONFIG = "num_heads hidden_dim rope_theta local_attention use_bias dropout initializer_range rope_scaling"
 
     def __init__(
         self,
@@ -57,6 +59,7 @@ class RotarySelfAttention(ConfiguredLayer):
         use_bias=False,
         dropout=0.0,
         initializer_range=0.02,
+        rope_scaling=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -80,7 +83,9 @@ class RotarySelfAttention(ConfiguredLayer):
             dtype=self.dtype_policy,
             name="attention_output",
         )
-        self.rotary = RotaryEmbedding(self.head_dim, rope_theta, dtype=self.dtype_policy, name="rotary")
+        self.rotary = RotaryEmbedding(
+            self.head_dim, rope_theta, **(rope_scaling or {}), dtype=self.dtype_policy, name="rotary"
+        )
         self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="attention_dropout")
         self.output_dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="output_dropout")
 

@@ -65,6 +65,7 @@ from bert_tf.models.electra_pretrainer import RTD_INPUTS, RTD_MODEL_TYPES, Elect
 from bert_tf.models.encoder import ENCODER_INPUTS, Encoder, encoder_inputs
 from bert_tf.models.encoders import build_encoder, encoder_class
 from bert_tf.models.modernbert_encoder import ModernBertEncoder
+from bert_tf.models.rotary_bert_encoder import GteEncoder, NomicBertEncoder
 from bert_tf.models.task import EncoderTask
 
 __all__ = [
@@ -82,6 +83,8 @@ __all__ = [
     "RTD_INPUTS",
     "RTD_MODEL_TYPES",
     "ModernBertEncoder",
+    "NomicBertEncoder",
+    "GteEncoder",
     "build_encoder",
     "encoder_class",
     "encoder_inputs",

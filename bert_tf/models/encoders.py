@@ -18,6 +18,8 @@ import importlib
 ENCODER_CLASSES = {
     "deberta-v2": "bert_tf.models.deberta_v2_encoder:DebertaV2Encoder",
     "modernbert": "bert_tf.models.modernbert_encoder:ModernBertEncoder",
+    "nomic_bert": "bert_tf.models.rotary_bert_encoder:NomicBertEncoder",
+    "gte": "bert_tf.models.rotary_bert_encoder:GteEncoder",
 }
 DEFAULT_ENCODER_CLASS = "bert_tf.models.bert_encoder:BertEncoder"
 
