@@ -88,7 +88,7 @@ class Encoder(keras.Model):
     type_vocab_size = 0
     embedding_size = None
     final_layer_norm = None
-    layerwise = True  # every applied block is `block(x, padding_mask)` after `embed`, nothing in between
+    layerwise = True  # every applied block is `block(x, padding_mask, *block_arguments)` after `embed`, nothing else
     copies_layers = False  # `layer_copies` can copy a teacher's layers into this encoder
     rotary_positions = False  # positions rotate queries and keys: no table bounds the length (a long-context phase)
 

@@ -13,9 +13,10 @@ layers, without changing those paths:
   its input and its projections (before attention dropout).
 
 The encoders read are those that declare `layerwise` (`bert_tf.models.Encoder`:
-each applied block is `block(x, padding_mask)` after the encoder's `embed`):
-`BertEncoder` (BERT, RoBERTa, DistilBERT, ELECTRA, ALBERT: the applied blocks,
-shared ones repeated, are `TransformerBlock`s) and `ModernBertEncoder`
+each applied block is `block(x, padding_mask, *block_arguments)` after the
+encoder's `embed`): `BertEncoder` (BERT, RoBERTa, DistilBERT, ELECTRA, ALBERT,
+XLM-RoBERTa, MPNet: the applied blocks, shared ones repeated, are
+`TransformerBlock`s; MPNet's take its relative position bias) and `ModernBertEncoder`
 (`ModernBertBlock`s: rotary queries and keys, global or sliding-window
 attention). DeBERTa's disentangled attention has no such recomputation yet:
 `distilled_blocks` refuses it by name, and soft-target and hard-label
@@ -65,11 +66,12 @@ def encoder_states(encoder, inputs, training=False, attention=False):
     padding_mask = inputs["padding_mask"]
     x = encoder.embed(inputs, training=training)  # [B, T, H], the first block's input
     embedding_output = x
+    arguments = encoder.block_arguments(x, training=training)  # MPNet: its position bias; none for the others
     states, maps = [], []
     for block in blocks:
         if attention:
-            maps.append(attention_probabilities(block, x, padding_mask))
-        x = block(x, padding_mask, training=training)  # [B, T, H]
+            maps.append(attention_probabilities(block, x, padding_mask, *arguments))
+        x = block(x, padding_mask, *arguments, training=training)  # [B, T, H]
         states.append(x)
     if encoder.final_layer_norm is not None:
         x = states[-1] = encoder.final_layer_norm(x)
@@ -85,12 +87,13 @@ def encoder_states(encoder, inputs, training=False, attention=False):
     return encoded
 
 
-def attention_probabilities(block, x, padding_mask):
+def attention_probabilities(block, x, padding_mask, position_bias=None):
     """The attention probabilities a block computes on its input: `[B, T, H]` -> float32 `[B, N, T, T]`.
 
     Recomputed from the block's projections (before attention dropout); the
     block's own forward path is not touched. A `TransformerBlock`'s from its
-    query and key projections; a `ModernBertBlock`'s from its fused
+    query and key projections (plus `position_bias`, float32 `[1, N, T, T]`,
+    where the encoder has one: MPNet's); a `ModernBertBlock`'s from its fused
     query/key/value projection, the rotation of its layer kind and, on a
     sliding-window layer, the window (`rotary_attention_probabilities`).
     """
@@ -110,6 +113,8 @@ def attention_probabilities(block, x, padding_mask):
     query = tf.cast(_heads(attention.query_dense(x), attention.num_heads), tf.float32)  # [B, N, T, D]
     key = tf.cast(_heads(attention.key_dense(x), attention.num_heads), tf.float32)
     scores = tf.matmul(query, key, transpose_b=True) / math.sqrt(attention.head_dim)  # [B, N, T, T]
+    if position_bias is not None:
+        scores += position_bias
     return tf.nn.softmax(scores + _padding_bias(padding_mask)[:, None, None, :], axis=-1)
 
 

@@ -13,6 +13,7 @@ import tensorflow as tf
 from bert_tf.config import BertConfig, ConfigError
 from bert_tf.layers.relative_position_bias import RelativePositionBias, relative_position_bucket
 from bert_tf.models import BertClassifier, BertEncoder, BertPretrainer
+from bert_tf.training.distillation_layers import encoder_states
 from tests.models.common import POSITIONS, assert_config_round_trips, padded_batch
 
 # Key position minus query position -> bucket, worked out by hand from transformers' formula (32 buckets,
@@ -168,3 +169,19 @@ def test_mixed_bfloat16_is_close_and_float32():
     ours = encoder.call_unpadded(batch)["sequence_output"]
     assert ours.dtype == tf.float32
     np.testing.assert_allclose(ours.numpy()[real], reference(batch)["sequence_output"].numpy()[real], atol=0.1)
+
+
+def test_layer_by_layer_distillation_reads_the_bias(encoder):
+    """`encoder_states` (hidden-state distillation) gives the graph's outputs, and each layer's recomputed
+    attention map, applied to its values, gives the layer's attention output: both with the position bias."""
+    batch = padded_batch()
+    states, outputs = encoder_states(encoder, batch, attention=True), encoder(batch)
+    for name in ("sequence_output", "pooled_output"):
+        np.testing.assert_allclose(states[name], outputs[name], atol=1e-6)
+    x = encoder.embed(batch)
+    (bias,) = encoder.block_arguments(x)
+    attention = encoder.transformer_layers[0].attention
+    value = tf.reshape(attention.value_dense(x), (4, 9, 2, 4))  # [B, T, N, D]
+    context = tf.einsum("bnqk,bknd->bqnd", states["attention_probabilities"][0], value)
+    ours = attention.output_dense(tf.reshape(context, (4, 9, 8)))
+    np.testing.assert_allclose(ours, attention(x, batch["padding_mask"], bias), atol=1e-5)
