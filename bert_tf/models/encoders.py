@@ -4,7 +4,8 @@ Most of the family (BERT, RoBERTa, DistilBERT, ELECTRA, ALBERT) is one class,
 `BertEncoder`, configured by `BertConfig`'s family fields. An architecture
 whose computation differs enough to need its own encoder class (DeBERTa's
 disentangled attention, ModernBERT's rotary
-positions and sliding-window layers) names it in `ENCODER_CLASSES` as "module:Class",
+positions and sliding-window layers, NomicBERT's and GTE's rotary positions and
+gated MLPs in post-norm blocks) names it in `ENCODER_CLASSES` as "module:Class",
 imported on first use so that `bert_tf.models` imports no more than it needs.
 Every caller that builds an encoder from a config (loading checkpoints,
 pretraining, fine-tuning, the demo) goes through `build_encoder`.

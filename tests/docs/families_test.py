@@ -33,15 +33,18 @@ DISPLAY_NAMES = {
     "modernbert": "ModernBERT",
     "xlm-roberta": "XLM-RoBERTa",
     "mpnet": "MPNet",
+    "nomic_bert": "NomicBERT",
+    "gte": "GTE",
 }
 ENUMERATION = len(MODEL_TYPES) - 2  # names in a row that make a list of the families (all but two)
 COUNTS = {
     word: n for n, word in enumerate("zero one two three four five six seven eight nine ten eleven twelve".split())
 }
 _NAME = re.compile(
-    r"(?<![\w-])(XLM-RoBERTa|MPNet|DistilBERT|ModernBERT|RoBERTa|DeBERTa-v2(?:/v3)?|DeBERTa|ELECTRA|ALBERT|BERT)(?![\w-])"
+    r"(?<![\w-])(XLM-RoBERTa|MPNet|NomicBERT|GTE|DistilBERT|ModernBERT|RoBERTa|DeBERTa-v2(?:/v3)?|DeBERTa|ELECTRA|ALBERT"
+    r"|BERT)(?![\w-])"
 )
-_MODEL_TYPE = re.compile(r"`([a-z0-9-]+)`")
+_MODEL_TYPE = re.compile(r"`([a-z0-9_-]+)`")
 _COUNT = re.compile(r"\b(\w+)\s+(?:(?:encoder|model|architecture)\s+)?families\b", re.IGNORECASE)
 # Between two names of a list: a comma, "and", "or" or "/", after a parenthesis on the former ("`bert` (the default),").
 _SEPARATOR = re.compile(r"(?:\s*\([^()]*\))?\s*(?:,\s*(?:and\s+|or\s+)?|\s+and\s+|\s+or\s+|/)\s*")

@@ -247,7 +247,19 @@ def test_wordpiece_tokenizer_json_gives_the_project_ids(lowercase, strip_accents
 
 # === Slow tier: every family, the real all-MiniLM-L6-v2 ===
 
-FAMILIES = ("bert", "electra", "distilbert", "roberta", "albert", "deberta-v2", "modernbert", "xlm-roberta", "mpnet")
+FAMILIES = (
+    "bert",
+    "electra",
+    "distilbert",
+    "roberta",
+    "albert",
+    "deberta-v2",
+    "modernbert",
+    "xlm-roberta",
+    "mpnet",
+    "nomic_bert",
+    "gte",
+)
 
 
 @pytest.mark.slow
