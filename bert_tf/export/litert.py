@@ -28,6 +28,12 @@ token embedding rows of the pieces its tokenizer can give
 (`reachable_pieces`: 28,983 of BERT uncased's 30,522, 0.59 MB less in int8);
 its `token_ids` output still gives the vocabulary's ids.
 
+Every family's encoder converts, its layers given forms LiteRT's builtin ops run (`_use_litert_layers`: the
+exact GELU as LiteRT's GELU kernel, ModernBERT's global attention as one matrix without the query chunks' loop);
+tests/export/litert_families_test.py checks each family's answers against the SavedModel's `ids` signature. A graph
+that still holds an op without a LiteRT kernel is refused with a ValueError of one line naming the family and
+the op (`refusal`); the converter's own diagnostics are held back (`_converter_diagnostics`).
+
 The model inside differs from the SavedModel's in what the kernels cannot
 do: special tokens written in the text ("[MASK]", "[SEP]") are ordinary
 text; control characters become spaces rather than disappearing; the
@@ -57,8 +63,13 @@ answers.
 Shape legend: B inputs, P pieces, W packed positions (the batch's longest row), C classes, H hidden.
 """
 
+import contextlib
+import io
 import logging
 import os
+import re
+import sys
+import tempfile
 
 import keras
 import numpy as np
@@ -69,7 +80,7 @@ from bert_tf.checkpoints import ModelDirectory
 from bert_tf.export.id_checks import range_checks
 from bert_tf.export.options import QUANTIZE, format_options_class
 from bert_tf.export.saved_model import check_output_dir, kind_of, serving_module, staged_output, write_json
-from bert_tf.layers import SentencePooling, gelu_erf
+from bert_tf.layers import RotarySelfAttention, SentencePooling, gelu_erf
 from bert_tf.serving import ClassifierModule, EncoderModule, SpanModule, TaggerModule
 from bert_tf.serving.options import options_of
 from bert_tf.serving.serving_module import Unsaved
@@ -249,11 +260,12 @@ def _pair_keeps(len_a, len_b, budget, truncation):
 
 
 class _Packer:
-    """Packs tokenized rows into `[CLS] A [SEP] (B [SEP])` int32 `[B, W]` with builtin ops only.
+    """Packs tokenized rows into `[CLS] A [SEP] (B [SEP])` int32 `[B, W]` with builtin ops only (the "roberta"
+    style, MPNet's WordPiece: `<s> A </s></s> B </s>`).
 
     Args:
         max_seq_length: T.
-        packer: the serving module's `BertPacker` (special ids, truncation, the pair's segment).
+        packer: the serving module's `BertPacker` (special ids, truncation, style, the pair's segment).
         id_of: maps the packer's special ids to the ids the tokenizer gives (default: the same).
     """
 
@@ -262,19 +274,25 @@ class _Packer:
         self.cls_id, self.sep_id, self.pad_id = (id_of(i) for i in (packer.cls_id, packer.sep_id, packer.pad_id))
         self.truncation = packer.truncation
         self.pair_type_id = packer.pair_type_id
+        self.roberta = packer.style == "roberta"
+
+    def separators(self, count):
+        """The separators a row of `count` texts holds (`[CLS]` apart): one after each, and RoBERTa's second one
+        between a pair's texts."""
+        return count + (1 if self.roberta and count == 2 else 0)
 
     def __call__(self, segments, keeps=None):
         """`segments`: one or two `(ids [P], splits [B + 1])`; `keeps`: pieces kept per text (default: the
         truncation's). Returns the features dict and, per segment, the flat piece index of each position (-1
         where the position holds no piece of it)."""
         lengths = [splits[1:] - splits[:-1] for _, splits in segments]
-        budget = self.max_seq_length - 1 - len(segments)
+        budget = self.max_seq_length - 1 - self.separators(len(segments))
         if keeps is None:
             if len(segments) == 1:
                 keeps = [tf.minimum(lengths[0], budget)]
             else:
                 keeps = list(_pair_keeps(lengths[0], lengths[1], budget, self.truncation))
-        total = sum(keeps) + 1 + len(segments)  # [B]
+        total = sum(keeps) + 1 + self.separators(len(segments))  # [B]
         width = tf.reduce_max(tf.concat([total, [2]], 0))
         position = tf.range(width)[None, :]  # [1, W]
         token_ids = tf.where(position == 0, self.cls_id, self.pad_id) + tf.zeros_like(total)[:, None]  # [B, W]
@@ -282,6 +300,9 @@ class _Packer:
         sources = []
         start = tf.ones_like(total)[:, None]  # [B, 1]
         for k, ((ids, splits), keep) in enumerate(zip(segments, keeps)):
+            if k == 1 and self.roberta:  # the pair's second separator, before B
+                token_ids = tf.where(position == start, self.sep_id, token_ids)
+                start = start + 1
             keep = keep[:, None]
             inside = tf.logical_and(position >= start, position < start + keep)
             source = splits[:-1, None] + position - start  # [B, W]
@@ -315,11 +336,18 @@ def _exact_gelu(x):
     return tf.nn.gelu(x, approximate=False)
 
 
-def _use_litert_activations(encoder):
-    """Swaps the exact GELU of `encoder`'s blocks (a model loaded for this export alone) for `_exact_gelu`."""
-    for block in getattr(encoder, "transformer_layers", []):
-        if getattr(block, "_activation", None) is gelu_erf:
-            block._activation = _exact_gelu
+def _use_litert_layers(model):
+    """Gives every layer of `model` (a model loaded for this export alone) the form LiteRT's builtin ops run: the
+    exact GELU of blocks, feed-forwards, poolers and heads (`_activation`, a dense's `activation`) as
+    `_exact_gelu`; ModernBERT's global attention as one `[B, N, T, T]` matrix (`scores_budget` None: the chunks'
+    `tf.map_fn` is a TensorList loop the converter cannot lower; memory grows with T^2)."""
+    for layer in model._flatten_layers(include_self=True, recursive=True):
+        if getattr(layer, "_activation", None) is gelu_erf:
+            layer._activation = _exact_gelu
+        if isinstance(layer, keras.layers.Dense) and layer.activation is gelu_erf:
+            layer.activation = _exact_gelu
+        if isinstance(layer, RotarySelfAttention):
+            layer.scores_budget = None
 
 
 def _trim_positions(encoder, max_seq_length):
@@ -366,7 +394,7 @@ class LiteRTModule(tf.Module):
         # LiteRT has no kernel for.
         self._held = Unsaved((module.model, module))
         encoder = getattr(module.model, "encoder", module.model)
-        _use_litert_activations(encoder)
+        _use_litert_layers(module.model)
         _trim_positions(encoder, module.max_seq_length)
         id_of = int
         if tokenizer_inside:
@@ -435,7 +463,7 @@ class LiteRTModule(tf.Module):
             q_ids, q_splits = self.wordpiece.tokenize(question, min_rows=1)
             c_ids, c_splits, c_starts, c_ends = self.wordpiece.tokenize(context, with_offsets=True, min_rows=1)
             keep_q = tf.minimum(q_splits[1:] - q_splits[:-1], self._serving.max_query_length)
-            budget = self.max_seq_length - 3 - keep_q
+            budget = self.max_seq_length - 1 - self._packer.separators(2) - keep_q
             keep_c = tf.minimum(c_splits[1:] - c_splits[:-1], budget)
             features, sources = self._packer([(q_ids, q_splits), (c_ids, c_splits)], keeps=[keep_q, keep_c])
             offsets["token_start"], offsets["token_end"] = _offsets_at(sources[1], c_starts, c_ends)
@@ -534,8 +562,66 @@ def _representative_dataset(litert_module, lines):
     return dataset
 
 
-def _convert(litert_module, quantize, calibration_lines):
-    """The .tflite bytes of `litert_module` under `quantize`."""
+def blocking_ops(message):
+    """The TensorFlow ops a LiteRT converter error `message` names as having no kernel (sorted, without `tf.`).
+
+    The converter says so in three ways: `failed to legalize operation 'tf.TensorListReserve'`, `'tf.Erf' op is
+    neither a custom op nor a flex op`, and a summary line `TF Select ops: Erf, StridedSlice`.
+    """
+    ops = set(re.findall(r"'tf\.(\w+)'", message))
+    for listed in re.findall(r"TF Select ops: ([\w, ]+)", message):
+        ops.update(op.strip() for op in listed.split(",") if op.strip())
+    return sorted(ops)
+
+
+def refusal(family, ops, cause=None):
+    """The one-line message of a model LiteRT cannot hold: its family and the ops that block it (else `cause`)."""
+    if ops:
+        blocked = f"the op{'s' if len(ops) > 1 else ''} {', '.join(ops)} of its graph ha{'ve' if len(ops) > 1 else 's'}"
+    else:
+        blocked = f"its graph has ({cause})"
+    return (
+        f"The {family} model cannot be exported as LiteRT: {blocked} no LiteRT kernel. Export a SavedModel "
+        "(--format=saved_model) instead."
+    )
+
+
+def _custom_ops(flatbuffer):
+    """The custom op names a .tflite flatbuffer holds."""
+    from tensorflow.lite.tools import flatbuffer_utils
+
+    model = flatbuffer_utils.convert_bytearray_to_object(bytearray(flatbuffer))
+    return sorted({code.customCode.decode() for code in model.operatorCodes if code.customCode})
+
+
+@contextlib.contextmanager
+def _converter_diagnostics():
+    """Holds back what the converter's C++ side writes to the process's stderr (file descriptor 2) while it runs.
+    Yields an `io.StringIO` that holds it once the block ends: on a failure, MLIR's diagnostics (a `loc(callsite(
+    ...))` trace of each op, the graph's text) that the one-line refusal replaces; on success, its notes (the
+    tokenizer's custom ops listed), which `_convert` writes out."""
+    held = io.StringIO()
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as capture:
+        os.dup2(capture.fileno(), 2)
+        try:
+            yield held
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            capture.seek(0)
+            held.write(capture.read().decode("utf-8", "replace"))
+
+
+def _convert(litert_module, quantize, calibration_lines, family):
+    """The .tflite bytes of `litert_module` under `quantize`.
+
+    Raises ValueError, one line naming `family` and the blocking ops (`refusal`), where the converter fails, or
+    where it let an op without a LiteRT kernel through as a custom op (a tokenizer-inside model allows custom
+    ops for the tokenizer's own, `LITERT_TEXT_OPS`).
+    """
     function = litert_module.concrete_function()
     converter = tf.lite.TFLiteConverter.from_concrete_functions([function], litert_module)
     converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
@@ -552,7 +638,23 @@ def _convert(litert_module, quantize, calibration_lines):
         converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8, tf.lite.OpsSet.TFLITE_BUILTINS]
         if litert_module.tokenizer_inside:  # the calibration runs the tokenizer's kernels too
             converter.target_spec._experimental_custom_op_registerers = list(tf_text.tflite_registrar.SELECT_TFTEXT_OPS)
-    return converter.convert(), function
+    from tensorflow.lite.python.convert_phase import ConverterError
+
+    try:
+        with _converter_diagnostics() as diagnostics:
+            flatbuffer = converter.convert()
+    except ConverterError as error:
+        logger.debug("LiteRT converter diagnostics:\n%s", diagnostics.getvalue())
+        message = str(error)
+        lines = [line.strip() for line in message.splitlines() if "error:" in line] or [message.strip()]
+        cause = " ".join(lines[-1].split())[:300]
+        raise ValueError(refusal(family, blocking_ops(message), cause)) from None
+    unknown = [op for op in _custom_ops(flatbuffer) if op not in LITERT_TEXT_OPS]
+    if unknown:
+        logger.debug("LiteRT converter diagnostics:\n%s", diagnostics.getvalue())
+        raise ValueError(refusal(family, unknown))
+    sys.stderr.write(diagnostics.getvalue())
+    return flatbuffer, function
 
 
 def _describe(specs_or_tensors):
@@ -628,7 +730,7 @@ def export_litert(model_dir, output, options=None, overwrite=False, **kwargs):
         )
         logger.warning(message)
     litert_module = LiteRTModule(module, problem is None, text_pair=text_pair)
-    flatbuffer, function = _convert(litert_module, quantize, calibration_lines)
+    flatbuffer, function = _convert(litert_module, quantize, calibration_lines, directory.model_type)
     outputs = sorted(function.structured_outputs.items())
     metadata = {
         "format": "litert",

@@ -97,7 +97,8 @@ class DebertaEmbeddings(ConfiguredLayer):
         if self.projection is not None:
             x = self.projection(ops.cast(x, self.compute_dtype))  # [B, T, H]
         x = ops.cast(self.layer_norm(x), self.compute_dtype)
-        x = x * ops.cast(padding_mask, self.compute_dtype)[:, :, None]
+        # (expand_dims, not `[:, :, None]`: LiteRT's converter has no builtin for a strided slice adding an axis.)
+        x = x * ops.expand_dims(ops.cast(padding_mask, self.compute_dtype), -1)
         if training and self.dropout:
             x = dropout(x, draw_seed(self.dropout_layer), self.dropout)
         return x

@@ -89,14 +89,16 @@ def global_context(query, key, value, padding_bias, softmax, training=False, bud
     """Attention of every token over every key: `[B, N, T, D]`.
 
     Arguments as `sliding_window_context`'s (`softmax` gets `[B, N, Q, T]` scores and the `[B, T]` padding bias).
-    At inference, scores larger than `budget` elements are computed a chunk of queries at a time.
+    At inference, scores larger than `budget` elements are computed a chunk of queries at a time; `budget` None
+    builds the whole matrix always (a graph without the chunks' loop: the LiteRT export's, whose converter has no
+    kernel for `tf.map_fn`'s TensorList ops).
     """
 
     def attend(q):  # [B, N, Q, D] -> [B, N, Q, D]
         scores = tf.cast(tf.matmul(q, key, transpose_b=True), tf.float32)  # [B, N, Q, T]
         return tf.matmul(softmax(scores, padding_bias), value)
 
-    if training:
+    if training or budget is None:
         return attend(query)
     batch, heads, length, depth = (tf.shape(query)[i] for i in range(4))
     per_query = batch * heads * length  # scores one query row adds

@@ -13,7 +13,7 @@ from keras import ops
 
 from bert_tf.layers.bert_self_attention import head_dim, masked_probabilities, padding_bias
 from bert_tf.layers.configured_layer import ConfiguredLayer
-from bert_tf.layers.local_attention import global_context, sliding_window_context
+from bert_tf.layers.local_attention import GLOBAL_SCORES_BUDGET, global_context, sliding_window_context
 from bert_tf.layers.rotary_embedding import RotaryEmbedding
 
 
@@ -49,6 +49,9 @@ class RotarySelfAttention(ConfiguredLayer):
     """
 
     CONFIG = "num_heads hidden_dim rope_theta local_attention use_bias dropout initializer_range rope_scaling"
+    # The most scores a global layer builds at once at inference (`global_context`'s `budget`); None: the whole
+    # `[B, N, T, T]` matrix in one piece (the LiteRT export sets it on the model it converts).
+    scores_budget = GLOBAL_SCORES_BUDGET
 
     def __init__(
         self,
@@ -105,7 +108,9 @@ class RotarySelfAttention(ConfiguredLayer):
         bias = padding_bias(padding_mask)  # [B, T]
         softmax = functools.partial(self._probabilities, training=training)
         if self.local_attention is None:
-            context = global_context(query, key, value, bias, softmax, training=bool(training))
+            context = global_context(
+                query, key, value, bias, softmax, training=bool(training), budget=self.scores_budget
+            )
         else:
             context = sliding_window_context(query, key, value, bias, self.local_attention, softmax)
         context = tf.reshape(tf.transpose(context, (0, 2, 1, 3)), (batch, length, self.hidden_dim))  # [B, T, H]

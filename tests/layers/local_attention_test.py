@@ -52,7 +52,8 @@ def test_sliding_window_blocks_equal_the_masked_full_attention(length, local_att
     np.testing.assert_allclose(np.where(real, got, 0), np.where(real, want, 0), atol=2e-6)
 
 
-@pytest.mark.parametrize("budget", [2**24, 400, 1])  # one piece; chunks of 400 // 2 // (B N T) = 3 queries; one query
+# One piece; chunks of 400 // 2 // (B N T) = 3 queries; one query; None: one piece without the chunks' loop (LiteRT).
+@pytest.mark.parametrize("budget", [2**24, 400, 1, None])
 def test_global_attention_in_query_chunks_equals_the_whole(budget):
     q, k, v, bias, mask = _inputs(13, [13, 6], seed=1)
     args = [tf.constant(t) for t in (q, k, v, bias)]
