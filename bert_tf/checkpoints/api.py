@@ -34,6 +34,8 @@ from bert_tf.checkpoints.readers import CheckpointError
 from bert_tf.config import FAMILIES
 from bert_tf.layers.replaced_token_head import ReplacedTokenHead
 from bert_tf.models import RTD_MODEL_TYPES, BertEncoder, BertPretrainer, ElectraPretrainer, build_encoder
+from bert_tf.text.tokenizer import VOCAB_FILE as WORDPIECE_VOCAB
+from bert_tf.text.tokenizer import legacy_options
 
 # Our activation names that Hugging Face spells differently.
 _HF_ACTIVATIONS = {"gelu_tanh": "gelu_new"}
@@ -793,7 +795,21 @@ def _hf_tokenizer_config(encoder, path, settings):
             **{f"{name}_token": f"[{name.upper()}]" for name in ("cls", "sep", "pad", "unk", "mask")},
         }
     )
+    if settings.get("wordpiece") or _fairseq_specials(path):
+        # fairseq's specials in a WordPiece vocabulary (MPNet's `<s>`, `</s>`, `<pad>`, `<mask>`): the tokenizer's own.
+        tokenizer = tokenizer_files.load_tokenizer(path, settings)
+        vocabulary = tokenizer.get_vocabulary()
+        for name in ("cls", "sep", "pad", "unk", "mask"):
+            config[f"{name}_token"] = vocabulary[getattr(tokenizer, f"{name}_id")]
+        config["bos_token"], config["eos_token"] = config["cls_token"], config["sep_token"]
     return config
+
+
+def _fairseq_specials(path):
+    """Whether the `tokenizer_config.json` already in `path` (copied from the source) reads `vocab.txt` with
+    fairseq's specials (`text.tokenizer.legacy_options`)."""
+    vocab = os.path.join(path, WORDPIECE_VOCAB)
+    return os.path.isfile(vocab) and bool(legacy_options(vocab))
 
 
 def _check_vocab(vocab_file):

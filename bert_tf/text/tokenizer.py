@@ -33,6 +33,14 @@ SavedModel asset), an in-memory list (`BertTokenizer(vocabulary=[...])`, kept
 as constants and in `get_config()`), or a Hugging Face WordPiece
 `tokenizer.json` (`BertTokenizer.from_tokenizer_json(path)`).
 
+Framing: pairs are packed as the `tokenizer.json` post-processor says
+(`post_processor`), else as BERT's `[CLS] A [SEP] B [SEP]`. MPNet's
+vocabulary holds BERT's specials and fairseq's (`<s>` 0, `<pad>` 1, `</s>` 2,
+`[UNK]` the unknown token, `<mask>` last): its `RobertaProcessing` gives
+`<s> A </s></s> B </s>`, and `pad_id`/`mask_id` are `<pad>`/`<mask>`, the
+ones kept whole. `vocab.txt` alone reads so where the `tokenizer_config.json`
+beside it names `MPNetTokenizer` (`legacy_options`).
+
 Shape legend: `N` strings, `W` words, `P` pieces.
 """
 
@@ -45,6 +53,7 @@ import tensorflow_text as tf_text
 
 from bert_tf.text import kinds
 from bert_tf.text.base import Tokenizer, added_tokens_pattern
+from bert_tf.text.byte_pair import pair_template
 from bert_tf.text.normalization import normalize, split_words
 from bert_tf.text.offsets import normalized_to_original, replace_invalid_utf8, to_original_bytes, utf8_length
 from bert_tf.text.parallel import in_row_shards
@@ -117,6 +126,14 @@ class BertTokenizer(Tokenizer):
             each one in the vocabulary; `None` (default) keeps those of
             "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]" that the vocabulary
             has.
+        post_processor: how a text and a pair are framed: a `tokenizer.json`
+            `post_processor` (`BertProcessing`, `RobertaProcessing` as
+            MPNet's, or a `TemplateProcessing` `CLS $A SEP (SEP) $B SEP`;
+            `byte_pair.pair_template` reads it). `None` (default): BERT's
+            `[CLS] A [SEP] B [SEP]`. `cls_id`, `sep_id`, `packing` and
+            `pair_type_id` follow it; `pad_id` and `mask_id` are `<pad>` and
+            `<mask>` where those are kept whole and `[PAD]`, `[MASK]` are not
+            (MPNet).
         **kwargs: standard `keras.layers.Layer` arguments.
 
     `get_config()` holds `vocab_file` or `vocabulary`, whichever was given,
@@ -147,9 +164,19 @@ class BertTokenizer(Tokenizer):
         vocabulary=None,
         unk_token="[UNK]",
         special_tokens=None,
+        post_processor=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
+        # How texts are framed (`packer_for`): the post-processor's template, else BERT's `[CLS] A [SEP] B [SEP]`.
+        # One `BertPacker` cannot follow leaves tokenizing as it is; `packer_for` refuses it (`pair_layout_error`).
+        self.post_processor = post_processor
+        self._template = None
+        if post_processor is not None:
+            try:
+                self._template = pair_template(post_processor)
+            except ValueError as e:
+                self.pair_layout_error = str(e)
         if vocabulary is None:
             if not isinstance(vocab_file, str) or not vocab_file:
                 raise ValueError(
@@ -209,6 +236,30 @@ class BertTokenizer(Tokenizer):
         self.max_input_chars_per_word = max_input_chars_per_word
         self.split_special_tokens = split_special_tokens
         self._load_vocabulary()
+        self.special_token_roles = self._role_tokens()
+
+    def _role_tokens(self):
+        """`special_token_roles` of this vocabulary: `cls` and `sep` the template's tokens (BERT's without one),
+        `pad` and `mask` the first of BERT's and fairseq's names (`[PAD]`/`<pad>`, `[MASK]`/`<mask>`) kept whole
+        in the text, else BERT's where the vocabulary has it (MPNet's vocabulary holds both, its specials are
+        fairseq's)."""
+        roles = dict(type(self).special_token_roles)
+        if self._template is not None:
+            roles["cls"], roles["sep"] = (self._template["cls"],), (self._template["sep"],)
+        for role, names in (("pad", ("[PAD]", "<pad>")), ("mask", ("[MASK]", "<mask>"))):
+            kept = [name for name in names if name in self._specials]
+            roles[role] = tuple(kept) or names[:1]
+        return roles
+
+    @property
+    def packing(self):
+        """How `packer_for` packs pairs: "roberta" (`<s> A </s></s> B </s>`, MPNet's) or "bert" (one separator)."""
+        return "roberta" if self._template is not None and self._template["separators"] == 2 else "bert"
+
+    @property
+    def pair_type_id(self):
+        """The segment id of a pair's second text (and its separator), as the template says (None: BERT's 1)."""
+        return None if self._template is None else self._template["pair_type_id"]
 
     @classmethod
     def from_tokenizer_json(cls, path, **overrides):
@@ -563,6 +614,8 @@ class BertTokenizer(Tokenizer):
             del config["unk_token"]
         if self.special_tokens is None:
             del config["special_tokens"]
+        if self.post_processor is None:
+            del config["post_processor"]
         return config
 
 
@@ -626,6 +679,8 @@ def _wordpiece_json_arguments(path):
     arguments.update(_bert_normalizer_arguments(data.get("normalizer"), fail))
     _check_pre_tokenizer(data.get("pre_tokenizer"), fail)
     arguments["special_tokens"] = _special_tokens(data.get("added_tokens") or [], vocabulary, fail)
+    if data.get("post_processor") is not None:
+        arguments["post_processor"] = data["post_processor"]
     return arguments
 
 
@@ -705,15 +760,81 @@ def _special_tokens(added_tokens, vocabulary, fail):
 # === The kind ===
 
 
+# transformers' WordPiece tokenizer classes whose specials and template are fairseq's, not BERT's: `<s> A </s></s> B
+# </s>`, `<pad>`, `<mask>` (MPNet). `vocab.txt` beside a `tokenizer_config.json` naming one is read so.
+FAIRSEQ_FRAMED_CLASSES = ("MPNetTokenizer", "MPNetTokenizerFast")
+_CONFIG_ROLES = ("bos", "pad", "eos", "unk", "cls", "sep", "mask")
+
+
+def _token_text(value):
+    """A `tokenizer_config.json` token entry's text: a string, or an AddedToken's `content`; None otherwise."""
+    if isinstance(value, dict):
+        value = value.get("content")
+    return value if isinstance(value, str) and value else None
+
+
+def legacy_options(vocab_file):
+    """`BertTokenizer` arguments (`special_tokens`, `unk_token`, `post_processor`) that the `tokenizer_config.json`
+    beside `vocab_file` says, for a class of `FAIRSEQ_FRAMED_CLASSES` (MPNet's `<s>`, `</s>`, `<pad>`, `<mask>`,
+    `[UNK]`, pairs `<s> A </s></s> B </s>`, as transformers' `MPNetTokenizer` reads `vocab.txt`); {} for BERT's."""
+    path = os.path.join(os.path.dirname(vocab_file), kinds.TOKENIZER_CONFIG)
+    if not os.path.isfile(path):
+        return {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            config = json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return {}
+    if not isinstance(config, dict) or config.get("tokenizer_class") not in FAIRSEQ_FRAMED_CLASSES:
+        return {}
+    tokens = {role: _token_text(config.get(f"{role}_token")) for role in _CONFIG_ROLES}
+    defaults = {
+        "bos": "<s>",
+        "pad": "<pad>",
+        "eos": "</s>",
+        "unk": "[UNK]",
+        "cls": "<s>",
+        "sep": "</s>",
+        "mask": "<mask>",
+    }
+    tokens = {role: tokens[role] or defaults[role] for role in _CONFIG_ROLES}
+    ids = {token: index for index, token in enumerate(_read_vocab(vocab_file))}
+    missing = sorted({t for t in tokens.values() if t not in ids})
+    if missing:
+        raise kinds.TokenizerFilesError(
+            f"{path}: its special tokens {missing} are not in {vocab_file}. Received: tokenizer_class="
+            f"{config.get('tokenizer_class')!r}"
+        )
+    return {
+        "special_tokens": list(dict.fromkeys(tokens.values())),
+        "unk_token": tokens["unk"],
+        "post_processor": {
+            "type": "RobertaProcessing",
+            "cls": [tokens["cls"], ids[tokens["cls"]]],
+            "sep": [tokens["sep"], ids[tokens["sep"]]],
+        },
+    }
+
+
 def _build(files, settings, read_options, **kwargs):
-    """A `BertTokenizer` from `vocab.txt` and `bert_tf.json`'s `lowercase` and `strip_accents`."""
+    """A `BertTokenizer` from `vocab.txt` and `bert_tf.json`'s `lowercase` and `strip_accents`, its specials and
+    template those `bert_tf.json` records (`wordpiece`), else those of the `tokenizer_config.json` beside it
+    (`legacy_options`)."""
+    recorded = settings.get("wordpiece") or legacy_options(files["vocab"])
+    options = {key: recorded[key] for key in ("special_tokens", "unk_token", "post_processor") if key in recorded}
     return BertTokenizer(
-        files["vocab"], lowercase=settings.get("lowercase", True), strip_accents=settings.get("strip_accents"), **kwargs
+        files["vocab"],
+        lowercase=settings.get("lowercase", True),
+        strip_accents=settings.get("strip_accents"),
+        **options,
+        **kwargs,
     )
 
 
 def _recorded_settings(data, tokenizer_fn):
-    """`lowercase` and `strip_accents` of a `tokenizer.json`'s BertNormalizer (`vocab.txt` reads as it says)."""
+    """`lowercase` and `strip_accents` of a `tokenizer.json`'s BertNormalizer (`vocab.txt` reads as it says), and
+    where its template is not BERT's (MPNet's `<s> A </s></s> B </s>`) its specials, unknown token and
+    post-processor (`wordpiece`), which `vocab.txt` alone cannot say."""
     if data is None:
         return {}
     normalizers = data.get("normalizer") or {}
@@ -723,18 +844,33 @@ def _recorded_settings(data, tokenizer_fn):
         if normalizer.get("type") == "BertNormalizer":
             settings["lowercase"] = bool(normalizer.get("lowercase", True))
             settings["strip_accents"] = normalizer.get("strip_accents")
+    post_processor = data.get("post_processor")
+    try:
+        template = pair_template(post_processor) if post_processor is not None else None
+    except ValueError:
+        template = None
+    if template is not None and (template["cls"], template["sep"], template["separators"]) != ("[CLS]", "[SEP]", 1):
+        settings["wordpiece"] = {
+            "special_tokens": [t["content"] for t in data.get("added_tokens") or [] if t.get("special")],
+            "unk_token": (data.get("model") or {}).get("unk_token", "[UNK]"),
+            "post_processor": post_processor,
+        }
     return settings
 
 
 def _write_files(directory, files, data, output, tokenizer_fn):
-    """`vocab.txt` copied, or made from `tokenizer.json` (copied too)."""
+    """`vocab.txt` copied, or made from `tokenizer.json` (copied too); a `tokenizer_config.json` that says how to
+    read `vocab.txt` (`legacy_options`: MPNet's) copied with it."""
 
     def from_json(output):
         with open(os.path.join(output, VOCAB_FILE), "w", encoding="utf-8") as f:
             f.writelines(f"{token}\n" for token in kinds.tokens_by_id(data, files["json"]))
         return [VOCAB_FILE]
 
-    return kinds.write_legacy_or_json(files, output, from_json)
+    written = kinds.write_legacy_or_json(files, output, from_json)
+    if "vocab" in files and legacy_options(files["vocab"]):
+        written.append(kinds.copy_file(os.path.join(directory, kinds.TOKENIZER_CONFIG), output))
+    return written
 
 
 VOCAB_FILE = "vocab.txt"
