@@ -5,7 +5,7 @@ labels) and `-st` (sentence-transformers: the base model, mean pooling, Normaliz
 160,000), SwiGLU / gated GELU MLPs, post-norm blocks, 2,048 embedding rows for 2,000 pieces. The rows' `input_ids`
 (and `token_type_ids`: NomicBERT has two segments, GTE none) are fed as they are, in padded batches; the `long` rows
 (604 and 468 tokens) reach past 512 positions. Hidden states, top-5 logits, classifier logits and sentence
-embeddings within 1e-4; HF -> bert_tf -> HF bit-identical; the RoPE scalings bert_tf computes against their
+embeddings within 1e-4; HF -> bert_tf -> HF bit-identical (token-classification and QA checkpoints too); the RoPE scalings bert_tf computes against their
 formulas in NumPy; unsupported options refused by key and value.
 """
 
@@ -16,13 +16,21 @@ import shutil
 
 import numpy as np
 import pytest
-from safetensors.numpy import load_file
+from safetensors.numpy import load_file, save_file
 
 from bert_tf import checkpoints, tasks
 from bert_tf.config import BertConfig, ConfigError
 from bert_tf.embeddings import SentenceEmbedder
 from bert_tf.layers import RotaryEmbedding, SentencePooling
-from bert_tf.models import BertClassifier, BertPretrainer, GteEncoder, NomicBertEncoder, build_encoder
+from bert_tf.models import (
+    BertClassifier,
+    BertPretrainer,
+    BertSpanLabeler,
+    BertTokenClassifier,
+    GteEncoder,
+    NomicBertEncoder,
+    build_encoder,
+)
 from tests.checkpoints.references import (
     TOLERANCE,
     assert_close,
@@ -326,3 +334,56 @@ def test_scaled_encoder_equals_numpy_past_the_trained_length(tmp_path, rope_type
     assert_close(hidden, expected)
     # Scaling changes the outputs (the reference's unscaled hidden states differ from these).
     assert np.abs(hidden - np.array(row["last_hidden_state"][:40])).max() > TOLERANCE
+
+
+def _token_head_folder(tmp_path, name, suffix, num_labels):
+    """A Hugging Face `...ForTokenClassification` / `...ForQuestionAnswering` folder of `name`'s family: the `-cls`
+    model's encoder without its pooler (these classes have none), `classifier` / `qa_outputs` of known random
+    values, as transformers saves them (BERT's heads, which transformers' classes of both families are). Returns
+    (folder, tensors)."""
+    source = shared_dir(f"{name}-cls")
+    folder = tmp_path / suffix
+    folder.mkdir()
+    config = read_json(os.path.join(source, "config.json"))
+    config["architectures"] = [{"nomic_bert": "NomicBert", "gte": "Gte"}[name] + suffix]
+    labels = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"][:num_labels] if suffix == "ForTokenClassification" else None
+    labels = labels or [f"LABEL_{i}" for i in range(num_labels)]
+    config["id2label"] = dict(enumerate(labels))
+    config["label2id"] = {label: i for i, label in enumerate(labels)}
+    (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    for file in ("vocab.txt", "tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(os.path.join(source, file), folder)
+    prefix = f"{name}."
+    tensors = {
+        k: v
+        for k, v in load_file(os.path.join(source, "model.safetensors")).items()
+        if k.startswith(prefix) and ".pooler." not in k
+    }
+    head = "classifier" if suffix == "ForTokenClassification" else "qa_outputs"
+    rng = np.random.default_rng(3)
+    tensors[f"{head}.weight"] = rng.normal(0, 0.2, (num_labels, 32)).astype(np.float32)
+    tensors[f"{head}.bias"] = rng.normal(0, 0.2, num_labels).astype(np.float32)
+    save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    return str(folder), tensors, head
+
+
+@pytest.mark.parametrize("name", ["nomic_bert", "gte"])
+@pytest.mark.parametrize("suffix, num_labels", [("ForTokenClassification", 5), ("ForQuestionAnswering", 2)])
+def test_token_and_span_heads_read_and_write_hugging_face_form(tmp_path, name, suffix, num_labels):
+    """transformers' `...ForTokenClassification` and `...ForQuestionAnswering` of both families are BERT's: dropout
+    and `classifier` (`qa_outputs`) on every token, no pooler. Logits against the reference hidden states in NumPy;
+    HF -> bert_tf -> HF bit-identical."""
+    folder, tensors, head = _token_head_folder(tmp_path, name, suffix, num_labels)
+    model, settings = tasks.load_model(folder)
+    ner = suffix == "ForTokenClassification"
+    assert isinstance(model, BertTokenClassifier if ner else BertSpanLabeler) and model.transform is None
+    assert settings["task"] == ("ner" if ner else "squad")
+    rows = read_reference(shared_dir(name))["single"][:6] + read_reference(shared_dir(name))["pair"][:2]
+    outputs = model(_batch(rows))
+    for i, row in enumerate(rows):
+        n = len(row["input_ids"])
+        expected = np.asarray(row["last_hidden_state"]) @ tensors[f"{head}.weight"].T + tensors[f"{head}.bias"]
+        ours = outputs[i, :n] if ner else np.stack([outputs["start_logits"][i, :n], outputs["end_logits"][i, :n]], -1)
+        assert_close(ours, expected)
+    _, _, _, written = hf_round_trip(folder, tmp_path)
+    assert written["architectures"] == read_json(os.path.join(folder, "config.json"))["architectures"]
