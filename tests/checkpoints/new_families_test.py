@@ -3,7 +3,7 @@
 References no one here wrote: `../shared/reference/families/{xlm-roberta,mpnet}` (masked-LM models), `-cls`
 (sequence classification, three labels) and `-st` (sentence-transformers folders: the base model without prefix,
 with a pooler), with transformers' and sentence-transformers' outputs. The reference rows' `input_ids` are fed as
-they are (the tokenizers are tested in tests/text/): one padded batch of every single and pair row (up to 128
+they are (the tokenizers are tested in tests/text/; `SentenceEmbedder` reads the texts): one padded batch of every single and pair row (up to 128
 tokens, so MPNet's relative buckets reach their last, logarithmic ones) through the graph, `call_unpadded` and
 `call_at` (the task models' `call_selected`), at 1e-4; identical top-5 ids. HF -> bert_tf -> HF is bit-identical
 for the masked-LM, classifier and sentence-transformers folders and for token-classification and
@@ -19,6 +19,7 @@ from safetensors.numpy import load_file
 
 from bert_tf import checkpoints, tasks
 from bert_tf.config import BertConfig, ConfigError
+from bert_tf.embeddings import SentenceEmbedder
 from bert_tf.models import BertClassifier, BertPretrainer, BertSentenceEncoder, BertSpanLabeler, BertTokenClassifier
 from tests.checkpoints.references import (
     assert_close,
@@ -120,6 +121,15 @@ def test_sentence_transformers_folder_mean_pools_the_reference_embeddings(family
     model = BertSentenceEncoder(encoder, settings["pooling"], settings["normalize"])
     reference = family["reference"]
     assert_close(model(padded(reference["single"])), reference["st_embeddings"])
+
+
+def test_sentence_embedder_on_the_sentence_transformers_folder(family):
+    """`SentenceEmbedder` from the raw texts: the family's tokenizer in-graph, truncation at the folder's 128 tokens
+    (three texts are longer), mean pooling and normalization: sentence-transformers' embeddings."""
+    embedder = SentenceEmbedder(shared_dir(f"{family['name']}-st"))
+    reference = family["reference"]
+    assert_close(embedder.encode([row["text"] for row in reference["single"]]), reference["st_embeddings"])
+    assert embedder.truncated_texts == 3
 
 
 @pytest.mark.parametrize("kind", ["", "-cls", "-st"])
