@@ -75,6 +75,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
+from tensorflow.lite.python.convert_phase import ConverterError  # (what TFLiteConverter.convert raises)
+from tensorflow.lite.tools import flatbuffer_utils
 
 from bert_tf.checkpoints import ModelDirectory
 from bert_tf.export.id_checks import range_checks
@@ -588,8 +590,6 @@ def refusal(family, ops, cause=None):
 
 def _custom_ops(flatbuffer):
     """The custom op names a .tflite flatbuffer holds."""
-    from tensorflow.lite.tools import flatbuffer_utils
-
     model = flatbuffer_utils.convert_bytearray_to_object(bytearray(flatbuffer))
     return sorted({code.customCode.decode() for code in model.operatorCodes if code.customCode})
 
@@ -638,8 +638,6 @@ def _convert(litert_module, quantize, calibration_lines, family):
         converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8, tf.lite.OpsSet.TFLITE_BUILTINS]
         if litert_module.tokenizer_inside:  # the calibration runs the tokenizer's kernels too
             converter.target_spec._experimental_custom_op_registerers = list(tf_text.tflite_registrar.SELECT_TFTEXT_OPS)
-    from tensorflow.lite.python.convert_phase import ConverterError
-
     try:
         with _converter_diagnostics() as diagnostics:
             flatbuffer = converter.convert()
