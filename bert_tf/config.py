@@ -240,12 +240,14 @@ FAMILIES = {
     "nomic_bert": Family(
         "nomic_bert",
         "NomicBert",
+        hf_defaults=(("max_position_embeddings", 2048),),
         new_model_fields=(("hidden_act", "silu"), ("rope_theta", 1000.0), ("rope_type", "default")),
     ),
     "gte": Family(
         "gte",
         "Gte",
         mlm_activation="gelu",
+        hf_defaults=(("type_vocab_size", 1), ("max_position_embeddings", 8192), ("attention_probs_dropout_prob", 0.0)),
         new_model_fields=(("type_vocab_size", 0), ("rope_theta", 160000.0), ("rope_type", "default")),
     ),
 }

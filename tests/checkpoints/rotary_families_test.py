@@ -5,8 +5,8 @@ labels) and `-st` (sentence-transformers: the base model, mean pooling, Normaliz
 160,000), SwiGLU / gated GELU MLPs, post-norm blocks, 2,048 embedding rows for 2,000 pieces. The rows' `input_ids`
 (and `token_type_ids`: NomicBERT has two segments, GTE none) are fed as they are, in padded batches; the `long` rows
 (604 and 468 tokens) reach past 512 positions. Hidden states, top-5 logits, classifier logits and sentence
-embeddings within 1e-4; HF -> bert_tf -> HF bit-identical (token-classification and QA checkpoints too); the RoPE scalings bert_tf computes against their
-formulas in NumPy; unsupported options refused by key and value.
+embeddings within 1e-4; HF -> bert_tf -> HF bit-identical (token-classification and QA checkpoints too); the RoPE
+scalings bert_tf computes against their formulas in NumPy; unsupported options refused by key and value.
 """
 
 import json
@@ -208,6 +208,12 @@ def test_older_config_keys_read_as_transformers_reads_them(tmp_path):
         )
     )
     assert (gte.rope_type, gte.rope_theta, gte.rope_factor) == ("linear", 1000000.0, 2.0 ** (2 / 8))
+    # What GteConfig gives a field config.json leaves out: one segment row, 8,192 positions.
+    data = read_json(os.path.join(shared_dir("gte"), "config.json"))
+    for key in ("type_vocab_size", "max_position_embeddings", "attention_probs_dropout_prob"):
+        del data[key]
+    bare = BertConfig.from_hf_dict(data)
+    assert (bare.type_vocab_size, bare.max_position_embeddings, bare.attention_probs_dropout_prob) == (1, 8192, 0.0)
     remote = {
         "model_type": "nomic_bert",
         "vocab_size": 30528,
