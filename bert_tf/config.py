@@ -328,7 +328,8 @@ class BertConfig:
     classifier_bias: bool = True
     # The masked-LM decoder (tied to the word embeddings) has a bias.
     decoder_bias: bool = True
-    # The padding piece's id, as config.json says it (Hugging Face's embedding `padding_idx`); kept to write it back.
+    # The padding piece's id, as config.json says it (Hugging Face's embedding `padding_idx`); kept to write it back
+    # (NomicBERT and GTE keep it too).
     pad_token_id: int | None = None
     # --- MPNet (model_type "mpnet") only; 0 in every other family, which leaves it out ---
     # Rows of the relative position bias table (one scalar per head and bucket of the query-key distance, added to
@@ -439,7 +440,9 @@ class BertConfig:
         if isinstance(self.layer_types, list):
             self.layer_types = tuple(self.layer_types)
         if self.model_type != "modernbert":
-            self._refuse_family_fields(source, "modernbert", "ModernBERT", _MODERNBERT_DEFAULTS)
+            shared = ("pad_token_id",) if self.model_type in ROTARY_TYPES else ()  # NomicBERT and GTE keep it too
+            owned = {name: value for name, value in _MODERNBERT_DEFAULTS.items() if name not in shared}
+            self._refuse_family_fields(source, "modernbert", "ModernBERT", owned)
             return
         for name, value in (
             ("type_vocab_size", 0),
@@ -538,6 +541,11 @@ class BertConfig:
             self.rope_theta = 10000.0
         if self.rope_type is None:
             self.rope_type = "default"
+        if self.pad_token_id is None:
+            self.pad_token_id = 0  # BERT's `[PAD]`, what a config.json of every other family says
+        pad = self.pad_token_id
+        if isinstance(pad, bool) or not isinstance(pad, int) or pad < 0:
+            raise ConfigError(f"{source}: field `pad_token_id` must be an integer >= 0. Received: pad_token_id={pad!r}")
         theta = self.rope_theta
         if isinstance(theta, bool) or not isinstance(theta, (int, float)) or theta <= 0:
             raise ConfigError(f"{source}: field `rope_theta` must be a positive number. Received: rope_theta={theta!r}")
@@ -1085,6 +1093,7 @@ def _rotary_from_hf(data, source, model_type):
     `rope_type`, partial or interleaved rotation, pre-norm, biases the family has not, another activation, ...),
     naming the file, the key and its value."""
     fields = {ours: data[theirs] for theirs, ours in _NOMIC_REMOTE_NAMES if theirs in data and ours not in data}
+    fields["pad_token_id"] = data.get("pad_token_id", 0 if model_type == "nomic_bert" else 1)  # the classes' defaults
     if model_type == "nomic_bert" and "activation_function" in data and "hidden_act" not in data:
         gate = data["activation_function"]
         if gate not in _NOMIC_GATES:
@@ -1176,6 +1185,8 @@ def _rotary_to_hf(config):
     if config.rope_max_positions is not None:
         parameters["original_max_position_embeddings"] = config.rope_max_positions
     data = {"rope_parameters": parameters, "tie_word_embeddings": True}
+    if config.pad_token_id is not None:
+        data["pad_token_id"] = config.pad_token_id
     if config.model_type == "nomic_bert":
         data["head_dim"] = config.hidden_size // config.num_attention_heads
     return data

@@ -51,6 +51,7 @@ class RotaryBertEncoder(Encoder):
         rope_type: "default", "linear" or "dynamic" (`bert_tf.layers.rotary_embedding.ROPE_TYPES`).
         rope_factor: the scaling factor of "linear" and "dynamic"; None for "default".
         rope_max_positions: where "dynamic" scaling starts; None: `max_position_embeddings`.
+        pad_token_id: the padding piece's id (kept for the Hugging Face config).
     """
 
     # What the family fixes (the subclasses set these).
@@ -77,6 +78,7 @@ class RotaryBertEncoder(Encoder):
         rope_type="default",
         rope_factor=None,
         rope_max_positions=None,
+        pad_token_id=0,
         dtype=None,
         **kwargs,
     ):
@@ -136,6 +138,7 @@ class RotaryBertEncoder(Encoder):
         ("rope_type", "rope_type"),
         ("rope_factor", "rope_factor"),
         ("rope_max_positions", "rope_max_positions"),
+        ("pad_token_id", "pad_token_id"),
     )
     at_positions = False  # `call_at`: the whole graph, then a gather
     rotary_positions = True

@@ -133,7 +133,14 @@ def test_hf_to_bert_tf_to_hf_is_bit_identical(tmp_path, name):
     assert config.model_type == source["model_type"] and config.rope_theta == source["rope_parameters"]["rope_theta"]
     assert written["architectures"] == source["architectures"]
     assert BertConfig.from_hf_dict(written) == BertConfig.from_hf_dict(source)
-    for key in ("rope_parameters", "max_position_embeddings", "type_vocab_size", "hidden_act", "head_dim"):
+    for key in (
+        "rope_parameters",
+        "max_position_embeddings",
+        "type_vocab_size",
+        "hidden_act",
+        "head_dim",
+        "pad_token_id",
+    ):
         assert written.get(key) == source.get(key), key
     if name.endswith("-cls"):
         assert written["id2label"] == source["id2label"]
@@ -214,6 +221,10 @@ def test_older_config_keys_read_as_transformers_reads_them(tmp_path):
         del data[key]
     bare = BertConfig.from_hf_dict(data)
     assert (bare.type_vocab_size, bare.max_position_embeddings, bare.attention_probs_dropout_prob) == (1, 8192, 0.0)
+    assert (
+        bare.pad_token_id == 0
+        and BertConfig.from_hf_dict({**data, "pad_token_id": 1}).to_hf_dict()["pad_token_id"] == 1
+    )
     remote = {
         "model_type": "nomic_bert",
         "vocab_size": 30528,

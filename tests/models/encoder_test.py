@@ -9,7 +9,16 @@ import numpy as np
 import pytest
 
 from bert_tf.config import MODEL_TYPES, BertConfig
-from bert_tf.models import BertEncoder, DebertaV2Encoder, Encoder, ModernBertEncoder, build_encoder, encoder_class
+from bert_tf.models import (
+    BertEncoder,
+    DebertaV2Encoder,
+    Encoder,
+    GteEncoder,
+    ModernBertEncoder,
+    NomicBertEncoder,
+    build_encoder,
+    encoder_class,
+)
 from bert_tf.training.distillation_layers import distilled_blocks, encoder_states
 from tests.helpers import random_inputs
 
@@ -23,7 +32,13 @@ def test_every_model_type_builds_an_encoder_with_the_registered_names():
         cls = encoder_class(model_type)
         assert issubclass(cls, Encoder), model_type
         assert keras.saving.get_registered_name(cls) == f"bert_tf>{cls.__name__}"
-    assert {encoder_class(t) for t in MODEL_TYPES} == {BertEncoder, DebertaV2Encoder, ModernBertEncoder}
+    assert {encoder_class(t) for t in MODEL_TYPES} == {
+        BertEncoder,
+        DebertaV2Encoder,
+        ModernBertEncoder,
+        NomicBertEncoder,
+        GteEncoder,
+    }
     # BertEncoder builds the model_types no other class does.
     assert {t for t in MODEL_TYPES if encoder_class(t) is BertEncoder} == set(BertEncoder.MODEL_TYPES)
 
@@ -41,7 +56,7 @@ def test_family_declarations():
     assert not BertEncoder(**TINY, model_type="albert", embedding_size=4).copies_layers
 
 
-@pytest.mark.parametrize("model_type", ["bert", "deberta-v2", "modernbert"])
+@pytest.mark.parametrize("model_type", ["bert", "deberta-v2", "modernbert", "nomic_bert", "gte"])
 def test_config_plumbing(model_type):
     """`bert_config` builds the same encoder again, with the family's fixed fields (its model_type); a config of
     another model_type is refused by the class that builds one."""
@@ -61,10 +76,10 @@ def test_bert_encoder_refuses_a_family_with_its_own_class():
         BertEncoder(**TINY, model_type="deberta-v2")
 
 
-@pytest.mark.parametrize("cls", [BertEncoder, ModernBertEncoder])
+@pytest.mark.parametrize("cls", [BertEncoder, ModernBertEncoder, NomicBertEncoder, GteEncoder])
 def test_layer_by_layer_states_equal_the_graph(cls):
     """`embed`, the applied blocks and `pool` (what layer-by-layer distillation runs) give the graph's outputs."""
-    encoder = cls(**TINY) if cls is BertEncoder else cls(**TINY, local_attention=4)
+    encoder = cls(**TINY, local_attention=4) if cls is ModernBertEncoder else cls(**TINY)
     inputs = random_inputs(batch=2, length=6, lengths=[6, 3], seed=1)
     states, outputs = encoder_states(encoder, inputs), encoder(inputs)
     assert len(states["encoder_outputs"]) == len(distilled_blocks(encoder)) == 2
