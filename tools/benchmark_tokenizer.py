@@ -36,7 +36,9 @@ files together:
     time (steady state of one iterator over the first batch repeated);
   * tokenizers.BertWordPieceTokenizer.encode_batch as users call it (every core), and with
     `TOKENIZERS_PARALLELISM=false` (one thread) for context;
-and whether ids and character offsets equal Hugging Face's on every line of the file.
+and whether ids and character offsets equal Hugging Face's on every line of the file. With `--sentencepiece` as
+well (e.g. ../shared/reference/families/xlm-roberta), the same table for its `SentencePieceTokenizer` against
+`tokenizers.Tokenizer.from_file(tokenizer.json)` (XLM-R's: every script, cased).
 
 With `--pipeline_corpus`, it also times pretraining batches made from raw text
 by `bert_tf.data.pretraining.pretraining_dataset` (max_seq_length 128, batch 32,
@@ -53,6 +55,8 @@ Usage:
       --input=../shared/data/corpus/wikitext2/wiki.test.raw
   python tools/benchmark_tokenizer.py --sentencepiece=tests/data/sentencepiece/albert \\
       --input=../shared/data/corpus/wikitext2/wiki.test.raw
+  python tools/benchmark_tokenizer.py --sentencepiece=../shared/reference/families/xlm-roberta \\
+      --input='../shared/data/multilingual/udhr/*' --multilingual='../shared/data/multilingual/udhr/*'
 """
 
 import glob
@@ -237,28 +241,41 @@ def _same_as_reference(ours, reference, lines):
     return same_ids, same_offsets
 
 
-def _multilingual_table():
-    """Per UDHR file and all files together: bert_tf vs HF `tokenizers` MB/s and agreement (see the docstring)."""
-    import tensorflow as tf
+def _multilingual_tokenizers(kind):
+    """`(title, bert_tf's tokenizer, the HF reference)` of the per-script table of `kind`: "wordpiece" (`--vocab`,
+    `--lowercase`) or "sentencepiece" (`--sentencepiece`'s tokenizer.json, e.g. XLM-R's, cased as the file says)."""
     import tokenizers
 
-    from bert_tf.text import BertTokenizer
+    from bert_tf.text import BertTokenizer, SentencePieceTokenizer
+
+    if kind == "wordpiece":
+        ours = BertTokenizer(FLAGS.vocab, lowercase=FLAGS.lowercase)
+        reference = tokenizers.BertWordPieceTokenizer(FLAGS.vocab, lowercase=FLAGS.lowercase)
+        return f"WordPiece per script (UDHR), lowercase={FLAGS.lowercase}", ours, reference
+    path = os.path.join(FLAGS.sentencepiece, "tokenizer.json")
+    ours = SentencePieceTokenizer.from_tokenizer_json(path)
+    title = f"SentencePiece ({ours.family}, {ours.vocab_size} ids, {path}) per script (UDHR), as the file is cased"
+    return title, ours, tokenizers.Tokenizer.from_file(path)
+
+
+def _multilingual_table(kind="wordpiece"):
+    """Per UDHR file and all files together: bert_tf vs HF `tokenizers` MB/s and agreement (see the docstring)."""
+    import tensorflow as tf
 
     paths = sorted(glob.glob(FLAGS.multilingual))
     if not paths:
         raise app.UsageError(f"--multilingual matches no file. Received: {FLAGS.multilingual}")
     size = FLAGS.batch_size
-    ours = BertTokenizer(FLAGS.vocab, lowercase=FLAGS.lowercase)
+    title, ours, reference = _multilingual_tokenizers(kind)
     tokenize = tf.function(lambda x: ours.tokenize(x).flat_values, input_signature=[tf.TensorSpec([None], tf.string)])
     with_offsets = tf.function(
         lambda x: ours.tokenize_with_offsets(x)[1].flat_values, input_signature=[tf.TensorSpec([None], tf.string)]
     )
-    reference = tokenizers.BertWordPieceTokenizer(FLAGS.vocab, lowercase=FLAGS.lowercase)
     texts = {os.path.basename(p): (udhr_text.script_of(p), udhr_text.read_lines(p)) for p in paths}
     texts["all files"] = ("all", [line for _, lines in texts.values() for line in lines])
 
     print(
-        f"\nWordPiece per script (UDHR), lowercase={FLAGS.lowercase}, batch_size={size}, each text repeated to "
+        f"\n{title}, batch_size={size}, each text repeated to "
         f"{FLAGS.multilingual_megabytes} MB; MB/s medians of {FLAGS.repeats} interleaved rounds, x HF = median of "
         "per-round ratios to HF encode_batch (every core); same ids/offsets: lines of the file equal to HF's\n"
     )
@@ -401,7 +418,11 @@ def _sentencepiece_table(batches, texts, megabytes):
     tokenize = tf.function(ours.tokenize, input_signature=[tf.TensorSpec([None], tf.string)])
     with_offsets = tf.function(ours.tokenize_with_offsets, input_signature=[tf.TensorSpec([None], tf.string)])
     reference = tokenizers.Tokenizer.from_file(path)
-    models = [n for n in ("spiece.model", "spm.model") if os.path.exists(os.path.join(FLAGS.sentencepiece, n))]
+    models = [
+        n
+        for n in ("spiece.model", "spm.model", "sentencepiece.bpe.model")
+        if os.path.exists(os.path.join(FLAGS.sentencepiece, n))
+    ]
     text_batches = [texts[i : i + size] for i in range(0, len(texts), size)]
     reference_name = "HF tokenizers Tokenizer(tokenizer.json).encode_batch"
     sides = {
@@ -448,8 +469,10 @@ def main(argv):
         raise app.UsageError(
             "Nothing to time: set --vocab (WordPiece), --bpe_vocab with --bpe_merges, and/or --sentencepiece."
         )
-    if FLAGS.multilingual and not FLAGS.vocab:
-        raise app.UsageError("--multilingual needs --vocab (the table times BertTokenizer).")
+    if FLAGS.multilingual and not (FLAGS.vocab or FLAGS.sentencepiece):
+        raise app.UsageError(
+            "--multilingual needs --vocab (a BertTokenizer table) and/or --sentencepiece (a SentencePieceTokenizer one)."
+        )
     if FLAGS.multilingual_megabytes <= 0:
         raise app.UsageError(f"--multilingual_megabytes must be positive. Received: {FLAGS.multilingual_megabytes}")
     if FLAGS.pipeline_corpus and not FLAGS.vocab:
@@ -466,8 +489,10 @@ def main(argv):
     print(cpu_line())
     if FLAGS.vocab:
         ours = _wordpiece_table(batches, texts, megabytes)
-    if FLAGS.multilingual:
-        _multilingual_table()
+    if FLAGS.multilingual and FLAGS.vocab:
+        _multilingual_table("wordpiece")
+    if FLAGS.multilingual and FLAGS.sentencepiece:
+        _multilingual_table("sentencepiece")
     if FLAGS.bpe_vocab:
         _bpe_table(batches, texts, megabytes)
     if FLAGS.sentencepiece:
