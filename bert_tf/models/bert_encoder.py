@@ -313,6 +313,8 @@ class BertEncoder(Encoder):
         pairs += [(self.transformer_layers[j], source.transformer_layers[i]) for j, i in enumerate(layers)]
         if source.final_layer_norm is not None:
             pairs.append((self.final_layer_norm, source.final_layer_norm))
+        if source.relative_attention_bias is not None:  # MPNet's: one table every layer reads, whichever are kept
+            pairs.append((self.relative_attention_bias, source.relative_attention_bias))
         return pairs
 
 

@@ -16,9 +16,10 @@ The encoders read are those that declare `layerwise` (`bert_tf.models.Encoder`:
 each applied block is `block(x, padding_mask, *block_arguments)` after the
 encoder's `embed`): `BertEncoder` (BERT, RoBERTa, DistilBERT, ELECTRA, ALBERT,
 XLM-RoBERTa, MPNet: the applied blocks, shared ones repeated, are
-`TransformerBlock`s; MPNet's take its relative position bias) and `ModernBertEncoder`
+`TransformerBlock`s; MPNet's take its relative position bias), `ModernBertEncoder`
 (`ModernBertBlock`s: rotary queries and keys, global or sliding-window
-attention). DeBERTa's disentangled attention has no such recomputation yet:
+attention) and NomicBERT's and GTE's `RotaryBertEncoder` (post-norm
+`RotaryTransformerBlock`s: rotary queries and keys, the config's scaling). DeBERTa's disentangled attention has no such recomputation yet:
 `distilled_blocks` refuses it by name, and soft-target and hard-label
 distillation (which only read the task outputs) work for every family.
 
@@ -30,7 +31,7 @@ import math
 import tensorflow as tf
 from keras import ops
 
-from bert_tf.layers import ModernBertBlock, TransformerBlock, in_window
+from bert_tf.layers import ModernBertBlock, RotaryTransformerBlock, TransformerBlock, in_window
 from bert_tf.layers.bert_self_attention import MASK_BIAS
 
 
@@ -95,16 +96,19 @@ def attention_probabilities(block, x, padding_mask, position_bias=None):
     query and key projections (plus `position_bias`, float32 `[1, N, T, T]`,
     where the encoder has one: MPNet's); a `ModernBertBlock`'s from its fused
     query/key/value projection, the rotation of its layer kind and, on a
-    sliding-window layer, the window (`rotary_attention_probabilities`).
+    sliding-window layer, the window (`rotary_attention_probabilities`); a
+    `RotaryTransformerBlock`'s (NomicBERT, GTE) likewise, on its input (post-norm).
     """
     if isinstance(block, ModernBertBlock):
         if block.attention_layer_norm is not None:
             x = block.attention_layer_norm(x)
         return rotary_attention_probabilities(block.attention, x, padding_mask)
+    if isinstance(block, RotaryTransformerBlock):  # post-norm: the attention reads the block's input as it is
+        return rotary_attention_probabilities(block.attention, x, padding_mask)
     if not isinstance(block, TransformerBlock):
         raise ValueError(
-            "Attention probabilities are recomputed for TransformerBlock and ModernBertBlock layers. Received: a "
-            f"{type(block).__name__}"
+            "Attention probabilities are recomputed for TransformerBlock, ModernBertBlock and RotaryTransformerBlock "
+            f"layers. Received: a {type(block).__name__}"
         )
     attention = block.attention
     if block.pre_layer_norm:

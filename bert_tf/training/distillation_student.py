@@ -65,8 +65,8 @@ def _check_layers(layers, num_layers):
 
 def copy_teacher_layers(student, teacher, layers):
     """Copies into `student` the teacher's embeddings, `layers` (student block j <- teacher block `layers[j]`),
-    pooler, final LayerNorm and head (DistilBERT's initialisation: a task model's task head, a pretrainer's masked-LM
-    head, whose output stays tied to the student's own word embeddings). Both are models of one task on encoders
+    pooler, final LayerNorm, MPNet's relative position bias and head (DistilBERT's initialisation: a task model's
+    task head, a pretrainer's masked-LM head, whose output stays tied to the student's own word embeddings). Both are models of one task on encoders
     of one class that declares `copies_layers` (`BertEncoder`s without shared layers, `ModernBertEncoder`s:
     `student_config` gave the student the copied layers' kinds); ValueError otherwise, naming `student_layers`.
     The encoder's `layer_copies` says which of its layers take which of the teacher's (ModernBERT's first block
