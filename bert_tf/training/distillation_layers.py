@@ -43,8 +43,8 @@ def distilled_blocks(encoder):
         return list(encoder.applied_layers)
     raise ValueError(
         "Hidden-state, attention and cosine distillation read the layers of a BertEncoder (BERT, RoBERTa, "
-        "DistilBERT, ELECTRA, ALBERT) or a ModernBertEncoder (ModernBERT); soft-target and hard-label losses work "
-        f"for every family. Received: an encoder of class {type(encoder).__name__} (model_type "
+        "DistilBERT, ELECTRA, ALBERT, XLM-RoBERTa, MPNet), a ModernBertEncoder (ModernBERT) or a RotaryBertEncoder "
+        f"(NomicBERT, GTE); soft-target and hard-label losses work for every family. Received: an encoder of class {type(encoder).__name__} (model_type "
         f"{getattr(encoder, 'model_type', '?')!r})"
     )
 
