@@ -50,13 +50,13 @@ Sections (`--sections`, all by default):
             `DebertaV2Encoder` / `BertPretrainer` vs keras-hub `DebertaV3Backbone` / `DebertaV3MaskedLM`, each
             side's best `--settings`; first the largest difference of the two sides' `sequence_output` on the same
             weights (float32).
-  xlmr      (only when named; about 15 minutes on 2 cores in float32 and float32_xla) XLM-RoBERTa base
-            (12/768/12, vocabulary 250,002, one segment, positions from row 2, LayerNorm epsilon 1e-5; random
-            weights) at `--xlmr_batch_size` x `--xlmr_seq_length` (8 x 128): the encoder forward and a masked-LM
-            training step (dropout 0.1, same harness as `train`), bert_tf `BertEncoder` / `BertPretrainer` vs
-            keras-hub `XLMRobertaBackbone` / `XLMRobertaMaskedLM`, each side's best `--settings` (the settings
-            timed one after another, to fit the 250,002-row tables in memory); first the largest difference of the
-            two sides' `sequence_output` on the same weights (float32).
+  xlmr      (only when named; long: 12.5 CPU-minutes on 2 cores with --steps=1 --warmup=1 in float32 and float32_xla)
+            XLM-RoBERTa base (12/768/12, vocabulary 250,002, one segment, positions from row 2, LayerNorm epsilon
+            1e-5; random weights) at `--xlmr_batch_size` x `--xlmr_seq_length` (8 x 128): the encoder forward and a
+            masked-LM training step (dropout 0.1, same harness as `train`), bert_tf `BertEncoder` / `BertPretrainer`
+            vs keras-hub `XLMRobertaBackbone` / `XLMRobertaMaskedLM`, each side's best `--settings` (the settings
+            timed one after another, to fit the 250,002-row tables in memory); first the largest difference of the two
+            sides' `sequence_output` on the same weights (float32).
   memory    the process floor (Python, TensorFlow, keras-hub and bert_tf imported) and SavedModel serving RSS
             per model size (`--serve_memory_sizes`, random weights of each shape exported both ways as in `serve`,
             SST-2 dev sentences at batch `--batch_size`), each side in its own process; then the MiniLM-size

@@ -34,8 +34,8 @@ SECTIONS = (
 # The table keeps SECTIONS' order.
 RUN_ORDER = ("peak", "text", *(section for section in SECTIONS if section not in ("peak", "text")))
 # Sections that only run when named (DeBERTa-v3-small size, about 11 minutes on 2 cores; XLM-R base, its 250,002-row
-# table included, about 15 minutes on 2 cores in the two float32 settings; time to accuracy, about 30 minutes on 2
-# cores; every export format, which needs the test extras' onnxruntime and ai-edge-litert).
+# table included, 12.5 CPU-minutes on 2 cores in the two float32 settings with --steps=1 --warmup=1; time to accuracy,
+# about 30 minutes on 2 cores; every export format, which needs the test extras' onnxruntime and ai-edge-litert).
 NAMED_ONLY = ("deberta", "xlmr", "tta", "serve_formats")
 flags.DEFINE_list(
     "sections",
