@@ -6,7 +6,7 @@
 The kind of model comes from the directory as for `export_saved_model` (the
 same `serving_module` reads it: encoder/embedding, classification,
 regression, ner, squad). The output directory holds `model.tflite` and
-`bert_tf_litert.json` (kind, inputs, outputs, quantization, labels, whether
+`bert_tf_litert.json` (family, kind, inputs, outputs, quantization, labels, whether
 the tokenizer is inside), so that a caller without bert_tf knows what the
 model takes and gives.
 
@@ -19,7 +19,7 @@ stripping or cased without, whose normalization is tensorflow-text's
 padding) is built from LiteRT's builtin ops. Such a model takes raw strings
 (`text` `[B]`, `text_pair` for a pair classifier, `question` and `context`
 for squad). Where the ops do not reach (byte-level BPE: RoBERTa, ModernBERT;
-SentencePiece: ALBERT, DeBERTa-v2; WordPiece lowercasing without stripping
+SentencePiece: ALBERT, DeBERTa-v2, XLM-RoBERTa; WordPiece lowercasing without stripping
 accents or the reverse), the model takes ids (`token_ids`, `segment_ids`,
 `padding_mask` int32 `[B, T]`) and the tokenizer files are written beside
 it (`tokenizer/`); the export returns (and logs) a message naming the
@@ -100,9 +100,9 @@ REGISTRAR = "tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS"
 # Sentences of `calibration_file` the int8 calibration runs (one a step).
 CALIBRATION_STEPS = 200
 
-_FAMILY_OF_KIND = {
-    "bpe": "byte-level BPE (RoBERTa, ModernBERT)",
-    "sentencepiece": "SentencePiece (ALBERT, DeBERTa-v2)",
+_KIND_NAMES = {
+    "bpe": "byte-level BPE",
+    "sentencepiece": "SentencePiece",
 }
 
 logger = logging.getLogger(__name__)
@@ -719,12 +719,11 @@ def export_litert(model_dir, output, options=None, overwrite=False, **kwargs):
     if problem is None and not options.tokenizer_inside:
         problem = "tokenizer_inside=False"
     elif problem is not None:
-        kind = directory.tokenizer_kind
-        family = _FAMILY_OF_KIND.get(kind, kind)
+        tokenizer = _KIND_NAMES.get(directory.tokenizer_kind, directory.tokenizer_kind)
         message = (
-            f"{model_dir}: the {family} tokenizer cannot run inside a LiteRT model ({problem}); the model takes "
-            f"token_ids, segment_ids and padding_mask instead, and its tokenizer files are in "
-            f"{os.path.join(output, TOKENIZER_DIR)}."
+            f"{model_dir}: the {directory.model_type} model's {tokenizer} tokenizer cannot run inside a LiteRT model "
+            f"({problem}); the model takes token_ids, segment_ids and padding_mask instead, and its tokenizer files "
+            f"are in {os.path.join(output, TOKENIZER_DIR)}."
         )
         logger.warning(message)
     litert_module = LiteRTModule(module, problem is None, text_pair=text_pair)
@@ -732,6 +731,7 @@ def export_litert(model_dir, output, options=None, overwrite=False, **kwargs):
     outputs = sorted(function.structured_outputs.items())
     metadata = {
         "format": "litert",
+        "family": directory.model_type,
         "kind": litert_module.kind,
         "labels": litert_module.labels,
         "max_seq_length": litert_module.max_seq_length,

@@ -10,7 +10,7 @@ with `tf.Erf` (no LiteRT kernel), exits `bert-tf-export` with one line naming th
 converter refuses) and tokenizer inside (the converter lets the op through as a custom op, which the export
 refuses).
 
-Slow tier: every `FAMILY` and `FAMILY-cls` folder of the shared families, each exported and checked the same way
+Slow tier: every folder of the shared families (`FAMILY`, `FAMILY-cls`, `FAMILY-st`), each exported and checked the same way
 (a tokenizer-inside model on its own packed ids; a tokenizer-inside classifier's pairs also against the project
 packer), or refused in one line naming its family.
 """
@@ -45,7 +45,8 @@ FOLDERS = ("modernbert-cls", "deberta-v2")
 def _reference_batches(folder):
     """The batches of a family's reference.json texts: its `single` ones, and its `long` ones apart (ModernBERT:
     1,024 and 784 tokens; a batch of their own keeps the other rows short)."""
-    with open(os.path.join(FAMILIES, folder.removesuffix("-cls"), "reference.json"), encoding="utf-8") as f:
+    family_folder = folder.removesuffix("-cls").removesuffix("-st")
+    with open(os.path.join(FAMILIES, family_folder, "reference.json"), encoding="utf-8") as f:
         reference = json.load(f)
     return [[row["text"] for row in reference[part]] for part in ("single", "long") if reference.get(part)]
 
@@ -111,7 +112,9 @@ def exported(tmp_path_factory):
 def test_modernbert_and_deberta_export_equal_the_ids_signature(exported, folder):
     model_dir, output, metadata = exported[folder]
     assert metadata["tokenizer_inside"] is False and [i["name"] for i in metadata["inputs"]] == list(IDS)
-    assert "cannot run inside a LiteRT model" in metadata["message"]
+    family = metadata["family"]
+    assert folder.startswith(family) and f"the {family} model's" in metadata["message"]
+    assert "tokenizer cannot run inside a LiteRT model" in metadata["message"]
     _check_equals_ids_signature(model_dir, output, metadata, _reference_batches(folder))
 
 
@@ -160,7 +163,7 @@ def _family_folders():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("folder", [f for f in _family_folders() if not f.endswith("-st")])
+@pytest.mark.parametrize("folder", _family_folders())
 def test_every_family_exports_to_litert_or_refuses_in_one_line(folder, tmp_path):
     model_dir, output = str(tmp_path / "dir"), str(tmp_path / "litert")
     try:
