@@ -112,6 +112,23 @@ DEFAULT_VOCAB_SIZE = 8000
 
 # The families a preset can become: every one.
 PRETRAIN_MODEL_TYPES = MODEL_TYPES
+# Families whose Hugging Face tokenizers no vocabulary built here can be (fairseq's id layout, MPNet's specials): a
+# model of theirs built from a preset would convert to a checkpoint its own tokenizer class cannot read. They train
+# further from a published checkpoint (`init`); model_type -> (why, what to do instead).
+INIT_ONLY_MODEL_TYPES = {
+    "xlm-roberta": (
+        "its tokenizer is SentencePiece in fairseq's id layout (<s> 0, <pad> 1, </s> 2, <unk> 3, <mask> last), which "
+        "bert-tf-vocab does not build",
+        "continue a published checkpoint with --init (e.g. --init=FacebookAI/xlm-roberta-base), or start a new "
+        "model with --model_type=roberta",
+    ),
+    "mpnet": (
+        "its tokenizer is WordPiece with MPNet's <s>/<pad>/</s>/<unk> first and <mask> last, which bert-tf-vocab "
+        "does not build",
+        "continue a published checkpoint with --init (e.g. --init=microsoft/mpnet-base), or start a new model with "
+        "--model_type=bert",
+    ),
+}
 # ModernBERT's positions are rotary (no table to outgrow): a ModernBERT made from a preset may take sequences up to
 # ModernBERT's 8,192, so a long-context phase can raise `max_seq_length` on resume without changing the model.
 MODERNBERT_MAX_POSITIONS = 8192
@@ -172,8 +189,9 @@ class PretrainConfig(MaskedLMData, Schedule, Optimization):
         "The architecture a preset becomes (default: bert; with --init the checkpoint's, and if given it must "
         "agree): roberta (one segment, positions from 2, LayerNorm 1e-5), distilbert (no segments), electra "
         "(--embedding_size), albert (--embedding_size, one shared layer, gelu_new), deberta-v2, modernbert (rotary "
-        "positions up to 8192, global and sliding-window layers, GeGLU; --global_rope_theta). A bert_config.json's "
-        "own model_type must agree.",
+        "positions up to 8192, global and sliding-window layers, GeGLU; --global_rope_theta), nomic_bert (rotary "
+        "positions, SwiGLU), gte (rotary positions, gated GELU, no segments); xlm-roberta and mpnet only with --init "
+        "(their tokenizers are not built here). A bert_config.json's own model_type must agree.",
         enum=PRETRAIN_MODEL_TYPES,
     )
     # ELECTRA's and ALBERT's embedding width; None: ELECTRA hidden_size // 2 (ELECTRA-small: 128 over 256),
@@ -449,6 +467,9 @@ class PretrainConfig(MaskedLMData, Schedule, Optimization):
             fail(f"`model_type` must be one of {PRETRAIN_MODEL_TYPES}", "model_type")
         if self.init:
             self._validate_init(fail, fail_both)
+        elif self.model_type in INIT_ONLY_MODEL_TYPES:
+            why, instead = INIT_ONLY_MODEL_TYPES[self.model_type]
+            fail(f"a {self.model_type} model is not pretrained from scratch here: {why}; {instead}", "model_type")
         model_type = self.run_model_type()
         if self.global_rope_theta is not None:
             theta = self.global_rope_theta
@@ -867,10 +888,15 @@ def _run_global_rope_theta(config, bert_config):
 
 
 def _rotary(model_type):
-    """Whether `model_type`'s encoder has rotary positions (`Encoder.rotary_positions`: ModernBERT): no table
-    bounds its length, so a run may resume with longer sequences and another global RoPE theta (its long-context
-    phase). False for a value that is no model_type (an old or damaged settings file)."""
-    return model_type in MODEL_TYPES and encoder_class(model_type).rotary_positions
+    """Whether `model_type`'s runs have ModernBERT's long-context phase: rotary positions
+    (`Encoder.rotary_positions`: no table bounds the length, so a run may resume with longer sequences) and a global
+    RoPE theta a resume may raise. NomicBERT and GTE rotate too but have one theta and Hugging Face's
+    `pad_token_id`-free configs: their runs are planned as BERT's. False for a value that is no model_type (an old
+    or damaged settings file)."""
+    if model_type not in MODEL_TYPES:
+        return False
+    encoder = encoder_class(model_type)
+    return encoder.rotary_positions and encoder.takes("global_rope_theta")
 
 
 def resume_changes(model_dir, settings):

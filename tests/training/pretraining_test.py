@@ -14,6 +14,7 @@ from bert_tf.config import ConfigError
 from bert_tf.tasks import convert_checkpoint
 from bert_tf.training import PretrainConfig, fill_mask, pretrain
 from bert_tf.training.pretraining import format_fill_mask
+from tests.conftest import REFERENCE_DIR
 from tests.helpers import TINY_PRETRAINING, TINY_PRETRAINING_WORDS, tiny_corpus_and_vocab
 from tests.launcher import python_command
 
@@ -170,6 +171,8 @@ def test_warmup_defaults_to_a_proportion_of_the_run(tmp_path):
         ("distilbert", "DistilBertForMaskedLM"),
         ("electra", "ElectraForMaskedLM"),
         ("deberta-v2", "DebertaV2ForMaskedLM"),
+        ("nomic_bert", "NomicBertForMaskedLM"),
+        ("gte", "GteForMaskedLM"),
     ],
 )
 @pytest.mark.slow
@@ -197,6 +200,10 @@ def test_family_pretrains_masked_lm_alone_and_converts_to_hugging_face(
     elif family == "deberta-v2":
         assert "spm.model" in os.listdir(model_dir) and written["position_buckets"] == 256
         assert written["type_vocab_size"] == 0 and not written["position_biased_input"]
+    elif family == "nomic_bert":  # rotary positions (theta 1,000), SwiGLU; two segments as BERT's
+        assert written["rope_theta"] == 1000.0 and written["hidden_act"] == "silu" and written["type_vocab_size"] == 2
+    elif family == "gte":
+        assert written["rope_theta"] == 160000.0 and written["type_vocab_size"] == 0
     else:
         assert written["type_vocab_size"] == 0
     assert _json(model_dir, "training_settings.json")["nsp"] is False
@@ -222,6 +229,59 @@ def test_family_pretrains_masked_lm_alone_and_converts_to_hugging_face(
 def test_family_settings_are_refused_naming_both_fields(overrides, received, tmp_path):
     with pytest.raises(ConfigError, match="PretrainConfig: .*Received: " + re.escape(received)):
         PretrainConfig(model_dir=str(tmp_path / "never"), **dict(SETTINGS, **overrides))
+    assert not (tmp_path / "never").exists()
+
+
+@pytest.mark.parametrize(
+    "family, published", [("xlm-roberta", "FacebookAI/xlm-roberta-base"), ("mpnet", "microsoft/mpnet-base")]
+)
+def test_families_of_published_tokenizers_are_refused_from_scratch(family, published, tmp_path):
+    """XLM-R's tokenizer (fairseq's SentencePiece ids) and MPNet's (WordPiece with <s>/</s> first) are not built
+    here: a preset of theirs would convert to a checkpoint its own tokenizer class cannot read. The refusal says
+    why and what to run instead (--init, or the family built here)."""
+    pattern = f"not pretrained from scratch.*--init=.*{re.escape(published)}.*Received: model_type='{family}'"
+    with pytest.raises(ConfigError, match=pattern):
+        PretrainConfig(model_dir=str(tmp_path / "never"), model_type=family, **SETTINGS)
+    assert not (tmp_path / "never").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "family, architecture, tokenizer_file",
+    [("xlm-roberta", "XLMRobertaForMaskedLM", "sentencepiece.bpe.model"), ("mpnet", "MPNetForMaskedLM", "vocab.txt")],
+)
+def test_families_refused_from_scratch_pretrain_further_with_init(
+    family, architecture, tokenizer_file, corpus_and_vocab, tmp_path
+):
+    """What the refusal above advises: `--init` a checkpoint of the family (the shared reference masked LM) trains
+    further with its own tokenizer, and converts back to the family's `...ForMaskedLM` with that tokenizer."""
+    corpus, _ = corpus_and_vocab
+    model_dir = str(tmp_path / "model")
+    init = os.path.join(REFERENCE_DIR, "families", family)
+    settings = {key: value for key, value in SETTINGS.items() if key != "model"}
+    metrics = pretrain(
+        PretrainConfig(model_dir=model_dir, corpus=[corpus], init=init, **dict(settings, train_steps=3)),
+        log=lambda message: None,
+    )
+    assert math.isfinite(metrics["loss"]) and "nsp_loss" not in metrics
+    assert _json(model_dir, "bert_config.json")["model_type"] == family
+    out = str(tmp_path / "hf")
+    convert_checkpoint(model_dir, out, to="hf")
+    assert _json(out, "config.json")["architectures"] == [architecture]
+    assert os.path.isfile(os.path.join(out, tokenizer_file))
+
+
+@pytest.mark.slow  # a bert-tf-pretrain process: the library refusal above is the default tier's
+def test_app_refuses_a_family_it_does_not_build_in_one_line(tmp_path):
+    result = subprocess.run(
+        python_command("-m", "bert_tf.apps.pretrain", f"--model_dir={tmp_path / 'never'}", "--model_type=xlm-roberta"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode != 0
+    lines = [line for line in result.stderr.splitlines() if "model_type" in line]
+    assert len(lines) == 1 and "--init" in lines[0] and "model_type='xlm-roberta'" in lines[0], result.stderr
     assert not (tmp_path / "never").exists()
 
 
