@@ -122,7 +122,7 @@ def test_sentence_embedder_embeds_texts_as_sentence_transformers(name):
     assert_close(embeddings, reference["st_embeddings"])
 
 
-@pytest.mark.parametrize("name", ["nomic_bert", "nomic_bert-cls", "gte", "gte-cls"])
+@pytest.mark.parametrize("name", ["nomic_bert", "nomic_bert-cls", "nomic_bert-st", "gte", "gte-cls", "gte-st"])
 def test_hf_to_bert_tf_to_hf_is_bit_identical(tmp_path, name):
     folder = str(tmp_path / "source")
     os.makedirs(folder)
