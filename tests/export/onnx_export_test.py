@@ -256,6 +256,7 @@ FAMILIES = (
     "deberta-v2",
     "modernbert",
     "xlm-roberta",
+    "bert-multilingual-sp",
     "mpnet",
     "nomic_bert",
     "gte",
