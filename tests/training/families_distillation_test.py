@@ -127,7 +127,9 @@ def test_distill_a_new_family_classifier(family, student, train_file, tmp_path):
 
     teacher_config = _teacher_config(family)
     if student == "bert_config":
-        sizes = dict(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32)
+        sizes = dict(
+            hidden_size=16, num_hidden_layers=1, num_attention_heads=4, intermediate_size=32
+        )  # the teacher's heads
         config = {"vocab_size": teacher_config.vocab_size, "max_position_embeddings": 64, "type_vocab_size": 2, **sizes}
         choice = dict(student_model=write_text(tmp_path / "bert_config.json", json.dumps(config)))
     elif family in NO_LAYER_COPIES:
@@ -151,7 +153,10 @@ def test_distill_a_new_family_classifier(family, student, train_file, tmp_path):
         ),
         log=lambda message: None,
     )
-    for name in ("soft_loss", "hidden_loss", "attention_loss", "cosine_loss"):
+    # The random teachers' logits are nearly uniform (about 5e-3): a student of their layers matches them to ~1e-8,
+    # so the soft-target loss is only finite and not below rounding; the layer losses compare different layers.
+    assert np.isfinite(metrics["soft_loss"]) and metrics["soft_loss"] > -1e-6, metrics
+    for name in ("hidden_loss", "attention_loss", "cosine_loss"):
         assert np.isfinite(metrics[name]) and metrics[name] > 0, (name, metrics)
     model, settings = tasks.load_model(out)
     assert settings["labels"] == LABELS and model.encoder.num_layers == 1
