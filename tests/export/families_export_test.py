@@ -9,7 +9,11 @@ and fill-mask's best ids at a literal mask token equal the reference's top-5
 ModernBERT (no position or segment tables, rotary positions, a 16-token
 sliding window, a `tokenizer.json`-only byte-level BPE) also answers its
 `long` rows (1,024 and 784 tokens) from a second export at its own length
-(the other rows are cut at the reference's 128 tokens).
+(the other rows are cut at the reference's 128 tokens); so do NomicBERT and
+GTE (rotary positions past 512: 604 and 468 tokens). XLM-RoBERTa and
+`bert-multilingual-sp` (a `bert` checkpoint with XLM-R's SentencePiece files)
+tokenize in-graph with fairseq's ids, MPNet with its `<s>`/`</s>` WordPiece;
+the three frame pairs as `<s> A </s></s> B </s>`.
 """
 
 import json
@@ -23,12 +27,24 @@ from bert_tf.export import export_saved_model
 from tests.helpers import serve_blocked
 
 SHARED = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "reference", "families"))
-FAMILIES = ("bert", "electra", "distilbert", "roberta", "deberta-v2", "modernbert")
+FAMILIES = (
+    "bert",
+    "electra",
+    "distilbert",
+    "roberta",
+    "deberta-v2",
+    "modernbert",
+    "xlm-roberta",
+    "bert-multilingual-sp",
+    "mpnet",
+    "nomic_bert",
+    "gte",
+)
 # Families whose reference.json has `long` rows: exported twice, at the reference's `max_length=128` for the
 # `single` and `pair` rows (whose longest texts it cuts there) and at the model's own length (1,024) for `long`.
-LONG = ("modernbert",)
+LONG = ("modernbert", "nomic_bert", "gte")
 REFERENCE_LENGTH = 128
-MASK = {"roberta": "<mask>"}
+MASK = {"roberta": "<mask>", "xlm-roberta": "<mask>", "bert-multilingual-sp": "<mask>", "mpnet": "<mask>"}
 
 
 def _reference(family):
@@ -134,7 +150,7 @@ def test_encoder_savedmodel_hidden_states_equal_transformers(saved_models):
         rows_of[family] = rows
         texts = np.array([row["text"] for row in rows], dtype=object)
         requests[family] = (models[family, "mlm"], "serving_default", {"text": texts})
-        if family in LONG:  # past the sliding window and past 512 positions
+        if family in LONG:  # past 512 positions (and ModernBERT's sliding window)
             rows_of[f"{family}-long"] = _reference(family)["long"]
             texts = np.array([row["text"] for row in rows_of[f"{family}-long"]], dtype=object)
             requests[f"{family}-long"] = (models[f"{family}-long", "mlm"], "serving_default", {"text": texts})
