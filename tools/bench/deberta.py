@@ -2,15 +2,15 @@
 bert_tf's `DebertaV2Encoder` vs keras-hub's `DebertaV3Backbone` holding the same weights."""
 
 from tools import keras_hub_peer
-from tools.bench.harness import all_settings_row, best_rows, describe, jit, policy, same_weights_row
+from tools.bench.harness import describe, forward_and_train_rows, jit, policy, same_weights_row
 from tools.bench.options import FLAGS, timed
 from tools.bench.work import (
     VOCAB_SIZE,
     compiled_forward,
+    masked_lm_probe,
     masked_positions,
     ours_encoder,
     random_batch,
-    random_tensors,
     train_step,
 )
 
@@ -85,53 +85,32 @@ def deberta_rows(seq_length, batch_size):
                 note="bert_tf DebertaV2Encoder vs keras-hub DebertaV3Backbone",
             )
         )
-    rates = timed(forward, batch_size)
-    rows.extend(best_rows("deberta", f"encoder forward {shape}", "seq/s", rates))
-    rows[-1].probe = dict(kind="deberta_forward", cfg=cfg, batch=batch_size, seq=seq_length)
-    rows.append(all_settings_row("deberta", "forward", rates))
-    rates = timed(train, batch_size)
-    rows.extend(best_rows("deberta", f"training step {shape}", "seq/s", rates))
-    rows[-1].note = "masked LM, 15% positions, dropout 0.1; bert_tf FusedAdamW, keras-hub keras.optimizers.AdamW"
-    rows[-1].probe = dict(kind="deberta_train", cfg=cfg, batch=batch_size, seq=seq_length)
-    rows.append(all_settings_row("deberta", "train", rates))
+    probe_spec = dict(cfg=cfg, batch=batch_size, seq=seq_length)
+    rows.extend(
+        forward_and_train_rows("deberta", shape, timed(forward, batch_size), timed(train, batch_size), probe_spec)
+    )
     return rows
+
+
+def _build(cfg, setting, dropout, side):
+    """A probe's encoder: bert_tf's `DebertaV2Encoder` or keras-hub's `DebertaV3Backbone` of shape `cfg`."""
+    import keras_hub
+
+    if side == "bert_tf":
+        return _encoder(cfg, setting, dropout)
+    buckets = cfg.pop("position_buckets")
+    return keras_hub.models.DebertaV3Backbone(
+        vocabulary_size=VOCAB_SIZE,
+        max_sequence_length=512,
+        bucket_size=buckets,
+        dropout=dropout,
+        dtype=policy(setting),
+        **cfg,
+    )
 
 
 def probe(spec, side, setting, train):
     """Memory probes `deberta_forward` and `deberta_train`: one side's forward or masked-LM training step."""
-    import keras
     import keras_hub
-    import tensorflow as tf
 
-    from bert_tf.models import BertPretrainer
-    from bert_tf.training.optimization import FusedAdamW
-
-    cfg = dict(spec["cfg"])
-    predictions = masked_positions(spec["seq"]) if train else None
-    features, labels = random_tensors(spec["batch"], spec["seq"], predictions)
-    features["segment_ids"] = tf.zeros_like(features["segment_ids"])
-    dropout = 0.1 if train else 0.0
-    if side == "bert_tf":
-        model = _encoder(cfg, setting, dropout)
-        output = lambda out: out["sequence_output"]  # noqa: E731
-    else:
-        features = {k: v for k, v in features.items() if k != "segment_ids"}
-        buckets = cfg.pop("position_buckets")
-        model = keras_hub.models.DebertaV3Backbone(
-            vocabulary_size=VOCAB_SIZE,
-            max_sequence_length=512,
-            bucket_size=buckets,
-            dropout=dropout,
-            dtype=policy(setting),
-            **cfg,
-        )
-        output = lambda out: out  # noqa: E731
-    if not train:
-        forward = compiled_forward(model, setting, output)
-        return lambda: forward(features).numpy()
-    if side == "bert_tf":
-        model, optimizer_class = BertPretrainer(model, nsp=False), FusedAdamW
-    else:
-        model, optimizer_class = keras_hub.models.DebertaV3MaskedLM(model, preprocessor=None), keras.optimizers.AdamW
-    step = train_step(model, jit(setting), optimizer_class)
-    return lambda: step(features, labels).numpy()
+    return masked_lm_probe(spec, side, setting, train, _build, keras_hub.models.DebertaV3MaskedLM)

@@ -59,6 +59,20 @@ def all_settings_row(section, config, rates, training=True):
     return Row(section + "-detail", f"{config}: every setting", "seq/s", float("nan"), note=detail)
 
 
+def forward_and_train_rows(section, shape, forward_rates, train_rates, probe):
+    """The rows of a family section (albert, deberta, xlmr): the encoder forward and the masked-LM training step at
+    `shape` ("8x128"), each best against best with its every-setting detail row; `probe` (`cfg`, `batch`, `seq`) is
+    what the memory probes `SECTION_forward` and `SECTION_train` re-run."""
+    rows = best_rows(section, f"encoder forward {shape}", "seq/s", forward_rates)
+    rows[-1].probe = dict(probe, kind=f"{section}_forward")
+    rows.append(all_settings_row(section, "forward", forward_rates))
+    rows.extend(best_rows(section, f"training step {shape}", "seq/s", train_rates))
+    rows[-1].note = "masked LM, 15% positions, dropout 0.1; bert_tf FusedAdamW, keras-hub keras.optimizers.AdamW"
+    rows[-1].probe = dict(probe, kind=f"{section}_train")
+    rows.append(all_settings_row(section, "train", train_rates))
+    return rows
+
+
 def same_weights_row(section, name, outputs, note):
     """The largest absolute difference of the two sides' float32 outputs (`{side: array}`) on the same weights."""
     import numpy as np

@@ -129,6 +129,34 @@ def train_step(model, jit_compile, optimizer_class):
     return step
 
 
+def masked_lm_probe(spec, side, setting, train, build, hub_masked_lm):
+    """A memory probe's work for a family section: one side's forward (`train` false) or masked-LM training step on
+    random ids of one segment. `build(cfg, setting, dropout, side)` makes that side's encoder (the keras-hub
+    backbone for "keras-hub", which takes no `segment_ids`); `hub_masked_lm` is keras-hub's masked-LM class around it."""
+    import keras
+    import tensorflow as tf
+
+    from bert_tf.models import BertPretrainer
+    from bert_tf.training.optimization import FusedAdamW
+
+    predictions = masked_positions(spec["seq"]) if train else None
+    features, labels = random_tensors(spec["batch"], spec["seq"], predictions)
+    features["segment_ids"] = tf.zeros_like(features["segment_ids"])
+    ours = side == "bert_tf"
+    if not ours:
+        features = {k: v for k, v in features.items() if k != "segment_ids"}
+    model = build(dict(spec["cfg"]), setting, 0.1 if train else 0.0, side)
+    if not train:
+        forward = compiled_forward(model, setting, (lambda out: out["sequence_output"]) if ours else (lambda out: out))
+        return lambda: forward(features).numpy()
+    if ours:
+        model, optimizer_class = BertPretrainer(model, nsp=False), FusedAdamW
+    else:
+        model, optimizer_class = hub_masked_lm(model, preprocessor=None), keras.optimizers.AdamW
+    step = train_step(model, jit(setting), optimizer_class)
+    return lambda: step(features, labels).numpy()
+
+
 def pretraining_batches(paths, tokenizer, batch_size=32):
     """In-graph pretraining batches (tokenize, NSP pairs, mask) of `batch_size` x 128 from the text files at
     `paths`, endlessly: what the text section and tools/benchmark_tokenizer.py time."""

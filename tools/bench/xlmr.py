@@ -17,9 +17,9 @@ sides still alternate inside every repeat.
 import gc
 
 from tools import keras_hub_peer
-from tools.bench.harness import all_settings_row, best_rows, describe, jit, policy, same_weights_row
+from tools.bench.harness import describe, forward_and_train_rows, jit, policy, same_weights_row
 from tools.bench.options import FLAGS, timed
-from tools.bench.work import VOCAB_SIZE, compiled_forward, masked_positions, random_batch, random_tensors, train_step
+from tools.bench.work import VOCAB_SIZE, compiled_forward, masked_lm_probe, masked_positions, random_batch, train_step
 
 # XLM-R base's shape (Hugging Face's max_position_embeddings 514 = 512 positions after padding_idx + 1 = 2 rows);
 # the quick run's tiny model keeps BERT's vocabulary (the random batch's ids are below it).
@@ -120,46 +120,26 @@ def xlmr_rows(seq_length, batch_size):
                 "position rows are ours from row 2 with the one segment row added, as its converter builds them",
             )
         )
-    rows.extend(best_rows("xlmr", f"encoder forward {shape}", "seq/s", forward_rates))
-    rows[-1].note = "settings timed one after another (each setting's models freed before the next)"
-    rows[-1].probe = dict(kind="xlmr_forward", cfg=cfg, batch=batch_size, seq=seq_length)
-    rows.append(all_settings_row("xlmr", "forward", forward_rates))
-    rows.extend(best_rows("xlmr", f"training step {shape}", "seq/s", train_rates))
-    rows[-1].note = "masked LM, 15% positions, dropout 0.1; bert_tf FusedAdamW, keras-hub keras.optimizers.AdamW"
-    rows[-1].probe = dict(kind="xlmr_train", cfg=cfg, batch=batch_size, seq=seq_length)
-    rows.append(all_settings_row("xlmr", "train", train_rates))
+    rows.extend(
+        forward_and_train_rows(
+            "xlmr", shape, forward_rates, train_rates, dict(cfg=cfg, batch=batch_size, seq=seq_length)
+        )
+    )
+    rows[-4].note = "settings timed one after another (each setting's models freed before the next)"
     return rows
+
+
+def _build(cfg, setting, dropout, side):
+    """A probe's encoder: bert_tf's XLM-R encoder or keras-hub's `XLMRobertaBackbone` of shape `cfg`."""
+    import keras_hub
+
+    if side == "bert_tf":
+        return _encoder(cfg, setting, dropout)
+    return keras_hub.models.XLMRobertaBackbone(max_sequence_length=512, dropout=dropout, dtype=policy(setting), **cfg)
 
 
 def probe(spec, side, setting, train):
     """Memory probes `xlmr_forward` and `xlmr_train`: one side's forward or masked-LM training step."""
-    import keras
     import keras_hub
-    import tensorflow as tf
 
-    from bert_tf.models import BertPretrainer
-    from bert_tf.training.optimization import FusedAdamW
-
-    cfg = dict(spec["cfg"])
-    predictions = masked_positions(spec["seq"]) if train else None
-    features, labels = random_tensors(spec["batch"], spec["seq"], predictions)
-    features["segment_ids"] = tf.zeros_like(features["segment_ids"])
-    dropout = 0.1 if train else 0.0
-    if side == "bert_tf":
-        model = _encoder(cfg, setting, dropout)
-        output = lambda out: out["sequence_output"]  # noqa: E731
-    else:
-        features = {k: v for k, v in features.items() if k != "segment_ids"}
-        model = keras_hub.models.XLMRobertaBackbone(
-            max_sequence_length=512, dropout=dropout, dtype=policy(setting), **cfg
-        )
-        output = lambda out: out  # noqa: E731
-    if not train:
-        forward = compiled_forward(model, setting, output)
-        return lambda: forward(features).numpy()
-    if side == "bert_tf":
-        model, optimizer_class = BertPretrainer(model, nsp=False), FusedAdamW
-    else:
-        model, optimizer_class = keras_hub.models.XLMRobertaMaskedLM(model, preprocessor=None), keras.optimizers.AdamW
-    step = train_step(model, jit(setting), optimizer_class)
-    return lambda: step(features, labels).numpy()
+    return masked_lm_probe(spec, side, setting, train, _build, keras_hub.models.XLMRobertaMaskedLM)
