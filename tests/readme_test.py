@@ -373,6 +373,20 @@ LONG = {
         "about 3 minutes alone on 2 cores (AMD EPYC, AVX-512): the before/after rows of "
         "docs/results/2026-12-02-first-day-and-seams.md, run in two trees"
     ),
+    "python tools/family_exactness.py --families=xlm-roberta,bert-multilingual-sp,mpnet,nomic_bert,gte": Long(
+        "about a minute: the comparisons tests/checkpoints/new_families_test.py and rotary_families_test.py make"
+    ),
+    "python tools/benchmark_tokenizer.py --sentencepiece=../shared/reference/families/xlm-roberta "
+    "--input='../shared/data/multilingual/udhr/*' --multilingual='../shared/data/multilingual/udhr/*' --repeats=3 "
+    "--multilingual_megabytes=0.25": Long(
+        "about 2 minutes alone on 2 cores: every UDHR file against tokenizers "
+        "(tests/text/xlm_roberta_tokenizer_test.py checks the ids)"
+    ),
+    "python tools/benchmark.py --sections=xlmr --settings=float32,float32_xla --steps=2 --warmup=1 --repeats=3 "
+    "--nomemory": Long(
+        "about 10 minutes alone on 2 cores and 14 GB: XLM-RoBERTa-base against keras-hub "
+        "(tests/tools/benchmark_test.py runs the section quickly, slow)"
+    ),
     "PYTHONPATH=BEFORE_TREE python tools/answers_snapshot.py --output=runs/answers_before.npz "
     "--families=.../shared/reference/families --sst2=.../shared/data/glue/SST-2/dev.tsv": Long(
         "about 30 seconds, in a checkout of an earlier tree (BEFORE_TREE), with that tree's paths to ../shared"
