@@ -156,8 +156,12 @@ def sentencepiece_options(path, model_file=None, default_family=None, tokenizer_
     if family is None and model_type is None and os.path.isfile(os.path.join(directory, "config.json")):
         model_type = _read_json(os.path.join(directory, "config.json")).get("model_type")
     if family is None and model_type is not None:
-        family = {"albert": "albert", "deberta-v2": "deberta-v2", "deberta-v3": "deberta-v2"}.get(model_type)
-        family = family or {"xlm-roberta": "xlm-roberta"}.get(model_type)
+        family = {
+            "albert": "albert",
+            "deberta-v2": "deberta-v2",
+            "deberta-v3": "deberta-v2",
+            "xlm-roberta": "xlm-roberta",
+        }.get(model_type)
     if family is None and model_file is not None:
         family = {name: f for f, name in SENTENCEPIECE_FILES.items()}.get(os.path.basename(model_file))
     family = family or default_family

@@ -184,12 +184,24 @@ class Tokenizer(keras.layers.Layer):
             "int32", the ids' type).
     """
 
-    # How pairs are packed (`bert_tf.text.packer_for`): "bert" (`[CLS] A [SEP] B [SEP]`, B in segment 1) or
-    # "roberta" (`<s> A </s></s> B </s>`, one segment); `pair_type_id`, where set, the segment of B instead.
-    packing = "bert"
-    pair_type_id = None
+    # How pairs are framed, as a kind's file says (its post-processor's template): the separators between the two
+    # texts (1: `[CLS] A [SEP] B [SEP]`; 2: `<s> A </s></s> B </s>`) and the segment of B (None: the packing's own).
+    _separators = 1
+    _pair_type_id = None
     # Why `packer_for` cannot pack as the tokenizer's file frames texts (a template of another shape), or None.
     pair_layout_error = None
+
+    @property
+    def packing(self):
+        """How `packer_for` packs pairs: "roberta" (two separators between the texts, `<s> A </s></s> B </s>`, one
+        segment) or "bert" (one, `[CLS] A [SEP] B [SEP]`, B in segment 1)."""
+        return "roberta" if self._separators == 2 else "bert"
+
+    @property
+    def pair_type_id(self):
+        """The segment id of a pair's second text (and its separator), as the template says; None: the packing's."""
+        return self._pair_type_id
+
     # How `packer_for` cuts a pair to fit by default (`bert_tf.text.PAIR_TRUNCATIONS`): the original BERT's
     # "longest_first", or "hf_longest_first" for a checkpoint whose `tokenizer.json` says how (set on the
     # instance by `checkpoints.build_tokenizer` from `bert_tf.json`'s `pair_truncation`).

@@ -675,16 +675,6 @@ class BytePairTokenizer(Tokenizer):
         self._set_added_tokens(specials, self.split_special_tokens)
 
     @property
-    def packing(self):
-        """How `packer_for` packs pairs: "roberta" (two separators between the texts) or "bert" (one)."""
-        return "roberta" if self._separators == 2 else "bert"
-
-    @property
-    def pair_type_id(self):
-        """The segment id of a pair's second text (and its `sep`), as the post-processor says."""
-        return self._pair_type_id
-
-    @property
     def bos_id(self):
         return self.cls_id
 

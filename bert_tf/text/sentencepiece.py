@@ -563,16 +563,6 @@ class SentencePieceTokenizer(Tokenizer):
         """The SentencePiece model (serialized `ModelProto`) this layer was made from, as a `.model` file holds it."""
         return self._source_proto
 
-    @property
-    def packing(self):
-        """How `packer_for` packs pairs: "roberta" (XLM-R's `<s> A </s></s> B </s>`) or "bert" (one separator)."""
-        return "roberta" if self._separators == 2 else "bert"
-
-    @property
-    def pair_type_id(self):
-        """The segment id of a pair's second text (and its separator), as the template says."""
-        return self._pair_type_id
-
     # === Vocabulary ===
 
     @property

@@ -177,6 +177,8 @@ class BertTokenizer(Tokenizer):
                 self._template = pair_template(post_processor)
             except ValueError as e:
                 self.pair_layout_error = str(e)
+            else:
+                self._separators, self._pair_type_id = self._template["separators"], self._template["pair_type_id"]
         if vocabulary is None:
             if not isinstance(vocab_file, str) or not vocab_file:
                 raise ValueError(
@@ -250,16 +252,6 @@ class BertTokenizer(Tokenizer):
             kept = [name for name in names if name in self._specials]
             roles[role] = tuple(kept) or names[:1]
         return roles
-
-    @property
-    def packing(self):
-        """How `packer_for` packs pairs: "roberta" (`<s> A </s></s> B </s>`, MPNet's) or "bert" (one separator)."""
-        return "roberta" if self._template is not None and self._template["separators"] == 2 else "bert"
-
-    @property
-    def pair_type_id(self):
-        """The segment id of a pair's second text (and its separator), as the template says (None: BERT's 1)."""
-        return None if self._template is None else self._template["pair_type_id"]
 
     @classmethod
     def from_tokenizer_json(cls, path, **overrides):
