@@ -112,10 +112,27 @@ class SearchModule(EncoderModule):
         with tf.control_dependencies([check]):
             count = tf.minimum(k, self.corpus_size)  # K
         embedding = self.sentence_embeddings(query)  # [B, D]
-        scores = tf.matmul(embedding, self.corpus_embeddings, transpose_b=True)  # [B, N]
-        top = tf.math.top_k(scores, k=count)  # [B, K]
+        indices, scores = self.retrieve(embedding, count)  # [B, K]
         return {
-            "ids": tf.gather(self.corpus_ids, top.indices),
-            "texts": tf.gather(self.corpus_texts, top.indices),
-            "scores": top.values,
+            "ids": tf.gather(self.corpus_ids, indices),
+            "texts": tf.gather(self.corpus_texts, indices),
+            "scores": scores,
         }
+
+    def retrieve(self, query_embeddings, count):
+        """The `count` passages nearest each query embedding, best first.
+
+        The candidate retrieval behind `search`, callable (in a traced function)
+        by modules that build on this one (a reranking or hybrid stage).
+
+        Args:
+            query_embeddings: float32 `[B, D]`, as `sentence_embeddings` gives them.
+            count: int32 scalar K, 1 <= K <= N (not checked here: `search` clips and checks it).
+
+        Returns:
+            (indices int32 `[B, K]` into the corpus, scores float32 `[B, K]`),
+            best first; equal scores rank in corpus order.
+        """
+        scores = tf.matmul(query_embeddings, self.corpus_embeddings, transpose_b=True)  # [B, N]
+        top = tf.math.top_k(scores, k=count)  # [B, K]
+        return top.indices, top.values
