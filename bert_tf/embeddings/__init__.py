@@ -6,6 +6,8 @@
 
 - `sentence_embedder`: `SentenceEmbedder` (`encode`, `similarity`), sentence-transformers' `encode` on the
   directory's pooling and normalization; `bucket_length`, the padded lengths of its batches.
+- `quantization`: `quantize_embeddings` (int8/uint8 with calibrated ranges, binary/ubinary packed bits: exactly
+  sentence-transformers'), `quantization_ranges`, `dequantize_embeddings`.
 - `embed_file`: `embed_file` (a corpus file -> `embeddings.npy` + `ids.txt`, or TFRecord; resumable shards), what
   `bert-tf-embed` calls; its file names and `read_manifest`.
 """
@@ -21,6 +23,12 @@ from bert_tf.embeddings.embed_file import (
     embed_file,
     read_manifest,
 )
+from bert_tf.embeddings.quantization import (
+    PRECISIONS,
+    dequantize_embeddings,
+    quantization_ranges,
+    quantize_embeddings,
+)
 from bert_tf.embeddings.sentence_embedder import FORWARDS, SentenceEmbedder, bucket_length
 
 __all__ = [
@@ -29,11 +37,15 @@ __all__ = [
     "IDS_FILE",
     "MANIFEST_FILE",
     "OUTPUT_FORMATS",
+    "PRECISIONS",
     "TFRECORD_FILE",
     "EmbedConfig",
     "EmbedResumeError",
     "SentenceEmbedder",
     "bucket_length",
+    "dequantize_embeddings",
     "embed_file",
+    "quantization_ranges",
+    "quantize_embeddings",
     "read_manifest",
 ]
