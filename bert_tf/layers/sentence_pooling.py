@@ -55,8 +55,15 @@ class SentencePooling(keras.layers.Layer):
         self.normalize = normalize
         self.built = True
 
-    def call(self, sequence_output, padding_mask):
+    def call(self, sequence_output, padding_mask, pooling_mask=None):
+        """`pooling_mask` `[B, T]` (default `padding_mask`): the tokens pooled, e.g. the real ones without a
+        prompt's (sentence-transformers' `include_prompt=False`); `weightedmean` still counts positions from the
+        first real token, as sentence-transformers does."""
         sequence = tf.cast(sequence_output, tf.float32)  # [B, T, H]
+        if "weightedmean" in self.pooling:  # its positions count from the first real token, prompt or not
+            first_real = tf.argmax(tf.cast(padding_mask, tf.int32), axis=1)  # [B]
+        if pooling_mask is not None:
+            padding_mask = pooling_mask
         mask = tf.cast(padding_mask, tf.float32)  # [B, T]
         # (expand_dims, not `[:, :, None]`: LiteRT has no kernel for a new-axis slice of unknown B and T.)
         mask_column = tf.expand_dims(mask, -1)  # [B, T, 1]
@@ -82,7 +89,7 @@ class SentencePooling(keras.layers.Layer):
                 denominator = tf.maximum(count, 1e-9)
                 vectors.append(total / (denominator if mode == "mean" else tf.sqrt(denominator)))
             else:  # weightedmean: weights 1, 2, ... counted from the first real token
-                first = tf.cast(tf.argmax(tf.cast(padding_mask, tf.int32), axis=1), tf.float32)[:, None]
+                first = tf.cast(first_real, tf.float32)[:, None]
                 positions = tf.cast(tf.range(tf.shape(mask)[1]), tf.float32)[None, :] + 1.0 - first
                 weights = mask * positions  # [B, T]
                 weighted = tf.reduce_sum(sequence * tf.expand_dims(weights, -1), axis=1)

@@ -5,6 +5,10 @@
   negative) of the batch, its own positive being the right answer.
 - Scored pairs (`CosineSimilarityLoss`): squared error between cos(a, b) and
   the gold score.
+- Matryoshka (`MatryoshkaLoss`, `matryoshka_dims`): the loss above on each
+  prefix of the embeddings (the first `dim` values, renormalized by the
+  cosine), weighted (`matryoshka_weights`, default 1 each) and summed, so that
+  every prefix is an embedding of its own.
 
 The model gives one embedding per text of each example: `[B, K, D]`, K texts
 per example (anchor, positive[, negative]; `BertSentenceEncoder` on `[B, K, T]`
@@ -87,11 +91,32 @@ class EmbeddingObjective(Objective):
     (scored pairs, the gold scores `[B]`: cosine-similarity loss). Which one is fixed by the data of a run. Logged:
     `loss` and `ranking_acc` (the share of anchors whose positive ranks first)
     or `score_loss`.
+
+    Args:
+        scale: the ranking loss's similarity multiplier.
+        matryoshka_dims: None, or the embedding prefixes trained (ints,
+            descending, e.g. (384, 128, 64)): sentence-transformers'
+            `MatryoshkaLoss` around the loss of the batch (`ranking_acc` is
+            that of the first, largest, prefix).
+        matryoshka_weights: each prefix's weight (default 1.0 each).
     """
 
-    def __init__(self, scale=RANKING_SCALE):
+    def __init__(self, scale=RANKING_SCALE, matryoshka_dims=None, matryoshka_weights=None):
         # Not Objective.__init__: its heads are softmax and squared-error heads on one output each.
         self.scale = scale
+        self.matryoshka_dims = tuple(matryoshka_dims) if matryoshka_dims else None
+        if matryoshka_weights is not None and (
+            not self.matryoshka_dims or len(matryoshka_weights) != len(self.matryoshka_dims)
+        ):
+            raise ValueError(
+                "`matryoshka_weights` needs one weight per `matryoshka_dims` entry. Received: "
+                f"matryoshka_dims={matryoshka_dims!r}, matryoshka_weights={matryoshka_weights!r}"
+            )
+        self.matryoshka_weights = (
+            tuple(float(w) for w in matryoshka_weights)
+            if matryoshka_weights is not None
+            else (1.0,) * len(self.matryoshka_dims or ())
+        )
         self.heads = (Head(RANKING, RANKING, "ranking"), Head(SCORE, SCORE, "cosine"))
         self.stat_names = ("loss",) + tuple(h.key(s) for h in self.heads for s in ("loss", "correct", "count"))
 
@@ -109,11 +134,7 @@ class EmbeddingObjective(Objective):
         for head in self.heads:
             if head.output not in labels:
                 continue
-            if head.output == RANKING:
-                per_example, correct = ranking_losses(outputs, self.scale, labels[head.output])
-            else:
-                per_example = cosine_losses(outputs, labels[head.output])
-                correct = tf.zeros_like(per_example)
+            per_example, correct = self._per_example(head.output, outputs, labels[head.output])
             weight = tf.cast(weights[head.output], tf.float32)
             head_loss = tf.reduce_sum(per_example * weight) / totals[head.output]
             stats[head.key("loss")] = head_loss
@@ -122,6 +143,22 @@ class EmbeddingObjective(Objective):
             loss = loss + head_loss
         stats["loss"] = loss
         return loss, stats
+
+    def _per_example(self, kind, outputs, labels):
+        """`(loss [B], correct [B])` of `outputs` `[B, K, D]`: the batch's loss, or with `matryoshka_dims` the
+        weighted sum of its losses on each prefix `[B, K, dim]` (correct: the first prefix's)."""
+        prefixes = [(None, 1.0)] if not self.matryoshka_dims else zip(self.matryoshka_dims, self.matryoshka_weights)
+        total, first_correct = None, None
+        for dim, weight in prefixes:
+            vectors = outputs if dim is None else outputs[:, :, :dim]  # [B, K, dim]
+            if kind == RANKING:
+                loss, correct = ranking_losses(vectors, self.scale, labels)
+            else:
+                loss = cosine_losses(vectors, labels)
+                correct = tf.zeros_like(loss)
+            total = weight * loss if total is None else total + weight * loss
+            first_correct = correct if first_correct is None else first_correct
+        return total, first_correct
 
     def summary(self, totals, steps):
         summary = {"loss": totals["loss"] / steps}

@@ -21,6 +21,13 @@ positives/paragraphs of the evaluation data, plus the passages of
 `mrr@10`). Without `eval_file`, `eval_every_nth_article` holds
 out SQuAD articles.
 
+Matryoshka (`matryoshka_dims`, e.g. 384,128,64): the loss is summed over the
+embedding's prefixes (sentence-transformers' `MatryoshkaLoss`,
+`matryoshka_weights`), and the evaluation reports each metric at each
+dimension too (`recall@5_dim128`: the prefixes compared by cosine), the best
+checkpoint still by the full embedding's metric. `SentenceEmbedder(truncate_dim=...)`,
+`bert-tf-embed --truncate_dim` and `bert-tf-export --truncate_dim` serve a prefix.
+
 The model's pooling and normalization are `--init`'s (`bert_tf.json`, or a
 sentence-transformers folder's: default mean + normalize), or `pooling` of
 the config; the model directory records both, and the export
@@ -69,6 +76,14 @@ class EmbeddingOptions(ColumnOptions, ArticleSplitOptions):
         f"Embedding: the sentence embedding's pooling, one of {list(POOLING_MODES)} or several (concatenated), "
         "e.g. cls,mean. Default: --init's (a sentence-transformers folder's, else mean).",
     )
+    matryoshka_dims: list = option(  # None: the whole embedding only
+        None,
+        "Embedding: Matryoshka training: the embedding prefixes trained, descending, e.g. 384,128,64 (the loss on "
+        "each prefix, summed: sentence-transformers' MatryoshkaLoss); the evaluation reports each dimension.",
+    )
+    matryoshka_weights: list = option(  # None: 1 each
+        None, "Embedding: --matryoshka_dims: each prefix's loss weight, e.g. 1,1,0.5. Default: 1 each."
+    )
     eval_corpus: str = option(  # passages added to the retrieval evaluation's corpus (distractors)
         None,
         "Embedding: passages added to the retrieval evaluation's corpus (besides the evaluation's positives): a "
@@ -78,6 +93,58 @@ class EmbeddingOptions(ColumnOptions, ArticleSplitOptions):
 
 # The checkpoint names of `BertSentenceEncoder`: the encoder's (pooling and normalization have no weights).
 HEADS = SENTENCE_ENCODER_HEADS
+
+
+def matryoshka_dims(config):
+    """`config.matryoshka_dims` as a tuple of ints (flag strings or ints), or None; ValueError naming the value
+    unless they are positive, unique and descending."""
+    dims = config.matryoshka_dims
+    if not dims:
+        return None
+    try:
+        parsed = tuple(int(d) for d in dims if not isinstance(d, bool) and float(d) == int(d))
+    except (TypeError, ValueError):
+        parsed = ()
+    if len(parsed) != len(dims) or any(d < 1 for d in parsed) or list(parsed) != sorted(set(parsed), reverse=True):
+        raise ValueError(
+            f"Task `{config.task}`: `matryoshka_dims` must be positive integers, unique and descending (e.g. "
+            f"384,128,64). Received: matryoshka_dims={list(dims)!r}"
+        )
+    return parsed
+
+
+def matryoshka_weights(config):
+    """`config.matryoshka_weights` as a tuple of floats, or None; ValueError naming the value unless one positive
+    weight per `matryoshka_dims` entry."""
+    weights = config.matryoshka_weights
+    if not weights:
+        return None
+    dims = matryoshka_dims(config)
+    try:
+        parsed = tuple(float(w) for w in weights)
+    except (TypeError, ValueError):
+        parsed = ()
+    if dims is None or len(parsed) != len(dims) or any(not w > 0 for w in parsed):
+        raise ValueError(
+            f"Task `{config.task}`: `matryoshka_weights` needs one positive weight per `matryoshka_dims` entry. "
+            f"Received: matryoshka_weights={list(weights)!r}, matryoshka_dims={config.matryoshka_dims!r}"
+        )
+    return parsed
+
+
+def objective_of(config, model):
+    """The objective of a run: `EmbeddingObjective`, around each Matryoshka prefix where `matryoshka_dims` is set;
+    ValueError naming a dimension above the model's embedding dimension."""
+    dims = matryoshka_dims(config)
+    if dims is None:
+        return EMBEDDING.objective
+    dimension = model.encoder.hidden_dim * len(model.pooling)
+    if dims[0] > dimension:
+        raise ValueError(
+            f"Task `{config.task}`: `matryoshka_dims` must be at most the model's embedding dimension {dimension}. "
+            f"Received: matryoshka_dims={list(dims)!r}"
+        )
+    return EmbeddingObjective(matryoshka_dims=dims, matryoshka_weights=matryoshka_weights(config))
 
 
 def normalized(vectors):
@@ -109,6 +176,7 @@ class EmbeddingData(common.TaskData):
         self.scored = config.label_column not in (None, "")
         self.best_metric = SCORED_METRIC if self.scored else RETRIEVAL_METRIC
         self.label_names = None
+        self.dims = matryoshka_dims(config) or ()  # the prefixes evaluated besides the whole embedding
         self._embedder = None  # the evaluation's SentenceEmbedder of the model being trained
         if self._squad and not config.eval_file and config.eval_every_nth_article:
             examples, held = split_by_article(squad.read_squad(config.train_file), config.eval_every_nth_article)
@@ -182,10 +250,14 @@ class EmbeddingData(common.TaskData):
         return self._evaluate_retrieval(model)
 
     def _evaluate_scored(self, model):
-        a = normalized(self._embed(model, self.eval.anchors))
-        b = normalized(self._embed(model, self.eval.positives))
+        anchors, positives = self._embed(model, self.eval.anchors), self._embed(model, self.eval.positives)
+        a, b = normalized(anchors), normalized(positives)
         cosines = np.sum(a * b, axis=-1)  # [N]
         results = metrics.glue_metrics(self.eval.scores, cosines, task="regression")
+        for dim in self.dims:  # each Matryoshka prefix, compared by cosine
+            prefix = np.sum(normalized(anchors[:, :dim]) * normalized(positives[:, :dim]), axis=-1)
+            scores = metrics.glue_metrics(self.eval.scores, prefix, task="regression")
+            results.update({f"{name}_dim{dim}": value for name, value in scores.items()})
 
         def write(directory):
             with open(os.path.join(directory, "predictions.tsv"), "w", encoding="utf-8") as f:
@@ -202,6 +274,10 @@ class EmbeddingData(common.TaskData):
         queries, passages = self._embed(model, self.eval.anchors), self._embed(model, corpus)
         top = rank_passages(queries, passages, max(RECALL_AT + (MRR_AT,)))
         results = metrics.retrieval_metrics(top.tolist(), relevant, recall_at=RECALL_AT, mrr_at=MRR_AT)
+        for dim in self.dims:  # each Matryoshka prefix: rank_passages compares by cosine
+            ranked = rank_passages(queries[:, :dim], passages[:, :dim], max(RECALL_AT + (MRR_AT,)))
+            scores = metrics.retrieval_metrics(ranked.tolist(), relevant, recall_at=RECALL_AT, mrr_at=MRR_AT)
+            results.update({f"{name}_dim{dim}": value for name, value in scores.items()})
 
         def write(directory):
             with open(os.path.join(directory, "predictions.tsv"), "w", encoding="utf-8") as f:
@@ -248,6 +324,8 @@ def check_config(config):
         )
     if config.pooling is not None:
         check_pooling(config.pooling, source=f"Task `{config.task}`: `pooling`")
+    matryoshka_weights(config)  # the dims' and weights' form (the dimension is checked once the model is built)
+    matryoshka_dims(config)
     if config.label_column and config.negative_column:
         raise ValueError(
             f"Task `{config.task}`: scored pairs (`label_column`) train without negatives. "
@@ -282,6 +360,7 @@ EMBEDDING = registry.register(
         serving_module=_serving_module,
         check_config=check_config,
         model_settings=("pooling", "normalize"),
+        objective_of=objective_of,
         example_unit="pairs",
         options=EmbeddingOptions,
     )

@@ -42,6 +42,11 @@ class Task:
             registers, e.g. `name_table.CLASSIFIER_HEADS`; `register` registers
             a task's own).
         objective: the `bert_tf.objectives.Objective` the model trains with.
+        objective_of: `(config, model) -> Objective`, the objective of a run
+            whose options change it (the embedding task's
+            `matryoshka_dims`), called by fine-tuning once the model is
+            built; ValueError naming the option when it does not fit the
+            model. None: `objective`.
         best_metric: the evaluation metric (higher is better) that picks the
             checkpoint kept in the model directory.
         needs_labels: the model needs label names (read from the training
@@ -132,6 +137,11 @@ class Task:
     data_with_index: bool = False
     options: type | None = None
     serving_options: type | None = None
+    objective_of: Callable | None = None
+
+    def objective_for(self, config, model):
+        """The objective fine-tuning trains `model` with under `config` (`objective_of`, else `objective`)."""
+        return self.objective if self.objective_of is None else self.objective_of(config, model)
 
     def served_with(self, options, settings):
         """`options` (a `serving_options_class()` instance) with each of this task's `serving_options` left None

@@ -166,6 +166,7 @@ def finetune(config, strategy=None, log=print):
             head_initializer=config.head_initializer or task.head_initializer,
             **built_with,
         )
+        objective = task.objective_for(config, model)  # a bad option for this model: refused before training
         optimizer = run_optimizer(config, train_steps)
     model_settings = model_dir_settings(init_settings, built_with, config, data.label_names, task)
 
@@ -199,7 +200,7 @@ def finetune(config, strategy=None, log=print):
         loop_config,
         # Recorded, not compared: how a re-run recognizes this run finished before reading any data.
         settings=dict(settings, request=_request(config), has_eval=has_eval),
-        objective=task.objective,
+        objective=objective,
         incompatible=tuple(settings),
         evaluate_fn=best.evaluate if has_eval else None,
     )
