@@ -54,6 +54,7 @@ from bert_tf.models import (
     BertPretrainer,
     BertSentenceEncoder,
     BertSpanLabeler,
+    BertSparseEncoder,
     BertTokenClassifier,
     DebertaV2Encoder,
     ModernBertEncoder,
@@ -584,5 +585,19 @@ SENTENCE_ENCODER_HEADS = register_heads(
         BertSentenceEncoder,
         entries=lambda model: [],  # pooling and normalization have no weights
         hf_architecture=lambda model: hf_class(model.encoder),  # a sentence encoder is the base model (BertModel)
+    )
+)
+# A sparse (SPLADE) encoder's weights are a masked-LM model's (the pretrainer's head, no sentence head): it saves as
+# the family's `...ForMaskedLM`, which sentence-transformers' SparseEncoder folders hold. No Hugging Face class
+# converts to it by itself (a `...ForMaskedLM` is a pretrainer): a SparseEncoder folder's SpladePooling makes it one.
+SPARSE_ENCODER_HEADS = register_heads(
+    ModelHeads(
+        BertSparseEncoder,
+        entries=lambda model: mlm_head_table(
+            model.encoder.model_type,
+            model.encoder.bert_config() if FAMILIES[model.encoder.model_type].mlm_head_fields else None,
+        ),
+        hf_architecture=lambda model: hf_class(model, "ForMaskedLM"),
+        hf_pooler=lambda model: None,  # ...ForMaskedLM has no pooler
     )
 )

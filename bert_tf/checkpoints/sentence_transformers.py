@@ -19,17 +19,40 @@ rules (6.2: `SentenceTransformer._load_sbert_model`, `Transformer.load_config`, 
 - `include_prompt`: the Pooling config's, where it has one;
 - `prompts` and `default_prompt_name`: `config_sentence_transformers.json`'s prompts (name -> the text put before
   each input: E5's "query: ", BGE's instruction), the empty ones left out, and the prompt sentence-transformers
-  applies when none is named, where the folder gives them (recorded as read; bert_tf embeds the text as given, with
-  a warning where a default prompt is set);
+  applies when none is named, where the folder gives them (`bert_tf.embeddings.SentenceEmbedder` and the exported
+  SavedModel apply them as sentence-transformers does: `bert_tf.embeddings.prompts`);
 - `max_seq_length`: the Transformer config's (or its `tokenizer_args`'/`processor_kwargs`' `model_max_length`),
   where it has one; it must be in [2, max_position_embeddings];
 - `do_lower_case`: true makes sentence-transformers lowercase the text before its tokenizer normalizes it. For an
   uncased tokenizer that changes nothing, so `lowercase` is returned as true; for a cased one it is refused
   (bert_tf's tokenizer from `tokenizer.json` cannot lowercase without the accent rules of an uncased one).
 
+A SparseEncoder folder (sentence-transformers' SPLADE models: `MLMTransformer`, or a `Transformer` with
+`transformer_task` "fill-mask", then `SpladePooling`) gives instead
+
+- `sparse_pooling` and `sparse_activation`: `1_SpladePooling/config.json`'s `pooling_strategy` ("max" or "sum") and
+  `activation_function` ("relu" or "log1p_relu"): the model is the masked-LM head's logits, log-saturated and
+  pooled over the tokens (`bert_tf.models.BertSparseEncoder`);
+- `max_active_dims`: `config_sentence_transformers.json`'s, where set (the default cap of non-zero weights).
+
+A CrossEncoder folder (sentence-transformers 6: one `Transformer` with `transformer_task` "sequence-classification",
+a `...ForSequenceClassification` at path "") gives `max_seq_length` and `lowercase` as above and
+
+- `score_activation`: what `CrossEncoder.predict` applies to the logits ("sigmoid" or "identity",
+  `SCORE_ACTIVATIONS`), found as sentence-transformers 6.2 finds its `activation_fn`
+  (`CrossEncoder._parse_model_config`, `get_default_activation_fn`): `config_sentence_transformers.json`'s
+  `activation_fn`, else `config.json`'s `sentence_transformers.activation_fn` (the folders sentence-transformers 4
+  and 5 saved, with no `modules.json`: `read_cross_encoder_config` reads those), else its legacy
+  `sbert_ce_default_activation_function`, else sigmoid. Only a one-label folder has it (a CrossEncoder of more labels
+is read as a classifier, by its `config.json`). A torch class other than
+  `Sigmoid` and `Identity` is a `ConfigError` naming it; a class outside torch is skipped with a warning, as
+  sentence-transformers skips it without `trust_remote_code`. The setting makes the folder a `rerank` model.
+
 The pipelines bert_tf serves are Transformer (at path "", the folder's own weights) -> Pooling -> optional
-Normalize. Any other module (`Dense`, `LayerNorm`, a `Router`, custom code), a Transformer in a sub-directory, a
-Normalize of token embeddings or another order is a `ConfigError` naming the module and `modules.json`, so the
+Normalize, MLMTransformer (or a fill-mask Transformer) -> SpladePooling, and a CrossEncoder's one
+sequence-classification Transformer. Any other module (`Dense`,
+`LayerNorm`, a `Router`, `SparseStaticEmbedding`, custom code), a Transformer in a sub-directory, a Normalize of
+token embeddings or another order is a `ConfigError` naming the module and `modules.json`, so the
 embedding is never silently different from sentence-transformers'.
 """
 
@@ -38,6 +61,7 @@ import os
 
 from bert_tf.config import ConfigError, read_json
 from bert_tf.layers.sentence_pooling import check_pooling
+from bert_tf.layers.splade_pooling import SPLADE_ACTIVATIONS, SPLADE_POOLING
 
 MODULES_FILE = "modules.json"
 # The Transformer module's config, first found wins (sentence-transformers' `Transformer.load_config` order).
@@ -63,7 +87,14 @@ LEGACY_POOLING_KEYS = (
 )
 # The module kinds bert_tf reads, by the last part of the class reference ("sentence_transformers.models.Pooling",
 # "sentence_transformers.sentence_transformer.modules.Pooling", ... all name the same class).
-SUPPORTED_MODULES = ("Transformer", "Pooling", "Normalize")
+SUPPORTED_MODULES = ("Transformer", "Pooling", "Normalize", "MLMTransformer", "SpladePooling")
+# A CrossEncoder's Transformer module (`transformer_task`): a `...ForSequenceClassification`, its logits the scores.
+CROSS_ENCODER_TASK = "sequence-classification"
+# What a cross-encoder applies to its logit to give the score (`bert_tf.json`'s `score_activation`).
+SCORE_ACTIVATIONS = ("sigmoid", "identity")
+# sentence-transformers' `activation_fn` (a torch class, by the last part of its dotted path) -> the score activation.
+TORCH_ACTIVATIONS = {"Sigmoid": "sigmoid", "Identity": "identity"}
+HF_CONFIG_FILE = "config.json"  # the folder's own (transformers'), where sentence-transformers 4-5 kept the activation
 
 
 def is_sentence_transformers_dir(directory):
@@ -89,12 +120,146 @@ def read_sentence_transformers(directory, max_position_embeddings, lowercase=Tru
     modules_path = os.path.join(directory, MODULES_FILE)
     modules = _read_modules(modules_path)
     kinds = [_kind(modules_path, module) for module in modules]
+    if kinds[-1:] == ["SpladePooling"] or kinds[:1] == ["MLMTransformer"]:
+        return _read_sparse_encoder(directory, modules_path, modules, kinds, max_position_embeddings, lowercase)
+    if kinds == ["Transformer"]:
+        return _read_cross_encoder(directory, modules_path, modules, max_position_embeddings, lowercase)
     if kinds[:2] != ["Transformer", "Pooling"] or any(kind != "Normalize" for kind in kinds[2:]):
-        raise ConfigError(
-            f"{modules_path}: bert_tf reads the pipeline Transformer -> Pooling -> optional Normalize, in this "
-            f"order. Received: modules={[_describe(m) for m in modules]}"
-        )
+        raise _pipeline_error(modules_path, modules)
     transformer, pooling = modules[0], modules[1]
+    _check_root_transformer(directory, modules_path, transformer)
+    settings = _transformer_settings(directory, max_position_embeddings, lowercase)[0]
+    settings.update(_pooling_settings(directory, modules_path, pooling))
+    for module in modules[2:]:
+        _check_normalize(directory, modules_path, module)
+    settings["normalize"] = len(modules) > 2
+    settings.update(_prompt_settings(directory))
+    return settings
+
+
+def _read_sparse_encoder(directory, modules_path, modules, kinds, max_position_embeddings, lowercase):
+    """The settings of a SparseEncoder folder: MLMTransformer (or a fill-mask Transformer) -> SpladePooling."""
+    if kinds not in (["MLMTransformer", "SpladePooling"], ["Transformer", "SpladePooling"]):
+        raise ConfigError(
+            f"{modules_path}: bert_tf reads the sparse pipeline MLMTransformer (or a fill-mask Transformer) -> "
+            f"SpladePooling, in this order. Received: modules={[_describe(m) for m in modules]}"
+        )
+    transformer, pooling = modules
+    _check_root_transformer(directory, modules_path, transformer)
+    settings, task = _transformer_settings(directory, max_position_embeddings, lowercase, sparse=True)
+    if task != "fill-mask":
+        raise ConfigError(
+            f"{modules_path}: {_describe(transformer)} before SpladePooling must give masked-LM logits "
+            f'(transformer_task "fill-mask"). Received: transformer_task={task!r}'
+        )
+    config, path = _module_config(directory, modules_path, pooling, MODULE_CONFIG_FILE)
+    strategy = config.get("pooling_strategy", "max")
+    activation = config.get("activation_function", "relu")
+    if strategy not in SPLADE_POOLING:
+        raise ConfigError(
+            f"{path}: `pooling_strategy` must be one of {list(SPLADE_POOLING)}. Received: pooling_strategy={strategy!r}"
+        )
+    if activation not in SPLADE_ACTIVATIONS:
+        raise ConfigError(
+            f"{path}: `activation_function` must be one of {list(SPLADE_ACTIVATIONS)}. "
+            f"Received: activation_function={activation!r}"
+        )
+    settings.update({"sparse_pooling": strategy, "sparse_activation": activation})
+    settings.update(_prompt_settings(directory))
+    model_config = _model_config(directory)
+    cap = model_config.get("max_active_dims")
+    if cap is not None:
+        if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
+            raise ConfigError(
+                f"{os.path.join(directory, MODEL_CONFIG_FILE)}: `max_active_dims` must be a positive integer or "
+                f"null. Received: max_active_dims={cap!r}"
+            )
+        settings["max_active_dims"] = cap
+    return settings
+
+
+def _pipeline_error(modules_path, modules):
+    return ConfigError(
+        f"{modules_path}: bert_tf reads the pipeline Transformer -> Pooling -> optional Normalize, in this "
+        f'order (or a CrossEncoder\'s one Transformer of transformer_task "{CROSS_ENCODER_TASK}"). Received: '
+        f"modules={[_describe(m) for m in modules]}"
+    )
+
+
+def _read_cross_encoder(directory, modules_path, modules, max_position_embeddings, lowercase):
+    """The settings of a CrossEncoder folder: one sequence-classification Transformer at path ""."""
+    transformer = modules[0]
+    _check_root_transformer(directory, modules_path, transformer)
+    # `sparse=True`: the task is returned, not checked (a feature-extraction Transformer alone is no pipeline).
+    settings, task = _transformer_settings(directory, max_position_embeddings, lowercase, sparse=True)
+    if task != CROSS_ENCODER_TASK:
+        raise _pipeline_error(modules_path, modules)
+    activation = _cross_encoder_activation(directory)
+    if _num_labels(directory) == 1:  # a reranker; one of more labels is a classifier (its softmax is served)
+        settings["score_activation"] = activation or "sigmoid"
+    settings.update(_prompt_settings(directory))
+    return settings
+
+
+def read_cross_encoder_config(directory):
+    """`{"score_activation": ...}` where a folder without `modules.json` is a CrossEncoder that sentence-transformers
+    4 or 5 saved (its `config.json` names the activation: `sentence_transformers.activation_fn`, or the legacy
+    `sbert_ce_default_activation_function`; `config_sentence_transformers.json`'s `activation_fn` first) with one
+    label; {} for any other folder (a plain Hugging Face `...ForSequenceClassification` keeps its task). ConfigError as
+    `read_sentence_transformers`."""
+    activation = _cross_encoder_activation(directory)
+    return {} if activation is None or _num_labels(directory) != 1 else {"score_activation": activation}
+
+
+def _cross_encoder_activation(directory):
+    """The score activation the folder names (see the module docstring), or None where it names none."""
+    hf_path = os.path.join(directory, HF_CONFIG_FILE)
+    hf = read_json(hf_path, what="Hugging Face config") if os.path.isfile(hf_path) else {}
+    st = (hf.get("sentence_transformers") if isinstance(hf, dict) else None) or {}
+    candidates = (
+        (os.path.join(directory, MODEL_CONFIG_FILE), "activation_fn", _model_config(directory).get("activation_fn")),
+        (hf_path, "sentence_transformers.activation_fn", st.get("activation_fn") if isinstance(st, dict) else None),
+        (
+            hf_path,
+            "sbert_ce_default_activation_function",
+            hf.get("sbert_ce_default_activation_function") if isinstance(hf, dict) else None,
+        ),
+    )
+    for path, key, value in candidates:
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise ConfigError(f"{path}: `{key}` must be a dotted class path. Received: {key}={value!r}")
+        if not value.startswith("torch."):
+            logging.warning(
+                "%s: %s=%r is not a torch class; sentence-transformers skips it unless trust_remote_code is set, "
+                "and so does bert_tf.",
+                path,
+                key,
+                value,
+            )
+            continue
+        name = value.rsplit(".", 1)[-1]
+        if name not in TORCH_ACTIVATIONS:
+            raise ConfigError(
+                f"{path}: the CrossEncoder's activation {value!r} is not supported yet; bert_tf applies "
+                f"{', '.join('torch.nn.' + n for n in TORCH_ACTIVATIONS)} ({', '.join(SCORE_ACTIVATIONS)}). "
+                f"Received: {key}={value!r}"
+            )
+        return TORCH_ACTIVATIONS[name]
+    return None
+
+
+def _num_labels(directory):
+    """The labels of the folder's `config.json` (`num_labels`, else its `id2label`'s, else transformers' 2)."""
+    hf_path = os.path.join(directory, HF_CONFIG_FILE)
+    hf = read_json(hf_path, what="Hugging Face config") if os.path.isfile(hf_path) else {}
+    if not isinstance(hf, dict):
+        return 2
+    return hf.get("num_labels") or len(hf.get("id2label") or {}) or 2
+
+
+def _check_root_transformer(directory, modules_path, transformer):
     if _path(modules_path, transformer) != "":
         sub = os.path.join(directory, _path(modules_path, transformer))
         raise ConfigError(
@@ -103,13 +268,6 @@ def read_sentence_transformers(directory, max_position_embeddings, lowercase=Tru
             f"weights) only. Point at {sub} to load that encoder (its pooling and normalization are then not read "
             "from this folder)."
         )
-    settings = _transformer_settings(directory, max_position_embeddings, lowercase)
-    settings.update(_pooling_settings(directory, modules_path, pooling))
-    for module in modules[2:]:
-        _check_normalize(directory, modules_path, module)
-    settings["normalize"] = len(modules) > 2
-    settings.update(_prompt_settings(directory))
-    return settings
 
 
 # --- modules.json ---
@@ -164,7 +322,9 @@ def _module_config(directory, modules_path, module, file_name):
 # --- the modules ---
 
 
-def _transformer_settings(directory, max_position_embeddings, lowercase):
+def _transformer_settings(directory, max_position_embeddings, lowercase, sparse=False):
+    """`(settings, transformer_task)` of the Transformer module's config; a dense pipeline's task must be
+    feature-extraction (`sparse`: the caller checks it)."""
     config, path = {}, os.path.join(directory, TRANSFORMER_CONFIG_FILES[0])
     for name in TRANSFORMER_CONFIG_FILES:
         if os.path.isfile(os.path.join(directory, name)):
@@ -173,8 +333,8 @@ def _transformer_settings(directory, max_position_embeddings, lowercase):
             break
     if not isinstance(config, dict):
         raise ConfigError(f"{path}: expected a JSON object. Received: {type(config).__name__}")
-    task = config.get("transformer_task", "feature-extraction")
-    if task != "feature-extraction":
+    task = config.get("transformer_task", "fill-mask" if sparse else "feature-extraction")
+    if task != "feature-extraction" and not sparse:
         raise ConfigError(
             f"{path}: bert_tf reads feature-extraction Transformers only. Received: transformer_task={task!r}"
         )
@@ -201,7 +361,7 @@ def _transformer_settings(directory, max_position_embeddings, lowercase):
         )
     if do_lower_case:
         settings["lowercase"] = True  # The uncased tokenizer lowercases anyway: the same pieces.
-    return settings
+    return settings, task
 
 
 def _pooling_settings(directory, modules_path, module):
@@ -238,14 +398,21 @@ def _check_normalize(directory, modules_path, module):
         )
 
 
-def _prompt_settings(directory):
-    """`prompts` and `default_prompt_name` from `config_sentence_transformers.json`, where the folder has them."""
+def _model_config(directory):
+    """`config_sentence_transformers.json`'s data, {} where the folder has none."""
     path = os.path.join(directory, MODEL_CONFIG_FILE)
     if not os.path.isfile(path):
         return {}
     config = read_json(path, what="sentence-transformers model config")
     if not isinstance(config, dict):
         raise ConfigError(f"{path}: expected a JSON object. Received: {type(config).__name__}")
+    return config
+
+
+def _prompt_settings(directory):
+    """`prompts` and `default_prompt_name` from `config_sentence_transformers.json`, where the folder has them."""
+    path = os.path.join(directory, MODEL_CONFIG_FILE)
+    config = _model_config(directory)
     prompts = config.get("prompts") or {}
     if not isinstance(prompts, dict) or not all(isinstance(v, str) for v in prompts.values()):
         raise ConfigError(f"{path}: `prompts` must map names to strings. Received: prompts={prompts!r}")
@@ -260,11 +427,4 @@ def _prompt_settings(directory):
         settings["prompts"] = prompts
     if name in prompts:
         settings["default_prompt_name"] = name
-        logging.warning(
-            "%s: default_prompt_name=%r: sentence-transformers puts the prompt %r before every text it encodes; "
-            "bert_tf embeds the text as given (put the prompt in the text yourself).",
-            path,
-            name,
-            prompts[name],
-        )
     return settings

@@ -17,6 +17,12 @@ to reproduce the model's inputs:
 - `include_prompt` (sentence-transformers folders only, where its pooling config has it): kept as read.
 - `prompts`, `default_prompt_name` (sentence-transformers folders only, where `config_sentence_transformers.json`
   gives them): the named prompts (name -> text) and the one applied when none is named, kept as read.
+- `sparse_pooling`, `sparse_activation` (sparse encoders: a SparseEncoder folder's, or a `sparse_embedding`
+  fine-tune's): the SPLADE pooling ("max" or "sum") and activation ("relu" or "log1p_relu") of the masked-LM logits
+  (`bert_tf.models.BertSparseEncoder`); `max_active_dims` (optional): the default cap of non-zero weights per text.
+- `score_activation` (cross-encoders: a sentence-transformers CrossEncoder folder's, or a `rerank` model's):
+  "sigmoid" or "identity", what turns the one logit into the score (`CrossEncoder.predict`'s `activation_fn`;
+  `checkpoints.sentence_transformers.SCORE_ACTIVATIONS`); a directory with it and no `task` is a `rerank` model.
 - `add_prefix_space` (byte-level BPE directories only): the tokenizer puts a space before the text (absent:
   false, RoBERTa's setting).
 - `pair_truncation`: how a text pair is cut to fit `max_seq_length` (`bert_tf.text.PAIR_TRUNCATIONS`):
@@ -37,9 +43,15 @@ Other keys are kept as they are, for apps that need more.
 import json
 import os
 
-from bert_tf.checkpoints.sentence_transformers import is_sentence_transformers_dir, read_sentence_transformers
+from bert_tf.checkpoints.sentence_transformers import (
+    SCORE_ACTIVATIONS,
+    is_sentence_transformers_dir,
+    read_cross_encoder_config,
+    read_sentence_transformers,
+)
 from bert_tf.config import ConfigError, read_json
 from bert_tf.layers.sentence_pooling import check_pooling
+from bert_tf.layers.splade_pooling import check_splade
 from bert_tf.text.packing import PAIR_TRUNCATIONS
 from bert_tf.text.windows import LONG_TEXT
 
@@ -116,10 +128,35 @@ def validate_settings(settings, source="settings"):
             f"{source}: field `default_prompt_name` must name one of `prompts` ({', '.join(prompts) or 'none'}). "
             f"Received: default_prompt_name={default_prompt!r}"
         )
+    _check_sparse(merged, source)
+    if "score_activation" in merged and merged["score_activation"] not in SCORE_ACTIVATIONS:
+        raise ConfigError(
+            f"{source}: field `score_activation` must be one of {', '.join(SCORE_ACTIVATIONS)}. "
+            f"Received: score_activation={merged['score_activation']!r}"
+        )
     labels = merged["labels"]
     if labels is not None and (not isinstance(labels, list) or not all(isinstance(x, str) for x in labels)):
         raise ConfigError(f"{source}: field `labels` must be a list of strings or null. Received: labels={labels!r}")
     return merged
+
+
+def _check_sparse(settings, source):
+    """A sparse encoder's `sparse_pooling` and `sparse_activation` (both or neither) and `max_active_dims`."""
+    sparse = [field for field in ("sparse_pooling", "sparse_activation") if field in settings]
+    if sparse and len(sparse) != 2:
+        raise ConfigError(
+            f"{source}: fields `sparse_pooling` and `sparse_activation` go together. Received: only {sparse[0]}"
+        )
+    if sparse:
+        try:
+            check_splade(settings["sparse_pooling"], settings["sparse_activation"], source=source)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
+    cap = settings.get("max_active_dims")
+    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
+        raise ConfigError(
+            f"{source}: field `max_active_dims` must be a positive integer or null. Received: max_active_dims={cap!r}"
+        )
 
 
 def write_settings(model_dir, settings):
@@ -153,6 +190,8 @@ def infer_settings(path, max_position_embeddings):
     settings = tokenizer_config_settings(directory, max_position_embeddings, read_tokenizer_config(directory))
     if is_sentence_transformers_dir(directory):
         settings.update(read_sentence_transformers(directory, max_position_embeddings, settings["lowercase"]))
+    else:  # a CrossEncoder saved by sentence-transformers 4-5: config.json names its activation
+        settings.update(read_cross_encoder_config(directory))
     return settings
 
 

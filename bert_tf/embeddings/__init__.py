@@ -8,8 +8,11 @@
   directory's pooling and normalization; `bucket_length`, the padded lengths of its batches.
 - `quantization`: `quantize_embeddings` (int8/uint8 with calibrated ranges, binary/ubinary packed bits: exactly
   sentence-transformers'), `quantization_ranges`, `dequantize_embeddings`.
+- `sparse_embedder`: `SparseEmbedder` (`encode` -> per text (indices, values), `similarity`), sentence-transformers'
+  `SparseEncoder.encode` on a sparse (SPLADE) model directory, with `max_active_dims`.
 - `embed_file`: `embed_file` (a corpus file -> `embeddings.npy` + `ids.txt`, or TFRecord; resumable shards), what
-  `bert-tf-embed` calls; its file names and `read_manifest`.
+  `bert-tf-embed` calls; its file names, `read_manifest` and `read_embeddings` (an output's ids and embeddings,
+  memory-mapped).
 """
 
 from bert_tf.embeddings.embed_file import (
@@ -17,10 +20,12 @@ from bert_tf.embeddings.embed_file import (
     IDS_FILE,
     MANIFEST_FILE,
     OUTPUT_FORMATS,
+    RANGES_FILE,
     TFRECORD_FILE,
     EmbedConfig,
     EmbedResumeError,
     embed_file,
+    read_embeddings,
     read_manifest,
 )
 from bert_tf.embeddings.quantization import (
@@ -30,6 +35,7 @@ from bert_tf.embeddings.quantization import (
     quantize_embeddings,
 )
 from bert_tf.embeddings.sentence_embedder import FORWARDS, SentenceEmbedder, bucket_length
+from bert_tf.embeddings.sparse_embedder import SparseEmbedder, check_max_active_dims
 
 __all__ = [
     "EMBEDDINGS_FILE",
@@ -38,14 +44,18 @@ __all__ = [
     "MANIFEST_FILE",
     "OUTPUT_FORMATS",
     "PRECISIONS",
+    "RANGES_FILE",
     "TFRECORD_FILE",
     "EmbedConfig",
     "EmbedResumeError",
     "SentenceEmbedder",
+    "SparseEmbedder",
+    "check_max_active_dims",
     "bucket_length",
     "dequantize_embeddings",
     "embed_file",
     "quantization_ranges",
     "quantize_embeddings",
+    "read_embeddings",
     "read_manifest",
 ]

@@ -5,6 +5,7 @@ Option groups (`bert_tf.options.option` fields):
 - `bert_tf.serving.options.ServingOptions` and each task's `serving_options`
   (`bert_tf.tasks.serving_options_class()`): what a served model reads.
 - `SearchCorpus`: a SavedModel's `search` corpus.
+- `SentenceEmbedding`: what a SavedModel's `sentence_embedding` keeps (Matryoshka `truncate_dim`).
 - `Quantization`: the LiteRT and ONNX formats' weights (and LiteRT's tokenizer).
 - `ExportRun`: the directories and the format of a bert-tf-export run.
 
@@ -23,6 +24,7 @@ import dataclasses
 from bert_tf import tasks
 from bert_tf.data.passages import PASSAGE_FORMATS
 from bert_tf.options import compose, option, override
+from bert_tf.serving.corpus_index import SEARCH_QUANTIZATIONS, SEARCH_RESCORES
 
 FORMATS = ("saved_model", "litert", "onnx")
 QUANTIZE = ("none", "float16", "dynamic_int8", "int8")  # LiteRT's; ONNX refuses "int8" (`onnx.check_quantize`)
@@ -30,7 +32,8 @@ QUANTIZE = ("none", "float16", "dynamic_int8", "int8")  # LiteRT's; ONNX refuses
 
 @dataclasses.dataclass(kw_only=True)
 class SearchCorpus:
-    """Passages a SavedModel holds, with a `search` signature over them (an encoder or a sentence-embedding model)."""
+    """Passages a SavedModel holds, with a `search` signature over them (an encoder, a sentence-embedding model or a
+    sparse encoder; a dense one and a sparse one mixed: `search_sparse_model`)."""
 
     search_corpus: str = option(
         None,
@@ -50,6 +53,60 @@ class SearchCorpus:
         enum=PASSAGE_FORMATS,
     )
     search_batch_size: int = option(32, "Passages per batch when embedding --search_corpus.", lower_bound=1)
+    search_embeddings: str = option(  # None: --search_corpus is embedded at export
+        None,
+        "A bert-tf-embed output directory (float32 embeddings.npy + ids.txt, made by this model and settings): the "
+        "index is built from its embeddings (read as a memory map, in chunks) instead of embedding the corpus again. "
+        "With --search_corpus (same ids, same order) the texts come from it; without, the SavedModel holds ids only.",
+    )
+    search_quantization: str = option(
+        "none",
+        "The corpus index: none (float32 vectors, exact inner product), int8 (sentence-transformers' int8 codes, "
+        "ranges calibrated on the corpus; 4x smaller) or binary (packed sign bits searched by Hamming distance; 32x "
+        "smaller). A model that does not normalize its embeddings is refused with binary and --search_rescore=none, "
+        "warned about otherwise.",
+        enum=SEARCH_QUANTIZATIONS,
+    )
+    search_rescore: str = option(
+        "none",
+        "Rescore the best k x --search_rescore_multiplier candidates of a quantized index with the float query "
+        "against the passages' int8 codes (binary only; kept beside the bits) or float32 vectors (kept too); none: "
+        "the index's scores.",
+        enum=SEARCH_RESCORES,
+    )
+    search_rescore_multiplier: int = option(
+        4, "--search_rescore: candidates rescored per passage returned (k x this).", lower_bound=1
+    )
+    search_store_texts: bool = option(
+        True,
+        "Keep the passages' texts in the SavedModel (`search` returns them); --nosearch_store_texts keeps ids only "
+        "(`texts` is then empty strings): a much smaller model for tens of millions of passages.",
+    )
+    search_sparse_model: str = option(  # None: the model's own search
+        None,
+        "Hybrid search: a sparse (SPLADE) encoder's directory (a SparseEncoder folder or its conversion) also "
+        "encoding --search_corpus; `search` then ranks by (1 - w) * dense + w * sparse, each side's scores min-max "
+        "normalized over the corpus per query (w: --search_hybrid_weight). The model exported is the dense one.",
+    )
+    search_hybrid_weight: float = option(
+        0.5,
+        "--search_sparse_model: w, the sparse scores' weight in the hybrid score (0: dense only, 1: sparse only).",
+        lower_bound=0,
+        upper_bound=1,
+    )
+
+
+@dataclasses.dataclass(kw_only=True)
+class SentenceEmbedding:
+    """The `sentence_embedding` of an encoder or sentence-embedding SavedModel (and its search corpus)."""
+
+    truncate_dim: int = option(  # None: the whole embedding
+        None,
+        "Matryoshka: sentence_embedding keeps its first N dimensions (after the model's normalization, as "
+        "sentence-transformers' truncate_dim), and a --search_corpus is embedded and searched at N. Recorded in the "
+        "export metadata. At most the model's embedding dimension.",
+        lower_bound=1,
+    )
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -123,7 +180,7 @@ def saved_model_options_class(task_list=None):
     `tasks.serving_options_class`) and the search corpus. The same tasks give the same class."""
     return compose(
         "SavedModelOptions",
-        (SearchCorpus, tasks.serving_options_class(task_list)),
+        (SearchCorpus, SentenceEmbedding, tasks.serving_options_class(task_list)),
         module=__name__,
         doc="The options of a SavedModel export: the serving options and the search corpus.",
     )

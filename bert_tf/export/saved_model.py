@@ -29,10 +29,11 @@ from tensorflow.core.protobuf import saved_model_pb2
 from bert_tf import checkpoints, tasks
 from bert_tf.checkpoints import SETTINGS_FILE, CheckpointError, hub
 from bert_tf.config import ConfigError
-from bert_tf.data import read_passages
+from bert_tf.embeddings.prompts import check_truncate_dim
 from bert_tf.export.options import saved_model_options_class
+from bert_tf.export.search_inputs import search_inputs
 from bert_tf.models import BertPretrainer
-from bert_tf.serving import EncoderModule, SearchModule
+from bert_tf.serving import EncoderModule, HybridSearchModule, SearchModule
 from bert_tf.serving.options import options_of
 from bert_tf.tasks.loading import hf_architecture, task_settings
 from bert_tf.text.windows import check_long_text
@@ -93,7 +94,7 @@ def load_task_model(path, dtype=None):
     return model, settings
 
 
-def serving_module(model_dir, options=None, passages=None, **kwargs):
+def serving_module(model_dir, options=None, passages=None, corpus_embeddings=None, **kwargs):
     """The serving module (a `tf.Module`) of the model at `model_dir`; see `export_saved_model` for the options.
 
     `options`: a `bert_tf.export.options.saved_model_options_class()` instance, or any object with fields of
@@ -101,6 +102,8 @@ def serving_module(model_dir, options=None, passages=None, **kwargs):
     corpus options are not read here: `passages` (a `bert_tf.data.Passages`) makes it a `SearchModule` over them,
     on the directory's encoder and pooling: an encoder, a sentence-embedding model (a task served by an
     `EncoderModule`, e.g. "embedding"), or, with `encoder_only`, the encoder of another fine-tuned model.
+    `corpus_embeddings`: the passages' float `[N, D]` embeddings computed beforehand (`search_embeddings`: an array
+    or memory map); `passages.texts` may then be None (ids only).
     """
     options = options_of(saved_model_options_class(), options, kwargs, "serving_module")
     encoder_only, max_seq_length, long_text, window_stride = (
@@ -113,7 +116,17 @@ def serving_module(model_dir, options=None, passages=None, **kwargs):
     config = model_dir.config
     settings = task_settings(model_dir)  # a Hugging Face `...ForSequenceClassification` is served with its head
     model_dir.check_tokenizer()  # the SavedModel needs the tokenizer: an error naming the files looked for
-    embeds = settings.get("task") is None or issubclass(_task_of(model_dir, settings).serving_class, EncoderModule)
+    serving_class = None if settings.get("task") is None else _task_of(model_dir, settings).serving_class
+    # A task module that holds a corpus itself (`add_corpus`: the sparse encoder's) searches with its own model.
+    own_search = passages is not None and not encoder_only and hasattr(serving_class, "add_corpus")
+    embeds = serving_class is None or issubclass(serving_class, EncoderModule) or own_search
+    sparse_model = getattr(options, "search_sparse_model", None)
+    if sparse_model is not None and (passages is None or own_search):
+        raise ConfigError(
+            f"search_sparse_model mixes a sparse encoder's search into a dense model's: it needs a search corpus "
+            f"(search_corpus) and a dense model. Received: search_sparse_model={sparse_model!r}, "
+            f"search_corpus={'given' if passages is not None else None}, model_dir={model_dir}"
+        )
     if passages is not None and not (embeds or encoder_only):
         raise ConfigError(
             f"{model_dir}: a search corpus needs the encoder, and this directory holds a fine-tuned "
@@ -134,13 +147,41 @@ def serving_module(model_dir, options=None, passages=None, **kwargs):
     windows = dict(long_text=long_text, window_stride=window_stride, max_windows=options.max_windows)
     check_long_text(**windows, max_seq_length=max_seq_length)  # before any weight is read
     common = dict(max_input_bytes=options.max_input_bytes, **windows)
-    embedding = dict(pooling=settings["pooling"], normalize=settings["normalize"])
-    if encoder_only or settings.get("task") is None or passages is not None:
+    embedding = dict(
+        pooling=settings["pooling"], normalize=settings["normalize"], **_embedding_options(options, settings)
+    )
+    if options.truncate_dim is not None:  # before any weight is read
+        if not (embeds or encoder_only):
+            raise ConfigError(
+                f"{model_dir}: truncate_dim cuts a sentence embedding, and this directory holds a fine-tuned "
+                f"{settings['task']} model; pass encoder_only=True (--encoder_only) to export its encoder's. "
+                f"Received: truncate_dim={options.truncate_dim}"
+            )
+        check_truncate_dim(options.truncate_dim, config.hidden_size * len(settings["pooling"]))
+    if encoder_only or settings.get("task") is None or (passages is not None and not own_search):
         if passages is None:
             module_class, corpus = EncoderModule, {}
         else:
             module_class = SearchModule
-            corpus = dict(passage_ids=passages.ids, passage_texts=passages.texts, batch_size=options.search_batch_size)
+            corpus = dict(
+                passage_ids=passages.ids,
+                passage_texts=passages.texts,
+                store_texts=options.search_store_texts,
+                embeddings=corpus_embeddings,
+                batch_size=options.search_batch_size,
+                quantization=options.search_quantization,
+                rescore=options.search_rescore,
+                rescore_multiplier=options.search_rescore_multiplier,
+            )
+        if sparse_model is not None:  # hybrid: the sparse encoder's module beside the dense search
+            sparse = serving_module(sparse_model, max_active_dims=getattr(options, "max_active_dims", None))
+            if not hasattr(sparse, "add_corpus"):
+                raise ConfigError(
+                    f"search_sparse_model must be a sparse encoder (a SparseEncoder folder or its conversion). "
+                    f"Received: search_sparse_model={sparse_model!r}, a {kind_of(sparse)} model"
+                )
+            module_class = HybridSearchModule
+            corpus.update(sparse=sparse, hybrid_weight=options.search_hybrid_weight)
         # What the directory holds, as `tasks.load_model` decides it for every reader: ELECTRA's discriminator
         # (replaced_token_scores), a pretrainer with its masked-LM head (fill_mask), a task model (its encoder is
         # served here) or the encoder.
@@ -167,7 +208,21 @@ def serving_module(model_dir, options=None, passages=None, **kwargs):
     # task's training default (`Task.served_with`).
     options = task.served_with(dataclasses.replace(options, max_seq_length=max_seq_length, **windows), settings)
     labels = settings["labels"] if task.needs_labels else None
-    return task.serving_module(model, tokenizer(), max_seq_length, labels, options)
+    module = task.serving_module(model, tokenizer(), max_seq_length, labels, options)
+    if own_search:
+        module.add_corpus(passages.ids, passages.texts, batch_size=options.search_batch_size)
+    return module
+
+
+def _embedding_options(options, settings):
+    """The `EncoderModule` arguments of the sentence embedding besides its pooling: `truncate_dim` (the option)
+    and the directory's prompts (`bert_tf.embeddings.prompts`)."""
+    return dict(
+        truncate_dim=options.truncate_dim,
+        prompts=settings.get("prompts"),
+        default_prompt_name=settings.get("default_prompt_name"),
+        include_prompt=settings.get("include_prompt", True),
+    )
 
 
 def kind_of(module):
@@ -313,6 +368,16 @@ def export_saved_model(model_dir, output_dir, options=None, overwrite=False, **k
         search_format: "text", "tsv", "csv" or "jsonl"; default: from the
             corpus file's extension (`.txt`, `.text` or none: text).
         search_batch_size: passages per batch when embedding the corpus.
+        search_embeddings: a bert-tf-embed output directory (float32
+            `embeddings.npy`, same model and settings) to build the index
+            from instead of embedding the corpus (`bert_tf.export.search_inputs`);
+            without `search_corpus`, ids only.
+        search_quantization, search_rescore, search_rescore_multiplier: the
+            index (`bert_tf.serving.corpus_index.CorpusIndex`): "none"
+            (float32, exact), "int8" or "binary"; rescore "none", "int8"
+            (binary) or "float32"; candidates rescored per passage returned.
+        search_store_texts: keep the passages' texts (False: `search`
+            returns empty strings as `texts`).
         long_text: "truncate" or "windows": what the one-text signatures of a
             classifier, a regression model or an encoder (embeddings) do with a
             text longer than `max_seq_length` (see
@@ -332,21 +397,8 @@ def export_saved_model(model_dir, output_dir, options=None, overwrite=False, **k
     """
     check_output_dir(output_dir, overwrite, model_dir=model_dir)
     options = options_of(saved_model_options_class(), options, kwargs, "export_saved_model")
-    passages = None
-    if options.search_corpus is not None:
-        passages = read_passages(
-            options.search_corpus,
-            text_column=options.search_text_column,
-            id_column=options.search_id_column,
-            file_format=options.search_format,
-        )
-    elif any(x is not None for x in (options.search_text_column, options.search_id_column, options.search_format)):
-        raise ValueError(
-            "search_text_column, search_id_column and search_format describe a search corpus; pass search_corpus "
-            f"too. Received: search_text_column={options.search_text_column!r}, "
-            f"search_id_column={options.search_id_column!r}, search_format={options.search_format!r}"
-        )
-    module = serving_module(model_dir, options, passages=passages)
+    passages, embeddings = search_inputs(options, model_dir)  # read and checked before anything is written
+    module = serving_module(model_dir, options, passages=passages, corpus_embeddings=embeddings)
     return save_module(module, output_dir, overwrite=overwrite)
 
 

@@ -4,7 +4,8 @@ Layers: `BertEmbeddings` (word + position + segment, LayerNorm, dropout),
 `BertSelfAttention`, `TransformerBlock` (post-LN or pre-LN), `LayerNorm`,
 `Pooler` (the family's dense on the first token, every encoder's),
 `MaskedLMHead` (tied to the word embeddings), `DenseHead` (NSP and task
-logits) and `SentencePooling` (sentence embeddings, as sentence-transformers pools).
+logits), `SentencePooling` (sentence embeddings, as sentence-transformers pools) and `SpladePooling` (sparse
+vocabulary vectors from masked-LM logits, sentence-transformers' SPLADE pooling).
 DeBERTa-v2/v3's: `DebertaEmbeddings`, `RelativeEmbeddings` (the shared relative-position
 table), `DisentangledSelfAttention`, `DisentangledTransformerBlock`, `TokenConvolution`
 (the optional convolution); `log_bucket_position` and `relative_position_index`
@@ -56,6 +57,7 @@ from bert_tf.layers.rotary_embedding import RotaryEmbedding, inverse_frequencies
 from bert_tf.layers.rotary_self_attention import RotarySelfAttention
 from bert_tf.layers.rotary_transformer_block import RotaryTransformerBlock
 from bert_tf.layers.sentence_pooling import POOLING_MODES, SentencePooling, check_pooling
+from bert_tf.layers.splade_pooling import SPLADE_ACTIVATIONS, SPLADE_POOLING, SpladePooling, check_splade
 from bert_tf.layers.token_convolution import TokenConvolution
 from bert_tf.layers.token_matrix import dense_tokens, scatter_tokens
 from bert_tf.layers.transformer_block import TransformerBlock
@@ -94,6 +96,10 @@ __all__ = [
     "Pooler",
     "POOLING_MODES",
     "SentencePooling",
+    "SPLADE_ACTIVATIONS",
+    "SPLADE_POOLING",
+    "SpladePooling",
+    "check_splade",
     "TransformerBlock",
     "check_pooling",
     "choose_path",

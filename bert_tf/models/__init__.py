@@ -5,7 +5,7 @@ pooler); `build_encoder(bert_config)` builds the encoder of any `model_type`
 (`encoders.py` says which class each architecture uses). Every encoder class
 is an `Encoder` (`encoder.py`: the graph's tail, config and dtype written
 once; each family declares its layers, steps and what other code asks of it). A task model (`BertPretrainer`, `BertClassifier`,
-`BertTokenClassifier`, `BertSpanLabeler`, `BertSentenceEncoder`) is an `EncoderTask`: its heads,
+`BertTokenClassifier`, `BertSpanLabeler`, `BertSentenceEncoder`, `BertSparseEncoder`) is an `EncoderTask`: its heads,
 wired once in its `heads` method, on an encoder. `ElectraPretrainer` (replaced-token detection) holds two:
 the discriminator (`encoder`) and a `BertPretrainer` generator sharing its embedding tables.
 
@@ -59,6 +59,7 @@ from bert_tf.models.bert_encoder import BertEncoder
 from bert_tf.models.bert_pretrainer import BertPretrainer
 from bert_tf.models.bert_sentence_encoder import BertSentenceEncoder
 from bert_tf.models.bert_span_labeler import BertSpanLabeler
+from bert_tf.models.bert_sparse_encoder import BertSparseEncoder
 from bert_tf.models.bert_token_classifier import BertTokenClassifier
 from bert_tf.models.deberta_v2_encoder import DebertaV2Encoder
 from bert_tf.models.electra_pretrainer import RTD_INPUTS, RTD_MODEL_TYPES, ElectraPretrainer
@@ -74,6 +75,7 @@ __all__ = [
     "BertEncoder",
     "BertPretrainer",
     "BertSentenceEncoder",
+    "BertSparseEncoder",
     "DebertaV2Encoder",
     "BertSpanLabeler",
     "BertTokenClassifier",

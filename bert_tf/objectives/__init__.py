@@ -5,6 +5,8 @@
   `Objective.pretraining` for `BertPretrainer`.
 - `embedding_objective.py`: `EmbeddingObjective`, sentence-transformers'
   in-batch-negatives ranking loss and cosine-similarity loss.
+- `sparse_objective.py`: `SparseEmbeddingObjective`, sentence-transformers' SpladeLoss (in-batch negatives on dot
+  products plus the FLOPS regularizer on queries and documents).
 """
 
 from bert_tf.objectives.embedding_objective import (
@@ -16,6 +18,7 @@ from bert_tf.objectives.embedding_objective import (
     ranking_losses,
 )
 from bert_tf.objectives.objective import Head, Objective
+from bert_tf.objectives.sparse_objective import SparseEmbeddingObjective, dot_ranking_losses, flops
 
 __all__ = [
     "RANKING",
@@ -26,4 +29,7 @@ __all__ = [
     "cosine_losses",
     "cosine_similarities",
     "ranking_losses",
+    "SparseEmbeddingObjective",
+    "dot_ranking_losses",
+    "flops",
 ]

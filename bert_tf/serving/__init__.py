@@ -12,9 +12,11 @@ served model never import the writer or the training code.
 from bert_tf.serving.classifier_module import ClassifierModule
 from bert_tf.serving.embedding_module import EmbeddingModule
 from bert_tf.serving.encoder_module import EncoderModule
+from bert_tf.serving.rerank_module import RerankedSearchModule, RerankModule
 from bert_tf.serving.search_module import SearchModule
 from bert_tf.serving.serving_module import IDS, TEXT, TEXT_PAIR, ServingModule
 from bert_tf.serving.span_module import SpanModule
+from bert_tf.serving.sparse_module import HybridSearchModule, SparseIndex, SparseModule
 from bert_tf.serving.tagger_module import TaggerModule
 from bert_tf.text.windows import LONG_TEXT, MAX_WINDOWS
 
@@ -27,7 +29,12 @@ __all__ = [
     "ClassifierModule",
     "EmbeddingModule",
     "EncoderModule",
+    "RerankModule",
+    "RerankedSearchModule",
     "SearchModule",
+    "HybridSearchModule",
+    "SparseIndex",
+    "SparseModule",
     "ServingModule",
     "SpanModule",
     "TaggerModule",

@@ -6,7 +6,7 @@
     model, settings = tasks.load_model("runs/conll")  # whatever a checkpoint holds, task models included
 
 One file per task family declares its tasks (`classification.py`: classification
-and regression; `ner.py`; `squad.py`; `embedding.py`); `registry.py` holds the
+and regression; `ner.py`; `squad.py`; `embedding.py`; `sparse_embedding.py`; `rerank.py`); `registry.py` holds the
 `Task` declaration type and the lookups that fine-tuning, distillation, export
 and the apps use; `loading.py` builds whole models from checkpoints
 (`load_model`, `convert_checkpoint`). A new task is a `Task` passed to
@@ -20,12 +20,13 @@ declarations (docs/ARCHITECTURE.md, checked by tests/architecture_test.py).
 from bert_tf.checkpoints.model_heads import ModelHeads, heads_classes, heads_for, register_heads
 
 # The built-in tasks: each module registers its tasks when imported (a new built-in task is one name here).
-from bert_tf.tasks import classification, embedding, ner, squad  # noqa: F401
+from bert_tf.tasks import classification, embedding, ner, rerank, sparse_embedding, squad  # noqa: F401
 from bert_tf.tasks.loading import convert_checkpoint, load_model
 from bert_tf.tasks.registry import (
     Task,
     for_hf_architecture,
     for_module,
+    for_settings,
     get,
     names,
     register,
@@ -41,6 +42,7 @@ __all__ = [
     "convert_checkpoint",
     "for_hf_architecture",
     "for_module",
+    "for_settings",
     "get",
     "heads_classes",
     "heads_for",

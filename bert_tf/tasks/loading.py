@@ -29,7 +29,7 @@ from bert_tf.checkpoints import (
 )
 from bert_tf.checkpoints.electra_names import GENERATOR_DIR
 from bert_tf.models import ElectraPretrainer, build_encoder
-from bert_tf.tasks.registry import for_hf_architecture, get
+from bert_tf.tasks.registry import for_hf_architecture, for_settings, get
 
 
 def hf_architecture(path):
@@ -46,6 +46,9 @@ def task_settings(path):
     family: `for_hf_architecture`) gives `task` and `labels` (from `id2label`), as fine-tuning writes them in
     `bert_tf.json`; other directories' settings are `path.settings` as they are."""
     settings = path.settings
+    marked = for_settings(settings) if settings.get("task") is None else None
+    if marked is not None:  # e.g. a sentence-transformers SparseEncoder folder's `sparse_pooling`
+        return {**settings, "task": marked.name, "labels": None}
     if path.format == "hf":
         hf = path.hf_config
         id2label = hf.get("id2label") or {}

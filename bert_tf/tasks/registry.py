@@ -92,6 +92,10 @@ class Task:
             `config.NAME`, and bert-tf-finetune has a flag for each. Tasks may
             share an options class; an option several classes declare must be
             the same declaration (a common base class).
+        settings_mark: a `bert_tf.json` setting whose presence makes a
+            directory without `task` this task's model (the sparse encoder's
+            `sparse_pooling`, which a sentence-transformers SparseEncoder
+            folder gives); None: only `task` (or a Hugging Face head) does.
         serving_options: the options the task's serving module reads besides
             `bert_tf.serving.options.ServingOptions`' (a `kw_only` dataclass of
             option fields, e.g. squad's windows and answer length), or None.
@@ -138,6 +142,7 @@ class Task:
     options: type | None = None
     serving_options: type | None = None
     objective_of: Callable | None = None
+    settings_mark: str | None = None
 
     def objective_for(self, config, model):
         """The objective fine-tuning trains `model` with under `config` (`objective_of`, else `objective`)."""
@@ -217,6 +222,14 @@ def for_hf_architecture(architecture, num_labels=None):
         if any(architecture.endswith(suffix) for suffix in task.heads.hf_suffixes) and (
             task.hf_accepts is None or task.hf_accepts(num_labels)
         ):
+            return task
+    return None
+
+
+def for_settings(settings):
+    """The `Task` whose `settings_mark` is in `settings` (a directory's settings without `task`), or None."""
+    for task in registered():
+        if task.settings_mark is not None and task.settings_mark in settings:
             return task
     return None
 

@@ -1,6 +1,7 @@
 """The task registry: lookups by name, model class and serving module; clear errors; the app's choices."""
 
 import dataclasses
+import re
 import subprocess
 
 import pytest
@@ -17,7 +18,7 @@ from bert_tf.training.finetuning import FinetuneConfig, finetune
 from tests.helpers import tiny_encoder
 from tests.launcher import python_command
 
-BUILTIN = ("classification", "embedding", "ner", "regression", "squad")
+BUILTIN = ("classification", "embedding", "ner", "regression", "sparse_embedding", "squad")
 
 
 def test_builtin_tasks_are_registered_and_sorted():
@@ -43,9 +44,7 @@ def test_unknown_task_lists_the_known_ones():
 
 def test_finetune_refuses_an_unknown_task_before_reading_anything(tmp_path):
     config = FinetuneConfig(task="sentiment", init="/nonexistent", train_file="/nonexistent", model_dir=str(tmp_path))
-    with pytest.raises(
-        ValueError, match=r"must be one of \('classification', 'embedding', 'ner', 'regression', 'squad'\)"
-    ):
+    with pytest.raises(ValueError, match=re.escape(f"must be one of {BUILTIN}")):
         finetune(config, log=lambda message: None)
     assert list(tmp_path.iterdir()) == []
 
