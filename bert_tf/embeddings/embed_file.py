@@ -5,10 +5,15 @@
 
 The output directory:
 
-    embeddings.json     the manifest: model, count, dimension, pooling, normalize, and what the run
-                        read (input file and its SHA-256, columns, max_seq_length, shard size, format);
+    embeddings.json     the manifest: model, count, dimension, pooling, normalize, truncate_dim and the
+                        prompt put before each passage, and what the run read (input file and its
+                        SHA-256, columns, max_seq_length, shard size, format);
                         `complete` once the final files are written
-    embeddings.npy      float32 [N, D] ("npy" format), in input order
+    embeddings.npy      float32 [N, D] ("npy" format), in input order; with `quantize`, its codes: int8/uint8
+                        [N, D] or packed sign bits int8 (binary) / uint8 (ubinary) [N, ceil(D / 8)]
+                        (`bert_tf.embeddings.quantize_embeddings`: sentence-transformers' values)
+    quantization_ranges.npy  (`quantize` int8/uint8) float32 [2, D]: each dimension's min and max the codes
+                        were calibrated on (the whole corpus, or `calibration_embeddings`)
     ids.txt             one id a line, in the same order ("npy" format)
     embeddings.tfrecord ("tfrecord" format) one `tf.train.Example` per passage: `id` (bytes),
                         `embedding` (float list of D)
@@ -31,6 +36,7 @@ import tensorflow as tf
 
 from bert_tf.checkpoints import ModelDirectory
 from bert_tf.data import read_passages
+from bert_tf.embeddings.quantization import quantization_ranges, quantize_embeddings
 from bert_tf.embeddings.sentence_embedder import SentenceEmbedder
 from bert_tf.options import option
 from bert_tf.text.windows import LONG_TEXT, MAX_WINDOWS
@@ -39,6 +45,8 @@ MANIFEST_FILE = "embeddings.json"
 EMBEDDINGS_FILE = "embeddings.npy"
 IDS_FILE = "ids.txt"
 TFRECORD_FILE = "embeddings.tfrecord"
+RANGES_FILE = "quantization_ranges.npy"
+QUANTIZE = ("none", "int8", "uint8", "binary", "ubinary")  # bert-tf-embed --quantize
 SHARDS_DIR = "shards"
 OUTPUT_FORMATS = ("npy", "tfrecord")
 # Passages per `encode` call inside a shard: the progress bar moves this often.
@@ -59,11 +67,15 @@ RUN_FIELDS = (
     "long_text",
     "window_stride",
     "max_windows",
+    "truncate_dim",
+    "prompt",
     "shard_size",
     "output_format",
+    "quantize",
+    "calibration",
 )
 # What a manifest written before a field existed meant by it (an older unfinished run stays resumable).
-FIELDS_BEFORE = {"long_text": "truncate"}
+FIELDS_BEFORE = {"quantize": "none", "calibration": None, "long_text": "truncate", "truncate_dim": None, "prompt": ""}
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -84,6 +96,18 @@ class EmbedConfig:
     )
     id_column: object = option(None, "TSV/CSV/JSONL: the id column; default: the passage's 0-based index.")
     output_format: str = option("npy", "npy: embeddings.npy + ids.txt; tfrecord: {id, embedding}.", enum=OUTPUT_FORMATS)
+    quantize: str = option(
+        "none",
+        "Write quantized embeddings (npy only; sentence-transformers' quantize_embeddings): int8/uint8 codes with "
+        "per-dimension ranges calibrated on the whole corpus (or --calibration_embeddings) and written to "
+        "quantization_ranges.npy, or binary/ubinary sign bits packed 8 to a byte. The shards stay float32.",
+        enum=QUANTIZE,
+    )
+    calibration_embeddings: str = option(
+        None,
+        "--quantize=int8|uint8: calibrate the ranges on these float32 embeddings instead of the corpus: an .npy "
+        "file [M, D] or a bert-tf-embed output directory.",
+    )
     batch_size: int = option(32, "Passages per forward call.", lower_bound=1)
     max_seq_length: int = option(  # None: the model directory's
         None,
@@ -101,6 +125,17 @@ class EmbedConfig:
         None, "--long_text=windows: pieces between window starts. Default: half a window.", lower_bound=1
     )
     max_windows: int = option(MAX_WINDOWS, "--long_text=windows: windows of one passage at most.", lower_bound=1)
+    truncate_dim: int = option(  # None: the whole embedding
+        None,
+        "Matryoshka: keep each embedding's first N dimensions (after the model's normalization, as "
+        "sentence-transformers' truncate_dim). At most the model's embedding dimension.",
+        lower_bound=1,
+    )
+    prompt_name: str = option(  # None: the model directory's default prompt, else none
+        None,
+        "The model's prompt put before each passage (config_sentence_transformers.json's prompts, e.g. query, "
+        "passage). Default: the model's default_prompt_name, else none.",
+    )
     shard_size: int = option(10000, "Passages per shard (the unit a restart skips).", lower_bound=1)
     max_shards: int = option(
         None,
@@ -253,21 +288,71 @@ def _finished_shard(path, rows, dimension):
     return shard
 
 
-def _join(output, manifest, ids, shards):
-    """Writes the final files from the shards (in order); returns their names."""
+def _check_quantize(quantize, calibration_embeddings, output_format):
+    """The calibration embeddings (float `[M, D]`, memory-mapped) or None; ValueError names a bad setting."""
+    if quantize not in QUANTIZE:
+        raise ValueError(f"`quantize` must be one of {QUANTIZE}. Received: quantize={quantize!r}")
+    if quantize != "none" and output_format != "npy":
+        raise ValueError(
+            f"Quantized embeddings are written as npy only. Received: quantize={quantize!r}, "
+            f"output_format={output_format!r}"
+        )
+    if calibration_embeddings is None:
+        return None
+    if quantize not in ("int8", "uint8"):
+        raise ValueError(
+            f"calibration_embeddings calibrate int8/uint8 ranges. Received: quantize={quantize!r}, "
+            f"calibration_embeddings={calibration_embeddings!r}"
+        )
+    if os.path.isdir(calibration_embeddings):
+        calibration = read_embeddings(calibration_embeddings)[1]
+    elif os.path.isfile(calibration_embeddings):
+        calibration = np.load(calibration_embeddings, mmap_mode="r")
+    else:
+        raise FileNotFoundError(
+            f"No such calibration file or directory. Received: calibration_embeddings={calibration_embeddings}"
+        )
+    if calibration.ndim != 2 or calibration.shape[0] < 1 or calibration.dtype != np.float32:
+        raise ValueError(
+            f"calibration_embeddings must be float32 [M, D] with M >= 1. Received: {calibration_embeddings} of "
+            f"{calibration.dtype} {list(calibration.shape)}"
+        )
+    return calibration
+
+
+def _join(output, manifest, ids, shards, calibration=None):
+    """Writes the final files from the shards (in order), quantized as the manifest says; returns their names."""
     count, dimension = manifest["count"], manifest["dimension"]
+    quantize = manifest.get("quantize", "none")
     if manifest["output_format"] == "npy":
+        ranges = None
+        if quantize in ("int8", "uint8"):
+            if calibration is None:  # each dimension's min and max over the whole corpus, shard by shard
+                low, high = zip(*(quantization_ranges(np.load(path, mmap_mode="r")) for path in shards))
+                ranges = np.stack([np.min(low, axis=0), np.max(high, axis=0)])
+            else:
+                ranges = quantization_ranges(calibration)
+        if quantize == "none":
+            dtype, shape = np.float32, (count, dimension)
+        else:
+            dtype = np.int8 if quantize in ("int8", "binary") else np.uint8
+            shape = (count, dimension if quantize.endswith("int8") else -(-dimension // 8))
 
         def write_embeddings(temporary):
             # Opened as a memory map: a corpus larger than memory is copied shard by shard.
-            joined = np.lib.format.open_memmap(temporary, mode="w+", dtype=np.float32, shape=(count, dimension))
+            joined = np.lib.format.open_memmap(temporary, mode="w+", dtype=dtype, shape=shape)
             start = 0
             for path in shards:
                 shard = np.load(path, mmap_mode="r")
+                if quantize != "none":
+                    shard = quantize_embeddings(shard, quantize, ranges=ranges)
                 joined[start : start + len(shard)] = shard
                 start += len(shard)
             joined.flush()
             del joined
+
+        if ranges is not None:
+            _write_atomically(os.path.join(output, RANGES_FILE), lambda temporary: _save_npy(temporary, ranges))
 
         def write_ids(temporary):
             with open(temporary, "w", encoding="utf-8") as f:
@@ -275,7 +360,7 @@ def _join(output, manifest, ids, shards):
 
         _write_atomically(os.path.join(output, EMBEDDINGS_FILE), write_embeddings)
         _write_atomically(os.path.join(output, IDS_FILE), write_ids)
-        return [EMBEDDINGS_FILE, IDS_FILE]
+        return [EMBEDDINGS_FILE, IDS_FILE] + ([RANGES_FILE] if ranges is not None else [])
 
     def write_records(temporary):
         index = 0
@@ -301,11 +386,15 @@ def embed_file(
     id_column=None,
     file_format=None,
     output_format="npy",
+    quantize="none",
+    calibration_embeddings=None,
     batch_size=32,
     max_seq_length=None,
     long_text=None,
     window_stride=None,
     max_windows=MAX_WINDOWS,
+    truncate_dim=None,
+    prompt_name=None,
     shard_size=10000,
     max_shards=None,
     overwrite=False,
@@ -329,9 +418,15 @@ def embed_file(
             is refused (`EmbedResumeError` naming what differs), unless
             `overwrite`.
         output_format: "npy" (`embeddings.npy` + `ids.txt`) or "tfrecord".
-        batch_size, max_seq_length, long_text, window_stride, max_windows:
-            `SentenceEmbedder`'s. With "truncate", the run logs how many
-            passages it cut.
+        quantize: "none", or the codes `embeddings.npy` holds ("npy" only): "int8"/"uint8" (ranges calibrated on
+            the whole corpus, written to `RANGES_FILE`) or "binary"/"ubinary" (packed sign bits), as
+            `bert_tf.embeddings.quantize_embeddings` gives them.
+        calibration_embeddings: int8/uint8: the float32 embeddings (an `.npy` file or a bert-tf-embed output
+            directory) whose ranges calibrate the codes instead of the corpus's.
+        batch_size, max_seq_length, long_text, window_stride, max_windows,
+            truncate_dim, prompt_name: `SentenceEmbedder`'s. With "truncate",
+            the run logs how many passages it cut. The manifest records the
+            prompt's text (`prompt`, "" for none).
         shard_size: passages per shard (the unit of resumption).
         max_shards: stop after embedding this many new shards, leaving a
             resumable output (None: all).
@@ -349,6 +444,7 @@ def embed_file(
         raise ValueError(f"`shard_size` must be a positive integer. Received: shard_size={shard_size!r}")
     if max_shards is not None and max_shards < 1:
         raise ValueError(f"`max_shards` must be positive or None. Received: max_shards={max_shards!r}")
+    calibration = _check_quantize(quantize, calibration_embeddings, output_format)
     passages = read_passages(input_path, text_column=text_column, id_column=id_column, file_format=file_format)
     previous = _prepare_output(output, overwrite)
     model = ModelDirectory.read(model_dir)  # a directory or a Hugging Face Hub id, read once
@@ -359,6 +455,8 @@ def embed_file(
         long_text=long_text,
         window_stride=window_stride,
         max_windows=max_windows,
+        truncate_dim=truncate_dim,
+        prompt_name=prompt_name,
     )
     manifest = {
         "model": model.hub_id or os.path.abspath(model.path),
@@ -375,8 +473,12 @@ def embed_file(
         "long_text": embedder.long_text,
         "window_stride": embedder.window_stride,
         "max_windows": embedder.max_windows,
+        "truncate_dim": embedder.truncate_dim,
+        "prompt": embedder.prompt,
         "shard_size": shard_size,
         "output_format": output_format,
+        "quantize": quantize,
+        "calibration": None if calibration_embeddings is None else os.path.abspath(calibration_embeddings),
         "shards": -(-len(passages) // shard_size),
         "complete": False,
     }
@@ -434,7 +536,12 @@ def embed_file(
         finished = sum(os.path.isfile(p) for p in shards)
         log(f"Stopped after {embedded} new shard(s) ({finished} of {manifest['shards']} done); run again to go on.")
         return manifest
-    files = _join(output, manifest, passages.ids, shards)
+    if calibration is not None and calibration.shape[1] != manifest["dimension"]:
+        raise ValueError(
+            f"calibration_embeddings must have D = {manifest['dimension']} columns (the embeddings'). Received: "
+            f"{calibration_embeddings} of shape {calibration.shape}"
+        )
+    files = _join(output, manifest, passages.ids, shards, calibration)
     manifest["complete"] = True
     _write_json(os.path.join(output, MANIFEST_FILE), manifest)
     shutil.rmtree(os.path.join(output, SHARDS_DIR))
@@ -443,3 +550,40 @@ def embed_file(
         f"{output}: {', '.join(files)}."
     )
     return manifest
+
+
+def read_embeddings(output):
+    """The passages' ids and embeddings of a complete `embed_file` output directory (what `bert-tf-embed` wrote).
+
+    Returns:
+        `(ids, embeddings)`: ids a list of N str, embeddings `[N, D]` as stored: float32 (or, with `quantize`,
+        int8/uint8 codes or packed bits `[N, ceil(D / 8)]`; the manifest's `quantize` says which, and
+        `RANGES_FILE` holds the int8/uint8 ranges). The "npy" format's `embeddings.npy` is opened as a read-only
+        memory map (a corpus larger than memory is read as it is used); "tfrecord" is read into memory.
+
+    Raises:
+        ValueError: `output` holds no manifest, an unfinished run, or files that disagree with it (each named).
+    """
+    manifest = read_manifest(output) if os.path.isdir(output) else None
+    if manifest is None:
+        raise ValueError(f"{output}: not a bert-tf-embed output directory (no {MANIFEST_FILE}).")
+    if not manifest.get("complete"):
+        raise ValueError(f"{output}: the bert-tf-embed run is unfinished; run the same command again to complete it.")
+    count = manifest["count"]
+    if manifest["output_format"] == "tfrecord":
+        ids, vectors = [], []
+        for record in tf.data.TFRecordDataset(os.path.join(output, TFRECORD_FILE)).as_numpy_iterator():
+            example = tf.train.Example.FromString(record)
+            ids.append(example.features.feature["id"].bytes_list.value[0].decode("utf-8"))
+            vectors.append(np.array(example.features.feature["embedding"].float_list.value, np.float32))
+        embeddings = np.stack(vectors) if vectors else np.zeros((0, manifest["dimension"]), np.float32)
+    else:
+        embeddings = np.load(os.path.join(output, EMBEDDINGS_FILE), mmap_mode="r")
+        with open(os.path.join(output, IDS_FILE), encoding="utf-8") as f:
+            ids = f.read().split("\n")[:-1]
+    if len(ids) != count or embeddings.shape[0] != count:
+        raise ValueError(
+            f"{output}: {MANIFEST_FILE} lists {count} passages but the files hold {len(ids)} ids and "
+            f"{embeddings.shape[0]} embeddings; embed again with --overwrite."
+        )
+    return ids, embeddings

@@ -19,6 +19,7 @@ import tensorflow as tf
 
 from bert_tf import checkpoints
 from bert_tf.embeddings.prompts import check_prompts, check_truncate_dim, prompt_length, resolve_prompt
+from bert_tf.embeddings.quantization import PRECISIONS, quantize_embeddings
 from bert_tf.layers import SentencePooling
 from bert_tf.models import BertSentenceEncoder
 from bert_tf.text import packer_for
@@ -250,6 +251,12 @@ class SentenceEmbedder:
         return self.truncate_dim or self._full_dimension
 
     @property
+    def prompt(self):
+        """The text `encode` puts before each text when given no prompt ("" for none): the embedder's
+        `prompt_name`'s, else the directory's default prompt's."""
+        return resolve_prompt(self.prompts, self.default_prompt_name)
+
+    @property
     def _full_dimension(self):
         return self.model.encoder.hidden_dim * len(self.pooling)
 
@@ -265,6 +272,9 @@ class SentenceEmbedder:
         prompt_name=None,
         prompt=None,
         truncate_dim=None,
+        quantize=None,
+        ranges=None,
+        calibration_embeddings=None,
     ):
         """Embeds `texts`.
 
@@ -291,10 +301,20 @@ class SentenceEmbedder:
                 first window holds it.
             truncate_dim: the first `truncate_dim` values of each embedding
                 are returned (Matryoshka); default: the embedder's.
+            quantize: None (float32), or "int8", "uint8", "binary", "ubinary":
+                the embeddings quantized last, as sentence-transformers'
+                `encode(precision=...)` (`bert_tf.embeddings.quantize_embeddings`):
+                int8/uint8 with `ranges` float `[2, D]` (each dimension's min and
+                max), else those of `calibration_embeddings` `[M, D]`, else those
+                of these embeddings (at least 2 texts); binary/ubinary packed
+                sign bits `[N, ceil(D / 8)]`.
+            ranges, calibration_embeddings: see `quantize`.
 
         Returns:
             float32 `[N, D]` in the input order (`[D]` for a single string;
-            `[0, D]` for an empty list); D is `truncate_dim` where set.
+            `[0, D]` for an empty list); D is `truncate_dim` where set. With
+            `quantize`, its codes (int8/uint8 `[N, D]`, packed bits int8 or
+            uint8 `[N, ceil(D / 8)]`).
 
         Raises:
             ValueError: `texts` is not a string or a list of strings (the
@@ -328,6 +348,10 @@ class SentenceEmbedder:
             embeddings = np.ascontiguousarray(embeddings[:, :truncate_dim])  # [N, truncate_dim]
             if normalize:  # asked for unit vectors: those returned, after truncation
                 embeddings = embeddings / np.maximum(np.linalg.norm(embeddings, axis=1, keepdims=True), 1e-12)
+        if quantize is not None:
+            if quantize not in PRECISIONS[1:]:
+                raise ValueError(f"`quantize` must be None or one of {PRECISIONS[1:]}. Received: quantize={quantize!r}")
+            embeddings = quantize_embeddings(embeddings, quantize, ranges, calibration_embeddings)
         result = embeddings[0] if single else embeddings
         return result if convert_to_numpy else tf.constant(result)
 

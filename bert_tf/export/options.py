@@ -25,6 +25,7 @@ from bert_tf import tasks
 from bert_tf.data.passages import PASSAGE_FORMATS
 from bert_tf.options import compose, option, override
 from bert_tf.serving.corpus_index import SEARCH_QUANTIZATIONS, SEARCH_RESCORES
+from bert_tf.tasks.rerank import DEFAULT_RERANK_TOP_N
 
 FORMATS = ("saved_model", "litert", "onnx")
 QUANTIZE = ("none", "float16", "dynamic_int8", "int8")  # LiteRT's; ONNX refuses "int8" (`onnx.check_quantize`)
@@ -93,6 +94,18 @@ class SearchCorpus:
         "--search_sparse_model: w, the sparse scores' weight in the hybrid score (0: dense only, 1: sparse only).",
         lower_bound=0,
         upper_bound=1,
+    )
+    search_reranker: str = option(  # None: the bi-encoder's scores
+        None,
+        "Two-stage search: a cross-encoder's directory (a sentence-transformers CrossEncoder folder, a rerank or "
+        "one-label regression model) held in the SavedModel beside --search_corpus; `search` then reranks the "
+        "--search_rerank_top_n passages the exported model retrieves and returns the k best by the cross-encoder's "
+        "score (its scores).",
+    )
+    search_rerank_top_n: int = option(
+        DEFAULT_RERANK_TOP_N,
+        "--search_reranker: passages retrieved and reranked per query (k beyond it returns it).",
+        lower_bound=1,
     )
 
 

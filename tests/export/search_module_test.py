@@ -104,7 +104,14 @@ def test_metadata_lists_search_and_corpus_size(exported):
     with open(os.path.join(path, "assets.extra", METADATA_FILE), encoding="utf-8") as f:
         assert json.load(f) == metadata
     assert metadata["kind"] == "encoder"
-    assert metadata["search"] == {"corpus_size": len(CORPUS_IDS), "embedding_dim": 16}
+    assert metadata["search"] == {
+        "corpus_size": len(CORPUS_IDS),
+        "embedding_dim": 16,
+        "quantization": "none",
+        "rescore": "none",
+        "rescore_multiplier": 4,
+        "texts": True,
+    }
     assert metadata["signatures"]["search"] == {"inputs": ["query", "k"], "outputs": ["ids", "scores", "texts"]}
     assert {"serving_default", "single", "pair", "ids"} <= set(metadata["signatures"])  # the encoder's, kept
 

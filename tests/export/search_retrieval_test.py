@@ -43,7 +43,7 @@ def test_xquad_retrieval_equals_sentence_transformers(minilm_dir, tmp_path):
         search_text_column="text",
         search_id_column="id",
     )
-    assert metadata["search"] == {"corpus_size": len(corpus_ids), "embedding_dim": 384}
+    assert metadata["search"]["corpus_size"] == len(corpus_ids) and metadata["search"]["embedding_dim"] == 384
 
     search = tf.saved_model.load(str(tmp_path / "search")).signatures["search"]
     rankings = []
