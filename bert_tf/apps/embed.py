@@ -9,6 +9,8 @@
 `ids.txt` and the manifest `embeddings.json` (or `embeddings.tfrecord` of `{id, embedding}` examples). Shards of
 `--shard_size` passages are written as they finish; running the same command again after an interruption keeps
 them, and after the run finished says it is already complete. The pooling and normalization are the model directory's (`bert_tf.json`).
+`--truncate_dim=N` keeps each embedding's first N dimensions (Matryoshka); `--prompt_name` puts one of the model's
+prompts (`config_sentence_transformers.json`) before each passage (default: its `default_prompt_name`).
 """
 
 import os
@@ -21,6 +23,7 @@ from bert_tf.apps.common_flags import check_checkpoint_dir
 from bert_tf.checkpoints import CheckpointError
 from bert_tf.config import ConfigError
 from bert_tf.embeddings import EmbedConfig, embed_file
+from bert_tf.embeddings.prompts import check_truncate_dim, resolve_prompt
 
 FLAGS = flags.FLAGS
 # A flag for each field of EmbedConfig, with the field's help.
@@ -29,7 +32,9 @@ common_flags.define_config_flags(EmbedConfig, sys.modules[__name__])
 
 def _validate_flags():
     """Checks every flag before any side effect; raises app.UsageError naming the bad one."""
-    model_dir = check_checkpoint_dir("model_dir").path  # a Hub id's snapshot: never written into either
+    directory = check_checkpoint_dir("model_dir")
+    model_dir = directory.path  # a Hub id's snapshot: never written into either
+    _check_embedding_flags(directory)
     for name in ("input", "output"):
         if not FLAGS[name].value:
             raise app.UsageError(f"--{name} is required. Received: --{name}=None")
@@ -39,6 +44,19 @@ def _validate_flags():
         raise app.UsageError(f"--output exists and is not a directory. Received: --output={FLAGS.output}")
     if os.path.abspath(FLAGS.output) == os.path.abspath(model_dir):
         raise app.UsageError(f"--output must differ from --model_dir. Received: --output={FLAGS.output}")
+
+
+def _check_embedding_flags(directory):
+    """--prompt_name one of the model's prompts and --truncate_dim at most its embedding dimension: app.UsageError
+    naming the flag and value otherwise (before any side effect)."""
+    settings = directory.settings
+    try:
+        resolve_prompt(settings.get("prompts") or {}, prompt_name=FLAGS.prompt_name)
+        check_truncate_dim(
+            FLAGS.truncate_dim, directory.config.hidden_size * len(settings["pooling"]), source="--truncate_dim"
+        )
+    except ValueError as e:
+        raise app.UsageError(f"--prompt_name: {e}" if "prompt" in str(e) else str(e)) from None
 
 
 def main(argv):

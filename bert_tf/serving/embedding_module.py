@@ -12,7 +12,8 @@ class EmbeddingModule(EncoderModule):
     Args:
         model: the `bert_tf.models.BertSentenceEncoder`.
         tokenizer, max_seq_length, max_input_bytes: see `EncoderModule`.
-        **long_text: `long_text`, `window_stride`, `max_windows` (see `ServingModule`).
+        **long_text: `long_text`, `window_stride`, `max_windows` (see `ServingModule`) and `truncate_dim`
+            (see `EncoderModule`).
     """
 
     def __init__(self, model, tokenizer, max_seq_length, max_input_bytes=None, name=None, **long_text):

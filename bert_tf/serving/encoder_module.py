@@ -3,8 +3,18 @@
 Shape legend: B inputs, T tokens, H hidden, M `[MASK]`s per input, K top_k, V vocabulary.
 """
 
+import numpy as np
 import tensorflow as tf
 
+from bert_tf.embeddings.prompts import (
+    DOCUMENT_PROMPTS,
+    QUERY_PROMPTS,
+    check_prompts,
+    check_truncate_dim,
+    named_prompt,
+    prompt_length,
+    resolve_prompt,
+)
 from bert_tf.layers import SentencePooling
 from bert_tf.serving.serving_module import IDS, TEXT, TEXT_PAIR, ServingModule, Unsaved
 from bert_tf.text.windows import MAX_WINDOWS
@@ -35,6 +45,18 @@ class EncoderModule(ServingModule):
             the discriminator's probability that each token was replaced
             (`sigmoid` of its logit: Hugging Face `ElectraForPreTraining`'s
             `logits`), 0 at padding: a typo and anomaly detector.
+        `query`, `document` (where the model directory defines `prompts`):
+            `text` `[B]` -> the outputs of `single`, with the prompt
+            sentence-transformers' `encode_query` / `encode_document` put
+            before each text (`query`: the "query" prompt; `document`: the
+            first of "document", "passage", "corpus"; either, without one,
+            the default prompt). `serving_default` and `single` put the
+            default prompt (`default_prompt_name`) before each text;
+            `pair` and `ids` take the texts or ids as given.
+
+    With `truncate_dim`, `sentence_embedding` is the first `truncate_dim`
+    values of the embedding (Matryoshka), after the model's normalization
+    (sentence-transformers' `truncate_dim`; not renormalized).
 
     Args:
         encoder: the `BertEncoder`.
@@ -49,6 +71,11 @@ class EncoderModule(ServingModule):
             sequence output, for `replaced_token_scores`.
         pooling, normalize: the `sentence_embedding` (`bert_tf.layers.SentencePooling`).
         max_input_bytes, truncation, long_text, window_stride, max_windows: see `ServingModule`.
+        truncate_dim: `sentence_embedding`'s dimensions kept (None: all).
+        prompts, default_prompt_name, include_prompt: the model directory's
+            (`bert_tf.embeddings.prompts`): name -> text put before a text,
+            the one `serving_default` applies, and whether the prompt's tokens
+            are pooled.
     """
 
     serves_long_text = True
@@ -69,6 +96,10 @@ class EncoderModule(ServingModule):
         window_stride=None,
         max_windows=MAX_WINDOWS,
         discriminator_head=None,
+        truncate_dim=None,
+        prompts=None,
+        default_prompt_name=None,
+        include_prompt=True,
         name=None,
     ):
         if pretrainer is not None and pretrainer.encoder is not encoder:
@@ -106,6 +137,25 @@ class EncoderModule(ServingModule):
         self._pooler = Unsaved(SentencePooling(pooling, normalize))
         self.pooling = list(self._pooler.value.pooling)
         self.normalize = normalize
+        self.truncate_dim = check_truncate_dim(truncate_dim, encoder.hidden_dim * len(self.pooling))
+        self.prompts = check_prompts(prompts, default_prompt_name)
+        self.default_prompt_name = default_prompt_name
+        self.include_prompt = include_prompt
+        self.default_prompt = resolve_prompt(self.prompts, default_prompt_name)
+        # sentence-transformers' encode_query / encode_document: their prompt, else the default.
+        self.query_prompt = resolve_prompt(self.prompts, default_prompt_name, named_prompt(self.prompts, QUERY_PROMPTS))
+        self.document_prompt = resolve_prompt(
+            self.prompts, default_prompt_name, named_prompt(self.prompts, DOCUMENT_PROMPTS)
+        )
+        self._prompt_lengths = {
+            prompt: 0 if include_prompt else prompt_length(tokenizer, prompt)
+            for prompt in {self.default_prompt, self.query_prompt, self.document_prompt}
+        }
+
+    @property
+    def embedding_dimension(self):
+        """`sentence_embedding`'s D: the hidden size times the pooling modes, or `truncate_dim`."""
+        return self.truncate_dim or self.encoder.hidden_dim * len(self.pooling)
 
     @property
     def encoder(self):
@@ -123,38 +173,96 @@ class EncoderModule(ServingModule):
             functions["fill_mask"] = self._function(self.fill_mask, TEXT)
         if self._discriminator_head.value is not None:
             functions["replaced_token_scores"] = self._function(self.replaced_token_scores, TEXT)
+        if self.prompts:
+            functions["query"] = self._function(self.embed_query, TEXT)
+            functions["document"] = self._function(self.embed_document, TEXT)
         return functions
 
     def metadata(self):
-        """`ServingModule.metadata`, and `replaced_token_detection: true` where the discriminator head is served."""
+        """`ServingModule.metadata`, and `replaced_token_detection: true` where the discriminator head is served;
+        `truncate_dim` and the prompts where set."""
         extra = {"replaced_token_detection": True} if self._discriminator_head.value is not None else {}
+        if self.truncate_dim is not None:
+            extra["truncate_dim"] = self.truncate_dim
+        if self.prompts:
+            extra["prompts"] = dict(self.prompts)
+            extra["default_prompt_name"] = self.default_prompt_name
+            extra["include_prompt"] = self.include_prompt
         return {**super().metadata(), **extra}
 
     # --- signatures ---
 
     def embed_text(self, text):
-        (text,) = self._strings(text)
-        if self.long_text == "windows":
-            return self._windowed_embeddings(text)
-        return self._outputs(self._pack(self._tokenize(text)))
+        return self._embed_prompted(text, self.default_prompt)
 
-    def sentence_embeddings(self, text):
-        """Checked strings `[B]` -> the `sentence_embedding` float32 `[B, D]` alone (for modules built on this one)."""
+    def embed_query(self, text):
+        return self._embed_prompted(text, self.query_prompt)
+
+    def embed_document(self, text):
+        return self._embed_prompted(text, self.document_prompt)
+
+    def _embed_prompted(self, text, prompt):
+        (text,) = self._strings(text)
+        text = self._prompted(text, prompt)
         if self.long_text == "windows":
-            return self._windowed_embeddings(text)["sentence_embedding"]
+            return self._windowed_embeddings(text, prompt)
+        return self._outputs(self._pack(self._tokenize(text)), self._prompt_lengths[prompt])
+
+    @staticmethod
+    def _prompted(text, prompt):
+        """Strings `[B]` with `prompt` put before each (as given for no prompt)."""
+        return tf.strings.join([prompt, text]) if prompt else text
+
+    def sentence_embeddings(self, text, prompt=None):
+        """Checked strings `[B]` -> the `sentence_embedding` float32 `[B, D]` alone (for modules built on this one),
+        with `prompt` (one of `default_prompt`, `query_prompt`, `document_prompt`; None: the default) before each."""
+        prompt = self.default_prompt if prompt is None else prompt
+        text = self._prompted(text, prompt)
+        if self.long_text == "windows":
+            return self._windowed_embeddings(text, prompt)["sentence_embedding"]
         features = self._pack(self._tokenize(text))
         sequence = self._call_unpadded(self.encoder, features)["sequence_output"]
-        return self._pooler.value(sequence, features["padding_mask"])
+        return self._sentence_embedding(sequence, features["padding_mask"], self._prompt_lengths[prompt])
 
-    def _windowed_embeddings(self, text):
-        """Checked strings `[B]` -> `pooled_output`, `sentence_embedding` (each the mean over the text's windows;
-        the embedding normalized again when the model normalizes) and `num_windows`."""
+    def _sentence_embedding(self, sequence, padding_mask, skip=0, truncate=True):
+        """The pooled (and normalized) embedding `[B, D]`, the first `skip` tokens (a prompt's; int or int `[B]`)
+        left out of the pooling, cut to `truncate_dim` when `truncate`."""
+        pooled_mask = None
+        if not isinstance(skip, int) or skip:
+            positions = tf.range(tf.shape(padding_mask)[1])[None, :]  # [1, T]
+            skip = tf.reshape(skip, [-1, 1])  # [B or 1, 1]
+            pooled_mask = padding_mask * tf.cast(positions >= skip, padding_mask.dtype)  # [B, T]
+        embedding = self._pooler.value(sequence, padding_mask, pooled_mask)  # [B, D]
+        return self._truncated(embedding) if truncate else embedding
+
+    def search_vectors(self, embeddings):
+        """`sentence_embedding`s `[B, D]` (tensor or numpy) as a search compares them: renormalized where
+        `truncate_dim` cuts a normalized embedding (so the inner product stays the cosine), else as they are."""
+        if self.truncate_dim is None or not self.normalize:
+            return embeddings
+        if isinstance(embeddings, tf.Tensor):
+            return tf.math.l2_normalize(embeddings, axis=-1, epsilon=1e-24)
+        return embeddings / np.maximum(np.linalg.norm(embeddings, axis=-1, keepdims=True), 1e-12)
+
+    def _truncated(self, embedding):
+        return embedding if self.truncate_dim is None else embedding[:, : self.truncate_dim]
+
+    def _windowed_embeddings(self, text, prompt=""):
+        """Checked strings `[B]` (the prompt already before each) -> `pooled_output`, `sentence_embedding` (each
+        the mean over the text's windows; the embedding normalized again when the model normalizes) and
+        `num_windows`. The prompt's tokens are left out of the first window's pooling where `include_prompt` is
+        false."""
         features, row, count = self._windows(text)
         outputs = self._call_unpadded(self.encoder, features)
-        embedding = self._pooler.value(outputs["sequence_output"], features["padding_mask"])  # [N, D]
+        skip = self._prompt_lengths.get(prompt, 0)
+        if skip:  # the first window of each text holds the prompt
+            first = tf.concat([[True], tf.not_equal(row[1:], row[:-1])], axis=0)  # [N]
+            skip = tf.where(first, skip, 0)
+        embedding = self._sentence_embedding(outputs["sequence_output"], features["padding_mask"], skip, False)
         embedding = self._window_mean(embedding, row, count)  # [B, D]
         if self.normalize:
             embedding = embedding / tf.maximum(tf.norm(embedding, axis=-1, keepdims=True), 1e-12)
+        embedding = self._truncated(embedding)
         return {
             "pooled_output": self._window_mean(outputs["pooled_output"], row, count),
             "sentence_embedding": embedding,
@@ -209,12 +317,12 @@ class EncoderModule(ServingModule):
 
     # --- outputs ---
 
-    def _outputs(self, features):
+    def _outputs(self, features, skip=0):
         outputs = self._call_unpadded(self.encoder, features)
         sequence = outputs["sequence_output"]  # [B, T, H]
         return {
             "pooled_output": outputs["pooled_output"],
-            "sentence_embedding": self._pooler.value(sequence, features["padding_mask"]),
+            "sentence_embedding": self._sentence_embedding(sequence, features["padding_mask"], skip),
             "sequence_output": sequence,
             "padding_mask": features["padding_mask"],
             "token_ids": features["token_ids"],

@@ -342,6 +342,7 @@ def _serving_module(model, tokenizer, max_seq_length, label_names, options):
         long_text=options.long_text,
         window_stride=options.window_stride,
         max_windows=options.max_windows,
+        truncate_dim=getattr(options, "truncate_dim", None),  # the export's (`bert_tf.export.options`)
     )
 
 

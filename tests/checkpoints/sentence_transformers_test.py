@@ -227,11 +227,12 @@ def test_bad_pooling_json_is_named(tmp_path):
     assert os.path.join(root, "1_Pooling", "config.json") in str(error.value)
 
 
-def test_default_prompt_is_warned_about(tmp_path, caplog):
+def test_default_prompt_is_recorded_without_a_warning(tmp_path, caplog):
+    # SentenceEmbedder and the export apply it (tests/embeddings/prompts_test.py): nothing to warn about.
     root = _folder(tmp_path)
     _write(os.path.join(root, st.MODEL_CONFIG_FILE), {"prompts": {"query": "query: "}, "default_prompt_name": "query"})
     settings = _read(root)
-    assert "query: " in caplog.text and "default_prompt_name" in caplog.text
+    assert "default_prompt_name" not in caplog.text
     assert (settings["prompts"], settings["default_prompt_name"]) == ({"query": "query: "}, "query")
 
 
