@@ -35,7 +35,11 @@ from bert_tf.checkpoints import hub, readers, tokenizer_files
 from bert_tf.checkpoints import settings as settings_lib
 from bert_tf.checkpoints.electra_names import GENERATOR_DIR
 from bert_tf.checkpoints.readers import CheckpointError
-from bert_tf.checkpoints.sentence_transformers import is_sentence_transformers_dir, read_sentence_transformers
+from bert_tf.checkpoints.sentence_transformers import (
+    is_sentence_transformers_dir,
+    read_cross_encoder_config,
+    read_sentence_transformers,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -163,11 +167,19 @@ class ModelDirectory:
 
     @functools.cached_property
     def _sentence_transformers(self):
-        if self.has_settings_file or not is_sentence_transformers_dir(self.directory):
+        if self.has_settings_file:
             return None
+        if not is_sentence_transformers_dir(self.directory):
+            # A CrossEncoder saved by sentence-transformers 4-5 (config.json names its activation), else None.
+            return read_cross_encoder_config(self.directory, self._hf_data) or None
         return read_sentence_transformers(
-            self.directory, self.config.max_position_embeddings, self._inferred["lowercase"]
+            self.directory, self.config.max_position_embeddings, self._inferred["lowercase"], hf_config=self._hf_data
         )
+
+    @property
+    def _hf_data(self):
+        """A Hugging Face directory's `config.json` data as read once ({} for another format: no cross-encoder)."""
+        return self._config_data if self.format == "hf" else {}
 
     @functools.cached_property
     def _settings(self):

@@ -102,7 +102,7 @@ def is_sentence_transformers_dir(directory):
     return os.path.isfile(os.path.join(directory, MODULES_FILE))
 
 
-def read_sentence_transformers(directory, max_position_embeddings, lowercase=True):
+def read_sentence_transformers(directory, max_position_embeddings, lowercase=True, hf_config=None):
     """The `bert_tf.json` fields the sentence-transformers folder `directory` decides (see the module docstring).
 
     Args:
@@ -123,7 +123,7 @@ def read_sentence_transformers(directory, max_position_embeddings, lowercase=Tru
     if kinds[-1:] == ["SpladePooling"] or kinds[:1] == ["MLMTransformer"]:
         return _read_sparse_encoder(directory, modules_path, modules, kinds, max_position_embeddings, lowercase)
     if kinds == ["Transformer"]:
-        return _read_cross_encoder(directory, modules_path, modules, max_position_embeddings, lowercase)
+        return _read_cross_encoder(directory, modules_path, modules, max_position_embeddings, lowercase, hf_config)
     if kinds[:2] != ["Transformer", "Pooling"] or any(kind != "Normalize" for kind in kinds[2:]):
         raise _pipeline_error(modules_path, modules)
     transformer, pooling = modules[0], modules[1]
@@ -186,7 +186,7 @@ def _pipeline_error(modules_path, modules):
     )
 
 
-def _read_cross_encoder(directory, modules_path, modules, max_position_embeddings, lowercase):
+def _read_cross_encoder(directory, modules_path, modules, max_position_embeddings, lowercase, hf_config=None):
     """The settings of a CrossEncoder folder: one sequence-classification Transformer at path ""."""
     transformer = modules[0]
     _check_root_transformer(directory, modules_path, transformer)
@@ -194,35 +194,45 @@ def _read_cross_encoder(directory, modules_path, modules, max_position_embedding
     settings, task = _transformer_settings(directory, max_position_embeddings, lowercase, sparse=True)
     if task != CROSS_ENCODER_TASK:
         raise _pipeline_error(modules_path, modules)
-    activation = _cross_encoder_activation(directory)
-    if _num_labels(directory) == 1:  # a reranker; one of more labels is a classifier (its softmax is served)
+    hf_config = _hf_config(directory, hf_config)
+    activation = _cross_encoder_activation(directory, hf_config)
+    if _num_labels(hf_config) == 1:  # a reranker; one of more labels is a classifier (its softmax is served)
         settings["score_activation"] = activation or "sigmoid"
     settings.update(_prompt_settings(directory))
     return settings
 
 
-def read_cross_encoder_config(directory):
+def read_cross_encoder_config(directory, hf_config=None):
     """`{"score_activation": ...}` where a folder without `modules.json` is a CrossEncoder that sentence-transformers
     4 or 5 saved (its `config.json` names the activation: `sentence_transformers.activation_fn`, or the legacy
     `sbert_ce_default_activation_function`; `config_sentence_transformers.json`'s `activation_fn` first) with one
-    label; {} for any other folder (a plain Hugging Face `...ForSequenceClassification` keeps its task). ConfigError as
-    `read_sentence_transformers`."""
-    activation = _cross_encoder_activation(directory)
-    return {} if activation is None or _num_labels(directory) != 1 else {"score_activation": activation}
+    label; {} for any other folder (a plain Hugging Face `...ForSequenceClassification` keeps its task). `hf_config`:
+    the folder's `config.json` data where the caller has read it. ConfigError as `read_sentence_transformers`."""
+    hf_config = _hf_config(directory, hf_config)
+    activation = _cross_encoder_activation(directory, hf_config)
+    return {} if activation is None or _num_labels(hf_config) != 1 else {"score_activation": activation}
 
 
-def _cross_encoder_activation(directory):
-    """The score activation the folder names (see the module docstring), or None where it names none."""
+def _hf_config(directory, hf_config=None):
+    """The folder's `config.json` data: `hf_config` where given, else read ({} where absent or not an object)."""
+    if hf_config is None:
+        path = os.path.join(directory, HF_CONFIG_FILE)
+        hf_config = read_json(path, what="Hugging Face config") if os.path.isfile(path) else {}
+    return hf_config if isinstance(hf_config, dict) else {}
+
+
+def _cross_encoder_activation(directory, hf):
+    """The score activation the folder names (see the module docstring; `hf` its `config.json` data), or None
+    where it names none."""
     hf_path = os.path.join(directory, HF_CONFIG_FILE)
-    hf = read_json(hf_path, what="Hugging Face config") if os.path.isfile(hf_path) else {}
-    st = (hf.get("sentence_transformers") if isinstance(hf, dict) else None) or {}
+    st = hf.get("sentence_transformers") or {}
     candidates = (
         (os.path.join(directory, MODEL_CONFIG_FILE), "activation_fn", _model_config(directory).get("activation_fn")),
         (hf_path, "sentence_transformers.activation_fn", st.get("activation_fn") if isinstance(st, dict) else None),
         (
             hf_path,
             "sbert_ce_default_activation_function",
-            hf.get("sbert_ce_default_activation_function") if isinstance(hf, dict) else None,
+            hf.get("sbert_ce_default_activation_function"),
         ),
     )
     for path, key, value in candidates:
@@ -250,12 +260,8 @@ def _cross_encoder_activation(directory):
     return None
 
 
-def _num_labels(directory):
-    """The labels of the folder's `config.json` (`num_labels`, else its `id2label`'s, else transformers' 2)."""
-    hf_path = os.path.join(directory, HF_CONFIG_FILE)
-    hf = read_json(hf_path, what="Hugging Face config") if os.path.isfile(hf_path) else {}
-    if not isinstance(hf, dict):
-        return 2
+def _num_labels(hf):
+    """The labels of a `config.json`'s data `hf` (`num_labels`, else its `id2label`'s, else transformers' 2)."""
     return hf.get("num_labels") or len(hf.get("id2label") or {}) or 2
 
 

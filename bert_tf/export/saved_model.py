@@ -33,9 +33,10 @@ from bert_tf.embeddings.prompts import check_truncate_dim
 from bert_tf.export.options import saved_model_options_class
 from bert_tf.export.search_inputs import search_inputs
 from bert_tf.models import BertPretrainer
-from bert_tf.serving import EncoderModule, HybridSearchModule, SearchModule
+from bert_tf.serving import EncoderModule, HybridSearchModule, RerankedSearchModule, SearchModule
 from bert_tf.serving.options import options_of
 from bert_tf.tasks.loading import hf_architecture, task_settings
+from bert_tf.tasks.rerank import search_reranker
 from bert_tf.text.windows import check_long_text
 
 METADATA_FILE = "bert_tf_export.json"  # In the SavedModel's assets.extra/.
@@ -378,6 +379,11 @@ def export_saved_model(model_dir, output_dir, options=None, overwrite=False, **k
             (binary) or "float32"; candidates rescored per passage returned.
         search_store_texts: keep the passages' texts (False: `search`
             returns empty strings as `texts`).
+        search_reranker, search_rerank_top_n: two-stage search
+            (`bert_tf.serving.RerankedSearchModule`): a cross-encoder's
+            directory (`bert_tf.tasks.rerank.load_reranker`) held in the
+            SavedModel; `search` reranks the `search_rerank_top_n` passages
+            the model retrieves and returns the k best by its scores.
         long_text: "truncate" or "windows": what the one-text signatures of a
             classifier, a regression model or an encoder (embeddings) do with a
             text longer than `max_seq_length` (see
@@ -398,7 +404,10 @@ def export_saved_model(model_dir, output_dir, options=None, overwrite=False, **k
     check_output_dir(output_dir, overwrite, model_dir=model_dir)
     options = options_of(saved_model_options_class(), options, kwargs, "export_saved_model")
     passages, embeddings = search_inputs(options, model_dir)  # read and checked before anything is written
+    reranker = search_reranker(options, passages)  # two-stage search: the cross-encoder, before the corpus is embedded
     module = serving_module(model_dir, options, passages=passages, corpus_embeddings=embeddings)
+    if reranker is not None:
+        module = RerankedSearchModule(module, reranker, options.search_rerank_top_n)
     return save_module(module, output_dir, overwrite=overwrite)
 
 

@@ -11,8 +11,9 @@ what `bert-tf-finetune --task=rerank` trains:
   and its candidate passages -> scores in input order and the order, best first), the score being the logit after
   `score_activation` ("sigmoid" or "identity": the directory's, else `--score_activation`, else sigmoid, which
   the binary cross-entropy below trains for);
-- `load_reranker(path)`: the `RerankModule` of a directory, for the two-stage search of `bert-tf-export
-  --search_reranker` (`bert_tf.serving.RerankedSearchModule`). A plain Hugging Face one-label
+- `load_reranker(path)`: the `RerankModule` of a directory; `search_reranker(options, passages)`: the one of
+  `bert-tf-export --search_reranker`, whose `search` reranks its bi-encoder's candidates
+  (`bert_tf.serving.RerankedSearchModule`). A plain Hugging Face one-label
   `...ForSequenceClassification` stays a regression model (identity) but reranks too.
 
 Fine-tuning (this first version): (query, passage, label) rows read as the sentence-pair tasks read them
@@ -148,6 +149,45 @@ def load_reranker(path, max_seq_length=None, max_input_bytes=None, score_activat
         score_activation=score_activation,
         max_input_bytes=max_input_bytes,
     )
+
+
+# `search_rerank_top_n`'s default (`bert_tf.export.options.SearchCorpus`), which needs no reranker.
+DEFAULT_RERANK_TOP_N = 32
+
+
+def search_reranker(options, passages):
+    """The `RerankModule` of an export's two-stage search (`options.search_reranker`), or None without one.
+
+    `options`: an object with the export's `search_reranker`, `search_rerank_top_n` (and `search_store_texts`);
+    `passages`: the search corpus (a `bert_tf.data.Passages`) or None. ValueError naming the option where the
+    reranker has nothing to rerank: no corpus, or passages without their texts (`search_store_texts` false, or
+    embeddings with ids only); a `search_rerank_top_n` below 1 or given without a reranker.
+    """
+    reranker, top_n = (
+        getattr(options, "search_reranker", None),
+        getattr(options, "search_rerank_top_n", DEFAULT_RERANK_TOP_N),
+    )
+    if isinstance(top_n, bool) or not isinstance(top_n, int) or top_n < 1:
+        raise ValueError(
+            f"search_rerank_top_n (passages reranked per query) must be an integer >= 1. Received: "
+            f"search_rerank_top_n={top_n!r}"
+        )
+    if reranker is None:
+        if top_n != DEFAULT_RERANK_TOP_N:
+            raise ValueError(
+                f"search_rerank_top_n sets how many passages a cross-encoder reranks; pass search_reranker too. "
+                f"Received: search_rerank_top_n={top_n}"
+            )
+        return None
+    texts = passages is not None and passages.texts is not None and getattr(options, "search_store_texts", True)
+    if not texts:
+        raise ValueError(
+            "search_reranker reranks the passages of a search corpus by their texts: pass search_corpus (with "
+            f"search_store_texts). Received: search_reranker={reranker!r}, "
+            f"search_corpus={getattr(options, 'search_corpus', None)!r}, "
+            f"search_store_texts={getattr(options, 'search_store_texts', True)!r}"
+        )
+    return load_reranker(reranker)
 
 
 RERANK = registry.register(
