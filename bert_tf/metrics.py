@@ -18,6 +18,10 @@ PERCENT (0..100), as those scripts print.
 
 Retrieval (`retrieval_metrics`): recall@k and MRR@k as sentence-transformers'
 `InformationRetrievalEvaluator` defines them. Fractions in [0, 1].
+
+Reranking (`rank_candidates`, `reranking_metrics`): MRR@k as MS MARCO's
+msmarco_eval.py and NDCG@k as trec_eval's `ndcg_cut` (linear gains, log2
+discounts) over each query's candidates ordered by score. Fractions in [0, 1].
 """
 
 import collections
@@ -542,3 +546,81 @@ def retrieval_metrics(rankings, relevant, recall_at=(1, 5, 10), mrr_at=10):
     metrics = {f"recall@{k}": recalls[k] / count for k in recall_at}
     metrics[f"mrr@{mrr_at}"] = reciprocal / count
     return metrics
+
+
+# === Reranking ===
+
+
+def rank_candidates(scores, relevance):
+    """The candidates' order, best first: by descending score, ties broken pessimistically (a non-relevant
+    candidate before a relevant one of equal score, then input order), so that a constant scorer earns no credit
+    from where the data put its positives.
+
+    Args:
+        scores: float per candidate (finite).
+        relevance: number per candidate (> 0 relevant).
+
+    Returns:
+        list of candidate indices.
+    """
+    scores = [float(s) for s in scores]
+    if len(scores) != len(relevance):
+        raise ValueError(f"One score per candidate: received {len(scores)} scores for {len(relevance)} candidates.")
+    if not all(math.isfinite(s) for s in scores):
+        raise ValueError(f"Scores must be finite. Received: {scores}")
+    return sorted(range(len(scores)), key=lambda i: (-scores[i], relevance[i] > 0, i))
+
+
+def dcg(gains, k):
+    """Discounted cumulative gain of the first `k` gains, in rank order: sum of `gain_i / log2(i + 1)` (rank i
+    from 1), trec_eval's `ndcg_cut` form (linear gains)."""
+    return sum(float(g) / math.log2(i + 2) for i, g in enumerate(list(gains)[:k]))
+
+
+def reranking_metrics(scores, relevance, k=10, judged=None):
+    """MRR@k and NDCG@k of each query's candidates ordered by `scores` (`rank_candidates`), averaged over queries.
+
+    Args:
+        scores: per query, a score per candidate.
+        relevance: per query, a non-negative number per candidate (0 not
+            relevant; graded relevance is NDCG's gain).
+        k: the cut-off.
+        judged: per query, the relevance of every passage judged relevant for
+            it, candidates or not (the ideal ranking of NDCG's normalization);
+            None: the candidates' own. A first stage that missed a relevant
+            passage then scores below 1 even when the candidates are in the
+            best order.
+
+    Returns:
+        dict of Python floats `mrr@k` (1 / rank of the first relevant
+        candidate within the top k, else 0) and `ndcg@k` (DCG@k over the
+        ideal DCG@k; 0 for a query with nothing relevant), averaged over
+        queries.
+
+    Raises:
+        ValueError: no query, different lengths, non-finite or negative values.
+    """
+    if len(scores) != len(relevance) or (judged is not None and len(judged) != len(scores)):
+        raise ValueError(
+            f"One candidate list per query: received {len(scores)} score lists, {len(relevance)} relevance lists"
+            + (f" and {len(judged)} judged lists." if judged is not None else ".")
+        )
+    if not scores:
+        raise ValueError("No query to score.")
+    if k < 1:
+        raise ValueError(f"`k` must be at least 1. Received: k={k}")
+    reciprocal = ndcg = 0.0
+    for index, (query_scores, gains) in enumerate(zip(scores, relevance)):
+        gains = [float(g) for g in gains]
+        if any(not math.isfinite(g) or g < 0 for g in gains):
+            raise ValueError(f"Query {index}: relevance must be non-negative numbers. Received: {gains}")
+        order = rank_candidates(query_scores, gains)
+        ranked = [gains[i] for i in order]
+        for rank, gain in enumerate(ranked[:k], 1):
+            if gain > 0:
+                reciprocal += 1.0 / rank
+                break
+        ideal = dcg(sorted(gains if judged is None else [float(g) for g in judged[index]], reverse=True), k)
+        ndcg += dcg(ranked, k) / ideal if ideal > 0 else 0.0
+    count = len(scores)
+    return {f"mrr@{k}": reciprocal / count, f"ndcg@{k}": ndcg / count}

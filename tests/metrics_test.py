@@ -519,3 +519,43 @@ def test_retrieval_metrics_by_hand():
         metrics.retrieval_metrics([["a"]], [])
     with pytest.raises(ValueError, match="No query"):
         metrics.retrieval_metrics([], [])
+
+
+def test_reranking_metrics_by_hand():
+    scores = [[0.1, 0.9, 0.3, 0.2], [3.0, 2.0, 1.0], [0.5, 0.4]]
+    relevance = [[0, 1, 0, 0], [0, 2, 1], [0, 0]]
+    results = metrics.reranking_metrics(scores, relevance, k=10)
+    # Query 1: the relevant candidate ranks 1: RR 1, NDCG 1.
+    # Query 2: order gains [0, 2, 1]: RR 1/2; DCG = 2/log2(3) + 1/log2(4) = 1.26186 + 0.5;
+    #          ideal [2, 1, 0]: 2/log2(2) + 1/log2(3) = 2 + 0.63093; NDCG = 1.76186 / 2.63093 = 0.66967.
+    # Query 3: nothing relevant: RR 0, NDCG 0.
+    ndcg_2 = (2 / math.log2(3) + 1 / math.log2(4)) / (2 + 1 / math.log2(3))
+    assert results == pytest.approx({"mrr@10": (1 + 0.5 + 0) / 3, "ndcg@10": (1 + ndcg_2 + 0) / 3})
+    # Cut at 1: query 2's relevant candidates are past rank 1 (ideal DCG@1 = 2).
+    assert metrics.reranking_metrics(scores, relevance, k=1) == pytest.approx({"mrr@1": 1 / 3, "ndcg@1": 1 / 3})
+    # `judged`: a relevant passage the candidates lack still counts in the ideal ranking.
+    judged = metrics.reranking_metrics([[0.9, 0.1]], [[1, 0]], judged=[[1, 1]])
+    assert judged["ndcg@10"] == pytest.approx(1 / (1 + 1 / math.log2(3))) and judged["mrr@10"] == 1.0
+
+
+def test_reranking_ties_are_broken_against_the_relevant_candidate():
+    # A constant scorer earns nothing from the data putting the positive first: it ranks last among its ties.
+    assert metrics.rank_candidates([1.0, 1.0, 1.0], [1, 0, 0]) == [1, 2, 0]
+    assert metrics.rank_candidates([0.2, 0.5, 0.5], [0, 1, 0]) == [2, 1, 0]
+    results = metrics.reranking_metrics([[0.0] * 4], [[1, 0, 0, 0]])
+    assert results == pytest.approx({"mrr@10": 0.25, "ndcg@10": 1 / math.log2(5)})
+
+
+def test_reranking_metrics_refuse_bad_input():
+    with pytest.raises(ValueError, match="No query"):
+        metrics.reranking_metrics([], [])
+    with pytest.raises(ValueError, match="One candidate list per query"):
+        metrics.reranking_metrics([[1.0]], [])
+    with pytest.raises(ValueError, match="One score per candidate"):
+        metrics.reranking_metrics([[1.0, 2.0]], [[1]])
+    with pytest.raises(ValueError, match="finite"):
+        metrics.reranking_metrics([[float("nan")]], [[1]])
+    with pytest.raises(ValueError, match="Query 0: relevance must be non-negative"):
+        metrics.reranking_metrics([[1.0]], [[-1]])
+    with pytest.raises(ValueError, match="k"):
+        metrics.reranking_metrics([[1.0]], [[1]], k=0)

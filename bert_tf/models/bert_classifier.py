@@ -12,6 +12,10 @@ class BertClassifier(EncoderTask):
     `num_classes=1` is regression: the single output is the score (train with
     `MeanSquaredError`). Otherwise train with
     `SparseCategoricalCrossentropy(from_logits=True)`.
+
+    Called on real tensors of shape `[B, K, T]` (K texts or pairs per example,
+    e.g. a reranker's query with K candidates) it returns `[B, K, num_classes]`
+    from one encoder call on all `B * K` rows.
     """
 
     def __init__(self, encoder, num_classes, dropout=0.1, head_initializer="bert", **kwargs):
@@ -27,5 +31,10 @@ class BertClassifier(EncoderTask):
 
     def call_selected(self, inputs, training=None):
         # The last encoder layer runs at `[CLS]` only; sentence batches are mostly padding: the layers before skip it.
+        if len(inputs["token_ids"].shape) == 3:  # [B, K, T]: K pairs per example (a reranker's candidates)
+            shape = keras.ops.shape(inputs["token_ids"])
+            flat = {name: keras.ops.reshape(value, (-1, shape[2])) for name, value in inputs.items()}  # [B*K, T]
+            logits = self.call_selected(flat, training=training)  # [B*K, C]
+            return keras.ops.reshape(logits, (shape[0], shape[1], -1))  # [B, K, C]
         encoded = self.encoder.call_at(inputs, None, training=training, pooled=True, unpadded=True)
         return self.heads(encoded, inputs, training=training)

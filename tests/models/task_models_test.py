@@ -236,3 +236,13 @@ def test_fit_on_a_dataset_traces_the_train_step_once_and_trains_as_keras_fit(tas
     assert _fit_counting_traces(keras_own, dataset, lambda m, d: keras.Model.fit(m, d, verbose=0)) == 2
     assert _max_diff(ours.get_weights(), keras_own.get_weights()) < 1e-6
     assert ours.optimizer.iterations.numpy() == keras_own.optimizer.iterations.numpy() == 2
+
+
+def test_classifier_on_groups_of_pairs_scores_each_row_as_alone():
+    """`[B, K, T]` inputs (a reranker's query with K candidates): logits `[B, K, C]`, each row's as `[B*K, T]` gives."""
+    model = BertClassifier(tiny_encoder(), num_classes=1)
+    flat = random_inputs(batch=6, length=7, lengths=[7, 4, 2, 7, 5, 3])
+    grouped = {name: value.reshape(2, 3, 7) for name, value in flat.items()}
+    logits = model(grouped)
+    assert tuple(logits.shape) == (2, 3, 1)
+    np.testing.assert_allclose(logits.numpy().reshape(6, 1), model(flat).numpy(), atol=1e-5)
