@@ -239,6 +239,11 @@ def test_squad_files_train_on_question_paragraph_pairs_with_held_out_articles(ti
         ({"glue_task": "stsb"}, "not GLUE layouts"),
         ({"pooling": ["median"]}, r"`pooling`: pooling must be one of"),
         ({"label_column": "score", "eval_corpus": "passages.txt"}, "without a passage corpus"),
+        ({"matryoshka_dims": ["8", "16"]}, r"unique and descending.*matryoshka_dims=\['8', '16'\]"),
+        ({"matryoshka_dims": ["16", "16"]}, "unique and descending"),
+        ({"matryoshka_dims": ["x"]}, r"matryoshka_dims=\['x'\]"),
+        ({"matryoshka_dims": [16, 8], "matryoshka_weights": [1.0]}, r"one positive weight.*matryoshka_weights=\[1.0\]"),
+        ({"matryoshka_weights": [1.0]}, "one positive weight per `matryoshka_dims`"),
     ],
 )
 def test_settings_it_cannot_work_with_are_refused_before_anything_is_written(tiny_dir, tmp_path, overrides, message):
@@ -362,3 +367,25 @@ def test_the_app_takes_the_embedding_flags(tiny_dir, pair_files, tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Best evaluation:" in result.stdout and "mrr@10" in result.stdout
     assert read_settings(str(tmp_path / "run"))["pooling"] == ["max", "cls"]
+
+
+@pytest.mark.slow
+def test_matryoshka_trains_every_prefix_and_evaluates_each_dimension(tiny_dir, pair_files, tmp_path):
+    keras.utils.set_random_seed(0)
+    config = _config(
+        tiny_dir,
+        tmp_path / "run",
+        pair_files[0],
+        eval_file=pair_files[1],
+        matryoshka_dims=["32", "16", "8"],  # as the flag gives them (D = 32: cls and mean of hidden 16)
+        matryoshka_weights=["1", "1", "0.5"],
+        train_steps=4,
+    )
+    best = finetune(config, strategy=create_strategy("one_device"), **QUIET)
+    for dim in (32, 16, 8):
+        assert {f"recall@5_dim{dim}", f"mrr@10_dim{dim}"} <= set(best)
+    assert best["mrr@10_dim32"] == best["mrr@10"]  # the whole embedding is the first prefix
+    refused = _config(tiny_dir, tmp_path / "refused", pair_files[0], matryoshka_dims=[64, 8])
+    with pytest.raises(ValueError, match=r"at most the model's embedding dimension 32.*\[64, 8\]"):
+        finetune(refused, **QUIET)
+    assert not (tmp_path / "refused").exists()

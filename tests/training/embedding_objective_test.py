@@ -90,9 +90,9 @@ def test_cosine_loss_matches_numpy_and_sentence_transformers(reference):
     np.testing.assert_allclose(loss.numpy().mean(), reference["cosine"], rtol=1e-5)  # CosineSimilarityLoss: MSE
 
 
-def _objective_loss(strategy, embeddings, key, labels):
+def _objective_loss(strategy, embeddings, key, labels, objective=None):
     """The objective's total loss and statistics of one global batch split between the strategy's replicas."""
-    objective = EmbeddingObjective()
+    objective = objective or EmbeddingObjective()
     replicas = strategy.num_replicas_in_sync
     size = len(embeddings) // replicas
 
@@ -133,3 +133,22 @@ def test_objective_scored_pairs(reference):
     np.testing.assert_allclose(stats["loss"], numpy_cosine(a, p, scores).mean(), rtol=1e-5)
     assert stats["ranking_count"] == 0 and stats["score_count"] == 4
     assert set(EmbeddingObjective().summary(stats, 1)) == {"loss", "score_loss"}
+
+
+def test_matryoshka_sums_the_weighted_loss_of_each_renormalized_prefix(reference):
+    """sentence-transformers' MatryoshkaLoss: sum over dims of weight * loss(shrink(embeddings, dim)), shrink being
+    the first dim values L2-normalized (the cosine losses renormalize anyway)."""
+    a, p, n = reference["anchors"][:4], reference["positives"][:4], reference["negatives"][:4]
+    scores = reference["scores"][:4]
+    dims, weights = (7, 4, 2), (1.0, 1.0, 0.5)
+    objective = EmbeddingObjective(matryoshka_dims=dims, matryoshka_weights=weights)
+    strategy = create_strategy("one_device")
+    stats = _objective_loss(strategy, np.stack([a, p, n], axis=1), RANKING, np.arange(4), objective=objective)
+    expected = sum(w * numpy_ranking(a[:, :d], p[:, :d], n[:, :d]).mean() for d, w in zip(dims, weights))
+    np.testing.assert_allclose(stats["loss"], expected, rtol=1e-5)
+    assert not np.isclose(expected, numpy_ranking(a, p, n).mean() * sum(weights), rtol=1e-3)  # prefixes differ
+    stats = _objective_loss(strategy, np.stack([a, p], axis=1), SCORE, scores, objective=objective)
+    expected = sum(w * numpy_cosine(a[:, :d], p[:, :d], scores).mean() for d, w in zip(dims, weights))
+    np.testing.assert_allclose(stats["loss"], expected, rtol=1e-5)
+    with pytest.raises(ValueError, match="one weight per"):
+        EmbeddingObjective(matryoshka_dims=dims, matryoshka_weights=(1.0,))
