@@ -122,6 +122,14 @@ def serving_module(model_dir, options=None, passages=None, corpus_embeddings=Non
     own_search = passages is not None and not encoder_only and hasattr(serving_class, "add_corpus")
     embeds = serving_class is None or issubclass(serving_class, EncoderModule) or own_search
     sparse_model = getattr(options, "search_sparse_model", None)
+    weight = getattr(options, "search_hybrid_weight", 0.5)
+    if sparse_model is not None and (
+        isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0 <= weight <= 1
+    ):
+        raise ConfigError(
+            "search_hybrid_weight (the sparse scores' weight) must be in [0, 1]. "
+            f"Received: search_hybrid_weight={weight!r}"
+        )
     if sparse_model is not None and (passages is None or own_search):
         raise ConfigError(
             f"search_sparse_model mixes a sparse encoder's search into a dense model's: it needs a search corpus "

@@ -209,9 +209,9 @@ def min_max(scores):
 class HybridSearchModule(SearchModule):
     """A dense bi-encoder's `SearchModule` with a sparse encoder beside it: `search` ranks by a weighted sum of both.
 
-    The corpus is embedded by both models (the dense one's `corpus_embeddings`, the sparse one's `SparseIndex`).
-    For each query both score every passage exactly (inner product of the dense embeddings; dot product of the
-    sparse vectors); each side's scores are min-max normalized over the corpus for that query (best passage 1,
+    The corpus is embedded by both models (the dense one's index, the sparse one's `SparseIndex`). For each query
+    both score every passage (the dense search's scores, `retrieve` over the whole corpus: the exact inner product
+    with a float32 index; dot product of the sparse vectors); each side's scores are min-max normalized over the corpus for that query (best passage 1,
     worst 0), and the passage's hybrid score is `(1 - w) * dense + w * sparse` with w = `hybrid_weight`
     (0: dense only, 1: sparse only).
 
@@ -239,6 +239,10 @@ class HybridSearchModule(SearchModule):
             )
         if not isinstance(sparse, SparseModule):
             raise ValueError(f"`sparse` must be a SparseModule. Received: {type(sparse).__name__}")
+        if passage_texts is None:
+            raise ValueError(
+                "Hybrid search encodes the passages' texts with the sparse model: an ids-only corpus has none."
+            )
         super().__init__(encoder, tokenizer, max_seq_length, passage_ids, passage_texts, **kwargs)
         self.hybrid_weight = float(hybrid_weight)
         self.sparse = sparse
@@ -263,13 +267,16 @@ class HybridSearchModule(SearchModule):
         (dense_query,) = self._strings(query)
         (sparse_query,) = self.sparse._strings(query)  # each model's own input cap
         count = _checked_count(k, self.corpus_size)
-        dense = tf.matmul(self.sentence_embeddings(dense_query), self.corpus_embeddings, transpose_b=True)  # [B, N]
+        # The dense side: the dense search's own query vectors and index (every passage, put back in corpus order).
+        vectors = self.search_vectors(self.sentence_embeddings(dense_query, self.query_prompt))  # [B, D]
+        indices, scores = self.retrieve(vectors, self.corpus_size)  # [B, N], best first
+        dense = tf.gather(scores, tf.argsort(indices, axis=1), batch_dims=1)  # [B, N], corpus order
         sparse = self.sparse_index.scores(self.sparse.sparse_vectors(sparse_query))  # [B, N]
         mixed = (1.0 - self.hybrid_weight) * min_max(dense) + self.hybrid_weight * min_max(sparse)
         top = tf.math.top_k(mixed, k=count)  # [B, K]
         return {
-            "ids": tf.gather(self.corpus_ids, top.indices),
-            "texts": tf.gather(self.corpus_texts, top.indices),
+            "ids": self.passage_ids(top.indices),
+            "texts": self.passage_texts(top.indices),
             "scores": top.values,
             "dense_scores": tf.gather(dense, top.indices, batch_dims=1),
             "sparse_scores": tf.gather(sparse, top.indices, batch_dims=1),
