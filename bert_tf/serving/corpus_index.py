@@ -7,10 +7,10 @@ Shape legend: B queries, N passages, D embedding size, W 64-bit words of D sign 
 Indexes (`quantization`, `rescore`):
 
 - "none": `embeddings` float32 `[N, D]`; the exact inner product, one matrix product.
-- "int8": `codes` int8 `[N, D]` (sentence-transformers' int8 codes of the corpus, with `ranges` float32 `[2, D]`,
-  each dimension's min and max, calibrated on the corpus unless given); the score is the float query's inner
-  product with the dequantized codes (`bert_tf.embeddings.dequantize_embeddings`), scanned in chunks of
-  `SCAN_ROWS` passages. `rescore="float32"` rescores the top C with `embeddings` float32 `[N, D]`.
+- "int8": `codes` uint8 `[N, D]` (sentence-transformers' uint8 codes of the corpus, its int8 codes plus 128, with
+  `ranges` float32 `[2, D]`, each dimension's min and max, calibrated on the corpus unless given); the score is the
+  float query's inner product with the dequantized codes (`bert_tf.embeddings.dequantize_embeddings`), scanned in
+  chunks of `INT8_SCAN_ROWS` passages. `rescore="float32"` rescores the top C with `embeddings` float32 `[N, D]`.
 - "binary": `bits` int64 `[W, N']` (N' = N rounded up to a multiple of `BLOCK_ROWS`; column n holds passage n's
   sign bits, the bytes of `np.packbits(embedding > 0)` read as little-endian int64 words: sentence-transformers'
   ubinary bytes; the padding columns repeat the last passage). The query's sign bits are packed the same way in
@@ -18,8 +18,8 @@ Indexes (`quantization`, `rescore`):
   `SCAN_ROWS`; each block of `BLOCK_ROWS` passages keeps its smallest distance, the C blocks of smallest distance
   (ties: the first) are scanned again passage by passage, so the C nearest passages are exact (ties in corpus
   order) without a top-k over all N. `rescore="none"`: the score is D minus the distance (the sign bits the query
-  and the passage share); "int8": the float query against the dequantized int8 codes of the C candidates
-  (sentence-transformers' rescoring); "float32": against their float32 embeddings.
+  and the passage share); "int8": the float query against the dequantized codes of the C candidates (kept as
+  above; sentence-transformers' rescoring); "float32": against their float32 embeddings.
 
 Variables are built in chunks of `BUILD_ROWS` rows read from `embeddings` (any array-like with `shape` and row
 slicing: a numpy array or a memory map of `bert-tf-embed`'s `embeddings.npy`), each written into a variable
@@ -37,7 +37,8 @@ SEARCH_RESCORES = ("none", "int8", "float32")
 # The rescores each quantization allows (an int8 scan rescored with int8 codes would change nothing).
 RESCORES_OF = {"none": ("none",), "int8": ("none", "float32"), "binary": ("none", "int8", "float32")}
 BLOCK_ROWS = 64  # passages per block of the binary scan (each keeps its smallest Hamming distance)
-SCAN_ROWS = 1 << 18  # passages per step of the in-graph scans (a multiple of BLOCK_ROWS): small buffers, reused
+SCAN_ROWS = 1 << 18  # passages per step of the binary scan (a multiple of BLOCK_ROWS): small buffers, reused
+INT8_SCAN_ROWS = 1 << 13  # passages per step of the int8 scan (its float32 copy of a chunk: 12 MB at D = 384)
 BUILD_ROWS = 1 << 16  # rows quantized and written per step while building the variables
 # The weight of each of a 64-bit word's bits: np.packbits puts dimension 8b + r of the word's byte b in bit 7 - r,
 # and the word reads its 8 bytes little-endian (byte b: bits 8b .. 8b + 7).
@@ -114,7 +115,7 @@ class CorpusIndex(tf.Module):
         if quantization == "none" or rescore == "float32":
             self.embeddings = _zeros_variable([self.size, self.dim], tf.float32, "corpus_embeddings")
         if uses_int8:
-            self.codes = _zeros_variable([self.size, self.dim], tf.int8, "corpus_int8")
+            self.codes = _zeros_variable([self.size, self.dim], tf.uint8, "corpus_codes")
         if quantization == "binary":
             self.bits = _zeros_variable([self.words, padded_size], tf.int64, "corpus_bits")
         for start in range(0, self.size, BUILD_ROWS):
@@ -123,7 +124,7 @@ class CorpusIndex(tf.Module):
             if self.embeddings is not None:
                 self.embeddings[start:stop].assign(chunk)
             if self.codes is not None:
-                self.codes[start:stop].assign(quantize_embeddings(chunk, "int8", ranges=ranges))
+                self.codes[start:stop].assign(quantize_embeddings(chunk, "uint8", ranges=ranges))
             if self.bits is not None:
                 self.bits[:, start:stop].assign(pack_sign_words(chunk).T)
         if self.bits is not None and padded_size > self.size:  # the padding columns repeat the last passage
@@ -165,13 +166,13 @@ class CorpusIndex(tf.Module):
         if self.rescore == "float32":
             vectors = tf.gather(self.embeddings, indices)  # [B, C, D]
             return tf.einsum("bd,bcd->bc", query, vectors)
-        codes = tf.cast(tf.gather(self.codes, indices), tf.float32) + 128.0  # [B, C, D]
+        codes = tf.cast(tf.gather(self.codes, indices), tf.float32)  # [B, C, D]
         scaled, offset = self._dequantizing(query)
         return tf.einsum("bd,bcd->bc", scaled, codes) + offset
 
     def _dequantizing(self, query):
-        """`query . dequantized(code)` = `(query * step) . (code + 128) + query . min`: the scaled query `[B, D]`
-        and the offset `[B, 1]`."""
+        """`query . dequantized(code)` = `(query * step) . code + query . min` (uint8 codes): the scaled query
+        `[B, D]` and the offset `[B, 1]`."""
         low, high = self.ranges[0], self.ranges[1]
         steps = (high - low) / 255.0
         steps = tf.where(tf.equal(steps, 0.0), tf.ones_like(steps), steps)
@@ -179,14 +180,14 @@ class CorpusIndex(tf.Module):
 
     def _int8_scan(self, query, count):
         """The `count` best passages by the float query's inner product with the dequantized codes, scanned in
-        chunks of `SCAN_ROWS`: (indices int32, scores float32) `[B, count]`."""
+        chunks of `INT8_SCAN_ROWS`: (indices int32, scores float32) `[B, count]`."""
         scaled, offset = self._dequantizing(query)
         codes = self.codes.read_value()  # [N, D]
-        chunks = -(-self.size // SCAN_ROWS)
+        chunks = -(-self.size // INT8_SCAN_ROWS)
 
         def step(i, values, positions):
-            start = i * SCAN_ROWS
-            part = tf.cast(codes[start : start + SCAN_ROWS], tf.float32) + 128.0  # [n, D]
+            start = i * INT8_SCAN_ROWS
+            part = tf.cast(codes[start : start + INT8_SCAN_ROWS], tf.float32)  # [n, D]
             scores = tf.matmul(scaled, part, transpose_b=True) + offset  # [B, n]
             top = tf.math.top_k(scores, k=tf.minimum(count, tf.shape(part)[0]))
             return (

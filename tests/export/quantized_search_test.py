@@ -50,7 +50,7 @@ def embeddings_dir(model_dir, corpus_file, workdir):
 
 @pytest.fixture(scope="module")
 def binary_int8(model_dir, corpus_file, embeddings_dir, workdir):
-    """`(path, metadata, loaded)`: binary bits rescored with int8 codes, built from bert-tf-embed's output, the
+    """`(path, metadata, loaded)`: binary bits rescored with int8 (uint8) codes, built from bert-tf-embed's output, the
     texts from the corpus file."""
     path = str(workdir / "binary_int8")
     options = dict(search_text_column="text", search_id_column="id", search_embeddings=embeddings_dir)
@@ -93,13 +93,13 @@ def test_binary_search_rescored_with_int8_codes(binary_int8):
     assert metadata["signatures"]["search"] == {"inputs": ["query", "k"], "outputs": ["ids", "scores", "texts"]}
     index = loaded.index
     passages = _queries(loaded, CORPUS)  # the passages' embeddings, through the query path
-    assert index.bits.shape == (1, 128) and index.codes.dtype == tf.int8  # W = 1 word of 16 bits; N' = 2 x 64
+    assert index.bits.shape == (1, 128) and index.codes.dtype == tf.uint8  # W = 1 word of 16 bits; N' = 2 x 64
     np.testing.assert_array_equal(_unpacked(index.bits.numpy(), 16)[:70], passages > 0)
     np.testing.assert_array_equal(index.bits.numpy()[:, 70:], np.repeat(index.bits.numpy()[:, 69:70], 58, axis=1))
     ranges = index.ranges.numpy()
     np.testing.assert_allclose(ranges, quantization_ranges(passages), atol=1e-6)
-    assert np.abs(index.codes.numpy().astype(int) - quantize_embeddings(passages, "int8", ranges=ranges)).max() <= 1
-    dequantized = dequantize_embeddings(index.codes.numpy(), "int8", ranges)
+    assert np.abs(index.codes.numpy().astype(int) - quantize_embeddings(passages, "uint8", ranges=ranges)).max() <= 1
+    dequantized = dequantize_embeddings(index.codes.numpy(), "uint8", ranges)  # ST int8 codes + 128
     query = _queries(loaded, QUERIES)
     for k in (1, 3, 70):
         got = _search(loaded, QUERIES, k)
