@@ -11,6 +11,9 @@
 them, and after the run finished says it is already complete. The pooling and normalization are the model directory's (`bert_tf.json`).
 `--truncate_dim=N` keeps each embedding's first N dimensions (Matryoshka); `--prompt_name` puts one of the model's
 prompts (`config_sentence_transformers.json`) before each passage (default: its `default_prompt_name`).
+A sparse (SPLADE) encoder (a SparseEncoder folder or its conversion) writes `sparse.jsonl` instead, one
+`{"id", "indices", "values"}` line per passage (the non-zero vocabulary weights, largest first; at most
+`--max_active_dims`), and `sparse.json`.
 """
 
 import os

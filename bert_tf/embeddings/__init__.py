@@ -9,7 +9,8 @@
 - `quantization`: `quantize_embeddings` (int8/uint8 with calibrated ranges, binary/ubinary packed bits: exactly
   sentence-transformers'), `quantization_ranges`, `dequantize_embeddings`.
 - `sparse_embedder`: `SparseEmbedder` (`encode` -> per text (indices, values), `similarity`), sentence-transformers'
-  `SparseEncoder.encode` on a sparse (SPLADE) model directory, with `max_active_dims`.
+  `SparseEncoder.encode` on a sparse (SPLADE) model directory, with `max_active_dims`; `embed_sparse`: a corpus
+  file's sparse vectors as `sparse.jsonl` (what `embed_file` writes for a sparse encoder), `read_sparse_embeddings`.
 - `embed_file`: `embed_file` (a corpus file -> `embeddings.npy` + `ids.txt`, or TFRecord; resumable shards), what
   `bert-tf-embed` calls; its file names, `read_manifest` and `read_embeddings` (an output's ids and embeddings,
   memory-mapped).
@@ -28,6 +29,7 @@ from bert_tf.embeddings.embed_file import (
     read_embeddings,
     read_manifest,
 )
+from bert_tf.embeddings.embed_sparse import SPARSE_FILE, SPARSE_MANIFEST_FILE, read_sparse_embeddings
 from bert_tf.embeddings.quantization import (
     PRECISIONS,
     dequantize_embeddings,
@@ -50,6 +52,9 @@ __all__ = [
     "EmbedResumeError",
     "SentenceEmbedder",
     "SparseEmbedder",
+    "SPARSE_FILE",
+    "SPARSE_MANIFEST_FILE",
+    "read_sparse_embeddings",
     "check_max_active_dims",
     "bucket_length",
     "dequantize_embeddings",

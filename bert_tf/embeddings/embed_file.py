@@ -36,6 +36,7 @@ import tensorflow as tf
 
 from bert_tf.checkpoints import ModelDirectory
 from bert_tf.data import read_passages
+from bert_tf.embeddings.embed_sparse import embed_sparse_file
 from bert_tf.embeddings.quantization import quantization_ranges, quantize_embeddings
 from bert_tf.embeddings.sentence_embedder import SentenceEmbedder
 from bert_tf.options import option
@@ -135,6 +136,12 @@ class EmbedConfig:
         None,
         "The model's prompt put before each passage (config_sentence_transformers.json's prompts, e.g. query, "
         "passage). Default: the model's default_prompt_name, else none.",
+    )
+    max_active_dims: int = option(  # None: the model directory's, else all
+        None,
+        "Sparse (SPLADE) encoders: non-zero vocabulary weights kept per passage (the largest). A sparse encoder "
+        "writes sparse.jsonl ({id, indices, values} per passage) + sparse.json. Default: the model's, else all.",
+        lower_bound=1,
     )
     shard_size: int = option(10000, "Passages per shard (the unit a restart skips).", lower_bound=1)
     max_shards: int = option(
@@ -395,6 +402,7 @@ def embed_file(
     max_windows=MAX_WINDOWS,
     truncate_dim=None,
     prompt_name=None,
+    max_active_dims=None,
     shard_size=10000,
     max_shards=None,
     overwrite=False,
@@ -427,6 +435,9 @@ def embed_file(
             truncate_dim, prompt_name: `SentenceEmbedder`'s. With "truncate",
             the run logs how many passages it cut. The manifest records the
             prompt's text (`prompt`, "" for none).
+        max_active_dims: a sparse (SPLADE) encoder's cap of non-zero weights per passage (default: the model
+            directory's, else all). A sparse encoder's run writes `sparse.jsonl` instead (`embed_sparse`; the
+            dense options `output_format`, `quantize`, `long_text`, `truncate_dim`, `prompt_name` are refused).
         shard_size: passages per shard (the unit of resumption).
         max_shards: stop after embedding this many new shards, leaving a
             resumable output (None: all).
@@ -446,8 +457,27 @@ def embed_file(
         raise ValueError(f"`max_shards` must be positive or None. Received: max_shards={max_shards!r}")
     calibration = _check_quantize(quantize, calibration_embeddings, output_format)
     passages = read_passages(input_path, text_column=text_column, id_column=id_column, file_format=file_format)
-    previous = _prepare_output(output, overwrite)
     model = ModelDirectory.read(model_dir)  # a directory or a Hugging Face Hub id, read once
+    if "sparse_pooling" in model.settings:  # a sparse (SPLADE) encoder: sparse.jsonl (`embed_sparse`)
+        dense_only = dict(
+            output_format=(output_format, "npy"), quantize=(quantize, "none"), long_text=(long_text, None)
+        )
+        dense_only.update(truncate_dim=(truncate_dim, None), prompt_name=(prompt_name, None))
+        for name, (value, default) in dense_only.items():
+            if value != default:
+                raise ValueError(
+                    f"{model.name} is a sparse encoder: `{name}` is a dense embedding's. Received: {name}={value!r}"
+                )
+        sparse = dict(batch_size=batch_size, max_seq_length=max_seq_length, max_active_dims=max_active_dims)
+        files = dict(text_column=text_column, id_column=id_column, file_format=file_format)
+        run = dict(shard_size=shard_size, max_shards=max_shards, overwrite=overwrite, log=log)
+        return embed_sparse_file(model, input_path, output, **files, **sparse, **run)
+    elif max_active_dims is not None:
+        raise ValueError(
+            f"`max_active_dims` caps a sparse encoder's vectors; {model.name} is dense. Received: "
+            f"max_active_dims={max_active_dims!r}"
+        )
+    previous = _prepare_output(output, overwrite)
     embedder = SentenceEmbedder(
         model,
         max_seq_length=max_seq_length,
