@@ -37,7 +37,7 @@ SEARCH_RESCORES = ("none", "int8", "float32")
 # The rescores each quantization allows (an int8 scan rescored with int8 codes would change nothing).
 RESCORES_OF = {"none": ("none",), "int8": ("none", "float32"), "binary": ("none", "int8", "float32")}
 BLOCK_ROWS = 64  # passages per block of the binary scan (each keeps its smallest Hamming distance)
-SCAN_ROWS = 1 << 18  # passages per step of the binary scan (a multiple of BLOCK_ROWS): small buffers, reused
+SCAN_ROWS = 1 << 16  # passages per step of the binary scan (a multiple of BLOCK_ROWS): small buffers, reused
 INT8_SCAN_ROWS = 1 << 13  # passages per step of the int8 scan (its float32 copy of a chunk: 12 MB at D = 384)
 BUILD_ROWS = 1 << 16  # rows quantized and written per step while building the variables
 # The weight of each of a 64-bit word's bits: np.packbits puts dimension 8b + r of the word's byte b in bit 7 - r,
