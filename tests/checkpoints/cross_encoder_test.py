@@ -16,6 +16,7 @@ from bert_tf import checkpoints, tasks
 from bert_tf.checkpoints import sentence_transformers as st
 from bert_tf.checkpoints.settings import validate_settings
 from bert_tf.config import ConfigError
+from bert_tf.tasks.rerank import load_reranker
 from tests.cross_encoders import DATA, cross_encoder_folder, reference
 
 SIGMOID = "torch.nn.modules.activation.Sigmoid"
@@ -92,6 +93,7 @@ def test_sentence_transformers_4_folder_without_modules_is_a_cross_encoder(tmp_p
     with open(hf_config, encoding="utf-8") as f:
         hf = json.load(f)
     assert tasks.loading.task_settings(checkpoints.ModelDirectory.read(folder))["task"] == "regression"  # plain HF
+    assert load_reranker(folder).score_activation == "identity"  # a regression model reranks with its logit
     _write(hf_config, {**hf, "sentence_transformers": {"activation_fn": IDENTITY, "version": "4.0.1"}})
     directory = checkpoints.ModelDirectory.read(folder)
     assert directory.settings["score_activation"] == "identity"
