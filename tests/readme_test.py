@@ -173,6 +173,19 @@ CHEAP = {
         "embedding", "--max_seq_length=32 --eval_every_nth_article=12"
     ),
     "bert-tf-export --model_dir=runs/xquad-embedding --output_dir=runs/serving/xquad-embedding/1": Cheap("embedding"),
+    # Matryoshka (docs/embeddings-and-search.md): the fine-tune shortened, its export and embeddings at 128.
+    "bert-tf-finetune --task=embedding --init=$M --train_file=../shared/data/squad/xquad.en.json "
+    "--eval_every_nth_article=2 --max_seq_length=128 --global_batch_size=16 --epochs=2 --learning_rate=5e-5 "
+    "--seed=0 --matryoshka_dims=384,128,64 --model_dir=runs/xquad-matryoshka": Cheap(
+        "embedding",
+        "--train_steps=2 --max_train_examples=16 --max_seq_length=32 --global_batch_size=4 --eval_every_nth_article=12",
+    ),
+    "bert-tf-export --model_dir=runs/xquad-matryoshka --output_dir=runs/serving/xquad-matryoshka/1 "
+    "--truncate_dim=128": Cheap("embedding"),
+    "bert-tf-embed --model_dir=runs/xquad-matryoshka --input=../shared/data/glue/SST-2/dev.tsv "
+    "--text_column=sentence --output=runs/sst2-embeddings-128 --truncate_dim=128": Cheap(
+        "embedding", "--max_seq_length=32"
+    ),
     # Checkpoints and text tools.
     "bert-tf-convert --input=$M --output=runs/minilm": Cheap("tools"),
     "bert-tf-convert --input=runs/minilm --output=runs/minilm-hf --to=hf": Cheap("tools"),
@@ -205,6 +218,11 @@ CHEAP = {
 }
 
 LONG = {
+    "python tools/matryoshka_quality.py --squad_file=../shared/data/squad/xquad.en.json "
+    "--output_dir=runs/matryoshka --max_seq_length=128": Long(
+        "about 20 minutes on 2 shared cores: retrieval before, then a 76-step Matryoshka fine-tune of MiniLM with "
+        "two evaluations, then retrieval after (docs/results/2026-12-02-retrieval.md)"
+    ),
     # Published checkpoints by Hub id (docs/checkpoints.md): they need the network, which no test may touch; the
     # same commands with the pip package's $M run in the chains above (embed, tools).
     "bert-tf-export --model_dir=google-bert/bert-base-uncased --output_dir=runs/serving/bert-base-uncased/1": Long(

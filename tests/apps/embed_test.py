@@ -175,3 +175,21 @@ def test_helpfull_documents_flags():
         "overwrite",
     ):
         assert f"--{name}" in result.stdout or f"--[no]{name}" in result.stdout, name
+
+
+def test_truncate_dim_and_prompt_name_are_checked_first_and_recorded(model_dir, corpus, expected, tmp_path, capsys):
+    for flags, message in (
+        (dict(truncate_dim=999), "--truncate_dim=999"),
+        (dict(prompt_name="query"), "prompt_name='query'"),
+    ):
+        with pytest.raises(Exception, match=message):
+            _run(model_dir=model_dir, input=corpus, output=tmp_path / "refused", **flags)
+    assert not (tmp_path / "refused").exists()
+    output = tmp_path / "out"
+    assert _run(model_dir=model_dir, input=corpus, output=output, truncate_dim=8) == 0
+    np.testing.assert_allclose(np.load(output / "embeddings.npy"), expected[:, :8], atol=1e-5)  # not renormalized
+    manifest = json.loads((output / "embeddings.json").read_text(encoding="utf-8"))
+    assert (manifest["dimension"], manifest["truncate_dim"], manifest["prompt"]) == (8, 8, "")
+    capsys.readouterr()
+    assert _run(model_dir=model_dir, input=corpus, output=output, truncate_dim=4) == 1
+    assert "truncate_dim: 8 -> 4" in capsys.readouterr().err

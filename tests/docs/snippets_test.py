@@ -95,6 +95,13 @@ SNIPPETS = {
     ("docs/embeddings-and-search.md", 'search = tf.saved_model.load("runs/serving/search/1").signatures["search"]'): (
         _SEARCH
     ),
+    ("docs/embeddings-and-search.md", 'embedder = SentenceEmbedder("runs/xquad-matryoshka", truncate_dim=128)'): Run(
+        after=("embedding",)  # the shortened Matryoshka fine-tune writes runs/xquad-matryoshka
+    ),
+    ("docs/embeddings-and-search.md", 'embedder = SentenceEmbedder("path/to/e5-folder")'): Listed(
+        "a placeholder folder (E5's needs the Hub); tests/embeddings/prompts_test.py makes the same calls on tiny "
+        "folders with prompts and compares them with sentence-transformers"
+    ),
     ("docs/export-and-serving.md", 'export_saved_model("runs/conll", "runs/serving/ner/1")'): Run(
         after=("ner",), writes=("runs/serving/ner/1",)
     ),
