@@ -16,29 +16,28 @@ what `bert-tf-finetune --task=rerank` trains:
   (`bert_tf.serving.RerankedSearchModule`). A plain Hugging Face one-label
   `...ForSequenceClassification` stays a regression model (identity) but reranks too.
 
-Fine-tuning (this first version): (query, passage, label) rows read as the sentence-pair tasks read them
-(`--text_column`, `--text_pair_column`, `--label_column`; labels 0 or 1) with binary cross-entropy on the logit;
-evaluated by accuracy (score > 0.5) and the mean loss. The reranking data readers (SQuAD, MS MARCO-style triples,
-grouped candidates), the listwise loss and the MRR@10/NDCG@10 evaluation extend this file
-(`tasks/rerank_data.py`).
+Fine-tuning (`tasks/rerank_data.py`, `bert_tf.data.rerank`): SQuAD files (each question with its paragraph and
+the article's other paragraphs as hard negatives), (query, positive[, negatives]) TSV/CSV/JSONL rows (MS MARCO's
+triples) or labeled (query, passage, relevance) rows grouped by query; batches of queries x (1 positive +
+`--rerank_negatives`) pairs; `--rerank_loss=bce` (pointwise, the default) or `listwise`
+(`objectives.RerankObjective`); evaluated by MRR@10 and NDCG@10 over each evaluation query's candidates, the best
+checkpoint by `mrr@10`.
 
 Shapes: N pairs.
 """
 
 import dataclasses
-import os
-
-import numpy as np
 
 from bert_tf.checkpoints import CheckpointError, ModelDirectory
 from bert_tf.checkpoints.name_table import CLASSIFIER_HEADS
 from bert_tf.checkpoints.sentence_transformers import SCORE_ACTIVATIONS
 from bert_tf.models import BertClassifier
-from bert_tf.objectives import Head, Objective
+from bert_tf.objectives import RerankObjective
 from bert_tf.options import option
 from bert_tf.serving.rerank_module import RerankModule
-from bert_tf.tasks import classification, registry
+from bert_tf.tasks import registry
 from bert_tf.tasks.loading import load_model, task_settings
+from bert_tf.tasks.rerank_data import RERANK_METRIC, RerankData, RerankOptions, check_config
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -53,36 +52,6 @@ class RerankServing:
     )
 
 
-class RerankData(classification.SentenceData):
-    """(query, passage, 0/1 label) rows as the sentence-pair tasks read them; binary cross-entropy on the logit."""
-
-    def __init__(self, config, tokenizer, max_position_embeddings):
-        super().__init__(config, tokenizer, max_position_embeddings, regression=True)  # float labels
-        for split, examples in (("training", self.train), ("evaluation", self.eval)):
-            bad = sorted({label for label in (examples.labels if examples else ()) if label not in (0.0, 1.0)})
-            if bad:
-                raise ValueError(f"rerank: the {split} labels must be 0 or 1. Received: {bad[:5]}")
-
-    def train_dataset(self, context, global_batch_size, with_index=False):
-        dataset = super().train_dataset(context, global_batch_size, with_index=with_index)
-        # The binary head's labels and weights `[B, 1]`, the shape of its logits.
-        return dataset.map(lambda f, y, w: (f, {"logits": y["logits"][:, None]}, {"logits": w["logits"][:, None]}))
-
-    def evaluate(self, model):
-        logits = self.predict_logits(model)[:, 0]  # [N]
-        labels = np.asarray(self.eval.labels, np.float64)
-        scores = 1.0 / (1.0 + np.exp(-logits.astype(np.float64)))
-        loss = np.mean(np.maximum(logits, 0) - logits * labels + np.log1p(np.exp(-np.abs(logits))))
-        results = {"accuracy": float(np.mean((scores > 0.5) == (labels > 0.5))), "loss": float(loss)}
-        rows = [f"{i}\t{s:.6f}" for i, s in enumerate(scores)]
-
-        def write(directory):
-            with open(os.path.join(directory, "predictions.tsv"), "w", encoding="utf-8") as f:
-                f.write("\n".join(["index\tscore"] + rows) + "\n")
-
-        return results, write
-
-
 def _serving_module(model, tokenizer, max_seq_length, label_names, options):
     return RerankModule(
         model,
@@ -91,16 +60,6 @@ def _serving_module(model, tokenizer, max_seq_length, label_names, options):
         score_activation=options.score_activation or "sigmoid",
         max_input_bytes=options.max_input_bytes,
     )
-
-
-def check_config(config):
-    """A rerank run reads pairs: the sentence tasks' columns (a query and a passage column) and a label column."""
-    classification.check_config(config)
-    if config.text_pair_column in (None, "") and not config.glue_task:
-        raise ValueError(
-            "Task `rerank` reads (query, passage) pairs: set `text_pair_column` (the passage) besides `text_column`. "
-            f"Received: text_pair_column={config.text_pair_column!r}"
-        )
 
 
 def load_reranker(path, max_seq_length=None, max_input_bytes=None, score_activation=None):
@@ -197,16 +156,17 @@ RERANK = registry.register(
             encoder, num_classes=1, dropout=encoder.dropout, **options
         ),
         heads=CLASSIFIER_HEADS,
-        objective=Objective([Head("logits", "", "binary")]),
-        best_metric="accuracy",
+        objective=RerankObjective(),
+        best_metric=RERANK_METRIC,
         needs_labels=False,
         data=RerankData,
         serving_class=RerankModule,
         serving_module=_serving_module,
         check_config=check_config,
+        example_unit="queries",
         hf_accepts=lambda num_labels: num_labels == 1,
         recorded_settings=("score_activation",),
-        options=classification.ColumnOptions,
+        options=RerankOptions,
         serving_options=RerankServing,
         settings_mark="score_activation",
     )

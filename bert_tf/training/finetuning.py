@@ -178,7 +178,7 @@ def finetune(config, strategy=None, log=print):
         "init": os.path.relpath(config.init),
         "labels": data.label_names,
         "max_seq_length": config.max_seq_length,
-        **{key: getattr(config, key) for key in task.recorded_settings},
+        **{key: getattr(config, key) for key in task.recorded_settings if hasattr(config, key)},
         "global_batch_size": config.global_batch_size,
         "train_steps": train_steps,
         "seed": config.seed,

@@ -18,7 +18,7 @@ from bert_tf.training.finetuning import FinetuneConfig, finetune
 from tests.helpers import tiny_encoder
 from tests.launcher import python_command
 
-BUILTIN = ("classification", "embedding", "ner", "regression", "sparse_embedding", "squad")
+BUILTIN = ("classification", "embedding", "ner", "regression", "rerank", "sparse_embedding", "squad")
 
 
 def test_builtin_tasks_are_registered_and_sorted():
