@@ -233,6 +233,32 @@ LONG = {
         "needs the Hub (about 90 MB on first use), then about 30 s (29 measured with $M on 2 shared cores)"
     ),
     "hf download sentence-transformers/all-MiniLM-L6-v2": Long("needs the Hub: fills the cache (about 90 MB)"),
+    # docs/embeddings-and-search.md's sparse (SPLADE) part: a published SparseEncoder by Hub id (tests/export/
+    # sparse_export_test.py, tests/embeddings/ and tests/tasks/sparse_embedding_test.py convert, embed, export, serve
+    # and fine-tune tiny SparseEncoder folders made by sentence-transformers 6.2).
+    "bert-tf-convert --input=naver/splade-cocondenser-ensembledistil --output=runs/splade": Long(
+        "needs the Hub: the first use downloads the SPLADE model (BERT-base, about 440 MB), then a minute or two"
+    ),
+    "bert-tf-embed --model_dir=runs/splade --input=../shared/data/corpus/wikitext2/wiki.test.raw "
+    "--output=runs/wiki-splade --max_active_dims=128": Long(
+        "needs the conversion above (the Hub); not measured here: a BERT-base forward with its vocabulary-sized "
+        "masked-LM logits per passage, minutes for WikiText-2's test paragraphs on 2 cores"
+    ),
+    "bert-tf-export --model_dir=runs/splade --output_dir=runs/serving/splade/1 --max_active_dims=64": Long(
+        "needs the conversion above (the Hub); about as long as a BERT-base export"
+    ),
+    "bert-tf-export --model_dir=$M --output_dir=runs/serving/hybrid/1 --max_seq_length=256 "
+    "--search_corpus=../shared/data/corpus/gutenberg/shakespeare-macbeth.txt --search_format=text "
+    "--search_sparse_model=runs/splade --search_hybrid_weight=0.3 --max_active_dims=128": Long(
+        "needs the conversion above (the Hub); the corpus encoded by both models (tests/export/"
+        "sparse_export_test.py exports and checks a hybrid search of tiny models)"
+    ),
+    "bert-tf-finetune --task=sparse_embedding --init=runs/splade --train_file=../shared/data/squad/xquad.en.json "
+    "--eval_every_nth_article=2 --max_seq_length=128 --global_batch_size=16 --epochs=2 --learning_rate=2e-5 "
+    "--max_active_dims=256 --seed=0 --model_dir=runs/xquad-splade": Long(
+        "needs the conversion above (the Hub); not measured with it: about 25 s a step on 2 shared cores from "
+        "MiniLM (stopped after 3 of 76 steps), tests/tasks/sparse_embedding_test.py fine-tunes a tiny folder"
+    ),
     "HF_HUB_OFFLINE=1 bert-tf-embed --model_dir=sentence-transformers/all-MiniLM-L6-v2 "
     "--input=../shared/data/glue/SST-2/dev.tsv --text_column=sentence --output=runs/sst2-embeddings-offline": Long(
         "needs the cache the command above fills; about 30 s"

@@ -102,6 +102,11 @@ SNIPPETS = {
         "a placeholder folder (E5's needs the Hub); tests/embeddings/prompts_test.py makes the same calls on tiny "
         "folders with prompts and compares them with sentence-transformers"
     ),
+    ("docs/embeddings-and-search.md", 'embedder = SparseEmbedder("runs/splade")'): Listed(
+        "needs the Hub: the SPLADE model converted by the long commands above it; "
+        "tests/embeddings/sparse_embedder_test.py makes the same calls on tiny SparseEncoder folders and compares "
+        "them with sentence-transformers"
+    ),
     ("docs/export-and-serving.md", 'export_saved_model("runs/conll", "runs/serving/ner/1")'): Run(
         after=("ner",), writes=("runs/serving/ner/1",)
     ),
