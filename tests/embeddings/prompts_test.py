@@ -197,3 +197,17 @@ def test_minilm_truncate_dim_equals_sentence_transformers(reference, minilm_dir)
     np.testing.assert_allclose(got, np.array(reference["minilm"]["truncate_dim_128"]), atol=1e-5)
     got = SentenceEmbedder(minilm_dir).encode(texts, truncate_dim=64, normalize=True)
     np.testing.assert_allclose(got, np.array(reference["minilm"]["truncate_dim_64_normalized"]), atol=1e-5)
+
+
+@pytest.mark.slow
+def test_windows_with_a_prompt_excluded_from_pooling_equal_the_exported_windows(reference, folders):
+    """long_text="windows": the prompt is part of the text (its first window holds it, its tokens not pooled
+    there); SentenceEmbedder and the serving module agree on every signature, truncated."""
+    texts = ["word " * 40, "short text", "", "a b c d e f g h i j k l m n o p q r s t u v w x y z " * 3]
+    windows = dict(max_seq_length=16, long_text="windows", window_stride=6, truncate_dim=8)
+    embedder = SentenceEmbedder(folders["excluded-cls-weightedmean"], **windows)
+    module = serving_module(folders["excluded-cls-weightedmean"], **windows)
+    for method, name in ((module.embed_text, None), (module.embed_query, "query"), (module.embed_document, "document")):
+        got = method(tf.constant(texts))["sentence_embedding"].numpy()
+        np.testing.assert_allclose(got, embedder.encode(texts, prompt_name=name), atol=1e-5, err_msg=str(name))
+        assert got.shape == (4, 8)
