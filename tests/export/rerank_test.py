@@ -43,15 +43,22 @@ def modules(folders):
 
 @pytest.fixture(scope="module")
 def exports(folders, tmp_path_factory):
-    """SavedModels: a cross-encoder (bert-identity: cut pairs) and the two-stage search of the tiny bi-encoder over
+    """SavedModels: a cross-encoder (bert-identity: cut pairs) and the two-stage search of a tiny bi-encoder over
     the reference corpus, reranked by the "bert" cross-encoder."""
     root = tmp_path_factory.mktemp("rerank_exports")
     search = reference()["folders"]["bert"]["search"]
     corpus = write_text(str(root / "corpus.txt"), "\n".join(search["corpus"]) + "\n")
     out = {name: str(root / name) for name in ("bert-identity", "search")}
     metadata = {"bert-identity": export_saved_model(folders["bert-identity"], out["bert-identity"])}
+    # The bi-encoder: the tiny BERT's encoder (mean pooling, normalized) as the cross-encoder folder holds it, which
+    # exports no fill_mask signature (the family folder's masked-LM head would add one to trace).
     metadata["search"] = export_saved_model(
-        BI_ENCODER, out["search"], search_corpus=corpus, search_reranker=folders["bert"], search_rerank_top_n=TOP_N
+        folders["bert"],
+        out["search"],
+        encoder_only=True,
+        search_corpus=corpus,
+        search_reranker=folders["bert"],
+        search_rerank_top_n=TOP_N,
     )
     return out, metadata
 
