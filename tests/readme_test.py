@@ -233,6 +233,20 @@ LONG = {
         "needs the Hub (about 90 MB on first use), then about 30 s (29 measured with $M on 2 shared cores)"
     ),
     "hf download sentence-transformers/all-MiniLM-L6-v2": Long("needs the Hub: fills the cache (about 90 MB)"),
+    # docs/embeddings-and-search.md's reranking: a published CrossEncoder by Hub id (tests/export/rerank_test.py
+    # converts, exports and serves tiny CrossEncoder folders made by sentence-transformers 6.2).
+    "bert-tf-convert --input=cross-encoder/ms-marco-MiniLM-L6-v2 --output=runs/ms-marco-reranker": Long(
+        "needs the Hub: the first use downloads the cross-encoder (about 90 MB), then a few seconds"
+    ),
+    "bert-tf-export --model_dir=runs/ms-marco-reranker --output_dir=runs/serving/rerank/1": Long(
+        "needs the conversion above (the Hub); about 20 s"
+    ),
+    "bert-tf-export --model_dir=$M --output_dir=runs/serving/search-rerank/1 --max_seq_length=256 "
+    "--search_corpus=../shared/data/corpus/wikitext2/wiki.test.raw --search_format=text "
+    "--search_reranker=runs/ms-marco-reranker --search_rerank_top_n=32": Long(
+        "needs the conversion above (the Hub); then as the plain search export (the corpus embedded) plus the "
+        "cross-encoder's load"
+    ),
     # docs/embeddings-and-search.md's sparse (SPLADE) part: a published SparseEncoder by Hub id (tests/export/
     # sparse_export_test.py, tests/embeddings/ and tests/tasks/sparse_embedding_test.py convert, embed, export, serve
     # and fine-tune tiny SparseEncoder folders made by sentence-transformers 6.2).

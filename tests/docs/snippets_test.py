@@ -102,6 +102,12 @@ SNIPPETS = {
         "a placeholder folder (E5's needs the Hub); tests/embeddings/prompts_test.py makes the same calls on tiny "
         "folders with prompts and compares them with sentence-transformers"
     ),
+    ("docs/embeddings-and-search.md", 'rerank = tf.saved_model.load("runs/serving/rerank/1").signatures["rerank"]'): (
+        Listed(
+            "needs the Hub: the cross-encoder ms-marco-MiniLM-L6-v2 converted and exported by the long commands "
+            "above it; tests/export/rerank_test.py calls `rerank` on tiny CrossEncoder folders' SavedModels"
+        )
+    ),
     ("docs/embeddings-and-search.md", 'embedder = SparseEmbedder("runs/splade")'): Listed(
         "needs the Hub: the SPLADE model converted by the long commands above it; "
         "tests/embeddings/sparse_embedder_test.py makes the same calls on tiny SparseEncoder folders and compares "
