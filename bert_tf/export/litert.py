@@ -83,8 +83,9 @@ from bert_tf.export.id_checks import range_checks
 from bert_tf.export.options import QUANTIZE, format_options_class
 from bert_tf.export.saved_model import check_output_dir, kind_of, serving_module, staged_output, write_json
 from bert_tf.layers import RotarySelfAttention, SentencePooling, gelu_erf
-from bert_tf.serving import ClassifierModule, EncoderModule, SpanModule, TaggerModule
+from bert_tf.serving import ClassifierModule, EncoderModule, RerankModule, SpanModule, TaggerModule
 from bert_tf.serving.options import options_of
+from bert_tf.serving.rerank_module import scores_of
 from bert_tf.serving.serving_module import Unsaved
 from bert_tf.text.packing import hf_longest_first
 from bert_tf.text.tokenizer import BertTokenizer
@@ -426,8 +427,10 @@ class LiteRTModule(tf.Module):
             return [tf.TensorSpec([None, None], tf.int32, name=n) for n in ("token_ids", "segment_ids", "padding_mask")]
         if isinstance(self._serving, SpanModule):
             names = ("question", "context")
-        elif self.text_pair and isinstance(self._serving, (ClassifierModule, EncoderModule)):
-            names = ("text", "text_pair")
+        elif isinstance(self._serving, RerankModule) or (
+            self.text_pair and isinstance(self._serving, (ClassifierModule, EncoderModule))
+        ):
+            names = ("text", "text_pair")  # a cross-encoder always reads pairs
         else:
             names = ("text",)
         return [tf.TensorSpec([None], tf.string, name=name) for name in names]
@@ -525,6 +528,8 @@ class LiteRTModule(tf.Module):
         if isinstance(self._serving, SpanModule):
             return {"start_logits": outputs["start_logits"], "end_logits": outputs["end_logits"]}
         logits = tf.cast(outputs, tf.float32)
+        if isinstance(self._serving, RerankModule):  # a cross-encoder: the scores after its activation
+            return {"scores": scores_of(logits, self._serving.score_activation)}
         if self.labels is None:  # regression
             return {"score": logits[:, 0]}
         return {

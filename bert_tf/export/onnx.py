@@ -85,7 +85,7 @@ from bert_tf.export.options import format_options_class
 from bert_tf.export.saved_model import check_output_dir, kind_of, serving_module, staged_output, write_json
 from bert_tf.layers import fused
 from bert_tf.options import default_of, find_field
-from bert_tf.serving import ClassifierModule, EncoderModule, SpanModule, TaggerModule
+from bert_tf.serving import ClassifierModule, EncoderModule, RerankModule, SpanModule, TaggerModule
 from bert_tf.serving.options import options_of
 from bert_tf.serving.serving_module import IDS
 from bert_tf.tasks.squad import SquadOptions
@@ -110,6 +110,7 @@ _SKIPPED_OPTIMIZERS = ("reshape_optimizer",)
 _IDS_METHODS = (
     (EncoderModule, "embed_ids"),
     (ClassifierModule, "classify_ids"),
+    (RerankModule, "score_ids"),
     (TaggerModule, "tag_ids"),
     (SpanModule, "span_ids"),
 )

@@ -7,7 +7,10 @@ folders made by sentence-transformers 6.2 (BERT with sigmoid; BERT with identity
 are cut; XLM-RoBERTa), rebuilt by `tests.cross_encoders`.
 """
 
+import json
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -169,3 +172,36 @@ def test_xlm_roberta_cross_encoder_saved_model_served_without_bert_tf(folders, t
     result, responses = serve_blocked(_score_requests("xlm-roberta", output), str(tmp_path), "xlmr")
     assert result.returncode == 0, result.stderr[-5000:]
     _check_scores("xlm-roberta", responses)
+
+
+@pytest.mark.slow
+def test_onnx_and_litert_exports_of_a_cross_encoder(folders, tmp_path):
+    from bert_tf.export import export_litert, export_onnx
+
+    onnx = export_onnx(folders["bert"], str(tmp_path / "onnx"))
+    assert (onnx["kind"], onnx["outputs"]) == ("rerank", ["scores"])  # the ids signature's scores, activated
+    assert onnx["verified_max_abs_difference"] < TOLERANCE
+    litert = export_litert(folders["bert"], str(tmp_path / "litert"))
+    assert [spec["name"] for spec in litert["inputs"]] == ["text", "text_pair"]  # a cross-encoder reads pairs
+    pairs = [p for p in reference()["folders"]["bert"]["pairs"] if "[" not in p["query"] + p["passage"]]
+    request = {
+        "runs": [
+            {
+                "model": str(tmp_path / "litert" / "model.tflite"),
+                "inputs": {"text": [p["query"] for p in pairs], "text_pair": [p["passage"] for p in pairs]},
+            }
+        ]
+    }
+    with open(tmp_path / "request.json", "w", encoding="utf-8") as f:
+        json.dump(request, f)
+    client = os.path.join(os.path.dirname(__file__), "litert_client.py")
+    result = subprocess.run(
+        [sys.executable, client, str(tmp_path / "request.json"), str(tmp_path / "response.npz")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    # Literal special tokens ("[MASK]") are ordinary text in LiteRT's WordPiece (bert_tf.export.litert): left out.
+    scores = np.load(tmp_path / "response.npz", allow_pickle=True)["0/scores"]
+    np.testing.assert_allclose(scores, [p["score"] for p in pairs], atol=TOLERANCE)
