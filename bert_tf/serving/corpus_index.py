@@ -22,9 +22,9 @@ Indexes (`quantization`, `rescore`):
   above; sentence-transformers' rescoring); "float32": against their float32 embeddings.
 
 Variables are built in chunks of `BUILD_ROWS` rows read from `embeddings` (any array-like with `shape` and row
-slicing: a numpy array or a memory map of `bert-tf-embed`'s `embeddings.npy`), each written into a variable
-created once at its full size, so building holds the index once (plus a chunk), never a float32 copy of a
-quantized corpus.
+slicing: a numpy array or a memory map of `bert-tf-embed`'s `embeddings.npy`), each scattered in place into a
+variable created once at its full size (the bits, 1/32 of the float32 size, are packed in numpy first), so
+building holds the index once (plus a chunk; the bits twice), never a float32 copy of a quantized corpus.
 """
 
 import numpy as np
@@ -116,20 +116,18 @@ class CorpusIndex(tf.Module):
             self.embeddings = _zeros_variable([self.size, self.dim], tf.float32, "corpus_embeddings")
         if uses_int8:
             self.codes = _zeros_variable([self.size, self.dim], tf.uint8, "corpus_codes")
-        if quantization == "binary":
-            self.bits = _zeros_variable([self.words, padded_size], tf.int64, "corpus_bits")
+        words = np.empty((padded_size, self.words), np.int64) if quantization == "binary" else None  # [N', W]
         for start in range(0, self.size, BUILD_ROWS):
             chunk = np.asarray(transform(np.asarray(embeddings[start : start + BUILD_ROWS], np.float32)), np.float32)
-            stop = start + len(chunk)
             if self.embeddings is not None:
-                self.embeddings[start:stop].assign(chunk)
+                _write_rows(self.embeddings, start, chunk)
             if self.codes is not None:
-                self.codes[start:stop].assign(quantize_embeddings(chunk, "uint8", ranges=ranges))
-            if self.bits is not None:
-                self.bits[:, start:stop].assign(pack_sign_words(chunk).T)
-        if self.bits is not None and padded_size > self.size:  # the padding columns repeat the last passage
-            last = self.bits[:, self.size - 1 : self.size]
-            self.bits[:, self.size :].assign(tf.tile(last, [1, padded_size - self.size]))
+                _write_rows(self.codes, start, quantize_embeddings(chunk, "uint8", ranges=ranges))
+            if words is not None:
+                words[start : start + len(chunk)] = pack_sign_words(chunk)
+        if words is not None:
+            words[self.size :] = words[self.size - 1]  # the padding columns repeat the last passage
+            self.bits = tf.Variable(np.ascontiguousarray(words.T), trainable=False, name="corpus_bits")  # [W, N']
 
     def settings(self):
         """The index settings (the export metadata's)."""
@@ -278,5 +276,12 @@ class _Transformed:
 
 
 def _zeros_variable(shape, dtype, name):
-    """A non-trainable variable of zeros, its buffer held by the variable alone (so chunked writes go in place)."""
+    """A non-trainable variable of zeros, its buffer held by the variable alone (so `_write_rows` writes in place)."""
     return tf.Variable(lambda: tf.zeros(shape, dtype), trainable=False, name=name, dtype=dtype, shape=shape)
+
+
+def _write_rows(variable, start, values):
+    """Writes `values` `[n, ...]` into rows `start .. start + n` of `variable` in place (a scatter: a sliced
+    `assign` copies the whole variable each time)."""
+    rows = tf.range(start, start + len(values))
+    variable.scatter_update(tf.IndexedSlices(tf.constant(values), rows))
