@@ -56,6 +56,7 @@ token embeddings or another order is a `ConfigError` naming the module and `modu
 embedding is never silently different from sentence-transformers'.
 """
 
+import json
 import logging
 import os
 
@@ -211,6 +212,21 @@ def read_cross_encoder_config(directory, hf_config=None):
     hf_config = _hf_config(directory, hf_config)
     activation = _cross_encoder_activation(directory, hf_config)
     return {} if activation is None or _num_labels(hf_config) != 1 else {"score_activation": activation}
+
+
+def write_cross_encoder_config(directory, score_activation):
+    """Marks the Hugging Face folder `directory` (its `config.json`) as a CrossEncoder with `score_activation`, as
+    sentence-transformers 4-5 saved one (`"sentence_transformers": {"activation_fn": torch's class}`), which
+    sentence-transformers and `read_cross_encoder_config` read back."""
+    if score_activation not in SCORE_ACTIVATIONS:
+        raise ValueError(f"`score_activation` must be one of {SCORE_ACTIVATIONS}. Received: {score_activation!r}")
+    path = os.path.join(directory, HF_CONFIG_FILE)
+    config = read_json(path, what="Hugging Face config")
+    torch_class = {"sigmoid": "torch.nn.modules.activation.Sigmoid", "identity": "torch.nn.modules.linear.Identity"}
+    config["sentence_transformers"] = {"activation_fn": torch_class[score_activation]}
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(config, f, indent=2, sort_keys=True)
+        f.write("\n")
 
 
 def _hf_config(directory, hf_config=None):

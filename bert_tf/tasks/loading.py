@@ -28,6 +28,7 @@ from bert_tf.checkpoints import (
     write_hf_tokenizer_config,
 )
 from bert_tf.checkpoints.electra_names import GENERATOR_DIR
+from bert_tf.checkpoints.sentence_transformers import write_cross_encoder_config
 from bert_tf.models import ElectraPretrainer, build_encoder
 from bert_tf.tasks.registry import for_hf_architecture, for_settings, get
 
@@ -156,6 +157,8 @@ def convert_checkpoint(input_path, output, to="bert_tf", allow_pickle=False, all
         settings = {**settings, **source.tokenizer_settings}
     if to == "hf":
         count = save_hf(model, output, labels=settings.get("labels"))
+        if settings.get("score_activation"):  # a cross-encoder: config.json's sentence-transformers key keeps it
+            write_cross_encoder_config(output, settings["score_activation"])
     else:
         count = save_model_dir(model, output, settings=settings)
     if has_tokenizer:

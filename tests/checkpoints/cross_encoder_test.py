@@ -115,3 +115,11 @@ def test_convert_records_the_task_and_activation(tmp_path):
     assert (settings["task"], settings["score_activation"], settings["max_seq_length"]) == ("rerank", "identity", 24)
     model, loaded = tasks.load_model(str(tmp_path / "out"))
     assert (type(model).__name__, model.num_classes, loaded["task"]) == ("BertClassifier", 1, "rerank")
+    # To Hugging Face: config.json's sentence-transformers key keeps the activation (read back as a cross-encoder).
+    tasks.convert_checkpoint(str(tmp_path / "out"), str(tmp_path / "hf"), to="hf")
+    directory = checkpoints.ModelDirectory.read(str(tmp_path / "hf"))
+    assert directory.hf_config["sentence_transformers"] == {"activation_fn": IDENTITY}
+    assert (tasks.loading.task_settings(directory)["task"], directory.settings["score_activation"]) == (
+        "rerank",
+        "identity",
+    )
