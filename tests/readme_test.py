@@ -251,7 +251,7 @@ LONG = {
     # sparse_export_test.py, tests/embeddings/ and tests/tasks/sparse_embedding_test.py convert, embed, export, serve
     # and fine-tune tiny SparseEncoder folders made by sentence-transformers 6.2).
     "python tools/benchmark_sparse_search.py --passages=100000,1000000 --output=runs/sparse-search.json": Long(
-        "about 5 minutes and 8 GB at its peak (docs/results/2026-12-02-retrieval.md); "
+        "about 5 minutes and 6.6 GB at its peak (docs/results/2026-12-02-retrieval.md); "
         "tests/tools/sparse_search_benchmark_test.py runs it at 2,000 and 5,000 passages"
     ),
     "bert-tf-convert --input=naver/splade-cocondenser-ensembledistil --output=runs/splade": Long(

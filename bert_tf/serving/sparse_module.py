@@ -64,12 +64,17 @@ class SparseIndex(tf.Module):
     def __init__(self, vectors, vocabulary_size, name=None):
         super().__init__(name=name)
         counts = np.array([len(indices) for indices, _ in vectors], np.int64)
-        terms = np.concatenate([np.asarray(i, np.int64) for i, _ in vectors] + [np.zeros([0], np.int64)])
+        terms = np.concatenate([np.asarray(i, np.int32) for i, _ in vectors] + [np.zeros([0], np.int32)])
         values = np.concatenate([np.asarray(v, np.float32) for _, v in vectors] + [np.zeros([0], np.float32)])
+        if len(terms) and (terms.min() < 0 or terms.max() >= vocabulary_size):
+            raise ValueError(
+                f"Sparse vectors' indices must be in [0, {vocabulary_size}) (the vocabulary). Received: "
+                f"{int(terms.min())}..{int(terms.max())}"
+            )
         passages = np.repeat(np.arange(len(vectors), dtype=np.int32), counts)
-        order = np.lexsort((passages, terms))  # by term, then passage
+        order = np.argsort(terms, kind="stable")  # by term, then passage (the rows are in passage order)
         offsets = np.zeros([vocabulary_size + 1], np.int64)
-        np.add.at(offsets, terms + 1, 1)
+        offsets[1:] = np.bincount(terms, minlength=vocabulary_size)
         self.corpus_size = len(vectors)
         self.vocabulary_size = vocabulary_size
         self.postings = int(len(terms))
