@@ -159,6 +159,16 @@ CHEAP = {
     "--search_corpus=../shared/data/corpus/wikitext2/wiki.test.raw --search_format=text": Cheap(
         "search", "--search_corpus=../shared/data/multilingual/udhr/English-Latin1 --max_seq_length=32"
     ),
+    # Quantized search (docs/embeddings-and-search.md): bert-tf-embed's output as the index of a binary + int8 export.
+    "bert-tf-embed --model_dir=$M --input=../shared/data/corpus/wikitext2/wiki.test.raw --output=runs/wiki-embeddings "
+    "--max_seq_length=256": Cheap(
+        "quantized", "--input=../shared/data/multilingual/udhr/English-Latin1 --max_seq_length=32"
+    ),
+    "bert-tf-export --model_dir=$M --output_dir=runs/serving/search-binary/1 --max_seq_length=256 "
+    "--search_corpus=../shared/data/corpus/wikitext2/wiki.test.raw --search_format=text "
+    "--search_embeddings=runs/wiki-embeddings --search_quantization=binary --search_rescore=int8": Cheap(
+        "quantized", "--search_corpus=../shared/data/multilingual/udhr/English-Latin1 --max_seq_length=32"
+    ),
     # Sentence embeddings: fine-tuning on XQuAD questions, retrieval before and after, export.
     "bert-tf-finetune --task=embedding --init=$M --train_file=../shared/data/squad/xquad.en.json "
     "--eval_every_nth_article=2 --max_seq_length=256 --global_batch_size=16 --epochs=2 --learning_rate=5e-5 "
@@ -218,6 +228,16 @@ CHEAP = {
 }
 
 LONG = {
+    "python tools/quantized_recall.py --output_md=runs/quantized_recall.md": Long(
+        "about 8 minutes on 2 shared cores: embeds 1,963 passages and 1,190 questions with MiniLM, then six indexes "
+        "(tests/tools/search_scale_test.py runs it on the 240 XQuAD paragraphs alone)"
+    ),
+    "python tools/search_scale.py --sizes=10000000,1000000 --indexes=binary_int8,float32,binary_float32 "
+    "--output_md=runs/search_scale.md": Long("the command below as the results page ran it (the same rows)"),
+    "python tools/search_scale.py --sizes=1000000,10000000 --output_md=runs/search_scale.md": Long(
+        "about 17 minutes on 2 shared cores and up to 6.6 GB of memory (docs/results/2026-12-02-retrieval.md); "
+        "tests/tools/search_scale_test.py runs it at 3,000 passages"
+    ),
     "python tools/matryoshka_quality.py --squad_file=../shared/data/squad/xquad.en.json "
     "--output_dir=runs/matryoshka --max_seq_length=128": Long(
         "about 20 minutes on 2 shared cores: retrieval before, then a 76-step Matryoshka fine-tune of MiniLM with "
