@@ -239,6 +239,11 @@ LONG = {
         "tests/tools/search_scale_test.py runs it at 3,000 passages"
     ),
     "python tools/matryoshka_quality.py --squad_file=../shared/data/squad/xquad.en.json "
+    "--output_dir=runs/matryoshka --max_seq_length=128 --plain --nomatryoshka": Long(
+        "about 18 minutes on 2 shared cores: the same with a plain fine-tune for contrast "
+        "(docs/results/2026-12-02-retrieval.md)"
+    ),
+    "python tools/matryoshka_quality.py --squad_file=../shared/data/squad/xquad.en.json "
     "--output_dir=runs/matryoshka --max_seq_length=128": Long(
         "about 20 minutes on 2 shared cores: retrieval before, then a 76-step Matryoshka fine-tune of MiniLM with "
         "two evaluations, then retrieval after (docs/results/2026-12-02-retrieval.md)"
