@@ -183,6 +183,14 @@ CHEAP = {
         "embedding", "--max_seq_length=32 --eval_every_nth_article=12"
     ),
     "bert-tf-export --model_dir=runs/xquad-embedding --output_dir=runs/serving/xquad-embedding/1": Cheap("embedding"),
+    # Reranking (docs/fine-tuning.md): a cross-encoder fine-tuned on XQuAD, shortened.
+    "bert-tf-finetune --task=rerank --init=$M --train_file=../shared/data/squad/xquad.en.json "
+    "--eval_every_nth_article=4 --rerank_loss=listwise --rerank_negatives=3 --rerank_eval_negatives=9 "
+    "--max_seq_length=128 --global_batch_size=8 --epochs=1 --learning_rate=2e-4 --model_dir=runs/xquad-rerank": Cheap(
+        "rerank",
+        "--train_steps=2 --max_train_examples=16 --max_seq_length=32 --global_batch_size=4 --eval_every_nth_article=12 "
+        "--rerank_eval_negatives=3",
+    ),
     # Matryoshka (docs/embeddings-and-search.md): the fine-tune shortened, its export and embeddings at 128.
     "bert-tf-finetune --task=embedding --init=$M --train_file=../shared/data/squad/xquad.en.json "
     "--eval_every_nth_article=2 --max_seq_length=128 --global_batch_size=16 --epochs=2 --learning_rate=5e-5 "
@@ -258,20 +266,6 @@ LONG = {
         "needs the Hub (about 90 MB on first use), then about 30 s (29 measured with $M on 2 shared cores)"
     ),
     "hf download sentence-transformers/all-MiniLM-L6-v2": Long("needs the Hub: fills the cache (about 90 MB)"),
-    # docs/embeddings-and-search.md's reranking: a published CrossEncoder by Hub id (tests/export/rerank_test.py
-    # converts, exports and serves tiny CrossEncoder folders made by sentence-transformers 6.2).
-    "bert-tf-convert --input=cross-encoder/ms-marco-MiniLM-L6-v2 --output=runs/ms-marco-reranker": Long(
-        "needs the Hub: the first use downloads the cross-encoder (about 90 MB), then a few seconds"
-    ),
-    "bert-tf-export --model_dir=runs/ms-marco-reranker --output_dir=runs/serving/rerank/1": Long(
-        "needs the conversion above (the Hub); about 20 s"
-    ),
-    "bert-tf-export --model_dir=$M --output_dir=runs/serving/search-rerank/1 --max_seq_length=256 "
-    "--search_corpus=../shared/data/corpus/wikitext2/wiki.test.raw --search_format=text "
-    "--search_reranker=runs/ms-marco-reranker --search_rerank_top_n=32": Long(
-        "needs the conversion above (the Hub); then as the plain search export (the corpus embedded) plus the "
-        "cross-encoder's load"
-    ),
     # docs/embeddings-and-search.md's sparse (SPLADE) part: a published SparseEncoder by Hub id (tests/export/
     # sparse_export_test.py, tests/embeddings/ and tests/tasks/sparse_embedding_test.py convert, embed, export, serve
     # and fine-tune tiny SparseEncoder folders made by sentence-transformers 6.2).
@@ -301,6 +295,20 @@ LONG = {
     "--max_active_dims=256 --seed=0 --model_dir=runs/xquad-splade": Long(
         "needs the conversion above (the Hub); not measured with it: about 25 s a step on 2 shared cores from "
         "MiniLM (stopped after 3 of 76 steps), tests/tasks/sparse_embedding_test.py fine-tunes a tiny folder"
+    ),
+    # docs/embeddings-and-search.md's reranking: a published CrossEncoder by Hub id (tests/export/rerank_test.py
+    # converts, exports and serves tiny CrossEncoder folders made by sentence-transformers 6.2).
+    "bert-tf-convert --input=cross-encoder/ms-marco-MiniLM-L6-v2 --output=runs/ms-marco-reranker": Long(
+        "needs the Hub: the first use downloads the cross-encoder (about 90 MB), then a few seconds"
+    ),
+    "bert-tf-export --model_dir=runs/ms-marco-reranker --output_dir=runs/serving/rerank/1": Long(
+        "needs the conversion above (the Hub); about 20 s"
+    ),
+    "bert-tf-export --model_dir=$M --output_dir=runs/serving/search-rerank/1 --max_seq_length=256 "
+    "--search_corpus=../shared/data/corpus/wikitext2/wiki.test.raw --search_format=text "
+    "--search_reranker=runs/ms-marco-reranker --search_rerank_top_n=32": Long(
+        "needs the conversion above (the Hub); then as the plain search export (the corpus embedded) plus the "
+        "cross-encoder's load"
     ),
     "HF_HUB_OFFLINE=1 bert-tf-embed --model_dir=sentence-transformers/all-MiniLM-L6-v2 "
     "--input=../shared/data/glue/SST-2/dev.tsv --text_column=sentence --output=runs/sst2-embeddings-offline": Long(
@@ -390,6 +398,11 @@ LONG = {
     ),
     "python tools/benchmark.py --steps=3 --repeats=3 --warmup=1 --output_md=runs/benchmark.md "
     "--output_png=runs/benchmark.png": Long("36-45 minutes with the peak-RSS probes"),
+    "python tools/rerank_quality.py --bi_encoder=$M --squad_file=../shared/data/squad/xquad.en.json "
+    "--eval_every_nth_article=6 --top_n=5 --rerank_loss=listwise --max_train_examples=600 --max_seq_length=128 "
+    "--global_batch_size=8 --epochs=1 --learning_rate=2e-4 --work_dir=runs/rerank-quality": Long(
+        "about 19 minutes on 2 busy cores: a 75-step fine-tune of all-MiniLM-L6-v2 as a cross-encoder, 990 pairs scored"
+    ),
     "python tools/finetune_quality.py --tasks=STS-B,MRPC --seeds=1,2,3": Long(
         "about 40 minutes: 12 fine-tuning runs of all-MiniLM-L6-v2 (keras-hub's side 2.5-3x longer)"
     ),

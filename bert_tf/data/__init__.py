@@ -15,6 +15,7 @@ module: `classification.make_dataset`, `tagging.make_dataset`, `squad.make_datas
 - `tagging`: CoNLL column files to word-aligned token labels, and back.
 - `squad`: SQuAD v1.1/v2.0 to windows, batches and answers.
 - `text_pairs`: (anchor, positive[, negative]) and scored text pairs for sentence-embedding training.
+- `rerank`: queries with candidate passages (triples, labeled pairs, SQuAD) for cross-encoder training.
 - `tfds_inputs`: `tfds:NAME[:SPLIT]` specs read into the examples of the three above.
 """
 
@@ -22,6 +23,7 @@ from bert_tf.data import (
     classification,
     default_corpus,
     pretraining,
+    rerank,
     squad,
     tagging,
     text_pairs,
@@ -59,6 +61,7 @@ __all__ = [
     "read_conll",
     "read_manifest",
     "read_squad",
+    "rerank",
     "sorted_label_names",
     "squad",
     "tagging",
