@@ -296,6 +296,11 @@ LONG = {
         "needs the conversion above (the Hub); not measured with it: about 25 s a step on 2 shared cores from "
         "MiniLM (stopped after 3 of 76 steps), tests/tasks/sparse_embedding_test.py fine-tunes a tiny folder"
     ),
+    "python tools/rerank_latency.py --bi_encoder=$M --squad_file=../shared/data/squad/xquad.en.json "
+    "--output_dir=runs/rerank-latency --top_n=32 --queries=5 --repeats=2": Long(
+        "about 7 minutes on 2 shared cores (three exports of MiniLM over 240 paragraphs, then the timings; "
+        "docs/results/2026-12-02-retrieval.md); tests/tools/rerank_latency_test.py runs it on the tiny BERT"
+    ),
     # docs/embeddings-and-search.md's reranking: a published CrossEncoder by Hub id (tests/export/rerank_test.py
     # converts, exports and serves tiny CrossEncoder folders made by sentence-transformers 6.2).
     "bert-tf-convert --input=cross-encoder/ms-marco-MiniLM-L6-v2 --output=runs/ms-marco-reranker": Long(
