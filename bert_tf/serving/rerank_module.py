@@ -135,7 +135,8 @@ class RerankedSearchModule(tf.Module):
     """A search module (`bert_tf.serving.SearchModule`, or any module with its `search` signature and `signatures`)
     whose `search` reranks the bi-encoder's best `top_n` passages with a cross-encoder (`RerankModule`).
 
-    Signatures: the search module's, with `search` replaced: `query` string `[B]`, `k` int32 scalar -> `ids`,
+    Signatures: the search module's and the reranker's `rerank` (`RerankModule`), with `search` replaced:
+    `query` string `[B]`, `k` int32 scalar -> `ids`,
     `texts` string `[B, K]` and `scores` float32 `[B, K]`, best first, K = min(k, n) where n = min(top_n, corpus
     size): the search module retrieves its n best passages for each query, the cross-encoder scores each (query,
     passage) pair, and the k best by that score are returned with it (the cross-encoder's score, after its
@@ -181,6 +182,7 @@ class RerankedSearchModule(tf.Module):
         functions["search"] = tf.function(
             self.search, input_signature=[QUERIES, K], autograph=False
         ).get_concrete_function()
+        functions["rerank"] = self.reranker.signatures()["rerank"]  # the cross-encoder on the caller's candidates
         return functions
 
     def metadata(self):

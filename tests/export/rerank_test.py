@@ -41,32 +41,31 @@ def folders(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def modules(folders):
-    return {name: serving_module(folder) for name, folder in folders.items()}
+    # The "bert" folder is served through the SavedModel below (every reference pair and the ranking).
+    return {name: serving_module(folders[name]) for name in ("bert-identity", "xlm-roberta")}
 
 
 @pytest.fixture(scope="module")
 def exports(folders, tmp_path_factory):
-    """SavedModels: a cross-encoder (bert-identity: cut pairs) and the two-stage search of a tiny bi-encoder over
-    the reference corpus, reranked by the "bert" cross-encoder."""
+    """One SavedModel: the two-stage search of a tiny bi-encoder over the reference corpus, reranked by the "bert"
+    cross-encoder, whose `rerank` signature it holds too."""
     root = tmp_path_factory.mktemp("rerank_exports")
     search = reference()["folders"]["bert"]["search"]
     corpus = write_text(str(root / "corpus.txt"), "\n".join(search["corpus"]) + "\n")
-    out = {name: str(root / name) for name in ("bert-identity", "search")}
-    metadata = {"bert-identity": export_saved_model(folders["bert-identity"], out["bert-identity"])}
     # The bi-encoder: the tiny BERT's encoder (mean pooling, normalized) as the cross-encoder folder holds it, which
     # exports no fill_mask signature (the family folder's masked-LM head would add one to trace).
-    metadata["search"] = export_saved_model(
+    metadata = export_saved_model(
         folders["bert"],
-        out["search"],
+        str(root / "search"),
         encoder_only=True,
         search_corpus=corpus,
         search_reranker=folders["bert"],
         search_rerank_top_n=TOP_N,
     )
-    return out, metadata
+    return str(root / "search"), metadata
 
 
-@pytest.mark.parametrize("name", ["bert", "bert-identity", "xlm-roberta"])
+@pytest.mark.parametrize("name", ["bert-identity", "xlm-roberta"])
 def test_scores_and_order_are_cross_encoders(name, modules):
     expected = reference()["folders"][name]
     module = modules[name]
@@ -86,7 +85,7 @@ def test_scores_and_order_are_cross_encoders(name, modules):
 
 
 def test_empty_candidates_give_empty_outputs_and_a_query_must_be_one_string(modules):
-    module = modules["bert"]
+    module = modules["bert-identity"]
     out = module.rerank(tf.constant("q"), tf.constant([], tf.string))
     assert {k: v.shape.as_list() for k, v in out.items()} == {"scores": [0], "order": [0], "truncated": [0]}
     with pytest.raises((ValueError, tf.errors.InvalidArgumentError)):
@@ -95,7 +94,7 @@ def test_empty_candidates_give_empty_outputs_and_a_query_must_be_one_string(modu
 
 def test_bad_rerankers_and_options_are_refused_by_name(modules, folders, tmp_path):
     with pytest.raises(ValueError, match="top_n=0"):
-        RerankedSearchModule(object(), modules["bert"], 0)
+        RerankedSearchModule(object(), modules["bert-identity"], 0)
     with pytest.raises(CheckpointError, match="no task model"):
         load_reranker(BI_ENCODER)
     with pytest.raises(ValueError, match="pass search_corpus"):
@@ -107,26 +106,41 @@ def test_bad_rerankers_and_options_are_refused_by_name(modules, folders, tmp_pat
     assert not any(os.path.exists(tmp_path / name) for name in "abc")
 
 
-def test_saved_models_served_without_bert_tf(exports, tmp_path):
-    out, metadata = exports
-    assert (metadata["bert-identity"]["kind"], metadata["bert-identity"]["score_activation"]) == ("rerank", "identity")
-    assert metadata["bert-identity"]["signatures"]["rerank"] == {
+def test_saved_model_served_without_bert_tf(exports, tmp_path):
+    output, metadata = exports
+    assert metadata["signatures"]["rerank"] == {
         "inputs": ["query", "passages"],
         "outputs": ["order", "scores", "truncated"],
     }
-    assert metadata["search"]["rerank"] == {"top_n": TOP_N, "score_activation": "sigmoid", "max_seq_length": 128}
-    folders = reference()["folders"]
-    search = folders["bert"]["search"]
-    name = "bert-identity"
-    requests = _score_requests(name, out[name])
-    requests["empty"] = (out[name], "rerank", {"query": np.array(b"q", object), "passages": np.array([], object)})
-    requests["query-rank-1"] = (out[name], "rerank", {"query": _strings(["q"]), "passages": _strings(["a"])})
-    requests["search"] = (out["search"], "search", {"query": _strings(search["queries"]), "k": np.int32(3)})
-    requests["search-k-over-n"] = (out["search"], "search", {"query": _strings(search["queries"]), "k": np.int32(50)})
-    requests["search-k-0"] = (out["search"], "search", {"query": _strings(search["queries"]), "k": np.int32(0)})
+    assert metadata["rerank"] == {"top_n": TOP_N, "score_activation": "sigmoid", "max_seq_length": 128}
+    folder = reference()["folders"]["bert"]
+    search = folder["search"]
+    # Each reference pair as a one-passage `rerank` (the long ones cut at 128 tokens), and the ranking.
+    requests = {
+        f"pair-{i:02d}": (
+            output,
+            "rerank",
+            {"query": np.array(p["query"].encode(), object), "passages": _strings([p["passage"]])},
+        )
+        for i, p in enumerate(folder["pairs"])
+    }
+    rank = folder["rank"]
+    requests["rank"] = (
+        output,
+        "rerank",
+        {"query": np.array(rank["query"].encode(), object), "passages": _strings(rank["passages"])},
+    )
+    requests["empty"] = (output, "rerank", {"query": np.array(b"q", object), "passages": np.array([], object)})
+    requests["query-rank-1"] = (output, "rerank", {"query": _strings(["q"]), "passages": _strings(["a"])})
+    requests["search"] = (output, "search", {"query": _strings(search["queries"]), "k": np.int32(3)})
+    requests["search-k-over-n"] = (output, "search", {"query": _strings(search["queries"]), "k": np.int32(50)})
+    requests["search-k-0"] = (output, "search", {"query": _strings(search["queries"]), "k": np.int32(0)})
     result, responses = serve_blocked(requests, str(tmp_path), "rerank")
     assert result.returncode == 0, result.stderr[-5000:]
-    _check_scores(name, responses)
+    for i, pair in enumerate(folder["pairs"]):
+        np.testing.assert_allclose(responses[f"pair-{i:02d}"]["scores"], [pair["score"]], atol=TOLERANCE)
+        assert responses[f"pair-{i:02d}"]["truncated"].tolist() == [pair["query_pieces"] + pair["passage_pieces"] > 125]
+    assert responses["rank"]["order"].tolist() == rank["order"]
     assert responses["empty"]["scores"].shape == (0,) and responses["empty"]["order"].shape == (0,)
     assert responses["query-rank-1"] == {"error": "InvalidArgumentError"}
     assert responses["search-k-0"] == {"error": "InvalidArgumentError"}
