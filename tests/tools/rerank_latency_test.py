@@ -7,7 +7,7 @@ import pytest
 
 from tests.conftest import REFERENCE_DIR
 from tests.helpers import squad_file
-from tests.tools import ROOT, run_tool
+from tests.tools import run_tool
 
 
 @pytest.mark.slow

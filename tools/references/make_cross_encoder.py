@@ -36,7 +36,9 @@ import torch
 from safetensors.numpy import load_file, save_file
 from sentence_transformers import CrossEncoder
 
-sys.path.insert(0, os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..")))
+if not __package__:  # run as a file: import `tests.*` from this checkout
+    sys.path.insert(0, os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..")))
+
 from tests.cross_encoders import HEAD_FILE, REBUILD_FILE, TOKENIZER_JSON, cross_encoder_folder  # noqa: E402
 
 # name: (family folder, seed, CrossEncoder keyword arguments)
