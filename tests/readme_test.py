@@ -169,6 +169,25 @@ CHEAP = {
     "--search_embeddings=runs/wiki-embeddings --search_quantization=binary --search_rescore=int8": Cheap(
         "quantized", "--search_corpus=../shared/data/multilingual/udhr/English-Latin1 --max_seq_length=32"
     ),
+    # The whole pipeline (docs/embeddings-and-search.md): embed, a reranker, one SavedModel of binary index +
+    # bi-encoder + cross-encoder; a short corpus and a few steps.
+    "bert-tf-embed --model_dir=$M --input=../shared/data/corpus/wikitext2/wiki.test.raw "
+    "--output=runs/pipeline/embeddings --max_seq_length=256": Cheap(
+        "pipeline", "--input=../shared/data/multilingual/udhr/English-Latin1 --max_seq_length=32"
+    ),
+    "bert-tf-finetune --task=rerank --init=$M --train_file=../shared/data/squad/xquad.en.json "
+    "--eval_every_nth_article=4 --rerank_loss=listwise --max_seq_length=128 --global_batch_size=8 --epochs=1 "
+    "--learning_rate=2e-4 --model_dir=runs/pipeline/reranker": Cheap(
+        "pipeline",
+        "--train_steps=2 --max_train_examples=16 --max_seq_length=32 --global_batch_size=4 --eval_every_nth_article=12 "
+        "--rerank_eval_negatives=3",
+    ),
+    "bert-tf-export --model_dir=$M --output_dir=runs/pipeline/serving/1 --max_seq_length=256 "
+    "--search_corpus=../shared/data/corpus/wikitext2/wiki.test.raw --search_format=text "
+    "--search_embeddings=runs/pipeline/embeddings --search_quantization=binary --search_rescore=int8 "
+    "--search_reranker=runs/pipeline/reranker --search_rerank_top_n=16": Cheap(
+        "pipeline", "--search_corpus=../shared/data/multilingual/udhr/English-Latin1 --max_seq_length=32"
+    ),
     # Sentence embeddings: fine-tuning on XQuAD questions, retrieval before and after, export.
     "bert-tf-finetune --task=embedding --init=$M --train_file=../shared/data/squad/xquad.en.json "
     "--eval_every_nth_article=2 --max_seq_length=256 --global_batch_size=16 --epochs=2 --learning_rate=5e-5 "

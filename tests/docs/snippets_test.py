@@ -85,6 +85,9 @@ pretrainer.compile(
 SNIPPETS = {
     ("README.md", 'search = tf.saved_model.load("runs/serving/search/1").signatures["search"]'): _SEARCH,
     ("README.md", f'embedder = SentenceEmbedder("{HUB_MINILM}")'): Run(),
+    ("docs/embeddings-and-search.md", 'served = tf.saved_model.load("runs/pipeline/serving/1")'): Run(
+        after=("pipeline",)  # embed, a shortened rerank fine-tune, the binary + int8 + reranker export
+    ),
     ("docs/embeddings-and-search.md", 'embedder = SentenceEmbedder("runs/minilm", max_seq_length=256)'): Run(
         after=("tools",)  # bert-tf-convert --input=$M --output=runs/minilm
     ),
