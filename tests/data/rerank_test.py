@@ -148,6 +148,7 @@ def tokenizer(tmp_path_factory):
     return BertTokenizer(str(vocab))
 
 
+@pytest.mark.slow  # over 10 s (the make test budget)
 def test_batches_pack_each_candidate_with_its_query(tokenizer):
     rows = rerank.TrainingRows(
         ["the cat", "the dog", "where"], [["a cat sat", "a dog"], ["a dog ran", "a mat"], ["on", "who"]]

@@ -110,6 +110,7 @@ def test_binary_search_rescored_with_int8_codes(binary_int8):
     assert {"PopulationCount", "BitwiseXor"} <= op_names(path)
 
 
+@pytest.mark.slow  # over 10 s (the make test budget)
 def test_served_where_bert_tf_cannot_be_imported(binary_int8, workdir):
     path, _, loaded = binary_int8
     requests = {

@@ -106,6 +106,7 @@ def test_bad_rerankers_and_options_are_refused_by_name(modules, folders, tmp_pat
     assert not any(os.path.exists(tmp_path / name) for name in "abc")
 
 
+@pytest.mark.slow  # over 10 s (the make test budget)
 def test_saved_model_served_without_bert_tf(exports, tmp_path):
     output, metadata = exports
     assert metadata["signatures"]["rerank"] == {

@@ -50,6 +50,7 @@ def _features(tokenizer, texts, length=16):
     return {name: value.numpy() for name, value in features.items()}
 
 
+@pytest.mark.slow  # over 10 s (the make test budget)
 def test_a_few_steps_lower_the_loss_and_flops_shrinks_activity(tmp_path):
     folder = checkpoints.ModelDirectory.read(sparse_folder("bert_max", tmp_path / "f"))
     keras.utils.set_random_seed(0)
