@@ -153,9 +153,10 @@ def _read_text(path):
         return f.read().decode("utf-8-sig", errors="replace")
 
 
-def _delimited_records(path, file_format):
-    """Yields `(line, fields)` per non-blank record of a TSV or CSV file."""
-    content = io.StringIO(_read_text(path), newline="")
+def delimited_records(path, file_format, text=None):
+    """Yields `(line, fields)` per non-blank record of a TSV (no quoting) or CSV file `path` (`text`: its content,
+    when the caller has read it); a malformed record is a ValueError naming the file and line."""
+    content = io.StringIO(_read_text(path) if text is None else text, newline="")
     if file_format == "tsv":  # GLUE TSVs hold unbalanced quotes inside text: no quoting.
         reader = csv.reader(content, delimiter="\t", quoting=csv.QUOTE_NONE)
     else:
@@ -207,7 +208,7 @@ def _column_indices(path, columns, header, has_header):
 
 def _delimited_rows(path, file_format, columns, has_header):
     """Yields `(line, {role: value})` from a TSV/CSV file."""
-    records = _delimited_records(path, file_format)
+    records = delimited_records(path, file_format)
     if has_header is None:  # names need a header; integer indices mean a header-less file
         has_header = any(isinstance(c, str) for c in columns.values())
     header = None

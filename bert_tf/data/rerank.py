@@ -34,15 +34,13 @@ Shape legend: Q queries, B queries in a batch, K candidates per training
 query (1 positive + m negatives), P pairs, T tokens.
 """
 
-import csv
 import dataclasses
-import io
 import json
 
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.data.classification import FORMATS, infer_format, read_rows
+from bert_tf.data.classification import FORMATS, delimited_records, infer_format, read_rows
 from bert_tf.text import packer_for
 
 # JSONL keys of a query's positives and negatives, in the order they are read.
@@ -143,23 +141,6 @@ def _read_text(path):
         return f.read().decode("utf-8-sig", errors="replace")
 
 
-def _delimited_rows(path, file_format):
-    """Yields `(line, fields)` per non-blank record of a header-less TSV (no quoting) or CSV file."""
-    content = io.StringIO(_read_text(path), newline="")
-    if file_format == "tsv":
-        reader = csv.reader(content, delimiter="\t", quoting=csv.QUOTE_NONE)
-    else:
-        reader = csv.reader(content)
-    line = 1
-    try:
-        for fields in reader:
-            if fields and not (len(fields) == 1 and not fields[0].strip()):
-                yield line, fields
-            line = reader.line_num + 1
-    except csv.Error as e:
-        raise ValueError(f"{path}:{line}: malformed {file_format.upper()} record: {e}") from None
-
-
 def _texts(path, line, record, keys, role):
     """The strings under the first of `keys` present in a JSON record (a string or a list of strings)."""
     texts = []
@@ -228,7 +209,7 @@ def read_groups(path, file_format=None):
             for passage in negatives:
                 grouper.add(line, query, passage, 0)
     else:
-        for line, fields in _delimited_rows(path, file_format):
+        for line, fields in delimited_records(path, file_format, _read_text(path)):
             if len(fields) < 2:
                 raise ValueError(
                     f"{path}:{line}: a row is query, positive[, negative, ...] ({file_format.upper()} without a "

@@ -39,6 +39,16 @@ def trim_batch(element, multiple=TRIM_MULTIPLE):
     return tf.nest.map_structure(cut, element)
 
 
+def trim_groups(features, multiple=TRIM_MULTIPLE):
+    """Cuts `[B, K, T]` features (K texts or pairs per example) to the longest of the batch (rounded up to
+    `multiple`)."""
+    mask = features["padding_mask"]  # [B, K, T]
+    full = tf.shape(mask)[2]
+    longest = tf.reduce_max(tf.reduce_sum(tf.cast(mask, tf.int32), axis=2))
+    length = tf.maximum(tf.minimum(full, (longest + multiple - 1) // multiple * multiple), tf.minimum(full, 1))
+    return {name: value[:, :, :length] for name, value in features.items()}
+
+
 def subset(count, limit, seed):
     """Sorted indices of a seeded random subset of `limit` of `count` items (all when limit <= 0)."""
     if limit <= 0 or limit >= count:

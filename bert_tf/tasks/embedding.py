@@ -232,7 +232,7 @@ class EmbeddingData(common.TaskData):
 
         def triple(features, scores, positive_ids):
             labels = {key: scores if self.scored else positive_ids}
-            return trim_texts(features), labels, {key: tf.ones_like(scores)}
+            return common.trim_groups(features), labels, {key: tf.ones_like(scores)}
 
         return dataset.map(triple)
 
@@ -286,15 +286,6 @@ class EmbeddingData(common.TaskData):
                     f.write(f"{i}\t{gold[0]}\t{','.join(str(p) for p in ranked)}\n")
 
         return results, write
-
-
-def trim_texts(features, multiple=common.TRIM_MULTIPLE):
-    """Cuts `[B, K, T]` features to the longest text of the batch (rounded up to `multiple`)."""
-    mask = features["padding_mask"]  # [B, K, T]
-    full = tf.shape(mask)[2]
-    longest = tf.reduce_max(tf.reduce_sum(tf.cast(mask, tf.int32), axis=2))
-    length = tf.maximum(tf.minimum(full, (longest + multiple - 1) // multiple * multiple), tf.minimum(full, 1))
-    return {name: value[:, :, :length] for name, value in features.items()}
 
 
 def check_config(config):

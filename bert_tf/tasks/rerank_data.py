@@ -174,7 +174,7 @@ class RerankData(common.TaskData):
 
         def triple(features, relevance):  # relevance [B, K]
             weights = tf.ones_like(relevance) if loss == BCE else tf.ones_like(relevance[:, 0])  # per pair / query
-            return trim_pairs(features), {loss: relevance}, {loss: weights}
+            return common.trim_groups(features), {loss: relevance}, {loss: weights}
 
         return dataset.map(triple)
 
@@ -220,15 +220,6 @@ def eager_piece_counts(texts, tokenizer, batch_size=4096):
         for i in range(0, len(texts), batch_size)
     ]
     return np.concatenate(counts) if counts else np.zeros((0,), np.int64)
-
-
-def trim_pairs(features, multiple=common.TRIM_MULTIPLE):
-    """Cuts `[B, K, T]` features to the longest pair of the batch (rounded up to `multiple`)."""
-    mask = features["padding_mask"]  # [B, K, T]
-    full = tf.shape(mask)[2]
-    longest = tf.reduce_max(tf.reduce_sum(tf.cast(mask, tf.int32), axis=2))
-    length = tf.maximum(tf.minimum(full, (longest + multiple - 1) // multiple * multiple), tf.minimum(full, 1))
-    return {name: value[:, :, :length] for name, value in features.items()}
 
 
 def check_config(config):
