@@ -120,14 +120,6 @@ class EmbeddingObjective(Objective):
         self.heads = (Head(RANKING, RANKING, "ranking"), Head(SCORE, SCORE, "cosine"))
         self.stat_names = ("loss",) + tuple(h.key(s) for h in self.heads for s in ("loss", "correct", "count"))
 
-    def global_totals(self, weights):
-        context = tf.distribute.get_replica_context()
-        return {
-            h.output: tf.maximum(context.all_reduce("sum", tf.reduce_sum(weights[h.output])), 1e-9)
-            for h in self.heads
-            if h.output in weights
-        }
-
     def losses(self, outputs, labels, weights, totals):
         stats = {name: tf.constant(0.0) for name in self.stat_names}
         loss = 0.0

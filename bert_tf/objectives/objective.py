@@ -121,10 +121,13 @@ class Objective:
         return cls.pretraining(sentence_objective=sentence)
 
     def global_totals(self, weights):
-        """Per head: the global sum of its sample weights this step (replica context)."""
+        """Per head whose sample weights the batch has: their global sum this step (replica context). (A head
+        absent from the batch: the objectives whose loss is picked by the batch's label key.)"""
         context = tf.distribute.get_replica_context()
         return {
-            h.output: tf.maximum(context.all_reduce("sum", tf.reduce_sum(weights[h.output])), 1e-9) for h in self.heads
+            h.output: tf.maximum(context.all_reduce("sum", tf.reduce_sum(weights[h.output])), 1e-9)
+            for h in self.heads
+            if h.output in weights
         }
 
     def losses(self, outputs, labels, weights, totals):

@@ -75,14 +75,6 @@ class RerankObjective(Objective):
         self.heads = (Head(BCE, BCE, "binary"), Head(LISTWISE, LISTWISE, "ce"))
         self.stat_names = ("loss", "rank_correct", "rank_count") + tuple(h.key("loss") for h in self.heads)
 
-    def global_totals(self, weights):
-        context = tf.distribute.get_replica_context()
-        return {
-            h.output: tf.maximum(context.all_reduce("sum", tf.reduce_sum(weights[h.output])), 1e-9)
-            for h in self.heads
-            if h.output in weights
-        }
-
     def losses(self, outputs, labels, weights, totals):
         if isinstance(outputs, dict):
             outputs = outputs["logits"]
