@@ -55,6 +55,7 @@ setuptools.setup(
             "bert-tf-export=bert_tf.apps.export:run",
             "bert-tf-embed=bert_tf.apps.embed:run",
             "bert-tf-distill=bert_tf.apps.distill:run",
+            "bert-tf-launch=bert_tf.apps.multiworker:run",
         ],
     },
 )

@@ -130,7 +130,10 @@ def help_text(module, full=False):
 
 
 def program_name(module):
-    """`bert-tf-NAME` for the app module `bert_tf.apps.NAME` (also when it runs as `__main__`)."""
+    """`bert-tf-NAME` for the app module `bert_tf.apps.NAME` (also when it runs as `__main__`), or the module's
+    `PROGRAM` when it names its command otherwise (bert_tf.apps.multiworker: bert-tf-launch)."""
+    if getattr(module, "PROGRAM", None):
+        return module.PROGRAM
     spec = getattr(module, "__spec__", None)
     name = spec.name if spec is not None else module.__name__
     return "bert-tf-" + name.rsplit(".", 1)[-1]

@@ -11,8 +11,12 @@ one process without a `DuplicateFlagError`. The read-only apps (bert-tf-export,
 `bert_tf.training` (tests/architecture_test.py).
 """
 
+import contextlib
 import dataclasses
+import json
 import os
+import sys
+import threading
 
 import keras
 import tensorflow as tf
@@ -71,11 +75,61 @@ def config_from_flags(config_class, module, flag_values=flags.FLAGS):
 
 def training_strategy():
     """Seeds Keras and TensorFlow from `--seed` (each app defines it), turns on op determinism for
-    `--deterministic` and returns the `--strategy` (with `--tpu`)."""
+    `--deterministic` and returns the `--strategy` (with `--tpu`).
+
+    A TF_CONFIG that cannot describe this task (`distribute.check_tf_config`) is an `app.UsageError`; under
+    multi_worker_mirrored, a cluster whose tasks do not all join within $BERT_TF_CLUSTER_WAIT_S seconds (default
+    `CLUSTER_WAIT_S`; TensorFlow itself would wait for an hour or more) ends the process with one line naming the
+    cluster's addresses.
+    """
     keras.utils.set_random_seed(flags.FLAGS.seed)
     if flags.FLAGS.deterministic:
         tf.config.experimental.enable_op_determinism()
-    return create_strategy(flags.FLAGS.strategy, tpu=flags.FLAGS.tpu)
+    try:
+        if flags.FLAGS.strategy != "multi_worker_mirrored":
+            return create_strategy(flags.FLAGS.strategy, tpu=flags.FLAGS.tpu)
+        with _cluster_deadline():
+            return create_strategy(flags.FLAGS.strategy, tpu=flags.FLAGS.tpu)
+    except ValueError as e:  # TF_CONFIG's: one line naming the problem
+        raise app.UsageError(str(e)) from None
+
+
+CLUSTER_WAIT_VARIABLE = "BERT_TF_CLUSTER_WAIT_S"
+CLUSTER_WAIT_S = 900  # tasks of a real cluster start minutes apart (a container image to pull, a VM to boot)
+
+
+@contextlib.contextmanager
+def _cluster_deadline():
+    """Ends the process (exit 1, one line on stderr) when the block (MultiWorkerMirroredStrategy's start-up, which
+    waits for every task of TF_CONFIG's cluster to connect) has not finished within $BERT_TF_CLUSTER_WAIT_S s."""
+    seconds = float(os.environ.get(CLUSTER_WAIT_VARIABLE) or CLUSTER_WAIT_S)
+    cluster = json.loads(os.environ.get("TF_CONFIG") or "{}").get("cluster") or {}
+    tasks = ", ".join(
+        f"{job} {i} at {address}"
+        for job, addresses in cluster.items()
+        for i, address in (addresses.items() if isinstance(addresses, dict) else enumerate(addresses))
+    )
+    program = os.path.basename(sys.argv[0]).removesuffix(".py")
+    program = program if program.startswith("bert-tf-") else "bert-tf-" + program
+
+    def expire():
+        sys.stdout.flush()
+        print(
+            f"{program}: error: not every task of TF_CONFIG's cluster ({tasks or 'none named'}) joined within "
+            f"{seconds:g} s: is each one started with its TF_CONFIG, and can this machine reach its host:port? "
+            f"(${CLUSTER_WAIT_VARIABLE} sets the wait.)",
+            file=sys.stderr,
+            flush=True,
+        )
+        os._exit(1)
+
+    timer = threading.Timer(seconds, expire)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
 
 
 def validate_training_flags():

@@ -8,6 +8,7 @@ text follows the Python version.
 
 import importlib
 import inspect
+import os
 import re
 
 MODULES = (
@@ -48,8 +49,11 @@ def default_documents():
 
 
 def write_default_corpus(path):
-    """Writes the default corpus to `path`; returns the number of documents."""
+    """Writes the default corpus to `path` (whole or not at all: beside it, then renamed, so other workers never
+    read a part of it); returns the number of documents."""
     documents = default_documents()
-    with open(path, "w", encoding="utf-8") as f:
+    temporary = f"{path}.tmp{os.getpid()}"
+    with open(temporary, "w", encoding="utf-8") as f:
         f.write("\n".join(documents) + "\n")
+    os.replace(temporary, path)
     return len(documents)

@@ -575,7 +575,9 @@ def build_unigram_vocab(
         .to_str()
         .encode("utf-8"),
     }
-    for path, data in written.items():  # each written beside and renamed: never a partial file
+    # Each written beside and renamed (never a partial file), the .model last: pretraining's other workers wait
+    # for it, then read the files beside it.
+    for path, data in reversed(written.items()):
         with open(path + ".tmp", "wb") as f:
             f.write(data)
         os.replace(path + ".tmp", path)

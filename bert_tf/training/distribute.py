@@ -2,6 +2,7 @@
 
 import json
 import os
+import time
 
 import tensorflow as tf
 
@@ -62,11 +63,12 @@ def create_strategy(name="one_device", tpu=None, devices=None):
     if name == "multi_worker_mirrored":
         if "TF_CONFIG" in os.environ:
             try:
-                json.loads(os.environ["TF_CONFIG"])
+                tf_config = json.loads(os.environ["TF_CONFIG"])
             except json.JSONDecodeError as e:
                 raise ValueError(
                     f"TF_CONFIG is not valid JSON ({e}). Received: TF_CONFIG={os.environ['TF_CONFIG']!r}"
                 ) from None
+            check_tf_config(tf_config)
         return tf.distribute.MultiWorkerMirroredStrategy()
     # TPU: a thin branch of the same training loop; it cannot run on this project's CI machines.
     resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu or "")
@@ -102,5 +104,106 @@ def is_chief(strategy):
 
 
 def worker_index(strategy):
+    """This worker's index among the cluster's training tasks, 0 to workers - 1: its input pipeline id and the
+    number in its data-iterator checkpoints (`data-worker{i}-{step}`).
+
+    A cluster of workers only numbers them by task id; a cluster with a separate `chief` task numbers the chief 0
+    and worker i as i + 1 (TensorFlow numbers both the chief and the first worker task 0).
+    """
     resolver = getattr(strategy, "cluster_resolver", None)
-    return resolver.task_id if resolver is not None and resolver.task_id is not None else 0
+    if resolver is None or resolver.task_id is None:
+        return 0
+    if resolver.task_type == "worker" and "chief" in resolver.cluster_spec().as_dict():
+        return resolver.task_id + 1
+    return resolver.task_id
+
+
+# The task types of a MultiWorkerMirroredStrategy cluster (TensorFlow's names).
+TASK_TYPES = ("chief", "worker", "evaluator")
+
+
+def check_tf_config(tf_config):
+    """Raises a ValueError of one line naming the problem when the parsed `TF_CONFIG` cannot describe this task of a
+    MultiWorkerMirroredStrategy cluster: no cluster, an address that is not host:port, an address named twice (two
+    tasks would bind the same port, and TensorFlow waits for the second forever), a task type not in the cluster or
+    an index out of its range. An empty TF_CONFIG (`{}`) is one local worker, as TensorFlow reads it."""
+    if not isinstance(tf_config, dict):
+        raise ValueError(f"TF_CONFIG must be a JSON object with a cluster and a task. Received: {tf_config!r}")
+    cluster = tf_config.get("cluster")
+    task = tf_config.get("task")
+    if not cluster and not task:
+        return
+    if not isinstance(cluster, dict) or not cluster:
+        raise ValueError(f'TF_CONFIG has no "cluster" (job name -> list of host:port). Received: cluster={cluster!r}')
+    named = {}
+    for job, addresses in cluster.items():
+        if job not in TASK_TYPES:
+            raise ValueError(
+                f"TF_CONFIG's cluster has a job {job!r}: MultiWorkerMirroredStrategy runs {', '.join(TASK_TYPES)} "
+                "tasks."
+            )
+        if isinstance(addresses, dict):  # TensorFlow's sparse form: {"0": "host:port", ...}
+            indexed = [(int(i), a) for i, a in addresses.items()]
+        elif isinstance(addresses, list):
+            indexed = list(enumerate(addresses))
+        else:
+            raise ValueError(f"TF_CONFIG's cluster job {job!r} must be a list of host:port. Received: {addresses!r}")
+        for index, address in indexed:
+            host, _, port = str(address).rpartition(":")
+            if not isinstance(address, str) or not host or not port.isdigit():
+                raise ValueError(f"TF_CONFIG's {job} {index} is not host:port. Received: {address!r}")
+            if address in named:
+                raise ValueError(
+                    f"TF_CONFIG names {address} twice ({named[address]} and {job} {index}): each task needs its own "
+                    "host:port."
+                )
+            named[address] = f"{job} {index}"
+    if not isinstance(task, dict) or "type" not in task:
+        raise ValueError(f'TF_CONFIG has no "task" (type and index of this process). Received: task={task!r}')
+    task_type, index = task["type"], task.get("index", 0)
+    if task_type not in cluster:
+        raise ValueError(f"TF_CONFIG's task type {task_type!r} is not a job of its cluster ({', '.join(cluster)}).")
+    jobs = cluster[task_type]
+    indexes = [int(i) for i in jobs] if isinstance(jobs, dict) else range(len(jobs))
+    if not isinstance(index, int) or isinstance(index, bool) or index not in indexes:
+        raise ValueError(
+            f"TF_CONFIG's task index {index!r} is not one of its cluster's {len(indexes)} {task_type} tasks "
+            f"(0 to {len(indexes) - 1})."
+        )
+
+
+# How long a worker waits for a file only the chief writes (the vocabulary it builds, the default corpus): a
+# vocabulary of a large corpus takes a while, a chief that never started must not make the others wait forever.
+CHIEF_WAIT_VARIABLE = "BERT_TF_CHIEF_WAIT_S"
+CHIEF_WAIT_S = 3600
+
+
+def wait_for_chief(paths, what, ready=None, timeout=None, log=print, poll_s=0.25):
+    """Waits, on a worker that is not the chief, until the chief has written every file of `paths` (each written
+    whole: the chief writes beside and renames); `ready(paths)`, when given, must also be true (e.g. a vocabulary
+    that is more than the special tokens a failed build leaves).
+
+    Args:
+        what: what the files are, for the messages ("the vocabulary").
+        timeout: seconds (default: $BERT_TF_CHIEF_WAIT_S, else CHIEF_WAIT_S).
+    Raises:
+        TimeoutError of one line naming the files still missing, past `timeout`.
+    """
+    if timeout is None:
+        timeout = float(os.environ.get(CHIEF_WAIT_VARIABLE) or CHIEF_WAIT_S)
+
+    def done():
+        return all(os.path.exists(p) for p in paths) and (ready is None or ready(paths))
+
+    if done():
+        return
+    log(f"Waiting for the chief to write {what} ({', '.join(paths)}).")
+    deadline = time.monotonic() + timeout
+    while not done():
+        if time.monotonic() > deadline:
+            missing = [p for p in paths if not os.path.exists(p)] or paths
+            raise TimeoutError(
+                f"The chief did not write {what} ({', '.join(missing)}) within {timeout:g} s: is it running, and is "
+                f"the model directory on a file system every worker shares? (${CHIEF_WAIT_VARIABLE} sets the wait.)"
+            )
+        time.sleep(poll_s)

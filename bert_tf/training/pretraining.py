@@ -84,7 +84,7 @@ from bert_tf.models import RTD_MODEL_TYPES, BertPretrainer, ElectraPretrainer, b
 from bert_tf.options import lower_bounds, option, override
 from bert_tf.text import SPECIAL_TOKENS, BertTokenizer, SentencePieceTokenizer, packer_for
 from bert_tf.text.vocab import build_bert_bpe_vocab, build_bpe_vocab, build_unigram_vocab, build_vocab, expand_files
-from bert_tf.training.distribute import DTYPES, create_strategy, dtype_policy, is_chief
+from bert_tf.training.distribute import DTYPES, create_strategy, dtype_policy, is_chief, wait_for_chief
 from bert_tf.training.optimization import OPTIMIZERS, run_optimizer
 from bert_tf.training.run_options import MaskedLMData, Optimization, Schedule
 from bert_tf.training.trainer import (
@@ -690,7 +690,8 @@ def vocab_kind(vocab_file):
 def corpus_and_vocab(config, chief=True, log=print):
     """(corpus files, corpus format, vocab file): writes the default corpus and builds the vocabulary when needed.
 
-    Only the chief writes; every worker gets the same paths.
+    Only the chief writes; the other workers wait until it has written them whole (`wait_for_chief`), so every
+    worker reads the same vocabulary.
     """
     files, corpus_format = corpus_files(config, chief, log)
     model_type = config.run_model_type()
@@ -703,6 +704,8 @@ def corpus_and_vocab(config, chief=True, log=print):
         vocab = config.vocab or os.path.join(config.model_dir, TOKENIZER_JSON)
         if not config.vocab and chief and not os.path.exists(vocab):
             log(build_bert_bpe_vocab(files, config.model_dir, vocab_size=vocab_size, show_progress=False))
+        elif not config.vocab and not chief:
+            wait_for_chief([vocab], "the vocabulary", log=log)
         return files, corpus_format, vocab
     if kind == "unigram" and not config.vocab:
         family = UNIGRAM_FAMILY_BY_MODEL_TYPE.get(model_type, "albert")
@@ -718,12 +721,16 @@ def corpus_and_vocab(config, chief=True, log=print):
                     show_progress=False,
                 )
             )
+        elif not chief:  # the .model is written last (build_unigram_vocab)
+            wait_for_chief([vocab], "the vocabulary", log=log)
         return files, corpus_format, vocab
     if kind == "bpe":  # a byte-level BPE vocabulary: vocab.json + merges.txt
         vocab = config.vocab or os.path.join(config.model_dir, "vocab.json")
         merges = os.path.join(os.path.dirname(vocab), "merges.txt")
         if not config.vocab and chief and not (os.path.exists(vocab) and os.path.exists(merges)):
             log(build_bpe_vocab(files, config.model_dir, vocab_size=vocab_size, show_progress=False))
+        elif not config.vocab and not chief:
+            wait_for_chief([vocab, merges], "the vocabulary", log=log)
         return files, corpus_format, vocab
     vocab = config.vocab or os.path.join(config.model_dir, "vocab.txt")
     if not config.vocab and chief:
@@ -734,6 +741,8 @@ def corpus_and_vocab(config, chief=True, log=print):
             # Raises ValueError naming the corpus files, and writes nothing, when they hold no text.
             summary = build_vocab(files, vocab, vocab_size=vocab_size, lowercase=lowercase, show_progress=False)
             log(summary)
+    elif not config.vocab:  # a vocabulary of special tokens alone is one the chief is building again
+        wait_for_chief([vocab], "the vocabulary", ready=lambda paths: not _only_special_tokens(paths[0]), log=log)
     return files, corpus_format, vocab
 
 
@@ -745,6 +754,8 @@ def corpus_files(config, chief=True, log=print):
     path = os.path.join(config.model_dir, DEFAULT_CORPUS_FILE)
     if chief and not os.path.exists(path):
         log(f"No corpus: wrote {write_default_corpus(path)} documents of Python documentation to {path}")
+    elif not chief:
+        wait_for_chief([path], "the default corpus", log=log)
     return [path], "paragraphs"
 
 

@@ -1,7 +1,7 @@
-"""bert-tf-export, -vocab, -convert and the demo declare no flag by hand: each flag is a field of the app's option
-class (`bert_tf.options.option`), generated with its help, bounds and choices, and the same flag as when the flags
-were defined by hand (`app_flags.json`, recorded from the hand-written definitions; a flag changed on purpose
-changes that file too)."""
+"""bert-tf-export, -vocab, -convert, -launch and the demo declare no flag by hand: each flag is a field of the app's
+option class (`bert_tf.options.option`), generated with its help, bounds and choices, and the same flag as when the
+flags were defined by hand (`app_flags.json`, recorded from the hand-written definitions; a flag changed on purpose
+changes that file too; bert-tf-launch's were recorded from its option class when it was added)."""
 
 import dataclasses
 import os
@@ -16,6 +16,7 @@ APPS = [
     ("bert_tf.apps.vocab", "VocabOptions"),
     ("bert_tf.apps.convert", "ConvertOptions"),
     ("bert_tf.apps.demo", "DemoOptions"),
+    ("bert_tf.apps.multiworker", "LaunchOptions"),
 ]
 
 # Each app alone in a fresh process, as its command runs it (vocab and convert both name a flag --input, of two
