@@ -40,7 +40,13 @@ setuptools.setup(
             "onnx>=1.23.2",
             "onnxruntime>=1.32.0",
             "ai-edge-litert>=2.3.0",
+            "apache-beam==2.77.0",  # tests/beam_test.py: bert_tf.beam on the DirectRunner
+            "sentencepiece>=0.2,<0.2.3",  # beside apache-beam: see "beam"
         ],
+        # bert_tf.beam and bert-tf-embed --runner=...: Apache Beam's RunInference. Pinned: 2.77.0 is the release
+        # checked to install beside tensorflow 2.21. It needs protobuf < 7 (pip takes 6.33.6), and sentencepiece
+        # 0.2.3's generated code refuses a protobuf runtime older than 7.36 at import, so 0.2.2 (no such check).
+        "beam": ["apache-beam==2.77.0", "sentencepiece>=0.2,<0.2.3"],
         # bert-tf-export --format=onnx: the converter, the format and the runtime that checks and quantizes.
         "onnx": ["tf2onnx>=1.17.0", "onnx>=1.23.2", "onnxruntime>=1.32.0"],
         # Running --format=litert models in Python (the export itself needs only tensorflow and tensorflow-text).

@@ -33,6 +33,7 @@ LAYERS = (
     ("serving",),
     ("tasks",),
     ("training", "export"),
+    ("beam",),  # bert_tf.beam: Apache Beam's RunInference over embeddings (and an export's SavedModel)
     ("apps",),
 )
 LAYER = {package: level for level, packages in enumerate(LAYERS) for package in packages}
@@ -267,6 +268,9 @@ def test_litert_runtime_imports_the_standard_library_only():
 LAZY_IMPORTS = {
     ("bert_tf.apps.launch", "absl"),
     ("bert_tf.apps.launch", "tensorflow"),
+    ("bert_tf.apps.embed", "bert_tf"),  # bert_tf.beam (Apache Beam, the [beam] extra) only with --runner
+    ("bert_tf.beam", "pyarrow"),  # Parquet input and output only
+    ("bert_tf.embeddings.embed_file", "pyarrow"),  # reading a Beam run's Parquet shards only
     ("bert_tf.checkpoints.hub", "huggingface_hub"),  # a Hub id only: a local path never imports it (0.3 s)
     ("bert_tf.checkpoints.readers", "torch"),  # pickle checkpoints, opt-in (allow_pickle)
     ("bert_tf.data.tfds_inputs", "tensorflow_datasets"),  # `tfds:` inputs only

@@ -14,6 +14,16 @@ prompts (`config_sentence_transformers.json`) before each passage (default: its 
 A sparse (SPLADE) encoder (a SparseEncoder folder or its conversion) writes `sparse.jsonl` instead, one
 `{"id", "indices", "values"}` line per passage (the non-zero vocabulary weights, largest first; at most
 `--max_active_dims`), and `sparse.json`.
+
+`--runner=NAME` runs the same embedding as an Apache Beam pipeline (`bert_tf.beam`, the `[beam]` extra) on that
+runner; everything after `--` is Beam's pipeline options:
+
+    bert-tf-embed --model_dir=models/minilm --input=corpus.txt --output=corpus_embeddings \\
+        --runner=DirectRunner -- --direct_num_workers=2 --direct_running_mode=multi_processing
+
+It also reads Parquet (`--text_column`, `--id_column`) and takes an exported embedding SavedModel as `--model_dir`;
+it writes Parquet (default) or TFRecord shards and `embeddings.json`, which `bert_tf.embeddings.read_embeddings` and
+`bert-tf-export --search_embeddings` read. Without `--runner` the run is local, as above.
 """
 
 import os
@@ -31,10 +41,41 @@ from bert_tf.embeddings.prompts import check_truncate_dim, resolve_prompt
 FLAGS = flags.FLAGS
 # A flag for each field of EmbedConfig, with the field's help.
 common_flags.define_config_flags(EmbedConfig, sys.modules[__name__])
+# Local-run options a Beam run does not have, with their defaults.
+LOCAL_ONLY = {"quantize": "none", "calibration_embeddings": None, "max_active_dims": None, "max_shards": None}
+
+
+def _is_saved_model(path):
+    return bool(path) and os.path.isfile(os.path.join(path, "saved_model.pb"))
+
+
+def _validate_beam_flags():
+    """A Beam run's flags (the pipeline checks the input and output, which may be remote): app.UsageError naming
+    a local-only option, an output format Beam does not write, or an output equal to the model."""
+    for name, default in LOCAL_ONLY.items():
+        if FLAGS[name].value != default:
+            raise app.UsageError(
+                f"--{name} is a local run's option, not --runner's. Received: --{name}={FLAGS[name].value}"
+            )
+    if FLAGS["output_format"].present and FLAGS.output_format == "npy":
+        raise app.UsageError(
+            "--runner writes --output_format=parquet or tfrecord shards. Received: --output_format=npy"
+        )
+    if not _is_saved_model(FLAGS.model_dir):
+        _check_embedding_flags(check_checkpoint_dir("model_dir"))
+    for name in ("input", "output"):
+        if not FLAGS[name].value:
+            raise app.UsageError(f"--{name} is required. Received: --{name}=None")
+    if os.path.abspath(FLAGS.output) == os.path.abspath(FLAGS.model_dir):
+        raise app.UsageError(f"--output must differ from --model_dir. Received: --output={FLAGS.output}")
 
 
 def _validate_flags():
     """Checks every flag before any side effect; raises app.UsageError naming the bad one."""
+    if FLAGS.output_format == "parquet":
+        raise app.UsageError(
+            "--output_format=parquet is a Beam run's (--runner=...). Received: --output_format=parquet"
+        )
     directory = check_checkpoint_dir("model_dir")
     model_dir = directory.path  # a Hub id's snapshot: never written into either
     _check_embedding_flags(directory)
@@ -62,9 +103,42 @@ def _check_embedding_flags(directory):
         raise app.UsageError(f"--prompt_name: {e}" if "prompt" in str(e) else str(e)) from None
 
 
+def _embed_on_beam(pipeline_args):
+    """`bert_tf.beam.embed_corpus` with the flags' settings; its errors are one line."""
+    _validate_beam_flags()
+    try:
+        from bert_tf import beam
+    except ImportError as e:
+        raise app.UsageError(f"--runner={FLAGS.runner}: {e}") from None
+    names = ["text_column", "id_column", "batch_size", "max_seq_length", "long_text", "window_stride"]
+    names += ["max_windows", "truncate_dim", "prompt_name", "shard_size", "overwrite"]
+    values = {name: FLAGS[name].value for name in names}
+    output_format = FLAGS.output_format if FLAGS["output_format"].present else "parquet"
+
+    def embed():
+        beam.embed_corpus(
+            FLAGS.model_dir,
+            FLAGS.input,
+            FLAGS.output,
+            output_format=output_format,
+            pipeline_args=pipeline_args,
+            runner=FLAGS.runner,
+            **values,
+        )
+
+    code, _ = errors.run_command(
+        "bert-tf-embed", embed, (CheckpointError, ConfigError, ValueError), kept=f"rerun to replace {FLAGS.output}"
+    )
+    return code
+
+
 def main(argv):
+    if FLAGS.runner is not None:
+        return _embed_on_beam(argv[1:])
     if len(argv) > 1:
-        raise app.UsageError(f"Unexpected positional arguments. Received: {argv[1:]}")
+        raise app.UsageError(
+            f"Unexpected positional arguments (Beam pipeline options after -- need --runner). Received: {argv[1:]}"
+        )
     _validate_flags()
 
     def embed():

@@ -96,7 +96,12 @@ class EmbedConfig:
         None, "TSV/CSV/JSONL: the passage's column (header name or JSON key, or 0-based index without a header)."
     )
     id_column: object = option(None, "TSV/CSV/JSONL: the id column; default: the passage's 0-based index.")
-    output_format: str = option("npy", "npy: embeddings.npy + ids.txt; tfrecord: {id, embedding}.", enum=OUTPUT_FORMATS)
+    output_format: str = option(
+        "npy",
+        "npy: embeddings.npy + ids.txt; tfrecord: {id, embedding}; parquet (a Beam run's, --runner): {id, embedding} "
+        "shards. Default with --runner: parquet.",
+        enum=OUTPUT_FORMATS + ("parquet",),
+    )
     quantize: str = option(
         "none",
         "Write quantized embeddings (npy only; sentence-transformers' quantize_embeddings): int8/uint8 codes with "
@@ -151,10 +156,17 @@ class EmbedConfig:
     )
     overwrite: bool = option(False, "Replace whatever --output holds (a complete or different run).")
     progress: bool = option(True, "Show a progress bar (passages/s) on stderr.")
+    runner: str = option(  # None: a local run (embed_file); else bert_tf.beam.embed_corpus
+        None,
+        "Run on Apache Beam with this runner (DirectRunner, DataflowRunner, FlinkRunner, SparkRunner, ...; needs "
+        "bert_tf[beam]); Beam's pipeline options follow `--`. Writes Parquet (default) or TFRecord shards. Default: "
+        "a local run.",
+    )
 
     def kwargs(self):
-        """`embed_file`'s arguments for this run."""
+        """`embed_file`'s arguments for this run (a local one: `runner` None)."""
         values = dataclasses.asdict(self)
+        values.pop("runner")
         return {
             "input_path": values.pop("input"),
             "show_progress": values.pop("progress"),
@@ -582,14 +594,53 @@ def embed_file(
     return manifest
 
 
+def _read_tfrecord(path):
+    ids, vectors = [], []
+    for record in tf.data.TFRecordDataset(path).as_numpy_iterator():
+        example = tf.train.Example.FromString(record)
+        ids.append(example.features.feature["id"].bytes_list.value[0].decode("utf-8"))
+        vectors.append(np.array(example.features.feature["embedding"].float_list.value, np.float32))
+    return ids, vectors
+
+
+def _read_shards(output, manifest):
+    """`(ids, float32 [N, D])` of a Beam run's shard files (Parquet or TFRecord), in the manifest's file order."""
+    ids, blocks, dimension = [], [], manifest["dimension"]
+    for entry in manifest["files"]:
+        path = os.path.join(output, entry["file"])
+        if not os.path.isfile(path):
+            raise ValueError(f"{output}: {MANIFEST_FILE} lists {entry['file']}, which is missing; embed again.")
+        if manifest["output_format"] == "parquet":
+            import pyarrow.parquet as pq  # installed with apache-beam (the [beam] extra) and tensorflow-datasets
+
+            table = pq.read_table(path, columns=["id", "embedding"])
+            shard_ids = table.column("id").to_pylist()
+            flat = table.column("embedding").combine_chunks().flatten().to_numpy(zero_copy_only=False)
+            vectors = np.asarray(flat, np.float32).reshape(len(shard_ids), dimension)
+        else:
+            shard_ids, rows = _read_tfrecord(path)
+            vectors = np.stack(rows) if rows else np.zeros((0, dimension), np.float32)
+        if len(shard_ids) != entry["count"]:
+            raise ValueError(
+                f"{output}: {entry['file']} holds {len(shard_ids)} passages, {MANIFEST_FILE} says {entry['count']}; "
+                "embed again."
+            )
+        ids.extend(shard_ids)
+        blocks.append(vectors)
+    return ids, (np.concatenate(blocks) if blocks else np.zeros((0, dimension), np.float32))
+
+
 def read_embeddings(output):
-    """The passages' ids and embeddings of a complete `embed_file` output directory (what `bert-tf-embed` wrote).
+    """The passages' ids and embeddings of a complete `embed_file` output directory (what `bert-tf-embed` wrote),
+    or of a Beam run's (`bert_tf.beam`, `bert-tf-embed --runner=...`: Parquet or TFRecord shards, read in the
+    manifest's order: shard by shard, ids sorted within each).
 
     Returns:
         `(ids, embeddings)`: ids a list of N str, embeddings `[N, D]` as stored: float32 (or, with `quantize`,
         int8/uint8 codes or packed bits `[N, ceil(D / 8)]`; the manifest's `quantize` says which, and
         `RANGES_FILE` holds the int8/uint8 ranges). The "npy" format's `embeddings.npy` is opened as a read-only
-        memory map (a corpus larger than memory is read as it is used); "tfrecord" is read into memory.
+        memory map (a corpus larger than memory is read as it is used); "tfrecord" and a Beam run's shards are
+        read into memory.
 
     Raises:
         ValueError: `output` holds no manifest, an unfinished run, or files that disagree with it (each named).
@@ -600,12 +651,10 @@ def read_embeddings(output):
     if not manifest.get("complete"):
         raise ValueError(f"{output}: the bert-tf-embed run is unfinished; run the same command again to complete it.")
     count = manifest["count"]
-    if manifest["output_format"] == "tfrecord":
-        ids, vectors = [], []
-        for record in tf.data.TFRecordDataset(os.path.join(output, TFRECORD_FILE)).as_numpy_iterator():
-            example = tf.train.Example.FromString(record)
-            ids.append(example.features.feature["id"].bytes_list.value[0].decode("utf-8"))
-            vectors.append(np.array(example.features.feature["embedding"].float_list.value, np.float32))
+    if "files" in manifest:  # a Beam run (bert_tf.beam): shard files of id and embedding
+        ids, embeddings = _read_shards(output, manifest)
+    elif manifest["output_format"] == "tfrecord":
+        ids, vectors = _read_tfrecord(os.path.join(output, TFRECORD_FILE))
         embeddings = np.stack(vectors) if vectors else np.zeros((0, manifest["dimension"]), np.float32)
     else:
         embeddings = np.load(os.path.join(output, EMBEDDINGS_FILE), mmap_mode="r")
