@@ -62,6 +62,7 @@ setuptools.setup(
             "bert-tf-embed=bert_tf.apps.embed:run",
             "bert-tf-distill=bert_tf.apps.distill:run",
             "bert-tf-launch=bert_tf.apps.multiworker:run",
+            "bert-tf-data-service=bert_tf.apps.data_service:run",
         ],
     },
 )

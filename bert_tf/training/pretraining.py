@@ -67,6 +67,7 @@ from bert_tf.checkpoints.tokenizer_files import (
     sentencepiece_options,
 )
 from bert_tf.config import EMBEDDING_SIZE_TYPES, MODEL_TYPES, PRESETS, BertConfig, ConfigError
+from bert_tf.data import service as tf_data_service
 from bert_tf.data.default_corpus import write_default_corpus
 from bert_tf.data.pretraining import (
     FORMATS,
@@ -308,6 +309,21 @@ class PretrainConfig(MaskedLMData, Schedule, Optimization):
         "On a NaN/inf loss: restore the last checkpoint and skip the batches this many times before stopping.",
         lower_bound=0,
     )
+    # The training input pipeline on tf.data service (bert_tf.data.service); None: on this host
+    data_service: str = option(
+        None,
+        "Run the training input pipeline (reading, tokenization, pairs, masking) on the tf.data service whose "
+        "dispatcher is at grpc://HOST:PORT (started with bert-tf-data-service; docs/scaling-out.md). Held-out "
+        "evaluation stays on this host.",
+    )
+    data_service_mode: str = option(
+        "exact",
+        "--data_service: exact (one service worker runs each trainer worker's whole pipeline: the batches and a "
+        "resume are exactly those of a run without the service) or dynamic (every service worker takes epochs of "
+        "the corpus as it is free: the same examples in other batches; a resume continues the run's job, "
+        "at-most-once, not exact).",
+        enum=tf_data_service.MODES,
+    )
     # initialization (keras.utils.set_random_seed), data order and masking
     seed: int = override(Schedule, "seed", help="Seed for initialization, data and masking.")
     fill_mask: list = option(  # completed at the end
@@ -526,6 +542,13 @@ class PretrainConfig(MaskedLMData, Schedule, Optimization):
                 expand_files(self.corpus)
             except FileNotFoundError as e:
                 fail(f"`corpus`: {e}", "corpus")
+        if self.data_service_mode not in tf_data_service.MODES:
+            fail(f"`data_service_mode` must be one of {tf_data_service.MODES}", "data_service_mode")
+        if self.data_service is not None:
+            try:
+                tf_data_service.parse_address(self.data_service, "`data_service`")
+            except tf_data_service.DataServiceError as e:
+                raise ConfigError(f"PretrainConfig: {e}") from None
 
     def _validate_objective(self, model_type):
         """ConfigError naming the setting: replaced-token detection of a family without it or with a generator
@@ -1135,6 +1158,8 @@ def pretrain(config, strategy=None, log=print):
         (a ValueError) for a corpus without training examples.
     """
     config.validate()
+    if config.data_service:  # before anything else: TensorFlow's client would wait for it for ever
+        service = tf_data_service.check_reachable(config.data_service, "--data_service", dispatcher=True)
     keras.utils.set_random_seed(config.seed)
     strategy = strategy or create_strategy("one_device")
     chief = is_chief(strategy)
@@ -1243,8 +1268,8 @@ def pretrain(config, strategy=None, log=print):
                 pretrainer = BertPretrainer(encoder, sentence_objective=sentence_objective)
         optimizer = run_optimizer(config, config.train_steps, config.run_warmup_steps())
 
-    def dataset(context, split):
-        return pretraining_dataset(
+    def dataset(context, split, step=0):
+        batches = pretraining_dataset(
             files,
             tokenizer,
             max_seq_length=config.max_seq_length,
@@ -1265,6 +1290,14 @@ def pretrain(config, strategy=None, log=print):
             shuffle_buffer=1 if split == "eval" else config.shuffle_buffer,
             objective=config.objective,
         )
+        if split == "eval" or not config.data_service:
+            return batches
+        if config.data_service_mode == "exact":  # from the step's batch on, built on the service worker
+            log(f"Input pipeline on tf.data service {service} (exact: one service worker, from batch {step}).")
+            return tf_data_service.distribute(batches.skip(step), service, "exact")
+        log(f"Input pipeline on tf.data service {service} (dynamic: epochs shared among its workers).")
+        job = tf_data_service.job_name_for(config.model_dir, context.input_pipeline_id)
+        return tf_data_service.distribute(batches, service, "dynamic", job_name=job)
 
     def eval_dataset(context):
         try:
@@ -1292,7 +1325,7 @@ def pretrain(config, strategy=None, log=print):
         strategy,
         pretrainer,
         optimizer,
-        lambda context: dataset(context, "train"),
+        lambda context, step=0: dataset(context, "train", step),
         config.global_batch_size,
         config.model_dir,
         loop_config,
@@ -1300,6 +1333,8 @@ def pretrain(config, strategy=None, log=print):
         settings=settings,
         upgrade_settings=upgrade_training_settings,
         fresh_data_through=fresh_data_through,
+        # tf.data service's iterator cannot be saved: the data position is the step (`dataset` skips to it).
+        data_position="step" if config.data_service else "iterator",
     )
     metrics = loop.train(log=log)
     if chief:

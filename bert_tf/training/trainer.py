@@ -347,6 +347,13 @@ class TrainingLoop:
             earlier one is restored without its data position, the data starting
             over from its beginning (the input pipeline changed after it, as in
             pretraining's long-context phase, so the saved position does not fit).
+        data_position: "iterator": each checkpoint saves this worker's iterator
+            (`data-worker{i}-{step}` files) and a resume restores it; "step": the
+            data position is the step alone: `train_dataset_fn(context, step)` is
+            called after `resume` with the batches trained since the data last
+            started (the step, less `fresh_data_through`), and must return the
+            data from there (for an iterator that cannot be saved, as
+            one reading from tf.data service; `bert_tf.data.service`).
     """
 
     def __init__(
@@ -365,6 +372,7 @@ class TrainingLoop:
         evaluate_fn=None,
         upgrade_settings=None,
         fresh_data_through=None,
+        data_position="iterator",
     ):
         message = glob_characters_error(model_dir)
         if message:
@@ -394,7 +402,11 @@ class TrainingLoop:
             num_input_pipelines=workers, input_pipeline_id=worker_index(strategy), num_replicas_in_sync=replicas
         )
         self.worker_batch = global_batch_size // workers
-        self.train_iterator = iter(train_dataset_fn(context))
+        if data_position not in ("iterator", "step"):
+            raise ValueError(f"`data_position` must be 'iterator' or 'step'. Received: {data_position!r}")
+        # "step": built in `_train` once `resume` has said where the data starts.
+        self._start_data = (lambda step: iter(train_dataset_fn(context, step))) if data_position == "step" else None
+        self.train_iterator = iter(train_dataset_fn(context)) if self._start_data is None else None
         self.eval_dataset = eval_dataset_fn(context) if eval_dataset_fn else None
         if not optimizer.built:
             with strategy.scope():  # slots are created here, not inside the compiled loop
@@ -407,7 +419,9 @@ class TrainingLoop:
             for generator in getattr(layer, "_seed_generators", [])
         ]
         self.checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, dropout_seeds=seed_states)
-        self.data_checkpoint = tf.train.Checkpoint(iterator=self.train_iterator)
+        self.data_checkpoint = (
+            tf.train.Checkpoint(iterator=self.train_iterator) if self.train_iterator is not None else None
+        )
         jit_compile = resolve_jit_compile(config.jit_compile, training=True)
         if config.jit_compile is None:
             logging.info("Training step path: %s (%s).", "xla" if jit_compile else "ops", choose_path().describe())
@@ -522,7 +536,8 @@ class TrainingLoop:
             self.checkpoint, directory, max_to_keep=self.config.keep_checkpoints, step_counter=self.optimizer.iterations
         )
         os.makedirs(os.path.join(self.model_dir, "checkpoints"), exist_ok=True)
-        self.data_checkpoint.write(self._data_prefix(step))
+        if self.data_checkpoint is not None:
+            self.data_checkpoint.write(self._data_prefix(step))
         manager.save(checkpoint_number=step)
         self._saved_step = step
         if not self.chief:
@@ -609,7 +624,7 @@ class TrainingLoop:
         step = int(path.rsplit("-", 1)[1])
         try:
             self.checkpoint.read(path).assert_existing_objects_matched().expect_partial()
-            if self.fresh_data_through is None or step > self.fresh_data_through:
+            if self.data_checkpoint is not None and (self.fresh_data_through is None or step > self.fresh_data_through):
                 self.data_checkpoint.read(self._data_prefix(step)).assert_consumed()
         except Exception as e:  # noqa: BLE001 (any unreadable file: OpError, IndexError, ...)
             errors.append(f"{path}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
@@ -811,6 +826,9 @@ class TrainingLoop:
 
     def _train(self, stop, log):
         start = self.resume()
+        if self.train_iterator is None:  # data_position="step": the data of the steps since it last started over
+            fresh = self.fresh_data_through
+            self.train_iterator = self._start_data(start - fresh if fresh is not None and start >= fresh else start)
         progress = _Progress(
             self.config.train_steps,
             start,
@@ -874,9 +892,12 @@ class TrainingLoop:
                         f"Non-finite loss in steps {step + 1}..{step + steps}: restoring the last checkpoint and "
                         f"skipping these batches (retry {retries} of {self.config.nonfinite_retries})."
                     )
-                    position = self.data_checkpoint.write(os.path.join(self.model_dir, ".skip"))
-                    self.resume()
-                    self.data_checkpoint.read(position)
+                    if self.data_checkpoint is None:  # data_position="step": the iterator is already past them
+                        self.resume()
+                    else:
+                        position = self.data_checkpoint.write(os.path.join(self.model_dir, ".skip"))
+                        self.resume()
+                        self.data_checkpoint.read(position)
                     block_end = None
                     continue
                 block = {k: block[k] + totals[k] for k in block}

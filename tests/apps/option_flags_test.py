@@ -17,6 +17,7 @@ APPS = [
     ("bert_tf.apps.convert", "ConvertOptions"),
     ("bert_tf.apps.demo", "DemoOptions"),
     ("bert_tf.apps.multiworker", "LaunchOptions"),
+    ("bert_tf.apps.data_service", "DataServiceOptions"),
 ]
 
 # Each app alone in a fresh process, as its command runs it (vocab and convert both name a flag --input, of two

@@ -32,9 +32,12 @@ def dataset_fn(context):
     return tf.data.Dataset.from_tensor_slices(merged).batch(per_worker).repeat()
 
 
-def tiny_loop(strategy, model_dir, config, num_layers=2, dropout=0.0, attention_dropout=0.0, **options):
+def tiny_loop(
+    strategy, model_dir, config, num_layers=2, dropout=0.0, attention_dropout=0.0, dataset=dataset_fn, **options
+):
     """A `TrainingLoop` under `strategy` of a tiny `BertPretrainer` seeded with 1 (vocabulary 30, 2 heads, H 16,
-    I 32; dropout off unless asked) on `dataset_fn` batches of GLOBAL_BATCH; `options` go to `TrainingLoop`."""
+    I 32; dropout off unless asked) on `dataset` (default `dataset_fn`) batches of GLOBAL_BATCH; `options` go to
+    `TrainingLoop`."""
     keras.utils.set_random_seed(1)
     with strategy.scope():
         encoder = BertEncoder(
@@ -52,7 +55,7 @@ def tiny_loop(strategy, model_dir, config, num_layers=2, dropout=0.0, attention_
         strategy,
         model,
         optimizer,
-        dataset_fn,
+        dataset,
         GLOBAL_BATCH,
         str(model_dir),
         config,
@@ -104,6 +107,20 @@ def test_gradient_accumulation_equals_one_device(one_device, tmp_path):
 
 
 @pytest.mark.slow
+def test_data_position_step_resumes_as_the_uninterrupted_run(one_device, tmp_path):
+    # An iterator that cannot be saved (tf.data service's): the dataset function starts the data at the step.
+    def from_step(context, step=0):
+        return dataset_fn(context).skip(step)
+
+    strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
+    for steps in (STEPS // 2, STEPS):  # stopped at the checkpoint of step 5, then resumed
+        config = LoopConfig(train_steps=steps, steps_per_loop=5, checkpoint_steps=5, clip_norm=1.0)
+        loop = tiny_loop(strategy, tmp_path / "run", config, dataset=from_step, data_position="step")
+        metrics = loop.train(log=lambda message: None)
+    assert not [name for name in os.listdir(tmp_path / "run" / "checkpoints") if name.startswith("data-worker")]
+    _assert_same_run((metrics["loss"], loop.model.get_weights()), one_device)
+
+
 def test_clipping_is_applied_to_the_global_gradient(tmp_path):
     clipped = train(mirrored_strategy(["/cpu:0", "/cpu:1"]), tmp_path / "m", clip_norm=1e-3)
     reference = train(tf.distribute.OneDeviceStrategy("/cpu:0"), tmp_path / "o", clip_norm=1e-3)
