@@ -63,15 +63,15 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.checkpoints import ModelDirectory
-from bert_tf.data.classification import FORMATS, infer_format, read_rows
+from bert_tf.data.classification import infer_format, read_rows
 from bert_tf.data.passages import TEXT_EXTENSIONS
 from bert_tf.embeddings import MANIFEST_FILE, SentenceEmbedder, read_manifest
+from bert_tf.embeddings.embed_file import INPUT_FORMATS
 from bert_tf.embeddings.prompts import check_prompts, check_truncate_dim, resolve_prompt
 from bert_tf.export import METADATA_FILE
 from bert_tf.text.windows import MAX_WINDOWS, check_long_text
 
 BEAM_FORMATS = ("parquet", "tfrecord")  # output_format of a Beam run
-INPUT_FORMATS = ("text",) + FORMATS + ("parquet",)  # file_format of its input
 PARQUET_EXTENSIONS = (".parquet", ".pq")
 # Passages per RunInference element: a shard's length-sorted passages cut into groups of this many batches.
 GROUP_BATCHES = 8
@@ -148,8 +148,14 @@ def _text_records(path):
 def _parquet_records(path, text_column, id_column):
     import pyarrow.parquet as pq
 
-    with tf.io.gfile.GFile(path, "rb") as f:
-        parquet = pq.ParquetFile(f)
+    if "://" in path:  # a remote file through tf.io.gfile, read whole (pyarrow cannot read a GFile)
+        import pyarrow as pa
+
+        with tf.io.gfile.GFile(path, "rb") as f:
+            source = pa.BufferReader(f.read())
+    else:
+        source = path
+    with pq.ParquetFile(source) as parquet:
         names = parquet.schema_arrow.names
         for role, column in (("text_column", text_column), ("id_column", id_column)):
             if column is not None and column not in names:

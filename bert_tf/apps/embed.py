@@ -110,7 +110,7 @@ def _embed_on_beam(pipeline_args):
         from bert_tf import beam
     except ImportError as e:
         raise app.UsageError(f"--runner={FLAGS.runner}: {e}") from None
-    names = ["text_column", "id_column", "batch_size", "max_seq_length", "long_text", "window_stride"]
+    names = ["text_column", "id_column", "file_format", "batch_size", "max_seq_length", "long_text", "window_stride"]
     names += ["max_windows", "truncate_dim", "prompt_name", "shard_size", "overwrite"]
     values = {name: FLAGS[name].value for name in names}
     output_format = FLAGS.output_format if FLAGS["output_format"].present else "parquet"

@@ -36,6 +36,7 @@ import tensorflow as tf
 
 from bert_tf.checkpoints import ModelDirectory
 from bert_tf.data import read_passages
+from bert_tf.data.passages import PASSAGE_FORMATS
 from bert_tf.embeddings.embed_sparse import embed_sparse_file
 from bert_tf.embeddings.quantization import quantization_ranges, quantize_embeddings
 from bert_tf.embeddings.sentence_embedder import SentenceEmbedder
@@ -50,6 +51,7 @@ RANGES_FILE = "quantization_ranges.npy"
 QUANTIZE = ("none", "int8", "uint8", "binary", "ubinary")  # bert-tf-embed --quantize
 SHARDS_DIR = "shards"
 OUTPUT_FORMATS = ("npy", "tfrecord")
+INPUT_FORMATS = PASSAGE_FORMATS + ("parquet",)  # --file_format; Parquet is read by a Beam run (bert_tf.beam) only
 # Passages per `encode` call inside a shard: the progress bar moves this often.
 ENCODE_CHUNK = 2048
 # Manifest fields a resumed run must share with the run that wrote the shards.
@@ -96,6 +98,11 @@ class EmbedConfig:
         None, "TSV/CSV/JSONL: the passage's column (header name or JSON key, or 0-based index without a header)."
     )
     id_column: object = option(None, "TSV/CSV/JSONL: the id column; default: the passage's 0-based index.")
+    file_format: str = option(  # None: from the input's extension
+        None,
+        "The input's format (parquet: a Beam run's, --runner). Default: from its extension (.txt/.text or none: text).",
+        enum=INPUT_FORMATS,
+    )
     output_format: str = option(
         "npy",
         "npy: embeddings.npy + ids.txt; tfrecord: {id, embedding}; parquet (a Beam run's, --runner): {id, embedding} "

@@ -53,6 +53,10 @@ def search_inputs(options, model_dir):
     _check_manifest(manifest, options, model_dir)
     if passages is None:
         return Passages(ids=ids, texts=None, lines=None, path=options.search_embeddings), embeddings
+    if passages.ids != ids and "files" in manifest and sorted(passages.ids) == sorted(ids):
+        # a Beam run (bert_tf.beam) stores its passages shard by shard: taken in the corpus's order
+        row = {identifier: index for index, identifier in enumerate(ids)}
+        embeddings, ids = embeddings[[row[identifier] for identifier in passages.ids]], list(passages.ids)
     if passages.ids != ids:
         first = next((i for i, (a, b) in enumerate(zip(passages.ids, ids)) if a != b), min(len(ids), len(passages)))
         raise ValueError(
