@@ -541,6 +541,16 @@ LONG = {
         "seeds)"
     ),
     "python tools/benchmark.py --quick": Long("about 4 minutes; tests/tools/benchmark_test.py runs it (slow)"),
+    # docs/scaling-out.md's tf.data service: servers that run until stopped, and a trainer that needs them on other
+    # machines (tests/training/data_service_test.py runs all three on localhost, slow tier).
+    "bert-tf-data-service --role=dispatcher --port=5050": Long("a server: runs until SIGTERM or Ctrl-C"),
+    "bert-tf-data-service --role=worker --dispatcher=dispatcher-host:5050 --port=5051": Long(
+        "a server that runs until stopped, of a dispatcher on the machine dispatcher-host"
+    ),
+    "bert-tf-pretrain --data_service=grpc://dispatcher-host:5050 --model_dir=runs/base --corpus='corpus/*.txt' "
+    "--model=base --global_batch_size=256 --train_steps=1000000": Long(
+        "days: BERT-base for 1,000,000 steps, with a tf.data service on machines this project does not have"
+    ),
 }
 
 
