@@ -20,6 +20,7 @@ import sys
 from absl import app, flags
 
 from bert_tf.apps import common_flags, launch
+from bert_tf.data import service
 from bert_tf.options import option
 
 FLAGS = flags.FLAGS
@@ -61,8 +62,6 @@ DEFAULT_DISPATCHER_PORT = 5050
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    from bert_tf.data import service  # imports TensorFlow (after launch's quiet start-up)
-
     if FLAGS.role is None:
         raise app.UsageError("--role is required: dispatcher or worker.")
     if FLAGS.role == "dispatcher":

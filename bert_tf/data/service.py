@@ -31,6 +31,7 @@ import threading
 import time
 
 import tensorflow as tf
+import tensorflow_text  # noqa: F401 (registers the ops of the pipelines' graphs, which a worker runs)
 
 MODES = ("exact", "dynamic")
 PROTOCOL = "grpc"
@@ -150,12 +151,10 @@ def serve_worker(dispatcher, port=0, worker_address=None, timeout=CONNECT_TIMEOU
     `worker_address` is the address the dispatcher tells consumers to reach this worker at (default: this
     host's name and the port; set it where that name does not resolve from the trainers). The dispatcher is
     checked first (DataServiceError naming it when it does not answer in `timeout` seconds: TensorFlow's
-    worker would wait for it for ever), and tensorflow_text is imported so the worker has its ops.
+    worker would wait for it for ever). This module imports tensorflow_text, so the worker has its ops.
     """
     host, dispatcher_port = parse_address(dispatcher, "--dispatcher")
     check_reachable(f"{host}:{dispatcher_port}", "--dispatcher", timeout)
-    import tensorflow_text  # noqa: F401 (registers the ops of the pipelines' graphs: tokenizers, normalizers)
-
     config = tf.data.experimental.service.WorkerConfig(
         dispatcher_address=f"{host}:{dispatcher_port}",
         port=port,
