@@ -586,6 +586,7 @@ class TrainingLoop:
             # them and write the state file again; starting at 0 would overwrite them.
             candidates = checkpoints_in(directory)
             listed = False
+        self._check_data_positions(candidates)
         errors = []
         path = self._restore_newest(candidates, errors) if candidates else None
         if self.workers > 1:  # every worker calls this at the same point, with or without checkpoints
@@ -609,6 +610,21 @@ class TrainingLoop:
                 _write_checkpoint_state(directory, kept)
         self._saved_step = step
         return step
+
+    def _check_data_positions(self, candidates):
+        """ResumeError (one line) when this loop restores iterators but none of `candidates` (those after
+        `fresh_data_through`) has one saved: a run whose data position is its step (`data_position="step"`,
+        bert-tf-pretrain --data_service) resumes only that way."""
+        fresh = -1 if self.fresh_data_through is None else self.fresh_data_through
+        positioned = [path for path in candidates if int(path.rsplit("-", 1)[1]) > fresh]
+        if self.data_checkpoint is None or not positioned:
+            return
+        if not any(os.path.exists(self._data_prefix(int(p.rsplit("-", 1)[1])) + ".index") for p in positioned):
+            raise ResumeError(
+                f"The checkpoints in {os.path.join(self.model_dir, 'checkpoints')} hold no input-pipeline position "
+                "(written by a run whose data position is its step, as one reading from tf.data service): resume it "
+                "the same way (bert-tf-pretrain --data_service=...). Refusing to restart the data from its beginning."
+            )
 
     def _restore_newest(self, candidates, errors):
         """Restores the newest of `candidates` (checkpoint prefixes, oldest first) that reads; returns its prefix,

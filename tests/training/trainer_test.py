@@ -119,6 +119,9 @@ def test_data_position_step_resumes_as_the_uninterrupted_run(one_device, tmp_pat
         metrics = loop.train(log=lambda message: None)
     assert not [name for name in os.listdir(tmp_path / "run" / "checkpoints") if name.startswith("data-worker")]
     _assert_same_run((metrics["loss"], loop.model.get_weights()), one_device)
+    # Its checkpoints hold no iterator: a loop that restores one refuses them, in one line, rather than start over.
+    with pytest.raises(ResumeError, match=r"hold no input-pipeline position.*--data_service"):
+        tiny_loop(strategy, tmp_path / "run", config).train(log=lambda message: None)
 
 
 def test_clipping_is_applied_to_the_global_gradient(tmp_path):
