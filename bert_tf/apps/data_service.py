@@ -43,7 +43,7 @@ class DataServiceOptions:
     worker_address: str = option(
         None,
         "--role=worker: the HOST:PORT the trainers reach this worker at (default: this host's name and --port; "
-        "set it where that name does not resolve from the trainers).",
+        "set it where that name does not resolve from the trainers; %port% stands for the port it serves on).",
     )
     work_dir: str = option(None, "--role=dispatcher: a directory for its journal (see --fault_tolerant_mode).")
     fault_tolerant_mode: bool = option(
@@ -88,10 +88,10 @@ def main(argv):
         except service.DataServiceError as e:
             print(f"{PROGRAM}: error: {e}", file=sys.stderr)
             return 1
-        where = FLAGS.worker_address or server._address  # localhost:PORT (TensorFlow's own name for it)
+        where = service.advertised_address(server, FLAGS.worker_address)
         what = f"worker of dispatcher {FLAGS.dispatcher}"
     print(f"{PROGRAM}: {what} serving on {where} (SIGTERM or Ctrl-C stops it)", flush=True)
-    signum = service.serve_until_signal(server)
+    signum = service.wait_for_signal()
     logging.info("Stopped by signal %d.", signum)
     server.stop()
     print(f"{PROGRAM}: {FLAGS.role} stopped", flush=True)

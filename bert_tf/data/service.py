@@ -28,13 +28,15 @@ import re
 import signal
 import socket
 import threading
-import time
 
 import tensorflow as tf
 import tensorflow_text  # noqa: F401 (registers the ops of the pipelines' graphs, which a worker runs)
 
 MODES = ("exact", "dynamic")
 PROTOCOL = "grpc"
+# The address a worker gives the dispatcher for consumers to reach it at, by default: this host's name
+# (%port%: the port it serves on).
+_THIS_HOST = f"{socket.gethostname()}:%port%"
 # A dispatcher or worker that does not accept a connection in this many seconds is unreachable.
 CONNECT_TIMEOUT_SECONDS = 10.0
 
@@ -158,7 +160,7 @@ def serve_worker(dispatcher, port=0, worker_address=None, timeout=CONNECT_TIMEOU
     config = tf.data.experimental.service.WorkerConfig(
         dispatcher_address=f"{host}:{dispatcher_port}",
         port=port,
-        **({"worker_address": worker_address} if worker_address else {}),
+        worker_address=worker_address or _THIS_HOST,  # TensorFlow's default, localhost, reaches no other machine
     )
     try:
         return tf.data.experimental.service.WorkerServer(config)
@@ -166,8 +168,14 @@ def serve_worker(dispatcher, port=0, worker_address=None, timeout=CONNECT_TIMEOU
         raise DataServiceError(f"--dispatcher={dispatcher!r}: could not register with it: {_brief(e)}") from None
 
 
-def serve_until_signal(server, signals=(signal.SIGTERM, signal.SIGINT)):
-    """Keeps `server` running until one of `signals` arrives (main thread); returns the signal's number."""
+def advertised_address(server, worker_address=None):
+    """The HOST:PORT consumers reach the worker `server` (of `serve_worker(..., worker_address)`) at."""
+    port = server._address.rsplit(":", 1)[1]  # TensorFlow's own "localhost:PORT"
+    return (worker_address or _THIS_HOST).replace("%port%", port)
+
+
+def wait_for_signal(signals=(signal.SIGTERM, signal.SIGINT)):
+    """Waits (in the main thread, the servers serving in theirs) until one of `signals` arrives; returns it."""
     received = []
     done = threading.Event()
 
@@ -182,20 +190,7 @@ def serve_until_signal(server, signals=(signal.SIGTERM, signal.SIGINT)):
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
-    del server
     return received[0]
-
-
-def wait_for_port(host, port, timeout):
-    """True once `host:port` accepts a connection, False after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection((host, port), timeout=1.0):
-                return True
-        except OSError:
-            time.sleep(0.1)
-    return False
 
 
 def job_name_for(model_dir, worker):

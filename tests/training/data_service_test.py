@@ -153,7 +153,7 @@ def service_processes():
         assert f"localhost:{dispatcher_port}" in _serving_line(dispatcher)
         for port in worker_ports:
             processes.append(_start("--role=worker", f"--dispatcher=localhost:{dispatcher_port}", f"--port={port}"))
-            assert f"localhost:{port}" in _serving_line(processes[-1])
+            assert f":{port} " in _serving_line(processes[-1])  # this host's name and the port
         yield f"grpc://localhost:{dispatcher_port}"
     finally:
         for process in reversed(processes):
