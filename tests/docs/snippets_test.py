@@ -116,6 +116,16 @@ SNIPPETS = {
         "tests/embeddings/sparse_embedder_test.py makes the same calls on tiny SparseEncoder folders and compares "
         "them with sentence-transformers"
     ),
+    ("docs/scaling-out.md", 'ids, embeddings = read_embeddings("runs/wiki-beam")'): Run(
+        after=("beam",)  # bert-tf-embed --runner=DirectRunner writes runs/wiki-beam
+    ),
+    (
+        "docs/scaling-out.md",
+        'spec = {"id": tf.io.FixedLenFeature([], tf.string), "embedding": tf.io.FixedLenFeature([384], tf.float32)}',
+    ): Listed(
+        "faiss-cpu and usearch are not dependencies (not installed here); tests/beam_test.py reads TFRecord shards "
+        "back through read_embeddings"
+    ),
     ("docs/export-and-serving.md", 'export_saved_model("runs/conll", "runs/serving/ner/1")'): Run(
         after=("ner",), writes=("runs/serving/ner/1",)
     ),
