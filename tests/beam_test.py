@@ -219,6 +219,24 @@ def test_another_run_in_the_output_is_refused_unless_overwrite(model_dir, corpus
 
 
 @pytest.mark.slow
+def test_an_exported_saved_model_embeds_as_its_model_directory(model_dir, corpus, local, tmp_path):
+    from bert_tf.export import export_saved_model
+
+    saved_model = str(tmp_path / "serving" / "1")
+    export_saved_model(model_dir, saved_model)
+    output = tmp_path / "beam"
+    manifest = beam.embed_corpus(
+        saved_model, corpus, str(output), output_format="tfrecord", pipeline_args=IN_MEMORY, log=lambda _: None
+    )
+    assert manifest["model_kind"] == "saved_model" and manifest["model"] == saved_model
+    ids, embeddings = read_embeddings(str(output))
+    assert sorted(ids) == sorted(local[1])
+    np.testing.assert_allclose(embeddings, np.stack([local[1][i] for i in ids]), atol=1e-5)
+    with pytest.raises(beam.BeamEmbedError, match="exported SavedModel.*truncate_dim=8"):
+        beam.embed_corpus(saved_model, corpus, str(tmp_path / "other"), truncate_dim=8, pipeline_args=IN_MEMORY)
+
+
+@pytest.mark.slow
 def test_two_worker_processes_equal_bert_tf_embed(model_dir, corpus, local, tmp_path):
     output = tmp_path / "beam"
     beam.embed_corpus(model_dir, corpus, str(output), shard_size=6, pipeline_args=PROCESSES, log=lambda _: None)
