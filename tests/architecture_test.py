@@ -374,4 +374,5 @@ def test_only_the_training_apps_import_training():
 
     apps = sorted(module for module in MODULES if module.startswith("bert_tf.apps."))
     training = [app.removeprefix("bert_tf.apps.") for app in apps if reaches_training(app, set())]
-    assert training == ["distill", "finetune", "pretrain", "training_errors", "training_flags"]
+    # multiworker (bert-tf-launch) checks the TF_CONFIG it writes with bert_tf.training.distribute's rules.
+    assert training == ["distill", "finetune", "multiworker", "pretrain", "training_errors", "training_flags"]

@@ -252,6 +252,11 @@ CHEAP = {
         f"--input={SMALL_CORPUS} --repeats=1 --multilingual_megabytes=0.01 "
         "--multilingual='../shared/data/multilingual/udhr/[CG]*'",  # Chinese, German, Greek: 3 rows of 11
     ),
+    # docs/scaling-out.md: two local workers of one pretraining run (the shortened flags go to bert-tf-pretrain,
+    # last on the line), and the TF_CONFIG of one task of a two-machine cluster.
+    "bert-tf-launch --workers=2 -- bert-tf-pretrain --strategy=multi_worker_mirrored --model_dir=runs/two-workers "
+    "--model=mini --train_steps=2000": Cheap("launch", _PRETRAIN_NO_EVAL),
+    "bert-tf-launch --print_tf_config --hosts=10.0.0.1:2222,10.0.0.2:2222 --task_index=1": Cheap("launch-tf-config"),
     # docs/scaling-out.md: WikiText-2 embedded on the Beam DirectRunner by two worker processes, as written (flags
     # appended would go to Beam, after `--`).
     "bert-tf-embed --model_dir=$M --input=../shared/data/corpus/wikitext2/wiki.test.raw --file_format=text "
@@ -547,6 +552,19 @@ LONG = {
         "seeds)"
     ),
     "python tools/benchmark.py --quick": Long("about 4 minutes; tests/tools/benchmark_test.py runs it (slow)"),
+    # docs/scaling-out.md's cluster recipes: no cluster, TPU or second machine here (the manifest's wiring is checked by
+    # tests/docs/cluster_recipes_test.py; the local launch above runs).
+    'export TF_CONFIG="$(bert-tf-launch --print_tf_config --hosts=10.0.0.1:2222,10.0.0.2:2222 --task_index=1)"': Long(
+        "a setting for the next command, which needs the two machines 10.0.0.1 and 10.0.0.2"
+    ),
+    "bert-tf-pretrain --strategy=multi_worker_mirrored --model_dir=runs/base --corpus='corpus/*.txt' --model=base "
+    "--global_batch_size=256 --train_steps=1000000": Long(
+        "days: BERT-base for 1,000,000 steps, on two machines this project does not have"
+    ),
+    "kubectl apply -f docs/recipes/kubernetes-indexed-job.yaml": Long("needs a Kubernetes cluster; BERT-base: days"),
+    'gcloud compute tpus tpu-vm ssh my-tpu --zone=us-central2-b --worker=all --command="bert-tf-pretrain '
+    "--strategy=tpu --tpu=local --model=base --model_dir=runs/base --corpus='corpus/*.txt' --global_batch_size=1024 "
+    '--dtype=bfloat16 --train_steps=1000000"': Long("needs a Cloud TPU VM; BERT-base: days"),
     # docs/scaling-out.md's tf.data service: servers that run until stopped, and a trainer that needs them on other
     # machines (tests/training/data_service_test.py runs all three on localhost, slow tier).
     "bert-tf-data-service --role=dispatcher --port=5050": Long("a server: runs until SIGTERM or Ctrl-C"),

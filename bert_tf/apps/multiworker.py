@@ -17,6 +17,7 @@ For a real cluster, each machine runs the training command itself with its own T
 import dataclasses
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -162,19 +163,34 @@ class _Task:
                 pass
 
 
+_LINE = re.compile(rb"[^\r\n]*(?:\r\n|\n|\r)")
+
+
 def _copy_lines(pipe, out, prefix, lock):
-    """Copies `pipe` to `out` line by line (a progress bar's carriage-return updates stay within a line), each
-    line after `prefix`."""
+    """Copies `pipe` to `out` as it comes, each line after `prefix`; a progress bar's carriage-return updates
+    count as lines (each redraw keeps the prefix, and shows at once)."""
     stream = getattr(out, "buffer", None)
-    for line in iter(pipe.readline, b""):
-        with lock:
-            if stream is not None:
-                out.flush()
-                stream.write(prefix + line if line.endswith(b"\n") else prefix + line + b"\n")
-                stream.flush()
-            else:  # a text stream without a buffer (a test's capture)
-                out.write((prefix + line).decode("utf-8", errors="replace").rstrip("\n") + "\n")
-                out.flush()
+    fd, pending = pipe.fileno(), b""
+    while True:
+        chunk = os.read(fd, 65536)
+        if chunk:
+            pending += chunk
+            lines = _LINE.findall(pending)
+            pending = pending[sum(len(line) for line in lines) :]
+        else:
+            lines, pending = ([pending + b"\n"] if pending else []), b""
+        if lines:
+            data = b"".join(prefix + line for line in lines)
+            with lock:
+                if stream is not None:
+                    out.flush()
+                    stream.write(data)
+                    stream.flush()
+                else:  # a text stream without a buffer
+                    out.write(data.decode("utf-8", errors="replace"))
+                    out.flush()
+        if not chunk:
+            break
     pipe.close()
 
 

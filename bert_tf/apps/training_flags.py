@@ -15,8 +15,8 @@ import contextlib
 import dataclasses
 import json
 import os
+import subprocess
 import sys
-import threading
 
 import keras
 import tensorflow as tf
@@ -80,7 +80,7 @@ def training_strategy():
     A TF_CONFIG that cannot describe this task (`distribute.check_tf_config`) is an `app.UsageError`; under
     multi_worker_mirrored, a cluster whose tasks do not all join within $BERT_TF_CLUSTER_WAIT_S seconds (default
     `CLUSTER_WAIT_S`; TensorFlow itself would wait for an hour or more) ends the process with one line naming the
-    cluster's addresses.
+    cluster's addresses (killed: nothing else interrupts TensorFlow's wait).
     """
     keras.utils.set_random_seed(flags.FLAGS.seed)
     if flags.FLAGS.deterministic:
@@ -98,10 +98,23 @@ CLUSTER_WAIT_VARIABLE = "BERT_TF_CLUSTER_WAIT_S"
 CLUSTER_WAIT_S = 900  # tasks of a real cluster start minutes apart (a container image to pull, a VM to boot)
 
 
+# The watchdog of `_cluster_deadline`: a separate interpreter, because TensorFlow's wait for the cluster holds the
+# GIL (no thread of this process runs) and ignores SIGTERM; only SIGKILL ends it.
+_WATCHDOG = (
+    "import os, sys, time\n"
+    "parent, seconds, line = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3]\n"
+    "time.sleep(seconds)\n"
+    "if os.getppid() == parent:\n"
+    "    os.write(2, (line + '\\n').encode())\n"
+    "    os.kill(parent, 9)\n"
+)
+
+
 @contextlib.contextmanager
 def _cluster_deadline():
-    """Ends the process (exit 1, one line on stderr) when the block (MultiWorkerMirroredStrategy's start-up, which
-    waits for every task of TF_CONFIG's cluster to connect) has not finished within $BERT_TF_CLUSTER_WAIT_S s."""
+    """Ends the process (SIGKILL, after one line on stderr) when the block (MultiWorkerMirroredStrategy's start-up,
+    which waits for every task of TF_CONFIG's cluster to connect) has not finished within $BERT_TF_CLUSTER_WAIT_S s.
+    """
     seconds = float(os.environ.get(CLUSTER_WAIT_VARIABLE) or CLUSTER_WAIT_S)
     cluster = json.loads(os.environ.get("TF_CONFIG") or "{}").get("cluster") or {}
     tasks = ", ".join(
@@ -111,25 +124,21 @@ def _cluster_deadline():
     )
     program = os.path.basename(sys.argv[0]).removesuffix(".py")
     program = program if program.startswith("bert-tf-") else "bert-tf-" + program
-
-    def expire():
-        sys.stdout.flush()
-        print(
-            f"{program}: error: not every task of TF_CONFIG's cluster ({tasks or 'none named'}) joined within "
-            f"{seconds:g} s: is each one started with its TF_CONFIG, and can this machine reach its host:port? "
-            f"(${CLUSTER_WAIT_VARIABLE} sets the wait.)",
-            file=sys.stderr,
-            flush=True,
-        )
-        os._exit(1)
-
-    timer = threading.Timer(seconds, expire)
-    timer.daemon = True
-    timer.start()
+    line = (
+        f"{program}: error: not every task of TF_CONFIG's cluster ({tasks or 'none named'}) joined within {seconds:g} "
+        "s: is each one started with its TF_CONFIG, and can this machine reach its host:port? "
+        f"(${CLUSTER_WAIT_VARIABLE} sets the wait.)"
+    )
+    sys.stdout.flush()
+    sys.stderr.flush()
+    watchdog = subprocess.Popen(
+        [sys.executable, "-I", "-S", "-c", _WATCHDOG, str(os.getpid()), str(seconds), line], stdin=subprocess.DEVNULL
+    )
     try:
         yield
     finally:
-        timer.cancel()
+        watchdog.kill()
+        watchdog.wait()
 
 
 def validate_training_flags():

@@ -4,6 +4,7 @@ task, and the other workers waiting for the vocabulary only the chief builds."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -19,7 +20,7 @@ from bert_tf.apps.launch import _ABSL_LINE
 from bert_tf.training import PretrainConfig
 from bert_tf.training.distribute import check_tf_config, create_strategy, is_chief, wait_for_chief, worker_index
 from bert_tf.training.pretraining import corpus_and_vocab
-from tests.helpers import TINY_PRETRAINING_WORDS, tiny_corpus_and_vocab
+from tests.helpers import TINY_PRETRAINING_WORDS, free_ports, tiny_corpus_and_vocab
 from tests.launcher import python_command
 
 ADDRESSES = ["127.0.0.1:2001", "127.0.0.1:2002", "127.0.0.1:2003"]
@@ -207,6 +208,37 @@ def test_usage_errors_are_one_line():
     )
 
 
+def test_a_worker_that_never_joins_is_one_line_in_bounded_time(tmp_path):
+    """Task 0 waits for task 1, task 1 for task 0's coordination service (an address nothing listens on): TensorFlow
+    would wait an hour or more, holding the GIL and ignoring SIGTERM; after $BERT_TF_CLUSTER_WAIT_S the app's
+    watchdog says which cluster did not form and kills it."""
+    ports = free_ports(4)
+    clusters = [[f"127.0.0.1:{port}" for port in ports[:2]], [f"127.0.0.1:{port}" for port in ports[2:]]]
+    processes = []
+    for index, workers in enumerate(clusters):  # task 0 of one cluster, task 1 of another: each alone in its own
+        tf_config = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
+        env = dict(os.environ, TF_CONFIG=json.dumps(tf_config), BERT_TF_CLUSTER_WAIT_S="3", CUDA_VISIBLE_DEVICES="")
+        command = python_command(
+            "-m", "bert_tf.apps.pretrain", f"--model_dir={tmp_path / str(index)}", "--strategy=multi_worker_mirrored"
+        )
+        processes.append(subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    for index, (workers, process) in enumerate(zip(clusters, processes)):
+        try:
+            _, stderr = process.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            for p in processes:
+                p.kill()
+                p.communicate()
+            pytest.fail(f"task {index} still waited for the cluster after 120 s")
+        own = [line for line in stderr.splitlines() if line.startswith("bert-tf-pretrain:")]
+        assert process.returncode == -9, stderr[-3000:]
+        assert own == [
+            f"bert-tf-pretrain: error: not every task of TF_CONFIG's cluster (worker 0 at {workers[0]}, worker 1 at "
+            f"{workers[1]}) joined within 3 s: is each one started with its TF_CONFIG, and can this machine reach its "
+            "host:port? ($BERT_TF_CLUSTER_WAIT_S sets the wait.)"
+        ], stderr[-3000:]
+
+
 # === The vocabulary only the chief builds ===
 
 
@@ -261,3 +293,132 @@ def test_wait_for_chief_waits_for_every_file(tmp_path):
         wait_for_chief(paths, "the vocabulary", timeout=0.2, log=lambda message: None)
     open(paths[1], "w").close()
     wait_for_chief(paths, "the vocabulary", timeout=0.2, log=lambda message: pytest.fail(message))
+
+
+# === bert-tf-launch --workers=2 -- bert-tf-pretrain: killed, relaunched, equal to the uninterrupted run ===
+
+TRAIN_STEPS, CHECKPOINT_STEPS = 40, 10
+# Runs the command after its first two arguments with its pid in DIR/pid-TYPE-INDEX (the process to kill -9).
+_PID_WRAPPER = (
+    "import json, os, sys; task = json.loads(os.environ['TF_CONFIG'])['task']; "
+    "open(os.path.join(sys.argv[1], f\"pid-{task['type']}-{task['index']}\"), 'w').write(str(os.getpid())); "
+    "os.execv(sys.argv[2], sys.argv[2:])"
+)
+
+
+def _launched_pretraining(tmp_path, model_dir, corpus):
+    """bert-tf-launch --workers=2 -- bert-tf-pretrain on the tiny model, without --vocab (the chief builds it, the
+    other worker waits for it)."""
+    pretrain = python_command(
+        "-m",
+        "bert_tf.apps.pretrain",
+        f"--model_dir={model_dir}",
+        "--model=tiny",
+        f"--corpus={corpus}",
+        "--vocab_size=100",
+        f"--train_steps={TRAIN_STEPS}",
+        f"--checkpoint_steps={CHECKPOINT_STEPS}",
+        "--steps_per_loop=5",
+        "--global_batch_size=8",
+        "--max_seq_length=32",
+        "--max_predictions_per_seq=5",
+        "--eval_steps=0",
+        "--warmup_steps=2",
+        "--fill_mask=",
+        "--deterministic",
+        "--strategy=multi_worker_mirrored",
+    )
+    return python_command(
+        "-m",
+        "bert_tf.apps.multiworker",
+        "--workers=2",
+        "--",
+        sys.executable,
+        "-c",
+        _PID_WRAPPER,
+        str(tmp_path),
+        *pretrain,
+    )
+
+
+def _variables(prefix):
+    reader = tf.train.load_checkpoint(str(prefix))
+    return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
+
+
+def _assert_identical(prefix, reference, skip=()):
+    variables, expected = _variables(prefix), _variables(reference)
+    assert sorted(variables) == sorted(expected)
+    different = [
+        name
+        for name in expected
+        if name not in skip and not (isinstance(expected[name], bytes) or (variables[name] == expected[name]).all())
+    ]
+    assert different == [], f"{prefix}: not bit-identical to {reference}"
+    return len(expected)
+
+
+@pytest.mark.slow
+def test_a_killed_worker_stops_the_launched_job_and_the_relaunch_equals_the_uninterrupted_run(tmp_path):
+    import glob
+    import signal
+
+    import numpy as np
+
+    corpus, _ = tiny_corpus_and_vocab(tmp_path, TINY_PRETRAINING_WORDS, documents=40)
+    timings = {}
+
+    started = time.monotonic()
+    reference = tmp_path / "uninterrupted"
+    result = subprocess.run(
+        _launched_pretraining(tmp_path, reference, corpus), capture_output=True, text=True, timeout=600
+    )
+    timings["uninterrupted"] = time.monotonic() - started
+    assert result.returncode == 0, result.stderr[-3000:]
+    # Every line (and each carriage-return redraw of a progress bar) names its task.
+    lines = [line for line in re.split("[\r\n]", result.stdout) if line.strip()]
+    assert lines and all(line.startswith(("[worker 0] ", "[worker 1] ")) for line in lines), lines[:5]
+    assert "[worker 0] Final: " in result.stdout and "[worker 1] " in result.stdout
+    assert (reference / "vocab.txt").exists() and (reference / "bert_model.ckpt.index").exists()
+
+    model_dir = tmp_path / "killed"
+    command = _launched_pretraining(tmp_path, model_dir, corpus)
+    started = time.monotonic()
+    launcher = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 400
+    while not glob.glob(str(model_dir / "checkpoints" / f"ckpt-{CHECKPOINT_STEPS}.index")):
+        assert launcher.poll() is None and time.time() < deadline, "no checkpoint after step 0"
+        time.sleep(0.05)
+    time.sleep(np.random.default_rng().uniform(0, 1))
+    os.kill(int((tmp_path / "pid-worker-1").read_text()), signal.SIGKILL)
+    killed = time.monotonic()
+    stdout, stderr = launcher.communicate(timeout=300)
+    timings["stopped after the kill"] = time.monotonic() - killed
+    timings["killed run"] = time.monotonic() - started
+    own = [line for line in stderr.splitlines() if line.startswith("bert-tf-launch:")]
+    assert launcher.returncode == 137, stderr[-3000:]
+    # worker 0 stops by itself (the trainer's WorkerLostError), not terminated by the launcher.
+    assert len(own) == 1 and own[0].startswith(
+        "bert-tf-launch: error: worker 1 was killed by SIGKILL, first of 2 tasks; worker 0 exited with status 1 "
+    ), own
+    assert "terminated" not in own[0]
+    assert "[worker 0] bert-tf-pretrain: error: worker 1 of 2 stopped responding" in stderr, stderr[-3000:]
+    assert timings["stopped after the kill"] < 120
+
+    started = time.monotonic()
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    timings["relaunch"] = time.monotonic() - started
+    assert result.returncode == 0, result.stderr[-3000:]
+    for worker in (0, 1):
+        assert f"[worker {worker}] Resumed from step" in result.stdout, result.stdout[-3000:]
+    checked = _assert_identical(
+        model_dir / "checkpoints" / f"ckpt-{TRAIN_STEPS}",
+        reference / "checkpoints" / f"ckpt-{TRAIN_STEPS}",
+        skip=("save_counter/.ATTRIBUTES/VARIABLE_VALUE",),
+    )
+    _assert_identical(model_dir / "bert_model.ckpt", reference / "bert_model.ckpt")
+    assert (model_dir / "vocab.txt").read_bytes() == (reference / "vocab.txt").read_bytes()
+    print(
+        f"{checked} variables of ckpt-{TRAIN_STEPS} bit-identical; "
+        + ", ".join(f"{k} {v:.1f} s" for k, v in timings.items())
+    )
