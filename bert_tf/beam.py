@@ -38,8 +38,9 @@ The output directory (`output_format` "parquet" or "tfrecord"):
 are the ids whose CRC-32 modulo the shard count is its index; the shard count is ceil(count / `shard_size`).
 
 Rerun: an output directory holding a previous Beam run of the same input, model and settings is replaced (its
-manifest removed first, then its shard files; the new run writes the same bytes); one holding anything else (another
-run's settings, a local bert-tf-embed output, other files) is refused unless `overwrite`, which empties it.
+manifest removed first, then its shard files; the new run writes the same bytes), and so are the shard files of a
+run that failed before its manifest; a directory holding anything else (another run's settings, a local
+bert-tf-embed output, other files) is refused unless `overwrite`, which empties it.
 """
 
 import json
@@ -75,6 +76,8 @@ BEAM_FORMATS = ("parquet", "tfrecord")  # output_format of a Beam run
 PARQUET_EXTENSIONS = (".parquet", ".pq")
 # Passages per RunInference element: a shard's length-sorted passages cut into groups of this many batches.
 GROUP_BATCHES = 8
+# A shard file's name (and its temporary name while written): what a rerun removes.
+SHARD_PATTERN = re.compile(r"embeddings-\d{5}-of-\d{5}\.(parquet|tfrecord)(\.tmp-[0-9a-f]+)?")
 # Errors raised on a worker start with this, so the driver finds their line in whatever the runner reports.
 ERROR_MARK = "bert_tf.beam: "
 # The manifest fields two runs must share for a rerun to replace the first (the others are what the run found).
@@ -516,7 +519,9 @@ def _prepare_output(output, settings, overwrite):
         tf.io.gfile.makedirs(output)
         return
     previous = read_manifest(output) if os.path.isdir(output) else _remote_manifest(output)
-    if previous is None or "files" not in previous:
+    if previous is None and all(SHARD_PATTERN.fullmatch(name) for name in names):
+        previous = settings  # the shards of a Beam run that stopped before its manifest: replaced as a rerun's
+    if previous is None or ("files" not in previous and previous is not settings):
         raise BeamEmbedError(
             f"--output holds files that are not a Beam embedding run ({', '.join(sorted(names)[:3])}...): pass "
             f"--overwrite to replace them, or choose another output. Received: output={output}"
@@ -531,9 +536,10 @@ def _prepare_output(output, settings, overwrite):
             f"--output holds a Beam run of other settings ({'; '.join(changed)}): pass --overwrite to replace it, "
             f"or choose another output. Received: output={output}"
         )
-    tf.io.gfile.remove(posixpath.join(output, MANIFEST_FILE))
+    if MANIFEST_FILE in names:
+        tf.io.gfile.remove(posixpath.join(output, MANIFEST_FILE))
     for name in names:
-        if re.fullmatch(r"embeddings-\d{5}-of-\d{5}\.(parquet|tfrecord)(\.tmp-[0-9a-f]+)?", name):
+        if SHARD_PATTERN.fullmatch(name):
             tf.io.gfile.remove(posixpath.join(output, name))
 
 

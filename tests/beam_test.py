@@ -216,6 +216,13 @@ def test_another_run_in_the_output_is_refused_unless_overwrite(model_dir, corpus
     with pytest.raises(beam.BeamEmbedError, match="not a Beam embedding run.*--overwrite"):
         beam.embed_corpus(model_dir, corpus, str(output), pipeline_args=IN_MEMORY)
     assert (output / "notes.txt").read_text(encoding="utf-8") == "mine"
+    # The shards of a run that failed before its manifest are replaced as a rerun's; other files are not.
+    stopped = tmp_path / "stopped"
+    stopped.mkdir()
+    for name in (beam.shard_file(0, 2, "parquet"), beam.shard_file(1, 2, "parquet") + ".tmp-0a1b"):
+        (stopped / name).write_bytes(b"half")
+    beam._prepare_output(str(stopped), {"model": "m"}, overwrite=False)
+    assert os.listdir(stopped) == []
 
 
 @pytest.mark.slow
