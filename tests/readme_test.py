@@ -160,8 +160,8 @@ CHEAP = {
         "search", "--search_corpus=../shared/data/multilingual/udhr/English-Latin1 --max_seq_length=32"
     ),
     # Quantized search (docs/embeddings-and-search.md): bert-tf-embed's output as the index of a binary + int8 export.
-    "bert-tf-embed --model_dir=$M --input=../shared/data/corpus/wikitext2/wiki.test.raw --output=runs/wiki-embeddings "
-    "--max_seq_length=256": Cheap(
+    "bert-tf-embed --model_dir=$M --input=../shared/data/corpus/wikitext2/wiki.test.raw --file_format=text "
+    "--output=runs/wiki-embeddings --max_seq_length=256": Cheap(
         "quantized", "--input=../shared/data/multilingual/udhr/English-Latin1 --max_seq_length=32"
     ),
     "bert-tf-export --model_dir=$M --output_dir=runs/serving/search-binary/1 --max_seq_length=256 "
@@ -171,7 +171,7 @@ CHEAP = {
     ),
     # The whole pipeline (docs/embeddings-and-search.md): embed, a reranker, one SavedModel of binary index +
     # bi-encoder + cross-encoder; a short corpus and a few steps.
-    "bert-tf-embed --model_dir=$M --input=../shared/data/corpus/wikitext2/wiki.test.raw "
+    "bert-tf-embed --model_dir=$M --input=../shared/data/corpus/wikitext2/wiki.test.raw --file_format=text "
     "--output=runs/pipeline/embeddings --max_seq_length=256": Cheap(
         "pipeline", "--input=../shared/data/multilingual/udhr/English-Latin1 --max_seq_length=32"
     ),
