@@ -22,6 +22,7 @@ from bert_tf.training.distribute import check_tf_config, create_strategy, is_chi
 from bert_tf.training.pretraining import corpus_and_vocab
 from tests.helpers import TINY_PRETRAINING_WORDS, free_ports, tiny_corpus_and_vocab
 from tests.launcher import python_command
+from tests.reliability.multi_worker_test import CHECKPOINT_STEPS, TINY_RUN_FLAGS, TRAIN_STEPS
 
 ADDRESSES = ["127.0.0.1:2001", "127.0.0.1:2002", "127.0.0.1:2003"]
 
@@ -297,7 +298,6 @@ def test_wait_for_chief_waits_for_every_file(tmp_path):
 
 # === bert-tf-launch --workers=2 -- bert-tf-pretrain: killed, relaunched, equal to the uninterrupted run ===
 
-TRAIN_STEPS, CHECKPOINT_STEPS = 40, 10
 # Runs the command after its first two arguments with its pid in DIR/pid-TYPE-INDEX (the process to kill -9).
 _PID_WRAPPER = (
     "import json, os, sys; task = json.loads(os.environ['TF_CONFIG'])['task']; "
@@ -316,17 +316,8 @@ def _launched_pretraining(tmp_path, model_dir, corpus):
         "--model=tiny",
         f"--corpus={corpus}",
         "--vocab_size=100",
-        f"--train_steps={TRAIN_STEPS}",
-        f"--checkpoint_steps={CHECKPOINT_STEPS}",
-        "--steps_per_loop=5",
-        "--global_batch_size=8",
-        "--max_seq_length=32",
-        "--max_predictions_per_seq=5",
-        "--eval_steps=0",
-        "--warmup_steps=2",
-        "--fill_mask=",
+        *TINY_RUN_FLAGS,
         "--deterministic",
-        "--strategy=multi_worker_mirrored",
     )
     return python_command(
         "-m",

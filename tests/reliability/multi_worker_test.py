@@ -19,6 +19,19 @@ from tests.launcher import python_command
 
 WORDS = TINY_PRETRAINING_WORDS
 TRAIN_STEPS, CHECKPOINT_STEPS = 40, 10
+# The tiny multi-worker pretraining run of the slow tests here and in multi_worker_launch_test.py.
+TINY_RUN_FLAGS = (
+    f"--train_steps={TRAIN_STEPS}",
+    f"--checkpoint_steps={CHECKPOINT_STEPS}",
+    "--steps_per_loop=5",
+    "--global_batch_size=8",
+    "--max_seq_length=32",
+    "--max_predictions_per_seq=5",
+    "--eval_steps=0",
+    "--warmup_steps=2",
+    "--fill_mask=",
+    "--strategy=multi_worker_mirrored",
+)
 # TensorFlow's coordination service reports a worker without heartbeats after about 10 s; a killed one's
 # connections reset at once. Well above both, well below "hangs".
 LOST_WORKER_BOUND_S = 120
@@ -150,16 +163,7 @@ def test_a_killed_worker_stops_the_other_and_the_same_command_resumes(tmp_path):
     command = python_command("-m", "bert_tf.apps.pretrain", f"--model_dir={model_dir}", "--model=tiny") + [
         f"--corpus={corpus}",
         f"--vocab={vocab}",
-        f"--train_steps={TRAIN_STEPS}",
-        f"--checkpoint_steps={CHECKPOINT_STEPS}",
-        "--steps_per_loop=5",
-        "--global_batch_size=8",
-        "--max_seq_length=32",
-        "--max_predictions_per_seq=5",
-        "--eval_steps=0",
-        "--warmup_steps=2",
-        "--fill_mask=",
-        "--strategy=multi_worker_mirrored",
+        *TINY_RUN_FLAGS,
     ]
     chief, other = _start_workers(command, tmp_path, "first")
     # Kill the chief (worker 0: it writes the checkpoints and hosts the coordination service) once the first
