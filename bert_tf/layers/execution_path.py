@@ -19,9 +19,10 @@ table). Shapes known only at run time (padding-free batches, exported
 SavedModels) always run `ops`: XLA would compile a program per shape.
 
 Each rule also names the training compute dtype the CPU runs fastest:
-mixed bfloat16 where the CPU has bfloat16 instructions (AVX512_BF16, AMX;
-about 1.5-1.9x float32 there), float32 elsewhere (emulated bfloat16 runs at
-half float32's speed on AVX-512 without them). Training uses it only when
+mixed bfloat16 where the CPU has bfloat16 instructions (AMD's AVX512_BF16,
+AMX; about 1.5-1.9x float32 there), float32 elsewhere (emulated bfloat16 runs
+at half float32's speed on AVX-512 without them; on Intel's AVX512_BF16 +
+AVX512_FP16 without AMX, 0.84x float32 on the same path). Training uses it only when
 asked (`--dtype=auto`, `bert_tf.training.resolve_dtype("auto")`): it
 changes the numbers, not just the speed.
 """
@@ -37,6 +38,9 @@ CPUINFO = "/proc/cpuinfo"
 # CPU kinds from most to least capable; a CPU is the first kind whose flags it has all of.
 KIND_FLAGS = (
     ("amx", ("amx_bf16", "amx_tile")),
+    # Intel's AVX-512 with BF16 and FP16 (Sapphire Rapids and later) where AMX is not exposed: bfloat16 measured
+    # slower than float32 there, unlike on AMD's AVX512_BF16 (which has no AVX512_FP16).
+    ("avx512_fp16", ("avx512f", "avx512_bf16", "avx512_fp16")),
     ("avx512_bf16", ("avx512f", "avx512_bf16")),
     ("avx512", ("avx512f",)),
     ("avx2", ("avx2", "fma")),
@@ -76,6 +80,19 @@ RULES = (
     # Measured by this project (docs/benchmark_amx16.md): 16-core Xeon with AMX. Training step mixed_bfloat16 ops
     # 96.9 vs XLA 36.3, float32 ops 64.1; forward mixed_bfloat16 ops 356 vs XLA 169, float32 ops 245.
     Rule("amx", 1024, "ops", "ops", "16-core Xeon (AMX): ops fastest for training and forward", "bfloat16"),
+    # Measured by this project on a 2-core Intel Xeon (AVX-512 F/BW/VL, VNNI, BF16, FP16; no AMX flag), issue 52's
+    # table (tools/benchmark.py, each setting alone, MiniLM size 32 x 128): training step float32 ops 12.5, float32
+    # XLA 10.7, mixed_bfloat16 ops 10.5, mixed_bfloat16 XLA 12.5: float32 on ops ties the fastest and is exact, so
+    # it is the dtype; the forward was reported only at its best (58.5 seq/s), so infer keeps ops, as every measured
+    # AVX-512 machine's forward.
+    Rule(
+        "avx512_fp16",
+        1024,
+        "ops",
+        "ops",
+        "2-core Intel Xeon (AVX-512 VNNI, BF16, FP16), issue 52: float32 on ops fastest for training",
+        "float32",
+    ),
     # Measured by this project on its 2-core AMD EPYC (AVX-512, AVX512_BF16), issue 22: training step float32 ops
     # 11.4 vs XLA 8.5 (tools/benchmark.py; 7.2 vs 4.9 in a separate A/B, process CPU 1.85 vs 2.54 s/step), mixed
     # bfloat16 ops 21.1 vs XLA 8.6; forward float32 ops 64.4 vs XLA 61.5 (idle machine; 34.9 vs 30.7 in a loaded

@@ -16,7 +16,7 @@ DTYPES = tuple(DTYPE_POLICIES) + ("auto",)
 def resolve_dtype(dtype):
     """`dtype` (one of DTYPES), with "auto" replaced by the one this machine trains fastest in: "bfloat16" on a GPU
     of compute capability 8.0 or more (every visible GPU), float32 on older GPUs; without a GPU, the CPU's row of
-    `bert_tf.layers.execution_path.RULES` ("bfloat16" with AVX512_BF16 or AMX, else "float32")."""
+    `bert_tf.layers.execution_path.RULES` ("bfloat16" with AMX or AMD's AVX512_BF16, else "float32")."""
     if dtype not in DTYPES:
         raise ValueError(f"`dtype` must be one of {DTYPES}. Received: dtype={dtype!r}")
     if dtype != "auto":

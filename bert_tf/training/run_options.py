@@ -32,8 +32,8 @@ class Optimization:
     clip_norm: float = option(1.0, "Global gradient-norm clip; 0 disables.", lower_bound=0.0)
     dtype: str = option(
         "float32",
-        "Compute dtype (mixed precision; float16 adds dynamic loss scaling). auto: bfloat16 where the hardware has "
-        "bfloat16 instructions (AVX512_BF16 or AMX CPUs, GPUs of compute capability 8.0+), else float32.",
+        "Compute dtype (mixed precision; float16 adds dynamic loss scaling). auto: the dtype this machine's kind "
+        "measured fastest: bfloat16 on AMX or AMD AVX512_BF16 CPUs and GPUs of compute capability 8.0+, else float32.",
         enum=DTYPES,
     )
     # None: this machine's training path (`bert_tf.layers.execution_path`)

@@ -230,3 +230,41 @@ def test_largest_batch_and_time_to_accuracy_refuse_bad_flags():
             python_command(os.path.join(TOOLS, script), flag), cwd=ROOT, capture_output=True, text=True, timeout=300
         )
         assert result.returncode == 1 and message in result.stderr, (script, result.stderr[-2000:])
+
+
+@pytest.mark.parametrize(
+    "kind, train, expected",
+    [
+        # issue 52's Intel Xeon (AVX512_BF16 + AVX512_FP16, no AMX): float32 on ops measured fastest, as its rule says.
+        (
+            "avx512_fp16",
+            {"float32": 12.5, "float32_xla": 10.7, "bfloat16": 10.5, "bfloat16_xla": 12.5},
+            "bert_tf fastest in float32 (12.5 seq/s); the rule's float32 12.5 agrees",
+        ),
+        # The same measurement under the AMD rule (bfloat16 on ops): the header says the rule is off.
+        (
+            "avx512_bf16",
+            {"float32": 12.5, "float32_xla": 10.7, "bfloat16": 10.5, "bfloat16_xla": 12.5},
+            "the rule's bfloat16 10.5 is 0.84x of it: the rule is off",
+        ),
+    ],
+)
+def test_the_header_says_what_was_measured_beside_the_rule(monkeypatch, kind, train, expected):
+    from bert_tf.layers import execution_path
+    from bert_tf.layers.execution_path import CpuInfo
+    from tools.bench import harness
+
+    cpu = CpuInfo("x", dict(execution_path.KIND_FLAGS)[kind], 2)
+    monkeypatch.delenv(execution_path.ENV_VAR, raising=False)
+    monkeypatch.setattr("bert_tf.layers.choose_path", lambda: execution_path.choose_path(cpu))
+    rates = {("bert_tf", setting): rate for setting, rate in train.items()} | {("keras_hub", "float32"): 12.1}
+    forward = {("bert_tf", "float32"): 58.5, ("bert_tf", "float32_xla"): 40.0}
+    rows = [
+        harness.all_settings_row("train", "minilm", rates),
+        harness.all_settings_row("infer", "fwd", forward, False),
+    ]
+    train_line, infer_line = harness.measured_lines(rows)
+    assert train_line.startswith("Measured here, train minilm: ") and expected in train_line, train_line
+    assert "bert_tf fastest in float32 (58.5 seq/s); the rule's float32 58.5 agrees" in infer_line, infer_line
+    # One setting run: nothing measured to compare.
+    assert harness.measured_lines([harness.all_settings_row("train", "tiny", {("bert_tf", "float32"): 3.0})]) == []

@@ -30,6 +30,10 @@ class Row:
     ours_gb: float = None
     peer_gb: float = None
     probe: dict = None
+    # Every-setting rows: `{(side, setting): rate}` and whether they time training (the Machine lines compare bert_tf's
+    # fastest setting with the one its rule for this CPU kind picks).
+    rates: dict = None
+    training: bool = True
 
     @property
     def ratio(self):
@@ -56,7 +60,44 @@ def all_settings_row(section, config, rates, training=True):
     auto = auto_setting(training=training)
     if ("bert_tf", auto) in rates:
         detail += f"; bert_tf's default path here: {auto}"
-    return Row(section + "-detail", f"{config}: every setting", "seq/s", float("nan"), note=detail)
+    return Row(
+        section + "-detail",
+        f"{config}: every setting",
+        "seq/s",
+        float("nan"),
+        note=detail,
+        rates=rates,
+        training=training,
+    )
+
+
+def measured_lines(rows):
+    """One line per every-setting row where bert_tf ran more than one setting: its fastest setting measured here
+    beside the setting its rule for this CPU kind picks (dtype and path, `choose_path`), and whether they agree."""
+    from bert_tf.layers import choose_path
+
+    rule_dtype = choose_path().dtype
+    lines = []
+    for row in rows:
+        ours = {setting: rate for (side, setting), rate in (row.rates or {}).items() if side == "bert_tf"}
+        if len(ours) < 2:
+            continue
+        fastest = max(ours, key=ours.get)
+        # The rule's dtype is for training; a forward's rule is its path in float32.
+        picked = auto_setting(rule_dtype if row.training else "float32", training=row.training)
+        if picked not in ours:
+            verdict = f"the rule's {picked} was not among the settings run"
+        elif picked == fastest or ours[picked] >= 0.97 * ours[fastest]:
+            verdict = f"the rule's {picked} {ours[picked]:.1f} agrees (within 3%)"
+        else:
+            verdict = (
+                f"the rule's {picked} {ours[picked]:.1f} is {ours[picked] / ours[fastest]:.2f}x of it: the rule is off"
+            )
+        lines.append(
+            f"Measured here, {row.section.removesuffix('-detail')} {row.name.split(':')[0]}: bert_tf fastest in "
+            f"{fastest} ({ours[fastest]:.1f} {row.unit}); {verdict}."
+        )
+    return lines
 
 
 def forward_and_train_rows(section, shape, forward_rates, train_rates, probe):
@@ -184,9 +225,10 @@ def _memory_cell(row):
 
 def markdown(rows, settings, repeats):
     """The table of `rows` under the machine line, for `settings` tried per side and medians of `repeats`."""
-    lines = [
-        f"Machine: {machine_line()}",
-        "",
+    lines = [f"Machine: {machine_line()}", ""]
+    measured = measured_lines(rows)
+    lines += measured + [""] if measured else []
+    lines += [
         f"Settings tried per side: {', '.join(settings)}; medians of {repeats} alternating repeats.",
         "",
         "| section | row | unit | bert_tf | peer | peer value | ratio | bert_tf setting | peer setting | "
