@@ -503,6 +503,11 @@ LONG = {
         "about 14 minutes alone on 2 cores: the before/after rows of docs/results/2026-11-29-test-suite.md "
         "(tests/tools/benchmark_test.py runs every section quickly, slow)"
     ),
+    "python tools/benchmark.py --sections=train --train_configs=minilm --settings=float32,float32_xla,bfloat16,"
+    "bfloat16_xla --steps=3 --warmup=2 --repeats=3 --nomemory": Long(
+        "9 minutes alone on 2 cores (AMD EPYC, AVX512_BF16): every training setting a side, "
+        "docs/results/2026-12-02-training-rule-epyc-bf16.md (tests/tools/benchmark_test.py checks the header's lines)"
+    ),
     "python tools/benchmark.py --sections=train,infer,serve,text --train_configs=mini --settings=float32 --steps=2 "
     "--warmup=1 --repeats=3 --nomemory": Long(
         "about 3 minutes alone on 2 cores (AMD EPYC, AVX-512): the before/after rows of "
