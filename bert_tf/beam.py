@@ -115,6 +115,11 @@ def shard_file(index, shards, output_format):
     return f"embeddings-{index:05d}-of-{shards:05d}.{output_format}"
 
 
+def shard_count(count, shard_size):
+    """The shards of a run of `count` passages: ceil(count / `shard_size`), at least one."""
+    return max(1, math.ceil(count / shard_size))
+
+
 def shard_of(identifier, shards):
     """The shard of a passage id: its UTF-8 bytes' CRC-32 modulo `shards` (the same in every process and run)."""
     return zlib.crc32(identifier.encode("utf-8")) % shards
@@ -178,18 +183,23 @@ def _parquet_records(path, text_column, id_column):
                 index += 1
 
 
+def _check_columns(path, file_format, text_column, id_column):
+    """BeamEmbedError when the columns do not fit the format: none for a text file, text_column for the others."""
+    if file_format == "text" and (text_column is not None or id_column is not None):
+        _fail(
+            f"{path}: a text file holds one passage per line (ids: 0-based line numbers); text_column and "
+            "id_column are for TSV/CSV/JSONL/Parquet files."
+        )
+    if file_format != "text" and text_column is None:
+        _fail(f"{path}: a {file_format.upper()} corpus needs text_column (the passage's column).")
+
+
 def read_records(path, file_format, text_column=None, id_column=None):
     """Yields `(id, text)` of each passage of `path`, streamed, with bert-tf-embed's ids (`read_passages`'s)."""
+    _check_columns(path, file_format, text_column, id_column)
     if file_format == "text":
-        if text_column is not None or id_column is not None:
-            _fail(
-                f"{path}: a text file holds one passage per line (ids: 0-based line numbers); text_column and "
-                f"id_column are for TSV/CSV/JSONL/Parquet files."
-            )
         yield from _text_records(path)
         return
-    if text_column is None:
-        _fail(f"{path}: a {file_format.upper()} corpus needs text_column (the passage's column).")
     if file_format == "parquet":
         yield from _parquet_records(path, text_column, id_column)
         return
@@ -326,8 +336,9 @@ class EmbeddingModelHandler(ModelHandler):
         return "bert_tf"
 
 
-def _key_by_shard(record, count, shard_size):
-    return shard_of(record[0], max(1, math.ceil(count / shard_size))), record
+def _key_by_shard(pair, count, shard_size):
+    """`(id, value)` -> `(its shard, (id, value))`: passages before inference, embeddings before writing."""
+    return shard_of(pair[0], shard_count(count, shard_size)), pair
 
 
 def _length_sorted_groups(shard, group_size):
@@ -439,17 +450,12 @@ def _write_manifest(files, output, settings):
     return manifest
 
 
-def _key_vector_by_shard(pair, count, shard_size):
-    shards = max(1, math.ceil(count / shard_size))
-    return shard_of(pair[0], shards), pair
-
-
 def _write_shards(shard, count, output, shard_size, output_format):
-    return _write_shard(shard, output, max(1, math.ceil(count / shard_size)), output_format)
+    return _write_shard(shard, output, shard_count(count, shard_size), output_format)
 
 
 def _with_shards(settings, count, shard_size):
-    return {**settings, "shards": max(1, math.ceil(count / shard_size))}
+    return {**settings, "shards": shard_count(count, shard_size)}
 
 
 class WriteEmbeddings(beam.PTransform):
@@ -466,7 +472,7 @@ class WriteEmbeddings(beam.PTransform):
         count = beam.pvalue.AsSingleton(embeddings | "Count" >> beam.combiners.Count.Globally())
         files = (
             embeddings
-            | "KeyByShard" >> beam.Map(_key_vector_by_shard, count, self._shard_size)
+            | "KeyByShard" >> beam.Map(_key_by_shard, count, self._shard_size)
             | "GroupShards" >> beam.GroupByKey()
             | "WriteShards" >> beam.Map(_write_shards, count, self._output, self._shard_size, self._format)
         )
@@ -518,7 +524,7 @@ def _prepare_output(output, settings, overwrite):
         tf.io.gfile.rmtree(output)
         tf.io.gfile.makedirs(output)
         return
-    previous = read_manifest(output) if os.path.isdir(output) else _remote_manifest(output)
+    previous = read_manifest(output)
     if previous is None and all(SHARD_PATTERN.fullmatch(name) for name in names):
         previous = settings  # the shards of a Beam run that stopped before its manifest: replaced as a rerun's
     if previous is None or ("files" not in previous and previous is not settings):
@@ -541,14 +547,6 @@ def _prepare_output(output, settings, overwrite):
     for name in names:
         if SHARD_PATTERN.fullmatch(name):
             tf.io.gfile.remove(posixpath.join(output, name))
-
-
-def _remote_manifest(output):
-    path = posixpath.join(output, MANIFEST_FILE)
-    if not tf.io.gfile.exists(path):
-        return None
-    with tf.io.gfile.GFile(path) as f:
-        return json.load(f)
 
 
 def pipeline_error(error):
@@ -642,13 +640,7 @@ def _embed_corpus(
     if not tf.io.gfile.exists(input_path) or tf.io.gfile.isdir(input_path):
         raise BeamEmbedError(f"No such corpus file: {input_path}")
     file_format = input_format(input_path, file_format)
-    if file_format == "text" and (text_column is not None or id_column is not None):
-        _fail(
-            f"{input_path}: a text file holds one passage per line (ids: 0-based line numbers); text_column and "
-            "id_column are for TSV/CSV/JSONL/Parquet files."
-        )
-    if file_format != "text" and text_column is None:
-        _fail(f"{input_path}: a {file_format.upper()} corpus needs text_column (the passage's column).")
+    _check_columns(input_path, file_format, text_column, id_column)
     embedder_options = dict(max_seq_length=max_seq_length, long_text=long_text, window_stride=window_stride)
     embedder_options.update(max_windows=max_windows, truncate_dim=truncate_dim, prompt_name=prompt_name)
     found = model_settings(model, **embedder_options)
@@ -684,7 +676,7 @@ def _embed_corpus(
             )
     except Exception as e:  # the runner's report of a worker's failure: its line
         raise BeamEmbedError(pipeline_error(e)) from None
-    manifest = read_manifest(output_path) if os.path.isdir(output_path) else _remote_manifest(output_path)
+    manifest = read_manifest(output_path)
     if manifest is None:  # a runner that returns before the pipeline ends (e.g. Dataflow without waiting)
         log(f"Submitted to {settings['runner']}: the manifest {MANIFEST_FILE} is written in {output} at the end.")
         return None

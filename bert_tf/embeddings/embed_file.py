@@ -27,6 +27,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import posixpath
 import shutil
 import time
 
@@ -227,11 +228,12 @@ def _write_json(path, data):
 
 
 def read_manifest(output):
-    """The manifest of an output directory (`embeddings.json`), or None when there is none."""
-    path = os.path.join(output, MANIFEST_FILE)
-    if not os.path.isfile(path):
+    """The manifest of an output directory (`embeddings.json`; local or any path `tf.io.gfile` reads, as a Beam
+    run's gs:// output), or None when there is none."""
+    path = posixpath.join(output, MANIFEST_FILE) if "://" in output else os.path.join(output, MANIFEST_FILE)
+    if not tf.io.gfile.exists(path) or tf.io.gfile.isdir(path):
         return None
-    with open(path, encoding="utf-8") as f:
+    with tf.io.gfile.GFile(path) as f:
         try:
             return json.load(f)
         except json.JSONDecodeError as e:
