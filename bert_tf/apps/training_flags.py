@@ -24,7 +24,7 @@ from absl import app, flags
 
 from bert_tf import options
 from bert_tf.apps import common_flags
-from bert_tf.training.distribute import STRATEGIES, create_strategy
+from bert_tf.training.distribute import STRATEGIES, cluster_tasks, create_strategy
 from bert_tf.training.run_options import Optimization
 
 
@@ -117,11 +117,10 @@ def _cluster_deadline():
     """
     seconds = float(os.environ.get(CLUSTER_WAIT_VARIABLE) or CLUSTER_WAIT_S)
     cluster = json.loads(os.environ.get("TF_CONFIG") or "{}").get("cluster") or {}
-    tasks = ", ".join(
-        f"{job} {i} at {address}"
-        for job, addresses in cluster.items()
-        for i, address in (addresses.items() if isinstance(addresses, dict) else enumerate(addresses))
-    )
+    try:
+        tasks = ", ".join(f"{job} {i} at {address}" for job, i, address in cluster_tasks(cluster))
+    except ValueError:  # a cluster of another form: create_strategy's check names it
+        tasks = ""
     program = os.path.basename(sys.argv[0]).removesuffix(".py")
     program = program if program.startswith("bert-tf-") else "bert-tf-" + program
     line = (

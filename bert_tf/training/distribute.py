@@ -122,6 +122,20 @@ def worker_index(strategy):
 TASK_TYPES = ("chief", "worker", "evaluator")
 
 
+def cluster_tasks(cluster):
+    """`(job, index, address)` of every task of TF_CONFIG's `cluster` (job name -> list of host:port, or
+    TensorFlow's sparse form {"0": "host:port", ...}); ValueError of one line for a job of another form."""
+    found = []
+    for job, addresses in cluster.items():
+        if isinstance(addresses, dict):
+            found += [(job, int(i), address) for i, address in addresses.items()]
+        elif isinstance(addresses, list):
+            found += [(job, i, address) for i, address in enumerate(addresses)]
+        else:
+            raise ValueError(f"TF_CONFIG's cluster job {job!r} must be a list of host:port. Received: {addresses!r}")
+    return found
+
+
 def check_tf_config(tf_config):
     """Raises a ValueError of one line naming the problem when the parsed `TF_CONFIG` cannot describe this task of a
     MultiWorkerMirroredStrategy cluster: no cluster, an address that is not host:port, an address named twice (two
@@ -135,36 +149,29 @@ def check_tf_config(tf_config):
         return
     if not isinstance(cluster, dict) or not cluster:
         raise ValueError(f'TF_CONFIG has no "cluster" (job name -> list of host:port). Received: cluster={cluster!r}')
-    named = {}
-    for job, addresses in cluster.items():
+    for job in cluster:
         if job not in TASK_TYPES:
             raise ValueError(
                 f"TF_CONFIG's cluster has a job {job!r}: MultiWorkerMirroredStrategy runs {', '.join(TASK_TYPES)} "
                 "tasks."
             )
-        if isinstance(addresses, dict):  # TensorFlow's sparse form: {"0": "host:port", ...}
-            indexed = [(int(i), a) for i, a in addresses.items()]
-        elif isinstance(addresses, list):
-            indexed = list(enumerate(addresses))
-        else:
-            raise ValueError(f"TF_CONFIG's cluster job {job!r} must be a list of host:port. Received: {addresses!r}")
-        for index, address in indexed:
-            host, _, port = str(address).rpartition(":")
-            if not isinstance(address, str) or not host or not port.isdigit():
-                raise ValueError(f"TF_CONFIG's {job} {index} is not host:port. Received: {address!r}")
-            if address in named:
-                raise ValueError(
-                    f"TF_CONFIG names {address} twice ({named[address]} and {job} {index}): each task needs its own "
-                    "host:port."
-                )
-            named[address] = f"{job} {index}"
+    named = {}
+    for job, index, address in cluster_tasks(cluster):
+        host, _, port = str(address).rpartition(":")
+        if not isinstance(address, str) or not host or not port.isdigit():
+            raise ValueError(f"TF_CONFIG's {job} {index} is not host:port. Received: {address!r}")
+        if address in named:
+            raise ValueError(
+                f"TF_CONFIG names {address} twice ({named[address]} and {job} {index}): each task needs its own "
+                "host:port."
+            )
+        named[address] = f"{job} {index}"
     if not isinstance(task, dict) or "type" not in task:
         raise ValueError(f'TF_CONFIG has no "task" (type and index of this process). Received: task={task!r}')
     task_type, index = task["type"], task.get("index", 0)
     if task_type not in cluster:
         raise ValueError(f"TF_CONFIG's task type {task_type!r} is not a job of its cluster ({', '.join(cluster)}).")
-    jobs = cluster[task_type]
-    indexes = [int(i) for i in jobs] if isinstance(jobs, dict) else range(len(jobs))
+    indexes = [i for job, i, _ in cluster_tasks(cluster) if job == task_type]
     if not isinstance(index, int) or isinstance(index, bool) or index not in indexes:
         raise ValueError(
             f"TF_CONFIG's task index {index!r} is not one of its cluster's {len(indexes)} {task_type} tasks "
