@@ -237,9 +237,10 @@ def model_settings(
     truncate_dim=None,
     prompt_name=None,
 ):
-    """The embedding settings a run with `model` writes in its manifest, read without loading weights: for a model
-    directory (or Hub id) those `SentenceEmbedder` resolves (ValueError naming a bad option); for an exported
-    SavedModel its export metadata's (the options are the export's: any given here is refused)."""
+    """The embedding settings a run with `model` writes in its manifest, read without loading weights: `model` as
+    every worker reads it (a Hub id, an absolute path, or a remote path as given), then for a model directory (or Hub
+    id) those `SentenceEmbedder` resolves (ValueError naming a bad option); for an exported SavedModel its export
+    metadata's (the options are the export's: any given here is refused)."""
     if is_saved_model(model):
         given = dict(max_seq_length=max_seq_length, long_text=long_text, window_stride=window_stride)
         given.update(max_windows=max_windows, truncate_dim=truncate_dim, prompt_name=prompt_name)
@@ -258,6 +259,7 @@ def model_settings(
             _fail(f"{model}: its serving_default signature has no sentence_embedding output (kind {metadata['kind']}).")
         prompts = metadata.get("prompts") or {}
         return {
+            "model": model if "://" in model else os.path.abspath(model),
             "model_kind": "saved_model",
             "pooling": None,  # the export metadata does not record them
             "normalize": None,
@@ -282,6 +284,7 @@ def model_settings(
     prompt = resolve_prompt(prompts, prompt_name=default_prompt_name)
     dimension = directory.config.hidden_size * len(settings["pooling"])
     return {
+        "model": directory.hub_id or os.path.abspath(directory.path),
         "model_kind": "model_directory",
         "pooling": list(settings["pooling"]),
         "normalize": settings["normalize"],
@@ -644,14 +647,10 @@ def _embed_corpus(
     embedder_options = dict(max_seq_length=max_seq_length, long_text=long_text, window_stride=window_stride)
     embedder_options.update(max_windows=max_windows, truncate_dim=truncate_dim, prompt_name=prompt_name)
     found = model_settings(model, **embedder_options)
+    reference = found["model"]  # what each worker loads
     if found["model_kind"] == "saved_model":
-        reference = model if "://" in model else os.path.abspath(model)
         embedder_options = {}
-    else:
-        directory = ModelDirectory.read(model)
-        reference = directory.hub_id or os.path.abspath(directory.path)
     settings = {
-        "model": reference,
         **found,
         "input": input_path if "://" in input_path else os.path.abspath(input_path),
         "file_format": file_format,
