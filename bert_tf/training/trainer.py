@@ -222,6 +222,11 @@ class LoopConfig:
     initial_checkpoint: bool = True
 
 
+def step_of(prefix):
+    """The step of a checkpoint prefix (`.../ckpt-40` -> 40)."""
+    return int(prefix.rsplit("-", 1)[1])
+
+
 def checkpoints_in(directory):
     """The `ckpt-N` prefixes in `directory` that have an index file, oldest first (by N)."""
     if not os.path.isdir(directory):
@@ -543,9 +548,9 @@ class TrainingLoop:
         if not self.chief:
             shutil.rmtree(directory, ignore_errors=True)
         else:
-            kept = {int(p.rsplit("-", 1)[1]) for p in manager.checkpoints}
+            kept = {step_of(p) for p in manager.checkpoints}
             for index in glob.glob(self._data_prefix("*") + ".index"):
-                number = int(index[: -len(".index")].rsplit("-", 1)[1])
+                number = step_of(index[: -len(".index")])
                 if number not in kept:
                     for path in glob.glob(index[: -len(".index")] + ".*"):
                         os.remove(path)
@@ -595,7 +600,7 @@ class TrainingLoop:
             return 0
         if path is None:
             raise ResumeError("No checkpoint in " + directory + " could be read:\n  " + "\n  ".join(errors))
-        step = int(path.rsplit("-", 1)[1])
+        step = step_of(path)
         if not listed:
             kept = candidates[: candidates.index(path) + 1]
             logging.warning(
@@ -616,10 +621,10 @@ class TrainingLoop:
         `fresh_data_through`) has one saved: a run whose data position is its step (`data_position="step"`,
         bert-tf-pretrain --data_service) resumes only that way."""
         fresh = -1 if self.fresh_data_through is None else self.fresh_data_through
-        positioned = [path for path in candidates if int(path.rsplit("-", 1)[1]) > fresh]
+        positioned = [step for step in map(step_of, candidates) if step > fresh]
         if self.data_checkpoint is None or not positioned:
             return
-        if not any(os.path.exists(self._data_prefix(int(p.rsplit("-", 1)[1])) + ".index") for p in positioned):
+        if not any(os.path.exists(self._data_prefix(step) + ".index") for step in positioned):
             raise ResumeError(
                 f"The checkpoints in {os.path.join(self.model_dir, 'checkpoints')} hold no input-pipeline position "
                 "(written by a run whose data position is its step, as one reading from tf.data service): resume it "
@@ -637,7 +642,7 @@ class TrainingLoop:
     def _restore(self, path, errors):
         """Restores the checkpoint `path` and this worker's data position of its step; False (and the error
         appended to `errors`) when either is unreadable."""
-        step = int(path.rsplit("-", 1)[1])
+        step = step_of(path)
         try:
             self.checkpoint.read(path).assert_existing_objects_matched().expect_partial()
             if self.data_checkpoint is not None and (self.fresh_data_through is None or step > self.fresh_data_through):
@@ -656,7 +661,7 @@ class TrainingLoop:
         Each worker tells the others the step it restored (-1: none readable, -2: no checkpoint at all); all
         then take the oldest, and all raise a `ResumeError` when one has none.
         """
-        step = -2 if not candidates else -1 if path is None else int(path.rsplit("-", 1)[1])
+        step = -2 if not candidates else -1 if path is None else step_of(path)
         mine = tf.one_hot(worker_index(self.strategy), self.workers, on_value=step, off_value=0, dtype=tf.int64)
         steps = [int(s) // self.local_replicas for s in self._sum_over_workers(mine).numpy()]
         oldest = min(steps)
@@ -675,7 +680,7 @@ class TrainingLoop:
             )
         if oldest in (-2, step):
             return path
-        agreed = next((p for p in candidates if int(p.rsplit("-", 1)[1]) == oldest), None)
+        agreed = next((p for p in candidates if step_of(p) == oldest), None)
         logging.warning(
             "Worker %s restored step %d but another worker can only resume from step %d: every worker resumes "
             "from step %d.",
