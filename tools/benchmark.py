@@ -2,7 +2,8 @@
 
 Sections (`--sections`, all by default):
   peak      the FLOP/s of a large float32 and bfloat16 matmul (best repeat):
-            the hardware limit MFU is measured against.
+            the hardware limit MFU is measured against (the train and infer
+            sections measure it too when it is not named).
   train     sequences/s of a masked-LM training step (forward, loss, gradients,
             AdamW update: each library's own, bert_tf's `FusedAdamW` and
             `keras.optimizers.AdamW` for keras-hub) at `--seq_length`, for each `--train_configs`
@@ -20,7 +21,10 @@ Sections (`--sections`, all by default):
   infer     encoder forward at batch `--batch_size` x `--seq_length`
             (sequences/s) and batch 1 (latency): `BertEncoder` vs keras-hub
             `BertBackbone` (and `transformers.BertModel` when torch and
-            transformers are installed), the same MiniLM weights.
+            transformers are installed), the same MiniLM weights. Forward
+            MFU per side = analytic encoder forward FLOPs (every layer at
+            every token, no head) x its best batch sequences/s / matmul peak
+            of the dtype used.
   serve     raw SST-2 dev sentences in, sentence embeddings out, through
             SavedModels loaded back: bert_tf's exported encoder
             (`export_saved_model`, tokenizer in-graph, batches cut to the

@@ -39,6 +39,8 @@ def test_quick_run_fills_every_section_and_writes_table_and_chart(tmp_path):
         "| train | tiny",
         "| mfu | tiny training MFU, bert_tf",
         "| infer | encoder forward 4x32",
+        "| mfu | tiny encoder forward MFU, bert_tf",
+        "| mfu | tiny encoder forward MFU, keras-hub",
         "| infer | encoder latency 1x32",
         "| serve | SavedModel, SST-2 dev text -> embedding, batch 4",
         "| serve | SavedModel, SST-2 dev text -> embedding, batch 1",
@@ -169,6 +171,8 @@ def test_quick_run_with_memory_fills_the_peak_rss_column_per_side(tmp_path):
     ):
         ours, peer = (float(value) for value in _cells(table, row)[9].split(" / "))
         assert 0.2 < ours < 8 and 0.2 < peer < 8, row
+    # The infer section alone still measures the matmul peak, so its forward MFU rows are there.
+    assert float(_cells(table, "| mfu | tiny encoder forward MFU, bert_tf")[3]) > 0
 
 
 @pytest.mark.slow
@@ -230,6 +234,38 @@ def test_largest_batch_and_time_to_accuracy_refuse_bad_flags():
             python_command(os.path.join(TOOLS, script), flag), cwd=ROOT, capture_output=True, text=True, timeout=300
         )
         assert result.returncode == 1 and message in result.stderr, (script, result.stderr[-2000:])
+
+
+def test_forward_flops_count_every_layer_at_every_token():
+    from tools.bench.work import forward_flops
+
+    h, i, seq = 4, 8, 3
+    cfg = dict(num_layers=2, num_heads=2, hidden_dim=h, intermediate_dim=i)
+    # Per token and layer: Q, K, V and output projections (4 x 2h^2), feed-forward in and out (2 x 2hi), attention
+    # scores and weighted sum over the 3 tokens (2 x 2 x seq x h): 128 + 128 + 48 = 304 FLOPs.
+    assert 4 * 2 * h * h + 2 * 2 * h * i + 2 * 2 * seq * h == 304
+    assert forward_flops(cfg, seq) == 2 * seq * 304 == 1824
+
+
+def test_mfu_rows_divide_each_sides_best_rate_by_its_dtypes_peak():
+    from tools.bench import harness
+
+    rates = {
+        ("bert_tf", "float32"): 10.0,
+        ("bert_tf", "bfloat16_xla"): 20.0,
+        ("keras-hub", "float32_xla"): 8.0,
+        ("transformers", "float32"): 50.0,  # a third peer gets no MFU row
+    }
+    rows = harness.mfu_rows("tiny encoder forward MFU", 1e9, rates, {"float32": 100e9, "bfloat16": 400e9}, "1 GFLOP")
+    assert [(row.section, row.name, row.ours_setting) for row in rows] == [
+        ("mfu", "tiny encoder forward MFU, bert_tf", "bfloat16_xla"),
+        ("mfu", "tiny encoder forward MFU, keras-hub", "float32_xla"),
+    ]
+    assert [row.ours for row in rows] == [5.0, 8.0]  # 20 seq/s x 1 GFLOP of 400 GFLOP/s; 8 x 1 of 100
+    assert rows[0].note == "1 GFLOP, peak 400 GFLOP/s"
+    # A dtype whose peak was not measured: no row for that side.
+    assert [row.name for row in harness.mfu_rows("x", 1e9, rates, {"float32": 100e9}, "")] == ["x, keras-hub"]
+    assert harness.mfu_rows("x", 1e9, rates, {}, "") == []
 
 
 @pytest.mark.parametrize(

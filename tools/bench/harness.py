@@ -114,6 +114,28 @@ def forward_and_train_rows(section, shape, forward_rates, train_rates, probe):
     return rows
 
 
+def mfu_rows(name, flops, rates, peaks, note):
+    """Per side, `name, SIDE`: its best rate (sequences/s) x `flops` (per sequence) as % of `peaks` (`{dtype: FLOP/s}`)
+    of its best setting's dtype; no row for a side whose dtype's peak was not measured. `note` leads the row's note,
+    the peak follows it."""
+    rows = []
+    for side in SIDES:
+        setting, rate = best(rates, side)
+        peak_flops = peaks.get(policy(setting).replace("mixed_", ""))
+        if peak_flops:
+            rows.append(
+                Row(
+                    "mfu",
+                    f"{name}, {side}",
+                    "% of peak",
+                    100 * rate * flops / peak_flops,
+                    ours_setting=setting,
+                    note=f"{note}, peak {peak_flops / 1e9:.0f} GFLOP/s",
+                )
+            )
+    return rows
+
+
 def same_weights_row(section, name, outputs, note):
     """The largest absolute difference of the two sides' float32 outputs (`{side: array}`) on the same weights."""
     import numpy as np

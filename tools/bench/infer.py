@@ -1,13 +1,25 @@
 """infer: encoder forward at `--batch_size` x `--seq_length` (sequences/s) and at batch 1 (latency).
 
 bert_tf `BertEncoder` vs keras-hub `BertBackbone` (and `transformers.BertModel` when torch and transformers are
-installed), the same MiniLM weights.
+installed), the same MiniLM weights; then each side's forward MFU (analytic encoder FLOPs x its best batch rate over
+the matmul peak of its dtype) when the peak section has measured it.
 """
 
 from tools import keras_hub_peer
-from tools.bench.harness import Row, all_settings_row, best, best_rows, median_rates, policy, same_weights_row
+from tools.bench import peak
+from tools.bench.harness import (
+    Row,
+    all_settings_row,
+    best,
+    best_rows,
+    describe,
+    median_rates,
+    mfu_rows,
+    policy,
+    same_weights_row,
+)
 from tools.bench.options import FLAGS, timed, weights_dir
-from tools.bench.work import CONFIGS, compiled_forward, hub_backbone, ours_encoder, random_tensors
+from tools.bench.work import CONFIGS, compiled_forward, forward_flops, hub_backbone, ours_encoder, random_tensors
 
 LATENCY_CALLS = 10  # batch-1 forward calls per repeat of the latency row (full runs)
 LATENCY_REPEATS = 9  # its repeats (full runs); sides alternate inside each
@@ -20,6 +32,12 @@ def pretrained_encoder(setting):
     if FLAGS.quick or not weights_dir():
         return ours_encoder(CONFIGS["tiny" if FLAGS.quick else "minilm"], setting, 0.0)
     return load_encoder(weights_dir(), dtype=policy(setting))
+
+
+def encoder_shape(encoder):
+    """`(name, cfg)` of the shape `encoder` has: the `CONFIGS` name of that shape, else "layers/hidden/heads"."""
+    cfg = {key: getattr(encoder, key) for key in CONFIGS["tiny"]}
+    return next((name for name, shape in CONFIGS.items() if shape == cfg), describe(cfg)), cfg
 
 
 def hub_like(encoder, setting):
@@ -48,10 +66,11 @@ def infer_rows(seq_length, batch_size):
     rates = timed(candidates_32, batch_size)
     name = f"encoder forward {batch_size}x{seq_length}"
     rows.extend(best_rows("infer", name, "seq/s", rates))
-    probe_cfg = CONFIGS["tiny" if FLAGS.quick or not weights_dir() else "minilm"]  # the pretrained encoder's shape
+    config, probe_cfg = encoder_shape(encoder)  # the shape the sides ran (--weights' model, else a random one)
     rows[-1].probe = dict(kind="forward", cfg=probe_cfg, batch=batch_size, seq=seq_length)
     if torch_forward:
         rows.extend(best_rows("infer", name, "seq/s", rates, peer="transformers"))
+    rows.extend(forward_mfu_rows(config, probe_cfg, seq_length, rates))
     rows.append(all_settings_row("infer", f"forward {batch_size}x{seq_length}", rates, training=False))
     # A batch-1 call takes about 20 ms: a repeat of a few calls is mostly noise on a shared machine, so the latency
     # row times at least LATENCY_CALLS calls per repeat over at least LATENCY_REPEATS alternating repeats.
@@ -81,6 +100,13 @@ def infer_rows(seq_length, batch_size):
         name = "same weights: max abs difference of sequence_output, float32"
         rows.append(same_weights_row("infer", name, outputs, note="bert_tf vs keras-hub"))
     return rows
+
+
+def forward_mfu_rows(config, cfg, seq_length, rates):
+    """Each side's best batch forward rate as a share of the matmul peak of its dtype (when the peak was measured)."""
+    flops = forward_flops(cfg, seq_length)
+    note = f"{flops / 1e9:.3g} GFLOP/seq: every layer at every token, no head"
+    return mfu_rows(f"{config} encoder forward MFU", flops, rates, peak.PEAKS, note)
 
 
 def _torch_forward(features, single):

@@ -56,7 +56,7 @@ def main(argv):
             file=sys.stderr,
         )
         return 1
-    if "train" in FLAGS.sections and "peak" not in FLAGS.sections:
+    if {"train", "infer"} & set(FLAGS.sections) and "peak" not in FLAGS.sections:  # their MFU rows need it
         peak.peak_rows()
     by_section = {}
     for section in RUN_ORDER:

@@ -3,7 +3,7 @@
 from tools.bench.harness import Row, median_rates
 from tools.bench.options import FLAGS
 
-PEAKS = {}  # dtype -> FLOP/s, filled by `peak_rows` (the train section's MFU rows read it)
+PEAKS = {}  # dtype -> FLOP/s, filled by `peak_rows` (the train and infer sections' MFU rows read it)
 
 
 def peak_rows():

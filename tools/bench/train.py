@@ -9,12 +9,13 @@ import itertools
 import os
 
 from tools.bench import peak
-from tools.bench.harness import SIDES, Row, all_settings_row, best, best_rows, describe, jit, policy
+from tools.bench.harness import SIDES, all_settings_row, best_rows, describe, jit, mfu_rows
 from tools.bench.options import FLAGS, sst2_dev, timed, weights_dir
 from tools.bench.work import (
     CONFIGS,
     VOCAB_SIZE,
     hub_backbone,
+    layer_flops,
     masked_lm,
     masked_positions,
     ours_encoder,
@@ -24,12 +25,6 @@ from tools.bench.work import (
 )
 
 # --- FLOPs ---
-
-
-def _layer_flops(cfg, queries, seq_length):
-    """Forward FLOPs of one layer for `queries` query tokens of a `seq_length` sequence (K/V at all tokens)."""
-    h, i = cfg["hidden_dim"], cfg["intermediate_dim"]
-    return 2 * 2 * h * h * seq_length + queries * (2 * (2 * h * h + 2 * h * i) + 2 * 2 * seq_length * h)
 
 
 def training_flops(cfg, seq_length, predictions, full=False):
@@ -42,8 +37,8 @@ def training_flops(cfg, seq_length, predictions, full=False):
     """
     h = cfg["hidden_dim"]
     head = predictions * 2 * (h * h + h * VOCAB_SIZE)
-    last = _layer_flops(cfg, seq_length if full else predictions, seq_length)
-    return 3 * ((cfg["num_layers"] - 1) * _layer_flops(cfg, seq_length, seq_length) + last + head)
+    last = layer_flops(cfg, seq_length if full else predictions, seq_length)
+    return 3 * ((cfg["num_layers"] - 1) * layer_flops(cfg, seq_length, seq_length) + last + head)
 
 
 # --- masked-LM pretraining ---
@@ -77,25 +72,10 @@ def train_rows(seq_length, batch_size):
 
 def _mfu_rows(config, cfg, seq_length, predictions, rates):
     """Each side's best training rate as a share of the matmul peak of its dtype (when the peak was measured)."""
-    rows = []
     flops = training_flops(cfg, seq_length, predictions)
     full_flops = training_flops(cfg, seq_length, predictions, full=True)
-    for side in SIDES:
-        setting, rate = best(rates, side)
-        peak_flops = peak.PEAKS.get(policy(setting).replace("mixed_", ""))
-        if peak_flops:
-            rows.append(
-                Row(
-                    "mfu",
-                    f"{config} training MFU, {side}",
-                    "% of peak",
-                    100 * rate * flops / peak_flops,
-                    ours_setting=setting,
-                    note=f"{flops / 1e9:.2f} GFLOP/seq needed by the loss (full-model count "
-                    f"{full_flops / 1e9:.2f}), peak {peak_flops / 1e9:.0f} GFLOP/s",
-                )
-            )
-    return rows
+    note = f"{flops / 1e9:.2f} GFLOP/seq needed by the loss (full-model count {full_flops / 1e9:.2f})"
+    return mfu_rows(f"{config} training MFU", flops, rates, peak.PEAKS, note)
 
 
 def probe_train(spec, side, setting):

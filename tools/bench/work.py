@@ -16,6 +16,20 @@ VOCAB_SIZE = 30522
 MASKED_FRACTION = 0.15
 
 
+def layer_flops(cfg, queries, seq_length):
+    """Forward FLOPs of one encoder layer for `queries` query tokens of a `seq_length` sequence: the Q and output
+    projections, attention scores and weighted sum and the feed-forward at the queries, K/V projections at all
+    tokens (LayerNorms, softmax and biases not counted)."""
+    h, i = cfg["hidden_dim"], cfg["intermediate_dim"]
+    return 2 * 2 * h * h * seq_length + queries * (2 * (2 * h * h + 2 * h * i) + 2 * 2 * seq_length * h)
+
+
+def forward_flops(cfg, seq_length):
+    """Forward FLOPs of the encoder of shape `cfg` for one `seq_length` sequence: every layer at every token, no
+    head (the embedding lookups are gathers, not counted)."""
+    return cfg["num_layers"] * layer_flops(cfg, seq_length, seq_length)
+
+
 def masked_positions(seq_length):
     """Masked-LM predictions per sequence of `seq_length` tokens (15%, at least one)."""
     return max(1, round(MASKED_FRACTION * seq_length))
