@@ -23,9 +23,12 @@ With `--sentencepiece` (a folder with a unigram `tokenizer.json` and its
     own normalization: not the family's, so its agreement is informative only);
 and the share of lines on which each gives the reference's ids.
 
-The sides run interleaved, `--repeats` rounds of one pass each, so that load
-from other processes hits them alike; the table gives medians, and "x HF" is
-the median over rounds of (reference seconds / row seconds) in the same round.
+The sides run interleaved, `--repeats` rounds, so that load from other
+processes hits them alike; in a round each side passes over the text as many
+times as fill `--min_seconds` (0.25 s; a single 10 ms pass times the thread
+pools' wake-up more than the work) and its mean pass counts. The table gives
+medians, and "x HF" is the median over rounds of (reference seconds / row
+seconds) in the same round.
 
 With `--multilingual` (a glob of UDHR samples, e.g. '../shared/data/multilingual/udhr/*', each
 decoded with the encoding its NLTK name gives: tools/udhr_text.py), a table per casing
@@ -86,6 +89,9 @@ flags.DEFINE_string("input", None, "Glob of text files (one example a line).", r
 flags.DEFINE_integer("batch_size", 4096, "Lines per call.")
 flags.DEFINE_boolean("lowercase", True, "Uncased (True) or cased (False).")
 flags.DEFINE_integer("repeats", 5, "Timed rounds; medians are reported.")
+flags.DEFINE_float(
+    "min_seconds", 0.25, "Each side of a round is called again until this many seconds are spent (its mean is taken)."
+)
 flags.DEFINE_string(
     "pipeline_corpus",
     None,
@@ -99,10 +105,21 @@ flags.DEFINE_integer("pipeline_warmup_batches", 20, "Pipeline batches skipped be
 flags.DEFINE_integer("pipeline_batches", 100, "Pipeline batches per window.")
 
 
-def _seconds(fn):
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
+def _seconds(fn, floor=None):
+    """Seconds of one call of `fn`, over as many calls as fill `floor` seconds (default `--min_seconds`; at least one).
+
+    A pass over a UDHR file's batches takes about 10 ms for bert_tf: one call timed alone measures the thread
+    pools waking up as much as the work (the same batch measured 4.4 to 7.0 ms from call to call on a 2-core
+    AMD EPYC), so every side is timed over calls that fill the same floor.
+    """
+    floor = FLAGS.min_seconds if floor is None else floor
+    calls, start = 0, time.perf_counter()
+    while True:
+        fn()
+        calls += 1
+        spent = time.perf_counter() - start
+        if spent >= floor:
+            return spent / calls
 
 
 def _pipeline_examples_per_second(tokenizer):
@@ -463,6 +480,8 @@ def main(argv):
         raise app.UsageError(f"--batch_size must be positive. Received: {FLAGS.batch_size}")
     if FLAGS.repeats < 1:
         raise app.UsageError(f"--repeats must be positive. Received: {FLAGS.repeats}")
+    if FLAGS.min_seconds < 0:
+        raise app.UsageError(f"--min_seconds must not be negative. Received: {FLAGS.min_seconds}")
     if bool(FLAGS.bpe_vocab) != bool(FLAGS.bpe_merges):
         raise app.UsageError("--bpe_vocab and --bpe_merges go together.")
     if not FLAGS.vocab and not FLAGS.bpe_vocab and not FLAGS.sentencepiece:
