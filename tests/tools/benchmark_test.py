@@ -294,13 +294,15 @@ def test_the_header_says_what_was_measured_beside_the_rule(monkeypatch, kind, tr
     monkeypatch.delenv(execution_path.ENV_VAR, raising=False)
     monkeypatch.setattr("bert_tf.layers.choose_path", lambda: execution_path.choose_path(cpu))
     rates = {("bert_tf", setting): rate for setting, rate in train.items()} | {("keras_hub", "float32"): 12.1}
-    forward = {("bert_tf", "float32"): 58.5, ("bert_tf", "float32_xla"): 40.0}
+    forward = {("bert_tf", "float32"): 58.5, ("bert_tf", "float32_xla"): 40.0, ("bert_tf", "bfloat16"): 90.0}
     rows = [
         harness.all_settings_row("train", "minilm", rates),
         harness.all_settings_row("infer", "fwd", forward, False),
     ]
     train_line, infer_line = harness.measured_lines(rows)
     assert train_line.startswith("Measured here, train minilm: ") and expected in train_line, train_line
+    # A forward is judged in float32 (its dtype is the user's choice); a faster bfloat16 is named beside it.
     assert "bert_tf fastest in float32 (58.5 seq/s); the rule's float32 58.5 agrees" in infer_line, infer_line
+    assert "(bfloat16, a dtype the user chooses, ran 90.0 in bfloat16)" in infer_line, infer_line
     # One setting run: nothing measured to compare.
     assert harness.measured_lines([harness.all_settings_row("train", "tiny", {("bert_tf", "float32"): 3.0})]) == []
