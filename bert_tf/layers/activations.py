@@ -4,7 +4,7 @@ import keras
 import tensorflow as tf
 
 from bert_tf.config import ACTIVATION_FORMULAS
-from bert_tf.layers.fused import when_static
+from bert_tf.layers.fused import float32_inside, when_static
 
 _SQRT_HALF = 0.7071067811865476  # 1 / sqrt(2)
 _INV_SQRT_2PI = 0.3989422804014327  # 1 / sqrt(2 pi)
@@ -12,17 +12,20 @@ _SQRT_2_OVER_PI = 0.7978845608028654  # sqrt(2 / pi)
 _TANH_CUBIC = 0.044715
 
 
-@when_static
-def _gelu_tanh_grad(x, dy):
+def _gelu_tanh_derivative(x, dy):
     t = tf.tanh(_SQRT_2_OVER_PI * (x + _TANH_CUBIC * x * x * x))
     d_inner = _SQRT_2_OVER_PI * (1.0 + 3.0 * _TANH_CUBIC * x * x)
     return dy * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * d_inner)
 
 
-@when_static
-def _gelu_erf_grad(x, dy):
+def _gelu_erf_derivative(x, dy):
     cdf = 0.5 * (1.0 + tf.math.erf(x * _SQRT_HALF))
     return dy * (cdf + x * tf.exp(-0.5 * x * x) * _INV_SQRT_2PI)
+
+
+# One XLA kernel each where shapes are static, computing in float32 there (`float32_inside`).
+_gelu_tanh_grad = when_static(float32_inside(_gelu_tanh_derivative), _gelu_tanh_derivative)
+_gelu_erf_grad = when_static(float32_inside(_gelu_erf_derivative), _gelu_erf_derivative)
 
 
 @tf.custom_gradient

@@ -52,6 +52,25 @@ def test_gelu_erf_matches_tf_nn_gelu_and_works_in_bfloat16_under_a_function():
     np.testing.assert_allclose(tf.cast(result, tf.float32), tf.cast(grad_bf16(x), tf.float32), atol=0.05)
 
 
+@pytest.mark.parametrize("name", ["gelu", "gelu_new"])
+def test_bfloat16_gradient_kernel_rounds_once(name):
+    """The XLA gradient kernel computes bfloat16 in float32 (`float32_inside`): the float32 gradient of the same
+    bfloat16 inputs, rounded once to bfloat16."""
+    x = tf.cast(tf.random.stateless_normal((4, 256), seed=(3, 4)) * 3, tf.bfloat16)
+    upstream = tf.cast(tf.random.stateless_normal((4, 256), seed=(5, 6)), tf.bfloat16)
+
+    def grad(v, dy):
+        with tf.GradientTape() as tape:
+            tape.watch(v)
+            y = get_activation(name)(v)
+        return tape.gradient(y, v, output_gradients=dy)
+
+    static = tf.function(grad)(x, upstream)  # static shapes: the XLA kernel
+    want = tf.cast(grad(tf.cast(x, tf.float32), tf.cast(upstream, tf.float32)), tf.bfloat16)
+    assert static.dtype == tf.bfloat16
+    np.testing.assert_array_equal(tf.cast(static, tf.float32), tf.cast(want, tf.float32))
+
+
 def test_unknown_activation_names_the_value():
     with pytest.raises(ValueError, match="hidden_act='gelu_fast'"):
         get_activation("gelu_fast")

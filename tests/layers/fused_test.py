@@ -48,3 +48,21 @@ def test_bad_setting_names_the_variable_and_value(monkeypatch):
     monkeypatch.setenv(fused.ENV_VAR, "fast")
     with pytest.raises(ValueError, match=r"BERT_TF_XLA_KERNELS must be auto, 1 or 0.*'fast'"):
         fused.xla_kernels_enabled()
+
+
+def test_float32_inside_computes_16_bit_arguments_in_float32_and_casts_back():
+    seen = []
+
+    def fn(x, keep, rate):
+        seen.append(x.dtype)
+        return x * rate, keep
+
+    wide = fused.float32_inside(fn)
+    keep = tf.constant([True, False])
+    for dtype in (tf.bfloat16, tf.float16):
+        y, same = wide(tf.constant([1.0, 3.0], dtype), keep, 0.5)
+        assert seen[-1] == tf.float32 and y.dtype == dtype and same.dtype == tf.bool
+    # float32 already, or a float32 argument beside a bfloat16 one (results could be either dtype): as it is.
+    assert wide(tf.constant([1.0]), keep, 0.5)[0].dtype == tf.float32 and seen[-1] == tf.float32
+    mixed = fused.float32_inside(lambda a, b: a + tf.cast(b, a.dtype))
+    assert mixed(tf.constant([1.0], tf.bfloat16), tf.constant([2.0])).dtype == tf.bfloat16
