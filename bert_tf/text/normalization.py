@@ -22,7 +22,7 @@ tables were measured against the reference on every code point, and
 case mapping or NFD (used for speed) disagree with the reference on a
 character, a per-character fix-up runs, only on batches that contain one.
 
-`PLAIN_ASCII_PATTERN`, `FAST_PATH_PATTERN`, `FOLDING_PATTERN`,
+`PLAIN_ASCII_PATTERN`, `FAST_PATH_PATTERN`, `UNCHANGED_CASED_PATTERN`, `FOLDING_PATTERN`,
 `FOLDING_KEPT_PATTERN` and `VALID_UTF8_PATTERN` are the RE2 patterns the tokenizer routes rows with;
 `normalize_fast_path` is `normalize` in fewer passes for the rows of
 `FAST_PATH_PATTERN` (almost all real text), whose words tensorflow-text's own
@@ -276,6 +276,11 @@ def _lowercase_fixes_but_sigma():
 FAST_PATH_PATTERN = _complement_class(_NFD_KEEP, _lowercase_fixes_but_sigma(), _SPLIT_DIFFERENCES) + "*"
 
 _REMOVED_OR_NONSPACING_RE = _regex_class(_REMOVED, _NONSPACING_MARKS)
+
+# Rows of FAST_PATH_PATTERN without a character clean_text removes: cased without accent stripping,
+# `normalize_fast_path` returns them as they are (one RE2 pass over a batch's rows joined says so for all of them,
+# where the removal would be a pass that copies every row).
+UNCHANGED_CASED_PATTERN = _complement_class(_NFD_KEEP, _lowercase_fixes_but_sigma(), _SPLIT_DIFFERENCES, _REMOVED) + "*"
 
 # Rows of FAST_PATH_PATTERN that `FastBertNormalizer` normalizes as the reference does, uncased.
 FOLDING_PATTERN = (

@@ -4,7 +4,8 @@
 all agree between the reference's tables and ICU's (`FAST_PATH_PATTERN`: real
 text in every script; not invalid UTF-8, NUL, or a few hundred rare
 characters) here (`WordPieceFastPath.rows`): normalization in whole-row passes
-(lowercasing alone for plain ASCII; uncased, tensorflow-text's
+(lowercasing alone for plain ASCII; cased, none for batches without a character
+clean_text removes; uncased, tensorflow-text's
 `FastBertNormalizer` in one pass for rows without a character it treats
 otherwise, `FOLDING_PATTERN`; for other text NFD, one pass removing control
 characters and accents, capital sigma, ICU lowercasing), then tensorflow-text's
@@ -30,6 +31,7 @@ from bert_tf.text.normalization import (
     FOLDING_KEPT_PATTERN,
     FOLDING_PATTERN,
     PLAIN_ASCII_PATTERN,
+    UNCHANGED_CASED_PATTERN,
     FastPathLengths,
     normalize_fast_path,
     normalize_uncased_fast_path,
@@ -88,6 +90,8 @@ class WordPieceFastPath(tf.Module):
         self._fast_path_lengths = None  # built when offsets are first needed
         # Uncased with accent stripping: tensorflow-text's FastBertNormalizer normalizes most rows.
         self._folding = bool(lowercase) and strip_accents in (None, True)
+        # Cased without accent stripping: most rows have nothing to normalize (UNCHANGED_CASED_PATTERN).
+        self._cased = not lowercase and not strip_accents
         # The normalized rows in one op: tensorflow-text's BERT pretokenization and WordPiece. Its limit is in
         # bytes: exact for ASCII, and the rows with a longer non-ASCII word go to the general path.
         self._end_to_end_wordpiece = tf_text.FastWordpieceTokenizer(
@@ -130,6 +134,12 @@ class WordPieceFastPath(tf.Module):
             )
         else:
             all_folds = all_folds_kept = tf.constant(False)
+        if self._cased:
+            all_unchanged = tf.cond(
+                all_plain, lambda: tf.constant(True), lambda: tf.strings.regex_full_match(text, UNCHANGED_CASED_PATTERN)
+            )
+        else:
+            all_unchanged = tf.constant(False)
 
         def some_rows():
             fast = tf.strings.regex_full_match(strings, FAST_PATH_PATTERN)  # [N]
@@ -148,27 +158,31 @@ class WordPieceFastPath(tf.Module):
             )
             return fast, fast_strings
 
-        every_row = tf.logical_and(ordinary, tf.logical_or(all_plain, all_folds_kept))
+        every_row = tf.logical_and(ordinary, tf.logical_or(all_plain, tf.logical_or(all_folds_kept, all_unchanged)))
         fast, fast_strings = tf.cond(
             every_row, lambda: (tf.ones_like(strings, tf.bool), tf.identity(strings)), some_rows
         )
         # What holds for every row of the batch holds for its fast rows.
         fast_out = unless_empty(
-            lambda rows, offsets: self._tokenize_rows(rows, offsets, all_plain, all_folds, all_folds_kept),
+            lambda rows, offsets: self._tokenize_rows(
+                rows, offsets, all_plain, all_folds, all_folds_kept, all_unchanged
+            ),
             fast_strings,
             with_offsets,
             extra=tf.zeros([0], tf.bool),
         )
         return (fast, *fast_out)
 
-    def _tokenize_rows(self, strings, with_offsets, all_plain, all_folds, all_folds_kept):
+    def _tokenize_rows(self, strings, with_offsets, all_plain, all_folds, all_folds_kept, all_unchanged):
         """Tokenizes rows `[N]` of `FAST_PATH_PATTERN` without kept special tokens.
 
         They are normalized in whole-row passes (`normalize_fast_path`, or
         uncased `normalize_uncased_fast_path`; when `all_plain` (bool scalar)
         says every row is plain ASCII, lowercasing alone; `all_folds` and
         `all_folds_kept` say that every row is of `FOLDING_PATTERN` or
-        `FOLDING_KEPT_PATTERN`, and spare the rows' own check) and go to
+        `FOLDING_KEPT_PATTERN`, and spare the rows' own check; cased,
+        `all_unchanged` says every row is of `UNCHANGED_CASED_PATTERN`:
+        nothing to normalize, offsets as they are) and go to
         tensorflow-text's end-to-end WordPiece, whose pretokenization splits
         them as the reference does. Its word limit is in bytes
         (`max_input_chars_per_word`), so a non-ASCII word of more bytes than
@@ -187,8 +201,9 @@ class WordPieceFastPath(tf.Module):
                 return normalize_uncased_fast_path(strings, all_folds, all_folds_kept)
             return normalize_fast_path(strings, lowercase, strip_accents)
 
+        as_they_are = tf.logical_or(all_plain, all_unchanged)  # rows whose offsets are those in `normalized`
         normalized = tf.cond(
-            all_plain, lambda: tf.strings.lower(strings) if lowercase else tf.identity(strings), normalize_rows
+            as_they_are, lambda: tf.strings.lower(strings) if lowercase else tf.identity(strings), normalize_rows
         )
 
         def plain():
@@ -209,7 +224,7 @@ class WordPieceFastPath(tf.Module):
         exact = tf.cond(tf.reduce_any(too_long), rows_without_too_long, lambda: tf.ones_like(strings, tf.bool))  # [N]
         if not with_offsets:
             return ids, exact
-        plain = tf.cond(all_plain, lambda: tf.ones_like(strings, tf.bool), plain)
+        plain = tf.cond(as_they_are, lambda: tf.ones_like(strings, tf.bool), plain)
         # Rows whose characters all keep their byte length (plain ASCII, much cased or caseless text, and
         # scripts whose accents and case keep it) keep every piece's offsets: only the others are mapped.
         lengths = self._lengths_table()

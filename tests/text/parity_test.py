@@ -22,8 +22,15 @@ import os
 import pytest
 import tensorflow as tf
 
-from bert_tf.text import BertTokenizer
-from bert_tf.text.normalization import FAST_PATH_PATTERN, FOLDING_KEPT_PATTERN, FOLDING_PATTERN, normalize, split_words
+from bert_tf.text import BertTokenizer, normalization
+from bert_tf.text.normalization import (
+    FAST_PATH_PATTERN,
+    FOLDING_KEPT_PATTERN,
+    FOLDING_PATTERN,
+    UNCHANGED_CASED_PATTERN,
+    normalize,
+    split_words,
+)
 from tests.text.edge_cases import EDGE_CASES, SPECIAL_TOKEN_CASES
 
 tokenizers = pytest.importorskip("tokenizers")
@@ -326,6 +333,20 @@ def test_udhr_ids_and_offsets_parity(offsets_pair, name):
     ours, ref = offsets_pair
     bad = _offset_mismatches(ours, ref, _udhr_texts(name))
     assert not bad, f"{name}: {len(bad)} lines differ, first: {bad[:1]}"
+
+
+def test_cased_batches_with_nothing_to_normalize_parity(minilm_vocab):
+    """Cased batches without a character clean_text removes skip normalization (`UNCHANGED_CASED_PATTERN`): every
+    UDHR file decoded, its BOMs, U+FFFD and format characters left out, ids and character offsets equal the
+    reference's."""
+    ours = BertTokenizer(minilm_vocab, lowercase=False, strip_accents=False)
+    ref = _reference(minilm_vocab, False, False)
+    for name in [n for n in sorted(CORPORA) if n.startswith("multilingual/udhr/")]:
+        decoded = tf.constant(_udhr_texts(name)[len(CORPORA[name]()) :])
+        lines = tf.strings.regex_replace(decoded, normalization._REMOVED_RE, "").numpy().tolist()
+        assert tf.strings.regex_full_match(b"\n".join(lines), UNCHANGED_CASED_PATTERN).numpy(), name
+        bad = _offset_mismatches(ours, ref, lines)
+        assert not bad, f"{name}: {len(bad)} lines differ, first: {bad[:1]}"
 
 
 def test_udhr_files_take_the_fast_path():
