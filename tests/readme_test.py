@@ -406,6 +406,10 @@ LONG = {
     "--multilingual='../shared/data/multilingual/udhr/*' --multilingual_megabytes=0.5 --repeats=3 --nolowercase": Long(
         "about 4 minutes: the cased table of the command above (its --lowercase form is run by this file)"
     ),
+    "python tools/benchmark.py --sections=peak,train,infer --train_configs=minilm --settings=float32,bfloat16 "
+    "--steps=3 --warmup=2 --repeats=3": Long(
+        "about 4 minutes with the memory probes; tests/tools/benchmark_test.py runs --quick"
+    ),
     "make test-slow": Long(
         "about 55 minutes: the tests marked slow (estimated: the 72.2-minute full run less the default tier, same CPU)"
     ),
