@@ -134,12 +134,13 @@ class WordPieceFastPath(tf.Module):
             )
         else:
             all_folds = all_folds_kept = tf.constant(False)
+        # Every row's normalization is lowercasing alone (or nothing), its offsets kept: plain ASCII, or cased rows
+        # with nothing for clean_text to remove.
+        as_they_are = all_plain
         if self._cased:
-            all_unchanged = tf.cond(
+            as_they_are = tf.cond(
                 all_plain, lambda: tf.constant(True), lambda: tf.strings.regex_full_match(text, UNCHANGED_CASED_PATTERN)
             )
-        else:
-            all_unchanged = tf.constant(False)
 
         def some_rows():
             fast = tf.strings.regex_full_match(strings, FAST_PATH_PATTERN)  # [N]
@@ -158,31 +159,28 @@ class WordPieceFastPath(tf.Module):
             )
             return fast, fast_strings
 
-        every_row = tf.logical_and(ordinary, tf.logical_or(all_plain, tf.logical_or(all_folds_kept, all_unchanged)))
+        every_row = tf.logical_and(ordinary, tf.logical_or(as_they_are, all_folds_kept))
         fast, fast_strings = tf.cond(
             every_row, lambda: (tf.ones_like(strings, tf.bool), tf.identity(strings)), some_rows
         )
         # What holds for every row of the batch holds for its fast rows.
         fast_out = unless_empty(
-            lambda rows, offsets: self._tokenize_rows(
-                rows, offsets, all_plain, all_folds, all_folds_kept, all_unchanged
-            ),
+            lambda rows, offsets: self._tokenize_rows(rows, offsets, as_they_are, all_folds, all_folds_kept),
             fast_strings,
             with_offsets,
             extra=tf.zeros([0], tf.bool),
         )
         return (fast, *fast_out)
 
-    def _tokenize_rows(self, strings, with_offsets, all_plain, all_folds, all_folds_kept, all_unchanged):
+    def _tokenize_rows(self, strings, with_offsets, as_they_are, all_folds, all_folds_kept):
         """Tokenizes rows `[N]` of `FAST_PATH_PATTERN` without kept special tokens.
 
         They are normalized in whole-row passes (`normalize_fast_path`, or
-        uncased `normalize_uncased_fast_path`; when `all_plain` (bool scalar)
-        says every row is plain ASCII, lowercasing alone; `all_folds` and
+        uncased `normalize_uncased_fast_path`; when `as_they_are` (bool scalar)
+        says every row is plain ASCII or, cased, of `UNCHANGED_CASED_PATTERN`,
+        lowercasing alone or nothing, offsets as they are; `all_folds` and
         `all_folds_kept` say that every row is of `FOLDING_PATTERN` or
-        `FOLDING_KEPT_PATTERN`, and spare the rows' own check; cased,
-        `all_unchanged` says every row is of `UNCHANGED_CASED_PATTERN`:
-        nothing to normalize, offsets as they are) and go to
+        `FOLDING_KEPT_PATTERN`, and spare the rows' own check) and go to
         tensorflow-text's end-to-end WordPiece, whose pretokenization splits
         them as the reference does. Its word limit is in bytes
         (`max_input_chars_per_word`), so a non-ASCII word of more bytes than
@@ -201,7 +199,6 @@ class WordPieceFastPath(tf.Module):
                 return normalize_uncased_fast_path(strings, all_folds, all_folds_kept)
             return normalize_fast_path(strings, lowercase, strip_accents)
 
-        as_they_are = tf.logical_or(all_plain, all_unchanged)  # rows whose offsets are those in `normalized`
         normalized = tf.cond(
             as_they_are, lambda: tf.strings.lower(strings) if lowercase else tf.identity(strings), normalize_rows
         )
