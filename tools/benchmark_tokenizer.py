@@ -67,7 +67,6 @@ import os
 import platform
 import statistics
 import sys
-import time
 
 from absl import app, flags
 
@@ -75,7 +74,7 @@ if not __package__:  # run as `python tools/NAME.py`: import `tools.*` (and `ber
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from tools import udhr_text
-from tools.bench.harness import median_rates
+from tools.bench.harness import median_rates, seconds_per_call
 from tools.bench.work import pretraining_batches
 
 FLAGS = flags.FLAGS
@@ -106,20 +105,9 @@ flags.DEFINE_integer("pipeline_batches", 100, "Pipeline batches per window.")
 
 
 def _seconds(fn, floor=None):
-    """Seconds of one call of `fn`, over as many calls as fill `floor` seconds (default `--min_seconds`; at least one).
-
-    A pass over a UDHR file's batches takes about 10 ms for bert_tf: one call timed alone measures the thread
-    pools waking up as much as the work (the same batch measured 4.4 to 7.0 ms from call to call on a 2-core
-    AMD EPYC), so every side is timed over calls that fill the same floor.
-    """
-    floor = FLAGS.min_seconds if floor is None else floor
-    calls, start = 0, time.perf_counter()
-    while True:
-        fn()
-        calls += 1
-        spent = time.perf_counter() - start
-        if spent >= floor:
-            return spent / calls
+    """Seconds of one call of `fn`, over as many calls as fill `floor` seconds (default `--min_seconds`; at least one):
+    `tools.bench.harness.seconds_per_call`."""
+    return seconds_per_call(fn, FLAGS.min_seconds if floor is None else floor)
 
 
 def _pipeline_examples_per_second(tokenizer):
@@ -243,21 +231,6 @@ def cpu_line():
     return f"CPU: {model}, {os.cpu_count()} logical cores, {' '.join(features) or 'no AVX2'}"
 
 
-def _same_as_reference(ours, reference, lines):
-    """(lines with HF's ids, lines with HF's ids and character offsets) of `lines` (str)."""
-    import tensorflow as tf
-
-    same_ids = same_offsets = 0
-    for begin in range(0, len(lines), FLAGS.batch_size):
-        batch = lines[begin : begin + FLAGS.batch_size]
-        ids, starts, ends = ours.tokenize_with_offsets(tf.constant([t.encode("utf-8") for t in batch]), unit="char")
-        theirs = reference.encode_batch(batch, add_special_tokens=False)
-        for row_ids, row_starts, row_ends, encoding in zip(ids.to_list(), starts.to_list(), ends.to_list(), theirs):
-            same_ids += row_ids == encoding.ids
-            same_offsets += row_ids == encoding.ids and list(zip(row_starts, row_ends)) == encoding.offsets
-    return same_ids, same_offsets
-
-
 def _multilingual_tokenizers(kind):
     """`(title, bert_tf's tokenizer, the HF reference)` of the per-script table of `kind`: "wordpiece" (`--vocab`,
     `--lowercase`) or "sentencepiece" (`--sentencepiece`'s tokenizer.json, e.g. XLM-R's, cased as the file says)."""
@@ -358,7 +331,7 @@ def _multilingual_row(ours, tokenize, with_offsets, reference, label, script, or
         name: statistics.median(r / s for r, s in zip(seconds["HF"], seconds[name]))
         for name in ("tokenize", "offsets", "tf.data", "tf.data 1 call")
     }
-    same_ids, same_offsets = _same_as_reference(ours, reference, original)
+    same_ids, same_offsets = udhr_text.same_as_reference(ours, reference, original, FLAGS.batch_size)
     return (
         f"| {label} | {script} | {megabytes:.2f} | "
         + " | ".join(f"{rate[name]:.1f}" for name in sides)

@@ -58,3 +58,19 @@ def repeated(lines, megabytes):
     size = sum(len(line.encode("utf-8")) for line in lines) or 1
     copies = max(1, -(-int(megabytes * 1e6) // size))
     return lines * copies
+
+
+def same_as_reference(ours, reference, lines, batch_size=4096):
+    """(lines with HF's ids, lines with HF's ids and character offsets) of `lines` (str): bert_tf's `ours`
+    (`tokenize_with_offsets`, character offsets) against HF `tokenizers`' `reference` without special tokens."""
+    import tensorflow as tf
+
+    same_ids = same_offsets = 0
+    for begin in range(0, len(lines), batch_size):
+        batch = lines[begin : begin + batch_size]
+        ids, starts, ends = ours.tokenize_with_offsets(tf.constant([t.encode("utf-8") for t in batch]), unit="char")
+        theirs = reference.encode_batch(batch, add_special_tokens=False)
+        for row_ids, row_starts, row_ends, encoding in zip(ids.to_list(), starts.to_list(), ends.to_list(), theirs):
+            same_ids += row_ids == encoding.ids
+            same_offsets += row_ids == encoding.ids and list(zip(row_starts, row_ends)) == encoding.offsets
+    return same_ids, same_offsets

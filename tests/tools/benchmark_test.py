@@ -5,6 +5,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -62,6 +63,10 @@ def test_quick_run_fills_every_section_and_writes_table_and_chart(tmp_path):
         "| albert | albert-tiny masked-LM training step",
     ):
         assert re.fullmatch(r"\d+\.\d\dx", _cells(table, row)[6]), row
+    # Both casings per UDHR file, each with its agreement with HF's ids on every line.
+    for casing in ("uncased", "cased"):
+        line = next(x for x in table.splitlines() if x.startswith(f"| text | tokenizer {casing}, UDHR all UDHR files"))
+        assert re.search(r"ids equal HF's on (\d+)/\1 lines", line), line
     # The two sides really share weights: same outputs up to GELU's tanh approximation in keras-hub.
     assert float(_cells(table, "| infer | same weights")[3]) < 1e-3
     assert float(_cells(table, "| serve | same weights")[3]) < 1e-3
@@ -306,3 +311,25 @@ def test_the_header_says_what_was_measured_beside_the_rule(monkeypatch, kind, tr
     assert "(bfloat16, a dtype the user chooses, ran 90.0 in bfloat16)" in infer_line, infer_line
     # One setting run: nothing measured to compare.
     assert harness.measured_lines([harness.all_settings_row("train", "tiny", {("bert_tf", "float32"): 3.0})]) == []
+
+
+def test_median_rates_calls_a_short_side_until_the_floor_and_counts_every_call():
+    from tools.bench import harness
+
+    calls = {"short": 0, "long": 0}
+
+    def short():
+        calls["short"] += 1
+        time.sleep(0.002)
+
+    def long():
+        calls["long"] += 1
+        time.sleep(0.03)
+
+    rates = harness.median_rates({"short": short, "long": long}, 1.0, 2, 0, 1, min_seconds=0.05)
+    # The short side filled the floor (about 20 calls), the long one its 2 steps; each rate is work per call's seconds.
+    assert calls["short"] >= 15 and calls["long"] == 2, calls
+    assert 200 < rates["short"] < 500 and 20 < rates["long"] < 34, rates
+    calls.update(short=0)
+    harness.median_rates({"short": short}, 1.0, 3, 0, 1)  # no floor: the steps alone
+    assert calls["short"] == 3

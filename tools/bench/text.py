@@ -12,9 +12,11 @@ from tools.bench.harness import Row, best_rows, median_rates
 from tools.bench.options import FLAGS, weights_dir
 from tools.bench.work import pretraining_batches
 
-# Tokenizer rows time this many passes over their text at once: one pass of ours is 5-10 ms, short enough for
-# one descheduled thread on a small VM to halve a reading.
+# Tokenizer rows time at least this many passes over their text, and as many more as fill TOKENIZER_SECONDS: one
+# pass of ours over a UDHR file is 3-10 ms, short enough for the thread pools' wake-up or one descheduled thread
+# on a small VM to halve a reading.
 TOKENIZER_PASSES = 5
+TOKENIZER_SECONDS = 0.25
 
 
 def text_rows():
@@ -53,7 +55,7 @@ def text_rows():
         candidates[("tokenizers", "float32")] = lambda: reference.encode_batch(lines)
     except ImportError:
         pass
-    rates = median_rates(candidates, megabytes, TOKENIZER_PASSES, 1, FLAGS.repeats)
+    rates = median_rates(candidates, megabytes, TOKENIZER_PASSES, 1, FLAGS.repeats, min_seconds=_floor())
     name = f"tokenizer, {len(lines)} lines of {os.path.basename(paths[0])}"
     rows = best_rows("text", name, "MB/s", rates)
     if ("tokenizers", "float32") in rates:
@@ -64,34 +66,48 @@ def text_rows():
 
 
 def _multilingual_rows(ours, vocab):
-    """bert_tf vs HF `tokenizers` `encode_batch` (every core) MB/s per UDHR file and over all of them, uncased."""
+    """bert_tf vs HF `tokenizers` `encode_batch` (every core) MB/s per UDHR file and over all of them, uncased (`ours`)
+    and cased (the same vocabulary without lowercasing), each row noting on how many lines the ids equal HF's."""
     import tensorflow as tf
+
+    from bert_tf.text import BertTokenizer
 
     try:
         from tokenizers import BertWordPieceTokenizer
     except ImportError:
         return []
     paths = sorted(glob.glob(FLAGS.tokenizer_multilingual)) if FLAGS.tokenizer_multilingual else []
-    reference = BertWordPieceTokenizer(vocab, lowercase=True)
-    ours_fn = tf.function(lambda x: ours.tokenize(x).flat_values, input_signature=[tf.TensorSpec([None], tf.string)])
     texts = {os.path.basename(p): (udhr_text.script_of(p), udhr_text.read_lines(p)) for p in paths}
     if texts:
         texts["all UDHR files"] = ("every script", [line for _, lines in texts.values() for line in lines])
     megabytes = 0.02 if FLAGS.quick else FLAGS.tokenizer_multilingual_megabytes
     rows = []
-    for label, (script, lines) in texts.items():
-        lines = udhr_text.repeated(lines, megabytes)
-        size = sum(len(line.encode("utf-8")) for line in lines) / 1e6
-        chunks = [tf.constant([t.encode("utf-8") for t in lines[i : i + 4096]]) for i in range(0, len(lines), 4096)]
-        candidates = {
-            ("bert_tf", "float32"): lambda chunks=chunks: [ours_fn(c).numpy() for c in chunks],
-            ("tokenizers", "float32"): lambda lines=lines: reference.encode_batch(lines),
-        }
-        rates = median_rates(candidates, size, TOKENIZER_PASSES, 1, FLAGS.repeats)
-        rows.extend(
-            best_rows("text", f"tokenizer, UDHR {label} ({script}), {size:.2f} MB", "MB/s", rates, peer="tokenizers")
+    for casing, tokenizer in (("uncased", ours), ("cased", BertTokenizer(vocab, lowercase=False))):
+        reference = BertWordPieceTokenizer(vocab, lowercase=casing == "uncased")
+        ours_fn = tf.function(
+            lambda x, tokenizer=tokenizer: tokenizer.tokenize(x).flat_values,
+            input_signature=[tf.TensorSpec([None], tf.string)],
         )
+        for label, (script, original) in texts.items():
+            lines = udhr_text.repeated(original, megabytes)
+            size = sum(len(line.encode("utf-8")) for line in lines) / 1e6
+            chunks = [tf.constant([t.encode("utf-8") for t in lines[i : i + 4096]]) for i in range(0, len(lines), 4096)]
+            candidates = {
+                ("bert_tf", "float32"): lambda chunks=chunks, fn=ours_fn: [fn(c).numpy() for c in chunks],
+                ("tokenizers", "float32"): lambda lines=lines, hf=reference: hf.encode_batch(lines),
+            }
+            rates = median_rates(candidates, size, TOKENIZER_PASSES, 1, FLAGS.repeats, min_seconds=_floor())
+            same, _ = udhr_text.same_as_reference(tokenizer, reference, original)
+            (row,) = best_rows(
+                "text", f"tokenizer {casing}, UDHR {label} ({script}), {size:.2f} MB", "MB/s", rates, peer="tokenizers"
+            )
+            row.note = f"ids equal HF's on {same}/{len(original)} lines"
+            rows.append(row)
     return rows
+
+
+def _floor():
+    return 0.0 if FLAGS.quick else TOKENIZER_SECONDS
 
 
 def _pipeline_row(tokenizer, paths):
