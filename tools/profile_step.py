@@ -252,7 +252,7 @@ def probe(side, setting, logdir):
     features = {k: tf.constant(v) for k, v in features.items()}
     labels = tf.constant(labels)
     model, optimizer_class = masked_lm(side, CONFIGS[FLAGS.config], setting)
-    step = train_step(model, jit(setting), optimizer_class)
+    step = train_step(model, jit(setting), optimizer_class, side)
     step(features, labels).numpy()  # traces (and compiles)
     times = []
     for _ in range(FLAGS.warmup):

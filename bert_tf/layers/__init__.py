@@ -24,7 +24,8 @@ scaling) and `GatedFeedForward` (SwiGLU / gated GELU, the activation on the gate
 
 Functions: `get_activation` (`hidden_act` name -> function) with the GELUs
 `gelu_erf` and `gelu_tanh`; the fused element-wise kernels `layer_norm`,
-`dropout` and `dropped_softmax` (softmax + dropout of the attention); the
+`dropout` and `dropped_softmax` (softmax + dropout of the attention), and the
+loss `sparse_softmax_cross_entropy` (loss and gradient one kernel each way); the
 token-matrix helpers `dense_tokens` and `scatter_tokens` (see
 `bert_tf.layers.token_matrix`); the execution path this CPU runs fastest
 (`choose_path`, `cpu_info`, `resolve_jit_compile`, `ExecutionPath`: see
@@ -34,6 +35,7 @@ token-matrix helpers `dense_tokens` and `scatter_tokens` (see
 from bert_tf.layers.activations import gelu_erf, gelu_tanh, get_activation
 from bert_tf.layers.bert_embeddings import BertEmbeddings
 from bert_tf.layers.bert_self_attention import BertSelfAttention, dropped_softmax
+from bert_tf.layers.cross_entropy import sparse_softmax_cross_entropy
 from bert_tf.layers.deberta_embeddings import DebertaEmbeddings
 from bert_tf.layers.dense_head import HEAD_INITIALIZERS, DenseHead
 from bert_tf.layers.disentangled_attention import DisentangledSelfAttention
@@ -113,4 +115,5 @@ __all__ = [
     "layer_norm",
     "resolve_jit_compile",
     "scatter_tokens",
+    "sparse_softmax_cross_entropy",
 ]

@@ -9,8 +9,9 @@ both, so a task declaration imports nothing from `bert_tf.training`.
 
 import dataclasses
 
-import keras
 import tensorflow as tf
+
+from bert_tf.layers import sparse_softmax_cross_entropy
 
 # What a head's loss is: softmax cross-entropy, squared error, or sigmoid cross-entropy.
 HEAD_KINDS = ("ce", "mse", "binary")
@@ -45,6 +46,17 @@ class Head:
 
     def key(self, what):
         return f"{self.name}_{what}" if self.name else what
+
+
+def _class_ids(target, logits):
+    """Integer class ids of `target` shaped as `logits` without its class axis (a trailing axis of 1 dropped, as
+    Keras' sparse cross-entropy takes `[B, 1]` labels)."""
+    target = tf.convert_to_tensor(target)
+    if not target.dtype.is_integer:
+        target = tf.cast(target, tf.int32)
+    if target.shape.rank is not None and target.shape.rank == logits.shape.rank:
+        target = tf.squeeze(target, -1)
+    return target
 
 
 def _class_stats(head):
@@ -139,7 +151,7 @@ class Objective:
             logits, weight = outputs[head.output], weights[head.output]
             target = outputs[head.labels_from] if head.labels_from else labels[head.output]
             if head.kind == "ce":
-                per_example = keras.losses.sparse_categorical_crossentropy(target, logits, from_logits=True)
+                per_example = sparse_softmax_cross_entropy(_class_ids(target, logits), logits)
                 predicted = tf.argmax(logits, -1, output_type=tf.int32)
                 correct = tf.cast(tf.equal(predicted, tf.cast(target, tf.int32)), tf.float32)
             elif head.kind == "binary":

@@ -70,7 +70,7 @@ def albert_rows(seq_length, batch_size):
             ("bert_tf", pretrainer, FusedAdamW),
             ("keras-hub", masked_lm, keras.optimizers.AdamW),
         ):
-            step = train_step(model, jit(setting), optimizer_class)
+            step = train_step(model, jit(setting), optimizer_class, side)
             steps[(side, setting)] = lambda s=step: s(features, labels).numpy()
     rows = []
     shape = f"{describe(cfg)} E{cfg['embedding_size']} {batch_size}x{seq_length}"
@@ -134,5 +134,5 @@ def probe(spec, side, setting, train):
         model, optimizer_class = BertPretrainer(model, nsp=False), FusedAdamW
     else:
         model, optimizer_class = keras_hub.models.AlbertMaskedLM(model, preprocessor=None), keras.optimizers.AdamW
-    step = train_step(model, jit(setting), optimizer_class)
+    step = train_step(model, jit(setting), optimizer_class, side)
     return lambda: step(features, labels).numpy()

@@ -73,7 +73,7 @@ def deberta_rows(seq_length, batch_size):
             ("bert_tf", pretrainer, features, FusedAdamW),
             ("keras-hub", hub_mlm, hub_features, keras.optimizers.AdamW),
         ):
-            step = train_step(model, jit(setting), optimizer_class)
+            step = train_step(model, jit(setting), optimizer_class, side)
             train[(side, setting)] = lambda s=step, x=inputs: s(x, labels).numpy()
     shape = f"{name} ({describe(cfg)}, {cfg['position_buckets']} buckets) {batch_size}x{seq_length}"
     if "float32" in FLAGS.settings:

@@ -58,11 +58,14 @@ def train_rows(seq_length, batch_size):
         for setting in FLAGS.settings:
             models = {side: masked_lm(side, cfg, setting) for side in SIDES}
             for side, (model, optimizer_class) in models.items():
-                step = train_step(model, jit(setting), optimizer_class)
+                step = train_step(model, jit(setting), optimizer_class, side)
                 candidates[(side, setting)] = lambda s=step: s(features, labels).numpy()
         rates = timed(candidates, batch_size)
         rows.extend(best_rows("train", f"{config} ({describe(cfg)}) {batch_size}x{seq_length}", "seq/s", rates))
-        note = "masked LM, 15% positions, dropout 0.1; optimizer: bert_tf FusedAdamW, keras-hub keras.optimizers.AdamW"
+        note = (
+            "masked LM, 15% positions, dropout 0.1; optimizer: bert_tf FusedAdamW, keras-hub keras.optimizers.AdamW; "
+            "loss: each library's sparse cross-entropy (tools/bench/work.py cross_entropy)"
+        )
         rows[-1].note = note
         rows[-1].probe = dict(kind="train", cfg=cfg, batch=batch_size, seq=seq_length)
         rows.extend(_mfu_rows(config, cfg, seq_length, predictions, rates))
@@ -82,7 +85,7 @@ def probe_train(spec, side, setting):
     """Memory probe `train`: one side's masked-LM training step (as `train_rows`)."""
     features, labels = random_tensors(spec["batch"], spec["seq"], masked_positions(spec["seq"]))
     model, optimizer_class = masked_lm(side, spec["cfg"], setting)
-    step = train_step(model, jit(setting), optimizer_class)
+    step = train_step(model, jit(setting), optimizer_class, side)
     return lambda: step(features, labels).numpy()
 
 
@@ -138,7 +141,7 @@ def finetune_rows(seq_length, batch_size):
     for setting in FLAGS.settings:
         models = {side: _classifier(side, cfg, setting) for side in SIDES}
         for side, (model, optimizer_class) in models.items():
-            step, data = train_step(model, jit(setting), optimizer_class), itertools.cycle(batches)
+            step, data = train_step(model, jit(setting), optimizer_class, side), itertools.cycle(batches)
             candidates[(side, setting)] = lambda s=step, d=data: s(*next(d)).numpy()
     rates = timed(candidates, batch_size)
     rows = best_rows(
@@ -157,5 +160,5 @@ def probe_finetune(spec, side, setting):
     """Memory probe `finetune`: one side's classifier training step on SST-2 dev batches (as `finetune_rows`)."""
     batches = itertools.cycle(_sst2_batches(spec["seq"], spec["batch"])[0])
     model, optimizer_class = _classifier(side, spec["cfg"], setting)
-    step = train_step(model, jit(setting), optimizer_class)
+    step = train_step(model, jit(setting), optimizer_class, side)
     return lambda: step(*next(batches)).numpy()

@@ -120,21 +120,36 @@ def random_tensors(batch_size, seq_length, predictions=None):
     return {k: tf.constant(v) for k, v in features.items()}, tf.constant(labels)
 
 
-def train_step(model, jit_compile, optimizer_class):
-    """The shared harness: masked-LM cross-entropy, gradients, each library's AdamW."""
+def cross_entropy(side):
+    """The sparse cross-entropy `side`'s training computes: bert_tf's objectives'
+    (`bert_tf.layers.sparse_softmax_cross_entropy`), else TensorFlow's op on float32 logits (what Keras'
+    `SparseCategoricalCrossentropy(from_logits=True)`, keras-hub's masked-LM loss, runs)."""
+    import tensorflow as tf
+
+    if side == "bert_tf":
+        from bert_tf.layers import sparse_softmax_cross_entropy
+
+        return sparse_softmax_cross_entropy
+    return lambda labels, logits: tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=labels, logits=tf.cast(logits, tf.float32)
+    )
+
+
+def train_step(model, jit_compile, optimizer_class, side):
+    """The shared harness: masked-LM cross-entropy (each library's, `cross_entropy`), gradients, each library's
+    AdamW."""
     import tensorflow as tf
 
     optimizer = optimizer_class(learning_rate=1e-4, weight_decay=0.01)
     optimizer.build(model.trainable_variables)
+    loss_fn = cross_entropy(side)
 
     @tf.function(jit_compile=jit_compile, reduce_retracing=True)
     def step(features, labels):
         with tf.GradientTape() as tape:
             logits = model(features, training=True)
             logits = logits["mlm"] if isinstance(logits, dict) else logits
-            loss = tf.reduce_mean(
-                tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=tf.cast(logits, tf.float32))
-            )
+            loss = tf.reduce_mean(loss_fn(labels, logits))
         variables = model.trainable_variables
         gradients = tape.gradient(loss, variables)
         optimizer.apply(gradients, variables)
@@ -167,7 +182,7 @@ def masked_lm_probe(spec, side, setting, train, build, hub_masked_lm):
         model, optimizer_class = BertPretrainer(model, nsp=False), FusedAdamW
     else:
         model, optimizer_class = hub_masked_lm(model, preprocessor=None), keras.optimizers.AdamW
-    step = train_step(model, jit(setting), optimizer_class)
+    step = train_step(model, jit(setting), optimizer_class, side)
     return lambda: step(features, labels).numpy()
 
 

@@ -102,7 +102,7 @@ def xlmr_rows(seq_length, batch_size):
             ("bert_tf", pretrainer, features, FusedAdamW),
             ("keras-hub", hub_mlm, hub_features, keras.optimizers.AdamW),
         ):
-            step = train_step(model, jit(setting), optimizer_class)
+            step = train_step(model, jit(setting), optimizer_class, side)
             train[(side, setting)] = lambda s=step, x=inputs: s(x, labels).numpy()
         train_rates.update(timed(train, batch_size))
         del pretrainer, hub_mlm, forward, train, call, step
