@@ -77,8 +77,21 @@ class Rule:
 # First matching row wins. Numbers: MiniLM size (6/384/12), 32 x 128, sequences/s, each side's settings alternated
 # inside every repeat; "measured by this project" rows are tools/benchmark.py runs or the same harness.
 RULES = (
-    # Measured by this project (docs/benchmark_amx16.md): 16-core Xeon with AMX. Training step mixed_bfloat16 ops
-    # 96.9 vs XLA 36.3, float32 ops 64.1; forward mixed_bfloat16 ops 356 vs XLA 169, float32 ops 245.
+    # Measured by this project on a 2-core Intel Xeon with AMX (AVX-512 VNNI, BF16, FP16 and the AMX flags; oneDNN
+    # runs bfloat16 matmuls on AMX: matmul peak 1,263 GFLOP/s vs float32 345), issue 52, tools/benchmark.py
+    # (docs/results/2026-12-03-issue52-intel-amx.md): training step mixed_bfloat16 ops 35.1 vs XLA 17.2, float32 ops
+    # 21.4 vs XLA 18.0; forward mixed_bfloat16 ops 161.8 vs XLA 75.2, float32 ops 84.5 vs XLA 78.3.
+    Rule(
+        "amx",
+        2,
+        "ops",
+        "ops",
+        "2-core Intel Xeon (AMX), issue 52: bfloat16 on ops fastest for training, ops for the forward",
+        "bfloat16",
+    ),
+    # Measured by this project (docs/results/2026-11-26-benchmark-16core-amx.md): 16-core Xeon with AMX. Training
+    # step mixed_bfloat16 ops 96.9 vs XLA 36.3, float32 ops 64.1; forward mixed_bfloat16 ops 356 vs XLA 169, float32
+    # ops 245.
     Rule("amx", 1024, "ops", "ops", "16-core Xeon (AMX): ops fastest for training and forward", "bfloat16"),
     # Measured by this project on a 2-core Intel Xeon (AVX-512 F/BW/VL, VNNI, BF16, FP16; no AMX flag), issue 52's
     # table (tools/benchmark.py, each setting alone, MiniLM size 32 x 128): training step float32 ops 12.5, float32
@@ -105,8 +118,9 @@ RULES = (
         "2-core AMD EPYC (AVX-512, AVX512_BF16): ops fastest for training and forward",
         "bfloat16",
     ),
-    # Measured by this project (docs/benchmark.md, 2-core Ice Lake without bfloat16 hardware): training step float32
-    # ops 10.8 vs XLA 9.7 (mixed_bfloat16, emulated: ops 5.0, XLA 9.0); forward float32 ops 51.2 vs XLA 41.9.
+    # Measured by this project (docs/results/2026-11-26-benchmark-2core-icelake.md, 2-core Ice Lake without bfloat16
+    # hardware): training step float32 ops 10.8 vs XLA 9.7 (mixed_bfloat16, emulated: ops 5.0, XLA 9.0); forward
+    # float32 ops 51.2 vs XLA 41.9.
     Rule("avx512", 1024, "ops", "ops", "2-core Ice Lake (AVX-512): ops fastest for training and forward"),
     # NOT measured by this project: issue 22's text (an independent harness on a 2-core AMD EPYC with AVX2 only):
     # forward float32 ops 27.3 vs XLA 28.1 (mixed_bfloat16 + XLA 28.8). Its training step (1.51x keras-hub) was

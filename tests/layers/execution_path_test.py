@@ -101,6 +101,14 @@ def test_fastest_training_dtype_is_the_measured_one_per_cpu_kind(monkeypatch, ki
     assert choose_path(cpu).dtype == dtype
 
 
+@pytest.mark.parametrize("threads, measured_on", [(2, "2-core Intel Xeon (AMX)"), (16, "16-core Xeon (AMX)")])
+def test_an_amx_cpu_takes_the_row_measured_at_its_thread_count(monkeypatch, threads, measured_on):
+    monkeypatch.delenv(execution_path.ENV_VAR, raising=False)
+    path = choose_path(CpuInfo("x", _flags_of("amx"), threads))
+    assert (path.train, path.infer, path.dtype) == ("ops", "ops", "bfloat16")
+    assert f"rule: {measured_on}" in path.describe()
+
+
 def test_bad_override_names_the_variable_and_value(monkeypatch):
     monkeypatch.setenv(execution_path.ENV_VAR, "fast")
     with pytest.raises(ValueError, match=r"BERT_TF_PATH must be auto, ops or xla.*'fast'"):
