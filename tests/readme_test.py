@@ -410,6 +410,10 @@ LONG = {
     "--steps=3 --warmup=2 --repeats=3": Long(
         "about 4 minutes with the memory probes; tests/tools/benchmark_test.py runs --quick"
     ),
+    "python tools/benchmark.py --output_md=runs/benchmark.md": Long(
+        "about 45 minutes on 2 cores with the memory probes (docs/results/2026-12-03-issue52-intel-amx.md); "
+        "tests/tools/benchmark_test.py runs --quick"
+    ),
     "make test-slow": Long(
         "about 55 minutes: the tests marked slow (estimated: the 72.2-minute full run less the default tier, same CPU)"
     ),
