@@ -1,10 +1,13 @@
-"""`sparse_softmax_cross_entropy`: TensorFlow's loss and gradient from one XLA kernel each way, bad labels refused."""
+"""`sparse_softmax_cross_entropy`: TensorFlow's loss and gradient from one XLA kernel each way, bad labels refused.
+
+The XLA kernels are on in every layer test (tests/layers/conftest.py)."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.layers import fused, sparse_softmax_cross_entropy
+from bert_tf.layers import sparse_softmax_cross_entropy
+from tests.layers import compiled_calls
 
 
 def _reference(labels, logits):
@@ -25,25 +28,14 @@ def _loss_and_gradient(loss_fn, labels, logits, jit_compile=False):
     return run(logits)
 
 
-def _compiled_calls(labels, logits):
-    f = tf.function(lambda y, x: sparse_softmax_cross_entropy(y, x))
-    graph = f.get_concrete_function(labels, logits).graph
-    return sum(
-        1 for op in graph.get_operations() if "_XlaMustCompile" in op.node_def.attr and op.get_attr("_XlaMustCompile")
-    )
-
-
-@pytest.fixture
-def kernels_on(monkeypatch):
-    monkeypatch.setenv(fused.ENV_VAR, "1")
-
-
 @pytest.mark.parametrize("dtype", [tf.float32, tf.bfloat16])
 @pytest.mark.parametrize("jit_compile", [False, True])
-def test_loss_and_gradient_equal_tensorflows_to_rounding(kernels_on, dtype, jit_compile):
+def test_loss_and_gradient_equal_tensorflows_to_rounding(dtype, jit_compile):
     logits = tf.cast(tf.random.stateless_normal([3, 7, 501], seed=[1, 2]) * 4.0, dtype)
     labels = tf.random.stateless_uniform([3, 7], seed=[5, 6], maxval=501, dtype=tf.int32)
-    assert _compiled_calls(labels, logits) == 1  # the forward kernel (the backward is traced with the gradient)
+    assert (
+        compiled_calls(sparse_softmax_cross_entropy, labels, logits) == 1
+    )  # the forward kernel (the backward is traced with the gradient)
     ours, our_grad = _loss_and_gradient(sparse_softmax_cross_entropy, labels, logits, jit_compile)
     theirs, their_grad = _loss_and_gradient(_reference, labels, logits)
     assert ours.dtype == tf.float32 and ours.shape == [3, 7] and our_grad.dtype == dtype
@@ -57,10 +49,10 @@ def test_loss_and_gradient_equal_tensorflows_to_rounding(kernels_on, dtype, jit_
         assert np.mean(ours_g == theirs_g) > 0.99
 
 
-def test_shapes_known_only_at_run_time_take_tensorflows_op(kernels_on):
+def test_shapes_known_only_at_run_time_take_tensorflows_op():
     labels = tf.TensorSpec([None], tf.int32)
     logits = tf.TensorSpec([None, 11], tf.float32)
-    assert _compiled_calls(labels, logits) == 0
+    assert compiled_calls(sparse_softmax_cross_entropy, labels, logits) == 0
     f = tf.function(sparse_softmax_cross_entropy, input_signature=[labels, logits])
     values = tf.random.stateless_normal([5, 11], seed=[7, 8])
     ids = tf.constant([0, 3, 10, 2, 1])
@@ -68,7 +60,7 @@ def test_shapes_known_only_at_run_time_take_tensorflows_op(kernels_on):
 
 
 @pytest.mark.parametrize("bad", [11, -1])
-def test_a_label_outside_the_classes_stops_the_step_by_name(kernels_on, bad):
+def test_a_label_outside_the_classes_stops_the_step_by_name(bad):
     logits = tf.zeros([2, 11])
     with pytest.raises(tf.errors.InvalidArgumentError, match=r"outside the valid range \[0, 11\)"):
         tf.function(sparse_softmax_cross_entropy)(tf.constant([0, bad]), logits)

@@ -5,15 +5,12 @@ import tensorflow as tf
 
 from bert_tf.layers import fused
 from bert_tf.layers.layer_norm import layer_norm
+from tests.layers import compiled_calls
 
 
 def _compiled_calls(spec):
     """How many XLA-compiled function calls the traced graph of one layer_norm holds."""
-    f = tf.function(lambda x: layer_norm(x, tf.ones([8]), tf.zeros([8]), tf.constant(1e-12)))
-    graph = f.get_concrete_function(spec).graph
-    return sum(
-        1 for op in graph.get_operations() if "_XlaMustCompile" in op.node_def.attr and op.get_attr("_XlaMustCompile")
-    )
+    return compiled_calls(lambda x: layer_norm(x, tf.ones([8]), tf.zeros([8]), tf.constant(1e-12)), spec)
 
 
 @pytest.mark.parametrize(
