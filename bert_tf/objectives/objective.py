@@ -151,9 +151,10 @@ class Objective:
             logits, weight = outputs[head.output], weights[head.output]
             target = outputs[head.labels_from] if head.labels_from else labels[head.output]
             if head.kind == "ce":
-                per_example = sparse_softmax_cross_entropy(_class_ids(target, logits), logits)
+                classes = _class_ids(target, logits)
+                per_example = sparse_softmax_cross_entropy(classes, logits)
                 predicted = tf.argmax(logits, -1, output_type=tf.int32)
-                correct = tf.cast(tf.equal(predicted, tf.cast(target, tf.int32)), tf.float32)
+                correct = tf.cast(tf.equal(predicted, tf.cast(classes, tf.int32)), tf.float32)
             elif head.kind == "binary":
                 target = tf.cast(target, tf.float32)
                 logits = tf.cast(logits, tf.float32)
