@@ -81,14 +81,15 @@ class BertSelfAttention(ConfiguredLayer):
                 of `tokens`; the attention pads them back to `[B, T]` itself.
             position_bias: optional float32 `[1, N, T, T]` added to the scores.
         """
+        scale = self._late_scale(training, position_bias)
         if not training:
-            query, key, value = self._separate_heads(tokens, batch, length, token_index)  # each [B, N, T, D]
+            query, key, value = self._separate_heads(tokens, batch, length, token_index, scale is None)
         else:
             qkv = self._project(tokens, (self.query_dense, self.key_dense, self.value_dense))  # [M, 3H]
             if token_index is not None:
                 qkv = scatter_tokens(qkv, token_index, batch * length)  # [B*T, 3H]
             query, key, value = self._heads(qkv, batch, length, 3)  # each [B, N, T, D]
-        context = self._context(query, key, value, padding_mask, training, position_bias)  # [B*T, H]
+        context = self._context(query, key, value, padding_mask, training, position_bias, scale)  # [B*T, H]
         if token_index is not None:
             context = tf.gather(context, token_index)  # [M, H]
         return dense_tokens(self.output_dense, context, self.compute_dtype)
@@ -127,9 +128,10 @@ class BertSelfAttention(ConfiguredLayer):
         bias = biases[0] if len(layers) == 1 else tf.concat(biases, axis=0)
         return tf.nn.bias_add(tf.matmul(tokens, kernel), bias)
 
-    def _separate_heads(self, tokens, batch, length, token_index=None):
+    def _separate_heads(self, tokens, batch, length, token_index=None, scale_query=True):
         """The inference projections: three `[M, H]` matmuls on the kernels as stored -> 3 x `[B, N, T, D]`
-        (each scattered back to `[B*T, H]` first where `token_index` gives the rows' places).
+        (each scattered back to `[B*T, H]` first where `token_index` gives the rows' places); the query scaled by
+        `1/sqrt(D)` unless `scale_query` is False (the scores are scaled instead, `_late_scale`).
 
         `_project`'s one matmul needs the kernels concatenated (and the query's
         scaled) first: a copy of the `[H, 3H]` weights at every call, which at
@@ -149,7 +151,8 @@ class BertSelfAttention(ConfiguredLayer):
             dense_tokens(layer, tokens, self.compute_dtype)  # [M, H]
             for layer in (self.query_dense, self.key_dense, self.value_dense)
         )
-        query = query * ops.cast(1.0 / math.sqrt(self.head_dim), self.compute_dtype)
+        if scale_query:
+            query = query * ops.cast(1.0 / math.sqrt(self.head_dim), self.compute_dtype)
         projected = (query, key, value)
         if token_index is not None:
             projected = tuple(scatter_tokens(p, token_index, batch * length) for p in projected)  # [B*T, H]
@@ -160,15 +163,35 @@ class BertSelfAttention(ConfiguredLayer):
         projected = tf.reshape(projected, (batch, length, count, self.num_heads, self.head_dim))
         return tf.unstack(tf.transpose(projected, (2, 0, 3, 1, 4)), num=count)
 
-    def _context(self, query, key, value, padding_mask, training, position_bias=None):
-        """Dot-product attention: scaled `[B, N, Q, D]` queries over `[B, N, T, D]` -> `[B*Q, H]`; `position_bias`
-        (float32, broadcast to `[B, N, Q, T]`) is added to the scaled scores where given."""
-        scores = tf.matmul(query, key, transpose_b=True)  # [B, N, Q, T] (query pre-scaled by 1/sqrt(D))
+    def _late_scale(self, training, position_bias):
+        """`1/sqrt(D)`, where the scores are scaled after the query-key matmul rather than the query before it: a
+        float32 forward outside training with no position bias. There the scores are `matmul * scale + mask`,
+        which TensorFlow's graph optimizer runs as one oneDNN kernel (`_MklFusedBatchMatMulV2` with the multiply
+        and the add as post-ops) instead of a matmul and an add over the `[B, N, T, T]` scores (and a multiply over
+        the queries). Measured (issue 52, MiniLM 32x128 float32 forward, 2-core Intel Xeon with oneDNN capped at
+        AVX512_CORE_FP16): the mask's add took 1.5 ms of a layer's 55 ms. None elsewhere: training keeps its
+        measured path (the query's weights scaled, softmax and dropout in one pass), mixed precision casts the
+        scores to float32 between the matmul and the add, and a position bias is a third addend."""
+        if training or position_bias is not None or self.compute_dtype != "float32":
+            return None
+        return 1.0 / math.sqrt(self.head_dim)
+
+    def _context(self, query, key, value, padding_mask, training, position_bias=None, scale=None):
+        """Dot-product attention: `[B, N, Q, D]` queries over `[B, N, T, D]` -> `[B*Q, H]`; the queries come
+        scaled by `1/sqrt(D)`, or with `scale` the scores are scaled (`_late_scale`); `position_bias` (float32,
+        broadcast to `[B, N, Q, T]`) is added to the scaled scores where given."""
+        scores = tf.matmul(query, key, transpose_b=True)  # [B, N, Q, T]
+        if scale is not None:  # (one fused kernel: the matmul, the scale and the mask's add)
+            probs = ops.softmax(scores * scale + _score_bias(padding_bias(padding_mask)), axis=-1)
+            return self._weighted_values(probs, value)
         scores = ops.cast(scores, "float32")
         if position_bias is not None:
             scores = scores + position_bias
         probs = masked_probabilities(self, scores, padding_bias(padding_mask), training)
-        probs = ops.cast(probs, self.compute_dtype)
+        return self._weighted_values(ops.cast(probs, self.compute_dtype), value)
+
+    def _weighted_values(self, probs, value):
+        """`[B, N, Q, T]` probabilities over `[B, N, T, D]` values -> `[B*Q, H]`."""
         context = tf.transpose(tf.matmul(probs, value), (0, 2, 1, 3))  # [B, Q, N, D]
         return tf.reshape(context, (-1, self.hidden_dim))  # [B*Q, H]
 
@@ -206,9 +229,15 @@ def masked_probabilities(layer, scores, bias, training):
     (`dropped_softmax`)."""
     if training and layer.dropout > 0:
         return dropped_softmax(scores, bias, draw_seed(layer.dropout_layer), layer.dropout)
-    # (expand_dims, not `[:, None, None, :]`: LiteRT has no kernel for a new-axis slice of a [B, T] of unknown B and
-    # T.)
-    return ops.softmax(scores + tf.expand_dims(tf.expand_dims(bias, 1), 1), axis=-1)
+    return ops.softmax(scores + _score_bias(bias), axis=-1)
+
+
+def _score_bias(bias):
+    """`[B, T]` -> `[B, 1, 1, T]`, broadcast over heads and queries.
+
+    (expand_dims, not `[:, None, None, :]`: LiteRT has no kernel for a new-axis slice of a [B, T] of unknown B and
+    T.)"""
+    return tf.expand_dims(tf.expand_dims(bias, 1), 1)
 
 
 def _dropped_softmax_forward(scores, bias, seed, rate, alg):
