@@ -1,11 +1,15 @@
-"""Where the benchmark's masked-LM training step spends its time on this CPU, bert_tf and keras-hub side by side.
+"""Where the benchmark's masked-LM training step (or encoder forward) spends its time on this CPU, bert_tf and
+keras-hub side by side.
 
     python tools/profile_step.py                                  # MiniLM size, 32 x 128, float32 and bfloat16
     python tools/profile_step.py --config=base --settings=float32 --sides=bert_tf
+    python tools/profile_step.py --step=forward --settings=float32,float32_xla
 
-The step is tools/bench/train.py's `train_rows` step: `tools.bench.work.masked_lm` (bert_tf `BertPretrainer` with
-`FusedAdamW`, keras-hub `BertMaskedLM` with `keras.optimizers.AdamW`), `train_step` (masked-LM cross-entropy,
-gradients, the optimizer's update) on `random_batch`, compiled per setting as the benchmark compiles it. Each
+The step (`--step=train`, the default) is tools/bench/train.py's `train_rows` step: `tools.bench.work.masked_lm`
+(bert_tf `BertPretrainer` with `FusedAdamW`, keras-hub `BertMaskedLM` with `keras.optimizers.AdamW`), `train_step`
+(masked-LM cross-entropy, gradients, the optimizer's update) on `random_batch`, compiled per setting as the benchmark
+compiles it. `--step=forward` profiles tools/bench/infer.py's forward instead: `compiled_forward` of bert_tf's
+`BertEncoder` and keras-hub's `BertBackbone` (random weights of the shape, no dropout) on `random_tensors`. Each
 side and setting runs in its own process (this script with `--probe=SIDE:SETTING`), so one's memory and oneDNN
 caches do not touch another's: the first call traces, `--warmup` calls are timed without the profiler (their median
 gives seq/s), then `--steps` calls run under TensorFlow's profiler (`tf.profiler.experimental`). The child reads the
@@ -50,6 +54,9 @@ from tools.bench.harness import SETTINGS, SIDES
 from tools.bench.work import CONFIGS
 
 FLAGS = flags.FLAGS
+flags.DEFINE_enum(
+    "step", "train", ["train", "forward"], "What to profile: the masked-LM training step, or the encoder forward."
+)
 flags.DEFINE_enum("config", "minilm", sorted(CONFIGS), "Model shape (tools/bench/work.py CONFIGS).")
 flags.DEFINE_list("settings", ["float32", "bfloat16"], f"Benchmark settings: {', '.join(SETTINGS)}.")
 flags.DEFINE_list("sides", list(SIDES), "Sides to profile.")
@@ -62,6 +69,11 @@ flags.DEFINE_integer("top", 15, "Op instances in the second table.")
 flags.DEFINE_string("logdir", None, "Keep the traces here (a folder per side and setting); default: a temporary one.")
 flags.DEFINE_string("probe", None, "Internal: profile SIDE:SETTING in this process and print its JSON.")
 
+# What `--step` profiles, as the table's header names it.
+STEPS = {
+    "train": "Masked-LM training step (tools/bench/train.py's)",
+    "forward": "Encoder forward (tools/bench/infer.py's, random weights, no dropout)",
+}
 # Classes in table order; `classify` puts an op in the first that takes it.
 CLASSES = {
     "matmul": "matmul (MatMul, FusedMatMul, BatchMatMul, Einsum)",
@@ -245,24 +257,17 @@ def probe(side, setting, logdir):
         tf.config.threading.set_inter_op_parallelism_threads(1)
     import keras_hub
 
-    from tools.bench.harness import jit
-    from tools.bench.work import masked_lm, masked_positions, random_batch, train_step
-
-    features, labels = random_batch(FLAGS.batch_size, FLAGS.seq_length, masked_positions(FLAGS.seq_length))
-    features = {k: tf.constant(v) for k, v in features.items()}
-    labels = tf.constant(labels)
-    model, optimizer_class = masked_lm(side, CONFIGS[FLAGS.config], setting)
-    step = train_step(model, jit(setting), optimizer_class, side)
-    step(features, labels).numpy()  # traces (and compiles)
+    step, args = _step(side, setting)
+    step(*args).numpy()  # traces (and compiles)
     times = []
     for _ in range(FLAGS.warmup):
         start = time.perf_counter()
-        step(features, labels).numpy()
+        step(*args).numpy()
         times.append(time.perf_counter() - start)
     tf.profiler.experimental.start(logdir)
     try:
         for _ in range(FLAGS.steps):
-            step(features, labels).numpy()
+            step(*args).numpy()
     finally:
         tf.profiler.experimental.stop()
     report = profile_totals(read_trace(logdir), FLAGS.steps, function=step.__name__)
@@ -282,6 +287,33 @@ def probe(side, setting, logdir):
     return report
 
 
+def _step(side, setting):
+    """`(tf.function, its arguments)`: the `--step` of `side` in `setting`, as the benchmark compiles it."""
+    import tensorflow as tf
+
+    from tools.bench.harness import jit
+    from tools.bench.work import (
+        compiled_forward,
+        hub_backbone,
+        masked_lm,
+        masked_positions,
+        ours_encoder,
+        random_batch,
+        random_tensors,
+        train_step,
+    )
+
+    cfg = CONFIGS[FLAGS.config]
+    if FLAGS.step == "forward":
+        features, _ = random_tensors(FLAGS.batch_size, FLAGS.seq_length)
+        model = (ours_encoder if side == "bert_tf" else hub_backbone)(cfg, setting, 0.0)
+        return compiled_forward(model, setting), (features,)
+    features, labels = random_batch(FLAGS.batch_size, FLAGS.seq_length, masked_positions(FLAGS.seq_length))
+    model, optimizer_class = masked_lm(side, cfg, setting)
+    features = {k: tf.constant(v) for k, v in features.items()}
+    return train_step(model, jit(setting), optimizer_class, side), (features, tf.constant(labels))
+
+
 def _cell(value, wall):
     return f"{value:.1f} | {100 * value / wall:.1f}%" if wall else f"{value:.1f} | "
 
@@ -299,7 +331,7 @@ def markdown(reports):
     )
     lines = [
         f"CPU: {cpu_model()}; {reports[0]['versions']}; load average at the end {' '.join(f'{v:.2f}' for v in os.getloadavg())}",
-        f"Masked-LM training step (tools/bench/train.py's), {FLAGS.config} ({describe(cfg)}) "
+        f"{STEPS[FLAGS.step]}, {FLAGS.config} ({describe(cfg)}) "
         f"{FLAGS.batch_size}x{FLAGS.seq_length}; ms per step over {FLAGS.steps} profiled steps, after one tracing "
         f"call and {FLAGS.warmup} timed without the profiler; {serial}.",
         "",
@@ -338,7 +370,7 @@ def markdown(reports):
 
 
 def _child_command(spec, logdir):
-    names = ("config", "batch_size", "seq_length", "steps", "warmup", "top")
+    names = ("step", "config", "batch_size", "seq_length", "steps", "warmup", "top")
     command = [sys.executable, os.path.abspath(__file__), f"--probe={spec}", f"--logdir={logdir}"]
     command += [f"--{name}={getattr(FLAGS, name)}" for name in names]
     return command + ["--serial" if FLAGS.serial else "--noserial"]

@@ -85,11 +85,19 @@ def test_unknown_settings_are_named():
     assert result.returncode == 1 and "float16" in result.stderr
 
 
-def test_a_tiny_step_profiles_to_a_table_with_matmul_time():
+@pytest.mark.parametrize("step", ["train", "forward"])
+def test_a_tiny_step_profiles_to_a_table_with_matmul_time(step):
     result = run_tool(
-        "profile_step.py", "--config=tiny", "--steps=1", "--warmup=1", "--settings=float32", "--sides=bert_tf"
+        "profile_step.py",
+        f"--step={step}",
+        "--config=tiny",
+        "--steps=1",
+        "--warmup=1",
+        "--settings=float32",
+        "--sides=bert_tf",
     )
     assert result.returncode == 0, result.stderr[-3000:]
+    assert profile_step.STEPS[step] in result.stdout
     rows = {
         line.split("|")[1].strip(): line.split("|")[2:-1] for line in result.stdout.splitlines() if line[:2] == "| "
     }
