@@ -96,3 +96,21 @@ def test_inference_projections_equal_the_fused_training_projection(dtype):
     tolerance = 1e-5 if dtype == "float32" else 5e-2
     np.testing.assert_allclose(inference, fused, atol=tolerance, rtol=tolerance)
     assert np.abs(inference).max() > 0.1
+
+
+@pytest.mark.parametrize("dtype, fused", [("float32", True), ("mixed_bfloat16", False)])
+def test_a_float32_forward_scales_the_scores_where_grappler_fuses_them(dtype, fused):
+    # Grappler's oneDNN remapper runs BatchMatMulV2 -> Mul(scalar) -> AddV2 as one `_MklFusedBatchMatMulV2`; the float32
+    # forward builds exactly that chain for the scores, the other paths scale the query before the matmul.
+    layer = BertSelfAttention(num_heads=4, hidden_dim=32, dropout=0.0, dtype=dtype)
+    layer.build((2, 8, 32))
+    specs = (tf.TensorSpec((2, 8, 32)), tf.TensorSpec((2, 8), tf.int32))
+    graph = tf.function(lambda x, m: layer(x, m, training=False)).get_concrete_function(*specs).graph
+    (scores, _) = [op for op in graph.get_operations() if op.type == "BatchMatMulV2"]
+    chain = [consumer.type for consumer in scores.outputs[0].consumers()]
+    if fused:
+        (scale,) = scores.outputs[0].consumers()
+        assert chain == ["Mul"] and [c.type for c in scale.outputs[0].consumers()] == ["AddV2"]
+        assert tf.get_static_value(scale.inputs[1]) == pytest.approx(1 / np.sqrt(8))
+    else:
+        assert chain != ["Mul"]
