@@ -64,6 +64,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.checkpoints import ModelDirectory
+from bert_tf.checkpoints.readers import is_saved_model
 from bert_tf.data.classification import infer_format, read_rows
 from bert_tf.data.passages import TEXT_EXTENSIONS
 from bert_tf.embeddings import MANIFEST_FILE, SentenceEmbedder, read_manifest
@@ -222,10 +223,6 @@ def read_records(path, file_format, text_column=None, id_column=None):
 def passage_length(text):
     """The length passages are bucketed by: whitespace-separated words (a cheap stand-in for tokens)."""
     return len(text.split())
-
-
-def is_saved_model(path):
-    return tf.io.gfile.exists(posixpath.join(path, "saved_model.pb"))
 
 
 def model_settings(

@@ -3,7 +3,6 @@
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 
@@ -12,6 +11,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.core.framework import tensor_pb2
 
+from bert_tf.apps import multiworker
 from bert_tf.checkpoints import save_model_dir
 from bert_tf.models import BertEncoder
 from bert_tf.text import SPECIAL_TOKENS, build_vocab
@@ -94,13 +94,7 @@ def pretraining_batch(batch=4, length=8, predictions=3, vocabulary_size=30, seed
 
 def free_ports(count):
     """`count` TCP ports on 127.0.0.1 that were free a moment ago (for the workers of a local TF_CONFIG cluster)."""
-    sockets = [socket.socket() for _ in range(count)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
+    return multiworker.free_ports("127.0.0.1", count)
 
 
 def repeated_pretraining_batches(context, batch=8, count=4):

@@ -34,6 +34,7 @@ from absl import app, flags
 from bert_tf.apps import common_flags, errors, launch
 from bert_tf.apps.common_flags import check_checkpoint_dir
 from bert_tf.checkpoints import CheckpointError
+from bert_tf.checkpoints.readers import is_saved_model
 from bert_tf.config import ConfigError
 from bert_tf.embeddings import EmbedConfig, embed_file
 from bert_tf.embeddings.prompts import check_truncate_dim, resolve_prompt
@@ -43,10 +44,6 @@ FLAGS = flags.FLAGS
 common_flags.define_config_flags(EmbedConfig, sys.modules[__name__])
 # Local-run options a Beam run does not have, with their defaults.
 LOCAL_ONLY = {"quantize": "none", "calibration_embeddings": None, "max_active_dims": None, "max_shards": None}
-
-
-def _is_saved_model(path):
-    return bool(path) and os.path.isfile(os.path.join(path, "saved_model.pb"))
 
 
 def _validate_beam_flags():
@@ -61,7 +58,7 @@ def _validate_beam_flags():
         raise app.UsageError(
             "--runner writes --output_format=parquet or tfrecord shards. Received: --output_format=npy"
         )
-    if not _is_saved_model(FLAGS.model_dir):
+    if not is_saved_model(FLAGS.model_dir):
         _check_embedding_flags(check_checkpoint_dir("model_dir"))
     for name in ("input", "output"):
         if not FLAGS[name].value:

@@ -19,6 +19,7 @@ Formats:
 import glob
 import json
 import os
+import posixpath
 
 import numpy as np
 import tensorflow as tf
@@ -82,6 +83,11 @@ def detect_format(path):
         raise CheckpointError(f"Checkpoint path does not exist: {path}. Looked for {_LOOKED_FOR}.")
     found = sorted(os.listdir(path)) if os.path.isdir(path) else [os.path.basename(path)]
     raise CheckpointError(f"Unrecognised checkpoint at {path}. Looked for {_LOOKED_FOR}. Received: files={found[:20]}")
+
+
+def is_saved_model(path):
+    """Whether `path` (local, or remote as `tf.io.gfile` reads it: gs://...) is an exported SavedModel directory."""
+    return bool(path) and tf.io.gfile.exists(posixpath.join(os.fspath(path), "saved_model.pb"))
 
 
 def _tf1_prefix_in_dir(directory):
