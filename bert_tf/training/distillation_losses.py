@@ -19,6 +19,8 @@ Shape legend: B batch, T tokens, H hidden, N heads, C classes; `...` any leading
 
 import tensorflow as tf
 
+from bert_tf.layers import sparse_softmax_cross_entropy
+
 
 def soft_target_loss(student_logits, teacher_logits, temperature=1.0):
     """KL(softmax(teacher / T) || softmax(student / T)) * T^2 over the last axis.
@@ -53,10 +55,9 @@ def soft_regression_loss(student_scores, teacher_scores):
 
 
 def hard_label_loss(logits, labels):
-    """Sparse softmax cross-entropy: logits float `[..., C]`, int labels `[...]` -> float32 `[...]`."""
-    return tf.nn.sparse_softmax_cross_entropy_with_logits(
-        labels=tf.cast(labels, tf.int32), logits=tf.cast(logits, tf.float32)
-    )
+    """Sparse softmax cross-entropy (`bert_tf.layers.sparse_softmax_cross_entropy`): logits float `[..., C]`, int
+    labels `[...]` -> float32 `[...]`."""
+    return sparse_softmax_cross_entropy(tf.cast(labels, tf.int32), logits)
 
 
 def hidden_state_loss(student_states, teacher_states):

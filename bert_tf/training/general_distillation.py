@@ -45,6 +45,7 @@ from bert_tf.checkpoints import (
     save_model_dir,
 )
 from bert_tf.data.pretraining import EmptyCorpusError, default_max_predictions, pretraining_dataset, resolve_objectives
+from bert_tf.layers import sparse_softmax_cross_entropy
 from bert_tf.models import BertPretrainer, build_encoder
 from bert_tf.text.vocab import expand_files
 from bert_tf.training.distillation_objective import DistillationObjective, with_distill_weights
@@ -86,7 +87,7 @@ class HeldOutMaskedLM:
                 logits = model(features, training=False)["mlm"]  # [B, P, V]
                 weight = tf.cast(weights["mlm"], tf.float32)  # [B, P]
                 target = tf.cast(labels["mlm"], tf.int32)
-                loss = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=target, logits=tf.cast(logits, tf.float32))
+                loss = sparse_softmax_cross_entropy(target, logits)
                 correct = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), target), tf.float32)
                 return tf.reduce_sum(loss * weight), tf.reduce_sum(correct * weight), tf.reduce_sum(weight)
 
