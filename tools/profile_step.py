@@ -292,22 +292,12 @@ def _step(side, setting):
     import tensorflow as tf
 
     from tools.bench.harness import jit
-    from tools.bench.work import (
-        compiled_forward,
-        hub_backbone,
-        masked_lm,
-        masked_positions,
-        ours_encoder,
-        random_batch,
-        random_tensors,
-        train_step,
-    )
+    from tools.bench.work import masked_lm, masked_positions, random_batch, random_forward, random_tensors, train_step
 
     cfg = CONFIGS[FLAGS.config]
     if FLAGS.step == "forward":
         features, _ = random_tensors(FLAGS.batch_size, FLAGS.seq_length)
-        model = (ours_encoder if side == "bert_tf" else hub_backbone)(cfg, setting, 0.0)
-        return compiled_forward(model, setting), (features,)
+        return random_forward(side, cfg, setting), (features,)
     features, labels = random_batch(FLAGS.batch_size, FLAGS.seq_length, masked_positions(FLAGS.seq_length))
     model, optimizer_class = masked_lm(side, cfg, setting)
     features = {k: tf.constant(v) for k, v in features.items()}

@@ -19,7 +19,7 @@ from tools.bench.harness import (
     same_weights_row,
 )
 from tools.bench.options import FLAGS, timed, weights_dir
-from tools.bench.work import CONFIGS, compiled_forward, forward_flops, hub_backbone, ours_encoder, random_tensors
+from tools.bench.work import CONFIGS, compiled_forward, forward_flops, ours_encoder, random_forward, random_tensors
 
 LATENCY_CALLS = 10  # batch-1 forward calls per repeat of the latency row (full runs)
 LATENCY_REPEATS = 9  # its repeats (full runs); sides alternate inside each
@@ -140,6 +140,5 @@ def _torch_forward(features, single):
 def probe_forward(spec, side, setting):
     """Memory probe `forward`: one side's compiled encoder forward (random weights of the row's shape)."""
     features, _ = random_tensors(spec["batch"], spec["seq"])
-    model = (ours_encoder if side == "bert_tf" else hub_backbone)(spec["cfg"], setting, 0.0)
-    forward = compiled_forward(model, setting)
+    forward = random_forward(side, spec["cfg"], setting)
     return lambda: forward(features).numpy()

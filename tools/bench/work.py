@@ -45,6 +45,12 @@ def compiled_forward(model, setting, output=lambda outputs: outputs["sequence_ou
     return tf.function(forward, jit_compile=jit(setting), reduce_retracing=True)
 
 
+def random_forward(side, cfg, setting):
+    """`compiled_forward` of `side`'s encoder of shape `cfg` (random weights, no dropout) in `setting`: bert_tf's
+    `BertEncoder` or keras-hub's `BertBackbone`."""
+    return compiled_forward((ours_encoder if side == "bert_tf" else hub_backbone)(cfg, setting, 0.0), setting)
+
+
 def ours_encoder(cfg, setting, dropout, encoder_class=None):
     """bert_tf's `BertEncoder` (or `encoder_class`, e.g. `DebertaV2Encoder`) of shape `cfg` (random weights) in
     `setting`."""
