@@ -11,7 +11,6 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.core.framework import tensor_pb2
 
-from bert_tf.apps import multiworker
 from bert_tf.checkpoints import save_model_dir
 from bert_tf.models import BertEncoder
 from bert_tf.text import SPECIAL_TOKENS, build_vocab
@@ -94,6 +93,10 @@ def pretraining_batch(batch=4, length=8, predictions=3, vocabulary_size=30, seed
 
 def free_ports(count):
     """`count` TCP ports on 127.0.0.1 that were free a moment ago (for the workers of a local TF_CONFIG cluster)."""
+    # Imported here, not at the top: it loads bert_tf.training, which architecture_test checks the read-only apps
+    # (run with these helpers) never load.
+    from bert_tf.apps import multiworker
+
     return multiworker.free_ports("127.0.0.1", count)
 
 
