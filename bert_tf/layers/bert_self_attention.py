@@ -182,17 +182,13 @@ class BertSelfAttention(ConfiguredLayer):
         scaled by `1/sqrt(D)`, or with `scale` the scores are scaled (`_late_scale`); `position_bias` (float32,
         broadcast to `[B, N, Q, T]`) is added to the scaled scores where given."""
         scores = tf.matmul(query, key, transpose_b=True)  # [B, N, Q, T]
-        if scale is not None:  # (one fused kernel: the matmul, the scale and the mask's add)
-            probs = ops.softmax(scores * scale + _score_bias(padding_bias(padding_mask)), axis=-1)
-            return self._weighted_values(probs, value)
+        if scale is not None:  # (with the mask's add below, one fused kernel with the matmul)
+            scores = scores * scale
         scores = ops.cast(scores, "float32")
         if position_bias is not None:
             scores = scores + position_bias
         probs = masked_probabilities(self, scores, padding_bias(padding_mask), training)
-        return self._weighted_values(ops.cast(probs, self.compute_dtype), value)
-
-    def _weighted_values(self, probs, value):
-        """`[B, N, Q, T]` probabilities over `[B, N, T, D]` values -> `[B*Q, H]`."""
+        probs = ops.cast(probs, self.compute_dtype)
         context = tf.transpose(tf.matmul(probs, value), (0, 2, 1, 3))  # [B, Q, N, D]
         return tf.reshape(context, (-1, self.hidden_dim))  # [B*Q, H]
 
@@ -230,15 +226,9 @@ def masked_probabilities(layer, scores, bias, training):
     (`dropped_softmax`)."""
     if training and layer.dropout > 0:
         return dropped_softmax(scores, bias, draw_seed(layer.dropout_layer), layer.dropout)
-    return ops.softmax(scores + _score_bias(bias), axis=-1)
-
-
-def _score_bias(bias):
-    """`[B, T]` -> `[B, 1, 1, T]`, broadcast over heads and queries.
-
-    (expand_dims, not `[:, None, None, :]`: LiteRT has no kernel for a new-axis slice of a [B, T] of unknown B and
-    T.)"""
-    return tf.expand_dims(tf.expand_dims(bias, 1), 1)
+    # (expand_dims, not `[:, None, None, :]`: LiteRT has no kernel for a new-axis slice of a [B, T] of unknown B and
+    # T.)
+    return ops.softmax(scores + tf.expand_dims(tf.expand_dims(bias, 1), 1), axis=-1)
 
 
 def _dropped_softmax_forward(scores, bias, seed, rate, alg):
